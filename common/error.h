@@ -1,0 +1,53 @@
+/*
+ * common/error.h — the error object of widen.
+ *
+ * Every fallible function returns a wd_error_t * (NULL on success), as librdkafka's
+ * rd_kafka_error_t does. The message always starts with the stable error id when there is one
+ * (spec §11: "C_..." for configuration, "E_..." for records; widen's own ids such as "E_DECODE"),
+ * so users and scripts can match errors by id.
+ *
+ * Ownership: the caller owns a returned error and releases it with wd_error_destroy().
+ */
+#ifndef WD_ERROR_H
+#define WD_ERROR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+typedef enum wd_err_class {
+  WD_ERR_CONFIG = 1, /* a table/pipeline definition is refused (spec §11.1) */
+  WD_ERR_RECORD,     /* one record (and its message) is rejected (spec §11.2) */
+  WD_ERR_DECODE,     /* input bytes could not be decoded */
+  WD_ERR_IO,         /* file system, RocksDB */
+  WD_ERR_KAFKA,      /* broker/client errors */
+  WD_ERR_NOMEM,      /* allocation failed */
+  WD_ERR_INTERNAL    /* a bug: an invariant did not hold */
+} wd_err_class_t;
+
+typedef struct wd_error {
+  wd_err_class_t cls;
+  char id[48];   /* stable id, e.g. "E_ARITH_OVERFLOW"; "" when none */
+  char *message; /* "ID: text" (or just text when id is ""), owned */
+  int index;     /* for record errors inside a message: index of the failing record, else -1 */
+  bool retriable;
+  bool fatal;
+} wd_error_t;
+
+/* Creates an error of class cls with stable id (may be NULL) and a printf-style text.
+ * Never returns NULL: on allocation failure a static out-of-memory error is returned, which
+ * wd_error_destroy() recognises and does not free. */
+wd_error_t *wd_error_new(wd_err_class_t cls, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+wd_error_t *wd_error_newv(wd_err_class_t cls, const char *id, const char *fmt, va_list ap);
+
+/* Returns a new error whose message is "prefix: <err's message>" keeping err's id and class;
+ * takes ownership of err. */
+wd_error_t *wd_error_wrap(wd_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The shared out-of-memory error (static; destroy is a no-op on it). */
+wd_error_t *wd_error_nomem(void);
+
+/* Releases err; accepts NULL. */
+void wd_error_destroy(wd_error_t *err);
+
+#endif

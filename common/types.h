@@ -1,0 +1,219 @@
+/*
+ * common/types.h — SQL types, typed values, schemas and rows: the vocabulary every stage shares.
+ *
+ * Types are the ones of spec §12.1 (Paimon/Flink SQL names): BOOLEAN, TINYINT, SMALLINT, INT,
+ * BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), CHAR(n), VARCHAR(n), STRING, BYTES, DATE, TIME[(p)],
+ * TIMESTAMP[(p)], TIMESTAMP_LTZ[(p)], ARRAY<T>, MAP<K,V>, ROW<name T, ...>, each optionally
+ * followed by "NOT NULL".
+ *
+ * Value representation (wd_value_t, interpreted through its wd_type_t):
+ *   BOOLEAN                     b
+ *   TINYINT SMALLINT INT BIGINT i   (range of the type enforced by producers of values)
+ *   FLOAT DOUBLE                f   (FLOAT values are kept rounded to binary32)
+ *   DECIMAL(p,s)                dec: the unscaled integer (value = dec / 10^s), |dec| < 10^p, p <= 38
+ *   CHAR VARCHAR STRING BYTES   s.p / s.n: owned bytes, s.p[s.n] == 0 always (so text is a C string)
+ *   DATE                        i: days since 1970-01-01
+ *   TIME(p)                     i: nanoseconds since midnight
+ *   TIMESTAMP(p), _LTZ(p)       ts.us: microseconds since 1970-01-01T00:00 (UTC for LTZ),
+ *                               ts.ns: extra nanoseconds 0..999 (only for p > 6)
+ *   ARRAY<T>                    list.v[0..n): elements (owned)
+ *   ROW<...>                    list.v[0..n): one value per field, n == type->nfields (owned)
+ *   MAP<K,V>                    map.k[0..n), map.v[0..n): keys unique by value, insertion order
+ * A NULL value has is_null = true and no owned memory.
+ *
+ * Ownership: a wd_value_t owns everything it points to; wd_value_clear() frees it (given its type).
+ * A wd_row_t owns its values. A wd_schema_t owns its fields and types.
+ */
+#ifndef WD_TYPES_H
+#define WD_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/error.h"
+
+typedef enum wd_type_id {
+  WD_BOOLEAN = 0,
+  WD_TINYINT,
+  WD_SMALLINT,
+  WD_INT,
+  WD_BIGINT,
+  WD_FLOAT,
+  WD_DOUBLE,
+  WD_DECIMAL,
+  WD_CHAR,
+  WD_VARCHAR,
+  WD_STRING,
+  WD_BYTES,
+  WD_DATE,
+  WD_TIME,
+  WD_TIMESTAMP,
+  WD_TIMESTAMP_LTZ,
+  WD_ARRAY,
+  WD_MAP,
+  WD_ROW
+} wd_type_id_t;
+
+typedef struct wd_type wd_type_t;
+
+typedef struct wd_field {
+  char *name;      /* owned */
+  wd_type_t *type; /* owned */
+} wd_field_t;
+
+struct wd_type {
+  wd_type_id_t id;
+  bool not_null;
+  int precision;   /* DECIMAL p; TIME/TIMESTAMP fraction digits p (default: TIME 0, TIMESTAMP 6) */
+  int scale;       /* DECIMAL s */
+  int length;      /* CHAR(n)/VARCHAR(n) n; STRING: -1 */
+  wd_type_t *elem; /* ARRAY element type; MAP key type (owned) */
+  wd_type_t *val;  /* MAP value type (owned) */
+  size_t nfields;  /* ROW */
+  wd_field_t *fields;
+};
+
+typedef __int128 wd_i128;
+
+typedef struct wd_value wd_value_t;
+struct wd_value {
+  bool is_null;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    wd_i128 dec;
+    struct {
+      int64_t us;
+      int32_t ns;
+    } ts;
+    struct {
+      char *p;
+      size_t n;
+    } s;
+    struct {
+      wd_value_t *v;
+      size_t n;
+    } list;
+    struct {
+      wd_value_t *k;
+      wd_value_t *v;
+      size_t n;
+    } map;
+  };
+};
+
+/* ---- types ---------------------------------------------------------------------------- */
+
+/* Parses a type string such as "DECIMAL(6,2) NOT NULL" or "ARRAY<ROW<k INT, v STRING>>"
+ * (case-insensitive keywords). On success *out is a new type owned by the caller.
+ * Errors: WD_ERR_CONFIG "C_DECIMAL_PRECISION" for p < 1, p > 38 or s > p (also nested);
+ * WD_ERR_CONFIG "C_BAD_TYPE" for anything that does not parse (the message quotes the text). */
+wd_error_t *wd_type_parse(const char *text, wd_type_t **out);
+/* Deep copy (NULL on allocation failure). */
+wd_type_t *wd_type_copy(const wd_type_t *t);
+/* Canonical text of a type ("DECIMAL(6,2)", "ARRAY<INT NOT NULL>"); caller frees with free(). */
+char *wd_type_to_string(const wd_type_t *t);
+void wd_type_destroy(wd_type_t *t);
+bool wd_type_is_integer(const wd_type_t *t); /* TINYINT..BIGINT */
+bool wd_type_is_numeric(const wd_type_t *t); /* integers, FLOAT, DOUBLE, DECIMAL */
+bool wd_type_is_text(const wd_type_t *t);    /* CHAR, VARCHAR, STRING */
+/* Smallest/largest value of an integer type (TINYINT -128..127 etc.). */
+int64_t wd_type_int_min(const wd_type_t *t);
+int64_t wd_type_int_max(const wd_type_t *t);
+
+/* ---- values --------------------------------------------------------------------------- */
+
+/* Frees what v owns and leaves it NULL. */
+void wd_value_clear(const wd_type_t *t, wd_value_t *v);
+/* Deep copy of src into dst (dst is overwritten, not cleared first). 0, or -1 on no memory
+ * (dst is then NULL). */
+int wd_value_copy(const wd_type_t *t, wd_value_t *dst, const wd_value_t *src);
+/* Moves src into dst (clearing dst first); src becomes NULL. */
+void wd_value_move(const wd_type_t *t, wd_value_t *dst, wd_value_t *src);
+/* Sets a string/bytes value from n bytes (copied). 0 or -1 on no memory. */
+int wd_value_set_bytes(wd_value_t *v, const void *p, size_t n);
+
+/* Total order used for sequence fields, max/min and sorting (spec §4): NULL < everything; two
+ * NULLs equal; integers/DATE/TIME/TIMESTAMP numerically; DECIMAL by value; FLOAT/DOUBLE as Java's
+ * Double.compare (-0.0 < 0.0, NaN after +Inf, NaN == NaN); BOOLEAN false < true; text and BYTES
+ * by unsigned bytes; ARRAY/ROW lexicographically by elements then length; MAP by sorted entries.
+ * Returns <0, 0, >0. */
+int wd_value_cmp(const wd_type_t *t, const wd_value_t *a, const wd_value_t *b);
+/* Value equality (spec §10: MAPs as key/value sets, ARRAYs in order, FLOAT as Double.compare). */
+bool wd_value_eq(const wd_type_t *t, const wd_value_t *a, const wd_value_t *b);
+/* A 64-bit hash consistent with wd_value_eq. */
+uint64_t wd_value_hash(const wd_type_t *t, const wd_value_t *v);
+
+/* Canonical text of a scalar value as spec §12.2 writes it and as MAP keys are written: integers
+ * in decimal, DECIMAL with exactly s fraction digits, DATE "YYYY-MM-DD", TIME "hh:mm:ss[.f{p}]",
+ * TIMESTAMP "YYYY-MM-DD hh:mm:ss.f{p}" (p = 3 when p <= 3, else 6, 9 for p > 6), BOOLEAN
+ * true/false, BYTES base64, text as is, FLOAT/DOUBLE shortest round-trip ("NaN", "Infinity",
+ * "-Infinity"). Appends to out. 0, or -1 on no memory. */
+int wd_value_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out);
+/* Parses the canonical text of a scalar (the inverse of wd_value_format; also accepts ISO 'T'
+ * separators and fewer fraction digits). Errors: WD_ERR_RECORD "E_TYPE" naming the type. */
+wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, wd_value_t *out);
+
+/* DECIMAL helpers: parse "12.30" / "-1e3" exactly into the unscaled integer at scale s, rounding
+ * HALF_UP when more fraction digits are given; error "E_TYPE" on junk, "E_ARITH_OVERFLOW" when
+ * the value does not fit precision p. */
+wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *out);
+/* 10^n for 0 <= n <= 38. */
+wd_i128 wd_pow10(int n);
+
+/* ---- schemas and rows ----------------------------------------------------------------- */
+
+typedef struct wd_schema {
+  size_t ncols;
+  wd_field_t *cols; /* owned */
+  size_t npk;
+  int *pk;          /* indexes into cols, owned */
+} wd_schema_t;
+
+/* Builds a schema from parallel arrays of names and type strings and the primary-key names.
+ * Errors: C_BAD_TYPE / C_DECIMAL_PRECISION from wd_type_parse (message names the column);
+ * "C_DUPLICATE_COLUMN"; "C_PRIMARY_KEY" when the key is empty, repeats or names a missing column. */
+wd_error_t *wd_schema_new(size_t ncols, const char *const *names, const char *const *types, size_t npk,
+                          const char *const *pk, wd_schema_t **out);
+void wd_schema_destroy(wd_schema_t *schema);
+/* Index of the column named name, or -1. */
+int wd_schema_find(const wd_schema_t *schema, const char *name);
+bool wd_schema_is_pk(const wd_schema_t *schema, int col);
+
+/* Row kinds (spec §2). Values are the same as Paimon's RowKind byte values. */
+typedef enum wd_row_kind {
+  WD_INSERT = 0,        /* +I */
+  WD_UPDATE_BEFORE = 1, /* -U */
+  WD_UPDATE_AFTER = 2,  /* +U */
+  WD_DELETE = 3         /* -D */
+} wd_row_kind_t;
+
+const char *wd_row_kind_str(wd_row_kind_t kind);           /* "+I" "-U" "+U" "-D" */
+int wd_row_kind_parse(const char *s, wd_row_kind_t *kind); /* 0, or -1 if not one of those */
+static inline bool wd_row_kind_is_add(wd_row_kind_t k) { return k == WD_INSERT || k == WD_UPDATE_AFTER; }
+
+/* A full-width row: one value per schema column, plus its row kind. */
+typedef struct wd_row {
+  wd_row_kind_t kind;
+  size_t n;      /* == schema->ncols */
+  wd_value_t *v; /* owned */
+} wd_row_t;
+
+/* A new all-NULL +I row for schema; NULL on no memory. */
+wd_row_t *wd_row_new(const wd_schema_t *schema);
+wd_row_t *wd_row_copy(const wd_schema_t *schema, const wd_row_t *row);
+void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row); /* accepts NULL */
+/* Sets every value NULL (kind unchanged). */
+void wd_row_clear(const wd_schema_t *schema, wd_row_t *row);
+/* Equality over all columns except those with ignore[i] true (ignore may be NULL). Kinds are not
+ * compared. */
+bool wd_row_eq(const wd_schema_t *schema, const wd_row_t *a, const wd_row_t *b, const bool *ignore);
+
+/* The key bytes of a row: a deterministic encoding of its primary-key values (equal keys give
+ * equal bytes). Appends to out. 0, or -1 on no memory. */
+int wd_row_key_encode(const wd_schema_t *schema, const wd_row_t *row, wd_buf_t *out);
+
+#endif

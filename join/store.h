@@ -1,0 +1,71 @@
+/*
+ * join/store.h — the keyed state store: one entry (stored-row encoding, join/row_codec.h) per
+ * primary key, plus the input offsets that the entries reflect. Behind a function-pointer table
+ * (like Redis' rio) so tests and `--store memory` can use the in-memory store; the daemon uses
+ * RocksDB (store_rocksdb.c, the only file that includes RocksDB).
+ *
+ * RocksDB layout: column family "state" (key bytes -> entry bytes), column family "meta"
+ * ("offset/<topic>/<partition>" -> decimal next offset; other bookkeeping). A write batch makes
+ * rows, tombstones and offsets durable together (one atomic RocksDB write).
+ *
+ * Thread-safety: one thread uses a store at a time.
+ */
+#ifndef WD_STORE_H
+#define WD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef struct wd_store wd_store_t;
+typedef struct wd_store_batch wd_store_batch_t;
+
+typedef struct wd_store_options {
+  size_t block_cache_bytes;     /* RocksDB LRU block cache; 0 = 64 MiB */
+  int64_t tombstone_retention_ms; /* < 0: keep tombstones forever (default); else a compaction
+                                     filter drops tombstones older than this (entry bytes 2-9) */
+  bool sync;                    /* fsync each write batch (default false: WAL without fsync) */
+} wd_store_options_t;
+
+/* Opens (creating if needed) a RocksDB store in dir. opts may be NULL for defaults.
+ * Errors: WD_ERR_IO "E_STORE_OPEN" with RocksDB's text; "E_STORE_LOCKED" when another process
+ * holds the directory (the message names the directory and says to stop that process). */
+wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opts, wd_store_t **out);
+/* An in-memory store (a hash map); never fails but for memory. */
+wd_error_t *wd_store_open_memory(wd_store_t **out);
+/* Closes and frees; accepts NULL. */
+void wd_store_close(wd_store_t *st);
+
+/* Looks up n keys at once. For each i, vals[i] receives a malloc'd copy of the entry (caller
+ * frees with free()) and vlens[i] its length, or NULL/0 when absent. Errors: WD_ERR_IO
+ * "E_STORE_READ" (all vals are then NULL). */
+wd_error_t *wd_store_multi_get(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
+                               uint8_t **vals, size_t *vlens);
+
+/* A batch of writes applied atomically by wd_store_write. */
+wd_store_batch_t *wd_store_batch_new(void); /* NULL on no memory */
+void wd_store_batch_destroy(wd_store_batch_t *b);
+void wd_store_batch_clear(wd_store_batch_t *b);
+/* Each copies its arguments; returns 0 or -1 on no memory. */
+int wd_store_batch_put(wd_store_batch_t *b, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
+int wd_store_batch_delete(wd_store_batch_t *b, const uint8_t *key, size_t klen);
+/* Records that everything before next_offset of (topic, partition) is reflected by this batch. */
+int wd_store_batch_set_offset(wd_store_batch_t *b, const char *topic, int32_t partition, int64_t next_offset);
+
+/* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE". */
+wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b);
+
+/* The next offset stored for (topic, partition), or -1 in *next_offset when none. */
+wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t partition, int64_t *next_offset);
+
+/* Calls cb for every entry in key order (RocksDB) or unspecified order (memory) until cb returns
+ * non-zero. The bytes are valid only during the call. */
+typedef int (*wd_store_scan_cb)(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
+wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx);
+
+/* Approximate bytes on disk (RocksDB: SST + WAL); 0 for memory. */
+uint64_t wd_store_disk_bytes(wd_store_t *st);
+
+#endif
