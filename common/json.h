@@ -16,8 +16,8 @@
 
 /* Converts j (borrowed) into *out (overwritten; owned by the caller afterwards). JSON null gives
  * NULL. Accepts for numbers either JSON numbers or strings holding them (DECIMAL: strings or
- * numbers, parsed from text exactly, never through a double; jansson reals are formatted with
- * 17 significant digits first). Errors: WD_ERR_RECORD "E_TYPE" naming the expected type and
+ * numbers, parsed from text exactly, never through a double; jansson reals are first formatted
+ * with the fewest significant digits, at most 17, that read back as the same double). Errors: WD_ERR_RECORD "E_TYPE" naming the expected type and
  * what was found; "E_ARITH_OVERFLOW" for a DECIMAL that does not fit p or an integer out of the
  * type's range. */
 wd_error_t *wd_value_from_json(const wd_type_t *t, const json_t *j, wd_value_t *out);

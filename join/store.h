@@ -68,4 +68,10 @@ wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx);
 /* Approximate bytes on disk (RocksDB: SST + WAL); 0 for memory. */
 uint64_t wd_store_disk_bytes(wd_store_t *st);
 
+/* Compacts the whole store now (RocksDB: a manual compaction of "state" and "meta" down to the
+ * bottommost level, which runs the tombstone-retention filter; memory: nothing). Blocks until
+ * done, so it is for tests and operator commands, not the hot path. Same thread rules as the
+ * rest of the store. Errors: WD_ERR_IO "E_STORE_WRITE" when RocksDB reports a background error. */
+wd_error_t *wd_store_compact(wd_store_t *st);
+
 #endif

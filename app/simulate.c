@@ -1,0 +1,264 @@
+/*
+ * app/simulate.c — `widen simulate CASE.json`: runs a conformance case (../shared/cases/README.md)
+ * through the daemon's table loading, merge engine, keyed state and store (RocksDB in a temporary
+ * directory by default; `--store memory`), and prints {"rows": [...], "changelog": [...],
+ * "error": ...} on standard output. Exit 0, or 2 when the configuration is refused.
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/commands.h"
+#include "app/simulate.h"
+#include "app/table_config.h"
+#include "common/json.h"
+#include "join/state.h"
+
+typedef struct {
+  const wd_schema_t *schema;
+  wd_row_t **rows;
+  size_t n, cap;
+} collect_t;
+
+static int collect_row(void *ctx, const wd_row_t *row) {
+  collect_t *c = ctx;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 64;
+    wd_row_t **rows = realloc(c->rows, cap * sizeof(*rows));
+    if (!rows) return 1;
+    c->rows = rows;
+    c->cap = cap;
+  }
+  if (!(c->rows[c->n] = wd_row_copy(c->schema, row))) return 1;
+  c->n++;
+  return 0;
+}
+
+static const wd_schema_t *sort_schema;
+static int cmp_pk(const void *a, const void *b) {
+  const wd_row_t *x = *(wd_row_t *const *)a, *y = *(wd_row_t *const *)b;
+  for (size_t k = 0; k < sort_schema->npk; k++) {
+    int c = sort_schema->pk[k];
+    int r = wd_value_cmp(sort_schema->cols[c].type, &x->v[c], &y->v[c]);
+    if (r) return r;
+  }
+  return 0;
+}
+
+static json_t *error_json(const char *stage, const wd_error_t *err, long index) {
+  json_t *e = json_object();
+  json_object_set_new(e, "stage", json_string(stage));
+  if (index >= 0) json_object_set_new(e, "index", json_integer(index));
+  json_object_set_new(e, "message", json_string(err->message));
+  return e;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: widen simulate [--store rocksdb|memory] [--batch N] CASE.json\n"
+          "\n"
+          "Runs a conformance case (table, input records, see ../shared/cases/README.md) through widen's\n"
+          "table loading, merge engine, keyed state and store, and prints one JSON object:\n"
+          "  {\"rows\": [...], \"changelog\": [...], \"error\": null | {stage, index, message}}\n"
+          "Options:\n"
+          "  --store rocksdb   the daemon's RocksDB store in a temporary directory (default)\n"
+          "  --store memory    the in-memory store\n"
+          "  --batch N         flush the state to the store every N messages (default 1)\n"
+          "Exit status: 0, 2 when the table configuration is refused, 1 on other errors.\n");
+}
+
+int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t **result) {
+  int rc = 1;
+  json_t *out = json_object(), *changelog = json_array();
+  wd_table_t *t = NULL;
+  wd_store_t *st = NULL;
+  wd_state_t *state = NULL;
+  wd_store_batch_t *b = NULL;
+  wd_error_t *err = NULL, *first_rec_err = NULL;
+  long first_rec_index = -1;
+  wd_changelog_t cl = {0};
+  wd_row_t **recs = NULL;
+  size_t nrecs = 0;
+  collect_t rows = {0};
+  char dir[] = "/tmp/widen-simulate-XXXXXX";
+  *result = NULL;
+  bool made_dir = false;
+
+  if ((err = wd_table_config_from_json(json_object_get(cs, "schema"), json_object_get(cs, "primary_key"),
+                                       json_object_get(cs, "options"), &t))) {
+    json_object_set_new(out, "error", error_json("config", err, -1));
+    json_object_set_new(out, "rows", json_array());
+    json_object_set_new(out, "changelog", json_array());
+    rc = 2;
+    goto print;
+  }
+  const wd_schema_t *schema = wd_table_schema(t);
+  if (strcmp(store_kind, "memory") == 0) {
+    err = wd_store_open_memory(&st);
+  } else {
+    if (!mkdtemp(dir)) {
+      perror("widen simulate: mkdtemp");
+      goto done;
+    }
+    made_dir = true;
+    err = wd_store_open_rocksdb(dir, NULL, &st);
+  }
+  if (err) goto fail;
+  if (!(state = wd_state_new(t, st, 0)) || !(b = wd_store_batch_new())) {
+    err = wd_error_nomem();
+    goto fail;
+  }
+
+  json_t *input = json_object_get(cs, "input");
+  size_t ninput = json_array_size(input);
+  recs = calloc(ninput + 1, sizeof(*recs));
+  if (!recs) {
+    err = wd_error_nomem();
+    goto fail;
+  }
+  long messages = 0;
+  for (size_t i = 0; i < ninput;) {
+    /* one message: consecutive entries with the same "message" value (spec §10.1) */
+    json_t *mv = json_object_get(json_array_get(input, i), "message");
+    size_t j = i + 1;
+    if (mv && !json_is_null(mv))
+      while (j < ninput && json_equal(json_object_get(json_array_get(input, j), "message"), mv)) j++;
+    wd_error_t *rerr = NULL;
+    long bad = -1;
+    nrecs = 0;
+    for (size_t k = i; k < j && !rerr; k++) {
+      json_t *in = json_array_get(input, k);
+      wd_row_t *row = wd_row_new(schema);
+      if (!row) {
+        err = wd_error_nomem();
+        goto fail;
+      }
+      recs[nrecs++] = row;
+      const char *op = json_string_value(json_object_get(in, "op"));
+      if (!op || wd_row_kind_parse(op, &row->kind)) {
+        rerr = wd_error_new(WD_ERR_RECORD, "E_DECODE", "input %zu: op must be +I, -U, +U or -D", k);
+        bad = (long)k;
+      } else if ((rerr = wd_row_from_json(schema, json_object_get(in, "row"), row))) {
+        rerr = wd_error_wrap(rerr, "input %zu", k);
+        row->kind = WD_INSERT;
+        bad = (long)k;
+      }
+    }
+    if (!rerr) {
+      rerr = wd_message_apply(t, wd_state_ops(), state, recs, nrecs, &cl, NULL);
+      if (rerr) bad = (long)i + (rerr->index >= 0 ? rerr->index : 0);
+    }
+    for (size_t k = 0; k < nrecs; k++) wd_row_destroy(schema, recs[k]);
+    nrecs = 0;
+    if (rerr) {
+      if (rerr->cls != WD_ERR_RECORD && rerr->cls != WD_ERR_DECODE) {
+        err = rerr;
+        goto fail;
+      }
+      if (!first_rec_err) {
+        first_rec_err = rerr;
+        first_rec_index = bad;
+      } else {
+        wd_error_destroy(rerr);
+      }
+    }
+    if (++messages % batch == 0 && (err = wd_state_flush(state, b))) goto fail;
+    i = j;
+  }
+  if ((err = wd_state_flush(state, b))) goto fail;
+  for (size_t i = 0; i < cl.n; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "op", json_string(wd_row_kind_str(cl.rows[i]->kind)));
+    json_object_set_new(e, "row", wd_row_to_json(schema, cl.rows[i]));
+    json_array_append_new(changelog, e);
+  }
+  /* final rows: read back from the store, sorted by primary key */
+  wd_state_destroy(state);
+  state = wd_state_new(t, st, 0);
+  if (!state) {
+    err = wd_error_nomem();
+    goto fail;
+  }
+  rows.schema = schema;
+  if ((err = wd_state_scan_rows(state, collect_row, &rows))) goto fail;
+  sort_schema = schema;
+  qsort(rows.rows, rows.n, sizeof(*rows.rows), cmp_pk);
+  json_t *jrows = json_array();
+  for (size_t i = 0; i < rows.n; i++) json_array_append_new(jrows, wd_row_to_json(schema, rows.rows[i]));
+  json_object_set_new(out, "rows", jrows);
+  json_object_set(out, "changelog", changelog);
+  json_object_set_new(out, "error", first_rec_err ? error_json("record", first_rec_err, first_rec_index) : json_null());
+  rc = 0;
+print:
+  *result = out;
+  out = NULL;
+  goto done;
+fail:
+  fprintf(stderr, "widen simulate: %s\n", err ? err->message : "failed");
+  rc = 1;
+done:
+  if (rows.rows) {
+    for (size_t i = 0; i < rows.n; i++) wd_row_destroy(wd_table_schema(t), rows.rows[i]);
+    free(rows.rows);
+  }
+  free(recs);
+  if (t) wd_changelog_free(t, &cl);
+  wd_error_destroy(err);
+  wd_error_destroy(first_rec_err);
+  wd_store_batch_destroy(b);
+  wd_state_destroy(state);
+  wd_store_close(st);
+  wd_table_destroy(t);
+  if (made_dir) {
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "widen simulate: could not remove %s\n", dir);
+  }
+  json_decref(out);
+  json_decref(changelog);
+  return rc;
+}
+
+int wd_cmd_simulate(int argc, char **argv) {
+  const char *store_kind = "rocksdb";
+  long batch = 1;
+  static const struct option longopts[] = {
+      {"store", required_argument, NULL, 's'}, {"batch", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'}, {0}};
+  int ch;
+  optind = 1;
+  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    if (ch == 's')
+      store_kind = optarg;
+    else if (ch == 'b')
+      batch = strtol(optarg, NULL, 10);
+    else if (ch == 'h') {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 1;
+    }
+  }
+  if (optind != argc - 1 || batch < 1 || (strcmp(store_kind, "rocksdb") && strcmp(store_kind, "memory"))) {
+    usage(stderr);
+    return 1;
+  }
+  json_error_t jerr;
+  json_t *cs = json_load_file(argv[optind], 0, &jerr), *result = NULL;
+  if (!cs) {
+    fprintf(stderr, "widen simulate: %s: %s (line %d)\n", argv[optind], jerr.text, jerr.line);
+    return 1;
+  }
+  int rc = wd_simulate_run(cs, store_kind, batch, &result);
+  if (result) {
+    char *text = json_dumps(result, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (text) puts(text);
+    free(text);
+    json_decref(result);
+  }
+  json_decref(cs);
+  return rc;
+}

@@ -1,0 +1,67 @@
+#include "app/table_config.h"
+
+#include <stdlib.h>
+
+wd_error_t *wd_table_config_build(size_t ncols, const char *const *names, const char *const *types, size_t npk,
+                                  const char *const *pk, size_t nopts, const wd_option_t *opts, wd_table_t **out) {
+  wd_schema_t *schema = NULL;
+  wd_error_t *err = wd_schema_new(ncols, names, types, npk, pk, &schema);
+  if (err) return err;
+  return wd_table_new(schema, nopts, opts, out); /* takes schema */
+}
+
+wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primary_key, const json_t *options,
+                                      wd_table_t **out) {
+  wd_error_t *err = NULL;
+  size_t ncols = json_array_size(schema), npk = json_array_size(primary_key);
+  size_t nopts = json_is_object(options) ? json_object_size(options) : 0;
+  const char **names = calloc(ncols + 1, sizeof(char *));
+  const char **types = calloc(ncols + 1, sizeof(char *));
+  const char **pk = calloc(npk + 1, sizeof(char *));
+  wd_option_t *opts = calloc(nopts + 1, sizeof(*opts));
+  if (!names || !types || !pk || !opts) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  if (!json_is_array(schema) || !json_is_array(primary_key) || (options && !json_is_null(options) && !json_is_object(options))) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_CONFIG", "schema and primary_key must be arrays, options an object");
+    goto done;
+  }
+  for (size_t i = 0; i < ncols; i++) {
+    json_t *col = json_array_get(schema, i);
+    names[i] = json_string_value(json_object_get(col, "name"));
+    types[i] = json_string_value(json_object_get(col, "type"));
+    if (!names[i] || !types[i]) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_CONFIG", "schema entry %zu needs string 'name' and 'type'", i);
+      goto done;
+    }
+  }
+  for (size_t i = 0; i < npk; i++) {
+    pk[i] = json_string_value(json_array_get(primary_key, i));
+    if (!pk[i]) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_PRIMARY_KEY", "primary_key entry %zu is not a column name", i);
+      goto done;
+    }
+  }
+  size_t i = 0;
+  const char *key;
+  json_t *val;
+  if (nopts) {
+    json_object_foreach((json_t *)options, key, val) {
+      opts[i].key = key;
+      opts[i].value = json_string_value(val);
+      if (!opts[i].value) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "option '%s' must be a string", key);
+        goto done;
+      }
+      i++;
+    }
+  }
+  err = wd_table_config_build(ncols, names, types, npk, pk, nopts, opts, out);
+done:
+  free(names);
+  free(types);
+  free(pk);
+  free(opts);
+  return err;
+}

@@ -1,0 +1,23 @@
+/*
+ * app/table_config.h — builds the wide table (schema + primary key + Paimon options) from a
+ * config, the one path shared by `widen run` (YAML) and `widen simulate` (case JSON), so the
+ * conformance cases exercise the daemon's own table loading.
+ */
+#ifndef WD_TABLE_CONFIG_H
+#define WD_TABLE_CONFIG_H
+
+#include <jansson.h>
+
+#include "join/merge.h"
+
+/* Parallel arrays of column names and type strings, primary-key names and options (all
+ * borrowed). Errors: every C_... of wd_schema_new and wd_table_new. */
+wd_error_t *wd_table_config_build(size_t ncols, const char *const *names, const char *const *types, size_t npk,
+                                  const char *const *pk, size_t nopts, const wd_option_t *opts, wd_table_t **out);
+
+/* The same from the JSON shape of a conformance case: "schema": [{name, type}], "primary_key":
+ * [names], "options": {key: value}. Errors: C_BAD_CONFIG for a wrong JSON shape, and the above. */
+wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primary_key, const json_t *options,
+                                      wd_table_t **out);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * join/merge.h — the merge engine: Apache Paimon's primary-key merge semantics
+ * (../shared/spec/merge-semantics.md, "the spec"), one record at a time, as a pure library.
+ *
+ * A wd_table_t is a validated table definition: schema, primary key and Paimon options
+ * (`merge-engine`, `sequence.field`, `fields.<f>.sequence-group`, `fields.<f>.aggregate-function`,
+ * `ignore-delete`, ...), checked once at start (spec §3, §11.1). The engine then takes a key's
+ * stored entry (a row, an ordering tombstone of spec D7, or nothing) and one change record, and
+ * computes the key's new entry (spec §1.2). wd_message_apply() applies all records of one source
+ * message and computes the changelog diff once per key (spec §10, §10.1).
+ *
+ * No Kafka, no RocksDB, no clock: storage is reached through wd_state_ops_t, so the same code runs
+ * in `widen simulate`, the daemon's pipeline (RocksDB + write-back cache) and tests (memory).
+ */
+#ifndef WD_MERGE_H
+#define WD_MERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/types.h"
+#include "join/agg.h"
+
+typedef enum wd_merge_engine {
+  WD_ENGINE_DEDUPLICATE = 0,
+  WD_ENGINE_PARTIAL_UPDATE,
+  WD_ENGINE_AGGREGATION,
+  WD_ENGINE_FIRST_ROW
+} wd_merge_engine_t;
+
+typedef struct wd_table wd_table_t;
+
+/* One table option, Paimon's key and value as strings (borrowed). */
+typedef struct wd_option {
+  const char *key;
+  const char *value;
+} wd_option_t;
+
+/* Validates schema + options (spec §3, §11.1) into a table definition. On success takes ownership
+ * of schema (also on failure: it is destroyed) and *out is a new table owned by the caller.
+ * Errors: WD_ERR_CONFIG with the spec's id first in the message (C_UNKNOWN_OPTION,
+ * C_BAD_OPTION_VALUE, C_SEQ_FIELD_UNKNOWN, C_SEQ_GROUP_DUPLICATE_FIELD, C_AGG_TYPE, ...); the
+ * message names the option and says what to change. */
+wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *opts, wd_table_t **out);
+void wd_table_destroy(wd_table_t *t);
+const wd_schema_t *wd_table_schema(const wd_table_t *t);
+wd_merge_engine_t wd_table_engine(const wd_table_t *t);
+/* Whether the table has ordering (sequence.field or a sequence group, spec §1.1) and therefore
+ * keeps ordering tombstones (D7). */
+bool wd_table_has_ordering(const wd_table_t *t);
+
+/* What the store holds for one key. */
+typedef enum { WD_ENTRY_ABSENT = 0, WD_ENTRY_ROW, WD_ENTRY_TOMBSTONE } wd_entry_state_t;
+
+typedef struct wd_entry {
+  wd_entry_state_t state;
+  /* ROW: the stored row; its kind is +I, or for first-row the kind of the creating record.
+   * TOMBSTONE: key and ordering columns (all else NULL); kind -D or -U: the kind that made it (D7).
+   * ABSENT: NULL. Owned by the entry. */
+  wd_row_t *row;
+} wd_entry_t;
+
+void wd_entry_clear(const wd_table_t *t, wd_entry_t *e); /* frees row, state = ABSENT */
+
+/* Counters the engine reports per applied record (summed by the caller). */
+typedef struct wd_merge_stats {
+  uint64_t dropped;          /* removed by the row-kind filter or first-row duplicates */
+  uint64_t ignored_update_before; /* -U ignored by partial-update.remove-record-on-delete (§7.1) */
+  uint64_t tombstones;       /* removals that left (or replaced) an ordering tombstone */
+} wd_merge_stats_t;
+
+/* Applies one change record rec (borrowed; its kind is the row kind) to the key's entry e
+ * (in/out; the entry's key must equal rec's key), per spec §1.2 and the engine sections §5-§9.
+ * On error e is unchanged. Errors: WD_ERR_RECORD with E_PU_DELETE_NOT_ACCEPTED,
+ * E_FIRST_ROW_RETRACT, E_AGG_NO_RETRACT, E_ARITH_OVERFLOW, E_NESTED_KEY_NULL, E_NOT_NULL;
+ * E_NOMEM. *dropped (may be NULL) is set when the record was dropped at the entrance. */
+wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *rec, bool *dropped,
+                           wd_merge_stats_t *stats);
+
+/* ---- messages and the changelog (spec §10, §10.1) ---------------------------------------- */
+
+/* A list of emitted changelog rows, each a full row with its row kind. Owned; reusable. */
+typedef struct wd_changelog {
+  wd_row_t **rows;
+  size_t n;
+  size_t cap;
+} wd_changelog_t;
+void wd_changelog_reset(const wd_table_t *t, wd_changelog_t *cl); /* frees the rows, keeps capacity */
+void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl);
+
+/* How a message reaches stored entries. get fills *e with a copy of the key's entry (the caller
+ * keeps its own); put hands the key's new entry over (takes e->row; e is left ABSENT). Both
+ * return NULL or an error (WD_ERR_IO/E_NOMEM), which aborts the message. */
+typedef struct wd_state_ops {
+  wd_error_t *(*get)(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e);
+  wd_error_t *(*put)(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e);
+} wd_state_ops_t;
+
+/* Applies the n records of one source message in order (spec §10.1): each record as
+ * wd_merge_apply does, then for every key touched, in order of first touch, compares the key's
+ * entry before and after the message and appends +I / -U,+U / -D / nothing to out (honouring
+ * changelog-producer.row-deduplicate and its ignore-fields). Only when every record succeeds are
+ * the new entries put; on a record error nothing is put or appended and the error's index is the
+ * failing record's index. stats may be NULL. */
+wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs,
+                             size_t n, wd_changelog_t *out, wd_merge_stats_t *stats);
+
+#endif

@@ -1,0 +1,746 @@
+/*
+ * join/merge_spec.c — table options (Paimon's names) validated into a wd_table_t, once, at start
+ * (spec §3 and §11.1; D4 eager validation). Every refusal names the option and what to change.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "join/merge_int.h"
+
+/* ---- small helpers -------------------------------------------------------------------- */
+
+/* A comma-separated list, each item trimmed (spec §3 [CHOICE]: trim everywhere). */
+typedef struct {
+  char **items;
+  size_t n;
+} wd_list_t;
+
+static void list_free(wd_list_t *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->items[i]);
+  free(l->items);
+  l->items = NULL;
+  l->n = 0;
+}
+
+static char *trim_dup(const char *s, size_t n) {
+  while (n && isspace((unsigned char)*s)) s++, n--;
+  while (n && isspace((unsigned char)s[n - 1])) n--;
+  return strndup(s, n);
+}
+
+/* Splits s on ',' into trimmed items (empty items dropped). Returns 0 or -1 on no memory. */
+static int list_split(const char *s, wd_list_t *out) {
+  out->items = NULL;
+  out->n = 0;
+  const char *p = s;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    char *item = trim_dup(p, len);
+    if (!item) goto fail;
+    if (*item) {
+      char **items = realloc(out->items, (out->n + 1) * sizeof(*items));
+      if (!items) {
+        free(item);
+        goto fail;
+      }
+      out->items = items;
+      out->items[out->n++] = item;
+    } else {
+      free(item);
+    }
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 0;
+fail:
+  list_free(out);
+  return -1;
+}
+
+static const char *opt_get(size_t nopts, const wd_option_t *opts, const char *key) {
+  const char *v = NULL;
+  for (size_t i = 0; i < nopts; i++)
+    if (strcmp(opts[i].key, key) == 0) v = opts[i].value; /* last one wins */
+  return v;
+}
+
+static wd_error_t *parse_bool(const char *key, const char *v, bool *out) {
+  char *t = trim_dup(v, strlen(v));
+  if (!t) return wd_error_nomem();
+  wd_error_t *err = NULL;
+  if (strcasecmp(t, "true") == 0)
+    *out = true;
+  else if (strcasecmp(t, "false") == 0)
+    *out = false;
+  else
+    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "option '%s' = '%s' is not a boolean: use true or false",
+                       key, v);
+  free(t);
+  return err;
+}
+
+static wd_error_t *bool_opt(size_t nopts, const wd_option_t *opts, const char *key, bool *out) {
+  const char *v = opt_get(nopts, opts, key);
+  *out = false;
+  return v ? parse_bool(key, v, out) : NULL;
+}
+
+/* The per-field option suffixes of spec §3 (fields.<f>.<suffix>). */
+static const char *const FIELD_SUFFIXES[] = {
+    "sequence-group", "aggregate-function", "ignore-retract", "distinct",     "list-agg-delimiter",
+    "nested-key",     "nested-key-null-strategy", "nested-sequence-field", "count-limit", "ts-field"};
+
+static const char *const TABLE_KEYS[] = {"merge-engine",
+                                         "sequence.field",
+                                         "sequence.field.sort-order",
+                                         "ignore-delete",
+                                         "first-row.ignore-delete",
+                                         "deduplicate.ignore-delete",
+                                         "partial-update.ignore-delete",
+                                         "ignore-update-before",
+                                         "partial-update.remove-record-on-delete",
+                                         "partial-update.remove-record-on-sequence-group",
+                                         "fields.default-aggregate-function",
+                                         "aggregation.remove-record-on-delete",
+                                         "changelog-producer",
+                                         "changelog-producer.row-deduplicate",
+                                         "changelog-producer.row-deduplicate-ignore-fields"};
+
+/* Splits "fields.<f>.<suffix>" into f (allocated) and the suffix index; -1 if key is not of
+ * that form with a known suffix. */
+static int field_option(const char *key, char **field) {
+  *field = NULL;
+  if (strncmp(key, "fields.", 7) != 0) return -1;
+  const char *rest = key + 7;
+  size_t rlen = strlen(rest);
+  for (size_t i = 0; i < sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES); i++) {
+    size_t slen = strlen(FIELD_SUFFIXES[i]);
+    if (rlen > slen + 1 && rest[rlen - slen - 1] == '.' && strcmp(rest + rlen - slen, FIELD_SUFFIXES[i]) == 0) {
+      *field = trim_dup(rest, rlen - slen - 1);
+      return *field ? (int)i : -2;
+    }
+  }
+  return -1;
+}
+
+enum { SUF_SEQ_GROUP = 0, SUF_AGG, SUF_IGNORE_RETRACT, SUF_DISTINCT, SUF_DELIM, SUF_NESTED_KEY, SUF_NESTED_NULL,
+       SUF_NESTED_SEQ, SUF_COUNT_LIMIT, SUF_TS_FIELD };
+
+static bool seq_type_ok_for_order(const wd_type_t *t) {
+  return t->id != WD_ARRAY && t->id != WD_MAP && t->id != WD_ROW;
+}
+
+/* Group sequence field types (spec §7.2 [CHOICE]). */
+static bool seq_type_ok_for_group(const wd_type_t *t) {
+  switch (t->id) {
+    case WD_DECIMAL: case WD_TINYINT: case WD_SMALLINT: case WD_INT: case WD_BIGINT: case WD_FLOAT:
+    case WD_DOUBLE: case WD_DATE: case WD_TIME: case WD_TIMESTAMP: case WD_TIMESTAMP_LTZ: case WD_STRING:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* Index of ROW field name in row type t, or -1. */
+static int row_field(const wd_type_t *t, const char *name) {
+  for (size_t i = 0; i < t->nfields; i++)
+    if (strcmp(t->fields[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+void wd_table_destroy(wd_table_t *t) {
+  if (!t) return;
+  if (t->agg && t->schema)
+    for (size_t c = 0; c < t->schema->ncols; c++) wd_agg_spec_clear(&t->agg[c]);
+  free(t->agg);
+  for (size_t g = 0; g < t->ngroups; g++) {
+    free(t->groups[g].seq);
+    free(t->groups[g].fields);
+  }
+  free(t->groups);
+  free(t->seq_fields);
+  free(t->row_dedup_ignore);
+  free(t->group_of);
+  free(t->seq_group_of);
+  free(t->ordering_col);
+  wd_schema_destroy(t->schema);
+  free(t);
+}
+
+const wd_schema_t *wd_table_schema(const wd_table_t *t) { return t->schema; }
+wd_merge_engine_t wd_table_engine(const wd_table_t *t) { return t->engine; }
+bool wd_table_has_ordering(const wd_table_t *t) { return t->has_ordering; }
+
+/* Resolves a list of ROW field names of column c's ARRAY<ROW> element into indexes. */
+static wd_error_t *nested_fields(const wd_table_t *t, int c, const char *key, const char *value, int **out,
+                                 size_t *nout) {
+  const wd_type_t *ty = t->schema->cols[c].type;
+  if (ty->id != WD_ARRAY || ty->elem->id != WD_ROW)
+    return wd_error_new(WD_ERR_CONFIG, "C_AGG_TYPE", "option '%s': column '%s' is %s, not ARRAY<ROW<...>>", key,
+                        t->schema->cols[c].name, "not an array of rows");
+  wd_list_t l;
+  if (list_split(value, &l)) return wd_error_nomem();
+  wd_error_t *err = NULL;
+  *out = calloc(l.n ? l.n : 1, sizeof(int));
+  if (!*out) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  for (size_t i = 0; i < l.n; i++) {
+    int f = row_field(ty->elem, l.items[i]);
+    if (f < 0) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",
+                         "option '%s' names '%s', which is not a field of the rows of column '%s'", key, l.items[i],
+                         t->schema->cols[c].name);
+      goto done;
+    }
+    (*out)[i] = f;
+  }
+  *nout = l.n;
+done:
+  if (err) {
+    free(*out);
+    *out = NULL;
+  }
+  list_free(&l);
+  return err;
+}
+
+/* Parses every sequence group option into t->groups (spec §7.2, §7.5). */
+static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
+  const wd_schema_t *s = t->schema;
+  wd_error_t *err = NULL;
+  wd_list_t keys = {0}, vals = {0};
+  for (size_t i = 0; i < nopts && !err; i++) {
+    char *field = NULL;
+    int suf = field_option(opts[i].key, &field);
+    if (suf == -2) return wd_error_nomem();
+    if (suf != SUF_SEQ_GROUP) {
+      free(field);
+      continue;
+    }
+    if (list_split(field, &keys) || list_split(opts[i].value, &vals)) {
+      free(field);
+      err = wd_error_nomem();
+      break;
+    }
+    free(field);
+    wd_seq_group_t *groups = realloc(t->groups, (t->ngroups + 1) * sizeof(*groups));
+    if (!groups) {
+      err = wd_error_nomem();
+      break;
+    }
+    t->groups = groups;
+    wd_seq_group_t *g = &t->groups[t->ngroups++];
+    memset(g, 0, sizeof(*g));
+    g->seq = calloc(keys.n + 1, sizeof(int));
+    g->fields = calloc(vals.n + 1, sizeof(int));
+    if (!g->seq || !g->fields) {
+      err = wd_error_nomem();
+      break;
+    }
+    for (size_t k = 0; k < keys.n && !err; k++) {
+      int c = wd_schema_find(s, keys.items[k]);
+      if (c < 0)
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_UNKNOWN_FIELD",
+                           "option '%s': sequence field '%s' can not be found in table schema", opts[i].key,
+                           keys.items[k]);
+      else if (wd_schema_is_pk(s, c))
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_CONTAINS_PK",
+                           "option '%s': sequence group contains primary key field '%s'; a key column can be "
+                           "neither a sequence field nor a protected field",
+                           opts[i].key, keys.items[k]);
+      else
+        g->seq[g->nseq++] = c;
+    }
+    for (size_t k = 0; k < vals.n && !err; k++) {
+      int c = wd_schema_find(s, vals.items[k]);
+      if (c < 0)
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_UNKNOWN_FIELD",
+                           "option '%s': field '%s' can not be found in table schema", opts[i].key, vals.items[k]);
+      else if (wd_schema_is_pk(s, c))
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_CONTAINS_PK",
+                           "option '%s': sequence group contains primary key field '%s'; remove it from the group",
+                           opts[i].key, vals.items[k]);
+      else
+        g->fields[g->nfields++] = c;
+    }
+    list_free(&keys);
+    list_free(&vals);
+  }
+  list_free(&keys);
+  list_free(&vals);
+  if (err) return err;
+  /* Each protected field in exactly one group; sequence field types. */
+  for (size_t g = 0; g < t->ngroups; g++) {
+    for (size_t k = 0; k < t->groups[g].nseq; k++) {
+      int c = t->groups[g].seq[k];
+      if (!seq_type_ok_for_group(s->cols[c].type)) {
+        char *ty = wd_type_to_string(s->cols[c].type);
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_TYPE",
+                           "sequence group field '%s' has type %s; use a numeric, DATE, TIME, TIMESTAMP or STRING "
+                           "column",
+                           s->cols[c].name, ty ? ty : "?");
+        free(ty);
+        return err;
+      }
+      t->seq_group_of[c] = (int)g;
+    }
+    for (size_t k = 0; k < t->groups[g].nfields; k++) {
+      int c = t->groups[g].fields[k];
+      if (t->group_of[c] >= 0 && t->group_of[c] != (int)g)
+        return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
+                            "field '%s' is defined repeatedly by multiple groups; put it in one sequence group only",
+                            s->cols[c].name);
+      t->group_of[c] = (int)g;
+    }
+  }
+  return NULL;
+}
+
+/* Builds the per-column aggregate function specs (spec §7.4, §8.1, §9). */
+static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
+  const wd_schema_t *s = t->schema;
+  wd_error_t *err = NULL;
+  const char *deflt = opt_get(nopts, opts, "fields.default-aggregate-function");
+  wd_agg_fn_t deflt_fn = WD_AGG_NONE;
+  bool agg_engine = t->engine == WD_ENGINE_AGGREGATION;
+  bool pu_engine = t->engine == WD_ENGINE_PARTIAL_UPDATE;
+  if (deflt && (agg_engine || pu_engine)) {
+    char *name = trim_dup(deflt, strlen(deflt));
+    if (!name) return wd_error_nomem();
+    err = wd_agg_lookup(name, "fields.default-aggregate-function", &deflt_fn);
+    free(name);
+    if (err) return err;
+  }
+  /* Explicit functions, and the options that go with them. */
+  for (size_t c = 0; c < s->ncols; c++) {
+    wd_agg_spec_t *a = &t->agg[c];
+    a->type = s->cols[c].type;
+    a->column = s->cols[c].name;
+    a->count_limit = 2147483647;
+    a->ts_field = -1;
+  }
+  for (size_t i = 0; i < nopts; i++) {
+    char *field = NULL;
+    int suf = field_option(opts[i].key, &field);
+    if (suf == -2) return wd_error_nomem();
+    if (suf < 0 || suf == SUF_SEQ_GROUP) {
+      free(field);
+      continue;
+    }
+    int c = wd_schema_find(s, field);
+    free(field);
+    if (c < 0) continue; /* reported by check_field_names */
+    wd_agg_spec_t *a = &t->agg[c];
+    const char *v = opts[i].value;
+    switch (suf) {
+      case SUF_AGG: {
+        bool is_seq = false;
+        for (size_t k = 0; k < t->nseq_fields; k++) is_seq |= t->seq_fields[k] == (int)c;
+        if (is_seq)
+          return wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_HAS_AGG",
+                              "option '%s': should not define aggregation on sequence field '%s'; remove the "
+                              "option (sequence fields always keep the last value)",
+                              opts[i].key, s->cols[c].name);
+        if (!agg_engine && !pu_engine) break;
+        char *name = trim_dup(v, strlen(v));
+        if (!name) return wd_error_nomem();
+        err = wd_agg_lookup(name, s->cols[c].name, &a->fn);
+        free(name);
+        if (err) return err;
+        break;
+      }
+      case SUF_IGNORE_RETRACT:
+        if ((err = parse_bool(opts[i].key, v, &a->ignore_retract))) return err;
+        break;
+      case SUF_DISTINCT:
+        if ((err = parse_bool(opts[i].key, v, &a->distinct))) return err;
+        break;
+      case SUF_DELIM:
+        free(a->delimiter);
+        if (!(a->delimiter = strdup(v))) return wd_error_nomem();
+        break;
+      case SUF_COUNT_LIMIT: {
+        char *end = NULL;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        while (end && isspace((unsigned char)*end)) end++;
+        if (errno || !end || end == v || *end || n < 1 || n > 2147483647LL)
+          return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                              "option '%s' = '%s': use an integer from 1 to 2147483647", opts[i].key, v);
+        a->count_limit = n;
+        break;
+      }
+      case SUF_NESTED_NULL: {
+        char *m = trim_dup(v, strlen(v));
+        if (!m) return wd_error_nomem();
+        if (strcasecmp(m, "merge") == 0)
+          a->nested_null = WD_NESTED_NULL_MERGE;
+        else if (strcasecmp(m, "ignore") == 0)
+          a->nested_null = WD_NESTED_NULL_IGNORE;
+        else if (strcasecmp(m, "error") == 0)
+          a->nested_null = WD_NESTED_NULL_ERROR;
+        else
+          err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                             "option '%s' = '%s': use merge, ignore or error", opts[i].key, v);
+        free(m);
+        if (err) return err;
+        break;
+      }
+      default:
+        break; /* nested-key, nested-sequence-field, ts-field: resolved below */
+    }
+  }
+  /* Default function and per-engine rules. */
+  for (size_t c = 0; c < s->ncols; c++) {
+    wd_agg_spec_t *a = &t->agg[c];
+    bool is_seq = false;
+    for (size_t k = 0; k < t->nseq_fields; k++) is_seq |= t->seq_fields[k] == (int)c;
+    if (wd_schema_is_pk(s, (int)c)) {
+      a->fn = WD_AGG_NONE;
+      continue;
+    }
+    if (agg_engine) {
+      if (is_seq)
+        a->fn = WD_AGG_LAST_VALUE; /* §8.1 (1) */
+      else if (a->fn == WD_AGG_NONE)
+        a->fn = deflt_fn != WD_AGG_NONE ? deflt_fn : WD_AGG_LAST_NON_NULL_VALUE;
+    } else if (pu_engine) {
+      if (t->seq_group_of[c] >= 0) {
+        a->fn = WD_AGG_NONE; /* §7.4: group sequence fields never aggregate */
+        continue;
+      }
+      if (is_seq) continue;
+      if (a->fn == WD_AGG_NONE) a->fn = deflt_fn;
+      if (t->group_of[c] < 0 && a->fn != WD_AGG_NONE && a->fn != WD_AGG_LAST_NON_NULL_VALUE)
+        return wd_error_new(WD_ERR_CONFIG, "C_PU_AGG_NEEDS_SEQUENCE_GROUP",
+                            "Must use sequence group for aggregation functions but not found for field '%s' "
+                            "(function %s%s); protect it with 'fields.<seq>.sequence-group' or use "
+                            "last_non_null_value",
+                            s->cols[c].name, wd_agg_name(a->fn),
+                            t->agg[c].fn == deflt_fn ? ", from fields.default-aggregate-function" : "");
+    } else {
+      a->fn = WD_AGG_NONE;
+    }
+  }
+  /* Nested options, ts-field and type checks. */
+  for (size_t i = 0; i < nopts; i++) {
+    char *field = NULL;
+    int suf = field_option(opts[i].key, &field);
+    if (suf == -2) return wd_error_nomem();
+    int c = suf >= 0 ? wd_schema_find(s, field) : -1;
+    free(field);
+    if (c < 0 || (suf != SUF_NESTED_KEY && suf != SUF_NESTED_SEQ && suf != SUF_TS_FIELD)) continue;
+    wd_agg_spec_t *a = &t->agg[c];
+    if (suf == SUF_NESTED_KEY) {
+      free(a->nested_key);
+      a->nested_key = NULL;
+      if ((err = nested_fields(t, c, opts[i].key, opts[i].value, &a->nested_key, &a->n_nested_key))) return err;
+    } else if (suf == SUF_NESTED_SEQ) {
+      free(a->nested_seq);
+      a->nested_seq = NULL;
+      if ((err = nested_fields(t, c, opts[i].key, opts[i].value, &a->nested_seq, &a->n_nested_seq))) return err;
+    } else {
+      const wd_type_t *ty = s->cols[c].type;
+      char *name = trim_dup(opts[i].value, strlen(opts[i].value));
+      if (!name) return wd_error_nomem();
+      a->ts_field = (ty->id == WD_MAP && ty->val->id == WD_ROW) ? row_field(ty->val, name) : -1;
+      if (a->ts_field < 0)
+        err = wd_error_new(WD_ERR_CONFIG, "C_AGG_TYPE",
+                           "option '%s': '%s' is not a field of the ROW values of column '%s'", opts[i].key, name,
+                           s->cols[c].name);
+      free(name);
+      if (err) return err;
+    }
+  }
+  for (size_t c = 0; c < s->ncols; c++) {
+    wd_agg_spec_t *a = &t->agg[c];
+    const wd_type_t *ty = s->cols[c].type;
+    bool has_nested_opts = a->n_nested_seq || a->nested_null != WD_NESTED_NULL_MERGE;
+    if ((has_nested_opts && !a->nested_key) || (a->fn == WD_AGG_NESTED_PARTIAL_UPDATE && !a->nested_key))
+      return wd_error_new(WD_ERR_CONFIG, "C_NESTED_OPTION_NEEDS_KEY",
+                          "column '%s' requires 'fields.%s.nested-key' to be configured", s->cols[c].name,
+                          s->cols[c].name);
+    if (a->fn == WD_AGG_MERGE_MAP_WITH_KEYTIME && a->ts_field < 0 && ty->id == WD_MAP && ty->val->id == WD_ROW &&
+        ty->val->nfields >= 2)
+      a->ts_field = (int)ty->val->nfields - 1; /* default: the last ROW field */
+    if (a->fn == WD_AGG_LISTAGG && !a->delimiter && !(a->delimiter = strdup(","))) return wd_error_nomem();
+    if (a->fn != WD_AGG_NONE && (err = wd_agg_check_type(a))) return err;
+    if (t->agg_remove_on_delete && a->ignore_retract)
+      return wd_error_new(WD_ERR_CONFIG, "C_AGG_REMOVE_ON_DELETE_VS_IGNORE_RETRACT",
+                          "'aggregation.remove-record-on-delete' and 'fields.%s.ignore-retract' have conflicting "
+                          "behavior so should not be enabled at the same time; drop one of them",
+                          s->cols[c].name);
+  }
+  return NULL;
+}
+
+/* Every option key must be one spec §3 lists; fields.<f>.* must name a column. */
+static wd_error_t *check_keys(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
+  for (size_t i = 0; i < nopts; i++) {
+    const char *key = opts[i].key;
+    bool known = false;
+    for (size_t k = 0; k < sizeof(TABLE_KEYS) / sizeof(*TABLE_KEYS); k++) known |= strcmp(key, TABLE_KEYS[k]) == 0;
+    if (known) continue;
+    char *field = NULL;
+    int suf = field_option(key, &field);
+    if (suf == -2) return wd_error_nomem();
+    if (suf < 0)
+      return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION",
+                          "unknown table option '%s'; check its spelling against Paimon's option names (e.g. "
+                          "merge-engine, sequence.field, fields.<f>.aggregate-function)",
+                          key);
+    wd_error_t *err = NULL;
+    if (suf != SUF_SEQ_GROUP && wd_schema_find(t->schema, field) < 0)
+      err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",
+                         "option '%s' names field '%s', which can not be found in table schema", key, field);
+    free(field);
+    if (err) return err;
+  }
+  return NULL;
+}
+
+wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *opts, wd_table_t **out) {
+  wd_error_t *err = NULL;
+  wd_list_t l = {0};
+  *out = NULL;
+  wd_table_t *t = calloc(1, sizeof(*t));
+  if (!t) {
+    wd_schema_destroy(schema);
+    return wd_error_nomem();
+  }
+  t->schema = schema;
+  size_t nc = schema->ncols;
+  t->group_of = malloc(nc * sizeof(int));
+  t->seq_group_of = malloc(nc * sizeof(int));
+  t->ordering_col = calloc(nc, sizeof(bool));
+  t->row_dedup_ignore = calloc(nc, sizeof(bool));
+  t->agg = calloc(nc, sizeof(wd_agg_spec_t));
+  if (!t->group_of || !t->seq_group_of || !t->ordering_col || !t->row_dedup_ignore || !t->agg) {
+    err = wd_error_nomem();
+    goto fail;
+  }
+  for (size_t c = 0; c < nc; c++) t->group_of[c] = t->seq_group_of[c] = -1;
+
+  if ((err = check_keys(t, nopts, opts))) goto fail;
+
+  /* merge-engine */
+  const char *v = opt_get(nopts, opts, "merge-engine");
+  if (v) {
+    char *e = trim_dup(v, strlen(v));
+    if (!e) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    if (strcmp(e, "deduplicate") == 0)
+      t->engine = WD_ENGINE_DEDUPLICATE;
+    else if (strcmp(e, "partial-update") == 0)
+      t->engine = WD_ENGINE_PARTIAL_UPDATE;
+    else if (strcmp(e, "aggregation") == 0)
+      t->engine = WD_ENGINE_AGGREGATION;
+    else if (strcmp(e, "first-row") == 0)
+      t->engine = WD_ENGINE_FIRST_ROW;
+    else
+      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                         "option 'merge-engine' = '%s': use deduplicate, partial-update, aggregation or first-row", v);
+    free(e);
+    if (err) goto fail;
+  }
+
+  /* booleans; ignore-delete with its legacy aliases (§3) */
+  const char *id_key = "ignore-delete";
+  if (!opt_get(nopts, opts, id_key)) {
+    static const char *const aliases[] = {"first-row.ignore-delete", "deduplicate.ignore-delete",
+                                          "partial-update.ignore-delete"};
+    for (size_t i = 0; i < 3; i++)
+      if (opt_get(nopts, opts, aliases[i])) id_key = aliases[i];
+  }
+  if ((err = bool_opt(nopts, opts, id_key, &t->ignore_delete))) goto fail;
+  for (size_t i = 0; i < nopts; i++) /* validate the aliases' values too */
+    if (strstr(opts[i].key, "ignore-delete")) {
+      bool dummy;
+      if ((err = parse_bool(opts[i].key, opts[i].value, &dummy))) goto fail;
+    }
+  if ((err = bool_opt(nopts, opts, "ignore-update-before", &t->ignore_update_before))) goto fail;
+  if ((err = bool_opt(nopts, opts, "partial-update.remove-record-on-delete", &t->pu_remove_on_delete))) goto fail;
+  if ((err = bool_opt(nopts, opts, "aggregation.remove-record-on-delete", &t->agg_remove_on_delete))) goto fail;
+  if ((err = bool_opt(nopts, opts, "changelog-producer.row-deduplicate", &t->row_dedup))) goto fail;
+
+  /* changelog-producer */
+  v = opt_get(nopts, opts, "changelog-producer");
+  if (v) {
+    char *p = trim_dup(v, strlen(v));
+    if (!p) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    bool ok = !strcmp(p, "none") || !strcmp(p, "input") || !strcmp(p, "lookup") || !strcmp(p, "full-compaction");
+    bool fr_ok = !strcmp(p, "none") || !strcmp(p, "lookup");
+    free(p);
+    if (!ok) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                         "option 'changelog-producer' = '%s': use none, input, lookup or full-compaction", v);
+      goto fail;
+    }
+    if (t->engine == WD_ENGINE_FIRST_ROW && !fr_ok) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_CHANGELOG_PRODUCER",
+                         "Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine (got '%s')",
+                         v);
+      goto fail;
+    }
+  }
+
+  /* sequence.field and its sort order (§4) */
+  v = opt_get(nopts, opts, "sequence.field.sort-order");
+  if (v) {
+    char *o = trim_dup(v, strlen(v));
+    if (!o) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    if (strcasecmp(o, "descending") == 0)
+      t->seq_descending = true;
+    else if (strcasecmp(o, "ascending") != 0)
+      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                         "option 'sequence.field.sort-order' = '%s': use ascending or descending", v);
+    free(o);
+    if (err) goto fail;
+  }
+  v = opt_get(nopts, opts, "sequence.field");
+  if (v) {
+    if (t->engine == WD_ENGINE_FIRST_ROW) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_SEQUENCE_FIELD",
+                         "Do not support use sequence field on FIRST_ROW merge engine; remove 'sequence.field'");
+      goto fail;
+    }
+    if (list_split(v, &l)) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    t->seq_fields = calloc(l.n + 1, sizeof(int));
+    if (!t->seq_fields) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+      int c = wd_schema_find(schema, l.items[i]);
+      if (c < 0) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_UNKNOWN",
+                           "option 'sequence.field' names '%s', which can not be found in table schema", l.items[i]);
+        goto fail;
+      }
+      for (size_t k = 0; k < t->nseq_fields; k++)
+        if (t->seq_fields[k] == c) {
+          err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_DUPLICATE",
+                             "option 'sequence.field' lists '%s' twice; list each column once", l.items[i]);
+          goto fail;
+        }
+      if (!seq_type_ok_for_order(schema->cols[c].type)) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_TYPE",
+                           "sequence.field '%s' is an ARRAY, MAP or ROW column, which has no order; use a scalar "
+                           "column",
+                           l.items[i]);
+        goto fail;
+      }
+      t->seq_fields[t->nseq_fields++] = c;
+    }
+    list_free(&l);
+  }
+
+  /* sequence groups (partial-update, §7.2) */
+  if (t->engine == WD_ENGINE_PARTIAL_UPDATE) {
+    if ((err = parse_groups(t, nopts, opts))) goto fail;
+  }
+
+  /* partial-update conflicts (§7.5) */
+  v = opt_get(nopts, opts, "partial-update.remove-record-on-sequence-group");
+  if (t->ignore_delete && t->pu_remove_on_delete) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_CONFLICT_IGNORE_DELETE_REMOVE_ON_DELETE",
+                       "'ignore-delete' and 'partial-update.remove-record-on-delete' have conflicting behavior so "
+                       "should not be enabled at the same time; drop one of them");
+    goto fail;
+  }
+  if (t->ignore_delete && v) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_CONFLICT_IGNORE_DELETE_REMOVE_ON_SEQUENCE_GROUP",
+                       "'ignore-delete' and 'partial-update.remove-record-on-sequence-group' have conflicting "
+                       "behavior so should not be enabled at the same time; drop one of them");
+    goto fail;
+  }
+  if (t->ngroups && t->pu_remove_on_delete) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_CONFLICT_SEQUENCE_GROUP_REMOVE_ON_DELETE",
+                       "sequence groups and 'partial-update.remove-record-on-delete' have conflicting behavior so "
+                       "should not be enabled at the same time; use 'partial-update.remove-record-on-sequence-group'");
+    goto fail;
+  }
+  if (v && t->engine == WD_ENGINE_PARTIAL_UPDATE) {
+    if (list_split(v, &l)) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+      int c = wd_schema_find(schema, l.items[i]);
+      if (c < 0 || t->seq_group_of[c] < 0) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_REMOVE_ON_SEQUENCE_GROUP_NOT_SEQUENCE_FIELD",
+                           "'partial-update.remove-record-on-sequence-group' lists '%s', which must be part of "
+                           "sequence groups (a field named in a 'fields.<seq>.sequence-group' key)",
+                           l.items[i]);
+        goto fail;
+      }
+      t->groups[t->seq_group_of[c]].remove_on_delete = true;
+    }
+    list_free(&l);
+  }
+
+  /* NOT NULL value columns (§11.2 [CHOICE]) */
+  if (t->engine == WD_ENGINE_PARTIAL_UPDATE || t->engine == WD_ENGINE_AGGREGATION)
+    for (size_t c = 0; c < nc; c++)
+      if (!wd_schema_is_pk(schema, (int)c) && schema->cols[c].type->not_null) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_NOT_NULL_FIELD",
+                           "column '%s' is NOT NULL, but in a %s table every non-key column must be nullable "
+                           "(each stream writes only its own columns); drop NOT NULL",
+                           schema->cols[c].name,
+                           t->engine == WD_ENGINE_PARTIAL_UPDATE ? "partial-update" : "aggregation");
+        goto fail;
+      }
+
+  if ((err = parse_aggs(t, nopts, opts))) goto fail;
+
+  /* row-deduplicate ignore fields */
+  v = opt_get(nopts, opts, "changelog-producer.row-deduplicate-ignore-fields");
+  if (v) {
+    if (list_split(v, &l)) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+      int c = wd_schema_find(schema, l.items[i]);
+      if (c < 0) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",
+                           "'changelog-producer.row-deduplicate-ignore-fields' names '%s', which can not be found in "
+                           "table schema",
+                           l.items[i]);
+        goto fail;
+      }
+      t->row_dedup_ignore[c] = true;
+    }
+    list_free(&l);
+  }
+
+  /* ordering columns (D7) */
+  t->has_ordering = t->nseq_fields > 0 || t->ngroups > 0;
+  for (size_t k = 0; k < schema->npk; k++) t->ordering_col[schema->pk[k]] = true;
+  for (size_t k = 0; k < t->nseq_fields; k++) t->ordering_col[t->seq_fields[k]] = true;
+  for (size_t c = 0; c < nc; c++)
+    if (t->seq_group_of[c] >= 0) t->ordering_col[c] = true;
+
+  *out = t;
+  return NULL;
+fail:
+  list_free(&l);
+  wd_table_destroy(t);
+  return err;
+}

@@ -1,0 +1,215 @@
+/*
+ * join/state.c — write-back cache of decoded entries in front of the store (see state.h).
+ */
+#include "join/state.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "join/merge_int.h"
+#include "join/row_codec.h"
+
+typedef struct wd_cached {
+  UT_hash_handle hh;
+  wd_entry_t e;
+  bool dirty;
+  size_t klen;
+  uint8_t key[]; /* flexible: the key bytes */
+} wd_cached_t;
+
+struct wd_state {
+  const wd_table_t *t;
+  wd_store_t *st;
+  size_t max_cached;
+  size_t ndirty;
+  uint64_t now_ms;
+  wd_cached_t *map;
+  wd_buf_t buf;
+};
+
+wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached) {
+  wd_state_t *s = calloc(1, sizeof(*s));
+  if (!s) return NULL;
+  s->t = t;
+  s->st = st;
+  s->max_cached = max_cached ? max_cached : 100000;
+  return s;
+}
+
+static void drop(wd_state_t *s, wd_cached_t *c) {
+  HASH_DEL(s->map, c);
+  wd_entry_clear(s->t, &c->e);
+  free(c);
+}
+
+void wd_state_destroy(wd_state_t *s) {
+  if (!s) return;
+  wd_cached_t *c, *tmp;
+  HASH_ITER(hh, s->map, c, tmp) drop(s, c);
+  wd_buf_free(&s->buf);
+  free(s);
+}
+
+void wd_state_set_now(wd_state_t *s, uint64_t now_ms) { s->now_ms = now_ms; }
+size_t wd_state_dirty(const wd_state_t *s) { return s->ndirty; }
+size_t wd_state_cached(const wd_state_t *s) { return HASH_COUNT(s->map); }
+
+/* Decodes stored bytes into entry e. */
+static wd_error_t *decode_entry(wd_state_t *s, const uint8_t *v, size_t vlen, wd_entry_t *e) {
+  e->state = WD_ENTRY_ABSENT;
+  e->row = NULL;
+  if (!v) return NULL;
+  bool tomb = false;
+  wd_error_t *err = wd_row_decode(s->t->schema, v, vlen, &e->row, &tomb);
+  if (err) return err;
+  e->state = tomb ? WD_ENTRY_TOMBSTONE : WD_ENTRY_ROW;
+  return NULL;
+}
+
+static wd_cached_t *insert(wd_state_t *s, const uint8_t *key, size_t klen) {
+  wd_cached_t *c = calloc(1, sizeof(*c) + klen);
+  if (!c) return NULL;
+  c->klen = klen;
+  memcpy(c->key, key, klen);
+  HASH_ADD_KEYPTR(hh, s->map, c->key, klen, c);
+  return c;
+}
+
+wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens) {
+  wd_error_t *err = NULL;
+  const uint8_t **mk = calloc(n ? n : 1, sizeof(*mk));
+  size_t *ml = calloc(n ? n : 1, sizeof(*ml));
+  uint8_t **vals = calloc(n ? n : 1, sizeof(*vals));
+  size_t *vlens = calloc(n ? n : 1, sizeof(*vlens));
+  size_t m = 0;
+  if (!mk || !ml || !vals || !vlens) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) {
+    wd_cached_t *c = NULL;
+    HASH_FIND(hh, s->map, keys[i], klens[i], c);
+    if (c) continue;
+    bool dup = false;
+    for (size_t j = 0; j < m && !dup; j++) dup = ml[j] == klens[i] && memcmp(mk[j], keys[i], klens[i]) == 0;
+    if (dup) continue;
+    mk[m] = keys[i];
+    ml[m++] = klens[i];
+  }
+  if (m == 0) goto done;
+  if ((err = wd_store_multi_get(s->st, m, mk, ml, vals, vlens))) goto done;
+  for (size_t i = 0; i < m && !err; i++) {
+    wd_cached_t *c = insert(s, mk[i], ml[i]);
+    if (!c) {
+      err = wd_error_nomem();
+      break;
+    }
+    err = decode_entry(s, vals[i], vlens[i], &c->e);
+    if (err) drop(s, c);
+  }
+done:
+  if (vals)
+    for (size_t i = 0; i < m; i++) free(vals[i]);
+  free(mk);
+  free(ml);
+  free(vals);
+  free(vlens);
+  return err;
+}
+
+/* wd_state_ops_t.get: a copy of the cached entry, reading the store on a miss. */
+static wd_error_t *state_get(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e) {
+  wd_state_t *s = ctx;
+  wd_cached_t *c = NULL;
+  HASH_FIND(hh, s->map, key, klen, c);
+  if (!c) {
+    wd_error_t *err = wd_state_prefetch(s, 1, &key, &klen);
+    if (err) return err;
+    HASH_FIND(hh, s->map, key, klen, c);
+    if (!c) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "state cache lost a prefetched key");
+  }
+  e->state = c->e.state;
+  e->row = NULL;
+  if (c->e.row && !(e->row = wd_row_copy(s->t->schema, c->e.row))) {
+    e->state = WD_ENTRY_ABSENT;
+    return wd_error_nomem();
+  }
+  return NULL;
+}
+
+/* wd_state_ops_t.put: the entry replaces the cached one and is marked dirty. */
+static wd_error_t *state_put(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e) {
+  wd_state_t *s = ctx;
+  wd_cached_t *c = NULL;
+  HASH_FIND(hh, s->map, key, klen, c);
+  if (!c && !(c = insert(s, key, klen))) return wd_error_nomem();
+  wd_entry_clear(s->t, &c->e);
+  c->e = *e;
+  e->state = WD_ENTRY_ABSENT;
+  e->row = NULL;
+  if (!c->dirty) {
+    c->dirty = true;
+    s->ndirty++;
+  }
+  return NULL;
+}
+
+static const wd_state_ops_t WD_STATE_OPS = {state_get, state_put};
+const wd_state_ops_t *wd_state_ops(void) { return &WD_STATE_OPS; }
+
+wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
+  wd_cached_t *c, *tmp;
+  HASH_ITER(hh, s->map, c, tmp) {
+    if (!c->dirty) continue;
+    if (c->e.state == WD_ENTRY_ABSENT) {
+      if (wd_store_batch_delete(b, c->key, c->klen)) return wd_error_nomem();
+      continue;
+    }
+    wd_buf_reset(&s->buf);
+    if (wd_row_encode(s->t->schema, c->e.row, c->e.state == WD_ENTRY_TOMBSTONE, s->now_ms, &s->buf) ||
+        wd_store_batch_put(b, c->key, c->klen, s->buf.data, s->buf.len))
+      return wd_error_nomem();
+  }
+  wd_error_t *err = wd_store_write(s->st, b);
+  if (err) return err;
+  wd_store_batch_clear(b);
+  HASH_ITER(hh, s->map, c, tmp) c->dirty = false;
+  s->ndirty = 0;
+  if (HASH_COUNT(s->map) > s->max_cached) {
+    HASH_ITER(hh, s->map, c, tmp) {
+      drop(s, c);
+      if (HASH_COUNT(s->map) <= s->max_cached / 2) break;
+    }
+  }
+  return NULL;
+}
+
+typedef struct {
+  wd_state_t *s;
+  wd_state_row_cb cb;
+  void *ctx;
+  wd_error_t *err;
+} scan_ctx_t;
+
+static int scan_one(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
+  (void)key;
+  (void)klen;
+  scan_ctx_t *sc = ctx;
+  wd_entry_t e;
+  if ((sc->err = decode_entry(sc->s, val, vlen, &e))) return 1;
+  int rc = 0;
+  if (e.state == WD_ENTRY_ROW) rc = sc->cb(sc->ctx, e.row);
+  wd_entry_clear(sc->s->t, &e);
+  return rc;
+}
+
+wd_error_t *wd_state_scan_rows(wd_state_t *s, wd_state_row_cb cb, void *ctx) {
+  scan_ctx_t sc = {s, cb, ctx, NULL};
+  wd_error_t *err = wd_store_scan(s->st, scan_one, &sc);
+  if (err) {
+    wd_error_destroy(sc.err);
+    return err;
+  }
+  return sc.err;
+}

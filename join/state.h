@@ -1,0 +1,52 @@
+/*
+ * join/state.h — the keyed state: the merge engine's entries kept in a wd_store_t (RocksDB or
+ * memory) behind a write-back cache of decoded entries.
+ *
+ * Per batch of source messages (the pipeline's poll batch; `simulate` uses one message):
+ *   wd_state_prefetch()   one multi-get of the batch's distinct keys not already cached;
+ *   wd_message_apply(t, wd_state_ops(), st, ...) per message: reads and writes the cache only;
+ *   wd_state_flush()      one store write batch holding every entry the batch changed, plus the
+ *                         input offsets the caller adds to it (so rows and offsets are durable
+ *                         together); then trims the cache to its budget (clean entries only).
+ * Entries are encoded with join/row_codec.h; tombstones carry the wall-clock ms the caller gives.
+ *
+ * Ownership: the state borrows the table and the store (both must outlive it).
+ * Thread-safety: one thread at a time.
+ */
+#ifndef WD_STATE_H
+#define WD_STATE_H
+
+#include "join/merge.h"
+#include "join/store.h"
+
+typedef struct wd_state wd_state_t;
+
+/* max_cached: entries kept decoded in memory after a flush (0 = 100000). NULL on no memory. */
+wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached);
+void wd_state_destroy(wd_state_t *s);
+
+/* The callbacks for wd_message_apply (ctx = the wd_state_t *). */
+const wd_state_ops_t *wd_state_ops(void);
+
+/* Reads the n keys (encoded primary keys) not yet cached with one multi-get.
+ * Errors: E_STORE_READ, E_STATE_CORRUPT (an entry that does not decode), E_NOMEM. */
+wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens);
+
+/* Sets the wall-clock ms written into new tombstones (for state.tombstone-retention). */
+void wd_state_set_now(wd_state_t *s, uint64_t now_ms);
+
+/* Adds every dirty entry to batch b (puts, or deletes for absent keys), then writes b to the
+ * store (b may already hold offsets; it is cleared afterwards). Errors: E_STORE_WRITE, E_NOMEM;
+ * on error the dirty entries stay dirty. */
+wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b);
+
+/* Number of dirty entries and of cached entries. */
+size_t wd_state_dirty(const wd_state_t *s);
+size_t wd_state_cached(const wd_state_t *s);
+
+/* Calls cb for every stored row (tombstones skipped), reading the store after a flush.
+ * row is borrowed for the call. */
+typedef int (*wd_state_row_cb)(void *ctx, const wd_row_t *row);
+wd_error_t *wd_state_scan_rows(wd_state_t *s, wd_state_row_cb cb, void *ctx);
+
+#endif

@@ -1,0 +1,204 @@
+/*
+ * join/store.c — the backend-independent half of the store: the public functions of store.h
+ * dispatch through st->ops (store_impl.h), and the write batch, which records ops that each
+ * backend applies (RocksDB as one atomic write batch, memory in order).
+ */
+#include "join/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/buf.h"
+#include "join/store_impl.h"
+
+static const uint8_t wd_store_empty[1];
+
+/*
+ * Returns a pointer to bytes [off, off+len) of the batch arena, or to a static empty array when
+ * len is 0 (the arena may still be unallocated then). Any thread that owns b.
+ */
+static const uint8_t *wd_store_batch_bytes(const wd_store_batch_t *b, size_t off, size_t len) {
+  if (len == 0 || !b->bytes.data) return wd_store_empty;
+  return b->bytes.data + off;
+}
+
+void wd_store_batch_view(const wd_store_batch_t *b, size_t i, wd_store_op_view_t *v) {
+  const wd_store_op_t *op = &b->ops[i];
+  v->kind = op->kind;
+  v->key = wd_store_batch_bytes(b, op->koff, op->klen);
+  v->klen = op->klen;
+  v->val = wd_store_batch_bytes(b, op->voff, op->vlen);
+  v->vlen = op->vlen;
+}
+
+int wd_store_offset_key(wd_buf_t *out, const char *topic, int32_t partition) {
+  return wd_buf_printf(out, WD_STORE_OFFSET_KEY_PREFIX "%s/%" PRId32, topic, partition);
+}
+
+/*
+ * Parses exactly vlen bytes of decimal text into *next_offset. Returns 0, or -1 for empty input,
+ * a non-digit, or a value above INT64_MAX. Any thread.
+ */
+int wd_store_offset_parse(const uint8_t *val, size_t vlen, int64_t *next_offset) {
+  if (vlen == 0 || vlen > 19) return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < vlen; i++) {
+    if (val[i] < '0' || val[i] > '9') return -1;
+    v = v * 10 + (uint64_t)(val[i] - '0');
+  }
+  if (v > (uint64_t)INT64_MAX) return -1;
+  *next_offset = (int64_t)v;
+  return 0;
+}
+
+wd_store_batch_t *wd_store_batch_new(void) { return calloc(1, sizeof(wd_store_batch_t)); }
+
+void wd_store_batch_destroy(wd_store_batch_t *b) {
+  if (!b) return;
+  free(b->ops);
+  wd_buf_free(&b->bytes);
+  free(b);
+}
+
+void wd_store_batch_clear(wd_store_batch_t *b) {
+  if (!b) return;
+  b->n = 0;
+  wd_buf_reset(&b->bytes);
+}
+
+/*
+ * Appends one op to b, copying key and val (either may be NULL when its length is 0) into the
+ * arena. On failure b is unchanged. Returns 0, or -1 on no memory. The thread that owns b.
+ */
+static int wd_store_batch_add(wd_store_batch_t *b, wd_store_op_kind_t kind, const uint8_t *key, size_t klen,
+                              const uint8_t *val, size_t vlen) {
+  int rc = -1;
+  size_t old_len = b ? b->bytes.len : 0;
+  if (!b || (klen && !key) || (vlen && !val)) goto cleanup;
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 16;
+    wd_store_op_t *ops = realloc(b->ops, cap * sizeof(*ops));
+    if (!ops) goto cleanup;
+    b->ops = ops;
+    b->cap = cap;
+  }
+  wd_store_op_t *op = &b->ops[b->n];
+  op->kind = kind;
+  op->koff = b->bytes.len;
+  op->klen = klen;
+  if (klen && wd_buf_append(&b->bytes, key, klen)) goto cleanup;
+  op->voff = b->bytes.len;
+  op->vlen = vlen;
+  if (vlen && wd_buf_append(&b->bytes, val, vlen)) goto cleanup;
+  b->n++;
+  rc = 0;
+cleanup:
+  if (rc && b) b->bytes.len = old_len;
+  return rc;
+}
+
+int wd_store_batch_put(wd_store_batch_t *b, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
+  return wd_store_batch_add(b, WD_STORE_OP_PUT, key, klen, val, vlen);
+}
+
+int wd_store_batch_delete(wd_store_batch_t *b, const uint8_t *key, size_t klen) {
+  return wd_store_batch_add(b, WD_STORE_OP_DELETE, key, klen, NULL, 0);
+}
+
+/*
+ * Records (topic, partition) -> next_offset as a "meta" put of the decimal text. Returns 0, or
+ * -1 on no memory or bad arguments (NULL topic, negative partition or offset). The thread that
+ * owns b.
+ */
+int wd_store_batch_set_offset(wd_store_batch_t *b, const char *topic, int32_t partition, int64_t next_offset) {
+  int rc = -1;
+  wd_buf_t key = {0};
+  char val[24];
+  if (!b || !topic || partition < 0 || next_offset < 0) goto cleanup;
+  if (wd_store_offset_key(&key, topic, partition)) goto cleanup;
+  int vlen = snprintf(val, sizeof(val), "%" PRId64, next_offset);
+  rc = wd_store_batch_add(b, WD_STORE_OP_META_PUT, key.data, key.len, (const uint8_t *)val, (size_t)vlen);
+cleanup:
+  wd_buf_free(&key);
+  return rc;
+}
+
+void wd_store_close(wd_store_t *st) {
+  if (st) st->ops->close(st);
+}
+
+/*
+ * Dispatches to the backend after checking the arguments; on any error every vals[i] is NULL
+ * and vlens[i] 0. The thread that uses st.
+ */
+wd_error_t *wd_store_multi_get(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
+                               uint8_t **vals, size_t *vlens) {
+  wd_error_t *err = NULL;
+  if (n == 0) goto cleanup;
+  if (!vals || !vlens) {
+    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "multi_get: NULL output arrays");
+    goto cleanup;
+  }
+  for (size_t i = 0; i < n; i++) {
+    vals[i] = NULL;
+    vlens[i] = 0;
+  }
+  if (!st || !keys || !klens) {
+    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "multi_get: NULL store or key arrays");
+    goto cleanup;
+  }
+  err = st->ops->multi_get(st, n, keys, klens, vals, vlens);
+cleanup:
+  return err;
+}
+
+wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b) {
+  if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
+  if (b->n == 0) return NULL;
+  return st->ops->write(st, b);
+}
+
+/*
+ * Reads the "meta" entry of (topic, partition) and parses it; -1 when absent. Errors:
+ * WD_ERR_IO "E_STORE_READ" from the backend or for a value that is not a decimal offset. The
+ * thread that uses st.
+ */
+wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t partition, int64_t *next_offset) {
+  wd_error_t *err = NULL;
+  wd_buf_t key = {0};
+  uint8_t *val = NULL;
+  size_t vlen = 0;
+  if (next_offset) *next_offset = -1;
+  if (!st || !topic || !next_offset) {
+    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "get_offset: NULL argument");
+    goto cleanup;
+  }
+  if (wd_store_offset_key(&key, topic, partition)) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  err = st->ops->meta_get(st, key.data, key.len, &val, &vlen);
+  if (err || !val) goto cleanup;
+  if (wd_store_offset_parse(val, vlen, next_offset)) {
+    *next_offset = -1;
+    err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "stored offset of %s/%" PRId32 " is not a decimal offset (%zu bytes)",
+                       topic, partition, vlen);
+  }
+cleanup:
+  free(val);
+  wd_buf_free(&key);
+  return err;
+}
+
+wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
+  if (!st || !cb) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan: NULL store or callback");
+  return st->ops->scan(st, cb, ctx);
+}
+
+uint64_t wd_store_disk_bytes(wd_store_t *st) { return st ? st->ops->disk_bytes(st) : 0; }
+
+wd_error_t *wd_store_compact(wd_store_t *st) {
+  if (!st) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "compact: NULL store");
+  return st->ops->compact(st);
+}

@@ -1,0 +1,425 @@
+/*
+ * join/store_rocksdb.c — the RocksDB store, and the only file of widen that includes RocksDB.
+ *
+ * Column families: "default" (unused, RocksDB requires it), "state" (key -> entry) and "meta"
+ * ("offset/<topic>/<partition>" -> decimal next offset). One shared LRU block cache, full bloom
+ * filters (10 bits/key), lz4 with zstd for the bottommost level (none when the library lacks
+ * them). A write batch becomes one rocksdb_writebatch_t over "state" and "meta" and one
+ * rocksdb_write, so rows and offsets are durable together.
+ *
+ * Tombstone retention: with opts->tombstone_retention_ms >= 0 a compaction filter on "state"
+ * drops tombstone entries (row_codec.h: byte 1 bit 0) whose written-ms (bytes 2-9, LE) is older
+ * than now - retention. RocksDB does not own a compaction filter: it lives in the store and is
+ * destroyed after the DB is closed. The filter runs on RocksDB's background threads; its state
+ * (the retention) is read-only.
+ *
+ * C API facts (toolchain-notes §3): errptr is written only on failure, so it is reset to NULL
+ * before each call and released with rocksdb_free; set_filter_policy takes ownership of the
+ * policy; set_block_based_table_factory copies the table options.
+ */
+#include <rocksdb/c.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "join/store.h"
+#include "join/store_impl.h"
+
+#define WD_RDB_DEFAULT_CACHE (64u * 1024u * 1024u)
+#define WD_RDB_BLOCK_SIZE (16u * 1024u)
+/* Entry layout facts the filter relies on (join/row_codec.h; kept local so the store does not
+ * depend on the codec's types). */
+#define WD_RDB_ENTRY_VERSION 1
+#define WD_RDB_ENTRY_TOMBSTONE 0x01
+#define WD_RDB_TOMBSTONE_MIN_LEN 10
+
+enum { WD_CF_DEFAULT, WD_CF_STATE, WD_CF_META, WD_CF_COUNT };
+static const char *const wd_rdb_cf_names[WD_CF_COUNT] = {"default", "state", "meta"};
+
+/* The compaction filter's state: read-only after open, shared with RocksDB's threads. */
+typedef struct wd_rdb_retention {
+  uint64_t retention_ms;
+} wd_rdb_retention_t;
+
+typedef struct wd_store_rdb {
+  struct wd_store base; /* first: wd_store_t * <-> wd_store_rdb_t * */
+  char *dir;
+  rocksdb_t *db;
+  rocksdb_column_family_handle_t *cf[WD_CF_COUNT];
+  rocksdb_options_t *db_opts;
+  rocksdb_options_t *cf_opts[WD_CF_COUNT];
+  rocksdb_block_based_table_options_t *table_opts;
+  rocksdb_cache_t *cache;
+  rocksdb_compactionfilter_t *filter; /* NULL without retention; outlives db */
+  wd_rdb_retention_t retention;
+  rocksdb_writeoptions_t *wopts;
+  rocksdb_readoptions_t *ropts;
+  rocksdb_readoptions_t *scan_ropts; /* fill_cache off: a full scan must not evict hot blocks */
+  rocksdb_writebatch_t *wb;          /* reused by each write */
+  /* multi_get scratch, grown on demand */
+  rocksdb_pinnableslice_t **pins;
+  char **errs;
+  size_t scratch_cap;
+} wd_store_rdb_t;
+
+static const wd_store_ops_t wd_store_rdb_ops;
+
+/* Wall-clock milliseconds since the epoch (the clock the tombstones are stamped with). */
+static uint64_t wd_rdb_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * The compaction filter callback (RocksDB background threads): returns 1 to drop an entry of
+ * "state" that is a version-1 tombstone written more than retention_ms ago. Rows, unknown
+ * versions, short values and tombstones stamped in the future are kept. Never changes values.
+ */
+static unsigned char wd_rdb_filter(void *state, int level, const char *key, size_t klen, const char *val,
+                                   size_t vlen, char **new_val, size_t *new_vlen, unsigned char *changed) {
+  const wd_rdb_retention_t *r = state;
+  (void)level;
+  (void)key;
+  (void)klen;
+  *new_val = NULL;
+  *new_vlen = 0;
+  *changed = 0;
+  if (vlen < WD_RDB_TOMBSTONE_MIN_LEN) return 0;
+  const uint8_t *p = (const uint8_t *)val;
+  if (p[0] != WD_RDB_ENTRY_VERSION || !(p[1] & WD_RDB_ENTRY_TOMBSTONE)) return 0;
+  uint64_t written = 0;
+  for (int i = 7; i >= 0; i--) written = (written << 8) | p[2 + i];
+  uint64_t now = wd_rdb_now_ms();
+  return (now > written && now - written > r->retention_ms) ? 1 : 0;
+}
+
+/* The filter's state is owned by the store, so RocksDB's destructor call does nothing. */
+static void wd_rdb_filter_destructor(void *state) { (void)state; }
+
+static const char *wd_rdb_filter_name(void *state) {
+  (void)state;
+  return "widen.tombstone_retention";
+}
+
+/*
+ * Frees everything the store holds, in dependency order: column family handles, then the DB,
+ * then options, cache and the compaction filter (which must outlive the DB). Accepts a store in
+ * any state of construction.
+ */
+static void wd_rdb_free(wd_store_rdb_t *rs) {
+  if (!rs) return;
+  for (int i = 0; i < WD_CF_COUNT; i++) {
+    if (rs->cf[i]) rocksdb_column_family_handle_destroy(rs->cf[i]);
+  }
+  if (rs->db) rocksdb_close(rs->db);
+  if (rs->wb) rocksdb_writebatch_destroy(rs->wb);
+  if (rs->wopts) rocksdb_writeoptions_destroy(rs->wopts);
+  if (rs->ropts) rocksdb_readoptions_destroy(rs->ropts);
+  if (rs->scan_ropts) rocksdb_readoptions_destroy(rs->scan_ropts);
+  for (int i = 0; i < WD_CF_COUNT; i++) {
+    if (rs->cf_opts[i]) rocksdb_options_destroy(rs->cf_opts[i]);
+  }
+  if (rs->db_opts) rocksdb_options_destroy(rs->db_opts);
+  if (rs->table_opts) rocksdb_block_based_options_destroy(rs->table_opts);
+  if (rs->cache) rocksdb_cache_destroy(rs->cache);
+  if (rs->filter) rocksdb_compactionfilter_destroy(rs->filter);
+  free(rs->pins);
+  free(rs->errs);
+  free(rs->dir);
+  free(rs);
+}
+
+/*
+ * Builds the DB and per-CF options into rs (cache, table options and filter included).
+ * compress: lz4 + zstd bottommost when true, none otherwise. Replaces any options built before.
+ */
+static void wd_rdb_build_options(wd_store_rdb_t *rs, const wd_store_options_t *opts, int compress) {
+  for (int i = 0; i < WD_CF_COUNT; i++) {
+    if (rs->cf_opts[i]) rocksdb_options_destroy(rs->cf_opts[i]);
+    rs->cf_opts[i] = NULL;
+  }
+  if (rs->db_opts) rocksdb_options_destroy(rs->db_opts);
+  if (!rs->cache) {
+    size_t cache_bytes = opts && opts->block_cache_bytes ? opts->block_cache_bytes : WD_RDB_DEFAULT_CACHE;
+    rs->cache = rocksdb_cache_create_lru(cache_bytes);
+  }
+  if (!rs->table_opts) {
+    rs->table_opts = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(rs->table_opts, rs->cache);
+    /* takes ownership of the policy */
+    rocksdb_block_based_options_set_filter_policy(rs->table_opts, rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(rs->table_opts, 1);
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(rs->table_opts, 1);
+    rocksdb_block_based_options_set_format_version(rs->table_opts, 5);
+    rocksdb_block_based_options_set_block_size(rs->table_opts, WD_RDB_BLOCK_SIZE);
+  }
+  rocksdb_options_t *o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_create_missing_column_families(o, 1);
+  rocksdb_options_set_block_based_table_factory(o, rs->table_opts); /* copies */
+  rocksdb_options_set_compression(o, compress ? rocksdb_lz4_compression : rocksdb_no_compression);
+  rocksdb_options_set_bottommost_compression(o, compress ? rocksdb_zstd_compression : rocksdb_no_compression);
+  rs->db_opts = o;
+  for (int i = 0; i < WD_CF_COUNT; i++) rs->cf_opts[i] = rocksdb_options_create_copy(o);
+  if (rs->filter) rocksdb_options_set_compaction_filter(rs->cf_opts[WD_CF_STATE], rs->filter); /* borrows */
+}
+
+/* True when RocksDB's open error says the directory's LOCK file is held (toolchain-notes §3). */
+static int wd_rdb_is_lock_error(const char *msg) {
+  return strstr(msg, "IO error") && (strstr(msg, "While lock file") || strstr(msg, "lock hold by current process"));
+}
+
+/*
+ * Opens (creating if needed) the store in dir; see store.h. Retries once without compression when
+ * the library lacks lz4/zstd. Errors: WD_ERR_IO "E_STORE_LOCKED" / "E_STORE_OPEN", WD_ERR_NOMEM.
+ * Any thread; the store is then used by one thread at a time.
+ */
+wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opts, wd_store_t **out) {
+  wd_error_t *err = NULL;
+  wd_store_rdb_t *rs = NULL;
+  char *rerr = NULL;
+  if (!dir || !out) {
+    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_rocksdb: NULL argument");
+    goto cleanup;
+  }
+  *out = NULL;
+  rs = calloc(1, sizeof(*rs));
+  if (!rs || !(rs->dir = strdup(dir))) {
+    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    goto cleanup;
+  }
+  if (opts && opts->tombstone_retention_ms >= 0) {
+    rs->retention.retention_ms = (uint64_t)opts->tombstone_retention_ms;
+    rs->filter = rocksdb_compactionfilter_create(&rs->retention, wd_rdb_filter_destructor, wd_rdb_filter,
+                                                 wd_rdb_filter_name);
+  }
+  for (int compress = 1; compress >= 0; compress--) {
+    wd_rdb_build_options(rs, opts, compress);
+    rocksdb_free(rerr);
+    rerr = NULL;
+    rs->db = rocksdb_open_column_families(rs->db_opts, dir, WD_CF_COUNT, wd_rdb_cf_names,
+                                          (const rocksdb_options_t *const *)rs->cf_opts, rs->cf, &rerr);
+    if (rs->db || !rerr || !strstr(rerr, "not linked with the binary")) break;
+  }
+  if (!rs->db) {
+    const char *msg = rerr ? rerr : "unknown error";
+    if (wd_rdb_is_lock_error(msg)) {
+      err = wd_error_new(WD_ERR_IO, "E_STORE_LOCKED",
+                         "state directory %s is locked: another widen process is using it; stop that process "
+                         "or choose another state directory (RocksDB: %s)",
+                         dir, msg);
+    } else {
+      err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s: %s", dir, msg);
+    }
+    goto cleanup;
+  }
+  rs->wopts = rocksdb_writeoptions_create();
+  rocksdb_writeoptions_set_sync(rs->wopts, opts && opts->sync ? 1 : 0);
+  rs->ropts = rocksdb_readoptions_create();
+  rs->scan_ropts = rocksdb_readoptions_create();
+  rocksdb_readoptions_set_fill_cache(rs->scan_ropts, 0);
+  rs->wb = rocksdb_writebatch_create();
+  rs->base.ops = &wd_store_rdb_ops;
+  *out = &rs->base;
+  rs = NULL;
+cleanup:
+  rocksdb_free(rerr);
+  wd_rdb_free(rs);
+  return err;
+}
+
+/*
+ * Grows the multi_get scratch arrays to hold n entries. Returns 0, or -1 on no memory.
+ */
+static int wd_rdb_scratch(wd_store_rdb_t *rs, size_t n) {
+  if (n <= rs->scratch_cap) return 0;
+  rocksdb_pinnableslice_t **pins = realloc(rs->pins, n * sizeof(*pins));
+  if (!pins) return -1;
+  rs->pins = pins;
+  char **errs = realloc(rs->errs, n * sizeof(*errs));
+  if (!errs) return -1;
+  rs->errs = errs;
+  rs->scratch_cap = n;
+  return 0;
+}
+
+/*
+ * The multi_get callback: one batched MultiGet on "state" with pinnable slices, whose values
+ * are copied into malloc'd buffers. Errors: WD_ERR_IO "E_STORE_READ" with the first RocksDB error
+ * (then no value is returned), WD_ERR_NOMEM. The thread that uses st.
+ */
+static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
+                                    uint8_t **vals, size_t *vlens) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  wd_error_t *err = NULL;
+  size_t done = 0;
+  if (wd_rdb_scratch(rs, n)) {
+    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading %zu keys", n);
+    goto cleanup;
+  }
+  rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
+                               rs->errs, false);
+  done = n;
+  for (size_t i = 0; i < n; i++) {
+    if (rs->errs[i]) {
+      if (!err) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      continue;
+    }
+    if (!rs->pins[i] || err) continue;
+    size_t len = 0;
+    const char *p = rocksdb_pinnableslice_value(rs->pins[i], &len);
+    vals[i] = malloc(len ? len : 1);
+    if (!vals[i]) {
+      err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory copying %zu values", n);
+      continue;
+    }
+    if (len) memcpy(vals[i], p, len);
+    vlens[i] = len;
+  }
+cleanup:
+  for (size_t i = 0; i < done; i++) {
+    rocksdb_pinnableslice_destroy(rs->pins[i]);
+    rocksdb_free(rs->errs[i]);
+    if (err) {
+      free(vals[i]);
+      vals[i] = NULL;
+      vlens[i] = 0;
+    }
+  }
+  return err;
+}
+
+/*
+ * The meta_get callback: a pinned point lookup on "meta", copied into *val (NULL when absent).
+ * Errors: WD_ERR_IO "E_STORE_READ", WD_ERR_NOMEM.
+ */
+static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  wd_error_t *err = NULL;
+  char *rerr = NULL;
+  rocksdb_pinnableslice_t *pin =
+      rocksdb_get_pinned_cf(rs->db, rs->ropts, rs->cf[WD_CF_META], (const char *)key, klen, &rerr);
+  *val = NULL;
+  *vlen = 0;
+  if (rerr) {
+    err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading an offset from the store in %s: %s", rs->dir, rerr);
+    goto cleanup;
+  }
+  if (!pin) goto cleanup;
+  size_t len = 0;
+  const char *p = rocksdb_pinnableslice_value(pin, &len);
+  *val = malloc(len ? len : 1);
+  if (!*val) {
+    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading an offset");
+    goto cleanup;
+  }
+  if (len) memcpy(*val, p, len);
+  *vlen = len;
+cleanup:
+  rocksdb_pinnableslice_destroy(pin);
+  rocksdb_free(rerr);
+  return err;
+}
+
+/*
+ * The write callback: the batch's ops, in order, into one rocksdb_writebatch_t ("state" puts and
+ * deletes, "meta" puts) and one rocksdb_write (fsync'd when opened with sync). Errors: WD_ERR_IO
+ * "E_STORE_WRITE" (nothing applied). The thread that uses st.
+ */
+static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  wd_error_t *err = NULL;
+  char *rerr = NULL;
+  wd_store_op_view_t v;
+  rocksdb_writebatch_clear(rs->wb);
+  for (size_t i = 0; i < b->n; i++) {
+    wd_store_batch_view(b, i, &v);
+    switch (v.kind) {
+      case WD_STORE_OP_PUT:
+        rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen, (const char *)v.val,
+                                  v.vlen);
+        break;
+      case WD_STORE_OP_DELETE:
+        rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen);
+        break;
+      case WD_STORE_OP_META_PUT:
+        rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val,
+                                  v.vlen);
+        break;
+    }
+  }
+  rocksdb_write(rs->db, rs->wopts, rs->wb, &rerr);
+  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "writing to the state store in %s: %s", rs->dir, rerr);
+  rocksdb_writebatch_clear(rs->wb);
+  rocksdb_free(rerr);
+  return err;
+}
+
+/*
+ * The scan callback: an iterator over "state" in key order (not filling the block cache) until
+ * cb returns non-zero. Errors: WD_ERR_IO "E_STORE_READ" from the iterator. The thread that uses st.
+ */
+static wd_error_t *wd_rdb_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  wd_error_t *err = NULL;
+  char *rerr = NULL;
+  rocksdb_iterator_t *it = rocksdb_create_iterator_cf(rs->db, rs->scan_ropts, rs->cf[WD_CF_STATE]);
+  for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+    size_t klen = 0, vlen = 0;
+    const char *k = rocksdb_iter_key(it, &klen);
+    const char *v = rocksdb_iter_value(it, &vlen);
+    if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
+  }
+  rocksdb_iter_get_error(it, &rerr);
+  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+cleanup:
+  rocksdb_iter_destroy(it);
+  rocksdb_free(rerr);
+  return err;
+}
+
+/*
+ * The compact callback: a full manual compaction of "state" then "meta" (it flushes the memtables
+ * first and, with a compaction filter set, includes the bottommost level), then checks
+ * rocksdb.background-errors. Blocks. Errors: WD_ERR_IO "E_STORE_WRITE".
+ */
+static wd_error_t *wd_rdb_compact(wd_store_t *st) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  uint64_t bg_errors = 0;
+  rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_STATE], NULL, 0, NULL, 0);
+  rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_META], NULL, 0, NULL, 0);
+  if (rocksdb_property_int(rs->db, "rocksdb.background-errors", &bg_errors) == 0 && bg_errors > 0)
+    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "compacting the state store in %s: %llu background errors",
+                        rs->dir, (unsigned long long)bg_errors);
+  return NULL;
+}
+
+/*
+ * The disk_bytes callback: per column family, live SST bytes plus the memtables' size (which
+ * stands in for the unflushed WAL).
+ */
+static uint64_t wd_rdb_disk_bytes(wd_store_t *st) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  uint64_t total = 0;
+  for (int i = 0; i < WD_CF_COUNT; i++) {
+    uint64_t v = 0;
+    if (rocksdb_property_int_cf(rs->db, rs->cf[i], "rocksdb.total-sst-files-size", &v) == 0) total += v;
+    v = 0;
+    if (rocksdb_property_int_cf(rs->db, rs->cf[i], "rocksdb.cur-size-all-mem-tables", &v) == 0) total += v;
+  }
+  return total;
+}
+
+static void wd_rdb_close(wd_store_t *st) { wd_rdb_free((wd_store_rdb_t *)st); }
+
+static const wd_store_ops_t wd_store_rdb_ops = {
+    .name = "rocksdb",
+    .multi_get = wd_rdb_multi_get,
+    .write = wd_rdb_write,
+    .meta_get = wd_rdb_meta_get,
+    .scan = wd_rdb_scan,
+    .compact = wd_rdb_compact,
+    .disk_bytes = wd_rdb_disk_bytes,
+    .close = wd_rdb_close,
+};

@@ -1,0 +1,686 @@
+/*
+ * tests/unit/test_types.c — common/types.c: type parsing, value order/equality/hash, text
+ * format/parse, DECIMAL parsing, schemas and rows.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/types.h"
+
+/* Parses text, failing the test on error. */
+static wd_type_t *parse_ok(const char *text) {
+  wd_type_t *t = NULL;
+  wd_error_t *err = wd_type_parse(text, &t);
+  cr_assert_null(err, "parse '%s': %s", text, err ? err->message : "");
+  cr_assert_not_null(t);
+  return t;
+}
+
+/* Asserts that text is refused with error id. */
+static void parse_fails(const char *text, const char *id) {
+  wd_type_t *t = NULL;
+  wd_error_t *err = wd_type_parse(text, &t);
+  cr_assert_not_null(err, "'%s' should be refused", text);
+  cr_assert_null(t);
+  cr_assert_str_eq(err->id, id, "'%s': %s", text, err->message);
+  cr_assert_eq(err->cls, WD_ERR_CONFIG);
+  cr_assert(strstr(err->message, id) == err->message, "message starts with the id: %s", err->message);
+  wd_error_destroy(err);
+}
+
+/* Canonical text of a type string. */
+static void canon_is(const char *text, const char *want) {
+  wd_type_t *t = parse_ok(text);
+  char *s = wd_type_to_string(t);
+  cr_assert_str_eq(s, want, "to_string('%s')", text);
+  /* the canonical text parses back to the same text */
+  wd_type_t *t2 = parse_ok(s);
+  char *s2 = wd_type_to_string(t2);
+  cr_assert_str_eq(s2, s);
+  wd_type_t *t3 = wd_type_copy(t);
+  char *s3 = wd_type_to_string(t3);
+  cr_assert_str_eq(s3, s);
+  free(s);
+  free(s2);
+  free(s3);
+  wd_type_destroy(t);
+  wd_type_destroy(t2);
+  wd_type_destroy(t3);
+}
+
+Test(type, parse_every_case_type) {
+  static const char *const types[] = {
+      "ARRAY<INT>", "ARRAY<ROW<daily_id INT, today STRING, product_name STRING, price BIGINT>>",
+      "ARRAY<ROW<k INT, v1 INT, v2 STRING>>", "ARRAY<ROW<k0 INT, k1 INT, v STRING, seq INT>>",
+      "ARRAY<ROW<k0 INT, k1 INT, v STRING>>", "ARRAY<STRING>", "BIGINT", "BOOLEAN", "BYTES", "CHAR(3)", "DATE",
+      "DECIMAL(10,2)", "DECIMAL(12,2)", "DECIMAL(4,2)", "DECIMAL(5,2)", "DECIMAL(6,2)", "DOUBLE", "FLOAT", "INT",
+      "MAP<INT,STRING>", "MAP<STRING,INT>", "MAP<STRING,ROW<value STRING, ts STRING>>",
+      "ROW<city STRING, geo ROW<lat DOUBLE, lon DOUBLE>>", "SMALLINT", "STRING", "TIME", "TIME(3)", "TIMESTAMP(3)",
+      "TIMESTAMP(6)", "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(6)", "TINYINT", "VARCHAR(100)", "VARCHAR(16)",
+      "VARCHAR(20)", "VARCHAR(8)", "INT NOT NULL", "STRING NOT NULL", "BIGINT NOT NULL"};
+  for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+    wd_type_t *t = parse_ok(types[i]);
+    wd_type_destroy(t);
+  }
+}
+
+Test(type, parse_details) {
+  wd_type_t *t = parse_ok("ARRAY<ROW<k0 INT, v STRING>>");
+  cr_assert_eq(t->id, WD_ARRAY);
+  cr_assert_eq(t->elem->id, WD_ROW);
+  cr_assert_eq(t->elem->nfields, 2);
+  cr_assert_str_eq(t->elem->fields[0].name, "k0");
+  cr_assert_eq(t->elem->fields[0].type->id, WD_INT);
+  cr_assert_str_eq(t->elem->fields[1].name, "v");
+  cr_assert_eq(t->elem->fields[1].type->id, WD_STRING);
+  cr_assert_eq(t->elem->fields[1].type->length, -1);
+  wd_type_destroy(t);
+
+  t = parse_ok("MAP<STRING,ROW<value STRING, ts STRING>>");
+  cr_assert_eq(t->id, WD_MAP);
+  cr_assert_eq(t->elem->id, WD_STRING);
+  cr_assert_eq(t->val->id, WD_ROW);
+  cr_assert_str_eq(t->val->fields[1].name, "ts");
+  wd_type_destroy(t);
+
+  t = parse_ok("  decimal( 6 , 2 )  not   null ");
+  cr_assert_eq(t->id, WD_DECIMAL);
+  cr_assert_eq(t->precision, 6);
+  cr_assert_eq(t->scale, 2);
+  cr_assert(t->not_null);
+  wd_type_destroy(t);
+
+  t = parse_ok("TIMESTAMP");
+  cr_assert_eq(t->id, WD_TIMESTAMP);
+  cr_assert_eq(t->precision, 6);
+  wd_type_destroy(t);
+  t = parse_ok("TIME");
+  cr_assert_eq(t->precision, 0);
+  wd_type_destroy(t);
+  t = parse_ok("time(3)");
+  cr_assert_eq(t->id, WD_TIME);
+  cr_assert_eq(t->precision, 3);
+  wd_type_destroy(t);
+  t = parse_ok("TIMESTAMP(3) WITH LOCAL TIME ZONE");
+  cr_assert_eq(t->id, WD_TIMESTAMP_LTZ);
+  cr_assert_eq(t->precision, 3);
+  wd_type_destroy(t);
+  t = parse_ok("Timestamp_Ltz(9)");
+  cr_assert_eq(t->id, WD_TIMESTAMP_LTZ);
+  cr_assert_eq(t->precision, 9);
+  wd_type_destroy(t);
+  t = parse_ok("CHAR(3)");
+  cr_assert_eq(t->id, WD_CHAR);
+  cr_assert_eq(t->length, 3);
+  wd_type_destroy(t);
+  t = parse_ok("VARCHAR(100)");
+  cr_assert_eq(t->id, WD_VARCHAR);
+  cr_assert_eq(t->length, 100);
+  wd_type_destroy(t);
+  t = parse_ok("ARRAY<INT NOT NULL> NOT NULL");
+  cr_assert(t->not_null);
+  cr_assert(t->elem->not_null);
+  wd_type_destroy(t);
+  t = parse_ok("INTEGER");
+  cr_assert_eq(t->id, WD_INT);
+  cr_assert(!t->not_null);
+  wd_type_destroy(t);
+}
+
+Test(type, canonical_text) {
+  canon_is("decimal(6,2)", "DECIMAL(6,2)");
+  canon_is("array<int not null>", "ARRAY<INT NOT NULL>");
+  canon_is("MAP<STRING,ROW<value STRING, ts STRING>>", "MAP<STRING, ROW<value STRING, ts STRING>>");
+  canon_is("TIME", "TIME");
+  canon_is("TIME(3)", "TIME(3)");
+  canon_is("TIMESTAMP", "TIMESTAMP(6)");
+  canon_is("TIMESTAMP_LTZ(3) NOT NULL", "TIMESTAMP_LTZ(3) NOT NULL");
+  canon_is("ROW<`a b` INT, c VARCHAR(5)>", "ROW<`a b` INT, c VARCHAR(5)>");
+  canon_is("CHAR(3)", "CHAR(3)");
+}
+
+Test(type, refused) {
+  parse_fails("DECIMAL(40,2)", "C_DECIMAL_PRECISION");
+  parse_fails("DECIMAL(0,0)", "C_DECIMAL_PRECISION");
+  parse_fails("DECIMAL(5,6)", "C_DECIMAL_PRECISION");
+  parse_fails("ARRAY<DECIMAL(39,0)>", "C_DECIMAL_PRECISION");
+  parse_fails("MAP<STRING,ROW<a DECIMAL(50,2)>>", "C_DECIMAL_PRECISION");
+  parse_fails("", "C_BAD_TYPE");
+  parse_fails("INTT", "C_BAD_TYPE");
+  parse_fails("INT NOT", "C_BAD_TYPE");
+  parse_fails("INT garbage", "C_BAD_TYPE");
+  parse_fails("ARRAY<INT", "C_BAD_TYPE");
+  parse_fails("ARRAY INT", "C_BAD_TYPE");
+  parse_fails("MAP<INT>", "C_BAD_TYPE");
+  parse_fails("ROW<>", "C_BAD_TYPE");
+  parse_fails("ROW<a INT, a INT>", "C_BAD_TYPE");
+  parse_fails("ROW<a>", "C_BAD_TYPE");
+  parse_fails("TIMESTAMP(10)", "C_BAD_TYPE");
+  parse_fails("VARCHAR(0)", "C_BAD_TYPE");
+  parse_fails("DECIMAL(5,", "C_BAD_TYPE");
+  /* deep nesting is refused, not a stack overflow */
+  char deep[2000] = "";
+  for (int i = 0; i < 100; i++) strcat(deep, "ARRAY<");
+  strcat(deep, "INT");
+  for (int i = 0; i < 100; i++) strcat(deep, ">");
+  parse_fails(deep, "C_BAD_TYPE");
+}
+
+Test(type, int_ranges) {
+  wd_type_t *t = parse_ok("TINYINT");
+  cr_assert(wd_type_is_integer(t));
+  cr_assert_eq(wd_type_int_min(t), -128);
+  cr_assert_eq(wd_type_int_max(t), 127);
+  wd_type_destroy(t);
+  t = parse_ok("SMALLINT");
+  cr_assert_eq(wd_type_int_min(t), -32768);
+  wd_type_destroy(t);
+  t = parse_ok("INT");
+  cr_assert_eq(wd_type_int_max(t), 2147483647);
+  wd_type_destroy(t);
+  t = parse_ok("BIGINT");
+  cr_assert_eq(wd_type_int_min(t), INT64_MIN);
+  wd_type_destroy(t);
+  t = parse_ok("DECIMAL(5,2)");
+  cr_assert(wd_type_is_numeric(t));
+  cr_assert(!wd_type_is_integer(t));
+  wd_type_destroy(t);
+  t = parse_ok("VARCHAR(3)");
+  cr_assert(wd_type_is_text(t));
+  cr_assert(!wd_type_is_numeric(t));
+  wd_type_destroy(t);
+}
+
+/* ---- values --------------------------------------------------------------------------- */
+
+static wd_value_t vnull(void) {
+  wd_value_t v;
+  memset(&v, 0, sizeof(v));
+  v.is_null = true;
+  return v;
+}
+
+static wd_value_t vdouble(double d) {
+  wd_value_t v = vnull();
+  v.is_null = false;
+  v.f = d;
+  return v;
+}
+
+static wd_value_t vint(int64_t i) {
+  wd_value_t v = vnull();
+  v.is_null = false;
+  v.i = i;
+  return v;
+}
+
+/* Parses text into a value of t, failing the test on error. */
+static wd_value_t ptext(const wd_type_t *t, const char *text) {
+  wd_value_t v;
+  wd_error_t *err = wd_value_parse_text(t, text, strlen(text), &v);
+  cr_assert_null(err, "parse '%s': %s", text, err ? err->message : "");
+  cr_assert(!v.is_null);
+  return v;
+}
+
+/* Formats v into a new string. */
+static char *fmt(const wd_type_t *t, const wd_value_t *v) {
+  wd_buf_t b = {0};
+  cr_assert_eq(wd_value_format(t, v, &b), 0);
+  cr_assert_eq(wd_buf_putc(&b, 0), 0);
+  return (char *)b.data;
+}
+
+Test(value, double_order_is_java_compare) {
+  wd_type_t *t = parse_ok("DOUBLE");
+  double vals[] = {-INFINITY, -1e300, -1.0, -0.0, 0.0, 5e-324, 1.0, 1e300, INFINITY, NAN};
+  size_t n = sizeof(vals) / sizeof(vals[0]);
+  wd_value_t nul = vnull();
+  for (size_t i = 0; i < n; i++) {
+    wd_value_t a = vdouble(vals[i]);
+    cr_assert_gt(wd_value_cmp(t, &a, &nul), 0, "NULL is smallest");
+    cr_assert_lt(wd_value_cmp(t, &nul, &a), 0);
+    for (size_t j = 0; j < n; j++) {
+      wd_value_t b = vdouble(vals[j]);
+      int c = wd_value_cmp(t, &a, &b);
+      int want = i < j ? -1 : (i > j ? 1 : 0);
+      cr_assert_eq(c < 0 ? -1 : (c > 0 ? 1 : 0), want, "cmp(%g, %g)", vals[i], vals[j]);
+      cr_assert_eq(wd_value_eq(t, &a, &b), i == j);
+      if (i == j) cr_assert_eq(wd_value_hash(t, &a), wd_value_hash(t, &b));
+    }
+  }
+  wd_value_t n1 = vdouble(NAN), n2 = vdouble(-NAN);
+  cr_assert(wd_value_eq(t, &n1, &n2), "every NaN equals NaN");
+  cr_assert_eq(wd_value_hash(t, &n1), wd_value_hash(t, &n2));
+  cr_assert_eq(wd_value_cmp(t, &nul, &nul), 0);
+  cr_assert(wd_value_eq(t, &nul, &nul));
+  wd_value_t mz = vdouble(-0.0), pz = vdouble(0.0);
+  cr_assert_lt(wd_value_cmp(t, &mz, &pz), 0, "-0.0 < 0.0");
+  cr_assert(!wd_value_eq(t, &mz, &pz));
+  wd_type_destroy(t);
+}
+
+Test(value, text_and_bytes_unsigned) {
+  wd_type_t *t = parse_ok("STRING");
+  wd_value_t a = vnull(), b = vnull(), c = vnull();
+  cr_assert_eq(wd_value_set_bytes(&a, "a", 1), 0);
+  cr_assert_eq(wd_value_set_bytes(&b, "\xc3\xa9", 2), 0); /* é: bytes above 0x7f sort after ASCII */
+  cr_assert_eq(wd_value_set_bytes(&c, "ab", 2), 0);
+  cr_assert_lt(wd_value_cmp(t, &a, &b), 0);
+  cr_assert_lt(wd_value_cmp(t, &a, &c), 0, "prefix first");
+  cr_assert_lt(wd_value_cmp(t, &c, &b), 0);
+  cr_assert_eq(a.s.p[a.s.n], 0);
+  wd_value_t e = vnull();
+  cr_assert_eq(wd_value_set_bytes(&e, "", 0), 0);
+  cr_assert(!e.is_null);
+  cr_assert_lt(wd_value_cmp(t, &e, &a), 0, "empty string before 'a'");
+  wd_value_t nul = vnull();
+  cr_assert_lt(wd_value_cmp(t, &nul, &e), 0, "NULL before empty");
+  wd_value_clear(t, &a);
+  wd_value_clear(t, &b);
+  wd_value_clear(t, &c);
+  wd_value_clear(t, &e);
+  cr_assert(a.is_null);
+  wd_type_destroy(t);
+
+  t = parse_ok("BYTES");
+  a = vnull();
+  b = vnull();
+  cr_assert_eq(wd_value_set_bytes(&a, "\x7f", 1), 0);
+  cr_assert_eq(wd_value_set_bytes(&b, "\x80", 1), 0);
+  cr_assert_lt(wd_value_cmp(t, &a, &b), 0, "0x7f < 0x80 unsigned");
+  wd_value_clear(t, &a);
+  wd_value_clear(t, &b);
+  wd_type_destroy(t);
+}
+
+Test(value, scalars_order) {
+  wd_type_t *t = parse_ok("BOOLEAN");
+  wd_value_t f = ptext(t, "false"), tr = ptext(t, "TRUE");
+  cr_assert_lt(wd_value_cmp(t, &f, &tr), 0);
+  wd_type_destroy(t);
+
+  t = parse_ok("DECIMAL(6,2)");
+  wd_value_t a = ptext(t, "9.99"), b = ptext(t, "10.00"), c = ptext(t, "-10.00"), d = ptext(t, "-1.50");
+  cr_assert_lt(wd_value_cmp(t, &a, &b), 0);
+  cr_assert_lt(wd_value_cmp(t, &c, &d), 0);
+  wd_type_destroy(t);
+
+  t = parse_ok("TIMESTAMP(9)");
+  wd_value_t x = ptext(t, "2024-05-01 10:00:00.000000001"), y = ptext(t, "2024-05-01 10:00:00.000000002");
+  wd_value_t w = ptext(t, "1969-12-31 23:59:59.999999999");
+  cr_assert_lt(wd_value_cmp(t, &x, &y), 0);
+  cr_assert_lt(wd_value_cmp(t, &w, &x), 0);
+  cr_assert_eq(w.ts.us, -1);
+  cr_assert_eq(w.ts.ns, 999);
+  wd_type_destroy(t);
+}
+
+/* Builds ARRAY<INT> [vals...]. */
+static wd_value_t varr(const int *vals, size_t n) {
+  wd_value_t v = vnull();
+  v.is_null = false;
+  v.list.n = n;
+  v.list.v = calloc(n ? n : 1, sizeof(wd_value_t));
+  for (size_t i = 0; i < n; i++) v.list.v[i] = vals[i] < 0 ? vnull() : vint(vals[i]);
+  return v;
+}
+
+Test(value, arrays_lexicographic) {
+  wd_type_t *t = parse_ok("ARRAY<INT>");
+  int a1[] = {1, 2}, a2[] = {1, 2, 0}, a3[] = {1, 3}, a4[] = {-1, 5};
+  wd_value_t a = varr(a1, 2), b = varr(a2, 3), c = varr(a3, 2), d = varr(a4, 2), e = varr(NULL, 0);
+  cr_assert_lt(wd_value_cmp(t, &a, &b), 0, "shorter prefix first");
+  cr_assert_lt(wd_value_cmp(t, &b, &c), 0);
+  cr_assert_lt(wd_value_cmp(t, &d, &a), 0, "NULL element first");
+  cr_assert_lt(wd_value_cmp(t, &e, &d), 0, "empty array first");
+  wd_value_t cp;
+  cr_assert_eq(wd_value_copy(t, &cp, &b), 0);
+  cr_assert(wd_value_eq(t, &cp, &b));
+  cr_assert_eq(wd_value_hash(t, &cp), wd_value_hash(t, &b));
+  cr_assert(!wd_value_eq(t, &cp, &a));
+  wd_value_t mv = vnull();
+  wd_value_move(t, &mv, &cp);
+  cr_assert(cp.is_null);
+  cr_assert(wd_value_eq(t, &mv, &b));
+  char *s = fmt(t, &d);
+  cr_assert_str_eq(s, "[NULL, 5]");
+  free(s);
+  wd_value_t *all[] = {&a, &b, &c, &d, &e, &mv};
+  for (size_t i = 0; i < 6; i++) wd_value_clear(t, all[i]);
+  wd_type_destroy(t);
+}
+
+/* Builds MAP<STRING,INT> from parallel arrays. */
+static wd_value_t vmap(const char *const *keys, const int *vals, size_t n) {
+  wd_value_t v = vnull();
+  v.is_null = false;
+  v.map.n = n;
+  v.map.k = calloc(n ? n : 1, sizeof(wd_value_t));
+  v.map.v = calloc(n ? n : 1, sizeof(wd_value_t));
+  for (size_t i = 0; i < n; i++) {
+    v.map.k[i] = vnull();
+    cr_assert_eq(wd_value_set_bytes(&v.map.k[i], keys[i], strlen(keys[i])), 0);
+    v.map.v[i] = vals[i] < 0 ? vnull() : vint(vals[i]);
+  }
+  return v;
+}
+
+Test(value, maps_as_sets) {
+  wd_type_t *t = parse_ok("MAP<STRING,INT>");
+  const char *k1[] = {"a", "b", "c"}, *k2[] = {"c", "a", "b"}, *k3[] = {"a", "b"};
+  int v1[] = {1, 2, -1}, v2[] = {-1, 1, 2}, v3[] = {1, 3, -1};
+  wd_value_t a = vmap(k1, v1, 3), b = vmap(k2, v2, 3), c = vmap(k1, v3, 3), d = vmap(k3, v1, 2);
+  cr_assert(wd_value_eq(t, &a, &b), "insertion order does not matter");
+  cr_assert_eq(wd_value_cmp(t, &a, &b), 0);
+  cr_assert_eq(wd_value_hash(t, &a), wd_value_hash(t, &b));
+  cr_assert(!wd_value_eq(t, &a, &c));
+  cr_assert_lt(wd_value_cmp(t, &a, &c), 0);
+  cr_assert(!wd_value_eq(t, &a, &d));
+  cr_assert_gt(wd_value_cmp(t, &a, &d), 0, "more entries after a prefix");
+  wd_value_t cp;
+  cr_assert_eq(wd_value_copy(t, &cp, &b), 0);
+  cr_assert(wd_value_eq(t, &cp, &a));
+  wd_value_t *all[] = {&a, &b, &c, &d, &cp};
+  for (size_t i = 0; i < 5; i++) wd_value_clear(t, all[i]);
+  wd_type_destroy(t);
+}
+
+/* Parses text as t, formats it and checks the canonical text. */
+static void roundtrip(const char *type, const char *text, const char *want) {
+  wd_type_t *t = parse_ok(type);
+  wd_value_t v = ptext(t, text);
+  char *s = fmt(t, &v);
+  cr_assert_str_eq(s, want, "%s '%s'", type, text);
+  wd_value_t v2 = ptext(t, s);
+  cr_assert(wd_value_eq(t, &v, &v2), "%s '%s' reparses equal", type, s);
+  free(s);
+  wd_value_clear(t, &v);
+  wd_value_clear(t, &v2);
+  wd_type_destroy(t);
+}
+
+/* Asserts that text does not parse as type, with error id. */
+static void text_fails(const char *type, const char *text, const char *id) {
+  wd_type_t *t = parse_ok(type);
+  wd_value_t v;
+  wd_error_t *err = wd_value_parse_text(t, text, strlen(text), &v);
+  cr_assert_not_null(err, "%s '%s' should fail", type, text);
+  cr_assert_str_eq(err->id, id, "%s '%s': %s", type, text, err->message);
+  cr_assert(v.is_null);
+  wd_error_destroy(err);
+  wd_type_destroy(t);
+}
+
+Test(text, canonical_forms) {
+  roundtrip("INT", "-42", "-42");
+  roundtrip("BIGINT", "-9223372036854775808", "-9223372036854775808");
+  roundtrip("TINYINT", "127", "127");
+  roundtrip("BOOLEAN", "true", "true");
+  roundtrip("DECIMAL(6,2)", "12.3", "12.30");
+  roundtrip("DECIMAL(6,2)", "-0.005", "-0.01");
+  roundtrip("DECIMAL(6,2)", "-0.004", "0.00");
+  roundtrip("DECIMAL(38,0)", "99999999999999999999999999999999999999", "99999999999999999999999999999999999999");
+  roundtrip("DECIMAL(38,38)", "-0.1", "-0.10000000000000000000000000000000000000");
+  roundtrip("DECIMAL(5,0)", "1.5E+3", "1500");
+  roundtrip("DOUBLE", "0.1", "0.1");
+  roundtrip("DOUBLE", "1e+300", "1e+300");
+  roundtrip("DOUBLE", "NaN", "NaN");
+  roundtrip("DOUBLE", "-Infinity", "-Infinity");
+  roundtrip("FLOAT", "3.14", "3.14");
+  roundtrip("STRING", "héllo", "héllo");
+  roundtrip("BYTES", "AAEC/w==", "AAEC/w==");
+  roundtrip("BYTES", "", "");
+  roundtrip("BYTES", "OjAAAAEAAAAAAAEAEAAAAAEAAgA=", "OjAAAAEAAAAAAAEAEAAAAAEAAgA=");
+  roundtrip("DATE", "2024-01-31", "2024-01-31");
+  roundtrip("DATE", "1969-12-31", "1969-12-31");
+  roundtrip("DATE", "2000-02-29", "2000-02-29");
+  roundtrip("TIME", "10:00:00", "10:00:00");
+  roundtrip("TIME", "23:59:59", "23:59:59");
+  roundtrip("TIME(3)", "17:30:00.001", "17:30:00.001");
+  roundtrip("TIME(3)", "17:30:00.5", "17:30:00.500");
+  roundtrip("TIME(3)", "17:30", "17:30:00.000");
+  roundtrip("TIMESTAMP(3)", "2024-01-31 10:00:00.000", "2024-01-31 10:00:00.000");
+  roundtrip("TIMESTAMP(3)", "2024-01-31T10:00:00", "2024-01-31 10:00:00.000");
+  roundtrip("TIMESTAMP(6)", "2024-05-01 10:00:00.000002", "2024-05-01 10:00:00.000002");
+  roundtrip("TIMESTAMP(6)", "1969-12-31 23:59:59.999999", "1969-12-31 23:59:59.999999");
+  roundtrip("TIMESTAMP(9)", "1969-12-31 23:59:59.123456789", "1969-12-31 23:59:59.123456789");
+  roundtrip("TIMESTAMP(0)", "2024-01-31 10:00:00", "2024-01-31 10:00:00.000");
+  roundtrip("TIMESTAMP_LTZ(3)", "2024-01-31 10:00:00.000", "2024-01-31 10:00:00.000");
+  roundtrip("TIMESTAMP_LTZ(3)", "2024-01-31T12:00:00.000+02:00", "2024-01-31 10:00:00.000");
+  roundtrip("TIMESTAMP_LTZ(6)", "2024-01-31T10:00:00Z", "2024-01-31 10:00:00.000000");
+}
+
+Test(text, values) {
+  wd_type_t *t = parse_ok("DATE");
+  wd_value_t v = ptext(t, "1970-01-02");
+  cr_assert_eq(v.i, 1);
+  wd_type_destroy(t);
+  t = parse_ok("TIME(3)");
+  v = ptext(t, "00:00:01.5");
+  cr_assert_eq(v.i, 1500000000LL);
+  wd_type_destroy(t);
+  t = parse_ok("TIMESTAMP(3)");
+  v = ptext(t, "1970-01-01 00:00:01.001999");
+  cr_assert_eq(v.ts.us, 1001000, "truncated to the type's precision");
+  wd_type_destroy(t);
+  t = parse_ok("FLOAT");
+  v = ptext(t, "3.14");
+  cr_assert_eq(v.f, (double)3.14f, "FLOAT is rounded to binary32");
+  wd_type_destroy(t);
+}
+
+Test(text, refused) {
+  text_fails("INT", "12a", "E_TYPE");
+  text_fails("INT", "", "E_TYPE");
+  text_fails("INT", "2147483648", "E_ARITH_OVERFLOW");
+  text_fails("TINYINT", "-129", "E_ARITH_OVERFLOW");
+  text_fails("BIGINT", "9223372036854775808", "E_ARITH_OVERFLOW");
+  text_fails("BOOLEAN", "yes", "E_TYPE");
+  text_fails("DOUBLE", "1.5x", "E_TYPE");
+  text_fails("DOUBLE", " 1", "E_TYPE");
+  text_fails("DATE", "2023-02-29", "E_TYPE");
+  text_fails("DATE", "2024-13-01", "E_TYPE");
+  text_fails("DATE", "2024-01-01x", "E_TYPE");
+  text_fails("TIME", "24:00:00", "E_TYPE");
+  text_fails("TIME", "10:00:00.", "E_TYPE");
+  text_fails("TIMESTAMP(3)", "2024-01-01 10:00:00+01:00", "E_TYPE");
+  text_fails("BYTES", "A", "E_TYPE");
+  text_fails("BYTES", "AA*A", "E_TYPE");
+  text_fails("DECIMAL(4,2)", "100.00", "E_ARITH_OVERFLOW");
+  text_fails("DECIMAL(4,2)", "99.995", "E_ARITH_OVERFLOW");
+  text_fails("DECIMAL(4,2)", "abc", "E_TYPE");
+  text_fails("ARRAY<INT>", "[1]", "E_TYPE");
+}
+
+/* ---- DECIMAL --------------------------------------------------------------------------- */
+
+/* wd_decimal_parse(text) at (p,s) must give the unscaled value want (as text). */
+static void dec_is(const char *text, int p, int s, const char *want) {
+  wd_i128 v = 0;
+  wd_error_t *err = wd_decimal_parse(text, strlen(text), p, s, &v);
+  cr_assert_null(err, "'%s' (%d,%d): %s", text, p, s, err ? err->message : "");
+  wd_type_t t = {.id = WD_DECIMAL, .precision = p, .scale = s, .length = -1};
+  wd_value_t val = vnull();
+  val.is_null = false;
+  val.dec = v;
+  char *got = fmt(&t, &val);
+  cr_assert_str_eq(got, want, "'%s' at (%d,%d)", text, p, s);
+  free(got);
+}
+
+static void dec_fails(const char *text, int p, int s, const char *id) {
+  wd_i128 v = 0;
+  wd_error_t *err = wd_decimal_parse(text, strlen(text), p, s, &v);
+  cr_assert_not_null(err, "'%s' (%d,%d) should fail", text, p, s);
+  cr_assert_str_eq(err->id, id, "'%s': %s", text, err->message);
+  wd_error_destroy(err);
+}
+
+Test(decimal, parse) {
+  dec_is("12.30", 6, 2, "12.30");
+  dec_is("+12.3", 6, 2, "12.30");
+  dec_is("-1e3", 6, 2, "-1000.00");
+  dec_is("1.5E+3", 6, 2, "1500.00");
+  dec_is("1.5e-1", 6, 2, "0.15");
+  dec_is("0.625", 6, 2, "0.63");
+  dec_is("-0.625", 6, 2, "-0.63");
+  dec_is("0.624999", 6, 2, "0.62");
+  dec_is("0.005", 6, 2, "0.01");
+  dec_is("0.00499999", 6, 2, "0.00");
+  dec_is(".5", 3, 0, "1");
+  dec_is("5.", 3, 0, "5");
+  dec_is("000000000000000000000000000000000000000000000123.4500000000000000000000000000000000000", 5, 2, "123.45");
+  dec_is("9.999", 4, 2, "10.00");
+  dec_is("1e-100", 4, 2, "0.00");
+  dec_is("0e999999999999", 4, 2, "0.00");
+  dec_is("-0.00", 4, 2, "0.00");
+  dec_is("12345678901234567890123456789012345678", 38, 0, "12345678901234567890123456789012345678");
+  dec_is("-9999999999999999999999999999999999999.9", 38, 1, "-9999999999999999999999999999999999999.9");
+  dec_is("0.99999999999999999999999999999999999999", 38, 38, "0.99999999999999999999999999999999999999");
+  dec_is(" 1.25 ", 4, 1, "1.3");
+  dec_fails("99.995", 4, 2, "E_ARITH_OVERFLOW");
+  dec_fails("1e38", 38, 0, "E_ARITH_OVERFLOW");
+  dec_fails("1e999999999999999", 38, 0, "E_ARITH_OVERFLOW");
+  dec_fails("100000", 5, 0, "E_ARITH_OVERFLOW");
+  dec_fails("", 5, 0, "E_TYPE");
+  dec_fails(".", 5, 0, "E_TYPE");
+  dec_fails("1e", 5, 0, "E_TYPE");
+  dec_fails("1.2.3", 5, 0, "E_TYPE");
+  dec_fails("NaN", 5, 0, "E_TYPE");
+  dec_fails("- 1", 5, 0, "E_TYPE");
+  cr_assert(wd_pow10(0) == 1);
+  cr_assert(wd_pow10(38) / wd_pow10(19) == wd_pow10(19));
+}
+
+/* ---- schemas and rows --------------------------------------------------------------- */
+
+Test(schema, build_and_errors) {
+  const char *names[] = {"k", "a", "m"};
+  const char *types[] = {"INT NOT NULL", "DECIMAL(6,2)", "MAP<STRING,INT>"};
+  const char *pk[] = {"k"};
+  wd_schema_t *s = NULL;
+  wd_error_t *err = wd_schema_new(3, names, types, 1, pk, &s);
+  cr_assert_null(err);
+  cr_assert_eq(s->ncols, 3);
+  cr_assert_eq(wd_schema_find(s, "a"), 1);
+  cr_assert_eq(wd_schema_find(s, "zz"), -1);
+  cr_assert(wd_schema_is_pk(s, 0));
+  cr_assert(!wd_schema_is_pk(s, 1));
+  cr_assert(s->cols[0].type->not_null);
+  wd_schema_destroy(s);
+  wd_schema_destroy(NULL);
+
+  const char *bad_types[] = {"INT", "DECIMAL(40,2)", "STRING"};
+  err = wd_schema_new(3, names, bad_types, 1, pk, &s);
+  cr_assert_not_null(err);
+  cr_assert_str_eq(err->id, "C_DECIMAL_PRECISION");
+  cr_assert(strstr(err->message, "'a'"), "%s", err->message);
+  cr_assert(strncmp(err->message, "C_DECIMAL_PRECISION", 19) == 0, "%s", err->message);
+  cr_assert_null(s);
+  wd_error_destroy(err);
+
+  const char *dup[] = {"k", "k", "m"};
+  err = wd_schema_new(3, dup, types, 1, pk, &s);
+  cr_assert_str_eq(err->id, "C_DUPLICATE_COLUMN");
+  wd_error_destroy(err);
+
+  const char *pk_missing[] = {"nope"};
+  err = wd_schema_new(3, names, types, 1, pk_missing, &s);
+  cr_assert_str_eq(err->id, "C_PRIMARY_KEY");
+  wd_error_destroy(err);
+  err = wd_schema_new(3, names, types, 0, NULL, &s);
+  cr_assert_str_eq(err->id, "C_PRIMARY_KEY");
+  wd_error_destroy(err);
+  const char *pk_rep[] = {"k", "k"};
+  err = wd_schema_new(3, names, types, 2, pk_rep, &s);
+  cr_assert_str_eq(err->id, "C_PRIMARY_KEY");
+  wd_error_destroy(err);
+}
+
+Test(row, new_copy_eq_key) {
+  const char *names[] = {"k1", "v", "k2"};
+  const char *types[] = {"STRING", "ARRAY<INT>", "BIGINT"};
+  const char *pk[] = {"k2", "k1"};
+  wd_schema_t *s = NULL;
+  cr_assert_null(wd_schema_new(3, names, types, 2, pk, &s));
+  wd_row_t *r = wd_row_new(s);
+  cr_assert_eq(r->n, 3);
+  cr_assert_eq(r->kind, WD_INSERT);
+  for (size_t i = 0; i < 3; i++) cr_assert(r->v[i].is_null);
+  cr_assert_eq(wd_value_set_bytes(&r->v[0], "x", 1), 0);
+  int a[] = {1, 2};
+  r->v[1] = varr(a, 2);
+  r->v[2] = vint(7);
+  r->kind = WD_UPDATE_AFTER;
+  wd_row_t *c = wd_row_copy(s, r);
+  cr_assert_eq(c->kind, WD_UPDATE_AFTER);
+  cr_assert(wd_row_eq(s, r, c, NULL));
+  wd_value_clear(s->cols[1].type, &c->v[1]);
+  cr_assert(!wd_row_eq(s, r, c, NULL));
+  bool ignore[] = {false, true, false};
+  cr_assert(wd_row_eq(s, r, c, ignore));
+
+  wd_buf_t k1 = {0}, k2 = {0};
+  cr_assert_eq(wd_row_key_encode(s, r, &k1), 0);
+  cr_assert_eq(wd_row_key_encode(s, c, &k2), 0);
+  cr_assert_eq(k1.len, k2.len);
+  cr_assert_eq(memcmp(k1.data, k2.data, k1.len), 0, "equal keys give equal bytes");
+  c->v[2].i = 8;
+  wd_buf_reset(&k2);
+  cr_assert_eq(wd_row_key_encode(s, c, &k2), 0);
+  cr_assert(k1.len != k2.len || memcmp(k1.data, k2.data, k1.len) != 0);
+  wd_buf_free(&k1);
+  wd_buf_free(&k2);
+
+  wd_row_clear(s, c);
+  for (size_t i = 0; i < 3; i++) cr_assert(c->v[i].is_null);
+  cr_assert_eq(c->kind, WD_UPDATE_AFTER);
+  wd_row_destroy(s, r);
+  wd_row_destroy(s, c);
+  wd_row_destroy(s, NULL);
+  wd_schema_destroy(s);
+}
+
+Test(row, key_encode_is_injective_across_columns) {
+  /* ("ab","c") and ("a","bc") must not collide */
+  const char *names[] = {"a", "b"};
+  const char *types[] = {"STRING", "STRING"};
+  const char *pk[] = {"a", "b"};
+  wd_schema_t *s = NULL;
+  cr_assert_null(wd_schema_new(2, names, types, 2, pk, &s));
+  wd_row_t *r1 = wd_row_new(s), *r2 = wd_row_new(s);
+  wd_value_set_bytes(&r1->v[0], "ab", 2);
+  wd_value_set_bytes(&r1->v[1], "c", 1);
+  wd_value_set_bytes(&r2->v[0], "a", 1);
+  wd_value_set_bytes(&r2->v[1], "bc", 2);
+  wd_buf_t b1 = {0}, b2 = {0};
+  wd_row_key_encode(s, r1, &b1);
+  wd_row_key_encode(s, r2, &b2);
+  cr_assert(b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0);
+  wd_buf_free(&b1);
+  wd_buf_free(&b2);
+  wd_row_destroy(s, r1);
+  wd_row_destroy(s, r2);
+  wd_schema_destroy(s);
+}
+
+Test(row, kinds) {
+  static const char *const names[] = {"+I", "-U", "+U", "-D"};
+  for (int i = 0; i < 4; i++) {
+    wd_row_kind_t k;
+    cr_assert_eq(wd_row_kind_parse(names[i], &k), 0);
+    cr_assert_eq((int)k, i);
+    cr_assert_str_eq(wd_row_kind_str(k), names[i]);
+  }
+  wd_row_kind_t k;
+  cr_assert_eq(wd_row_kind_parse("+X", &k), -1);
+  cr_assert_eq(wd_row_kind_parse("", &k), -1);
+  cr_assert(wd_row_kind_is_add(WD_INSERT));
+  cr_assert(wd_row_kind_is_add(WD_UPDATE_AFTER));
+  cr_assert(!wd_row_kind_is_add(WD_DELETE));
+  cr_assert(!wd_row_kind_is_add(WD_UPDATE_BEFORE));
+}
