@@ -6,5 +6,17 @@
 #define WD_COMMANDS_H
 
 int wd_cmd_simulate(int argc, char **argv);
+/* `widen run`, `widen replay`, `widen rows` (app/cmd_run.c). */
+int wd_cmd_run(int argc, char **argv);
+int wd_cmd_replay(int argc, char **argv);
+int wd_cmd_rows(int argc, char **argv);
+/* `widen demo` (app/cmd_demo.c). */
+int wd_cmd_demo(int argc, char **argv);
+/* `widen config check FILE | doc` (app/cmd_config.c). */
+int wd_cmd_config(int argc, char **argv);
+
+/* `widen produce` (app/cmd_produce.c) and `widen tail` (app/cmd_tail.c). */
+int wd_cmd_produce(int argc, char **argv);
+int wd_cmd_tail(int argc, char **argv);
 
 #endif

@@ -13,7 +13,14 @@ typedef struct {
 } wd_command_t;
 
 static const wd_command_t COMMANDS[] = {
+    {"demo", wd_cmd_demo, "the whole job on an in-process mock Kafka cluster, nothing to install"},
+    {"run", wd_cmd_run, "the main job: source topics -> wide table state -> changelog topic"},
+    {"replay", wd_cmd_replay, "rebuild the table from the source topics into a fresh state directory"},
+    {"rows", wd_cmd_rows, "print the wide table's rows from a state directory"},
     {"simulate", wd_cmd_simulate, "run a conformance case through the merge engine and store"},
+    {"config", wd_cmd_config, "check a pipeline config file, or print the option reference"},
+    {"produce", wd_cmd_produce, "send a JSON-lines file or a generated CDC workload to Kafka"},
+    {"tail", wd_cmd_tail, "print a changelog topic as JSON lines"},
 };
 
 static void usage(FILE *f) {

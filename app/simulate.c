@@ -185,7 +185,7 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
   rows.schema = schema;
   if ((err = wd_state_scan_rows(state, collect_row, &rows))) goto fail;
   sort_schema = schema;
-  qsort(rows.rows, rows.n, sizeof(*rows.rows), cmp_pk);
+  if (rows.n > 1) qsort(rows.rows, rows.n, sizeof(*rows.rows), cmp_pk);
   json_t *jrows = json_array();
   for (size_t i = 0; i < rows.n; i++) json_array_append_new(jrows, wd_row_to_json(schema, rows.rows[i]));
   json_object_set_new(out, "rows", jrows);

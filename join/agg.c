@@ -930,7 +930,7 @@ static wd_error_t *agg_listagg(const wd_agg_spec_t *spec, wd_value_t *acc, const
   wd_value_t tmp;
   agg_spanset_t set;
   agg_span_t tok;
-  size_t pos = 0, total, ntok;
+  size_t pos = 0, total, ntok, before;
   bool done = false, have_set = false;
   char *w;
 
@@ -949,23 +949,21 @@ static wd_error_t *agg_listagg(const wd_agg_spec_t *spec, wd_value_t *acc, const
   if (agg_spanset_init(&set, ntok) != 0) goto nomem;
   have_set = true;
   while (agg_split_next(acc->s.p, acc->s.n, sep, sl, &pos, &done, &tok)) agg_spanset_add(&set, tok.p, tok.n);
-  /* first pass: which input tokens are new, and the result length */
+  /* the input's new non-blank tokens, in order, become set entries before.. */
   total = acc->s.n;
+  before = set.n;
   pos = 0;
   done = false;
-  {
-    size_t before = set.n;
-    while (agg_split_next(in->s.p, in->s.n, sep, sl, &pos, &done, &tok))
-      if (!agg_blank(tok.p, tok.n) && agg_spanset_add(&set, tok.p, tok.n)) total += dl + tok.n;
-    if (set.n == before) goto done; /* nothing new: acc unchanged */
-    if (agg_string_new(&tmp, total) != 0) goto nomem;
-    memcpy(tmp.s.p, acc->s.p, acc->s.n);
-    w = tmp.s.p + acc->s.n;
-    for (size_t e = before; e < set.n; e++) {
-      memcpy(w, delim, dl);
-      memcpy(w + dl, set.e[e].p, set.e[e].n);
-      w += dl + set.e[e].n;
-    }
+  while (agg_split_next(in->s.p, in->s.n, sep, sl, &pos, &done, &tok))
+    if (!agg_blank(tok.p, tok.n) && agg_spanset_add(&set, tok.p, tok.n)) total += dl + tok.n;
+  if (set.n == before) goto done; /* nothing new: acc unchanged */
+  if (agg_string_new(&tmp, total) != 0) goto nomem;
+  memcpy(tmp.s.p, acc->s.p, acc->s.n);
+  w = tmp.s.p + acc->s.n;
+  for (size_t e = before; e < set.n; e++) {
+    memcpy(w, delim, dl);
+    memcpy(w + dl, set.e[e].p, set.e[e].n);
+    w += dl + set.e[e].n;
   }
   wd_value_move(spec->type, acc, &tmp);
   goto done;
@@ -1662,6 +1660,15 @@ done:
   return rc;
 }
 
+/* Whether bytes start with a portable-format cookie (CRoaring complains on stderr otherwise). */
+static bool agg_rbm_cookie_ok(const char *p, size_t n) {
+  const uint8_t *u = (const uint8_t *)p;
+  uint32_t cookie;
+  if (n < 4) return false;
+  cookie = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+  return cookie == 12346u || (cookie & 0xFFFFu) == 12347u;
+}
+
 /*
  * rbm32 (spec §9.2): NULL-skipping; a single non-NULL side is returned byte for byte; otherwise
  * both sides are deserialized (portable format), ORed and serialized again after run
@@ -1675,8 +1682,8 @@ static wd_error_t *agg_rbm32(const wd_agg_spec_t *spec, wd_value_t *acc, const w
 
   if (in->is_null) return NULL;
   if (acc->is_null) return agg_assign(spec->type, acc, in);
-  a = roaring_bitmap_portable_deserialize_safe(acc->s.p, acc->s.n);
-  b = roaring_bitmap_portable_deserialize_safe(in->s.p, in->s.n);
+  if (agg_rbm_cookie_ok(acc->s.p, acc->s.n)) a = roaring_bitmap_portable_deserialize_safe(acc->s.p, acc->s.n);
+  if (agg_rbm_cookie_ok(in->s.p, in->s.n)) b = roaring_bitmap_portable_deserialize_safe(in->s.p, in->s.n);
   if (!a || !b) {
     err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "rbm32: the %s value of column %s is not a serialized 32-bit roaring bitmap",
                        !a ? "stored" : "input", agg_col(spec));

@@ -1,0 +1,109 @@
+/*
+ * app/cmd_config.c — `widen config check FILE` (load and validate a pipeline config, build its
+ * table and sources, print a summary) and `widen config doc` (print the option reference,
+ * configs/OPTIONS.md, generated from the option table of app/config.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/config.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: widen config check FILE   validate a pipeline config and print a summary\n"
+          "       widen config doc          print the option reference (configs/OPTIONS.md)\n"
+          "\n"
+          "WIDEN_BROKERS, when set, replaces kafka.bootstrap.servers.\n"
+          "Exit status: 0 valid, 2 the config is refused, 1 usage error.\n");
+}
+
+static const char *engine_name(wd_merge_engine_t e) {
+  switch (e) {
+  case WD_ENGINE_DEDUPLICATE: return "deduplicate";
+  case WD_ENGINE_PARTIAL_UPDATE: return "partial-update";
+  case WD_ENGINE_AGGREGATION: return "aggregation";
+  case WD_ENGINE_FIRST_ROW: return "first-row";
+  }
+  return "?";
+}
+
+/* A duration in its largest exact unit ("7d", "1500ms"). */
+static void format_duration(int64_t ms, char *buf, size_t size) {
+  static const struct {
+    const char *unit;
+    int64_t ms;
+  } UNITS[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
+  for (size_t i = 0; i < sizeof(UNITS) / sizeof(*UNITS); i++)
+    if (ms && ms % UNITS[i].ms == 0) {
+      snprintf(buf, size, "%lld%s", (long long)(ms / UNITS[i].ms), UNITS[i].unit);
+      return;
+    }
+  snprintf(buf, size, "%lldms", (long long)ms);
+}
+
+/* Prints the summary of a valid config and its built table to f. */
+static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) {
+  static const char *const SINK_FMT[] = {"debezium-json", "changelog-json"};
+  static const char *const KEY_FMT[] = {"json", "string"};
+  fprintf(f, "%s: OK\n", cfg->path);
+  fprintf(f, "  kafka     %s%s, group %s, %zu extra properties\n", cfg->kafka.bootstrap_servers,
+          cfg->brokers_from_env ? " (from WIDEN_BROKERS)" : "", cfg->kafka.group_id, cfg->kafka.properties.n);
+  fprintf(f, "  table     %s: %zu columns, primary key (", cfg->table.name, cfg->table.schema.n);
+  for (size_t i = 0; i < cfg->table.primary_key.n; i++)
+    fprintf(f, "%s%s", i ? ", " : "", cfg->table.primary_key.v[i]);
+  fprintf(f, "), merge-engine %s, %zu options\n", engine_name(wd_table_engine(t)), cfg->table.options.n);
+  for (size_t i = 0; i < cfg->sources.n; i++) {
+    const wd_config_source_t *src = &cfg->sources.v[i];
+    fprintf(f, "  source    %s: ", src->name);
+    for (size_t k = 0; k < src->topics.n; k++) fprintf(f, "%s%s", k ? ", " : "", src->topics.v[k]);
+    fprintf(f, " (%s), %zu columns:", wd_source_format_name(src->format), src->columns.n);
+    for (size_t k = 0; k < src->columns.n; k++) fprintf(f, " %s", src->columns.v[k].key);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "  sink      %s (%s, key %s), dead letters to %s\n", cfg->sink.topic, SINK_FMT[cfg->sink.format],
+          KEY_FMT[cfg->sink.key_format], cfg->sink.dead_letter_topic);
+  char kept[32] = "forever";
+  if (cfg->state.tombstone_retention_ms >= 0) format_duration(cfg->state.tombstone_retention_ms, kept, sizeof(kept));
+  fprintf(f, "  state     %s: tombstones kept %s, cache %lld rows\n", cfg->state.dir, kept,
+          (long long)cfg->state.cache_entries);
+  fprintf(f, "  pipeline  batches of %lld records or %lld ms, status every %lld s\n",
+          (long long)cfg->pipeline.batch_size, (long long)cfg->pipeline.batch_timeout_ms,
+          (long long)cfg->pipeline.status_interval_s);
+}
+
+/* `widen config check FILE`: 0 when valid, 2 when refused (the error on stderr). */
+static int cmd_check(const char *path) {
+  wd_config_t *cfg = NULL;
+  wd_table_t *t = NULL;
+  wd_error_t *err = wd_config_load(path, &cfg);
+  int rc = 2;
+  if (!err) err = wd_config_build_table(cfg, &t);
+  for (size_t i = 0; !err && i < cfg->sources.n; i++) {
+    wd_source_t *src = NULL;
+    err = wd_config_build_source(cfg, i, wd_table_schema(t), &src);
+    wd_source_destroy(src);
+  }
+  if (err) {
+    fprintf(stderr, "widen config check: %s\n", err->message);
+    goto done;
+  }
+  print_summary(stdout, cfg, t);
+  rc = 0;
+done:
+  wd_error_destroy(err);
+  wd_table_destroy(t);
+  wd_config_destroy(cfg);
+  return rc;
+}
+
+int wd_cmd_config(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+    usage(stdout);
+    return 0;
+  }
+  if (argc == 3 && !strcmp(argv[1], "check")) return cmd_check(argv[2]);
+  if (argc == 2 && !strcmp(argv[1], "doc")) return wd_config_write_doc(stdout) ? 1 : 0;
+  usage(stderr);
+  return 1;
+}

@@ -1,0 +1,1275 @@
+/*
+ * app/config.c — the pipeline config file (see config.h): the option table, the libyaml document
+ * walk that fills the structs from it, the checks between sections, the builders of the table and
+ * sources, and the generated option reference.
+ */
+#include "app/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "app/table_config.h"
+
+/* ---- the option table ------------------------------------------------------------------------- */
+
+#define END_OPT {NULL, 0, 0, NULL, NULL, 0, 0, NULL, 0, NULL, NULL}
+
+static const wd_config_option_t KAFKA_OPTS[] = {
+    {"bootstrap.servers", WD_CONFIG_STRING, offsetof(wd_config_kafka_t, bootstrap_servers), NULL, NULL, 0, 0, NULL,
+     WD_CONFIG_REQUIRED, NULL,
+     "Kafka brokers as host:port[,host:port...]. The environment variable WIDEN_BROKERS, when set and not empty, "
+     "replaces this value (the key may then be left out)."},
+    {"group.id", WD_CONFIG_STRING, offsetof(wd_config_kafka_t, group_id), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED,
+     NULL,
+     "Consumer group of the pipeline: processes with the same group.id share the source partitions and their "
+     "state."},
+    {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_kafka_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Extra librdkafka properties (client.id, security.protocol, sasl.*, ...) passed as they are to the consumer "
+     "and the producer. Values are strings; numbers and booleans are taken as their text."},
+    END_OPT,
+};
+
+static const wd_config_option_t TABLE_OPTS[] = {
+    {"name", WD_CONFIG_STRING, offsetof(wd_config_table_t, name), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
+     "Name of the wide table (used in logs, the changelog's source block and the state store)."},
+    {"schema", WD_CONFIG_SCHEMA, offsetof(wd_config_table_t, schema), NULL, NULL, 0, 0, NULL,
+     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL,
+     "The wide table's columns in order, one `{name: ..., type: ...}` entry each. Types are Paimon/Flink SQL "
+     "names (`BIGINT`, `DECIMAL(12,2)`, `STRING`, `TIMESTAMP(3)`, `ARRAY<INT>`, ... optionally `NOT NULL`). Quote a type "
+     "that contains a comma inside `{...}`: `type: \"DECIMAL(12,2)\"`."},
+    {"primary-key", WD_CONFIG_STRINGS, offsetof(wd_config_table_t, primary_key), NULL, NULL, 0, 0, NULL,
+     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL, "Primary-key column names (a list, or one name)."},
+    {"options", WD_CONFIG_PAIRS, offsetof(wd_config_table_t, options), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Paimon table options (`merge-engine`, `sequence.field`, `fields.<f>.sequence-group`, "
+     "`fields.<f>.aggregate-function`, ...; see \"Table options\" below). Values are strings; numbers and booleans "
+     "are taken as their text and a list of names is joined with commas."},
+    END_OPT,
+};
+
+static const wd_config_option_t SOURCE_OPTS[] = {
+    {"name", WD_CONFIG_STRING, offsetof(wd_config_source_t, name), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
+     "Name of the source, unique in the file (used in logs, errors and metrics)."},
+    {"topics", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL,
+     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL,
+     "Kafka topics read by this source. A topic belongs to one source."},
+    {"topic", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL, WD_CONFIG_ALIAS, NULL,
+     "Another spelling of `topics` for a single topic (set one of the two)."},
+    {"format", WD_CONFIG_ENUM, offsetof(wd_config_source_t, format), "debezium-json", NULL, 0, 0,
+     "debezium-json|debezium-avro", 0, NULL,
+     "Format of the record values (debezium-avro with a schema registry is not implemented yet)."},
+    {"columns", WD_CONFIG_PAIRS, offsetof(wd_config_source_t, columns), NULL, NULL, 0, 0, NULL,
+     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY | WD_CONFIG_NULL_IS_KEY, NULL,
+     "The wide columns this source writes, `column: path`: a field of the row image (`weight`, `address.city`), "
+     "`$.source.ts_ms` (a payload path), `$key.id` (a Kafka key path) or `$kafka.offset` (record metadata). "
+     "`column:` with no path, or a list `[a, b]`, reads the field of the same name. Every primary-key column must "
+     "be mapped."},
+    {"options", WD_CONFIG_PAIRS, offsetof(wd_config_source_t, options), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Source options (see \"Source options\" below)."},
+    END_OPT,
+};
+
+static const wd_config_option_t SINK_OPTS[] = {
+    {"topic", WD_CONFIG_STRING, offsetof(wd_config_sink_t, topic), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
+     "Output topic of the wide table's changelog, keyed by primary key."},
+    {"format", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, format), "debezium-json", NULL, 0, 0,
+     "debezium-json|changelog-json", 0, NULL,
+     "Encoding of changelog rows: Debezium change events (`op` c/u/d with before/after) or widen's changelog JSON "
+     "(one row with its row kind +I/-U/+U/-D)."},
+    {"key-format", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, key_format), "json", NULL, 0, 0, "json|string", 0, NULL,
+     "Encoding of the message key: a Debezium-style key object `{\"col\": value}`, or the key values as text."},
+    {"dead-letter-topic", WD_CONFIG_STRING, offsetof(wd_config_sink_t, dead_letter_topic), NULL, "`<topic>.dlq`", 0, 0,
+     NULL, 0, NULL, "Topic that receives input records that cannot be decoded or are rejected, with the reason."},
+    {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_sink_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Extra librdkafka producer properties (applied after kafka.properties)."},
+    END_OPT,
+};
+
+static const wd_config_option_t STATE_OPTS[] = {
+    {"dir", WD_CONFIG_STRING, offsetof(wd_config_state_t, dir), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
+     "Directory of the RocksDB state store (created when missing)."},
+    {"tombstone-retention", WD_CONFIG_DURATION, offsetof(wd_config_state_t, tombstone_retention_ms), NULL,
+     "forever", 0, INT64_MAX, NULL, 0, NULL,
+     "How long ordering tombstones (the ordering columns of a removed key, kept so that late older records stay "
+     "ordered) are kept."},
+    {"cache-entries", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_entries), "100000", NULL, 0, 1000000000, NULL,
+     0, NULL, "Decoded rows kept in memory in front of the store (0: no cache)."},
+    END_OPT,
+};
+
+static const wd_config_option_t PIPELINE_OPTS[] = {
+    {"batch-size", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_size), "1000", NULL, 1, 1000000, NULL, 0, NULL,
+     "Most records taken per poll batch; one state write and one offset commit per batch."},
+    {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000,
+     NULL, 0, NULL, "Longest wait, in milliseconds, for a batch to fill before it is processed."},
+    {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400,
+     NULL, 0, NULL, "Seconds between status log lines (records, changes, lag); 0 turns them off."},
+    END_OPT,
+};
+
+static const wd_config_section_t KAFKA_SEC = {"kafka", KAFKA_OPTS, sizeof(wd_config_kafka_t),
+                                              offsetof(wd_config_kafka_t, line),
+                                              "The Kafka cluster and the consumer group."};
+static const wd_config_section_t TABLE_SEC = {"table", TABLE_OPTS, sizeof(wd_config_table_t),
+                                              offsetof(wd_config_table_t, line),
+                                              "The wide table: columns, primary key and merge options."};
+static const wd_config_section_t SOURCE_SEC = {
+    "sources[]", SOURCE_OPTS, sizeof(wd_config_source_t), offsetof(wd_config_source_t, line),
+    "The input streams, one or more. Each source reads its topics and writes some columns of the wide table."};
+static const wd_config_section_t SINK_SEC = {"sink", SINK_OPTS, sizeof(wd_config_sink_t),
+                                             offsetof(wd_config_sink_t, line),
+                                             "The output: the wide table's full-row changelog."};
+static const wd_config_section_t STATE_SEC = {"state", STATE_OPTS, sizeof(wd_config_state_t),
+                                              offsetof(wd_config_state_t, line),
+                                              "The keyed state store holding the current wide rows."};
+static const wd_config_section_t PIPELINE_SEC = {"pipeline", PIPELINE_OPTS, sizeof(wd_config_pipeline_t),
+                                                 offsetof(wd_config_pipeline_t, line),
+                                                 "Batching and status reporting of the processing loop."};
+
+static const wd_config_option_t ROOT_OPTS[] = {
+    {"kafka", WD_CONFIG_SECTION, offsetof(wd_config_t, kafka), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &KAFKA_SEC,
+     "The Kafka cluster and the consumer group."},
+    {"table", WD_CONFIG_SECTION, offsetof(wd_config_t, table), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &TABLE_SEC,
+     "The wide table."},
+    {"sources", WD_CONFIG_SECTION_LIST, offsetof(wd_config_t, sources), NULL, NULL, 0, 0, NULL,
+     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, &SOURCE_SEC, "The input streams (a list)."},
+    {"sink", WD_CONFIG_SECTION, offsetof(wd_config_t, sink), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &SINK_SEC,
+     "The changelog output."},
+    {"state", WD_CONFIG_SECTION, offsetof(wd_config_t, state), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &STATE_SEC,
+     "The state store."},
+    {"pipeline", WD_CONFIG_SECTION, offsetof(wd_config_t, pipeline), NULL, NULL, 0, 0, NULL, 0, &PIPELINE_SEC,
+     "The processing loop (optional: every key has a default)."},
+    END_OPT,
+};
+
+static const wd_config_section_t ROOT_SEC = {"", ROOT_OPTS, sizeof(wd_config_t), offsetof(wd_config_t, line),
+                                             "The whole file."};
+
+/* The layout every SECTION_LIST field has ({size_t n; T *v; int line;}). */
+typedef struct {
+  size_t n;
+  void *v;
+  int line;
+} list_layout_t;
+_Static_assert(offsetof(wd_config_sources_t, n) == offsetof(list_layout_t, n) &&
+                   offsetof(wd_config_sources_t, v) == offsetof(list_layout_t, v) &&
+                   offsetof(wd_config_sources_t, line) == offsetof(list_layout_t, line),
+               "SECTION_LIST layout");
+_Static_assert(sizeof(wd_source_format_t) == sizeof(int) && sizeof(wd_config_sink_format_t) == sizeof(int) &&
+                   sizeof(wd_config_key_format_t) == sizeof(int),
+               "ENUM fields are int-sized");
+
+/* The environment variable that overrides an option (only kafka.bootstrap.servers has one). */
+#define WD_BROKERS_ENV "WIDEN_BROKERS"
+
+const wd_config_section_t *wd_config_root(void) { return &ROOT_SEC; }
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+int wd_config_parse_duration(const char *text, int64_t *ms) {
+  if (!text || *text < '0' || *text > '9') return -1;
+  int64_t v = 0;
+  const char *p = text;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (v > (INT64_MAX - (*p - '0')) / 10) return -1;
+    v = v * 10 + (*p - '0');
+  }
+  static const struct {
+    const char *unit;
+    int64_t ms;
+  } UNITS[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+  for (size_t i = 0; i < sizeof(UNITS) / sizeof(*UNITS); i++) {
+    if (strcmp(p, UNITS[i].unit) != 0) continue;
+    if (v > INT64_MAX / UNITS[i].ms) return -1;
+    *ms = v * UNITS[i].ms;
+    return 0;
+  }
+  return -1;
+}
+
+/* Parses a whole decimal integer (optional '-'). 0, or -1. */
+static int parse_int(const char *text, int64_t *out) {
+  if (!text || !*text || (*text != '-' && (*text < '0' || *text > '9'))) return -1;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Levenshtein distance of a and b (ASCII case-insensitive), capped at 99 for long strings. */
+static size_t edit_distance(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  if (na > 63 || nb > 63) return 99;
+  size_t row[64];
+  for (size_t j = 0; j <= nb; j++) row[j] = j;
+  for (size_t i = 1; i <= na; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= nb; j++) {
+      char ca = a[i - 1], cb = b[j - 1];
+      if (ca >= 'A' && ca <= 'Z') ca = (char)(ca - 'A' + 'a');
+      if (cb >= 'A' && cb <= 'Z') cb = (char)(cb - 'A' + 'a');
+      size_t best = diag + (ca != cb);
+      if (row[j] + 1 < best) best = row[j] + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = row[j];
+      row[j] = best;
+    }
+  }
+  return row[nb];
+}
+
+/* The candidate closest to word when it is close enough to be a likely typo, else NULL. */
+static const char *closest(const char *word, const char *const *cands, size_t n) {
+  const char *best = NULL;
+  size_t bestd = SIZE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    size_t d = edit_distance(word, cands[i]);
+    if (d < bestd) {
+      bestd = d;
+      best = cands[i];
+    }
+  }
+  size_t len = strlen(word);
+  size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3;
+  return best && bestd <= limit ? best : NULL;
+}
+
+
+/* ---- freeing -------------------------------------------------------------------------------- */
+
+static void strings_free(wd_config_strings_t *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  free(l->lines);
+  memset(l, 0, sizeof(*l));
+}
+
+static void pairs_free(wd_config_pairs_t *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    free(p->v[i].key);
+    free(p->v[i].value);
+  }
+  free(p->v);
+  memset(p, 0, sizeof(*p));
+}
+
+static void schema_free(wd_config_schema_t *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    free(s->names[i]);
+    free(s->types[i]);
+  }
+  free(s->names);
+  free(s->types);
+  free(s->lines);
+  memset(s, 0, sizeof(*s));
+}
+
+/* Frees what the struct at base (described by sec) owns; the struct itself stays. */
+static void section_free(const wd_config_section_t *sec, char *base) {
+  for (const wd_config_option_t *o = sec->options; o->name; o++) {
+    if (o->flags & WD_CONFIG_ALIAS) continue;
+    void *p = base + o->offset;
+    switch (o->type) {
+    case WD_CONFIG_STRING: {
+      char **s = p;
+      free(*s);
+      *s = NULL;
+      break;
+    }
+    case WD_CONFIG_STRINGS: strings_free(p); break;
+    case WD_CONFIG_PAIRS: pairs_free(p); break;
+    case WD_CONFIG_SCHEMA: schema_free(p); break;
+    case WD_CONFIG_SECTION: section_free(o->sub, p); break;
+    case WD_CONFIG_SECTION_LIST: {
+      list_layout_t l;
+      memcpy(&l, p, sizeof(l));
+      for (size_t i = 0; i < l.n; i++) section_free(o->sub, (char *)l.v + i * o->sub->size);
+      free(l.v);
+      memset(p, 0, sizeof(l));
+      break;
+    }
+    default: break;
+    }
+  }
+}
+
+void wd_config_destroy(wd_config_t *cfg) {
+  if (!cfg) return;
+  section_free(&ROOT_SEC, (char *)cfg);
+  free(cfg->table_opts);
+  free(cfg->path);
+  free(cfg);
+}
+
+/* ---- the YAML walk ------------------------------------------------------------------------------ */
+
+typedef struct {
+  const char *file;
+  yaml_document_t *doc;
+} ld_t;
+
+static int line_of(const yaml_node_t *node) { return (int)node->start_mark.line + 1; }
+
+static yaml_node_t *node_at(const ld_t *ld, int index) { return yaml_document_get_node(ld->doc, index); }
+
+/* A C_CONFIG error "<file>:<line>: <text>". */
+static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) {
+  char *text = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = vasprintf(&text, fmt, ap);
+  va_end(ap);
+  if (rc < 0) return wd_error_nomem();
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%d: %s", ld->file, line, text);
+  free(text);
+  return err;
+}
+
+/* A plain scalar that YAML reads as null: empty, "~" or "null". */
+static bool is_null(const yaml_node_t *node) {
+  if (!node || node->type == YAML_NO_NODE) return true;
+  if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+  const char *v = (const char *)node->data.scalar.value;
+  return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
+}
+
+static const char *kind_name(const yaml_node_t *node) {
+  switch (node->type) {
+  case YAML_SCALAR_NODE: return "a single value";
+  case YAML_SEQUENCE_NODE: return "a list";
+  case YAML_MAPPING_NODE: return "a mapping";
+  default: return "nothing";
+  }
+}
+
+/* The text of a scalar node, or an error naming path when node is not a usable scalar. */
+static wd_error_t *scalar_text(const ld_t *ld, const char *path, const yaml_node_t *node, const char *what,
+                               const char **out) {
+  if (node->type != YAML_SCALAR_NODE)
+    return cfg_err(ld, line_of(node), "'%s' must be %s, not %s; write it as 'key: value' on one line", path, what,
+                   kind_name(node));
+  if (strlen((const char *)node->data.scalar.value) != node->data.scalar.length)
+    return cfg_err(ld, line_of(node), "'%s' contains a NUL character; remove it", path);
+  *out = (const char *)node->data.scalar.value;
+  return NULL;
+}
+
+/* Joins the scalar items of a sequence with "," into a new string (for option values given as a
+ * list). */
+static wd_error_t *join_list(const ld_t *ld, const char *path, const yaml_node_t *node, char **out) {
+  size_t len = 1;
+  for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+    yaml_node_t *item = node_at(ld, *it);
+    const char *s = NULL;
+    if (item->type != YAML_SCALAR_NODE || is_null(item))
+      return cfg_err(ld, line_of(item), "'%s' must be a value or a list of values, but an item is %s; write the "
+                     "items as plain values", path, is_null(item) ? "empty" : kind_name(item));
+    wd_error_t *err = scalar_text(ld, path, item, "a value", &s);
+    if (err) return err;
+    len += strlen(s) + 1;
+  }
+  char *buf = malloc(len);
+  if (!buf) return wd_error_nomem();
+  buf[0] = 0;
+  for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+    if (it != node->data.sequence.items.start) strcat(buf, ",");
+    strcat(buf, (const char *)node_at(ld, *it)->data.scalar.value);
+  }
+  *out = buf;
+  return NULL;
+}
+
+/* Grows an array of elements of size sz to hold n + 1. 0, or -1 on no memory. */
+static int grow(void **arr, size_t n, size_t sz) {
+  void *p = realloc(*arr, (n + 1) * sz);
+  if (!p) return -1;
+  *arr = p;
+  return 0;
+}
+
+static wd_error_t *load_strings(const ld_t *ld, const wd_config_option_t *opt, const char *path, yaml_node_t *node,
+                                int keyline, wd_config_strings_t *l) {
+  l->line = keyline;
+  if (!is_null(node) && node->type == YAML_MAPPING_NODE)
+    return cfg_err(ld, line_of(node), "'%s' must be a list, not a mapping; write it as [a, b] or as '- a' lines",
+                   path);
+  bool single = node->type == YAML_SCALAR_NODE;
+  size_t count = is_null(node) ? 0 : single ? 1 : (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+  for (size_t i = 0; i < count; i++) {
+    yaml_node_t *item = single ? node : node_at(ld, node->data.sequence.items.start[i]);
+    const char *s = NULL;
+    if (is_null(item))
+      return cfg_err(ld, line_of(item), "'%s' has an empty item; remove it or give it a value", path);
+    wd_error_t *err = scalar_text(ld, path, item, "a list of values", &s);
+    if (err) return err;
+    for (size_t k = 0; k < l->n; k++)
+      if (!strcmp(l->v[k], s))
+        return cfg_err(ld, line_of(item), "'%s' lists '%s' twice (also at line %d); remove one", path, s,
+                       l->lines[k]);
+    if (grow((void **)&l->v, l->n, sizeof(char *)) || grow((void **)&l->lines, l->n, sizeof(int)))
+      return wd_error_nomem();
+    if (!(l->v[l->n] = strdup(s))) return wd_error_nomem();
+    l->lines[l->n++] = line_of(item);
+  }
+  if ((opt->flags & WD_CONFIG_NONEMPTY) && l->n == 0)
+    return cfg_err(ld, keyline, "'%s' is an empty list; give it at least one entry", path);
+  return NULL;
+}
+
+/* Appends a pair (key and value copied; value NULL = key). */
+static wd_error_t *pairs_add(wd_config_pairs_t *p, const char *key, const char *value, char *owned_value, int line) {
+  if (grow((void **)&p->v, p->n, sizeof(*p->v))) {
+    free(owned_value);
+    return wd_error_nomem();
+  }
+  wd_config_pair_t *pr = &p->v[p->n];
+  pr->key = strdup(key);
+  pr->value = owned_value ? owned_value : strdup(value ? value : key);
+  pr->line = line;
+  if (!pr->key || !pr->value) {
+    free(pr->key);
+    free(pr->value);
+    return wd_error_nomem();
+  }
+  p->n++;
+  return NULL;
+}
+
+static wd_error_t *load_pairs(const ld_t *ld, const wd_config_option_t *opt, const char *path, yaml_node_t *node,
+                              int keyline, wd_config_pairs_t *p) {
+  wd_error_t *err = NULL;
+  p->line = keyline;
+  if (is_null(node)) goto check;
+  if (node->type == YAML_SEQUENCE_NODE && (opt->flags & WD_CONFIG_NULL_IS_KEY)) {
+    for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+      yaml_node_t *item = node_at(ld, *it);
+      const char *s = NULL;
+      if (is_null(item) || item->type != YAML_SCALAR_NODE)
+        return cfg_err(ld, line_of(item), "'%s' as a list must hold column names, but an item is %s; write "
+                       "'column: path' pairs or plain names", path, is_null(item) ? "empty" : kind_name(item));
+      if ((err = scalar_text(ld, path, item, "a name", &s))) return err;
+      for (size_t k = 0; k < p->n; k++)
+        if (!strcmp(p->v[k].key, s))
+          return cfg_err(ld, line_of(item), "'%s' lists '%s' twice (also at line %d); remove one", path, s,
+                         p->v[k].line);
+      if ((err = pairs_add(p, s, NULL, NULL, line_of(item)))) return err;
+    }
+    goto check;
+  }
+  if (node->type != YAML_MAPPING_NODE)
+    return cfg_err(ld, line_of(node), "'%s' must be a mapping, not %s; write one 'key: value' line per entry, "
+                   "indented under '%s:'", path, kind_name(node), opt->name);
+  for (yaml_node_pair_t *pr = node->data.mapping.pairs.start; pr < node->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = node_at(ld, pr->key), *v = node_at(ld, pr->value);
+    const char *key = NULL, *val = NULL;
+    char *joined = NULL;
+    if (k->type != YAML_SCALAR_NODE || is_null(k))
+      return cfg_err(ld, line_of(k), "a key of '%s' is %s; keys must be plain names", path,
+                     is_null(k) ? "empty" : kind_name(k));
+    if ((err = scalar_text(ld, path, k, "a name", &key))) return err;
+    for (size_t i = 0; i < p->n; i++)
+      if (!strcmp(p->v[i].key, key))
+        return cfg_err(ld, line_of(k), "duplicate key '%s' in '%s' (first at line %d); remove one of them", key,
+                       path, p->v[i].line);
+    if (is_null(v)) {
+      if (!(opt->flags & WD_CONFIG_NULL_IS_KEY))
+        return cfg_err(ld, line_of(k), "'%s.%s' has no value; give it a value or remove the line", path, key);
+    } else if (v->type == YAML_SEQUENCE_NODE) {
+      if ((err = join_list(ld, path, v, &joined))) return err;
+    } else if (v->type == YAML_MAPPING_NODE) {
+      return cfg_err(ld, line_of(v), "'%s.%s' must be a single value, not a mapping; write it as 'key: value' "
+                     "(quote the value if it contains ': ')", path, key);
+    } else if ((err = scalar_text(ld, path, v, "a value", &val))) {
+      return err;
+    }
+    if ((err = pairs_add(p, key, val, joined, line_of(k)))) return err;
+  }
+check:
+  if ((opt->flags & WD_CONFIG_NONEMPTY) && p->n == 0)
+    return cfg_err(ld, keyline, "'%s' is empty; give it at least one entry", path);
+  return NULL;
+}
+
+/* Whether a type text opens more '(' or '<' than it closes: the sign of a flow mapping
+ * ({name: a, type: DECIMAL(12,2)}) that YAML split at the comma. */
+static bool unbalanced(const char *type) {
+  int depth = 0;
+  for (const char *c = type; *c; c++) depth += (*c == '(' || *c == '<') - (*c == ')' || *c == '>');
+  return depth > 0;
+}
+
+static wd_error_t *load_schema(const ld_t *ld, const wd_config_option_t *opt, const char *path, yaml_node_t *node,
+                               int keyline, wd_config_schema_t *s) {
+  wd_error_t *err = NULL;
+  s->line = keyline;
+  if (is_null(node)) goto check;
+  if (node->type != YAML_SEQUENCE_NODE)
+    return cfg_err(ld, line_of(node), "'%s' must be a list, not %s; write one '- {name: ..., type: ...}' line per "
+                   "column", path, kind_name(node));
+  for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+    yaml_node_t *col = node_at(ld, *it);
+    size_t idx = (size_t)(it - node->data.sequence.items.start);
+    const char *name = NULL, *type = NULL;
+    const char *stray = NULL;
+    int stray_line = 0;
+    if (col->type != YAML_MAPPING_NODE)
+      return cfg_err(ld, line_of(col), "'%s[%zu]' must be a mapping, not %s; write it as '- {name: ..., type: ...}'",
+                     path, idx, is_null(col) ? "empty" : kind_name(col));
+    for (yaml_node_pair_t *pr = col->data.mapping.pairs.start; pr < col->data.mapping.pairs.top; pr++) {
+      yaml_node_t *k = node_at(ld, pr->key), *v = node_at(ld, pr->value);
+      const char *key = NULL, *val = NULL;
+      if ((err = scalar_text(ld, path, k, "a name", &key))) return err;
+      const char **slot = !strcmp(key, "name") ? &name : !strcmp(key, "type") ? &type : NULL;
+      if (!slot) {
+        if (!stray) {
+          stray = key;
+          stray_line = line_of(k);
+        }
+        continue;
+      }
+      if (*slot) return cfg_err(ld, line_of(k), "'%s[%zu]' sets '%s' twice; remove one", path, idx, key);
+      if (is_null(v))
+        return cfg_err(ld, line_of(k), "'%s[%zu].%s' has no value; give the column its %s", path, idx, key, key);
+      if ((err = scalar_text(ld, path, v, "a single value", &val))) return err;
+      *slot = val;
+    }
+    if (stray) {
+      if (type && unbalanced(type))
+        return cfg_err(ld, stray_line, "column '%s' has type '%s' and a stray key '%s': YAML ends a value at ',' "
+                       "inside {...}; quote the type, e.g. type: \"%s,%s\"", name ? name : "?", type, stray, type,
+                       stray);
+      const char *known[] = {"name", "type"};
+      const char *near = closest(stray, known, 2);
+      return cfg_err(ld, stray_line, "unknown key '%s' in '%s[%zu]'; %s%s%s", stray, path, idx,
+                     near ? "did you mean '" : "a column has only 'name' and 'type'", near ? near : "",
+                     near ? "'?" : "");
+    }
+    if (!name || !type)
+      return cfg_err(ld, line_of(col), "missing required key '%s' in '%s[%zu]'; add '%s: ...'",
+                     name ? "type" : "name", path, idx, name ? "type" : "name");
+    for (size_t k = 0; k < s->n; k++)
+      if (!strcmp(s->names[k], name))
+        return cfg_err(ld, line_of(col), "column '%s' is defined twice (also at line %d); rename or remove one",
+                       name, s->lines[k]);
+    if (grow((void **)&s->names, s->n, sizeof(char *)) || grow((void **)&s->types, s->n, sizeof(char *)) ||
+        grow((void **)&s->lines, s->n, sizeof(int)))
+      return wd_error_nomem();
+    s->names[s->n] = strdup(name);
+    s->types[s->n] = strdup(type);
+    s->lines[s->n] = line_of(col);
+    s->n++; /* counted before the check so that schema_free releases both */
+    if (!s->names[s->n - 1] || !s->types[s->n - 1]) return wd_error_nomem();
+  }
+check:
+  if ((opt->flags & WD_CONFIG_NONEMPTY) && s->n == 0)
+    return cfg_err(ld, keyline, "'%s' has no columns; list them as '- {name: ..., type: ...}'", path);
+  return NULL;
+}
+
+/* Parses the YAML text of a scalar option (from the file, or its default) into the field at p.
+ * line is 0 for defaults (which are valid by construction). */
+static wd_error_t *set_scalar(const ld_t *ld, const wd_config_option_t *opt, const char *path, const char *text,
+                              int line, void *p) {
+  switch (opt->type) {
+  case WD_CONFIG_STRING: {
+    char *s = strdup(text);
+    if (!s) return wd_error_nomem();
+    free(*(char **)p);
+    *(char **)p = s;
+    return NULL;
+  }
+  case WD_CONFIG_INT:
+  case WD_CONFIG_DURATION: {
+    int64_t v = 0;
+    if (opt->type == WD_CONFIG_INT && parse_int(text, &v))
+      return cfg_err(ld, line, "'%s' must be an integer, not '%s'; write a whole number from %lld to %lld", path,
+                     text, (long long)opt->min, (long long)opt->max);
+    if (opt->type == WD_CONFIG_DURATION && wd_config_parse_duration(text, &v))
+      return cfg_err(ld, line, "'%s' is not a duration: '%s'; write a number with a unit ms, s, m, h or d (500ms, "
+                     "30s, 5m, 12h, 7d), or a plain number of milliseconds", path, text);
+    if (v < opt->min || v > opt->max)
+      return cfg_err(ld, line, "'%s' is %s, outside its range; use a value from %lld to %lld%s", path, text,
+                     (long long)opt->min, (long long)opt->max, opt->type == WD_CONFIG_DURATION ? " ms" : "");
+    *(int64_t *)p = v;
+    return NULL;
+  }
+  case WD_CONFIG_ENUM: {
+    const char *vals[16] = {0};
+    size_t n = 0;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", opt->values);
+    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && n < 16; tok = strtok_r(NULL, "|", &save))
+      vals[n++] = tok;
+    for (size_t i = 0; i < n; i++)
+      if (!strcmp(vals[i], text)) {
+        *(int *)p = (int)i;
+        return NULL;
+      }
+    const char *near = closest(text, vals, n);
+    char list[256] = "";
+    for (size_t i = 0; i < n; i++) {
+      if (i) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+      strncat(list, vals[i], sizeof(list) - strlen(list) - 1);
+    }
+    return cfg_err(ld, line, "'%s' is '%s', which is not one of its values; %s%s%suse one of: %s", path, text,
+                   near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", list);
+  }
+  default: return wd_error_new(WD_ERR_INTERNAL, NULL, "option '%s' is not a scalar", path);
+  }
+}
+
+static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, const char *path, yaml_node_t *node,
+                                int line, char *base);
+
+static wd_error_t *load_list(const ld_t *ld, const wd_config_option_t *opt, const char *path, yaml_node_t *node,
+                             int keyline, void *p) {
+  list_layout_t l = {0, NULL, keyline};
+  wd_error_t *err = NULL;
+  if (is_null(node)) goto check;
+  if (node->type != YAML_SEQUENCE_NODE) {
+    err = cfg_err(ld, line_of(node), "'%s' must be a list, not %s; start each entry with '- ' under '%s:'", path,
+                  kind_name(node), opt->name);
+    goto done;
+  }
+  size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+  if (n && !(l.v = calloc(n, opt->sub->size))) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  for (size_t i = 0; i < n && !err; i++) {
+    yaml_node_t *item = node_at(ld, node->data.sequence.items.start[i]);
+    char ipath[340];
+    snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+    l.n = i + 1; /* so that a half-loaded entry is freed */
+    if (item->type != YAML_MAPPING_NODE)
+      err = cfg_err(ld, line_of(item), "'%s' must be a mapping, not %s; write its keys ('name: ...') under the '- '",
+                    ipath, is_null(item) ? "empty" : kind_name(item));
+    else
+      err = load_section(ld, opt->sub, ipath, item, line_of(item), (char *)l.v + i * opt->sub->size);
+  }
+check:
+  if (!err && (opt->flags & WD_CONFIG_NONEMPTY) && l.n == 0)
+    err = cfg_err(ld, keyline, "'%s' is empty; give it at least one entry", path);
+done:
+  memcpy(p, &l, sizeof(l));
+  return err;
+}
+
+/* Loads the value node of option opt into the field at p. keyline is the line of its key. */
+static wd_error_t *load_value(const ld_t *ld, const wd_config_option_t *opt, const char *path, yaml_node_t *node,
+                              int keyline, void *p) {
+  const char *text = NULL;
+  wd_error_t *err = NULL;
+  static const char *const WHAT[] = {"a single value", "an integer", "a duration", "a single value"};
+  switch (opt->type) {
+  case WD_CONFIG_STRING:
+  case WD_CONFIG_INT:
+  case WD_CONFIG_DURATION:
+  case WD_CONFIG_ENUM:
+    if ((err = scalar_text(ld, path, node, WHAT[opt->type], &text))) return err;
+    return set_scalar(ld, opt, path, text, line_of(node), p);
+  case WD_CONFIG_STRINGS: return load_strings(ld, opt, path, node, keyline, p);
+  case WD_CONFIG_PAIRS: return load_pairs(ld, opt, path, node, keyline, p);
+  case WD_CONFIG_SCHEMA: return load_schema(ld, opt, path, node, keyline, p);
+  case WD_CONFIG_SECTION:
+    if (is_null(node)) return load_section(ld, opt->sub, path, NULL, keyline, p);
+    if (node->type != YAML_MAPPING_NODE)
+      return cfg_err(ld, line_of(node), "'%s' must be a mapping, not %s; indent its keys under '%s:'", path,
+                     kind_name(node), opt->name);
+    return load_section(ld, opt->sub, path, node, keyline, p);
+  case WD_CONFIG_SECTION_LIST: return load_list(ld, opt, path, node, keyline, p);
+  }
+  return NULL;
+}
+
+/* The unknown-key error for key in section sec: the closest known key when it looks like a typo,
+ * else the list of known keys. */
+static wd_error_t *unknown_key(const ld_t *ld, const wd_config_section_t *sec, const char *path, const char *key,
+                               int line) {
+  const char *names[32];
+  size_t n = 0;
+  bool has_props = false;
+  char list[512] = "";
+  for (const wd_config_option_t *o = sec->options; o->name && n < 32; o++) {
+    names[n++] = o->name;
+    has_props |= !strcmp(o->name, "properties");
+    if (list[0]) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+    strncat(list, o->name, sizeof(list) - strlen(list) - 1);
+  }
+  const char *near = closest(key, names, n);
+  char where[300];
+  if (*path)
+    snprintf(where, sizeof(where), "in '%s'", path);
+  else
+    snprintf(where, sizeof(where), "at the top level");
+  if (near) return cfg_err(ld, line, "unknown key '%s' %s; did you mean '%s'?", key, where, near);
+  return cfg_err(ld, line, "unknown key '%s' %s; use one of: %s%s%s%s", key, where, list,
+                 has_props ? " (librdkafka properties go under '" : "", has_props ? path : "",
+                 has_props ? ".properties')" : "");
+}
+
+/* WIDEN_BROKERS when set and not empty, else NULL. */
+static const char *env_brokers(void) {
+  const char *b = getenv(WD_BROKERS_ENV);
+  return b && *b ? b : NULL;
+}
+
+static bool is_scalar_type(wd_config_type_t type) {
+  return type == WD_CONFIG_STRING || type == WD_CONFIG_INT || type == WD_CONFIG_DURATION || type == WD_CONFIG_ENUM;
+}
+
+/* Loads the mapping node (NULL: an empty or absent mapping) into the struct at base described by
+ * sec: every key must be one of sec's options, each at most once; then required keys and
+ * defaults. line is the line that introduces the mapping (its key's line, or the list item's). */
+static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, const char *path, yaml_node_t *node,
+                                int line, char *base) {
+  bool seen[32] = {false};
+  size_t nopt = 0;
+  wd_error_t *err = NULL;
+  while (sec->options[nopt].name) nopt++;
+  if (nopt > 32) return wd_error_new(WD_ERR_INTERNAL, NULL, "config section '%s' has too many options", path);
+  *(int *)(base + sec->line_offset) = line;
+  yaml_node_pair_t *start = node ? node->data.mapping.pairs.start : NULL;
+  yaml_node_pair_t *top = node ? node->data.mapping.pairs.top : NULL;
+  for (yaml_node_pair_t *pr = start; pr < top; pr++) {
+    yaml_node_t *k = node_at(ld, pr->key), *v = node_at(ld, pr->value);
+    const char *key = NULL;
+    if (k->type != YAML_SCALAR_NODE || is_null(k))
+      return cfg_err(ld, line_of(k), "a key %s%s is %s; keys must be plain names", *path ? "in " : "at the top level",
+                     path, is_null(k) ? "empty" : kind_name(k));
+    if ((err = scalar_text(ld, path, k, "a name", &key))) return err;
+    for (yaml_node_pair_t *q = start; q < pr; q++) {
+      yaml_node_t *qk = node_at(ld, q->key);
+      if (!strcmp((const char *)qk->data.scalar.value, key))
+        return cfg_err(ld, line_of(k), "duplicate key '%s' (first at line %d); remove one of them", key, line_of(qk));
+    }
+    size_t i = 0;
+    while (i < nopt && strcmp(sec->options[i].name, key)) i++;
+    if (i == nopt) return unknown_key(ld, sec, path, key, line_of(k));
+    const wd_config_option_t *opt = &sec->options[i];
+    for (size_t j = 0; j < nopt; j++)
+      if (seen[j] && sec->options[j].offset == opt->offset)
+        return cfg_err(ld, line_of(k), "'%s' and '%s' are two names for one setting; keep one of them", key,
+                       sec->options[j].name);
+    char opath[300];
+    snprintf(opath, sizeof(opath), "%s%s%s", path, *path ? "." : "", key);
+    if (is_null(v) && is_scalar_type(opt->type)) {
+      if ((opt->flags & WD_CONFIG_REQUIRED) && !(opt == &KAFKA_OPTS[0] && env_brokers()))
+        return cfg_err(ld, line_of(k), "'%s' has no value; give it a value", opath);
+      continue; /* an empty optional value keeps the default */
+    }
+    seen[i] = true;
+    if ((err = load_value(ld, opt, opath, v, line_of(k), base + opt->offset))) return err;
+  }
+  for (size_t i = 0; i < nopt; i++) {
+    const wd_config_option_t *opt = &sec->options[i];
+    bool set = false;
+    for (size_t j = 0; j < nopt; j++) set |= seen[j] && sec->options[j].offset == opt->offset;
+    if (set || (opt->flags & WD_CONFIG_ALIAS)) continue;
+    char opath[300];
+    snprintf(opath, sizeof(opath), "%s%s%s", path, *path ? "." : "", opt->name);
+    if (opt == &KAFKA_OPTS[0] && env_brokers()) continue; /* applied after the load */
+    if (opt->flags & WD_CONFIG_REQUIRED) {
+      if (*path)
+        return cfg_err(ld, line, "missing required key '%s' in '%s'; add '%s: ...' to it", opt->name, path, opt->name);
+      return cfg_err(ld, line, "missing required section '%s'; add a '%s:' section (see configs/example.yaml)",
+                     opt->name, opt->name);
+    }
+    void *p = base + opt->offset;
+    if (opt->def)
+      err = set_scalar(ld, opt, opath, opt->def, 0, p);
+    else if (opt->type == WD_CONFIG_DURATION)
+      *(int64_t *)p = -1;
+    else if (opt->type == WD_CONFIG_SECTION)
+      err = load_section(ld, opt->sub, opath, NULL, 0, p);
+    if (err) return err;
+  }
+  return NULL;
+}
+
+/* ---- checks between sections ------------------------------------------------------------------ */
+
+/* The error for a name that must be one of names[0..n) (e.g. a column of table.schema); subject
+ * is the start of the sentence ("primary-key column 'x'"). */
+static wd_error_t *not_in(const ld_t *ld, int line, const char *subject, const char *name, const char *listname,
+                          char *const *names, size_t n) {
+  const char *near = closest(name, (const char *const *)names, n);
+  if (near) return cfg_err(ld, line, "%s is not in %s; did you mean '%s'?", subject, listname, near);
+  return cfg_err(ld, line, "%s is not in %s; add it there or correct the name", subject, listname);
+}
+
+/* Source options: known keys (ingest's wd_source_options[]) and values from their lists. */
+static wd_error_t *check_source_options(const ld_t *ld, const wd_config_source_t *src, const char *path) {
+  const char *names[16];
+  size_t n = 0;
+  for (const wd_source_option_t *o = wd_source_options; o->name && n < 16; o++) names[n++] = o->name;
+  for (size_t i = 0; i < src->options.n; i++) {
+    const wd_config_pair_t *pr = &src->options.v[i];
+    const wd_source_option_t *o = wd_source_options;
+    while (o->name && strcmp(o->name, pr->key)) o++;
+    if (!o->name) {
+      const char *near = closest(pr->key, names, n);
+      char list[256] = "";
+      for (size_t k = 0; k < n; k++) {
+        if (k) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+        strncat(list, names[k], sizeof(list) - strlen(list) - 1);
+      }
+      if (near) return cfg_err(ld, pr->line, "unknown key '%s' in '%s'; did you mean '%s'?", pr->key, path, near);
+      return cfg_err(ld, pr->line, "unknown key '%s' in '%s'; use one of: %s", pr->key, path, list);
+    }
+    wd_config_option_t as_enum = {0};
+    as_enum.type = WD_CONFIG_ENUM;
+    as_enum.values = o->values;
+    int ignored = 0;
+    char opath[300];
+    snprintf(opath, sizeof(opath), "%s.%s", path, pr->key);
+    wd_error_t *err = set_scalar(ld, &as_enum, opath, pr->value, pr->line, &ignored);
+    if (err) return err;
+  }
+  return NULL;
+}
+
+/* References between sections: key and mapped columns exist, names and topics are unique, the
+ * sink does not feed a source; and the derived defaults (dead-letter topic). */
+static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
+  wd_error_t *err = NULL;
+  const wd_config_schema_t *schema = &cfg->table.schema;
+  static const char *const OWN[] = {"bootstrap.servers", "group.id"};
+  for (size_t i = 0; i < 2; i++)
+    for (size_t k = 0; k < cfg->kafka.properties.n; k++)
+      if (!strcmp(cfg->kafka.properties.v[k].key, OWN[i]))
+        return cfg_err(ld, cfg->kafka.properties.v[k].line,
+                       "'%s' is set in kafka.properties; set it as kafka.%s instead", OWN[i], OWN[i]);
+  for (size_t k = 0; k < cfg->table.primary_key.n; k++) {
+    const char *name = cfg->table.primary_key.v[k];
+    bool found = false;
+    for (size_t c = 0; c < schema->n; c++) found |= !strcmp(schema->names[c], name);
+    if (!found) {
+      char subject[300];
+      snprintf(subject, sizeof(subject), "primary-key column '%s'", name);
+      return not_in(ld, cfg->table.primary_key.lines[k], subject, name, "table.schema", schema->names, schema->n);
+    }
+  }
+  for (size_t s = 0; s < cfg->sources.n; s++) {
+    const wd_config_source_t *src = &cfg->sources.v[s];
+    char path[64];
+    snprintf(path, sizeof(path), "sources[%zu]", s);
+    for (size_t t = 0; t < s; t++)
+      if (!strcmp(cfg->sources.v[t].name, src->name))
+        return cfg_err(ld, src->line, "source name '%s' is used twice (also at line %d); give each source its own name",
+                       src->name, cfg->sources.v[t].line);
+    for (size_t i = 0; i < src->topics.n; i++) {
+      for (size_t t = 0; t < s; t++)
+        for (size_t j = 0; j < cfg->sources.v[t].topics.n; j++)
+          if (!strcmp(cfg->sources.v[t].topics.v[j], src->topics.v[i]))
+            return cfg_err(ld, src->topics.lines[i],
+                           "topic '%s' is read by sources '%s' and '%s'; a topic belongs to one source, so remove it "
+                           "from one of them", src->topics.v[i], cfg->sources.v[t].name, src->name);
+      if (!strcmp(src->topics.v[i], cfg->sink.topic))
+        return cfg_err(ld, src->topics.lines[i],
+                       "topic '%s' is both read by source '%s' and written by the sink; use another sink.topic",
+                       src->topics.v[i], src->name);
+    }
+    for (size_t i = 0; i < src->columns.n; i++) {
+      bool found = false;
+      for (size_t c = 0; c < schema->n; c++) found |= !strcmp(schema->names[c], src->columns.v[i].key);
+      if (!found) {
+        char subject[400];
+        snprintf(subject, sizeof(subject), "source '%s' maps column '%s', which", src->name, src->columns.v[i].key);
+        return not_in(ld, src->columns.v[i].line, subject, src->columns.v[i].key, "table.schema", schema->names,
+                      schema->n);
+      }
+    }
+    snprintf(path, sizeof(path), "sources[%zu].options", s);
+    if ((err = check_source_options(ld, src, path))) return err;
+  }
+  if (!cfg->sink.dead_letter_topic) {
+    if (asprintf(&cfg->sink.dead_letter_topic, "%s.dlq", cfg->sink.topic) < 0) {
+      cfg->sink.dead_letter_topic = NULL;
+      return wd_error_nomem();
+    }
+  } else if (!strcmp(cfg->sink.dead_letter_topic, cfg->sink.topic)) {
+    return cfg_err(ld, cfg->sink.line, "sink.dead-letter-topic is the same topic as sink.topic ('%s'); use another "
+                   "topic (default: '<topic>.dlq')", cfg->sink.topic);
+  }
+  return NULL;
+}
+
+/* ---- loading -------------------------------------------------------------------------------------- */
+
+/* The C_CONFIG error for a parser that failed (syntax errors with line and column). */
+static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
+  if (parser->error == YAML_MEMORY_ERROR) return wd_error_nomem();
+  const char *problem = parser->problem ? parser->problem : "unknown problem";
+  if (parser->error == YAML_READER_ERROR)
+    return wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%zu:%zu: the file is not valid text: %s (byte %zu); save it "
+                        "as UTF-8 text", ld->file, parser->problem_mark.line + 1, parser->problem_mark.column + 1,
+                        problem, parser->problem_offset);
+  char ctx[200] = "";
+  if (parser->context)
+    snprintf(ctx, sizeof(ctx), " (%s at line %zu)", parser->context, parser->context_mark.line + 1);
+  const char *fix = strstr(problem, "cannot start any token")
+                        ? "replace tabs with spaces there (YAML indents with spaces, never tabs)"
+                        : "fix the YAML there (indentation, a missing ':' or space after it, an unclosed quote or "
+                          "bracket)";
+  return wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%zu:%zu: YAML syntax error: %s%s; %s", ld->file,
+                      parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem, ctx, fix);
+}
+
+/* Points cfg->table_opts at the table options (borrowed strings). */
+static wd_error_t *index_table_options(wd_config_t *cfg) {
+  size_t n = cfg->table.options.n;
+  if (!(cfg->table_opts = calloc(n + 1, sizeof(*cfg->table_opts)))) return wd_error_nomem();
+  for (size_t i = 0; i < n; i++) {
+    cfg->table_opts[i].key = cfg->table.options.v[i].key;
+    cfg->table_opts[i].value = cfg->table.options.v[i].value;
+  }
+  return NULL;
+}
+
+wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
+  wd_error_t *err = NULL;
+  FILE *f = NULL;
+  yaml_parser_t parser;
+  yaml_document_t doc, extra;
+  bool parser_ok = false, doc_ok = false, extra_ok = false;
+  wd_config_t *cfg = NULL;
+  ld_t ld = {path, &doc};
+  *out = NULL;
+  if (!(f = fopen(path, "rb"))) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s: can not open the config file: %s; check the path", path,
+                       strerror(errno));
+    goto done;
+  }
+  if (!yaml_parser_initialize(&parser)) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  parser_ok = true;
+  yaml_parser_set_input_file(&parser, f);
+  if (!yaml_parser_load(&parser, &doc)) {
+    err = yaml_error(&ld, &parser);
+    goto done;
+  }
+  doc_ok = true;
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  if (!root) {
+    err = cfg_err(&ld, 1, "the file is empty; write the pipeline config (see configs/example.yaml)");
+    goto done;
+  }
+  if (!yaml_parser_load(&parser, &extra)) {
+    err = yaml_error(&ld, &parser);
+    goto done;
+  }
+  extra_ok = true;
+  if (yaml_document_get_root_node(&extra)) {
+    err = cfg_err(&ld, (int)extra.start_mark.line + 1,
+                  "the file holds more than one YAML document; keep one pipeline per file (remove the '---')");
+    goto done;
+  }
+  if (root->type != YAML_MAPPING_NODE) {
+    err = cfg_err(&ld, line_of(root), "the file must be a mapping of sections (kafka:, table:, sources:, sink:, "
+                  "state:), not %s; see configs/example.yaml", kind_name(root));
+    goto done;
+  }
+  if (!(cfg = calloc(1, sizeof(*cfg))) || !(cfg->path = strdup(path))) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  if ((err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg))) goto done;
+  if (env_brokers()) {
+    free(cfg->kafka.bootstrap_servers);
+    if (!(cfg->kafka.bootstrap_servers = strdup(env_brokers()))) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    cfg->brokers_from_env = true;
+  }
+  if ((err = check_refs(&ld, cfg))) goto done;
+  err = index_table_options(cfg);
+done:
+  if (extra_ok) yaml_document_delete(&extra);
+  if (doc_ok) yaml_document_delete(&doc);
+  if (parser_ok) yaml_parser_delete(&parser);
+  if (f) fclose(f);
+  if (err)
+    wd_config_destroy(cfg);
+  else
+    *out = cfg;
+  return err;
+}
+
+/* ---- accessors --------------------------------------------------------------------------------------- */
+
+const wd_option_t *wd_config_table_options(const wd_config_t *cfg, size_t *n) {
+  *n = cfg->table.options.n;
+  return cfg->table_opts;
+}
+
+const char *const *wd_config_column_names(const wd_config_t *cfg, size_t *n) {
+  *n = cfg->table.schema.n;
+  return (const char *const *)cfg->table.schema.names;
+}
+
+const char *const *wd_config_column_types(const wd_config_t *cfg, size_t *n) {
+  *n = cfg->table.schema.n;
+  return (const char *const *)cfg->table.schema.types;
+}
+
+const char *const *wd_config_primary_key(const wd_config_t *cfg, size_t *n) {
+  *n = cfg->table.primary_key.n;
+  return (const char *const *)cfg->table.primary_key.v;
+}
+
+const char *wd_config_pairs_get(const wd_config_pairs_t *pairs, const char *key) {
+  for (size_t i = 0; i < pairs->n; i++)
+    if (!strcmp(pairs->v[i].key, key)) return pairs->v[i].value;
+  return NULL;
+}
+
+/* ---- building the stages' objects ---------------------------------------------------------------- */
+
+/* Returns err with "<file>:<line>: " put after its id ("ID: file:line: text"); takes err. Out of
+ * memory and internal errors are returned as they are. */
+static wd_error_t *at_line(wd_error_t *err, const char *file, int line) {
+  if (!err || err->cls == WD_ERR_NOMEM || err->cls == WD_ERR_INTERNAL) return err;
+  const char *text = err->message;
+  size_t idn = strlen(err->id);
+  if (idn && !strncmp(text, err->id, idn) && !strncmp(text + idn, ": ", 2)) text += idn + 2;
+  wd_error_t *e2 = wd_error_new(err->cls, idn ? err->id : NULL, "%s:%d: %s", file, line, text);
+  if (e2 == wd_error_nomem()) return err;
+  e2->index = err->index;
+  e2->retriable = err->retriable;
+  e2->fatal = err->fatal;
+  wd_error_destroy(err);
+  return e2;
+}
+
+/* The line of the name among names[0..n) that the message quotes first ('name'), or 0. */
+static int quoted_line(const char *msg, const char *const *names, const int *lines, size_t n) {
+  const char *best = NULL;
+  int line = 0;
+  for (size_t i = 0; i < n; i++) {
+    char needle[512];
+    if ((size_t)snprintf(needle, sizeof(needle), "'%s'", names[i]) >= sizeof(needle)) continue;
+    const char *at = strstr(msg, needle);
+    if (at && (!best || at < best)) {
+      best = at;
+      line = lines[i];
+    }
+  }
+  return line;
+}
+
+/* The line a table error is about: the column, key column or option its message names. */
+static int table_error_line(const wd_config_t *cfg, const wd_error_t *err) {
+  const wd_config_table_t *t = &cfg->table;
+  int line = 0;
+  if (!strcmp(err->id, "C_BAD_TYPE") || !strcmp(err->id, "C_DECIMAL_PRECISION") ||
+      !strcmp(err->id, "C_DUPLICATE_COLUMN")) {
+    line = quoted_line(err->message, (const char *const *)t->schema.names, t->schema.lines, t->schema.n);
+    return line ? line : t->schema.line;
+  }
+  if (!strcmp(err->id, "C_PRIMARY_KEY")) {
+    line = quoted_line(err->message, (const char *const *)t->primary_key.v, t->primary_key.lines, t->primary_key.n);
+    return line ? line : t->primary_key.line;
+  }
+  const char *names[256];
+  int lines[256];
+  size_t n = t->options.n < 256 ? t->options.n : 256;
+  for (size_t k = 0; k < n; k++) {
+    names[k] = t->options.v[k].key;
+    lines[k] = t->options.v[k].line;
+  }
+  line = quoted_line(err->message, names, lines, n);
+  return line ? line : t->options.line ? t->options.line : t->line;
+}
+
+wd_error_t *wd_config_build_table(const wd_config_t *cfg, wd_table_t **out) {
+  size_t nopts = 0;
+  const wd_option_t *opts = wd_config_table_options(cfg, &nopts);
+  *out = NULL;
+  wd_error_t *err = wd_table_config_build(cfg->table.schema.n, (const char *const *)cfg->table.schema.names,
+                                          (const char *const *)cfg->table.schema.types, cfg->table.primary_key.n,
+                                          (const char *const *)cfg->table.primary_key.v, nopts, opts, out);
+  if (err) err = at_line(err, cfg->path, table_error_line(cfg, err));
+  return err;
+}
+
+wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema,
+                                   wd_source_t **out) {
+  wd_error_t *err = NULL;
+  wd_source_t *src = NULL;
+  int line = 0;
+  *out = NULL;
+  if (i >= cfg->sources.n) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL, "source index %zu out of range (%zu sources)", i, cfg->sources.n);
+    goto done;
+  }
+  const wd_config_source_t *cs = &cfg->sources.v[i];
+  line = cs->line;
+  if ((err = wd_source_new(cs->name, cs->format, &src))) goto done;
+  for (size_t k = 0; k < cs->topics.n; k++) {
+    line = cs->topics.lines[k];
+    if ((err = wd_source_add_topic(src, cs->topics.v[k]))) goto done;
+  }
+  for (size_t k = 0; k < cs->columns.n; k++) {
+    line = cs->columns.v[k].line;
+    if ((err = wd_source_add_column(src, schema, cs->columns.v[k].key, cs->columns.v[k].value))) goto done;
+  }
+  for (size_t k = 0; k < cs->options.n; k++) {
+    line = cs->options.v[k].line;
+    if ((err = wd_source_set_option(src, cs->options.v[k].key, cs->options.v[k].value))) goto done;
+  }
+  err = wd_source_check(src, schema);
+  if (err && !strcmp(err->id, "C_SOURCE_NO_KEY")) line = cs->columns.line;
+  else if (err && !strcmp(err->id, "C_SOURCE_NO_TOPIC")) line = cs->topics.line ? cs->topics.line : cs->line;
+  else line = cs->line;
+done:
+  if (err) {
+    wd_source_destroy(src);
+    err = at_line(err, cfg->path, line);
+  } else {
+    *out = src;
+  }
+  return err;
+}
+
+/* ---- the option reference -------------------------------------------------------------------------- */
+
+static const char *type_doc(const wd_config_option_t *o) {
+  switch (o->type) {
+  case WD_CONFIG_STRING: return "string";
+  case WD_CONFIG_INT: return "integer";
+  case WD_CONFIG_DURATION: return "duration";
+  case WD_CONFIG_ENUM: return "enum";
+  case WD_CONFIG_STRINGS: return "list of strings";
+  case WD_CONFIG_PAIRS: return (o->flags & WD_CONFIG_NULL_IS_KEY) ? "mapping (or list of names)" : "mapping of strings";
+  case WD_CONFIG_SCHEMA: return "list of columns";
+  case WD_CONFIG_SECTION: return "section";
+  case WD_CONFIG_SECTION_LIST: return "list of sections";
+  }
+  return "?";
+}
+
+/* One table row per option of sec (recursing into sub-sections), keys prefixed with prefix. */
+static void doc_rows(FILE *f, const wd_config_section_t *sec, const char *prefix) {
+  for (const wd_config_option_t *o = sec->options; o->name; o++) {
+    if (o->type == WD_CONFIG_SECTION || o->type == WD_CONFIG_SECTION_LIST) continue;
+    char def[128], range[256] = "";
+    if (o->flags & WD_CONFIG_REQUIRED)
+      snprintf(def, sizeof(def), "**required**");
+    else if (o->def_doc)
+      snprintf(def, sizeof(def), "%s", o->def_doc);
+    else if (o->def)
+      snprintf(def, sizeof(def), "`%s`", o->def);
+    else if (o->flags & WD_CONFIG_ALIAS)
+      snprintf(def, sizeof(def), "(alias)");
+    else
+      snprintf(def, sizeof(def), "%s", o->type == WD_CONFIG_STRING ? "none" : "empty");
+    if (o->type == WD_CONFIG_INT || o->type == WD_CONFIG_DURATION) {
+      const char *unit = o->type == WD_CONFIG_DURATION ? " ms" : "";
+      if (o->max == INT64_MAX)
+        snprintf(range, sizeof(range), ">= %lld%s", (long long)o->min, unit);
+      else
+        snprintf(range, sizeof(range), "%lld .. %lld%s", (long long)o->min, (long long)o->max, unit);
+    } else if (o->type == WD_CONFIG_ENUM) {
+      char buf[256];
+      snprintf(buf, sizeof(buf), "%s", o->values);
+      for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+        if (range[0]) strncat(range, ", ", sizeof(range) - strlen(range) - 1);
+        strncat(range, "`", sizeof(range) - strlen(range) - 1);
+        strncat(range, tok, sizeof(range) - strlen(range) - 1);
+        strncat(range, "`", sizeof(range) - strlen(range) - 1);
+      }
+    } else if (o->flags & WD_CONFIG_NONEMPTY) {
+      snprintf(range, sizeof(range), "at least one");
+    }
+    fprintf(f, "| `%s%s` | %s | %s | %s | %s |\n", prefix, o->name, type_doc(o), def, range, o->description);
+  }
+}
+
+int wd_config_write_doc(FILE *f) {
+  fprintf(f,
+          "# widen pipeline configuration\n"
+          "\n"
+          "<!-- Generated by `widen config doc` from the option table in app/config.c. Do not edit by hand:\n"
+          "     run `build/widen config doc > configs/OPTIONS.md` after changing an option. -->\n"
+          "\n"
+          "A pipeline is one YAML file (`widen run FILE`; `widen config check FILE` validates it and prints a\n"
+          "summary). [example.yaml](example.yaml) sets every option with comments; "
+          "[orders-wide.yaml](orders-wide.yaml),\n"
+          "[customer-360.yaml](customer-360.yaml) and [dedup-products.yaml](dedup-products.yaml) are realistic "
+          "pipelines.\n"
+          "\n"
+          "## Rules\n"
+          "\n"
+          "- Every key must be one of those below; an unknown key is an error that names the closest known key.\n"
+          "  A key may appear once per mapping.\n"
+          "- Errors read `C_CONFIG: <file>:<line>: <what is wrong>; <what to change>`. Errors found when the table\n"
+          "  or a source is built keep their own id (`C_SEQ_GROUP_UNKNOWN_FIELD: <file>:<line>: ...`, see the\n"
+          "  spec's section 11.1) and point at the option, column or mapping concerned.\n"
+          "- **Durations** are a number with a unit `ms`, `s`, `m`, `h` or `d` (`500ms`, `30s`, `5m`, `12h`, "
+          "`7d`),\n"
+          "  or a plain number of milliseconds.\n"
+          "- In the free-form mappings (`kafka.properties`, `table.options`, `sources[].columns`,\n"
+          "  `sources[].options`, `sink.properties`) values are strings: numbers and booleans are taken as their\n"
+          "  text (`true`, `1000`), and a list of values is joined with commas (`[a, b]` is `a,b`). File order is\n"
+          "  kept.\n"
+          "- An empty value (`key:`) of an optional key keeps its default.\n"
+          "- Environment: **`WIDEN_BROKERS`**, when set and not empty, replaces `kafka.bootstrap.servers` (which\n"
+          "  may then be left out of the file), e.g. `WIDEN_BROKERS=kafka:9092 widen run configs/orders-wide.yaml`.\n"
+          "\n"
+          "Types: *string*, *integer*, *duration* and *enum* are single values; a *list of strings* may also be\n"
+          "written as one value (`topic: a` is `[a]`).\n");
+  for (const wd_config_option_t *o = ROOT_OPTS; o->name; o++) {
+    const char *prefix_fmt = o->type == WD_CONFIG_SECTION_LIST ? "%s[]." : "%s.";
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), prefix_fmt, o->name);
+    fprintf(f, "\n## `%s%s`%s\n\n%s\n\n", o->name, o->type == WD_CONFIG_SECTION_LIST ? "[]" : "",
+            (o->flags & WD_CONFIG_REQUIRED) ? " (required)" : " (optional)", o->sub->description);
+    fprintf(f, "| key | type | default | range / values | description |\n|---|---|---|---|---|\n");
+    doc_rows(f, o->sub, prefix);
+  }
+  fprintf(f,
+          "\n## Source options (`sources[].options`)\n\n"
+          "Interpreted by the source's decoder (ingest/source.h).\n\n"
+          "| key | values | default | description |\n|---|---|---|---|\n");
+  for (const wd_source_option_t *o = wd_source_options; o->name; o++) {
+    char vals[256] = "", buf[256];
+    snprintf(buf, sizeof(buf), "%s", o->values);
+    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+      if (vals[0]) strncat(vals, ", ", sizeof(vals) - strlen(vals) - 1);
+      strncat(vals, "`", sizeof(vals) - strlen(vals) - 1);
+      strncat(vals, tok, sizeof(vals) - strlen(vals) - 1);
+      strncat(vals, "`", sizeof(vals) - strlen(vals) - 1);
+    }
+    fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->name, vals, o->def, o->description);
+  }
+  fprintf(f,
+          "\n## Table options (`table.options`)\n\n"
+          "Apache Paimon's option names and values, validated when the table is built (join/merge_spec.c); the\n"
+          "full list with defaults and meaning is section 3 of the merge-semantics spec. Any other key is refused\n"
+          "with `C_UNKNOWN_OPTION`, a bad value with `C_BAD_OPTION_VALUE`. The most used ones:\n\n"
+          "| key | example | meaning |\n|---|---|---|\n"
+          "| `merge-engine` | `partial-update` | `deduplicate` (default), `partial-update`, `aggregation`, "
+          "`first-row` |\n"
+          "| `sequence.field` | `updated_at` | columns that order records: the largest wins |\n"
+          "| `fields.<seq>.sequence-group` | `fields.order_ver.sequence-group: status,amount` | partial-update: "
+          "the sequence column that orders a group of columns |\n"
+          "| `fields.<f>.aggregate-function` | `sum` | aggregation: the column's function (sum, max, "
+          "last_non_null_value, listagg, collect, ...) |\n"
+          "| `fields.default-aggregate-function` | `last_non_null_value` | function of columns without their "
+          "own |\n"
+          "| `ignore-delete` | `true` | drop every -U and -D at the entrance |\n"
+          "| `partial-update.remove-record-on-delete` | `true` | a -D removes the whole row |\n"
+          "| `changelog-producer.row-deduplicate` | `true` | no -U/+U when the row did not change |\n");
+  return ferror(f) ? -1 : 0;
+}

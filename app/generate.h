@@ -1,0 +1,91 @@
+/*
+ * app/generate.h — a seeded, realistic multi-stream CDC workload in Debezium JSON, for
+ * `widen produce --generate`, the benchmarks and tests. Pure: it returns messages (topic, key,
+ * value) in memory and never touches Kafka, the clock or global state.
+ *
+ * Streams (each a topic, prefix + name; the key is {"order_id":N} as Debezium writes a key):
+ *   orders     order_id, customer, amount (DECIMAL(10,2) as a string), currency, order_ts,
+ *              order_version, address
+ *   payments   order_id, pay_amount (DECIMAL(10,2) string), pay_method, pay_ts, pay_status,
+ *              pay_version, pay_ref
+ *   shipments  order_id, carrier, ship_ts, ship_status, ship_version, tracking, ship_address
+ * Every row image is about 200 bytes. *_version is the per-stream sequence of the key (1, 2, 3,
+ * ... in change order, also across a delete and re-create) and *_ts the change's event time in
+ * ms, which is also source.ts_ms.
+ *
+ * Each record picks a stream and a key (order_id 1..keys) uniformly. The first change of a
+ * (stream, key) is a create (op "c", before null), later ones updates (op "u", with the previous
+ * image as before); about delete_ratio of the records delete a present row (op "d", after null)
+ * and the next change of that key re-creates it. About late_ratio of the records arrive late:
+ * such a record is held back and emitted right after the next change of the same (stream, key),
+ * so its version is lower than one already emitted (deletes are never late, and a held record
+ * is emitted before a delete of its key; one still held at the end is emitted in order).
+ *
+ * Message envelope (schemas.enable=false):
+ *   {"before":{...}|null,"after":{...}|null,"source":{"version":"2.5.0.Final","connector":"mysql",
+ *    "name":"widen-gen","ts_ms":T,"snapshot":"false","db":"shop","table":"<stream>",
+ *    "server_id":1,"file":"mysql-bin.000001","pos":P,"row":0},"op":"c|u|d","ts_ms":T+lag,
+ *    "transaction":null}
+ */
+#ifndef WD_GENERATE_H
+#define WD_GENERATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef struct wd_gen wd_gen_t;
+
+/* Generator options. Zero values take the defaults in brackets. */
+typedef struct wd_gen_opts {
+  uint64_t seed;                /* PRNG seed (0 is a valid seed) */
+  uint64_t keys;                /* distinct order_id values 1..keys [1000] */
+  uint64_t records;             /* records over all streams [10000] */
+  const char *const *streams;   /* subset of "orders", "payments", "shipments" in any order;
+                                   NULL = all three */
+  size_t nstreams;
+  const char *topic_prefix;     /* topic = prefix + stream name [""] */
+  double late_ratio;            /* share of records emitted late [0.20]; < 0 means 0 */
+  double delete_ratio;          /* share of records that are deletes [0.01]; < 0 means 0 */
+  int64_t start_ms;             /* event time of the first record [1700000000000] */
+} wd_gen_opts_t;
+
+/* One generated message. Pointers are owned by the generator and valid until the next
+ * wd_gen_next() or wd_gen_destroy(). */
+typedef struct wd_gen_msg {
+  const char *topic;   /* prefix + stream */
+  const char *stream;  /* "orders", "payments", "shipments" */
+  int stream_index;    /* position of the stream in opts->streams (or in the default list) */
+  const char *key;     /* {"order_id":N} */
+  size_t key_len;
+  const char *value;   /* the Debezium JSON event */
+  size_t value_len;
+  uint64_t order_id;
+  int64_t version;     /* the per-stream sequence of this change */
+  char op;             /* 'c', 'u' or 'd' */
+  bool late;           /* emitted after a higher version of the same (stream, key) */
+  int64_t ts_ms;       /* event time (source.ts_ms) */
+} wd_gen_msg_t;
+
+/* Creates a generator (opts borrowed for the call; strings copied). *out is owned by the caller
+ * (wd_gen_destroy). Errors (WD_ERR_CONFIG "C_GENERATE"): an unknown or repeated stream name,
+ * ratios above 0.9 (late) / 0.5 (delete). E_NOMEM (memory is about 64 bytes per stream and
+ * key). */
+wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out);
+
+/* Produces the next message into *msg. Returns true, or false when opts->records messages have
+ * been produced (or on allocation failure, see wd_gen_failed). */
+bool wd_gen_next(wd_gen_t *g, wd_gen_msg_t *msg);
+
+/* True when wd_gen_next stopped early because memory ran out. */
+bool wd_gen_failed(const wd_gen_t *g);
+
+/* Releases g; accepts NULL. */
+void wd_gen_destroy(wd_gen_t *g);
+
+/* Names of the built-in streams, NULL-terminated: "orders", "payments", "shipments". */
+extern const char *const wd_gen_stream_names[];
+
+#endif

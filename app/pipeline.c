@@ -1,0 +1,483 @@
+/*
+ * app/pipeline.c — the main job's loop (see pipeline.h for the per-batch order).
+ */
+#include "app/pipeline.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "changelog/changelog.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "ingest/consumer.h"
+#include "ingest/source.h"
+#include "join/state.h"
+#include "sink/producer.h"
+
+/* One decoded Kafka record of the batch. */
+typedef struct {
+  size_t first, count; /* its change records: p->recs[first .. first+count) */
+  wd_error_t *err;     /* decode or merge rejection: goes to the dead-letter topic */
+  bool applied;
+} wd_bmsg_t;
+
+struct wd_pipeline {
+  const wd_config_t *cfg;
+  wd_pipeline_opts_t opts;
+  wd_table_t *table;
+  const wd_schema_t *schema;
+  wd_source_t **sources;
+  size_t nsources;
+  wd_store_t *store;
+  wd_state_t *state;
+  wd_store_batch_t *sbatch;
+  wd_producer_t *prod;
+  wd_consumer_t *cons;
+  wd_kafka_conf_t kconf;
+  wd_changelog_format_t out_format;
+  /* per batch */
+  wd_kmsg_t *msgs;
+  wd_bmsg_t *bm;
+  wd_row_t **recs;
+  size_t nrecs, cap_recs;
+  wd_changes_t changes;
+  wd_changelog_t cl;
+  wd_buf_t keys;        /* encoded keys, back to back */
+  size_t *key_off;      /* per rec */
+  wd_buf_t kbuf, vbuf;
+  wd_tp_offset_t *offs; /* next offsets of the batch, per partition */
+  size_t noffs;
+  /* replay */
+  wd_tp_offset_t *end;
+  size_t nend;
+  /* stats */
+  wd_pipeline_stats_t st;
+  bool logged[8];
+  FILE *trace;
+  uint64_t trace_msg;
+  volatile sig_atomic_t stop;
+};
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = 1; }
+
+void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) { *stats = p->st; }
+
+/* on_assign: every partition starts at the offset stored with the state (the truth); a
+ * partition the store has never seen starts at the group's committed offset, or earliest. */
+static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
+  wd_pipeline_t *p = ctx;
+  int64_t next = -1;
+  wd_error_t *err = wd_store_get_offset(p->store, topic, partition, &next);
+  if (err) {
+    wd_log(WD_LOG_ERROR, "pipeline", "reading the stored offset of %s[%d]: %s", topic, partition, err->message);
+    wd_error_destroy(err);
+    next = -1;
+  }
+  if (p->opts.replay) return next >= 0 ? next : WD_OFFSET_BEGINNING;
+  wd_log(WD_LOG_INFO, "pipeline", "assigned %s[%d], starting at %s%" PRId64, topic, partition,
+         next >= 0 ? "stored offset " : "the group's committed offset (none stored) ", next >= 0 ? next : 0);
+  return next >= 0 ? next : WD_OFFSET_STORED;
+}
+
+static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
+  for (size_t i = 0; i < p->nsources; i++)
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++)
+      if (strcmp(p->sources[i]->topics[t], topic) == 0) return p->sources[i];
+  return NULL;
+}
+
+static void note_offset(wd_pipeline_t *p, const wd_kmsg_t *m) {
+  for (size_t i = 0; i < p->noffs; i++)
+    if (p->offs[i].partition == m->partition && strcmp(p->offs[i].topic, m->topic) == 0) {
+      if (m->offset + 1 > p->offs[i].offset) p->offs[i].offset = m->offset + 1;
+      return;
+    }
+  p->offs[p->noffs].topic = m->topic;
+  p->offs[p->noffs].partition = m->partition;
+  p->offs[p->noffs].offset = m->offset + 1;
+  p->noffs++;
+}
+
+static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
+  if (p->nrecs == p->cap_recs) {
+    size_t cap = p->cap_recs ? p->cap_recs * 2 : 1024;
+    wd_row_t **r = realloc(p->recs, cap * sizeof(*r));
+    size_t *o = realloc(p->key_off, (cap + 1) * sizeof(*o));
+    if (r) p->recs = r;
+    if (o) p->key_off = o;
+    if (!r || !o) return -1;
+    p->cap_recs = cap;
+  }
+  p->recs[p->nrecs++] = row;
+  return 0;
+}
+
+/* Logs the first error of each kind once (the rest are counted). */
+static void log_once(wd_pipeline_t *p, const wd_error_t *err) {
+  int slot = !strcmp(err->id, "E_DECODE") ? 0 : !strcmp(err->id, "E_NO_KEY") ? 1 : !strcmp(err->id, "E_TYPE") ? 2 : 3;
+  if (p->logged[slot]) return;
+  p->logged[slot] = true;
+  wd_log(WD_LOG_WARN, "pipeline", "dead-lettering: %s (further %s errors are counted, not logged)", err->message,
+         err->id[0] ? err->id : "such");
+}
+
+static wd_error_t *trace_message(wd_pipeline_t *p, size_t first, size_t count) {
+  for (size_t i = first; i < first + count; i++) {
+    json_t *j = json_object();
+    json_object_set_new(j, "op", json_string(wd_row_kind_str(p->recs[i]->kind)));
+    json_object_set_new(j, "row", wd_row_to_json(p->schema, p->recs[i]));
+    json_object_set_new(j, "message", json_integer((json_int_t)p->trace_msg));
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!s) return wd_error_nomem();
+    fprintf(p->trace, "%s\n", s);
+    free(s);
+  }
+  p->trace_msg++;
+  return NULL;
+}
+
+/* Produces the changelog rows of p->cl, keyed by primary key. */
+static wd_error_t *produce_changelog(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  const char *topic = p->cfg->sink.topic;
+  const char *tname = p->cfg->table.name;
+  int64_t ts = (int64_t)now_ms();
+  for (size_t i = 0; i < p->cl.n;) {
+    wd_row_kind_t kind;
+    const wd_row_t *before = NULL, *after = NULL, *keyrow;
+    wd_buf_reset(&p->kbuf);
+    wd_buf_reset(&p->vbuf);
+    if (p->out_format == WD_CHANGELOG_DEBEZIUM_JSON) {
+      size_t at = i;
+      wd_changelog_pair(p->cl.rows, p->cl.n, &i, &kind, &before, &after);
+      p->st.changes_out += i - at;
+      keyrow = after ? after : before;
+      err = wd_changelog_encode_debezium_json(p->schema, tname, ts, kind, before, after, &p->vbuf);
+    } else {
+      keyrow = p->cl.rows[i];
+      err = wd_changelog_encode_changelog_json(p->schema, tname, ts, p->cl.rows[i], &p->vbuf);
+      i++;
+      p->st.changes_out++;
+    }
+    if (!err) err = wd_changelog_encode_key_json(p->schema, keyrow, &p->kbuf);
+    if (!err && !p->opts.no_output)
+      err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (err) return err;
+    if (!p->opts.no_output) p->st.messages_out++;
+  }
+  return NULL;
+}
+
+/* Processes one poll batch msgs[0..n) in the order of pipeline.h. */
+static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
+  wd_error_t *err = NULL;
+  p->nrecs = 0;
+  p->noffs = 0;
+  wd_buf_reset(&p->keys);
+  wd_changelog_reset(p->table, &p->cl);
+  /* 1. decode */
+  for (size_t i = 0; i < n; i++) {
+    wd_kmsg_t *m = &p->msgs[i];
+    wd_bmsg_t *b = &p->bm[i];
+    memset(b, 0, sizeof(*b));
+    b->first = p->nrecs;
+    note_offset(p, m);
+    p->st.records_in++;
+    const wd_source_t *src = source_of(p, m->topic);
+    if (p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) continue;
+    if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
+    wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
+    wd_error_t *derr = wd_decode_debezium_json(src, p->schema, &meta, m->value, m->value_len, &p->changes);
+    if (derr) {
+      if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
+      b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
+      continue;
+    }
+    if (p->changes.flags & WD_CHANGES_TOMBSTONE) {
+      p->st.skipped_tombstones++;
+      continue;
+    }
+    for (size_t k = 0; k < p->changes.count; k++) {
+      wd_row_t *row = wd_changes_take(&p->changes, k);
+      if (!row || push_rec(p, row)) {
+        wd_row_destroy(p->schema, row);
+        return wd_error_nomem();
+      }
+      p->key_off[p->nrecs - 1] = p->keys.len;
+      if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
+    }
+    p->key_off[p->nrecs] = p->keys.len;
+    b->count = p->nrecs - b->first;
+    p->st.changes_in += b->count;
+  }
+  /* 2. one multi-get of the batch's keys */
+  if (p->nrecs) {
+    const uint8_t **kp = malloc(p->nrecs * sizeof(*kp));
+    size_t *kl = malloc(p->nrecs * sizeof(*kl));
+    if (!kp || !kl) {
+      free(kp);
+      free(kl);
+      return wd_error_nomem();
+    }
+    p->key_off[p->nrecs] = p->keys.len;
+    for (size_t i = 0; i < p->nrecs; i++) {
+      kp[i] = p->keys.data + p->key_off[i];
+      kl[i] = (i + 1 < p->nrecs ? p->key_off[i + 1] : p->keys.len) - p->key_off[i];
+    }
+    err = wd_state_prefetch(p->state, p->nrecs, kp, kl);
+    free(kp);
+    free(kl);
+    if (err) return err;
+  }
+  /* 3. apply, message by message, in delivery order */
+  wd_merge_stats_t ms = {0};
+  for (size_t i = 0; i < n; i++) {
+    wd_bmsg_t *b = &p->bm[i];
+    if (b->err || b->count == 0) continue;
+    wd_error_t *merr = wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + b->first, b->count, &p->cl, &ms);
+    if (merr) {
+      if (merr->cls != WD_ERR_RECORD) return merr;
+      b->err = wd_error_wrap(merr, "%s[%d]@%" PRId64 " record %d", p->msgs[i].topic, p->msgs[i].partition,
+                             p->msgs[i].offset, merr->index);
+      continue;
+    }
+    b->applied = true;
+    if (p->trace && (err = trace_message(p, b->first, b->count))) return err;
+  }
+  p->st.ignored_update_before += ms.ignored_update_before;
+  p->st.tombstones += ms.tombstones;
+  p->st.dropped += ms.dropped;
+  /* 4. produce the changelog and the dead letters */
+  if ((err = produce_changelog(p))) return err;
+  for (size_t i = 0; i < n; i++) {
+    wd_bmsg_t *b = &p->bm[i];
+    if (!b->err) continue;
+    log_once(p, b->err);
+    err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
+                                       b->err->message);
+    if (err) return err;
+    p->st.dead_lettered++;
+  }
+  /* 5. wait for the broker's acknowledgements (a broker that is away is waited for) */
+  for (;;) {
+    err = wd_producer_wait_acked(p->prod, 10000);
+    if (!err) break;
+    if (!err->retriable) return err;
+    wd_log(WD_LOG_WARN, "pipeline", "waiting for the broker to acknowledge the output: %s", err->message);
+    wd_error_destroy(err);
+  }
+  /* 6. the state and the batch's input offsets in one write */
+  for (size_t i = 0; i < p->noffs; i++)
+    if (wd_store_batch_set_offset(p->sbatch, p->offs[i].topic, p->offs[i].partition, p->offs[i].offset))
+      return wd_error_nomem();
+  wd_state_set_now(p->state, now_ms());
+  if ((err = wd_state_flush(p->state, p->sbatch))) return err;
+  /* 7. commit to the consumer group (monitoring; the store's offsets are the truth) */
+  if (!p->opts.replay && p->noffs) {
+    err = wd_consumer_commit(p->cons, p->offs, p->noffs);
+    if (err) {
+      wd_log(WD_LOG_WARN, "pipeline", "committing offsets to the group: %s (the state store has them)", err->message);
+      wd_error_destroy(err);
+      err = NULL;
+    }
+  }
+  p->st.batches++;
+  return NULL;
+}
+
+static void release_batch(wd_pipeline_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    wd_error_destroy(p->bm[i].err);
+    p->bm[i].err = NULL;
+  }
+  for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
+  p->nrecs = 0;
+  wd_kmsg_release(p->msgs, n);
+}
+
+static void status_line(wd_pipeline_t *p, double rate) {
+  fprintf(stderr,
+          "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
+          " | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | lag %" PRId64 "\n",
+          p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, p->st.ignored_update_before,
+          p->st.tombstones, p->st.lag);
+}
+
+void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) {
+  fprintf(f,
+          "widen: summary: %" PRIu64 " records in %" PRIu64 " batches, %" PRIu64 " change records, %" PRIu64
+          " changelog rows in %" PRIu64 " output messages, %" PRIu64 " dead-lettered, %" PRIu64
+          " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64 " dropped, %" PRIu64
+          " ordering tombstones; %.2f s (%.0f records/s)\n",
+          p->st.records_in, p->st.batches, p->st.changes_in, p->st.changes_out, p->st.messages_out,
+          p->st.dead_lettered, p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones,
+          seconds, seconds > 0 ? (double)p->st.records_in / seconds : 0.0);
+}
+
+/* Replay: whether every partition reached the end offset seen at start. */
+static bool replay_done(wd_pipeline_t *p) {
+  for (size_t i = 0; i < p->nend; i++) {
+    int64_t next = -1;
+    wd_error_t *err = wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next);
+    wd_error_destroy(err);
+    if (p->end[i].offset > 0 && next < p->end[i].offset) return false;
+  }
+  return true;
+}
+
+wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  size_t max = (size_t)p->cfg->pipeline.batch_size;
+  int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
+  double start = mono_s(), last_status = start, last_input = start;
+  uint64_t last_in = 0;
+  if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
+  while (!p->stop) {
+    if (p->opts.replay && replay_done(p)) break;
+    size_t n = 0;
+    if ((err = wd_consumer_poll_batch(p->cons, max, timeout, p->msgs, &n))) break;
+    double now = mono_s();
+    if (n) {
+      last_input = now;
+      err = process_batch(p, n);
+      release_batch(p, n);
+      if (err) break;
+    } else {
+      wd_producer_poll(p->prod);
+      /* before the first input, allow 10 s more for the group join */
+      double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
+      if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
+    }
+    if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
+        now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
+      p->st.lag = wd_consumer_lag(p->cons);
+      status_line(p, (double)(p->st.records_in - last_in) / (now - last_status));
+      last_status = now;
+      last_in = p->st.records_in;
+    }
+  }
+  p->st.lag = wd_consumer_lag(p->cons);
+  (void)start;
+  return err;
+}
+
+wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
+  wd_error_t *err = NULL;
+  *out = NULL;
+  wd_pipeline_t *p = calloc(1, sizeof(*p));
+  if (!p) return wd_error_nomem();
+  p->cfg = cfg;
+  if (opts) p->opts = *opts;
+  wd_changes_init(&p->changes);
+  if ((err = wd_config_build_table(cfg, &p->table))) goto fail;
+  p->schema = wd_table_schema(p->table);
+  p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
+  if (!p->sources) goto nomem;
+  size_t ntopics = 0;
+  for (size_t i = 0; i < cfg->sources.n; i++) {
+    if ((err = wd_config_build_source(cfg, i, p->schema, &p->sources[i]))) goto fail;
+    p->nsources++;
+    ntopics += p->sources[i]->ntopics;
+  }
+  p->out_format = cfg->sink.format == WD_CONFIG_SINK_CHANGELOG_JSON ? WD_CHANGELOG_JSON : WD_CHANGELOG_DEBEZIUM_JSON;
+  wd_store_options_t so = {0};
+  so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
+  const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
+  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
+  if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
+  if (!(p->sbatch = wd_store_batch_new())) goto nomem;
+  size_t max = (size_t)cfg->pipeline.batch_size;
+  p->msgs = calloc(max, sizeof(*p->msgs));
+  p->bm = calloc(max, sizeof(*p->bm));
+  p->offs = calloc(max, sizeof(*p->offs));
+  if (!p->msgs || !p->bm || !p->offs) goto nomem;
+  if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a"))) {
+    err = wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
+    goto fail;
+  }
+  if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
+
+  /* Kafka clients */
+  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) goto fail;
+  for (size_t i = 0; i < cfg->kafka.properties.n; i++)
+    if ((err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
+      goto fail;
+  wd_kafka_conf_t pconf = {0};
+  if ((err = wd_kafka_conf_copy(&pconf, &p->kconf))) goto fail;
+  for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
+    err = wd_kafka_conf_set(&pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
+  if (!err) err = wd_producer_new(&pconf, &p->prod);
+  wd_kafka_conf_clear(&pconf);
+  if (err) goto fail;
+  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
+  const char **topics = calloc(ntopics + 1, sizeof(char *));
+  if (!topics) goto nomem;
+  size_t nt = 0;
+  for (size_t i = 0; i < p->nsources; i++)
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++) topics[nt++] = p->sources[i]->topics[t];
+  err = wd_consumer_new(&p->kconf, topics, nt, on_assign, p, &p->cons);
+  free(topics);
+  if (err) goto fail;
+  *out = p;
+  return NULL;
+nomem:
+  err = wd_error_nomem();
+fail:
+  wd_pipeline_destroy(p);
+  return err;
+}
+
+void wd_pipeline_destroy(wd_pipeline_t *p) {
+  if (!p) return;
+  if (p->cons) {
+    wd_error_t *err = wd_consumer_close(p->cons);
+    if (err) wd_log(WD_LOG_WARN, "pipeline", "closing the consumer: %s", err->message);
+    wd_error_destroy(err);
+    wd_consumer_destroy(p->cons);
+  }
+  if (p->prod) {
+    wd_error_t *err = wd_producer_flush(p->prod, 10000);
+    if (err) wd_log(WD_LOG_WARN, "pipeline", "flushing the producer: %s", err->message);
+    wd_error_destroy(err);
+    wd_producer_destroy(p->prod);
+  }
+  wd_kafka_conf_clear(&p->kconf);
+  if (p->table) {
+    for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
+    wd_changelog_free(p->table, &p->cl);
+  }
+  wd_changes_free(&p->changes);
+  wd_state_destroy(p->state);
+  wd_store_batch_destroy(p->sbatch);
+  wd_store_close(p->store);
+  for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
+  free(p->sources);
+  wd_table_destroy(p->table);
+  free(p->msgs);
+  free(p->bm);
+  free(p->offs);
+  free(p->end);
+  free(p->recs);
+  free(p->key_off);
+  wd_buf_free(&p->keys);
+  wd_buf_free(&p->kbuf);
+  wd_buf_free(&p->vbuf);
+  if (p->trace) fclose(p->trace);
+  free(p);
+}

@@ -1,0 +1,77 @@
+/*
+ * app/pipeline.h — the main job: Kafka source topics -> decode -> merge engine over the keyed
+ * state (RocksDB) -> full-row changelog to the output topic, dead-letter topic for bad input.
+ *
+ * Per poll batch, in this order (architecture.md, issue "the main job" point 5):
+ *   1. decode every record with its source's decoder (undecodable -> dead-letter);
+ *   2. one multi-get of the batch's distinct keys (wd_state_prefetch);
+ *   3. apply each source message with wd_message_apply (rejected -> dead-letter), collecting the
+ *      changelog;
+ *   4. produce the changelog keyed by primary key, and the dead letters;
+ *   5. wait until the broker acknowledged all of them;
+ *   6. write the state batch together with the batch's input offsets (one RocksDB write);
+ *   7. commit the offsets to the consumer group (for lag monitoring: the store's offsets are the
+ *      truth on restart, wd_pipeline's on_assign callback starts each partition from them).
+ * A crash before 6 repeats the batch's output on restart (at-least-once), never loses it.
+ *
+ * Thread: one thread runs a pipeline; wd_pipeline_stop() may be called from a signal handler.
+ */
+#ifndef WD_PIPELINE_H
+#define WD_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "app/config.h"
+
+typedef struct wd_pipeline wd_pipeline_t;
+
+typedef struct wd_pipeline_opts {
+  const char *state_dir;   /* overrides cfg->state.dir when set (replay) */
+  bool no_output;          /* do not produce the changelog (replay --no-output) */
+  bool replay;             /* assign all partitions without a group; stop at the end offsets seen
+                              at start; start from `from_ms` (-1: earliest) */
+  int64_t from_ms;
+  bool quiet;              /* no periodic status line */
+  const char *trace_path;  /* when set: every applied source message is appended as JSON lines
+                              {"op","row","message"} in apply order (the input of a
+                              `widen simulate` case), for tests and debugging */
+  int64_t max_idle_ms;     /* > 0: stop after this long without input (tests, demo) */
+} wd_pipeline_opts_t;
+
+/* Counters, also printed in the status line and the summary. */
+typedef struct wd_pipeline_stats {
+  uint64_t records_in;       /* Kafka records consumed */
+  uint64_t changes_in;       /* change records decoded from them */
+  uint64_t changes_out;      /* changelog rows emitted */
+  uint64_t messages_out;     /* output Kafka messages */
+  uint64_t dead_lettered;
+  uint64_t skipped_tombstones; /* Kafka tombstones (null values) of the sources, skipped */
+  uint64_t ignored_update_before;
+  uint64_t tombstones;       /* ordering tombstones written (spec D7) */
+  uint64_t dropped;          /* records dropped by ignore-delete / first-row */
+  uint64_t batches;
+  int64_t lag;
+} wd_pipeline_stats_t;
+
+/* Builds the pipeline from cfg (borrowed; must outlive the pipeline): table, sources, store,
+ * producer and consumer. Errors: the config's C_... errors (table, sources), E_STORE_OPEN /
+ * E_STORE_LOCKED, Kafka client errors. */
+wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out);
+
+/* Runs until wd_pipeline_stop(), the replay end, max_idle_ms, or a fatal error. On stop it
+ * finishes the batch in hand, waits for acknowledgements, writes the state and commits.
+ * Errors: fatal Kafka errors, E_SINK_DELIVERY, store errors. */
+wd_error_t *wd_pipeline_run(wd_pipeline_t *p);
+
+/* Asks the running pipeline to stop after the current batch (async-signal-safe). */
+void wd_pipeline_stop(wd_pipeline_t *p);
+
+void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats);
+void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds);
+
+/* Closes the consumer (leaving the group), flushes the producer, closes the store. Accepts NULL. */
+void wd_pipeline_destroy(wd_pipeline_t *p);
+
+#endif

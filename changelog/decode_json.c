@@ -1,0 +1,304 @@
+/*
+ * changelog/decode_json.c — decoders of widen's JSON output formats (see changelog.h):
+ * verbatim tail lines (jsmn: the rows are copied as they are in the message, so numbers keep
+ * their text) and typed rows (jansson + wd_row_from_json, the inverse of the encoders).
+ */
+#define JSMN_STATIC
+#define JSMN_PARENT_LINKS
+#define JSMN_STRICT
+#include <jsmn.h>
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "changelog/changelog.h"
+#include "common/json.h"
+
+/* ---- a small jsmn document ---------------------------------------------------------------- */
+
+typedef struct wd_cdoc {
+  const char *js;
+  jsmntok_t *t;
+  int n;
+} wd_cdoc_t;
+
+static bool wd_cspace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Tokenises js[0..len) (trimmed) and requires one object spanning it. 0; -1 not a single JSON
+ * object; -2 no memory. d->t is malloc'd (free it also after -1). */
+static int wd_cdoc_load(wd_cdoc_t *d, const char *js, size_t len) {
+  d->js = js;
+  d->t = NULL;
+  d->n = 0;
+  size_t b = 0, e = len;
+  while (b < e && wd_cspace(js[b])) b++;
+  while (e > b && wd_cspace(js[e - 1])) e--;
+  if (b == e || js[b] != '{' || len >= INT_MAX) return -1;
+  unsigned cap = 64;
+  jsmn_parser p;
+  jsmn_init(&p);
+  if (!(d->t = malloc(cap * sizeof(*d->t)))) return -2;
+  for (;;) {
+    int r = jsmn_parse(&p, js, len, d->t, cap);
+    if (r >= 0) break;
+    if (r != JSMN_ERROR_NOMEM) return -1;
+    if (cap > UINT_MAX / 2) return -2;
+    jsmntok_t *t = realloc(d->t, (size_t)cap * 2 * sizeof(*t));
+    if (!t) return -2;
+    d->t = t;
+    cap *= 2;
+  }
+  d->n = (int)p.toknext;
+  if (d->n < 1 || d->t[0].type != JSMN_OBJECT || (size_t)d->t[0].end != e) return -1;
+  return 0;
+}
+
+static int wd_cnext(const wd_cdoc_t *d, int i) {
+  int j = i + 1;
+  while (j < d->n && d->t[j].start < d->t[i].end) j++;
+  return j;
+}
+
+/* Value token of key s in object i, or -1 (keys compared raw: the formats use plain keys). */
+static int wd_cget(const wd_cdoc_t *d, int i, const char *s) {
+  if (i < 0 || d->t[i].type != JSMN_OBJECT) return -1;
+  size_t n = strlen(s);
+  int found = -1, j = i + 1;
+  for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
+    if (d->t[j].type == JSMN_STRING && (size_t)(d->t[j].end - d->t[j].start) == n &&
+        memcmp(d->js + d->t[j].start, s, n) == 0)
+      found = j + 1;
+    j = wd_cnext(d, j + 1);
+  }
+  return found;
+}
+
+static bool wd_cis_null(const wd_cdoc_t *d, int i) {
+  return i < 0 || (d->t[i].type == JSMN_PRIMITIVE && d->t[i].end - d->t[i].start == 4 &&
+                   memcmp(d->js + d->t[i].start, "null", 4) == 0);
+}
+
+static bool wd_cstr_is(const wd_cdoc_t *d, int i, const char *s) {
+  return i >= 0 && d->t[i].type == JSMN_STRING && (size_t)(d->t[i].end - d->t[i].start) == strlen(s) &&
+         memcmp(d->js + d->t[i].start, s, strlen(s)) == 0;
+}
+
+static bool wd_is_tombstone(const void *value, size_t len) {
+  const char *js = value;
+  if (!js || len == 0) return true;
+  size_t b = 0, e = len;
+  while (b < e && wd_cspace(js[b])) b++;
+  while (e > b && wd_cspace(js[e - 1])) e--;
+  return e - b == 4 && memcmp(js + b, "null", 4) == 0;
+}
+
+/* ---- tail ------------------------------------------------------------------------------------ */
+
+/* One line {"op":..,"key":..,"row":..}. */
+static int wd_tail_line(wd_buf_t *out, wd_row_kind_t kind, const char *key, size_t keyn, const wd_cdoc_t *d,
+                        int row) {
+  if (wd_buf_printf(out, "{\"op\":\"%s\",\"key\":", wd_row_kind_str(kind))) return -1;
+  if (wd_buf_append(out, key, keyn)) return -1;
+  if (wd_buf_append(out, ",\"row\":", 7)) return -1;
+  if (wd_buf_append(out, d->js + d->t[row].start, (size_t)(d->t[row].end - d->t[row].start))) return -1;
+  return wd_buf_append(out, "}\n", 2);
+}
+
+wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *key, size_t key_len,
+                                     const void *value, size_t len, wd_buf_t *out, size_t *nlines) {
+  wd_error_t *err = NULL;
+  wd_cdoc_t d = {0}, kd = {0};
+  wd_buf_t keytext = {0};
+  size_t mark = out->len, lines = 0;
+  if (nlines) *nlines = 0;
+  if (wd_is_tombstone(value, len)) goto cleanup;
+  /* the key: its JSON object text, else a JSON string of its bytes, else null */
+  int kr = key && key_len ? wd_cdoc_load(&kd, key, key_len) : -1;
+  if (kr == -2) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  int rc = 0;
+  if (kr == 0)
+    rc = wd_buf_append(&keytext, kd.js + kd.t[0].start, (size_t)(kd.t[0].end - kd.t[0].start));
+  else if (key)
+    rc = wd_changelog_put_string(&keytext, key, key_len);
+  else
+    rc = wd_buf_append(&keytext, "null", 4);
+  if (rc) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  int r = wd_cdoc_load(&d, value, len);
+  if (r == -2) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  if (r == -1) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "%s value: not a JSON object", wd_changelog_format_name(format));
+    goto cleanup;
+  }
+  const char *kt = (const char *)keytext.data;
+  int root = 0;
+  int op = wd_cget(&d, root, "op");
+  if (op < 0 && wd_cget(&d, 0, "payload") >= 0) { /* Kafka Connect envelope */
+    root = wd_cget(&d, 0, "payload");
+    if (wd_cis_null(&d, root)) goto cleanup;
+    op = wd_cget(&d, root, "op");
+  }
+  if (format == WD_CHANGELOG_JSON) {
+    wd_row_kind_t kind;
+    int row = wd_cget(&d, root, "row");
+    char opbuf[4] = {0};
+    if (op >= 0 && d.t[op].type == JSMN_STRING && d.t[op].end - d.t[op].start == 2)
+      memcpy(opbuf, d.js + d.t[op].start, 2);
+    if (wd_row_kind_parse(opbuf, &kind)) {
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"op\" is not one of +I, -U, +U, -D");
+      goto cleanup;
+    }
+    if (row < 0 || d.t[row].type != JSMN_OBJECT) {
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"row\" is missing or not an object");
+      goto cleanup;
+    }
+    if (wd_tail_line(out, kind, kt, keytext.len, &d, row)) goto nomem;
+    lines = 1;
+    goto cleanup;
+  }
+  int before = wd_cget(&d, root, "before"), after = wd_cget(&d, root, "after");
+  if ((!wd_cis_null(&d, before) && d.t[before].type != JSMN_OBJECT) ||
+      (!wd_cis_null(&d, after) && d.t[after].type != JSMN_OBJECT)) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: before/after is neither an object nor null");
+    goto cleanup;
+  }
+  bool hb = !wd_cis_null(&d, before), ha = !wd_cis_null(&d, after);
+  if (wd_cstr_is(&d, op, "c") || wd_cstr_is(&d, op, "r")) {
+    if (!ha) goto missing;
+    if (wd_tail_line(out, WD_INSERT, kt, keytext.len, &d, after)) goto nomem;
+    lines = 1;
+  } else if (wd_cstr_is(&d, op, "u")) {
+    if (!ha) goto missing;
+    if (hb && wd_tail_line(out, WD_UPDATE_BEFORE, kt, keytext.len, &d, before)) goto nomem;
+    if (wd_tail_line(out, WD_UPDATE_AFTER, kt, keytext.len, &d, after)) goto nomem;
+    lines = hb ? 2 : 1;
+  } else if (wd_cstr_is(&d, op, "d")) {
+    if (!hb) goto missing;
+    if (wd_tail_line(out, WD_DELETE, kt, keytext.len, &d, before)) goto nomem;
+    lines = 1;
+  } else {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+  }
+  goto cleanup;
+missing:
+  err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: op \"%.*s\" without its %s image",
+                     d.t[op].end - d.t[op].start, d.js + d.t[op].start, wd_cstr_is(&d, op, "d") ? "before" : "after");
+  goto cleanup;
+nomem:
+  err = wd_error_nomem();
+cleanup:
+  if (err) {
+    out->len = mark;
+    lines = 0;
+  }
+  if (nlines) *nlines = lines;
+  free(d.t);
+  free(kd.t);
+  wd_buf_free(&keytext);
+  return err;
+}
+
+/* ---- typed rows ------------------------------------------------------------------------------ */
+
+/* A new row of kind from JSON object j (borrowed); what names the image for messages. */
+static wd_error_t *wd_row_of(const wd_schema_t *schema, const json_t *j, wd_row_kind_t kind, const char *what,
+                             wd_row_t **out) {
+  wd_row_t *row = wd_row_new(schema);
+  if (!row) return wd_error_nomem();
+  wd_error_t *err = wd_row_from_json(schema, j, row);
+  if (err) {
+    wd_row_destroy(schema, row);
+    return wd_error_wrap(err, "%s", what);
+  }
+  row->kind = kind;
+  *out = row;
+  return NULL;
+}
+
+wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_schema_t *schema, const void *value,
+                                     size_t len, wd_row_t *rows[2], size_t *n) {
+  wd_error_t *err = NULL;
+  json_t *root = NULL;
+  size_t count = 0;
+  rows[0] = rows[1] = NULL;
+  *n = 0;
+  if (wd_is_tombstone(value, len)) goto cleanup;
+  json_error_t jerr;
+  root = json_loadb(value, len, 0, &jerr);
+  if (!root) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "%s value: not JSON (%s at byte %d)", wd_changelog_format_name(format),
+                       jerr.text, jerr.position);
+    goto cleanup;
+  }
+  const json_t *obj = root;
+  if (!json_object_get(obj, "op") && json_is_object(json_object_get(obj, "payload")))
+    obj = json_object_get(obj, "payload");
+  const char *op = json_string_value(json_object_get(obj, "op"));
+  if (format == WD_CHANGELOG_JSON) {
+    wd_row_kind_t kind;
+    const json_t *row = json_object_get(obj, "row");
+    if (!op || wd_row_kind_parse(op, &kind)) {
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"op\" is not one of +I, -U, +U, -D");
+      goto cleanup;
+    }
+    if (!json_is_object(row)) {
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"row\" is missing or not an object");
+      goto cleanup;
+    }
+    if ((err = wd_row_of(schema, row, kind, "changelog-json row", &rows[0]))) goto cleanup;
+    count = 1;
+    goto cleanup;
+  }
+  const json_t *before = json_object_get(obj, "before"), *after = json_object_get(obj, "after");
+  if (json_is_null(before)) before = NULL;
+  if (json_is_null(after)) after = NULL;
+  if ((before && !json_is_object(before)) || (after && !json_is_object(after))) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: before/after is neither an object nor null");
+    goto cleanup;
+  }
+  if (op && (strcmp(op, "c") == 0 || strcmp(op, "r") == 0)) {
+    if (!after) goto missing;
+    if ((err = wd_row_of(schema, after, WD_INSERT, "debezium-json after", &rows[0]))) goto cleanup;
+    count = 1;
+  } else if (op && strcmp(op, "u") == 0) {
+    if (!after) goto missing;
+    if (before) {
+      if ((err = wd_row_of(schema, before, WD_UPDATE_BEFORE, "debezium-json before", &rows[count]))) goto cleanup;
+      count++;
+    }
+    if ((err = wd_row_of(schema, after, WD_UPDATE_AFTER, "debezium-json after", &rows[count]))) goto cleanup;
+    count++;
+  } else if (op && strcmp(op, "d") == 0) {
+    if (!before) goto missing;
+    if ((err = wd_row_of(schema, before, WD_DELETE, "debezium-json before", &rows[0]))) goto cleanup;
+    count = 1;
+  } else {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+  }
+  goto cleanup;
+missing:
+  err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: op \"%s\" without its %s image", op,
+                     strcmp(op, "d") == 0 ? "before" : "after");
+cleanup:
+  if (err) {
+    for (size_t i = 0; i < 2; i++) {
+      wd_row_destroy(schema, rows[i]);
+      rows[i] = NULL;
+    }
+    count = 0;
+  }
+  *n = count;
+  json_decref(root);
+  return err;
+}

@@ -1,0 +1,313 @@
+/*
+ * changelog/encode_json.c — debezium-json and changelog-json encoders and the JSON value writer
+ * (see changelog.h). Writes straight into a wd_buf_t.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "changelog/changelog.h"
+
+const char *wd_changelog_format_name(wd_changelog_format_t format) {
+  switch (format) {
+  case WD_CHANGELOG_DEBEZIUM_JSON: return "debezium-json";
+  case WD_CHANGELOG_JSON: return "changelog-json";
+  }
+  return "?";
+}
+
+wd_error_t *wd_changelog_format_parse(const char *text, wd_changelog_format_t *out) {
+  if (text && strcmp(text, "debezium-json") == 0) {
+    *out = WD_CHANGELOG_DEBEZIUM_JSON;
+    return NULL;
+  }
+  if (text && strcmp(text, "changelog-json") == 0) {
+    *out = WD_CHANGELOG_JSON;
+    return NULL;
+  }
+  return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                      "changelog format '%s' is not one of debezium-json, changelog-json", text ? text : "(null)");
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n) (s[0] >= 0x80), or 0. */
+static size_t wd_utf8_len(const uint8_t *s, size_t n) {
+  uint8_t c = s[0];
+  size_t len;
+  uint32_t cp;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return len;
+}
+
+int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const uint8_t *s = (const uint8_t *)p;
+  if (wd_buf_reserve(out, n + 3)) return -1;
+  out->data[out->len++] = '"';
+  size_t run = 0; /* start of the pending run of plain bytes */
+  for (size_t i = 0; i < n;) {
+    uint8_t c = s[i];
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t ulen = 0;
+    if (c >= 0x80 && (ulen = wd_utf8_len(s + i, n - i)) != 0) {
+      i += ulen;
+      continue;
+    }
+    if (i > run && wd_buf_append(out, s + run, i - run)) return -1;
+    char esc[8];
+    size_t elen = 2;
+    esc[0] = '\\';
+    switch (c) {
+    case '"': esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\f': esc[1] = 'f'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    default:
+      if (c < 0x20) {
+        esc[1] = 'u';
+        esc[2] = '0';
+        esc[3] = '0';
+        esc[4] = hex[c >> 4];
+        esc[5] = hex[c & 15];
+        elen = 6;
+      } else { /* an invalid UTF-8 byte: U+FFFD */
+        esc[0] = (char)0xef;
+        esc[1] = (char)0xbf;
+        esc[2] = (char)0xbd;
+        elen = 3;
+      }
+    }
+    if (wd_buf_append(out, esc, elen)) return -1;
+    i++;
+    run = i;
+  }
+  if (n > run && wd_buf_append(out, s + run, n - run)) return -1;
+  return wd_buf_putc(out, '"');
+}
+
+/* Appends a decimal integer (faster than printf on the hot path). */
+static int wd_put_i64(wd_buf_t *out, int64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[sizeof(tmp) - 1 - n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) tmp[sizeof(tmp) - 1 - n++] = '-';
+  return wd_buf_append(out, tmp + sizeof(tmp) - n, n);
+}
+
+static int wd_put_lit(wd_buf_t *out, const char *s) { return wd_buf_append(out, s, strlen(s)); }
+
+int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *v) {
+  if (v->is_null) return wd_put_lit(out, "null");
+  switch (t->id) {
+  case WD_BOOLEAN: return wd_put_lit(out, v->b ? "true" : "false");
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: return wd_put_i64(out, v->i);
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    if (isnan(v->f)) return wd_put_lit(out, "\"NaN\"");
+    if (isinf(v->f)) return wd_put_lit(out, v->f > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    return wd_value_format(t, v, out);
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: return wd_changelog_put_string(out, v->s.p, v->s.n);
+  case WD_DECIMAL:
+  case WD_BYTES:
+  case WD_DATE:
+  case WD_TIME:
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    /* canonical texts of these types are plain ASCII without '"' or '\' */
+    if (wd_buf_putc(out, '"') || wd_value_format(t, v, out)) return -1;
+    return wd_buf_putc(out, '"');
+  case WD_ARRAY:
+    if (wd_buf_putc(out, '[')) return -1;
+    for (size_t i = 0; i < v->list.n; i++) {
+      if (i && wd_buf_putc(out, ',')) return -1;
+      if (wd_changelog_put_value(out, t->elem, &v->list.v[i])) return -1;
+    }
+    return wd_buf_putc(out, ']');
+  case WD_ROW:
+    if (wd_buf_putc(out, '{')) return -1;
+    for (size_t i = 0; i < v->list.n && i < t->nfields; i++) {
+      if (i && wd_buf_putc(out, ',')) return -1;
+      if (wd_changelog_put_string(out, t->fields[i].name, strlen(t->fields[i].name)) || wd_buf_putc(out, ':') ||
+          wd_changelog_put_value(out, t->fields[i].type, &v->list.v[i]))
+        return -1;
+    }
+    return wd_buf_putc(out, '}');
+  case WD_MAP: {
+    wd_buf_t key = {0};
+    int rc = wd_buf_putc(out, '{');
+    for (size_t i = 0; i < v->map.n && !rc; i++) {
+      wd_buf_reset(&key);
+      if (i) rc = wd_buf_putc(out, ',');
+      if (!rc) rc = wd_value_format(t->elem, &v->map.k[i], &key);
+      if (!rc) rc = wd_changelog_put_string(out, key.len ? (const char *)key.data : "", key.len);
+      if (!rc) rc = wd_buf_putc(out, ':');
+      if (!rc) rc = wd_changelog_put_value(out, t->val, &v->map.v[i]);
+    }
+    if (!rc) rc = wd_buf_putc(out, '}');
+    wd_buf_free(&key);
+    return rc;
+  }
+  }
+  return -1;
+}
+
+int wd_changelog_put_row(wd_buf_t *out, const wd_schema_t *schema, const wd_row_t *row) {
+  if (wd_buf_putc(out, '{')) return -1;
+  for (size_t i = 0; i < schema->ncols; i++) {
+    const wd_field_t *c = &schema->cols[i];
+    if (i && wd_buf_putc(out, ',')) return -1;
+    if (wd_changelog_put_string(out, c->name, strlen(c->name)) || wd_buf_putc(out, ':') ||
+        wd_changelog_put_value(out, c->type, &row->v[i]))
+      return -1;
+  }
+  return wd_buf_putc(out, '}');
+}
+
+wd_error_t *wd_changelog_encode_key_json(const wd_schema_t *schema, const wd_row_t *row, wd_buf_t *out) {
+  size_t mark = out->len;
+  int rc = wd_buf_putc(out, '{');
+  for (size_t k = 0; k < schema->npk && !rc; k++) {
+    const wd_field_t *c = &schema->cols[schema->pk[k]];
+    if (k) rc = wd_buf_putc(out, ',');
+    if (!rc) rc = wd_changelog_put_string(out, c->name, strlen(c->name));
+    if (!rc) rc = wd_buf_putc(out, ':');
+    if (!rc) rc = wd_changelog_put_value(out, c->type, &row->v[schema->pk[k]]);
+  }
+  if (!rc) rc = wd_buf_putc(out, '}');
+  if (rc) {
+    out->len = mark;
+    return wd_error_nomem();
+  }
+  return NULL;
+}
+
+/* ,"ts_ms":N or null */
+static int wd_put_ts(wd_buf_t *out, int64_t ts_ms) {
+  if (wd_put_lit(out, "\"ts_ms\":")) return -1;
+  return ts_ms < 0 ? wd_put_lit(out, "null") : wd_put_i64(out, ts_ms);
+}
+
+wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
+                                              wd_row_kind_t kind, const wd_row_t *before, const wd_row_t *after,
+                                              wd_buf_t *out) {
+  const char *op;
+  switch (kind) {
+  case WD_INSERT:
+    op = "c";
+    before = NULL;
+    if (!after) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: +I without a row");
+    break;
+  case WD_UPDATE_AFTER:
+    op = "u";
+    if (!after) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: +U without an after row");
+    break;
+  case WD_DELETE:
+    op = "d";
+    after = NULL;
+    if (!before) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: -D without a row");
+    break;
+  default:
+    return wd_error_new(WD_ERR_INTERNAL, NULL,
+                        "debezium-json: a -U is not a message of its own; pass it as before with its +U");
+  }
+  size_t mark = out->len;
+  int rc = wd_put_lit(out, "{\"before\":");
+  if (!rc) rc = before ? wd_changelog_put_row(out, schema, before) : wd_put_lit(out, "null");
+  if (!rc) rc = wd_put_lit(out, ",\"after\":");
+  if (!rc) rc = after ? wd_changelog_put_row(out, schema, after) : wd_put_lit(out, "null");
+  if (!rc) rc = wd_buf_printf(out, ",\"op\":\"%s\",", op);
+  if (!rc) rc = wd_put_ts(out, ts_ms);
+  if (!rc) rc = wd_put_lit(out, ",\"source\":{\"name\":\"widen\",\"table\":");
+  if (!rc) rc = table ? wd_changelog_put_string(out, table, strlen(table)) : wd_put_lit(out, "null");
+  if (!rc) rc = wd_put_lit(out, "}}");
+  if (rc) {
+    out->len = mark;
+    return wd_error_nomem();
+  }
+  return NULL;
+}
+
+wd_error_t *wd_changelog_encode_changelog_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
+                                               const wd_row_t *row, wd_buf_t *out) {
+  size_t mark = out->len;
+  int rc = wd_buf_printf(out, "{\"op\":\"%s\"", wd_row_kind_str(row->kind));
+  if (!rc && table) {
+    rc = wd_put_lit(out, ",\"table\":");
+    if (!rc) rc = wd_changelog_put_string(out, table, strlen(table));
+  }
+  if (!rc && ts_ms >= 0) {
+    rc = wd_buf_putc(out, ',');
+    if (!rc) rc = wd_put_ts(out, ts_ms);
+  }
+  if (!rc) rc = wd_put_lit(out, ",\"row\":");
+  if (!rc) rc = wd_changelog_put_row(out, schema, row);
+  if (!rc) rc = wd_buf_putc(out, '}');
+  if (rc) {
+    out->len = mark;
+    return wd_error_nomem();
+  }
+  return NULL;
+}
+
+void wd_changelog_pair(wd_row_t *const *rows, size_t n, size_t *i, wd_row_kind_t *kind, const wd_row_t **before,
+                       const wd_row_t **after) {
+  const wd_row_t *r = rows[*i];
+  *before = *after = NULL;
+  switch (r->kind) {
+  case WD_INSERT:
+    *kind = WD_INSERT;
+    *after = r;
+    break;
+  case WD_UPDATE_AFTER:
+    *kind = WD_UPDATE_AFTER;
+    *after = r;
+    break;
+  case WD_DELETE:
+    *kind = WD_DELETE;
+    *before = r;
+    break;
+  case WD_UPDATE_BEFORE:
+    if (*i + 1 < n && rows[*i + 1]->kind == WD_UPDATE_AFTER) {
+      *kind = WD_UPDATE_AFTER;
+      *before = r;
+      *after = rows[*i + 1];
+      (*i)++;
+    } else {
+      *kind = WD_DELETE;
+      *before = r;
+    }
+    break;
+  }
+  (*i)++;
+}

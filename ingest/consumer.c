@@ -1,0 +1,600 @@
+/*
+ * ingest/consumer.c — the pipeline's Kafka consumer (see consumer.h): group mode with an eager
+ * rebalance callback that seeks every assigned partition to the offset the pipeline gives, or
+ * assign mode over all partitions without a group join.
+ */
+#include "ingest/consumer.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "ingest/kafka.h"
+
+#define WD_METADATA_TIMEOUT_MS 10000
+
+struct wd_consumer {
+  rd_kafka_t *rk;
+  char **topics; /* owned copies, in the order given */
+  size_t ntopics;
+  bool group_mode;
+  int64_t reset_offset; /* assign mode: what WD_OFFSET_STORED means (librdkafka offset) */
+  wd_consumer_assign_cb on_assign;
+  wd_consumer_revoke_cb on_revoke;
+  void *ctx;
+  bool closed;
+  bool waiting;            /* a broker is unreachable (logged once) */
+  bool fatal;              /* a fatal client error was reported */
+  int last_err;            /* last message error logged at WARN (repeats go to DEBUG) */
+  wd_kmsg_t *batch;        /* the batch being filled by wd_consumer_poll_batch, or NULL */
+  size_t *batch_n;
+  int64_t lag;             /* cached wd_consumer_lag result */
+  int64_t lag_at_ms;       /* when it was computed (monotonic ms), 0 = never */
+};
+
+static int64_t wd_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The consumer's own copy of a topic name (stable until destroy), or NULL. */
+static const char *wd_consumer_topic(const wd_consumer_t *c, const char *name) {
+  for (size_t i = 0; i < c->ntopics; i++)
+    if (strcmp(c->topics[i], name) == 0) return c->topics[i];
+  return NULL;
+}
+
+/* Maps a starting offset from on_assign to librdkafka's offset for rd_kafka_assign. */
+static int64_t wd_consumer_start_offset(const wd_consumer_t *c, int64_t off, const char *topic, int32_t partition) {
+  if (off >= 0) return off;
+  switch (off) {
+  case WD_OFFSET_BEGINNING: return RD_KAFKA_OFFSET_BEGINNING;
+  case WD_OFFSET_END: return RD_KAFKA_OFFSET_END;
+  case WD_OFFSET_STORED: break;
+  default:
+    wd_log(WD_LOG_WARN, "ingest", "on_assign gave invalid offset %" PRId64 " for %s [%" PRId32 "]: using the stored one",
+           off, topic, partition);
+    break;
+  }
+  return c->group_mode ? RD_KAFKA_OFFSET_INVALID : c->reset_offset;
+}
+
+static void wd_consumer_describe_offset(int64_t off, char *buf, size_t n) {
+  if (off == RD_KAFKA_OFFSET_INVALID)
+    snprintf(buf, n, "committed");
+  else if (off == RD_KAFKA_OFFSET_BEGINNING)
+    snprintf(buf, n, "beginning");
+  else if (off == RD_KAFKA_OFFSET_END)
+    snprintf(buf, n, "end");
+  else
+    snprintf(buf, n, "%" PRId64, off);
+}
+
+/* Sets every partition's starting offset through on_assign and assigns them. Poll thread. */
+static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts) {
+  char summary[512];
+  size_t len = 0;
+  summary[0] = 0;
+  for (int i = 0; i < parts->cnt; i++) {
+    rd_kafka_topic_partition_t *tp = &parts->elems[i];
+    int64_t off = c->on_assign ? c->on_assign(c->ctx, tp->topic, tp->partition) : WD_OFFSET_STORED;
+    tp->offset = wd_consumer_start_offset(c, off, tp->topic, tp->partition);
+    char where[32];
+    wd_consumer_describe_offset(tp->offset, where, sizeof(where));
+    wd_log(WD_LOG_DEBUG, "ingest", "assigned %s [%" PRId32 "] starting at %s", tp->topic, tp->partition, where);
+    if (len < sizeof(summary) - 1) {
+      int k = snprintf(summary + len, sizeof(summary) - len, "%s%s[%" PRId32 "]@%s", i ? ", " : "", tp->topic,
+                       tp->partition, where);
+      len = k < 0 ? sizeof(summary) - 1 : len + (size_t)k;
+      if (len >= sizeof(summary) - 1) memcpy(summary + sizeof(summary) - 5, "...", 4);
+    }
+  }
+  wd_log(WD_LOG_INFO, "ingest", "assigned %d partition(s): %s", parts->cnt, summary);
+  rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, parts);
+  if (err) wd_log(WD_LOG_ERROR, "ingest", "assign of %d partitions failed: %s", parts->cnt, rd_kafka_err2str(err));
+  c->lag_at_ms = 0;
+  return err;
+}
+
+/* Drops the messages of the revoked partitions from the batch being filled. */
+static void wd_consumer_drop_revoked(wd_consumer_t *c, const rd_kafka_topic_partition_list_t *parts) {
+  if (!c->batch) return;
+  size_t keep = 0, dropped = 0;
+  for (size_t i = 0; i < *c->batch_n; i++) {
+    wd_kmsg_t *m = &c->batch[i];
+    if (rd_kafka_topic_partition_list_find(parts, m->topic, m->partition)) {
+      wd_kmsg_release(m, 1);
+      dropped++;
+      continue;
+    }
+    if (keep != i) c->batch[keep] = *m;
+    keep++;
+  }
+  *c->batch_n = keep;
+  if (dropped) wd_log(WD_LOG_DEBUG, "ingest", "dropped %zu polled messages of revoked partitions", dropped);
+}
+
+static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts) {
+  bool lost = rd_kafka_assignment_lost(c->rk) != 0;
+  wd_tp_offset_t *arr = NULL;
+  wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
+  wd_consumer_drop_revoked(c, parts);
+  if (c->on_revoke) {
+    rd_kafka_position(c->rk, parts);
+    arr = calloc(parts->cnt ? (size_t)parts->cnt : 1, sizeof(*arr));
+    if (!arr) {
+      wd_log(WD_LOG_ERROR, "ingest", "out of memory in the revoke callback: on_revoke gets no partitions");
+      c->on_revoke(c->ctx, NULL, 0, lost);
+    } else {
+      for (int i = 0; i < parts->cnt; i++) {
+        const char *t = wd_consumer_topic(c, parts->elems[i].topic);
+        arr[i].topic = t ? t : parts->elems[i].topic;
+        arr[i].partition = parts->elems[i].partition;
+        arr[i].offset = parts->elems[i].offset >= 0 ? parts->elems[i].offset : -1;
+      }
+      c->on_revoke(c->ctx, arr, (size_t)parts->cnt, lost);
+    }
+  }
+  rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, NULL);
+  if (err) wd_log(WD_LOG_ERROR, "ingest", "unassign failed: %s", rd_kafka_err2str(err));
+  c->lag_at_ms = 0;
+  free(arr);
+}
+
+/* librdkafka's rebalance callback (eager protocol). Runs on the poll thread. */
+static void wd_consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                                     void *opaque) {
+  wd_consumer_t *c = opaque;
+  (void)rk;
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    wd_consumer_assign_parts(c, parts);
+  } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+    wd_consumer_revoke_parts(c, parts);
+  } else {
+    wd_log(WD_LOG_ERROR, "ingest", "rebalance error: %s", rd_kafka_err2str(err));
+    rd_kafka_assign(c->rk, NULL);
+  }
+}
+
+static void wd_consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  wd_consumer_t *c = opaque;
+  if (wd_kafka_on_error(rk, err, reason, "ingest", &c->waiting)) c->fatal = true;
+}
+
+/* Fills list with every partition of every topic (offset RD_KAFKA_OFFSET_INVALID), from one
+ * metadata request per topic; retries topics without partitions (leader election) for up to
+ * timeout_ms. */
+static wd_error_t *wd_consumer_partitions(wd_consumer_t *c, int timeout_ms, rd_kafka_topic_partition_list_t *list) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_t *rkt = NULL;
+  const struct rd_kafka_metadata *md = NULL;
+  int64_t deadline = wd_now_ms() + timeout_ms;
+  for (size_t i = 0; i < c->ntopics; i++) {
+    if (!(rkt = rd_kafka_topic_new(c->rk, c->topics[i], NULL))) {
+      err = wd_kafka_error(c->rk, rd_kafka_last_error(), "E_KAFKA", "topic handle for '%s'", c->topics[i]);
+      goto cleanup;
+    }
+    for (;;) {
+      int64_t left = deadline - wd_now_ms();
+      rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(left > 1000 ? left : 1000));
+      if (rerr) {
+        err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
+        goto cleanup;
+      }
+      const struct rd_kafka_metadata_topic *mt = md->topic_cnt == 1 ? &md->topics[0] : NULL;
+      if (mt && mt->partition_cnt > 0) {
+        for (int p = 0; p < mt->partition_cnt; p++)
+          rd_kafka_topic_partition_list_add(list, c->topics[i], mt->partitions[p].id)->offset = RD_KAFKA_OFFSET_INVALID;
+        break;
+      }
+      rd_kafka_resp_err_t terr = mt ? mt->err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      if (terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || terr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+          wd_now_ms() >= deadline) {
+        err = wd_kafka_error(c->rk, terr, terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? "E_KAFKA_UNKNOWN_TOPIC"
+                                                                                        : "E_KAFKA_METADATA",
+                             "topic '%s' has no partitions", c->topics[i]);
+        goto cleanup;
+      }
+      rd_kafka_metadata_destroy(md);
+      md = NULL;
+      usleep(200 * 1000);
+    }
+    rd_kafka_metadata_destroy(md);
+    md = NULL;
+    rd_kafka_topic_destroy(rkt);
+    rkt = NULL;
+  }
+cleanup:
+  if (md) rd_kafka_metadata_destroy(md);
+  if (rkt) rd_kafka_topic_destroy(rkt);
+  return err;
+}
+
+wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
+                            wd_consumer_assign_cb on_assign, void *ctx, wd_consumer_t **out) {
+  static const wd_kafka_kv_t defaults[] = {
+      {"auto.offset.reset", "earliest"}, {"reconnect.backoff.max.ms", "1000"}, {NULL, NULL}};
+  static const wd_kafka_kv_t fixed[] = {
+      {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}, {NULL, NULL}};
+  wd_error_t *err = NULL;
+  wd_consumer_t *c = NULL;
+  rd_kafka_conf_t *rconf = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  char errstr[512];
+  *out = NULL;
+
+  if (ntopics == 0) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_TOPIC", "a consumer needs at least one topic");
+    goto cleanup;
+  }
+  const char *strategy = wd_kafka_conf_get(conf, "partition.assignment.strategy");
+  if (strategy && strstr(strategy, "cooperative")) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                       "Kafka property 'partition.assignment.strategy' = '%s': the cooperative protocol is not "
+                       "supported (use range or roundrobin)",
+                       strategy);
+    goto cleanup;
+  }
+  if (!(c = calloc(1, sizeof(*c))) || !(c->topics = calloc(ntopics, sizeof(*c->topics)))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  for (size_t i = 0; i < ntopics; i++) {
+    if (!topics[i] || !*topics[i]) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_TOPIC", "topic %zu of the consumer has an empty name", i);
+      goto cleanup;
+    }
+    if (!(c->topics[i] = strdup(topics[i]))) {
+      err = wd_error_nomem();
+      goto cleanup;
+    }
+    c->ntopics++;
+  }
+  c->group_mode = conf->group_id != NULL;
+  c->on_assign = on_assign;
+  c->ctx = ctx;
+  const char *reset = wd_kafka_conf_get(conf, "auto.offset.reset");
+  c->reset_offset = (reset && (!strcasecmp(reset, "latest") || !strcasecmp(reset, "largest") || !strcasecmp(reset, "end")))
+                        ? RD_KAFKA_OFFSET_END
+                        : RD_KAFKA_OFFSET_BEGINNING;
+
+  if ((err = wd_kafka_conf_build(conf, defaults, fixed, &rconf))) goto cleanup;
+  if (!c->group_mode) {
+    /* librdkafka 2.0.2's consumer_poll needs a group even for assign(): a private one, never
+     * joined nor committed to. */
+    char gid[96];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(gid, sizeof(gid), "widen-assign-%ld-%lld%09ld", (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec);
+    if (rd_kafka_conf_set(rconf, "group.id", gid, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+      err = wd_error_new(WD_ERR_INTERNAL, NULL, "group.id: %s", errstr);
+      goto cleanup;
+    }
+  } else {
+    rd_kafka_conf_set_rebalance_cb(rconf, wd_consumer_rebalance_cb);
+  }
+  rd_kafka_conf_set_error_cb(rconf, wd_consumer_error_cb);
+  rd_kafka_conf_set_opaque(rconf, c);
+  if (!(c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, rconf, errstr, sizeof(errstr)))) {
+    err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create the Kafka consumer: %s", errstr);
+    goto cleanup;
+  }
+  rconf = NULL; /* owned by c->rk now */
+  rd_kafka_poll_set_consumer(c->rk);
+
+  if (!(list = rd_kafka_topic_partition_list_new((int)ntopics))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  if (c->group_mode) {
+    for (size_t i = 0; i < c->ntopics; i++) rd_kafka_topic_partition_list_add(list, c->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t rerr = rd_kafka_subscribe(c->rk, list);
+    if (rerr) {
+      err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "subscribe to %zu topics", c->ntopics);
+      goto cleanup;
+    }
+    wd_log(WD_LOG_INFO, "ingest", "subscribed to %zu topics in group '%s'", c->ntopics, conf->group_id);
+  } else {
+    if ((err = wd_consumer_partitions(c, WD_METADATA_TIMEOUT_MS, list))) goto cleanup;
+    if (wd_consumer_assign_parts(c, list)) {
+      err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "assign of %d partitions failed", list->cnt);
+      goto cleanup;
+    }
+  }
+  *out = c;
+  c = NULL;
+cleanup:
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  if (rconf) rd_kafka_conf_destroy(rconf);
+  wd_consumer_destroy(c);
+  return err;
+}
+
+void wd_consumer_set_revoke_cb(wd_consumer_t *c, wd_consumer_revoke_cb on_revoke) { c->on_revoke = on_revoke; }
+
+void wd_kmsg_release(wd_kmsg_t *msgs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (msgs[i].rkm) rd_kafka_message_destroy(msgs[i].rkm);
+    memset(&msgs[i], 0, sizeof(msgs[i]));
+  }
+}
+
+/* A consumer error that waiting does not cure. */
+static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+         err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || err == RD_KAFKA_RESP_ERR__FATAL ||
+         err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED || err == RD_KAFKA_RESP_ERR__AUTHENTICATION;
+}
+
+wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n) {
+  wd_error_t *err = NULL;
+  rd_kafka_message_t *rkm = NULL;
+  int64_t deadline = wd_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  *n = 0;
+  c->batch = msgs;
+  c->batch_n = n;
+  while (*n < max) {
+    if (c->fatal) {
+      err = wd_kafka_error(c->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "consumer");
+      goto cleanup;
+    }
+    int64_t left = deadline - wd_now_ms();
+    rkm = rd_kafka_consumer_poll(c->rk, left > 0 ? (int)left : 0);
+    if (!rkm) {
+      if (left <= 0) break;
+      continue;
+    }
+    if (rkm->err) {
+      const char *topic = rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : NULL;
+      if (rkm->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        wd_log(WD_LOG_DEBUG, "ingest", "end of %s [%" PRId32 "] at offset %" PRId64, topic ? topic : "?",
+               rkm->partition, rkm->offset);
+      } else if (wd_consumer_err_permanent(rkm->err)) {
+        err = wd_kafka_error(c->rk, rkm->err, rkm->err == RD_KAFKA_RESP_ERR__FATAL ? "E_KAFKA_FATAL" : "E_KAFKA",
+                             "consumer error on %s [%" PRId32 "]: %s", topic ? topic : "-", rkm->partition,
+                             rd_kafka_message_errstr(rkm));
+        goto cleanup;
+      } else if (rkm->err == RD_KAFKA_RESP_ERR__TRANSPORT || rkm->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+                 rkm->err == RD_KAFKA_RESP_ERR__RESOLVE) {
+        wd_kafka_on_error(c->rk, rkm->err, rd_kafka_message_errstr(rkm), "ingest", &c->waiting);
+      } else {
+        wd_log(c->last_err == rkm->err ? WD_LOG_DEBUG : WD_LOG_WARN, "ingest", "consumer error on %s [%" PRId32 "]: %s",
+               topic ? topic : "-", rkm->partition, rd_kafka_message_errstr(rkm));
+        c->last_err = rkm->err;
+      }
+      rd_kafka_message_destroy(rkm);
+      rkm = NULL;
+      continue;
+    }
+    wd_kafka_broker_ok("ingest", &c->waiting);
+    c->last_err = 0;
+    wd_kmsg_t *m = &msgs[*n];
+    m->topic = rd_kafka_topic_name(rkm->rkt);
+    m->partition = rkm->partition;
+    m->offset = rkm->offset;
+    m->timestamp = rd_kafka_message_timestamp(rkm, NULL);
+    m->key = rkm->key;
+    m->key_len = rkm->key_len;
+    m->value = rkm->payload;
+    m->value_len = rkm->len;
+    m->rkm = rkm;
+    rkm = NULL;
+    (*n)++;
+  }
+cleanup:
+  if (rkm) rd_kafka_message_destroy(rkm);
+  if (err) {
+    wd_kmsg_release(msgs, *n);
+    *n = 0;
+  }
+  c->batch = NULL;
+  c->batch_n = NULL;
+  return err;
+}
+
+wd_error_t *wd_consumer_commit(wd_consumer_t *c, const wd_tp_offset_t *offsets, size_t n) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  if (n == 0) goto cleanup;
+  if (!c->group_mode) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "cannot commit offsets: the consumer has no group");
+    goto cleanup;
+  }
+  if (!(list = rd_kafka_topic_partition_list_new((int)n))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  for (size_t i = 0; i < n; i++)
+    rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset = offsets[i].offset;
+  rd_kafka_resp_err_t rerr = rd_kafka_commit(c->rk, list, 0);
+  if (rerr && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA_COMMIT", "commit of %zu offsets", n);
+    goto cleanup;
+  }
+  for (int i = 0; i < list->cnt; i++) {
+    const rd_kafka_topic_partition_t *tp = &list->elems[i];
+    if (tp->err) {
+      err = wd_kafka_error(c->rk, tp->err, "E_KAFKA_COMMIT", "commit of %s [%" PRId32 "] at %" PRId64, tp->topic,
+                           tp->partition, tp->offset);
+      goto cleanup;
+    }
+  }
+cleanup:
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, size_t n, int timeout_ms) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  if (n == 0) goto cleanup;
+  if (!c->group_mode) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "cannot read committed offsets: the consumer has no group");
+    goto cleanup;
+  }
+  if (!(list = rd_kafka_topic_partition_list_new((int)n))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition);
+  rd_kafka_resp_err_t rerr = rd_kafka_committed(c->rk, list, timeout_ms);
+  if (rerr) {
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "reading %zu committed offsets", n);
+    goto cleanup;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const rd_kafka_topic_partition_t *tp = &list->elems[i];
+    if (tp->err) {
+      err = wd_kafka_error(c->rk, tp->err, "E_KAFKA", "committed offset of %s [%" PRId32 "]", tp->topic, tp->partition);
+      goto cleanup;
+    }
+    offsets[i].offset = tp->offset >= 0 ? tp->offset : -1;
+  }
+cleanup:
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+int64_t wd_consumer_lag(wd_consumer_t *c) {
+  rd_kafka_topic_partition_list_t *list = NULL;
+  int64_t now = wd_now_ms();
+  if (c->lag_at_ms && now - c->lag_at_ms < 1000) return c->lag;
+  int64_t lag = 0;
+  if (rd_kafka_assignment(c->rk, &list) || !list) goto cleanup;
+  rd_kafka_position(c->rk, list);
+  for (int i = 0; i < list->cnt; i++) {
+    const rd_kafka_topic_partition_t *tp = &list->elems[i];
+    int64_t lo = -1, hi = -1;
+    if (tp->offset < 0) continue;
+    if (rd_kafka_get_watermark_offsets(c->rk, tp->topic, tp->partition, &lo, &hi) || hi < 0) continue;
+    if (hi > tp->offset) lag += hi - tp->offset;
+  }
+  c->lag = lag;
+  c->lag_at_ms = now;
+cleanup:
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return lag;
+}
+
+static size_t wd_topic_index(const wd_consumer_t *c, const char *topic) {
+  for (size_t i = 0; i < c->ntopics; i++)
+    if (c->topics[i] == topic) return i;
+  return c->ntopics;
+}
+
+/* Whether a sorts before b: by the topic's position in c's list, then by partition. */
+static bool wd_tp_before(const wd_consumer_t *c, const wd_tp_offset_t *a, const wd_tp_offset_t *b) {
+  size_t ia = wd_topic_index(c, a->topic), ib = wd_topic_index(c, b->topic);
+  return ia != ib ? ia < ib : a->partition < b->partition;
+}
+
+wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offset_t **out, size_t *n) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  wd_tp_offset_t *arr = NULL;
+  *out = NULL;
+  *n = 0;
+  if (!(list = rd_kafka_topic_partition_list_new(16))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  if ((err = wd_consumer_partitions(c, timeout_ms, list))) goto cleanup;
+  for (int i = 0; i < list->cnt; i++) list->elems[i].offset = RD_KAFKA_OFFSET_END; /* ListOffsets "latest" */
+  rd_kafka_resp_err_t rerr = rd_kafka_offsets_for_times(c->rk, list, timeout_ms);
+  if (rerr) {
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "end offsets of %d partitions", list->cnt);
+    goto cleanup;
+  }
+  if (!(arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr)))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  for (int i = 0; i < list->cnt; i++) {
+    const rd_kafka_topic_partition_t *tp = &list->elems[i];
+    if (tp->err) {
+      err = wd_kafka_error(c->rk, tp->err, "E_KAFKA", "end offset of %s [%" PRId32 "]", tp->topic, tp->partition);
+      goto cleanup;
+    }
+    arr[i].topic = wd_consumer_topic(c, tp->topic);
+    arr[i].partition = tp->partition;
+    arr[i].offset = tp->offset;
+  }
+  /* insertion sort by (topic as given, partition): lists are small */
+  for (int i = 1; i < list->cnt; i++) {
+    wd_tp_offset_t x = arr[i];
+    int j = i - 1;
+    while (j >= 0 && wd_tp_before(c, &x, &arr[j])) {
+      arr[j + 1] = arr[j];
+      j--;
+    }
+    arr[j + 1] = x;
+  }
+  *out = arr;
+  *n = (size_t)list->cnt;
+  arr = NULL;
+cleanup:
+  free(arr);
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+wd_error_t *wd_consumer_assignment(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  wd_tp_offset_t *arr = NULL;
+  *out = NULL;
+  *n = 0;
+  rd_kafka_resp_err_t rerr = rd_kafka_assignment(c->rk, &list);
+  if (rerr) {
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "reading the assignment");
+    goto cleanup;
+  }
+  rd_kafka_position(c->rk, list);
+  if (!(arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr)))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  size_t k = 0;
+  for (int i = 0; i < list->cnt; i++) {
+    const char *t = wd_consumer_topic(c, list->elems[i].topic);
+    if (!t) continue;
+    arr[k].topic = t;
+    arr[k].partition = list->elems[i].partition;
+    arr[k].offset = list->elems[i].offset >= 0 ? list->elems[i].offset : -1;
+    k++;
+  }
+  *out = arr;
+  *n = k;
+  arr = NULL;
+cleanup:
+  free(arr);
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+wd_error_t *wd_consumer_close(wd_consumer_t *c) {
+  if (c->closed || !c->rk) return NULL;
+  c->closed = true;
+  rd_kafka_resp_err_t rerr = rd_kafka_consumer_close(c->rk);
+  if (rerr) return wd_kafka_error(c->rk, rerr, "E_KAFKA", "closing the consumer");
+  return NULL;
+}
+
+void wd_consumer_destroy(wd_consumer_t *c) {
+  if (!c) return;
+  if (c->rk) {
+    wd_error_t *err = wd_consumer_close(c);
+    if (err) wd_log(WD_LOG_WARN, "ingest", "%s", err->message);
+    wd_error_destroy(err);
+    rd_kafka_destroy(c->rk);
+  }
+  for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
+  free(c->topics);
+  free(c);
+}

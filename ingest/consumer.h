@@ -1,0 +1,131 @@
+/*
+ * ingest/consumer.h — the pipeline's Kafka consumer over N source topics (a librdkafka
+ * KafkaConsumer).
+ *
+ * Two modes, chosen by conf->group_id:
+ *   - group mode (group_id set): subscribes to the topics in that consumer group with the eager
+ *     assignment protocol (partition.assignment.strategy cooperative-sticky is refused: 2.0.2's
+ *     incremental protocol does not fit our seek-on-assign pattern). On every assignment the
+ *     on_assign callback gives each partition's starting offset (the pipeline reads it from its
+ *     state store: the store's offsets are the truth) or WD_OFFSET_STORED for the committed
+ *     group offset (else auto.offset.reset, default earliest); the partitions are then assigned
+ *     at those offsets. On revocation the on_revoke callback runs first (so the pipeline can
+ *     finish and commit its batch), then the partitions are unassigned.
+ *   - assign mode (group_id NULL): every partition of the topics, as the broker's metadata lists
+ *     them at wd_consumer_new(), is assigned directly: no group join, no rebalances, no commits
+ *     (`widen tail`, `widen replay`). on_assign gives the starting offsets the same way
+ *     (WD_OFFSET_STORED means auto.offset.reset here).
+ * Offsets are never committed automatically (enable.auto.commit=false,
+ * enable.auto.offset.store=false): the pipeline commits explicit offsets with
+ * wd_consumer_commit() once their effects are durable.
+ *
+ * A broker that goes away is logged once ("waiting for broker ...") and polling goes on
+ * returning empty batches until it is back.
+ *
+ * Thread: a consumer is used by one thread; the callbacks run on that thread, inside
+ * wd_consumer_poll_batch() or wd_consumer_close().
+ */
+#ifndef WD_CONSUMER_H
+#define WD_CONSUMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/kafka_conf.h"
+
+typedef struct wd_consumer wd_consumer_t;
+
+/* Called once per newly assigned partition (topic borrowed for the call). Returns the offset to
+ * start reading at (the next offset to process, >= 0) or one of WD_OFFSET_STORED,
+ * WD_OFFSET_BEGINNING, WD_OFFSET_END (common/kafka_conf.h). */
+typedef int64_t (*wd_consumer_assign_cb)(void *ctx, const char *topic, int32_t partition);
+
+/* Called once per revocation, before the partitions are unassigned, with every revoked
+ * partition (array and topics borrowed for the call; offset is the consumer's position, the next
+ * offset it would have returned, or -1 when unknown). Messages of these partitions that were
+ * polled inside the wd_consumer_poll_batch() call running the callback are dropped from that
+ * batch (the partitions' next owner reads them again). lost is true when the assignment was lost
+ * (session timeout): offsets can then no longer be committed for these partitions. */
+typedef void (*wd_consumer_revoke_cb)(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost);
+
+/* Creates a consumer of topics[0..ntopics) (copied) with conf (borrowed).
+ * conf->props are passed to librdkafka (security settings, client.id, session.timeout.ms,
+ * group.instance.id, ...); widen sets enable.auto.commit=false, enable.auto.offset.store=false
+ * (not overridable) and auto.offset.reset=earliest (overridable). on_assign may be NULL (every
+ * partition starts at WD_OFFSET_STORED); ctx is passed to the callbacks. In group mode the
+ * subscription starts here and the group is joined by the first polls; in assign mode the
+ * partitions are assigned here (one metadata request, up to 10 s).
+ * On success *out is owned by the caller (wd_consumer_destroy).
+ * Errors (*out NULL): WD_ERR_CONFIG "C_KAFKA_PROPERTY" for a bad property (named) or a
+ * cooperative assignment strategy, "C_KAFKA_TOPIC" when ntopics is 0 or a topic name is empty;
+ * WD_ERR_KAFKA "E_KAFKA" when the client cannot be created or subscribe fails; in assign mode
+ * "E_KAFKA_METADATA" when the metadata request fails (retriable) and "E_KAFKA_UNKNOWN_TOPIC"
+ * when a topic does not exist; E_NOMEM. */
+wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
+                            wd_consumer_assign_cb on_assign, void *ctx, wd_consumer_t **out);
+
+/* Sets (or with NULL removes) the revocation callback; it gets the ctx given to
+ * wd_consumer_new(). Call it before the first poll. */
+void wd_consumer_set_revoke_cb(wd_consumer_t *c, wd_consumer_revoke_cb on_revoke);
+
+/* Polls up to max messages into msgs[0..*n), waiting until max messages were read or timeout_ms
+ * passed (so a batch is at most timeout_ms late; timeout_ms 0 returns what is already fetched).
+ * Rebalance callbacks run inside. Each returned message is owned by the caller until released
+ * with wd_kmsg_release() (release every one, in any order; a message stays valid after its
+ * partition is revoked). Partition EOF events and transient errors (broker down, unknown topic)
+ * are logged, not returned: the batch may then be empty.
+ * Errors (*n = 0, every message of the batch already released): WD_ERR_KAFKA "E_KAFKA_FATAL"
+ * (fatal = true) for a fatal client error; "E_KAFKA" for a consumer error that does not go away
+ * by waiting (e.g. topic authorization failed, offset out of range with auto.offset.reset=error),
+ * naming the topic and partition when it has one. */
+wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n);
+
+/* Releases n messages from wd_consumer_poll_batch() (their rkm); each is left zeroed. Accepts
+ * messages with a NULL rkm. */
+void wd_kmsg_release(wd_kmsg_t *msgs, size_t n);
+
+/* Synchronously commits offsets[0..n) (each the next offset to read, >= 0) for the consumer's
+ * group. Partitions need not be assigned to this consumer.
+ * Errors: WD_ERR_KAFKA "E_KAFKA_COMMIT" naming the first failing partition or the request
+ * error (retriable for coordinator movement/rebalance in progress); WD_ERR_CONFIG "C_KAFKA_GROUP"
+ * in assign mode (no group); E_NOMEM. n == 0 is a no-op. */
+wd_error_t *wd_consumer_commit(wd_consumer_t *c, const wd_tp_offset_t *offsets, size_t n);
+
+/* Reads the group's committed offsets for offsets[0..n) (topic and partition given; offset is
+ * overwritten with the committed next offset, or -1 when the group has none), waiting up to
+ * timeout_ms. Errors: "E_KAFKA" (the request or a partition failed), "C_KAFKA_GROUP" in assign
+ * mode. */
+wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, size_t n, int timeout_ms);
+
+/* The total consumer lag: the sum over assigned partitions of (high watermark - position),
+ * from librdkafka's cached values (no request; the high watermark comes with each fetch
+ * response). Recomputed at most once per second; partitions without a known position or
+ * watermark count 0. Returns 0 when nothing is assigned. */
+int64_t wd_consumer_lag(wd_consumer_t *c);
+
+/* The high watermarks (end offsets: the offset the next produced record gets; for a
+ * read_committed consumer, the last stable offset) of every partition of every topic of the
+ * consumer, at the time of the call. *out is a new array of *n entries, sorted by topic (in
+ * the order given to wd_consumer_new) then partition; free it with free(); its topic pointers
+ * are borrowed from c (valid until wd_consumer_destroy).
+ * Errors (*out NULL, *n 0): "E_KAFKA_METADATA", "E_KAFKA_UNKNOWN_TOPIC", "E_KAFKA" (ListOffsets
+ * failed for a partition; retriable when librdkafka says so), E_NOMEM. */
+wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offset_t **out, size_t *n);
+
+/* The partitions currently assigned, as a new array (free()) of *n entries whose offset is the
+ * consumer's position (next offset to read, -1 when unknown); topics borrowed from c.
+ * Errors: "E_KAFKA", E_NOMEM. */
+wd_error_t *wd_consumer_assignment(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n);
+
+/* Leaves the group (running on_revoke for the current assignment) and closes the consumer.
+ * Idempotent. Errors: "E_KAFKA" when librdkafka's close reports one (the consumer is closed
+ * anyway). */
+wd_error_t *wd_consumer_close(wd_consumer_t *c);
+
+/* Closes (if not yet closed) and releases c; accepts NULL. Messages still held by the caller
+ * must be released before. */
+void wd_consumer_destroy(wd_consumer_t *c);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * ingest/conv.c — see conv.h. Pure functions; safe from any thread.
+ */
+#include "ingest/conv.h"
+
+#include <string.h>
+
+uint32_t wd_conv_hash(const void *p, size_t n) {
+  const uint8_t *b = p;
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+static int wd_b64_val(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+int wd_conv_base64_decode(const char *p, size_t n, uint8_t *out, size_t *outn) {
+  size_t pad = 0;
+  while (n > 0 && p[n - 1] == '=' && pad < 2) {
+    n--;
+    pad++;
+  }
+  if (pad && (n + pad) % 4 != 0) return -1;
+  if (n % 4 == 1) return -1;
+  size_t o = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    int v = wd_b64_val((unsigned char)p[i]);
+    if (v < 0) return -1;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (uint8_t)(acc >> bits);
+    }
+  }
+  *outn = o;
+  return 0;
+}
+
+bool wd_conv_is_json_number(const char *p, size_t n) {
+  size_t i = 0;
+  if (i < n && p[i] == '-') i++;
+  if (i >= n) return false;
+  if (p[i] == '0') {
+    i++;
+  } else if (p[i] >= '1' && p[i] <= '9') {
+    while (i < n && p[i] >= '0' && p[i] <= '9') i++;
+  } else {
+    return false;
+  }
+  if (i < n && p[i] == '.') {
+    i++;
+    size_t s = i;
+    while (i < n && p[i] >= '0' && p[i] <= '9') i++;
+    if (i == s) return false;
+  }
+  if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+    i++;
+    if (i < n && (p[i] == '+' || p[i] == '-')) i++;
+    size_t s = i;
+    while (i < n && p[i] >= '0' && p[i] <= '9') i++;
+    if (i == s) return false;
+  }
+  return i == n;
+}
+
+int wd_conv_parse_int(const char *p, size_t n, int64_t *out) {
+  if (!wd_conv_is_json_number(p, n)) return -1;
+  bool neg = p[0] == '-';
+  size_t i = neg ? 1 : 0;
+  const char *ip = p + i;
+  size_t ni = 0;
+  while (i < n && p[i] >= '0' && p[i] <= '9') {
+    i++;
+    ni++;
+  }
+  const char *fp = p + i;
+  size_t nf = 0;
+  if (i < n && p[i] == '.') {
+    i++;
+    fp = p + i;
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+      i++;
+      nf++;
+    }
+  }
+  int64_t exp = 0;
+  if (i < n) { /* e/E */
+    i++;
+    bool eneg = false;
+    if (p[i] == '+' || p[i] == '-') eneg = p[i++] == '-';
+    for (; i < n; i++) {
+      if (exp < 100000) exp = exp * 10 + (p[i] - '0');
+    }
+    if (eneg) exp = -exp;
+  }
+  /* digits d[0..ni+nf) with the decimal point after position ni + exp */
+  size_t nd = ni + nf;
+  int64_t point = (int64_t)ni + exp;
+  uint64_t mag = 0;
+  const uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  for (size_t k = 0; k < nd; k++) {
+    char c = k < ni ? ip[k] : fp[k - ni];
+    if ((int64_t)k < point) {
+      unsigned d = (unsigned)(c - '0');
+      if (mag > (limit - d) / 10) return -3;
+      mag = mag * 10 + d;
+    } else if (c != '0') {
+      return -2;
+    }
+  }
+  for (int64_t k = (int64_t)nd; k < point && mag != 0; k++) {
+    if (mag > limit / 10) return -3;
+    mag *= 10;
+  }
+  *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+  return 0;
+}
+
+int wd_conv_be_to_i128(const uint8_t *b, size_t n, wd_i128 *out) {
+  if (n == 0) {
+    *out = 0;
+    return 0;
+  }
+  uint8_t sign = (b[0] & 0x80) ? 0xff : 0x00;
+  /* strip redundant sign-extension bytes */
+  while (n > 16 && b[0] == sign && ((b[1] & 0x80) == (sign & 0x80))) {
+    b++;
+    n--;
+  }
+  if (n > 16) return -1;
+  unsigned __int128 u = sign ? ~(unsigned __int128)0 : 0;
+  for (size_t i = 0; i < n; i++) u = (u << 8) | b[i];
+  *out = (wd_i128)u;
+  return 0;
+}
+
+static const wd_i128 wd_i128_max = (wd_i128)(~(unsigned __int128)0 >> 1);
+
+static wd_i128 wd_conv_pow10(int n) {
+  wd_i128 r = 1;
+  while (n-- > 0) r *= 10;
+  return r;
+}
+
+int wd_conv_rescale(wd_i128 v, int from, int to, wd_i128 *out) {
+  if (from == to) {
+    *out = v;
+    return 0;
+  }
+  if (to > from) {
+    wd_i128 m = wd_conv_pow10(to - from);
+    if (v > wd_i128_max / m || v < -(wd_i128_max / m)) return -1;
+    *out = v * m;
+    return 0;
+  }
+  if (from - to > 38) {
+    *out = 0;
+    return 0;
+  }
+  wd_i128 d = wd_conv_pow10(from - to);
+  wd_i128 q = v / d, r = v % d;
+  if (r < 0) r = -r;
+  if (r >= d - r) q += v < 0 ? -1 : 1; /* HALF_UP: away from zero on ties */
+  *out = q;
+  return 0;
+}
+
+size_t wd_conv_decimal_text(wd_i128 v, int scale, char *buf) {
+  char tmp[48];
+  size_t n = 0;
+  bool neg = v < 0;
+  unsigned __int128 u = neg ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
+  do {
+    tmp[n++] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u);
+  while ((int)n <= scale) tmp[n++] = '0';
+  size_t o = 0;
+  if (neg) buf[o++] = '-';
+  for (size_t i = n; i-- > 0;) {
+    buf[o++] = tmp[i];
+    if (scale > 0 && i == (size_t)scale) buf[o++] = '.';
+  }
+  buf[o] = 0;
+  return o;
+}
+
+int64_t wd_conv_days_from_civil(int64_t y, int m, int d) {
+  /* Howard Hinnant's days_from_civil */
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+static int wd_digits(const char *p, size_t n, size_t at, size_t count, int *out) {
+  if (at + count > n) return -1;
+  int v = 0;
+  for (size_t i = 0; i < count; i++) {
+    char c = p[at + i];
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+static int wd_days_in_month(int y, int m) {
+  static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
+  return dim[m - 1];
+}
+
+/* Parses "YYYY-MM-DD" at p[0..10). */
+static int wd_parse_ymd(const char *p, size_t n, int64_t *days) {
+  int y, m, d;
+  if (wd_digits(p, n, 0, 4, &y) || n < 10 || p[4] != '-' || wd_digits(p, n, 5, 2, &m) || p[7] != '-' ||
+      wd_digits(p, n, 8, 2, &d))
+    return -1;
+  if (m < 1 || m > 12 || d < 1 || d > wd_days_in_month(y, m)) return -1;
+  *days = wd_conv_days_from_civil(y, m, d);
+  return 0;
+}
+
+int wd_conv_parse_date(const char *p, size_t n, int64_t *days) {
+  if (n != 10) return -1;
+  return wd_parse_ymd(p, n, days);
+}
+
+/* Parses "hh:mm[:ss[.f{1,9}]]" at p[*pos..); advances *pos. */
+static int wd_parse_hms(const char *p, size_t n, size_t *pos, int64_t *nanos) {
+  size_t i = *pos;
+  int h, mi, s = 0;
+  if (wd_digits(p, n, i, 2, &h) || i + 2 >= n || p[i + 2] != ':' || wd_digits(p, n, i + 3, 2, &mi)) return -1;
+  i += 5;
+  int64_t frac = 0;
+  if (i < n && p[i] == ':') {
+    if (wd_digits(p, n, i + 1, 2, &s)) return -1;
+    i += 3;
+    if (i < n && p[i] == '.') {
+      i++;
+      int nd = 0;
+      while (i < n && p[i] >= '0' && p[i] <= '9') {
+        if (nd >= 9) return -1;
+        frac = frac * 10 + (p[i] - '0');
+        nd++;
+        i++;
+      }
+      if (nd == 0) return -1;
+      for (; nd < 9; nd++) frac *= 10;
+    }
+  }
+  if (h > 23 || mi > 59 || s > 59) return -1;
+  *nanos = ((int64_t)h * 3600 + mi * 60 + s) * 1000000000LL + frac;
+  *pos = i;
+  return 0;
+}
+
+int wd_conv_parse_time(const char *p, size_t n, int64_t *nanos) {
+  size_t pos = 0;
+  if (wd_parse_hms(p, n, &pos, nanos)) return -1;
+  if (pos < n && (p[pos] == 'Z' || p[pos] == 'z')) pos++;
+  return pos == n ? 0 : -1;
+}
+
+int wd_conv_parse_timestamp(const char *p, size_t n, int64_t *micros, int32_t *nanos, bool *zoned) {
+  int64_t days, tod = 0, offset_s = 0;
+  *zoned = false;
+  if (n < 10 || wd_parse_ymd(p, n, &days)) return -1;
+  size_t i = 10;
+  if (i < n && (p[i] == 'T' || p[i] == 't' || p[i] == ' ')) {
+    i++;
+    if (wd_parse_hms(p, n, &i, &tod)) return -1;
+  }
+  if (i < n) {
+    if (p[i] == 'Z' || p[i] == 'z') {
+      i++;
+      *zoned = true;
+    } else if (p[i] == '+' || p[i] == '-') {
+      int sign = p[i] == '-' ? -1 : 1, oh, om = 0;
+      i++;
+      if (wd_digits(p, n, i, 2, &oh)) return -1;
+      i += 2;
+      if (i < n && p[i] == ':') i++;
+      if (i < n) {
+        if (wd_digits(p, n, i, 2, &om)) return -1;
+        i += 2;
+      }
+      if (oh > 18 || om > 59) return -1;
+      offset_s = sign * ((int64_t)oh * 3600 + om * 60);
+      *zoned = true;
+    }
+  }
+  if (i != n) return -1;
+  int64_t secs = days * 86400 + tod / 1000000000LL - offset_s;
+  int64_t sub = tod % 1000000000LL;
+  *micros = secs * 1000000 + sub / 1000;
+  *nanos = (int32_t)(sub % 1000);
+  return 0;
+}

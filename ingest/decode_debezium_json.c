@@ -1,0 +1,1302 @@
+/*
+ * ingest/decode_debezium_json.c — Debezium JSON change events -> wide-table change records.
+ *
+ * The value is tokenised once with jsmn (strict mode, parent links; the only file of ingest/
+ * that includes jsmn.h). Row-image fields are found in one pass over the image object through
+ * the source's hash of first path segments; envelope and key paths, and the envelope schema
+ * hints (field name, parameters.scale, type), are looked up only when a mapping needs them.
+ * Values are converted straight from the token text (see source.h for the rules).
+ */
+#define JSMN_STATIC
+#define JSMN_PARENT_LINKS
+#define JSMN_STRICT
+#include <jsmn.h>
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "ingest/conv.h"
+#include "ingest/source.h"
+
+/* ---- scratch memory kept in wd_changes_t between messages ---------------------------------- */
+
+typedef struct wd_dbz_scratch {
+  jsmntok_t *tok; /* tokens of the value */
+  unsigned tokcap;
+  jsmntok_t *ktok; /* tokens of the Kafka key */
+  unsigned ktokcap;
+  int *slot; /* per mapping: value token in the current image, -1 when absent */
+  size_t slotcap;
+  wd_buf_t buf; /* unescaped strings, number text */
+} wd_dbz_scratch_t;
+
+static void wd_dbz_scratch_free(void *p) {
+  wd_dbz_scratch_t *sc = p;
+  if (!sc) return;
+  free(sc->tok);
+  free(sc->ktok);
+  free(sc->slot);
+  wd_buf_free(&sc->buf);
+  free(sc);
+}
+
+/* ---- a tokenised JSON document ------------------------------------------------------------- */
+
+typedef struct wd_jdoc {
+  const char *js;
+  const jsmntok_t *t;
+  int n;
+  int root;   /* the payload object (the top object without an envelope) */
+  int schema; /* the envelope's schema struct, or -1 */
+} wd_jdoc_t;
+
+/* Index of the first token after the subtree rooted at i. */
+static int wd_jnext(const wd_jdoc_t *d, int i) {
+  int end = d->t[i].end;
+  int j = i + 1;
+  while (j < d->n && d->t[j].start < end) j++;
+  return j;
+}
+
+static bool wd_jis_null(const wd_jdoc_t *d, int i) {
+  return i < 0 || (d->t[i].type == JSMN_PRIMITIVE && d->t[i].end - d->t[i].start == 4 &&
+                   memcmp(d->js + d->t[i].start, "null", 4) == 0);
+}
+
+static int wd_hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int wd_hex4(const char *p, size_t n, size_t i, uint32_t *out) {
+  if (i + 4 > n) return -1;
+  uint32_t v = 0;
+  for (size_t k = 0; k < 4; k++) {
+    int h = wd_hexval(p[i + k]);
+    if (h < 0) return -1;
+    v = (v << 4) | (uint32_t)h;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Unescapes JSON string content p[0..n) into out (room for n bytes; the result is never longer).
+ * Returns the length, or -1 on a bad escape or a lone surrogate. */
+static long wd_json_unescape(const char *p, size_t n, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    char c = p[i];
+    if (c != '\\') {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (i + 1 >= n) return -1;
+    char e = p[i + 1];
+    i += 2;
+    switch (e) {
+    case '"': out[o++] = '"'; break;
+    case '\\': out[o++] = '\\'; break;
+    case '/': out[o++] = '/'; break;
+    case 'b': out[o++] = '\b'; break;
+    case 'f': out[o++] = '\f'; break;
+    case 'n': out[o++] = '\n'; break;
+    case 'r': out[o++] = '\r'; break;
+    case 't': out[o++] = '\t'; break;
+    case 'u': {
+      uint32_t cp;
+      if (wd_hex4(p, n, i, &cp)) return -1;
+      i += 4;
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        uint32_t lo;
+        if (i + 6 > n || p[i] != '\\' || p[i + 1] != 'u' || wd_hex4(p, n, i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+          return -1;
+        i += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        return -1;
+      }
+      if (cp < 0x80) {
+        out[o++] = (char)cp;
+      } else if (cp < 0x800) {
+        out[o++] = (char)(0xC0 | (cp >> 6));
+        out[o++] = (char)(0x80 | (cp & 0x3F));
+      } else if (cp < 0x10000) {
+        out[o++] = (char)(0xE0 | (cp >> 12));
+        out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (cp & 0x3F));
+      } else {
+        out[o++] = (char)(0xF0 | (cp >> 18));
+        out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (cp & 0x3F));
+      }
+      break;
+    }
+    default: return -1;
+    }
+  }
+  return (long)o;
+}
+
+/* Whether string token i equals s[0..n) after unescaping. */
+static bool wd_jstr_eq(const wd_jdoc_t *d, int i, const char *s, size_t n) {
+  const jsmntok_t *t = &d->t[i];
+  if (t->type != JSMN_STRING) return false;
+  size_t rn = (size_t)(t->end - t->start);
+  const char *rp = d->js + t->start;
+  if (!memchr(rp, '\\', rn)) return rn == n && memcmp(rp, s, n) == 0;
+  if (rn < n) return false;
+  char stack[256];
+  char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
+  if (!tmp) return false;
+  long m = wd_json_unescape(rp, rn, tmp);
+  bool eq = m >= 0 && (size_t)m == n && memcmp(tmp, s, n) == 0;
+  if (tmp != stack) free(tmp);
+  return eq;
+}
+
+/* The value token of key s in object i (the last one if repeated), or -1. */
+static int wd_jget(const wd_jdoc_t *d, int i, const char *s, size_t n) {
+  if (i < 0 || d->t[i].type != JSMN_OBJECT) return -1;
+  int found = -1;
+  int j = i + 1;
+  for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
+    if (wd_jstr_eq(d, j, s, n)) found = j + 1;
+    j = wd_jnext(d, j + 1);
+  }
+  return found;
+}
+
+static int wd_jgets(const wd_jdoc_t *d, int i, const char *s) { return wd_jget(d, i, s, strlen(s)); }
+
+/* Element idx of array i, or -1. */
+static int wd_jindex(const wd_jdoc_t *d, int i, size_t idx) {
+  if (i < 0 || d->t[i].type != JSMN_ARRAY || idx >= (size_t)d->t[i].size) return -1;
+  int j = i + 1;
+  for (size_t k = 0; k < idx; k++) j = wd_jnext(d, j);
+  return j;
+}
+
+/* Follows segments seg[from..nseg) from token i: object keys, or array indexes for segments of
+ * digits. -1 when a step is missing. */
+static int wd_jpath(const wd_jdoc_t *d, int i, const wd_source_col_t *c, size_t from) {
+  for (size_t k = from; k < c->nseg && i >= 0; k++) {
+    if (d->t[i].type == JSMN_ARRAY) {
+      size_t idx = 0;
+      bool digits = c->seglen[k] > 0 && c->seglen[k] < 10;
+      for (size_t q = 0; q < c->seglen[k] && digits; q++) {
+        if (c->seg[k][q] < '0' || c->seg[k][q] > '9') digits = false;
+        idx = idx * 10 + (size_t)(c->seg[k][q] - '0');
+      }
+      i = digits ? wd_jindex(d, i, idx) : -1;
+    } else {
+      i = wd_jget(d, i, c->seg[k], c->seglen[k]);
+    }
+  }
+  return i;
+}
+
+#define WD_JTOK_NOMEM (-100)
+
+/* Tokenises js[0..len) into *tok (grown as needed). Returns the token count, JSMN_ERROR_INVAL or
+ * JSMN_ERROR_PART (*errpos: the byte offset), or WD_JTOK_NOMEM. */
+static int wd_jtokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos) {
+  jsmn_parser p;
+  jsmn_init(&p);
+  if (!*tok) {
+    *cap = 256;
+    if (!(*tok = malloc(*cap * sizeof(**tok)))) {
+      *cap = 0;
+      return WD_JTOK_NOMEM;
+    }
+  }
+  for (;;) {
+    int r = jsmn_parse(&p, js, len, *tok, *cap);
+    if (r >= 0) return (int)p.toknext;
+    if (r != JSMN_ERROR_NOMEM) {
+      *errpos = p.pos;
+      return r;
+    }
+    if (*cap > UINT_MAX / 2) return WD_JTOK_NOMEM;
+    jsmntok_t *t = realloc(*tok, (size_t)*cap * 2 * sizeof(**tok));
+    if (!t) return WD_JTOK_NOMEM;
+    *tok = t;
+    *cap *= 2;
+  }
+}
+
+/* ---- the decoding context ----------------------------------------------------------------- */
+
+typedef struct wd_dbz {
+  const wd_source_t *src;
+  const wd_schema_t *schema;
+  const wd_kafka_meta_t *meta;
+  wd_dbz_scratch_t *sc;
+  wd_jdoc_t doc;       /* the value */
+  wd_jdoc_t key;       /* the Kafka key */
+  int key_state;       /* 0 not parsed yet, 1 parsed, -1 null key */
+  char op;
+  int img_schema[2];   /* schema struct of the before [0] / after [1] image; -2 = not looked up */
+} wd_dbz_t;
+
+/* A value being converted: where it came from, for schema hints and messages. */
+typedef struct wd_fld {
+  const wd_jdoc_t *doc;
+  const wd_source_col_t *c;
+  int image;            /* 0 before, 1 after, -1 not an image field */
+  bool hints_done;
+  const char *name;     /* schema "name" (Debezium semantic type), not NUL-terminated */
+  size_t namelen;
+  const char *stype;    /* schema "type" */
+  size_t stypelen;
+  int scale;            /* parameters.scale, -1 when absent */
+} wd_fld_t;
+
+static const char *const wd_image_names[2] = {"before", "after"};
+
+/* The schema struct describing schema field `name` among root's fields (Kafka Connect JSON
+ * schema: {"type":"struct","fields":[{...,"field":"x"}...]}), or -1. */
+static int wd_schema_field(const wd_jdoc_t *d, int st, const char *name, size_t n) {
+  int fields = wd_jgets(d, st, "fields");
+  if (fields < 0 || d->t[fields].type != JSMN_ARRAY) return -1;
+  int j = fields + 1;
+  for (int k = 0; k < d->t[fields].size && j < d->n; k++) {
+    int f = wd_jgets(d, j, "field");
+    if (f >= 0 && wd_jstr_eq(d, f, name, n)) return j;
+    j = wd_jnext(d, j);
+  }
+  return -1;
+}
+
+static void wd_fld_hints(wd_dbz_t *x, wd_fld_t *f) {
+  if (f->hints_done) return;
+  f->hints_done = true;
+  f->scale = -1;
+  const wd_jdoc_t *d = f->doc;
+  int st = d->schema;
+  if (st < 0) return;
+  if (f->image >= 0) {
+    if (x->img_schema[f->image] == -2) {
+      int s = wd_schema_field(d, st, wd_image_names[f->image], strlen(wd_image_names[f->image]));
+      if (s < 0) s = wd_schema_field(d, st, wd_image_names[1 - f->image], strlen(wd_image_names[1 - f->image]));
+      x->img_schema[f->image] = s;
+    }
+    st = x->img_schema[f->image];
+  }
+  for (size_t k = 0; k < f->c->nseg && st >= 0; k++) st = wd_schema_field(d, st, f->c->seg[k], f->c->seglen[k]);
+  if (st < 0) return;
+  int t = wd_jgets(d, st, "name");
+  if (t >= 0 && d->t[t].type == JSMN_STRING) {
+    f->name = d->js + d->t[t].start;
+    f->namelen = (size_t)(d->t[t].end - d->t[t].start);
+  }
+  t = wd_jgets(d, st, "type");
+  if (t >= 0 && d->t[t].type == JSMN_STRING) {
+    f->stype = d->js + d->t[t].start;
+    f->stypelen = (size_t)(d->t[t].end - d->t[t].start);
+  }
+  t = wd_jgets(d, wd_jgets(d, st, "parameters"), "scale");
+  if (t >= 0) {
+    int64_t s;
+    if (wd_conv_parse_int(d->js + d->t[t].start, (size_t)(d->t[t].end - d->t[t].start), &s) == 0 && s >= 0 &&
+        s <= 38)
+      f->scale = (int)s;
+  }
+}
+
+static bool wd_fld_name_is(const wd_fld_t *f, const char *s) {
+  size_t n = strlen(s);
+  return f->namelen == n && memcmp(f->name, s, n) == 0;
+}
+
+static bool wd_fld_type_is(const wd_fld_t *f, const char *s) {
+  size_t n = strlen(s);
+  return f->stypelen == n && memcmp(f->stype, s, n) == 0;
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* Appends a token's JSON text (strings with their quotes), shortened to ~64 bytes. */
+static void wd_tok_text(const wd_jdoc_t *d, int i, char *out, size_t cap) {
+  if (i < 0) {
+    snprintf(out, cap, "(absent)");
+    return;
+  }
+  const jsmntok_t *t = &d->t[i];
+  int s = t->start, e = t->end;
+  if (t->type == JSMN_STRING) {
+    s--;
+    e++;
+  }
+  int n = e - s;
+  if (n > 64)
+    snprintf(out, cap, "%.64s...", d->js + s);
+  else
+    snprintf(out, cap, "%.*s", n, d->js + s);
+}
+
+/* "after.weight", "$.source.ts_ms", "$key.id": how a message names a source field. */
+static void wd_fld_label(const wd_fld_t *f, char *out, size_t cap) {
+  if (f->image >= 0)
+    snprintf(out, cap, "%s.%s", wd_image_names[f->image], f->c->spec);
+  else
+    snprintf(out, cap, "%s", f->c->spec);
+}
+
+static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* E_TYPE naming source, source field, wide column, column type and the JSON found. */
+static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, const char *fmt, ...) {
+  char reason[256], label[192], found[80];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof(reason), fmt, ap);
+  va_end(ap);
+  wd_fld_label(f, label, sizeof(label));
+  if (f->doc)
+    wd_tok_text(f->doc, tok, found, sizeof(found));
+  else
+    snprintf(found, sizeof(found), "the value");
+  const wd_field_t *col = &x->schema->cols[f->c->col];
+  char *ts = wd_type_to_string(col->type);
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field %s -> column '%s' %s: cannot convert %s%s: %s",
+                                 x->src->name, label, col->name, ts ? ts : "?", f->doc ? "JSON " : "", found, reason);
+  free(ts);
+  return err;
+}
+
+static const char *wd_err_text(const wd_error_t *e) {
+  const char *m = e->message;
+  size_t n = strlen(e->id);
+  if (n && strncmp(m, e->id, n) == 0 && m[n] == ':' && m[n + 1] == ' ') m += n + 2;
+  return m;
+}
+
+/* ---- token access --------------------------------------------------------------------------- */
+
+/* The unescaped text of string token i: into *p and *n (pointing into the message, or into the
+ * scratch buffer, valid until the next call). E_DECODE on a bad escape. */
+static wd_error_t *wd_jstr(wd_dbz_t *x, const wd_fld_t *f, int i, const char **p, size_t *n) {
+  const wd_jdoc_t *d = f->doc;
+  const char *rp = d->js + d->t[i].start;
+  size_t rn = (size_t)(d->t[i].end - d->t[i].start);
+  if (!memchr(rp, '\\', rn)) {
+    *p = rp;
+    *n = rn;
+    return NULL;
+  }
+  wd_buf_reset(&x->sc->buf);
+  if (wd_buf_reserve(&x->sc->buf, rn + 1)) return wd_error_nomem();
+  long m = wd_json_unescape(rp, rn, (char *)x->sc->buf.data);
+  if (m < 0) {
+    char label[192];
+    wd_fld_label(f, label, sizeof(label));
+    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': field %s: invalid escape or lone surrogate in a string",
+                        x->src->name, label);
+  }
+  x->sc->buf.len = (size_t)m;
+  x->sc->buf.data[m] = 0;
+  *p = (const char *)x->sc->buf.data;
+  *n = (size_t)m;
+  return NULL;
+}
+
+/* Sets v to a copy of p[0..n) (text or bytes). */
+static wd_error_t *wd_set_bytes(wd_value_t *v, const char *p, size_t n) {
+  char *s = malloc(n + 1);
+  if (!s) return wd_error_nomem();
+  if (n) memcpy(s, p, n);
+  s[n] = 0;
+  v->is_null = false;
+  v->s.p = s;
+  v->s.n = n;
+  return NULL;
+}
+
+/* A NUL-terminated copy of p[0..n) for strtod: into stack when it fits, else the scratch
+ * buffer. */
+static const char *wd_cstr(wd_dbz_t *x, const char *p, size_t n, char *stack, size_t cap) {
+  if (n < cap) {
+    memcpy(stack, p, n);
+    stack[n] = 0;
+    return stack;
+  }
+  wd_buf_reset(&x->sc->buf);
+  if (wd_buf_append(&x->sc->buf, p, n)) return NULL;
+  return (const char *)x->sc->buf.data;
+}
+
+/* ---- numbers -------------------------------------------------------------------------------- */
+
+/* An exact decimal read from Debezium bytes (base64 of a big-endian unscaled value), or from a
+ * VariableScaleDecimal struct. */
+static wd_error_t *wd_read_b64_decimal(wd_dbz_t *x, const wd_fld_t *f, int tok, const char *p, size_t n,
+                                       wd_i128 *unscaled) {
+  uint8_t stack[64];
+  uint8_t *bytes = n / 4 * 3 + 3 <= sizeof(stack) ? stack : malloc(n / 4 * 3 + 3);
+  wd_error_t *err = NULL;
+  size_t bn = 0;
+  if (!bytes) return wd_error_nomem();
+  if (wd_conv_base64_decode(p, n, bytes, &bn)) {
+    err = wd_type_error(x, f, tok, "not base64 (Debezium decimal bytes)");
+    goto cleanup;
+  }
+  if (wd_conv_be_to_i128(bytes, bn, unscaled)) {
+    err = wd_type_error(x, f, tok, "the unscaled value (%zu bytes) exceeds 128 bits", bn);
+    goto cleanup;
+  }
+cleanup:
+  if (bytes != stack) free(bytes);
+  return err;
+}
+
+/* Reads a Debezium decimal in bytes form: token tok is a base64 string (scale from the schema,
+ * else dflt_scale) or a VariableScaleDecimal object. *is_dec = false when tok is neither (the
+ * caller then reads it as text). */
+static wd_error_t *wd_read_bytes_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, int dflt_scale, bool text_first,
+                                         bool *is_dec, wd_i128 *unscaled, int *scale) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  *is_dec = false;
+  if (d->t[tok].type == JSMN_OBJECT) {
+    int st = wd_jgets(d, tok, "scale"), sv = wd_jgets(d, tok, "value");
+    if (st < 0 || sv < 0 || d->t[sv].type != JSMN_STRING) return NULL;
+    int64_t s;
+    if (wd_conv_parse_int(d->js + d->t[st].start, (size_t)(d->t[st].end - d->t[st].start), &s) || s < 0 || s > 38)
+      return wd_type_error(x, f, tok, "VariableScaleDecimal scale is not an integer in 0..38");
+    const char *p;
+    size_t n;
+    if ((err = wd_jstr(x, f, sv, &p, &n))) return err;
+    if ((err = wd_read_b64_decimal(x, f, tok, p, n, unscaled))) return err;
+    *scale = (int)s;
+    *is_dec = true;
+    return NULL;
+  }
+  if (d->t[tok].type != JSMN_STRING) return NULL;
+  wd_fld_hints(x, f);
+  bool bytes_form;
+  if (f->stype)
+    bytes_form = wd_fld_type_is(f, "bytes");
+  else
+    bytes_form = !text_first;
+  if (!bytes_form) return NULL;
+  const char *p;
+  size_t n;
+  if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+  if (!f->stype && wd_conv_is_json_number(p, n)) return NULL; /* schemaless: valid text first */
+  if ((err = wd_read_b64_decimal(x, f, tok, p, n, unscaled))) return err;
+  *scale = f->scale >= 0 ? f->scale : dflt_scale;
+  *is_dec = true;
+  return NULL;
+}
+
+static wd_error_t *wd_to_integer(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *out) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  wd_error_t *err = NULL;
+  int64_t v = 0;
+  if (k->type == JSMN_PRIMITIVE) {
+    char c = d->js[k->start];
+    if (c == 't' || c == 'f') return wd_type_error(x, f, tok, "a boolean is not a number");
+    int r = wd_conv_parse_int(d->js + k->start, (size_t)(k->end - k->start), &v);
+    if (r == -1) return wd_type_error(x, f, tok, "not a JSON number");
+    if (r == -2) return wd_type_error(x, f, tok, "not an integer");
+    if (r == -3) return wd_type_error(x, f, tok, "out of range");
+  } else if (k->type == JSMN_STRING || k->type == JSMN_OBJECT) {
+    bool is_dec;
+    wd_i128 u;
+    int scale;
+    if ((err = wd_read_bytes_decimal(x, f, tok, 0, true, &is_dec, &u, &scale))) return err;
+    if (is_dec) {
+      wd_i128 p10 = 1;
+      for (int i = 0; i < scale; i++) p10 *= 10;
+      if (u % p10 != 0) return wd_type_error(x, f, tok, "not an integer (decimal with scale %d)", scale);
+      u /= p10;
+      if (u < INT64_MIN || u > INT64_MAX) return wd_type_error(x, f, tok, "out of range");
+      v = (int64_t)u;
+    } else {
+      if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a number");
+      const char *p;
+      size_t n;
+      if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+      int r = wd_conv_parse_int(p, n, &v);
+      if (r == -1) return wd_type_error(x, f, tok, "the string is not a number");
+      if (r == -2) return wd_type_error(x, f, tok, "not an integer");
+      if (r == -3) return wd_type_error(x, f, tok, "out of range");
+    }
+  } else {
+    return wd_type_error(x, f, tok, "an array is not a number");
+  }
+  if (v < wd_type_int_min(t) || v > wd_type_int_max(t))
+    return wd_type_error(x, f, tok, "out of range %lld..%lld", (long long)wd_type_int_min(t),
+                         (long long)wd_type_int_max(t));
+  *out = v;
+  return NULL;
+}
+
+static wd_error_t *wd_to_float(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, double *out) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  wd_error_t *err = NULL;
+  const char *p = d->js + k->start;
+  size_t n = (size_t)(k->end - k->start);
+  char dtext[64];
+  if (k->type == JSMN_PRIMITIVE) {
+    if (!wd_conv_is_json_number(p, n)) return wd_type_error(x, f, tok, "not a JSON number");
+  } else if (k->type == JSMN_STRING || k->type == JSMN_OBJECT) {
+    bool is_dec;
+    wd_i128 u;
+    int scale;
+    if ((err = wd_read_bytes_decimal(x, f, tok, 0, true, &is_dec, &u, &scale))) return err;
+    if (is_dec) {
+      n = wd_conv_decimal_text(u, scale, dtext);
+      p = dtext;
+    } else {
+      if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a number");
+      if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+      if (n == 3 && memcmp(p, "NaN", 3) == 0) {
+        *out = NAN;
+        return NULL;
+      }
+      if (n == 8 && memcmp(p, "Infinity", 8) == 0) {
+        *out = INFINITY;
+        return NULL;
+      }
+      if (n == 9 && memcmp(p, "-Infinity", 9) == 0) {
+        *out = -INFINITY;
+        return NULL;
+      }
+      if (!wd_conv_is_json_number(p, n)) return wd_type_error(x, f, tok, "the string is not a number");
+    }
+  } else {
+    return wd_type_error(x, f, tok, "an array is not a number");
+  }
+  char stack[128];
+  const char *z = wd_cstr(x, p, n, stack, sizeof(stack));
+  if (!z) return wd_error_nomem();
+  if (t->id == WD_FLOAT) {
+    float fv = strtof(z, NULL);
+    if (isinf(fv)) return wd_type_error(x, f, tok, "out of the FLOAT range");
+    *out = fv;
+  } else {
+    double dv = strtod(z, NULL);
+    if (isinf(dv)) return wd_type_error(x, f, tok, "out of the DOUBLE range");
+    *out = dv;
+  }
+  return NULL;
+}
+
+static wd_error_t *wd_check_precision(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_i128 u) {
+  wd_i128 lim = 1;
+  for (int i = 0; i < t->precision; i++) lim *= 10;
+  if (u >= lim || u <= -lim) return wd_type_error(x, f, tok, "does not fit precision %d", t->precision);
+  return NULL;
+}
+
+static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_i128 *out) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  wd_error_t *err = NULL;
+  const char *p = d->js + k->start;
+  size_t n = (size_t)(k->end - k->start);
+  if (k->type == JSMN_PRIMITIVE) {
+    if (!wd_conv_is_json_number(p, n)) return wd_type_error(x, f, tok, "not a JSON number");
+  } else if (k->type == JSMN_STRING || k->type == JSMN_OBJECT) {
+    bool is_dec;
+    wd_i128 u;
+    int scale;
+    if ((err = wd_read_bytes_decimal(x, f, tok, t->scale, false, &is_dec, &u, &scale))) return err;
+    if (is_dec) {
+      if (wd_conv_rescale(u, scale, t->scale, &u)) return wd_type_error(x, f, tok, "does not fit precision %d", t->precision);
+      if ((err = wd_check_precision(x, f, tok, t, u))) return err;
+      *out = u;
+      return NULL;
+    }
+    if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a decimal");
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+  } else {
+    return wd_type_error(x, f, tok, "an array is not a decimal");
+  }
+  wd_error_t *perr = wd_decimal_parse(p, n, t->precision, t->scale, out);
+  if (perr) {
+    err = wd_type_error(x, f, tok, "%s", wd_err_text(perr));
+    wd_error_destroy(perr);
+  }
+  return err;
+}
+
+/* ---- temporal ------------------------------------------------------------------------------- */
+
+static int64_t wd_p10_64(int n) {
+  int64_t r = 1;
+  while (n-- > 0) r *= 10;
+  return r;
+}
+
+/* The unit of an integer TIME/TIMESTAMP value: schema name first, then a path suffix, then
+ * the source option, then the precision rule. */
+static wd_time_unit_t wd_int_unit(wd_dbz_t *x, wd_fld_t *f, const wd_type_t *t, wd_time_unit_t opt, bool *days) {
+  *days = false;
+  wd_fld_hints(x, f);
+  if (f->name) {
+    if (wd_fld_name_is(f, "io.debezium.time.Time") || wd_fld_name_is(f, "io.debezium.time.Timestamp"))
+      return WD_UNIT_MILLIS;
+    if (wd_fld_name_is(f, "io.debezium.time.MicroTime") || wd_fld_name_is(f, "io.debezium.time.MicroTimestamp"))
+      return WD_UNIT_MICROS;
+    if (wd_fld_name_is(f, "io.debezium.time.NanoTime") || wd_fld_name_is(f, "io.debezium.time.NanoTimestamp"))
+      return WD_UNIT_NANOS;
+    if (wd_fld_name_is(f, "io.debezium.time.Date")) {
+      *days = true;
+      return WD_UNIT_AUTO;
+    }
+  }
+  if (f->c->path_unit != WD_UNIT_AUTO) return f->c->path_unit;
+  if (opt != WD_UNIT_AUTO) return opt;
+  return t->precision <= 3 ? WD_UNIT_MILLIS : WD_UNIT_MICROS;
+}
+
+static wd_error_t *wd_json_int(wd_dbz_t *x, wd_fld_t *f, int tok, int64_t *v) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  int r = wd_conv_parse_int(d->js + k->start, (size_t)(k->end - k->start), v);
+  if (r == -1) return wd_type_error(x, f, tok, "not a JSON number");
+  if (r == -2) return wd_type_error(x, f, tok, "not an integer");
+  if (r == -3) return wd_type_error(x, f, tok, "out of range");
+  return NULL;
+}
+
+static wd_error_t *wd_to_date(wd_dbz_t *x, wd_fld_t *f, int tok, int64_t *out) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  if (d->t[tok].type == JSMN_PRIMITIVE) {
+    if ((err = wd_json_int(x, f, tok, out))) return err;
+    if (*out < INT32_MIN || *out > INT32_MAX) return wd_type_error(x, f, tok, "days out of range");
+    return NULL;
+  }
+  if (d->t[tok].type != JSMN_STRING) return wd_type_error(x, f, tok, "expected days or \"YYYY-MM-DD\"");
+  const char *p;
+  size_t n;
+  if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+  if (wd_conv_parse_date(p, n, out)) return wd_type_error(x, f, tok, "not a date \"YYYY-MM-DD\"");
+  return NULL;
+}
+
+static wd_error_t *wd_to_time(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *out) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  int64_t ns;
+  if (d->t[tok].type == JSMN_PRIMITIVE) {
+    int64_t v;
+    bool days;
+    if ((err = wd_json_int(x, f, tok, &v))) return err;
+    wd_time_unit_t u = wd_int_unit(x, f, t, x->src->time_unit, &days);
+    int64_t mul = u == WD_UNIT_MILLIS ? 1000000 : u == WD_UNIT_MICROS ? 1000 : 1;
+    if (days || v < 0 || v > 86400LL * 1000000000LL / mul)
+      return wd_type_error(x, f, tok, "not a time of day in %s", days ? "days" : u == WD_UNIT_MILLIS ? "ms" : u == WD_UNIT_MICROS ? "µs" : "ns");
+    ns = v * mul;
+    if (ns >= 86400LL * 1000000000LL) return wd_type_error(x, f, tok, "24:00 or later is not a time of day");
+  } else if (d->t[tok].type == JSMN_STRING) {
+    const char *p;
+    size_t n;
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    if (wd_conv_parse_time(p, n, &ns)) return wd_type_error(x, f, tok, "not a time \"hh:mm:ss[.fffffffff]\"");
+  } else {
+    return wd_type_error(x, f, tok, "expected an integer or \"hh:mm:ss\"");
+  }
+  int p = t->precision < 0 ? 0 : t->precision > 9 ? 9 : t->precision;
+  *out = ns - ns % wd_p10_64(9 - p);
+  return NULL;
+}
+
+/* Truncates (us, ns) to p fraction digits, towards the past. */
+static void wd_ts_truncate(int p, int64_t *us, int32_t *ns) {
+  if (p < 0) p = 0;
+  if (p >= 9) return;
+  if (p > 6) {
+    *ns -= (int32_t)(*ns % wd_p10_64(9 - p));
+    return;
+  }
+  *ns = 0;
+  *us -= wd_conv_floormod(*us, wd_p10_64(6 - p));
+}
+
+static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *us,
+                                   int32_t *ns) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  *ns = 0;
+  if (d->t[tok].type == JSMN_PRIMITIVE) {
+    int64_t v;
+    bool days;
+    if ((err = wd_json_int(x, f, tok, &v))) return err;
+    wd_time_unit_t u = wd_int_unit(x, f, t, x->src->timestamp_unit, &days);
+    if (days) {
+      if (v > INT64_MAX / 86400000000LL || v < INT64_MIN / 86400000000LL)
+        return wd_type_error(x, f, tok, "days out of range");
+      *us = v * 86400000000LL;
+    } else if (u == WD_UNIT_MILLIS) {
+      if (v > INT64_MAX / 1000 || v < INT64_MIN / 1000) return wd_type_error(x, f, tok, "ms out of range");
+      *us = v * 1000;
+    } else if (u == WD_UNIT_MICROS) {
+      *us = v;
+    } else {
+      *us = wd_conv_floordiv(v, 1000);
+      *ns = (int32_t)wd_conv_floormod(v, 1000);
+    }
+  } else if (d->t[tok].type == JSMN_STRING) {
+    const char *p;
+    size_t n;
+    bool zoned;
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    if (wd_conv_parse_timestamp(p, n, us, ns, &zoned))
+      return wd_type_error(x, f, tok, "not an ISO-8601 timestamp \"YYYY-MM-DDThh:mm:ss[.f][Z|+hh:mm]\"");
+  } else {
+    return wd_type_error(x, f, tok, "expected an integer or an ISO-8601 string");
+  }
+  wd_ts_truncate(t->precision, us, ns);
+  return NULL;
+}
+
+/* ---- one value ---------------------------------------------------------------------------- */
+
+/* Converts token tok of f->doc (may be -1: absent) into v (NULL beforehand) of type t. */
+static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_value_t *v) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  if (wd_jis_null(d, tok)) return NULL;
+  const jsmntok_t *k = &d->t[tok];
+  if (k->type == JSMN_PRIMITIVE) {
+    /* validate literals of fields we read (jsmn does not) */
+    const char *p = d->js + k->start;
+    size_t n = (size_t)(k->end - k->start);
+    if ((p[0] == 't' && !(n == 4 && memcmp(p, "true", 4) == 0)) ||
+        (p[0] == 'f' && !(n == 5 && memcmp(p, "false", 5) == 0)) ||
+        (p[0] != 't' && p[0] != 'f' && !wd_conv_is_json_number(p, n))) {
+      char label[192];
+      wd_fld_label(f, label, sizeof(label));
+      return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': field %s: invalid JSON literal '%.*s'", x->src->name,
+                          label, (int)(n > 40 ? 40 : n), p);
+    }
+  }
+  switch (t->id) {
+  case WD_BOOLEAN:
+    if (k->type == JSMN_PRIMITIVE) {
+      const char *p = d->js + k->start;
+      if (p[0] == 't' || p[0] == 'f') {
+        v->b = p[0] == 't';
+        v->is_null = false;
+        return NULL;
+      }
+      int64_t i;
+      if (wd_conv_parse_int(p, (size_t)(k->end - k->start), &i) == 0 && (i == 0 || i == 1)) {
+        v->b = i == 1;
+        v->is_null = false;
+        return NULL;
+      }
+    }
+    return wd_type_error(x, f, tok, "expected true, false, 0 or 1");
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if ((err = wd_to_integer(x, f, tok, t, &v->i))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    if ((err = wd_to_float(x, f, tok, t, &v->f))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_DECIMAL:
+    if ((err = wd_to_decimal(x, f, tok, t, &v->dec))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_DATE:
+    if ((err = wd_to_date(x, f, tok, &v->i))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_TIME:
+    if ((err = wd_to_time(x, f, tok, t, &v->i))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if ((err = wd_to_timestamp(x, f, tok, t, &v->ts.us, &v->ts.ns))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: {
+    if (k->type == JSMN_STRING) {
+      const char *rp = d->js + k->start;
+      size_t rn = (size_t)(k->end - k->start);
+      if (!memchr(rp, '\\', rn)) return wd_set_bytes(v, rp, rn);
+      char *s = malloc(rn + 1);
+      if (!s) return wd_error_nomem();
+      long m = wd_json_unescape(rp, rn, s);
+      if (m < 0) {
+        free(s);
+        char label[192];
+        wd_fld_label(f, label, sizeof(label));
+        return wd_error_new(WD_ERR_DECODE, "E_DECODE",
+                            "source '%s': field %s: invalid escape or lone surrogate in a string", x->src->name, label);
+      }
+      s[m] = 0;
+      v->is_null = false;
+      v->s.p = s;
+      v->s.n = (size_t)m;
+      return NULL;
+    }
+    /* numbers, booleans, objects and arrays: their JSON text as it is in the message */
+    return wd_set_bytes(v, d->js + k->start, (size_t)(k->end - k->start));
+  }
+  case WD_BYTES: {
+    if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "expected a base64 string");
+    const char *p;
+    size_t n;
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    wd_fld_hints(x, f);
+    if (f->stype && wd_fld_type_is(f, "string")) return wd_set_bytes(v, p, n);
+    char *b = malloc(n / 4 * 3 + 4);
+    size_t bn;
+    if (!b) return wd_error_nomem();
+    if (wd_conv_base64_decode(p, n, (uint8_t *)b, &bn)) {
+      free(b);
+      return wd_type_error(x, f, tok, "not base64");
+    }
+    b[bn] = 0;
+    v->is_null = false;
+    v->s.p = b;
+    v->s.n = bn;
+    return NULL;
+  }
+  case WD_ARRAY:
+  case WD_MAP:
+  case WD_ROW: {
+    const char *p = d->js + k->start;
+    size_t n = (size_t)(k->end - k->start);
+    if (k->type == JSMN_STRING) {
+      if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    } else if (k->type == JSMN_PRIMITIVE) {
+      return wd_type_error(x, f, tok, "expected a JSON %s", t->id == WD_ARRAY ? "array" : "object");
+    }
+    json_error_t jerr;
+    json_t *j = json_loadb(p, n, JSON_DECODE_ANY, &jerr);
+    if (!j) return wd_type_error(x, f, tok, "not JSON: %s", jerr.text);
+    wd_error_t *verr = wd_value_from_json(t, j, v);
+    json_decref(j);
+    if (verr) {
+      err = wd_type_error(x, f, tok, "%s", wd_err_text(verr));
+      wd_error_destroy(verr);
+    }
+    return err;
+  }
+  }
+  return wd_type_error(x, f, tok, "unsupported column type");
+}
+
+/* A $kafka.* value into v. */
+static wd_error_t *wd_convert_kafka(wd_dbz_t *x, const wd_source_col_t *c, const wd_type_t *t, wd_value_t *v) {
+  const wd_kafka_meta_t *m = x->meta;
+  if (!m) return NULL;
+  wd_fld_t f = {.doc = NULL, .c = c, .image = -1};
+  int64_t iv;
+  switch (c->kafka) {
+  case WD_KAFKA_TOPIC:
+    return m->topic ? wd_set_bytes(v, m->topic, strlen(m->topic)) : NULL;
+  case WD_KAFKA_KEY:
+    return m->key ? wd_set_bytes(v, m->key, m->key_len) : NULL;
+  case WD_KAFKA_PARTITION: iv = m->partition; break;
+  case WD_KAFKA_OFFSET: iv = m->offset; break;
+  case WD_KAFKA_TIMESTAMP: iv = m->timestamp; break;
+  default: return NULL;
+  }
+  if (iv < 0) return NULL;
+  switch (t->id) {
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if (iv > wd_type_int_max(t)) return wd_type_error(x, &f, -1, "%lld is out of range", (long long)iv);
+    v->i = iv;
+    break;
+  case WD_DECIMAL: {
+    wd_i128 u;
+    if (wd_conv_rescale(iv, 0, t->scale, &u)) return wd_type_error(x, &f, -1, "%lld does not fit", (long long)iv);
+    wd_i128 lim = 1;
+    for (int i = 0; i < t->precision; i++) lim *= 10;
+    if (u >= lim) return wd_type_error(x, &f, -1, "%lld does not fit precision %d", (long long)iv, t->precision);
+    v->dec = u;
+    break;
+  }
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (iv > INT64_MAX / 1000) return wd_type_error(x, &f, -1, "%lld ms is out of range", (long long)iv);
+    v->ts.us = iv * 1000;
+    v->ts.ns = 0;
+    wd_ts_truncate(t->precision, &v->ts.us, &v->ts.ns);
+    break;
+  default: {
+    char tmp[24];
+    int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)iv);
+    return wd_set_bytes(v, tmp, (size_t)n);
+  }
+  }
+  v->is_null = false;
+  return NULL;
+}
+
+/* ---- documents -------------------------------------------------------------------------------- */
+
+/* Finds payload and schema of a tokenised top object: the {"schema","payload"} envelope when
+ * the top object has no "op" but a "payload". *payload_null when the payload is JSON null. */
+static void wd_envelope(wd_jdoc_t *d, bool *payload_null) {
+  *payload_null = false;
+  d->root = 0;
+  d->schema = -1;
+  if (wd_jgets(d, 0, "op") >= 0) return;
+  int p = wd_jgets(d, 0, "payload");
+  if (p < 0) return;
+  if (wd_jis_null(d, p)) *payload_null = true;
+  d->root = p;
+  int s = wd_jgets(d, 0, "schema");
+  if (s >= 0 && d->t[s].type == JSMN_OBJECT) d->schema = s;
+}
+
+static bool wd_is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Tokenises js into a document whose top token is an object spanning all of js (whitespace
+ * aside). Returns 0, -1 (not JSON / not an object; *why says which), -2 no memory. */
+static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
+                        size_t whycap) {
+  if (len >= INT_MAX) {
+    snprintf(why, whycap, "the value is too large (%zu bytes)", len);
+    return -1;
+  }
+  size_t b = 0, e = len;
+  while (b < e && wd_is_space(js[b])) b++;
+  while (e > b && wd_is_space(js[e - 1])) e--;
+  if (b == e) {
+    snprintf(why, whycap, "the value is empty or whitespace only");
+    return -1;
+  }
+  if (js[b] != '{') {
+    snprintf(why, whycap, "not a JSON object (starts with '%.*s')", (int)(e - b > 20 ? 20 : e - b), js + b);
+    return -1;
+  }
+  unsigned pos = 0;
+  int n = wd_jtokenize(js, len, tok, cap, &pos);
+  if (n == WD_JTOK_NOMEM) return -2;
+  if (n == JSMN_ERROR_INVAL) {
+    snprintf(why, whycap, "invalid JSON at byte %u", pos);
+    return -1;
+  }
+  if (n < 0) {
+    snprintf(why, whycap, "truncated JSON (an object, array or string is not closed)");
+    return -1;
+  }
+  if (n < 1 || (*tok)[0].type != JSMN_OBJECT || (size_t)(*tok)[0].end != e) {
+    snprintf(why, whycap, "not a single JSON object (text after the object at byte %d)", n >= 1 ? (*tok)[0].end : 0);
+    return -1;
+  }
+  d->js = js;
+  d->t = *tok;
+  d->n = n;
+  return 0;
+}
+
+/* Parses the Kafka key once per message (for $key.* mappings). */
+static wd_error_t *wd_load_key(wd_dbz_t *x) {
+  if (x->key_state) return NULL;
+  x->key_state = -1;
+  const wd_kafka_meta_t *m = x->meta;
+  if (!m || !m->key || m->key_len == 0) return NULL;
+  char why[160];
+  int r = wd_jdoc_load(&x->key, m->key, m->key_len, &x->sc->ktok, &x->sc->ktokcap, why, sizeof(why));
+  if (r == -2) return wd_error_nomem();
+  if (r == -1) return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key: %s", x->src->name, why);
+  bool null_payload;
+  wd_envelope(&x->key, &null_payload);
+  if (null_payload) return NULL;
+  x->key_state = 1;
+  return NULL;
+}
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+/* Fills x->sc->slot for image object img: one pass over its keys through the source's hash. */
+static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
+  const wd_source_t *src = x->src;
+  const wd_jdoc_t *d = &x->doc;
+  for (size_t m = 0; m < src->ncols; m++) x->sc->slot[m] = -1;
+  if (img < 0 || !src->hash) return NULL;
+  int j = img + 1;
+  for (int k = 0; k < d->t[img].size && j + 1 < d->n; k++) {
+    const char *kp = d->js + d->t[j].start;
+    size_t kn = (size_t)(d->t[j].end - d->t[j].start);
+    if (memchr(kp, '\\', kn)) {
+      wd_buf_reset(&x->sc->buf);
+      if (wd_buf_reserve(&x->sc->buf, kn + 1)) return wd_error_nomem();
+      long r = wd_json_unescape(kp, kn, (char *)x->sc->buf.data);
+      if (r < 0)
+        return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': a key of the %s image has an invalid escape",
+                            x->src->name, wd_image_names[image]);
+      kp = (const char *)x->sc->buf.data;
+      kn = (size_t)r;
+    }
+    size_t pos = wd_conv_hash(kp, kn) & (src->hcap - 1);
+    while (src->hash[pos] >= 0) {
+      const wd_source_col_t *c = &src->cols[src->hash[pos]];
+      if (c->seglen[0] == kn && memcmp(c->seg[0], kp, kn) == 0) {
+        for (int mm = src->hash[pos]; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
+        break;
+      }
+      pos = (pos + 1) & (src->hcap - 1);
+    }
+    j = wd_jnext(d, j + 1);
+  }
+  return NULL;
+}
+
+/* Builds one record of kind from image img (0 before / 1 after; tok -1 when the image is
+ * null) and checks its key. */
+static wd_error_t *wd_build(wd_dbz_t *x, wd_changes_t *out, int image, int img, wd_row_kind_t kind, wd_row_t **rowp) {
+  const wd_source_t *src = x->src;
+  const wd_schema_t *schema = x->schema;
+  wd_error_t *err = NULL;
+  wd_row_t *row = wd_changes_add(out, schema, kind);
+  if (!row) return wd_error_nomem();
+  if ((err = wd_fill_slots(x, image, img))) return err;
+  for (size_t m = 0; m < src->ncols; m++) {
+    const wd_source_col_t *c = &src->cols[m];
+    const wd_type_t *t = schema->cols[c->col].type;
+    wd_value_t *v = &row->v[c->col];
+    wd_fld_t f = {.doc = &x->doc, .c = c, .image = -1};
+    int tok = -1;
+    switch (c->kind) {
+    case WD_MAP_IMAGE:
+      f.image = image;
+      tok = x->sc->slot[m];
+      if (c->nseg > 1) tok = wd_jpath(&x->doc, tok, c, 1);
+      x->sc->slot[m] = tok;
+      break;
+    case WD_MAP_ENVELOPE:
+      tok = wd_jpath(&x->doc, x->doc.root, c, 0);
+      break;
+    case WD_MAP_KEY:
+      if ((err = wd_load_key(x))) return err;
+      f.doc = &x->key;
+      if (x->key_state == 1) tok = wd_jpath(&x->key, x->key.root, c, 0);
+      break;
+    case WD_MAP_KAFKA:
+      if ((err = wd_convert_kafka(x, c, t, v))) return err;
+      continue;
+    }
+    if (tok < 0) continue;
+    if ((err = wd_convert(x, &f, tok, t, v))) return err;
+  }
+  for (size_t k = 0; k < schema->npk; k++) {
+    int col = schema->pk[k];
+    if (!row->v[col].is_null) continue;
+    const wd_source_col_t *c = NULL;
+    size_t m;
+    for (m = 0; m < src->ncols && !c; m++)
+      if (src->cols[m].col == col) c = &src->cols[m];
+    const char *cname = schema->cols[col].name;
+    if (!c)
+      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': primary-key column '%s' is not mapped by the source",
+                          src->name, cname);
+    m--;
+    if (c->kind == WD_MAP_IMAGE && img < 0)
+      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
+                          "source '%s': op '%c' has no %s image (\"%s\": null), so primary-key column '%s' (from "
+                          "'%s') is missing",
+                          src->name, x->op, wd_image_names[image], wd_image_names[image], cname, c->spec);
+    if (c->kind == WD_MAP_IMAGE)
+      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': op '%c': primary-key column '%s' is %s in the %s image (field '%s')",
+                          src->name, x->op, cname, x->sc->slot[m] < 0 ? "missing" : "null", wd_image_names[image], c->spec);
+    return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': op '%c': primary-key column '%s' is missing or null (from '%s')",
+                        src->name, x->op, cname, c->spec);
+  }
+  *rowp = row;
+  return NULL;
+}
+
+static bool wd_same_key(const wd_schema_t *schema, const wd_row_t *a, const wd_row_t *b) {
+  for (size_t k = 0; k < schema->npk; k++) {
+    int col = schema->pk[k];
+    if (!wd_value_eq(schema->cols[col].type, &a->v[col], &b->v[col])) return false;
+  }
+  return true;
+}
+
+static wd_error_t *wd_decode_error(const wd_source_t *src, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static wd_error_t *wd_decode_error(const wd_source_t *src, const char *fmt, ...) {
+  char text[320];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof(text), fmt, ap);
+  va_end(ap);
+  return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': %s", src->name, text);
+}
+
+/* The image token of key name in the payload: -1 for absent or null; -2 when not an object. */
+static int wd_image(const wd_jdoc_t *d, const char *name) {
+  int i = wd_jgets(d, d->root, name);
+  if (wd_jis_null(d, i)) return -1;
+  return d->t[i].type == JSMN_OBJECT ? i : -2;
+}
+
+wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *schema,
+                                    const wd_kafka_meta_t *meta, const void *value, size_t len,
+                                    wd_changes_t *out) {
+  wd_error_t *err = NULL;
+  int index = -1;
+  wd_changes_reset(out);
+  if (out->schema && out->schema != schema) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL, "wd_decode_debezium_json: the container is bound to another schema");
+    goto cleanup;
+  }
+  if (src->format != WD_FMT_DEBEZIUM_JSON || (src->ncols && src->schema_ncols != schema->ncols)) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL, "wd_decode_debezium_json: source '%s' is not a debezium-json source "
+                       "of this schema", src->name);
+    goto cleanup;
+  }
+  if (out->scratch && out->scratch_free != wd_dbz_scratch_free) {
+    out->scratch_free(out->scratch);
+    out->scratch = NULL;
+  }
+  if (!out->scratch) {
+    if (!(out->scratch = calloc(1, sizeof(wd_dbz_scratch_t)))) {
+      err = wd_error_nomem();
+      goto cleanup;
+    }
+    out->scratch_free = wd_dbz_scratch_free;
+  }
+  wd_dbz_t x = {.src = src, .schema = schema, .meta = meta, .sc = out->scratch, .img_schema = {-2, -2}};
+  if (x.sc->slotcap < src->ncols) {
+    int *s = realloc(x.sc->slot, src->ncols * sizeof(*s));
+    if (!s) {
+      err = wd_error_nomem();
+      goto cleanup;
+    }
+    x.sc->slot = s;
+    x.sc->slotcap = src->ncols;
+  }
+  /* tombstones: no value, an empty value, or the JSON literal null */
+  const char *js = value;
+  if (!js || len == 0) {
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    goto cleanup;
+  }
+  {
+    size_t b = 0, e = len;
+    while (b < e && wd_is_space(js[b])) b++;
+    while (e > b && wd_is_space(js[e - 1])) e--;
+    if (e - b == 4 && memcmp(js + b, "null", 4) == 0) {
+      out->flags |= WD_CHANGES_TOMBSTONE;
+      goto cleanup;
+    }
+  }
+  char why[160];
+  int r = wd_jdoc_load(&x.doc, js, len, &x.sc->tok, &x.sc->tokcap, why, sizeof(why));
+  if (r == -2) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  if (r == -1) {
+    err = wd_decode_error(src, "%s", why);
+    goto cleanup;
+  }
+  bool payload_null;
+  wd_envelope(&x.doc, &payload_null);
+  if (payload_null) {
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    goto cleanup;
+  }
+  const wd_jdoc_t *d = &x.doc;
+  if (d->t[d->root].type != JSMN_OBJECT) {
+    err = wd_decode_error(src, "the envelope's payload is not an object");
+    goto cleanup;
+  }
+  int op = wd_jgets(d, d->root, "op");
+  if (op < 0) {
+    err = wd_decode_error(src, "no \"op\" field: not a Debezium change event");
+    goto cleanup;
+  }
+  if (d->t[op].type != JSMN_STRING || d->t[op].end - d->t[op].start != 1 || !strchr("crud", d->js[d->t[op].start])) {
+    char found[80];
+    wd_tok_text(d, op, found, sizeof(found));
+    if (d->t[op].type == JSMN_STRING && d->t[op].end - d->t[op].start == 1 && d->js[d->t[op].start] == 't')
+      err = wd_decode_error(src, "op \"t\" (truncate) is not supported");
+    else if (d->t[op].type == JSMN_STRING && d->t[op].end - d->t[op].start == 1 && d->js[d->t[op].start] == 'm')
+      err = wd_decode_error(src, "op \"m\" (a logical decoding message) is not supported");
+    else
+      err = wd_decode_error(src, "unknown op %s (expected \"c\", \"r\", \"u\" or \"d\")", found);
+    goto cleanup;
+  }
+  x.op = d->js[d->t[op].start];
+  out->op = x.op;
+  int ts = wd_jgets(d, d->root, "ts_ms");
+  int64_t tsv;
+  if (ts >= 0 && d->t[ts].type == JSMN_PRIMITIVE &&
+      wd_conv_parse_int(d->js + d->t[ts].start, (size_t)(d->t[ts].end - d->t[ts].start), &tsv) == 0)
+    out->ts_ms = tsv;
+  int before = wd_image(d, "before"), after = wd_image(d, "after");
+  if (before == -2 || after == -2) {
+    err = wd_decode_error(src, "op \"%c\": \"%s\" is neither an object nor null", x.op, before == -2 ? "before" : "after");
+    goto cleanup;
+  }
+  wd_row_t *rb = NULL, *ra = NULL;
+  switch (x.op) {
+  case 'c':
+  case 'r':
+    if (after < 0) {
+      err = wd_decode_error(src, "op \"%c\" without an after image (\"after\" is null or absent)", x.op);
+      goto cleanup;
+    }
+    index = 0;
+    if ((err = wd_build(&x, out, 1, after, WD_INSERT, &ra))) goto cleanup;
+    break;
+  case 'u':
+    if (after < 0) {
+      err = wd_decode_error(src, "op \"u\" without an after image (\"after\" is null or absent)");
+      goto cleanup;
+    }
+    if (before < 0) {
+      index = 0;
+      if ((err = wd_build(&x, out, 1, after, WD_UPDATE_AFTER, &ra))) goto cleanup;
+      break;
+    }
+    index = 0;
+    if ((err = wd_build(&x, out, 0, before, WD_UPDATE_BEFORE, &rb))) goto cleanup;
+    index = 1;
+    if ((err = wd_build(&x, out, 1, after, WD_UPDATE_AFTER, &ra))) goto cleanup;
+    if (!wd_same_key(schema, rb, ra)) {
+      rb->kind = WD_DELETE;
+      ra->kind = WD_INSERT;
+    }
+    break;
+  case 'd':
+    index = 0;
+    if ((err = wd_build(&x, out, 0, before, WD_DELETE, &rb))) goto cleanup;
+    break;
+  }
+cleanup:
+  if (err) {
+    wd_changes_reset(out);
+    if (err != wd_error_nomem()) err->index = index;
+  }
+  return err;
+}

@@ -1,0 +1,177 @@
+/*
+ * ingest/kafka.c — librdkafka configuration builder, log bridge and error mapping shared by the
+ * consumer and the producer (see kafka.h).
+ */
+#include "ingest/kafka.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/* librdkafka log callback: runs on librdkafka's internal threads; wd_log_write is thread-safe. */
+static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+  wd_log_level_t lvl;
+  if (level <= 4)
+    lvl = WD_LOG_WARN;
+  else if (level == 5)
+    lvl = WD_LOG_INFO;
+  else
+    lvl = WD_LOG_DEBUG;
+  /* Connection failures are reported once through the error callback (wd_kafka_on_error). */
+  if (fac && strcmp(fac, "FAIL") == 0) lvl = WD_LOG_DEBUG;
+  wd_log(lvl, "rdkafka", "%s %s: %s", rk ? rd_kafka_name(rk) : "-", fac ? fac : "-", buf);
+}
+
+static bool wd_kafka_kv_has(const wd_kafka_kv_t *kv, const char *name) {
+  for (; kv && kv->name; kv++)
+    if (strcmp(kv->name, name) == 0) return true;
+  return false;
+}
+
+static wd_error_t *wd_kafka_conf_set1(rd_kafka_conf_t *rconf, const char *name, const char *value) {
+  char errstr[512];
+  if (rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+  return NULL;
+}
+
+wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults,
+                                const wd_kafka_kv_t *fixed, rd_kafka_conf_t **out) {
+  wd_error_t *err = NULL;
+  rd_kafka_conf_t *rconf = NULL;
+  *out = NULL;
+  if (!conf->brokers || !*conf->brokers) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                       "Kafka property 'bootstrap.servers': no brokers given (host:port[,host:port...])");
+    goto cleanup;
+  }
+  if (!(rconf = rd_kafka_conf_new())) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  rd_kafka_conf_set_log_cb(rconf, wd_kafka_log_cb);
+  if ((err = wd_kafka_conf_set1(rconf, "bootstrap.servers", conf->brokers))) goto cleanup;
+  if (conf->group_id && (err = wd_kafka_conf_set1(rconf, "group.id", conf->group_id))) goto cleanup;
+  if ((err = wd_kafka_conf_set1(rconf, "log.connection.close", "false"))) goto cleanup;
+  for (const wd_kafka_kv_t *kv = defaults; kv && kv->name; kv++)
+    if ((err = wd_kafka_conf_set1(rconf, kv->name, kv->value))) goto cleanup;
+  for (size_t i = 0; i < conf->nprops; i++) {
+    const wd_kafka_prop_t *prop = &conf->props[i];
+    if (strcmp(prop->name, "bootstrap.servers") == 0 || strcmp(prop->name, "metadata.broker.list") == 0 ||
+        strcmp(prop->name, "group.id") == 0) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                         "Kafka property '%s' cannot be passed through: use the %s setting", prop->name,
+                         strcmp(prop->name, "group.id") == 0 ? "group" : "brokers");
+      goto cleanup;
+    }
+    if (wd_kafka_kv_has(fixed, prop->name)) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                         "Kafka property '%s' is managed by widen and cannot be set", prop->name);
+      goto cleanup;
+    }
+    if ((err = wd_kafka_conf_set1(rconf, prop->name, prop->value))) goto cleanup;
+  }
+  for (const wd_kafka_kv_t *kv = fixed; kv && kv->name; kv++)
+    if ((err = wd_kafka_conf_set1(rconf, kv->name, kv->value))) goto cleanup;
+  *out = rconf;
+  rconf = NULL;
+cleanup:
+  if (rconf) rd_kafka_conf_destroy(rconf);
+  return err;
+}
+
+static bool wd_kafka_err_retriable(rd_kafka_resp_err_t err) {
+  switch (err) {
+  case RD_KAFKA_RESP_ERR__TRANSPORT:
+  case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+  case RD_KAFKA_RESP_ERR__RESOLVE:
+  case RD_KAFKA_RESP_ERR__TIMED_OUT:
+  case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
+  case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+  case RD_KAFKA_RESP_ERR__WAIT_COORD:
+  case RD_KAFKA_RESP_ERR__IN_PROGRESS:
+  case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+  case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+  case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+  case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS:
+  case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+  case RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION:
+  case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+  case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+  case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    return true;
+  default:
+    return false;
+  }
+}
+
+wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *id, const char *fmt, ...) {
+  char text[512], fatal_str[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof(text), fmt, ap);
+  va_end(ap);
+  if (err == RD_KAFKA_RESP_ERR__FATAL && rk) {
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
+    if (orig) {
+      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, id, "%s: fatal client error %s: %s", text, rd_kafka_err2name(orig),
+                                   fatal_str);
+      if (e != wd_error_nomem()) {
+        e->fatal = true;
+        e->retriable = false;
+      }
+      return e;
+    }
+  }
+  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, id, "%s: %s (%s)", text, rd_kafka_err2name(err), rd_kafka_err2str(err));
+  if (e != wd_error_nomem()) {
+    e->retriable = wd_kafka_err_retriable(err);
+    e->fatal = err == RD_KAFKA_RESP_ERR__FATAL;
+  }
+  return e;
+}
+
+static bool wd_kafka_is_connection_error(int err) {
+  return err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+         err == RD_KAFKA_RESP_ERR__RESOLVE || err == RD_KAFKA_RESP_ERR__TIMED_OUT;
+}
+
+bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *module, bool *waiting) {
+  char fatal_str[512];
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
+    wd_log(WD_LOG_ERROR, module, "%s: fatal Kafka client error %s: %s", rd_kafka_name(rk),
+           rd_kafka_err2name(orig), orig ? fatal_str : reason);
+    return true;
+  }
+  if (wd_kafka_is_connection_error(err)) {
+    if (!*waiting) {
+      const char *brokers = "?";
+      char buf[512];
+      size_t n = sizeof(buf);
+      const rd_kafka_conf_t *c = rd_kafka_conf(rk);
+      if (c && rd_kafka_conf_get(c, "bootstrap.servers", buf, &n) == RD_KAFKA_CONF_OK) brokers = buf;
+      wd_log(WD_LOG_WARN, module, "waiting for broker %s (%s: %s)", brokers, rd_kafka_err2name((rd_kafka_resp_err_t)err),
+             reason);
+      *waiting = true;
+    } else {
+      wd_log(WD_LOG_DEBUG, module, "still waiting for broker (%s: %s)", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+             reason);
+    }
+    return false;
+  }
+  wd_log(WD_LOG_WARN, module, "%s: Kafka client error %s: %s", rd_kafka_name(rk),
+         rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+  return false;
+}
+
+void wd_kafka_broker_ok(const char *module, bool *waiting) {
+  if (*waiting) wd_log(WD_LOG_INFO, module, "broker reachable again");
+  *waiting = false;
+}

@@ -1,0 +1,62 @@
+/*
+ * ingest/kafka.h — what the consumer (ingest/consumer.c) and the producer (sink/producer.c)
+ * share about librdkafka: building an rd_kafka_conf_t from a wd_kafka_conf_t with errors that
+ * name the bad property, the bridge of librdkafka's logs into wd_log, the handling of client
+ * errors ("waiting for broker ..." logged once) and the mapping of librdkafka error codes to
+ * wd_error_t.
+ *
+ * Only ingest/ and sink/ include this header (it includes librdkafka).
+ */
+#ifndef WD_KAFKA_H
+#define WD_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "common/kafka_conf.h"
+
+/* A fixed property name/value pair (static strings). Arrays of them end with {NULL, NULL}. */
+typedef struct wd_kafka_kv {
+  const char *name;
+  const char *value;
+} wd_kafka_kv_t;
+
+/* Builds a new librdkafka configuration from conf (borrowed):
+ *   1. bootstrap.servers = conf->brokers, group.id = conf->group_id when not NULL,
+ *      log.connection.close = false, and the log callback that bridges librdkafka's logs
+ *      into wd_log (module "rdkafka"; syslog levels 0-3 -> WARN (the client reports real
+ *      failures through its error callback), 4 -> WARN, 5 -> INFO, 6-7 -> DEBUG; connection
+ *      failures (facility FAIL) -> DEBUG since the error callback reports them once);
+ *   2. defaults (may be NULL): widen's defaults that conf->props may override;
+ *   3. conf->props in order;
+ *   4. fixed (may be NULL): properties widen relies on, which conf->props may not name.
+ * On success *out is owned by the caller: hand it to rd_kafka_new() or release it with
+ * rd_kafka_conf_destroy().
+ * Errors (WD_ERR_CONFIG "C_KAFKA_PROPERTY", *out NULL; the message names the property):
+ *   brokers missing or empty; a property librdkafka does not know or whose value it refuses
+ *   (librdkafka's own reason is quoted); bootstrap.servers or group.id given as a property
+ *   (use the brokers / group settings); a property in fixed. E_NOMEM. */
+wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults,
+                                const wd_kafka_kv_t *fixed, rd_kafka_conf_t **out);
+
+/* A new WD_ERR_KAFKA error with id (e.g. "E_KAFKA") whose text is the printf-style text followed
+ * by ": <librdkafka's error name and description>". retriable is set for librdkafka's
+ * retriable/transient codes, fatal for fatal ones (checks rd_kafka_fatal_error when rk is
+ * given and err is RD_KAFKA_RESP_ERR__FATAL). Never returns NULL. */
+wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The shared error callback logic for one client. module is the wd_log module ("ingest",
+ * "sink"); *waiting is the client's "a broker is unreachable" flag: connection errors are
+ * logged once at WARN as "waiting for broker <brokers> (<reason>)" and then at DEBUG until
+ * wd_kafka_broker_ok() clears the flag. Other errors are logged at WARN (ERROR for fatal ones).
+ * Returns true when err is fatal (the caller records it and stops using the client).
+ * Thread: the thread that polls rk (librdkafka calls error callbacks from rd_kafka_poll /
+ * rd_kafka_consumer_poll). */
+bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *module, bool *waiting);
+
+/* Clears *waiting and logs "broker reachable again" at INFO when it was set. */
+void wd_kafka_broker_ok(const char *module, bool *waiting);
+
+#endif

@@ -1,0 +1,253 @@
+/*
+ * sink/producer.c — idempotent, murmur2-partitioned producer with delivery tracking and the
+ * dead-letter topic (see producer.h).
+ */
+#include "sink/producer.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "ingest/kafka.h"
+
+typedef struct wd_topic_handle {
+  char *name;
+  rd_kafka_topic_t *rkt;
+} wd_topic_handle_t;
+
+struct wd_producer {
+  rd_kafka_t *rk;
+  wd_topic_handle_t *topics; /* handle cache: a pipeline writes to very few topics */
+  size_t ntopics;
+  uint64_t sent, acked, failed, bytes;
+  char first_failure[512]; /* "" until a delivery fails */
+  bool waiting;            /* a broker is unreachable (logged once) */
+  bool queue_full_logged;
+  bool fatal;
+};
+
+static int64_t wd_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Delivery report: runs inside rd_kafka_poll/flush on the producer's thread. */
+static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque) {
+  wd_producer_t *p = opaque;
+  (void)rk;
+  if (rkm->err) {
+    p->failed++;
+    if (!p->first_failure[0])
+      snprintf(p->first_failure, sizeof(p->first_failure), "%s [%" PRId32 "]: %s (%s)",
+               rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2name(rkm->err),
+               rd_kafka_err2str(rkm->err));
+    wd_log(p->failed == 1 ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink", "delivery to %s [%" PRId32 "] failed: %s",
+           rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2str(rkm->err));
+  } else {
+    p->acked++;
+    wd_kafka_broker_ok("sink", &p->waiting);
+  }
+}
+
+static void wd_producer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  wd_producer_t *p = opaque;
+  if (wd_kafka_on_error(rk, err, reason, "sink", &p->waiting)) p->fatal = true;
+}
+
+wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out) {
+  static const wd_kafka_kv_t defaults[] = {
+      {"linger.ms", "5"}, {"reconnect.backoff.max.ms", "1000"}, {NULL, NULL}};
+  static const wd_kafka_kv_t fixed[] = {
+      {"enable.idempotence", "true"}, {"acks", "all"}, {"partitioner", "murmur2_random"}, {NULL, NULL}};
+  wd_error_t *err = NULL;
+  wd_producer_t *p = NULL;
+  rd_kafka_conf_t *rconf = NULL;
+  wd_kafka_conf_t pconf = *conf;
+  char errstr[512];
+  *out = NULL;
+  pconf.group_id = NULL; /* a producer has no group */
+  if (!(p = calloc(1, sizeof(*p)))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  if ((err = wd_kafka_conf_build(&pconf, defaults, fixed, &rconf))) goto cleanup;
+  rd_kafka_conf_set_dr_msg_cb(rconf, wd_producer_dr_cb);
+  rd_kafka_conf_set_error_cb(rconf, wd_producer_error_cb);
+  rd_kafka_conf_set_opaque(rconf, p);
+  if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, sizeof(errstr)))) {
+    err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create the Kafka producer: %s", errstr);
+    goto cleanup;
+  }
+  rconf = NULL; /* owned by p->rk now */
+  *out = p;
+  p = NULL;
+cleanup:
+  if (rconf) rd_kafka_conf_destroy(rconf);
+  wd_producer_destroy(p);
+  return err;
+}
+
+/* The cached topic handle for name, created on first use; NULL with *err set on failure. */
+static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, wd_error_t **err) {
+  for (size_t i = 0; i < p->ntopics; i++)
+    if (strcmp(p->topics[i].name, name) == 0) return p->topics[i].rkt;
+  wd_topic_handle_t *topics = realloc(p->topics, (p->ntopics + 1) * sizeof(*topics));
+  if (!topics) {
+    *err = wd_error_nomem();
+    return NULL;
+  }
+  p->topics = topics;
+  char *copy = strdup(name);
+  if (!copy) {
+    *err = wd_error_nomem();
+    return NULL;
+  }
+  rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, name, NULL);
+  if (!rkt) {
+    free(copy);
+    *err = wd_kafka_error(p->rk, rd_kafka_last_error(), "E_SINK_PRODUCE", "topic '%s'", name);
+    return NULL;
+  }
+  topics[p->ntopics].name = copy;
+  topics[p->ntopics].rkt = rkt;
+  p->ntopics++;
+  return rkt;
+}
+
+static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {
+  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "producer");
+}
+
+wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *key, size_t klen, const void *value,
+                             size_t vlen, const wd_header_t *headers, size_t nheaders) {
+  wd_error_t *err = NULL;
+  rd_kafka_headers_t *hdrs = NULL;
+  if (p->fatal) {
+    err = wd_producer_fatal_error(p);
+    goto cleanup;
+  }
+  rd_kafka_topic_t *rkt = wd_producer_topic(p, topic, &err);
+  if (!rkt) goto cleanup;
+  for (;;) {
+    if (nheaders) {
+      if (!(hdrs = rd_kafka_headers_new(nheaders))) {
+        err = wd_error_nomem();
+        goto cleanup;
+      }
+      for (size_t i = 0; i < nheaders; i++)
+        rd_kafka_header_add(hdrs, headers[i].name, -1, headers[i].value, headers[i].value ? (ssize_t)headers[i].len : 0);
+    }
+    rd_kafka_resp_err_t rerr =
+        rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_KEY(key, key ? klen : 0), RD_KAFKA_V_VALUE((void *)value, value ? vlen : 0),
+                          RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(NULL), RD_KAFKA_V_END);
+    if (!rerr) {
+      hdrs = NULL; /* owned by the message now */
+      break;
+    }
+    if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      err = rerr == RD_KAFKA_RESP_ERR__FATAL ? wd_producer_fatal_error(p)
+                                              : wd_kafka_error(p->rk, rerr, "E_SINK_PRODUCE", "produce to '%s'", topic);
+      goto cleanup;
+    }
+    /* Queue full: headers were not taken; serve delivery reports to make room and retry. */
+    if (hdrs) {
+      rd_kafka_headers_destroy(hdrs);
+      hdrs = NULL;
+    }
+    wd_log(p->queue_full_logged ? WD_LOG_DEBUG : WD_LOG_WARN, "sink",
+           "producer queue full (%" PRIu64 " in flight): waiting for deliveries", p->sent - p->acked - p->failed);
+    p->queue_full_logged = true;
+    rd_kafka_poll(p->rk, 100);
+    if (p->fatal) {
+      err = wd_producer_fatal_error(p);
+      goto cleanup;
+    }
+  }
+  p->sent++;
+  p->bytes += (key ? klen : 0) + (value ? vlen : 0);
+  if ((p->sent & 1023) == 0) rd_kafka_poll(p->rk, 0);
+cleanup:
+  if (hdrs) rd_kafka_headers_destroy(hdrs);
+  return err;
+}
+
+wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic, const wd_kmsg_t *src,
+                                         const char *error_id, const char *error_message) {
+  char partition[16], offset[24];
+  snprintf(partition, sizeof(partition), "%" PRId32, src->partition);
+  snprintf(offset, sizeof(offset), "%" PRId64, src->offset);
+  const char *id = error_id ? error_id : "";
+  const char *msg = error_message ? error_message : "";
+  const char *topic = src->topic ? src->topic : "";
+  wd_header_t headers[] = {
+      {"widen.error.id", id, strlen(id)},
+      {"widen.error.message", msg, strlen(msg)},
+      {"widen.source.topic", topic, strlen(topic)},
+      {"widen.source.partition", partition, strlen(partition)},
+      {"widen.source.offset", offset, strlen(offset)},
+  };
+  return wd_producer_send(p, dlq_topic, src->key, src->key_len, src->value, src->value_len, headers,
+                          sizeof(headers) / sizeof(*headers));
+}
+
+/* Common tail of wait_acked/flush: the state after waiting. */
+static wd_error_t *wd_producer_result(wd_producer_t *p) {
+  if (p->fatal) return wd_producer_fatal_error(p);
+  if (p->failed) {
+    wd_error_t *err = wd_error_new(WD_ERR_KAFKA, "E_SINK_DELIVERY", "%" PRIu64 " message(s) could not be delivered; first: %s",
+                                   p->failed, p->first_failure);
+    if (err != wd_error_nomem()) err->retriable = false;
+    return err;
+  }
+  uint64_t in_flight = p->sent - p->acked - p->failed;
+  if (in_flight) return wd_error_new(WD_ERR_KAFKA, "E_SINK_TIMEOUT", "%" PRIu64 " message(s) still in flight", in_flight);
+  return NULL;
+}
+
+wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms) {
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_now_ms() + timeout_ms;
+  while (p->sent != p->acked + p->failed && !p->fatal) {
+    int64_t left = deadline - wd_now_ms();
+    if (left <= 0) break;
+    rd_kafka_flush(p->rk, left > 200 ? 200 : (int)left);
+  }
+  return wd_producer_result(p);
+}
+
+wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms) {
+  rd_kafka_flush(p->rk, timeout_ms < 0 ? -1 : timeout_ms);
+  return wd_producer_result(p);
+}
+
+void wd_producer_poll(wd_producer_t *p) { rd_kafka_poll(p->rk, 0); }
+
+void wd_producer_stats(const wd_producer_t *p, wd_producer_stats_t *stats) {
+  stats->sent = p->sent;
+  stats->acked = p->acked;
+  stats->failed = p->failed;
+  stats->bytes = p->bytes;
+  stats->in_flight = p->sent - p->acked - p->failed;
+}
+
+void wd_producer_destroy(wd_producer_t *p) {
+  if (!p) return;
+  for (size_t i = 0; i < p->ntopics; i++) {
+    rd_kafka_topic_destroy(p->topics[i].rkt);
+    free(p->topics[i].name);
+  }
+  free(p->topics);
+  if (p->rk) {
+    uint64_t in_flight = p->sent - p->acked - p->failed;
+    if (in_flight) wd_log(WD_LOG_WARN, "sink", "closing the producer with %" PRIu64 " message(s) in flight", in_flight);
+    rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(p->rk, 0);
+    rd_kafka_destroy(p->rk);
+  }
+  free(p);
+}

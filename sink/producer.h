@@ -1,0 +1,100 @@
+/*
+ * sink/producer.h — the pipeline's Kafka producer: the output changelog keyed by primary key,
+ * and the dead-letter topic.
+ *
+ * An idempotent librdkafka producer (enable.idempotence=true, acks=all) with
+ * partitioner=murmur2_random, so a key lands on the partition Java clients (Debezium, Kafka
+ * Connect, Flink) would pick: (murmur2(key) & 0x7fffffff) % partitions; null keys go to a
+ * random partition. linger.ms=5 by default (overridable).
+ *
+ * Producing and waiting are separate steps: wd_producer_send() only enqueues (copying key and
+ * value) and counts the message in flight; wd_producer_wait_acked() waits until every message
+ * sent so far is acknowledged, and fails if any delivery failed. The pipeline commits its input
+ * offsets only after wait_acked succeeded. (A transactional id can later wrap these steps in
+ * begin/commit_transaction without changing callers.)
+ *
+ * A delivery failure is sticky: once a message could not be delivered (after librdkafka's own
+ * retries), every later wd_producer_wait_acked()/wd_producer_flush() returns E_SINK_DELIVERY
+ * naming the first failure, since output is missing and offsets must not advance past it.
+ *
+ * Thread: one thread uses a producer; the delivery-report callback runs on that thread, inside
+ * the producer's calls.
+ */
+#ifndef WD_PRODUCER_H
+#define WD_PRODUCER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/kafka_conf.h"
+
+typedef struct wd_producer wd_producer_t;
+
+/* One message header (all borrowed; value may be NULL for a null header value). */
+typedef struct wd_header {
+  const char *name;
+  const void *value;
+  size_t len;
+} wd_header_t;
+
+/* Counters since wd_producer_new(). in_flight = sent - acked - failed. */
+typedef struct wd_producer_stats {
+  uint64_t sent;   /* messages enqueued by wd_producer_send / _send_dead_letter */
+  uint64_t acked;  /* delivery confirmed by the broker */
+  uint64_t failed; /* delivery failed permanently */
+  uint64_t bytes;  /* key + value bytes enqueued */
+  uint64_t in_flight;
+} wd_producer_stats_t;
+
+/* Creates a producer with conf (borrowed; conf->group_id is ignored). conf->props are passed to
+ * librdkafka (compression.type, linger.ms, message.timeout.ms, security settings, ...); widen
+ * fixes enable.idempotence=true, acks=all and partitioner=murmur2_random (refused as props).
+ * On success *out is owned by the caller (wd_producer_destroy).
+ * Errors (*out NULL): WD_ERR_CONFIG "C_KAFKA_PROPERTY" naming a bad property; WD_ERR_KAFKA
+ * "E_KAFKA" when librdkafka cannot create the client; E_NOMEM. */
+wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out);
+
+/* Enqueues one message for topic: key[0..klen) (NULL = null key) and value[0..vlen) (NULL =
+ * null value, a tombstone) are copied; headers[0..nheaders) are copied (may be NULL when
+ * nheaders is 0). The partition comes from the key (murmur2). When librdkafka's queue is full,
+ * serves delivery reports and retries until there is room (logging once that it waits).
+ * Errors (the message is not sent and not counted): WD_ERR_KAFKA "E_SINK_PRODUCE" naming the
+ * topic and librdkafka's reason (e.g. MSG_SIZE_TOO_LARGE, UNKNOWN_TOPIC, a sticky topic error;
+ * retriable when librdkafka's code is); "E_KAFKA_FATAL" (fatal = true) after a fatal producer
+ * error (idempotence broken: the producer must be recreated); E_NOMEM. */
+wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *key, size_t klen, const void *value,
+                             size_t vlen, const wd_header_t *headers, size_t nheaders);
+
+/* Sends a rejected input record to the dead-letter topic dlq_topic: src's key and value bytes
+ * unchanged (src borrowed; its rkm is not used) with the string headers widen.error.id
+ * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),
+ * widen.source.topic, widen.source.partition and widen.source.offset (decimal text).
+ * Delivery is tracked like wd_producer_send's. Errors: as wd_producer_send. */
+wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic, const wd_kmsg_t *src,
+                                         const char *error_id, const char *error_message);
+
+/* Waits until every message sent so far is acknowledged or failed, up to timeout_ms (< 0: no
+ * limit), serving delivery reports and asking librdkafka to send lingering batches now.
+ * Errors: WD_ERR_KAFKA "E_SINK_DELIVERY" (not retriable) naming the first failed delivery's
+ * topic, partition and librdkafka reason (sticky, see above) and how many failed;
+ * "E_SINK_TIMEOUT" (retriable) when messages are still in flight at the timeout (how many);
+ * "E_KAFKA_FATAL" after a fatal producer error. */
+wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms);
+
+/* rd_kafka_flush: sends everything queued and waits up to timeout_ms for its delivery reports.
+ * Same result as wd_producer_wait_acked (kept for callers that only want the queue emptied,
+ * e.g. before destroy). */
+wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms);
+
+/* Serves pending delivery reports without blocking (call now and then when idle). */
+void wd_producer_poll(wd_producer_t *p);
+
+/* Fills *stats with the producer's counters. */
+void wd_producer_stats(const wd_producer_t *p, wd_producer_stats_t *stats);
+
+/* Releases p; accepts NULL. Messages not yet delivered are dropped (their delivery fails):
+ * call wd_producer_wait_acked() first. */
+void wd_producer_destroy(wd_producer_t *p);
+
+#endif
