@@ -6,7 +6,6 @@
 #include "app/config.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +38,8 @@ static const wd_config_option_t TABLE_OPTS[] = {
     {"schema", WD_CONFIG_SCHEMA, offsetof(wd_config_table_t, schema), NULL, NULL, 0, 0, NULL,
      WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL,
      "The wide table's columns in order, one `{name: ..., type: ...}` entry each. Types are Paimon/Flink SQL "
-     "names (`BIGINT`, `DECIMAL(12,2)`, `STRING`, `TIMESTAMP(3)`, `ARRAY<INT>`, ... optionally `NOT NULL`). Quote a type "
-     "that contains a comma inside `{...}`: `type: \"DECIMAL(12,2)\"`."},
+     "names (`BIGINT`, `DECIMAL(12,2)`, `STRING`, `TIMESTAMP(3)`, `ARRAY<INT>`, ... optionally `NOT NULL`). "
+     "Quote a type that contains a comma inside `{...}`: `type: \"DECIMAL(12,2)\"`."},
     {"primary-key", WD_CONFIG_STRINGS, offsetof(wd_config_table_t, primary_key), NULL, NULL, 0, 0, NULL,
      WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL, "Primary-key column names (a list, or one name)."},
     {"options", WD_CONFIG_PAIRS, offsetof(wd_config_table_t, options), NULL, NULL, 0, 0, NULL, 0, NULL,
@@ -240,7 +239,6 @@ static const char *closest(const char *word, const char *const *cands, size_t n)
   return best && bestd <= limit ? best : NULL;
 }
 
-
 /* ---- freeing -------------------------------------------------------------------------------- */
 
 static void strings_free(wd_config_strings_t *l) {
@@ -386,11 +384,12 @@ static wd_error_t *join_list(const ld_t *ld, const char *path, const yaml_node_t
   return NULL;
 }
 
-/* Grows an array of elements of size sz to hold n + 1. 0, or -1 on no memory. */
-static int grow(void **arr, size_t n, size_t sz) {
-  void *p = realloc(*arr, (n + 1) * sz);
+/* Grows the array at *arr (elements of size sz) to hold n + 1: 0, or -1 on no memory (*arr is then
+ * unchanged). A macro so that *arr keeps its own pointer type. */
+#define GROW(arr, n) grow_into((void *)&(arr), realloc((arr), ((n) + 1) * sizeof(*(arr))))
+static int grow_into(void *slot, void *p) {
   if (!p) return -1;
-  *arr = p;
+  memcpy(slot, &p, sizeof(p));
   return 0;
 }
 
@@ -401,7 +400,9 @@ static wd_error_t *load_strings(const ld_t *ld, const wd_config_option_t *opt, c
     return cfg_err(ld, line_of(node), "'%s' must be a list, not a mapping; write it as [a, b] or as '- a' lines",
                    path);
   bool single = node->type == YAML_SCALAR_NODE;
-  size_t count = is_null(node) ? 0 : single ? 1 : (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+  size_t count = is_null(node) ? 0
+                 : single     ? 1
+                              : (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
   for (size_t i = 0; i < count; i++) {
     yaml_node_t *item = single ? node : node_at(ld, node->data.sequence.items.start[i]);
     const char *s = NULL;
@@ -413,7 +414,7 @@ static wd_error_t *load_strings(const ld_t *ld, const wd_config_option_t *opt, c
       if (!strcmp(l->v[k], s))
         return cfg_err(ld, line_of(item), "'%s' lists '%s' twice (also at line %d); remove one", path, s,
                        l->lines[k]);
-    if (grow((void **)&l->v, l->n, sizeof(char *)) || grow((void **)&l->lines, l->n, sizeof(int)))
+    if (GROW(l->v, l->n) || GROW(l->lines, l->n))
       return wd_error_nomem();
     if (!(l->v[l->n] = strdup(s))) return wd_error_nomem();
     l->lines[l->n++] = line_of(item);
@@ -425,7 +426,7 @@ static wd_error_t *load_strings(const ld_t *ld, const wd_config_option_t *opt, c
 
 /* Appends a pair (key and value copied; value NULL = key). */
 static wd_error_t *pairs_add(wd_config_pairs_t *p, const char *key, const char *value, char *owned_value, int line) {
-  if (grow((void **)&p->v, p->n, sizeof(*p->v))) {
+  if (GROW(p->v, p->n)) {
     free(owned_value);
     return wd_error_nomem();
   }
@@ -558,8 +559,7 @@ static wd_error_t *load_schema(const ld_t *ld, const wd_config_option_t *opt, co
       if (!strcmp(s->names[k], name))
         return cfg_err(ld, line_of(col), "column '%s' is defined twice (also at line %d); rename or remove one",
                        name, s->lines[k]);
-    if (grow((void **)&s->names, s->n, sizeof(char *)) || grow((void **)&s->types, s->n, sizeof(char *)) ||
-        grow((void **)&s->lines, s->n, sizeof(int)))
+    if (GROW(s->names, s->n) || GROW(s->types, s->n) || GROW(s->lines, s->n))
       return wd_error_nomem();
     s->names[s->n] = strdup(name);
     s->types[s->n] = strdup(type);
@@ -915,7 +915,7 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
   char ctx[200] = "";
   if (parser->context)
     snprintf(ctx, sizeof(ctx), " (%s at line %zu)", parser->context, parser->context_mark.line + 1);
-  const char *fix = strstr(problem, "cannot start any token")
+  const char *fix = strstr(problem, "cannot start any token") || strstr(problem, "tab")
                         ? "replace tabs with spaces there (YAML indents with spaces, never tabs)"
                         : "fix the YAML there (indentation, a missing ':' or space after it, an unclosed quote or "
                           "bracket)";

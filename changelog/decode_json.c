@@ -95,6 +95,13 @@ static bool wd_is_tombstone(const void *value, size_t len) {
   return e - b == 4 && memcmp(js + b, "null", 4) == 0;
 }
 
+/* E_DECODE for a debezium-json op without the image it needs. */
+static wd_error_t *wd_missing_image(const char *op, size_t n) {
+  bool del = n == 1 && op[0] == 'd';
+  return wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: op \"%.*s\" without its %s image", (int)n, op,
+                      del ? "before" : "after");
+}
+
 /* ---- tail ------------------------------------------------------------------------------------ */
 
 /* One line {"op":..,"key":..,"row":..}. */
@@ -163,7 +170,7 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
       err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"row\" is missing or not an object");
       goto cleanup;
     }
-    if (wd_tail_line(out, kind, kt, keytext.len, &d, row)) goto nomem;
+    if (wd_tail_line(out, kind, kt, keytext.len, &d, row)) err = wd_error_nomem();
     lines = 1;
     goto cleanup;
   }
@@ -174,29 +181,27 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
     goto cleanup;
   }
   bool hb = !wd_cis_null(&d, before), ha = !wd_cis_null(&d, after);
-  if (wd_cstr_is(&d, op, "c") || wd_cstr_is(&d, op, "r")) {
-    if (!ha) goto missing;
-    if (wd_tail_line(out, WD_INSERT, kt, keytext.len, &d, after)) goto nomem;
-    lines = 1;
-  } else if (wd_cstr_is(&d, op, "u")) {
-    if (!ha) goto missing;
-    if (hb && wd_tail_line(out, WD_UPDATE_BEFORE, kt, keytext.len, &d, before)) goto nomem;
-    if (wd_tail_line(out, WD_UPDATE_AFTER, kt, keytext.len, &d, after)) goto nomem;
-    lines = hb ? 2 : 1;
-  } else if (wd_cstr_is(&d, op, "d")) {
-    if (!hb) goto missing;
-    if (wd_tail_line(out, WD_DELETE, kt, keytext.len, &d, before)) goto nomem;
-    lines = 1;
-  } else {
+  bool c = wd_cstr_is(&d, op, "c") || wd_cstr_is(&d, op, "r"), u = wd_cstr_is(&d, op, "u"), del = wd_cstr_is(&d, op, "d");
+  if (!c && !u && !del) {
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+    goto cleanup;
   }
-  goto cleanup;
-missing:
-  err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: op \"%.*s\" without its %s image",
-                     d.t[op].end - d.t[op].start, d.js + d.t[op].start, wd_cstr_is(&d, op, "d") ? "before" : "after");
-  goto cleanup;
-nomem:
-  err = wd_error_nomem();
+  if ((del && !hb) || (!del && !ha)) {
+    err = wd_missing_image(d.js + d.t[op].start, (size_t)(d.t[op].end - d.t[op].start));
+    goto cleanup;
+  }
+  if (c) {
+    rc = wd_tail_line(out, WD_INSERT, kt, keytext.len, &d, after);
+    lines = 1;
+  } else if (u) {
+    if (hb) rc = wd_tail_line(out, WD_UPDATE_BEFORE, kt, keytext.len, &d, before);
+    if (!rc) rc = wd_tail_line(out, WD_UPDATE_AFTER, kt, keytext.len, &d, after);
+    lines = hb ? 2 : 1;
+  } else {
+    rc = wd_tail_line(out, WD_DELETE, kt, keytext.len, &d, before);
+    lines = 1;
+  }
+  if (rc) err = wd_error_nomem();
 cleanup:
   if (err) {
     out->len = mark;
@@ -219,7 +224,13 @@ static wd_error_t *wd_row_of(const wd_schema_t *schema, const json_t *j, wd_row_
   wd_error_t *err = wd_row_from_json(schema, j, row);
   if (err) {
     wd_row_destroy(schema, row);
-    return wd_error_wrap(err, "%s", what);
+    if (err == wd_error_nomem()) return err;
+    /* keep the id first: "E_TYPE: debezium-json after: column 'x': ..." */
+    size_t idlen = err->id[0] ? strlen(err->id) + 2 : 0;
+    const char *text = strlen(err->message) >= idlen ? err->message + idlen : err->message;
+    wd_error_t *e2 = wd_error_new(err->cls, err->id[0] ? err->id : NULL, "%s: %s", what, text);
+    wd_error_destroy(err);
+    return e2;
   }
   row->kind = kind;
   *out = row;
@@ -267,29 +278,30 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: before/after is neither an object nor null");
     goto cleanup;
   }
-  if (op && (strcmp(op, "c") == 0 || strcmp(op, "r") == 0)) {
-    if (!after) goto missing;
+  bool c = op && (strcmp(op, "c") == 0 || strcmp(op, "r") == 0), u = op && strcmp(op, "u") == 0,
+       del = op && strcmp(op, "d") == 0;
+  if (!c && !u && !del) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+    goto cleanup;
+  }
+  if ((del && !before) || (!del && !after)) {
+    err = wd_missing_image(op, strlen(op));
+    goto cleanup;
+  }
+  if (c) {
     if ((err = wd_row_of(schema, after, WD_INSERT, "debezium-json after", &rows[0]))) goto cleanup;
     count = 1;
-  } else if (op && strcmp(op, "u") == 0) {
-    if (!after) goto missing;
+  } else if (u) {
     if (before) {
       if ((err = wd_row_of(schema, before, WD_UPDATE_BEFORE, "debezium-json before", &rows[count]))) goto cleanup;
       count++;
     }
     if ((err = wd_row_of(schema, after, WD_UPDATE_AFTER, "debezium-json after", &rows[count]))) goto cleanup;
     count++;
-  } else if (op && strcmp(op, "d") == 0) {
-    if (!before) goto missing;
+  } else {
     if ((err = wd_row_of(schema, before, WD_DELETE, "debezium-json before", &rows[0]))) goto cleanup;
     count = 1;
-  } else {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
   }
-  goto cleanup;
-missing:
-  err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: op \"%s\" without its %s image", op,
-                     strcmp(op, "d") == 0 ? "before" : "after");
 cleanup:
   if (err) {
     for (size_t i = 0; i < 2; i++) {

@@ -6,6 +6,12 @@
  * the source's hash of first path segments; envelope and key paths, and the envelope schema
  * hints (field name, parameters.scale, type), are looked up only when a mapping needs them.
  * Values are converted straight from the token text (see source.h for the rules).
+ *
+ * The {"schema":S,"payload":P} envelope: S is usually byte-identical from one message to the
+ * next and several times larger than P. The last S is kept in the scratch memory; a message
+ * that starts with it is recognised by one memcmp, only P is tokenised, and S is tokenised
+ * (once per distinct S) only when a column needs a schema hint. Any other shape takes the
+ * general path: the whole message is tokenised.
  */
 #define JSMN_STATIC
 #define JSMN_PARENT_LINKS
@@ -33,7 +39,11 @@ typedef struct wd_dbz_scratch {
   unsigned ktokcap;
   int *slot; /* per mapping: value token in the current image, -1 when absent */
   size_t slotcap;
-  wd_buf_t buf; /* unescaped strings, number text */
+  wd_buf_t buf;         /* unescaped strings, number text */
+  wd_buf_t schema_text; /* the last envelope schema (its JSON text) */
+  jsmntok_t *stok;      /* its tokens, when snt > 0 */
+  unsigned stokcap;
+  int snt;              /* 0 not tokenised yet, > 0 token count, -1 not an object */
 } wd_dbz_scratch_t;
 
 static void wd_dbz_scratch_free(void *p) {
@@ -42,7 +52,9 @@ static void wd_dbz_scratch_free(void *p) {
   free(sc->tok);
   free(sc->ktok);
   free(sc->slot);
+  free(sc->stok);
   wd_buf_free(&sc->buf);
+  wd_buf_free(&sc->schema_text);
   free(sc);
 }
 
@@ -244,6 +256,8 @@ typedef struct wd_dbz {
   wd_jdoc_t doc;       /* the value */
   wd_jdoc_t key;       /* the Kafka key */
   int key_state;       /* 0 not parsed yet, 1 parsed, -1 null key */
+  bool cached_schema;  /* the value's schema is sc->schema_text (fast path), not doc.schema */
+  wd_jdoc_t sdoc;      /* sc->schema_text tokenised */
   char op;
   int img_schema[2];   /* schema struct of the before [0] / after [1] image; -2 = not looked up */
 } wd_dbz_t;
@@ -277,12 +291,42 @@ static int wd_schema_field(const wd_jdoc_t *d, int st, const char *name, size_t 
   return -1;
 }
 
+static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
+                        size_t whycap);
+
+/* The schema document and struct token describing f's document: the key's own envelope schema,
+ * the value's schema inside the value (general path), or the cached schema text (fast path,
+ * tokenised on first use). *st = -1 when there is none. */
+static const wd_jdoc_t *wd_fld_schema_root(wd_dbz_t *x, const wd_fld_t *f, int *st) {
+  *st = -1;
+  if (f->doc != &x->doc || !x->cached_schema) {
+    *st = f->doc->schema;
+    return f->doc;
+  }
+  wd_dbz_scratch_t *sc = x->sc;
+  if (sc->snt == 0) {
+    char why[160];
+    int r = wd_jdoc_load(&x->sdoc, (const char *)sc->schema_text.data, sc->schema_text.len, &sc->stok, &sc->stokcap,
+                         why, sizeof(why));
+    sc->snt = r == 0 ? x->sdoc.n : -1; /* no memory: no hints (the value may then fail E_TYPE) */
+  } else if (sc->snt > 0 && x->sdoc.t != sc->stok) {
+    x->sdoc.js = (const char *)sc->schema_text.data;
+    x->sdoc.t = sc->stok;
+    x->sdoc.n = sc->snt;
+  }
+  if (sc->snt <= 0) return f->doc;
+  x->sdoc.root = 0;
+  x->sdoc.schema = 0;
+  *st = 0;
+  return &x->sdoc;
+}
+
 static void wd_fld_hints(wd_dbz_t *x, wd_fld_t *f) {
   if (f->hints_done) return;
   f->hints_done = true;
   f->scale = -1;
-  const wd_jdoc_t *d = f->doc;
-  int st = d->schema;
+  int st;
+  const wd_jdoc_t *d = wd_fld_schema_root(x, f, &st);
   if (st < 0) return;
   if (f->image >= 0) {
     if (x->img_schema[f->image] == -2) {
@@ -975,6 +1019,83 @@ static void wd_envelope(wd_jdoc_t *d, bool *payload_null) {
 
 static bool wd_is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+/* The index after the JSON string starting at js[i] == '"', or 0 when it is not closed. */
+static size_t wd_skip_string(const char *js, size_t e, size_t i) {
+  i++;
+  for (;;) {
+    const char *q = i < e ? memchr(js + i, '"', e - i) : NULL;
+    if (!q) return 0;
+    size_t k = (size_t)(q - js), bs = 0;
+    while (k - bs > i && js[k - bs - 1] == '\\') bs++;
+    if (bs % 2 == 0) return k + 1;
+    i = k + 1;
+  }
+}
+
+/* The index after the JSON value starting at js[i] (strings and bracket depth only; not a
+ * validator), or 0. */
+static size_t wd_skip_value(const char *js, size_t e, size_t i) {
+  if (i >= e) return 0;
+  if (js[i] == '"') return wd_skip_string(js, e, i);
+  if (js[i] == '{' || js[i] == '[') {
+    int depth = 0;
+    while (i < e) {
+      char c = js[i];
+      if (c == '"') {
+        if (!(i = wd_skip_string(js, e, i))) return 0;
+        continue;
+      }
+      if (c == '{' || c == '[') {
+        depth++;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) return i + 1;
+      }
+      i++;
+    }
+    return 0;
+  }
+  while (i < e && js[i] != ',' && js[i] != '}' && js[i] != ']' && !wd_is_space(js[i])) i++;
+  return i;
+}
+
+/* The envelope fast path: when js[b..e) is {"schema":S,"payload":P} (P last), sets [*pb, *pe)
+ * to P and makes S the cached schema (compared with it first), returning 1; 0 when the message
+ * has another shape (use the general path); -1 on no memory. */
+static int wd_envelope_fast(wd_dbz_t *x, const char *js, size_t b, size_t e, size_t *pb, size_t *pe) {
+  static const char pre[] = "{\"schema\":";
+  const size_t npre = sizeof(pre) - 1;
+  wd_buf_t *st = &x->sc->schema_text;
+  if (e - b < npre + 12 || memcmp(js + b, pre, npre) != 0 || js[e - 1] != '}') return 0;
+  size_t i = b + npre, se;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (st->len && e - i > st->len && memcmp(js + i, st->data, st->len) == 0 &&
+      (js[i + st->len] == ',' || wd_is_space(js[i + st->len]))) {
+    se = i + st->len;
+  } else {
+    if (!(se = wd_skip_value(js, e, i))) return 0;
+    wd_buf_reset(st);
+    if (wd_buf_append(st, js + i, se - i)) return -1;
+    x->sc->snt = 0;
+  }
+  i = se;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (i >= e || js[i] != ',') return 0;
+  i++;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (e - i < 10 || memcmp(js + i, "\"payload\"", 9) != 0) return 0;
+  i += 9;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (i >= e || js[i] != ':') return 0;
+  i++;
+  while (i < e && wd_is_space(js[i])) i++;
+  size_t j = e - 1; /* the closing '}' of the envelope */
+  while (j > i && wd_is_space(js[j - 1])) j--;
+  if (j <= i) return 0;
+  *pb = i;
+  *pe = j;
+  return 1;
+}
+
 /* Tokenises js into a document whose top token is an object spanning all of js (whitespace
  * aside). Returns 0, -1 (not JSON / not an object; *why says which), -2 no memory. */
 static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
@@ -1200,29 +1321,50 @@ wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *s
     out->flags |= WD_CHANGES_TOMBSTONE;
     goto cleanup;
   }
-  {
-    size_t b = 0, e = len;
-    while (b < e && wd_is_space(js[b])) b++;
-    while (e > b && wd_is_space(js[e - 1])) e--;
-    if (e - b == 4 && memcmp(js + b, "null", 4) == 0) {
-      out->flags |= WD_CHANGES_TOMBSTONE;
-      goto cleanup;
-    }
+  size_t b = 0, e = len;
+  while (b < e && wd_is_space(js[b])) b++;
+  while (e > b && wd_is_space(js[e - 1])) e--;
+  if (e - b == 4 && memcmp(js + b, "null", 4) == 0) {
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    goto cleanup;
   }
   char why[160];
-  int r = wd_jdoc_load(&x.doc, js, len, &x.sc->tok, &x.sc->tokcap, why, sizeof(why));
-  if (r == -2) {
+  int r = -1;
+  size_t pb, pe;
+  int fast = len < INT_MAX ? wd_envelope_fast(&x, js, b, e, &pb, &pe) : 0;
+  if (fast < 0) {
     err = wd_error_nomem();
     goto cleanup;
   }
-  if (r == -1) {
-    err = wd_decode_error(src, "%s", why);
-    goto cleanup;
+  if (fast) {
+    if (pe - pb == 4 && memcmp(js + pb, "null", 4) == 0) {
+      out->flags |= WD_CHANGES_TOMBSTONE;
+      goto cleanup;
+    }
+    r = wd_jdoc_load(&x.doc, js + pb, pe - pb, &x.sc->tok, &x.sc->tokcap, why, sizeof(why));
+    if (r == 0) {
+      x.doc.root = 0;
+      x.doc.schema = -1;
+      x.cached_schema = true;
+    }
   }
-  bool payload_null;
-  wd_envelope(&x.doc, &payload_null);
-  if (payload_null) {
-    out->flags |= WD_CHANGES_TOMBSTONE;
+  if (r == -1) { /* the general path (also for a fast-path payload that is not one object) */
+    r = wd_jdoc_load(&x.doc, js, len, &x.sc->tok, &x.sc->tokcap, why, sizeof(why));
+    if (r == -1) {
+      err = wd_decode_error(src, "%s", why);
+      goto cleanup;
+    }
+    if (r == 0) {
+      bool payload_null;
+      wd_envelope(&x.doc, &payload_null);
+      if (payload_null) {
+        out->flags |= WD_CHANGES_TOMBSTONE;
+        goto cleanup;
+      }
+    }
+  }
+  if (r == -2) {
+    err = wd_error_nomem();
     goto cleanup;
   }
   const wd_jdoc_t *d = &x.doc;

@@ -4,7 +4,6 @@
  * surfacing through wd_config_build_table / wd_config_build_source, durations, and the generated
  * configs/OPTIONS.md being in sync with the option table.
  */
-#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -82,19 +81,28 @@ static const char *const MINIMAL[] = {
     NULL,
 };
 
-/* MINIMAL with line `line` (1-based) replaced by text (which may hold several lines, or be NULL to
- * drop the line). Returns a static buffer. */
-static const char *minimal_with(int line, const char *text) {
+/* MINIMAL with lines from..to (1-based) replaced by text (which may hold several lines, or be NULL
+ * to drop them). Returns a static buffer. */
+static const char *minimal_range(int from, int to, const char *text) {
   static char buf[8192];
   buf[0] = 0;
   for (int i = 0; MINIMAL[i]; i++) {
-    const char *l = i + 1 == line ? text : MINIMAL[i];
-    if (!l) continue;
-    strcat(buf, l);
+    int line = i + 1;
+    if (line >= from && line <= to) {
+      if (line == from && text) {
+        strcat(buf, text);
+        strcat(buf, "\n");
+      }
+      continue;
+    }
+    strcat(buf, MINIMAL[i]);
     strcat(buf, "\n");
   }
   return buf;
 }
+
+/* MINIMAL with line `line` replaced by text (NULL: dropped); line 0 changes nothing. */
+static const char *minimal_with(int line, const char *text) { return minimal_range(line, line, text); }
 
 /* Loads yaml, expecting success; returns the config. */
 static wd_config_t *load_ok(const char *yaml) {
@@ -204,8 +212,7 @@ Test(config, example_values_in_file_order) {
   for (size_t i = 0; i < n; i++) {
     cr_assert_str_eq(names[i], NAMES[i]);
     cr_assert_str_eq(types[i], TYPES[i]);
-    cr_assert(i == 0 || cfg->table.schema.lines[i] == cfg->table.schema.lines[i - 1] + 1 ||
-              cfg->table.schema.lines[i] > cfg->table.schema.lines[i - 1]);
+    cr_assert(i == 0 || cfg->table.schema.lines[i] == cfg->table.schema.lines[i - 1] + 1, "one column a line");
   }
   const char *const *pk = wd_config_primary_key(cfg, &n);
   cr_assert_eq(n, 1);
@@ -393,9 +400,7 @@ Test(config, missing_required_key_points_at_the_enclosing_mapping) {
   unsetenv("WIDEN_BROKERS");
   load_fails(minimal_with(3, NULL), 1, "missing required key 'group.id' in 'kafka'; add 'group.id: ...'");
   load_fails(minimal_with(21, "  cache-entries: 5"), 20, "missing required key 'dir' in 'state'");
-  load_fails(minimal_with(15, "  - name: s\n    extra-line-placeholder: 1") /* unknown first */, 16, "unknown key");
-  load_fails(minimal_with(16, "    columns: {id: id}\n    name2: x") /* placeholder */, 17, "unknown key 'name2'");
-  load_fails(minimal_with(15, "  - topic: in"), 15, "missing required key 'name' in 'sources[0]'");
+  load_fails(minimal_with(15, "  - format: debezium-json"), 15, "missing required key 'name' in 'sources[0]'");
   load_fails(minimal_with(16, NULL), 15, "missing required key 'topics' in 'sources[0]'");
   load_fails(minimal_with(8, "    - {name: a}"), 8, "missing required key 'type' in 'table.schema[1]'");
   /* a missing section: the line of the top-level mapping */
@@ -415,13 +420,14 @@ Test(config, wrong_type) {
   unsetenv("WIDEN_BROKERS");
   load_fails(minimal_with(10, "  primary-key: {id: 1}"), 10, "'table.primary-key' must be a list, not a mapping");
   load_fails(minimal_with(1, "kafka: 127.0.0.1:9092\nx:"), 1, "'kafka' must be a mapping, not a single value");
-  load_fails(minimal_with(6, "  schema: {name: id}"), 6, "'table.schema' must be a list, not a mapping");
+  load_fails(minimal_range(6, 9, "  schema: {name: id}"), 6, "'table.schema' must be a list, not a mapping");
+  load_fails(minimal_range(6, 9, "  schema: BIGINT"), 6, "'table.schema' must be a list, not a single value");
   load_fails(minimal_with(7, "    - id"), 7, "'table.schema[0]' must be a mapping, not a single value");
-  load_fails(minimal_with(11, "  options: [a, b]"), 11, "'table.options' must be a mapping, not a list");
+  load_fails(minimal_range(11, 13, "  options: [a, b]"), 11, "'table.options' must be a mapping, not a list");
   load_fails(minimal_with(12, "    merge-engine: {a: b}"), 12, "'table.options.merge-engine' must be a single value, "
                                                                "not a mapping");
   load_fails(minimal_with(19, "  topic: [out]"), 19, "'sink.topic' must be a single value, not a list");
-  load_fails(minimal_with(14, "sources: {name: s}"), 14, "'sources' must be a list, not a mapping");
+  load_fails(minimal_range(14, 17, "sources: {name: s}"), 14, "'sources' must be a list, not a mapping");
   load_fails(minimal_with(21, "  dir: d\n  cache-entries: many"), 22,
              "'state.cache-entries' must be an integer, not 'many'; write a whole number from 0 to 1000000000");
   load_fails(minimal_with(21, "  dir: d\n  cache-entries: [1]"), 22, "'state.cache-entries' must be an integer, not "
@@ -460,8 +466,7 @@ Test(config, yaml_syntax_error_with_line_and_column) {
   cr_assert(strstr(err->message, "YAML syntax error: ") != NULL, "%s", err->message);
   wd_error_destroy(err);
   /* a tab, with line and column */
-  load_fails(minimal_with(3, "\tgroup.id: g"), 3, ":3:1: YAML syntax error: found character that cannot start any "
-                                                   "token");
+  load_fails(minimal_with(3, "\tgroup.id: g"), 3, ":3:1: YAML syntax error: found ");
   load_fails(minimal_with(3, "\tgroup.id: g"), 3, "never tabs");
   /* an unterminated quote reaches the end of the file */
   load_fails(minimal_with(21, "  dir: \"/tmp/x"), 22, "unexpected end of stream");

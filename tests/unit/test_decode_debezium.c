@@ -1048,3 +1048,53 @@ Test(container, reuse_and_take) {
   wd_source_destroy(src);
   wd_schema_destroy(s);
 }
+
+/* The envelope's schema is cached between messages of one container: alternating schemas give
+ * their own scales; an envelope with payload first takes the general path with the same hints. */
+Test(types, envelope_schema_cache) {
+  wd_schema_t *s;
+  wd_source_t *src;
+  one_col("DECIMAL(10,3)", NULL, &s, &src);
+  char *m2, *m3, *rev, *nul;
+  const char *fmt = "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":"
+                    "[{\"type\":\"int32\",\"field\":\"id\"},%s]}]},\"payload\":{\"op\":\"c\",\"after\":{\"id\":1,"
+                    "\"v\":\"BNI=\"}}}";
+  cr_assert(asprintf(&m2, fmt, DEC_SCHEMA("2")) > 0);
+  cr_assert(asprintf(&m3, fmt, DEC_SCHEMA("3")) > 0);
+  cr_assert(asprintf(&rev,
+                     "{\"payload\":{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"BNI=\"}},\"schema\":{\"type\":\"struct\","
+                     "\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":[%s]}]}}",
+                     DEC_SCHEMA("1")) > 0);
+  cr_assert(asprintf(&nul, "{\"schema\":null, \"payload\" : {\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"BNI=\"}} }") > 0);
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  const char *msgs[] = {m2, m2, m3, m3, m2, rev, nul, m3, m2};
+  const char *want[] = {"+I(1,12.340)", "+I(1,12.340)", "+I(1,1.234)", "+I(1,1.234)", "+I(1,12.340)",
+                        "+I(1,123.400)", "+I(1,1.234)" /* no schema: the column's scale */, "+I(1,1.234)",
+                        "+I(1,12.340)"};
+  for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+    char *got = decode_text(src, s, NULL, msgs[i], &ch);
+    cr_expect_str_eq(got, want[i], "message %zu", i);
+    free(got);
+  }
+  /* a payload that is not the last key: general path */
+  char *more;
+  cr_assert(asprintf(&more, "{\"schema\":%s,\"payload\":{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"BNI=\"}},\"x\":1}",
+                     "{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
+                     DEC_SCHEMA("2") "]}]}") > 0);
+  char *got = decode_text(src, s, NULL, more, &ch);
+  cr_expect_str_eq(got, "+I(1,12.340)");
+  free(got);
+  /* an envelope whose payload is broken: the message of the general path */
+  got = decode_text(src, s, NULL, "{\"schema\":{},\"payload\":{\"op\":\"c\",\"after\":{\"id\":1,}", &ch);
+  cr_expect(strncmp(got, "ERR E_DECODE", 12) == 0, "%s", got);
+  free(got);
+  wd_changes_free(&ch);
+  free(m2);
+  free(m3);
+  free(rev);
+  free(nul);
+  free(more);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}

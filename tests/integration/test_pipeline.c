@@ -1,0 +1,682 @@
+/*
+ * tests/integration/test_pipeline.c — `widen run` on the real Kafka broker (WIDEN_TEST_BROKERS,
+ * started by scripts/kafka in .ci/run), black box: the test produces Debezium events, runs the
+ * widen binary (WIDEN_BIN) as a separate process, reads the output and dead-letter topics back
+ * and opens the state store after widen exited.
+ *
+ * The reference is `widen simulate` (wd_simulate_run) over the records in the order widen applied
+ * them (`widen run --trace`): the output topic, per key in order, and the final state must equal
+ * what it computes. For the three-stream table with one sequence group per stream the final rows
+ * must also not depend on that order. A restart by SIGTERM loses and repeats nothing; a kill -9
+ * loses nothing. Every kind of bad input lands in the dead-letter topic with its reason.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app/config.h"
+#include "app/generate.h"
+#include "app/simulate.h"
+#include "changelog/changelog.h"
+#include "common/json.h"
+#include "ingest/consumer.h"
+#include "join/state.h"
+#include "sink/producer.h"
+
+extern char **environ;
+
+static const char *brokers(void) {
+  const char *b = getenv("WIDEN_TEST_BROKERS");
+  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
+  return b;
+}
+
+static const char *widen_bin(void) {
+  const char *b = getenv("WIDEN_BIN");
+  cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
+  return b;
+}
+
+/* The source tree, from this file's path (tests/integration/test_pipeline.c). */
+static void source_path(char *out, size_t n, const char *rel) {
+  const char *f = __FILE__;
+  const char *end = strstr(f, "tests/integration/");
+  cr_assert_not_null(end);
+  snprintf(out, n, "%.*s%s", (int)(end - f), f, rel);
+}
+
+typedef struct {
+  char dir[256];
+  char prefix[96];
+  char cfg[320];
+  char trace[320];
+  char state[320];
+} env_t;
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+/* Replaces every occurrence of from in s by to (s is freed). */
+static char *replace(char *s, const char *from, const char *to) {
+  size_t fl = strlen(from), tl = strlen(to), count = 0;
+  for (char *p = strstr(s, from); p; p = strstr(p + fl, from)) count++;
+  char *out = malloc(strlen(s) + count * (tl + 1) + 1), *o = out;
+  const char *p = s;
+  for (const char *q = strstr(p, from); q; q = strstr(p, from)) {
+    memcpy(o, p, (size_t)(q - p));
+    o += q - p;
+    memcpy(o, to, tl);
+    o += tl;
+    p = q + fl;
+  }
+  strcpy(o, p);
+  free(s);
+  return out;
+}
+
+/* A fresh directory and topic prefix; the config is `yaml` with "shop." replaced by the prefix,
+ * "STATE_DIR" by the state directory and "GROUP" by a unique group id. */
+static void env_init(env_t *e, const char *name, char *yaml) {
+  snprintf(e->dir, sizeof(e->dir), "/tmp/widen-it-%s-XXXXXX", name);
+  cr_assert_not_null(mkdtemp(e->dir));
+  snprintf(e->prefix, sizeof(e->prefix), "it%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
+  snprintf(e->cfg, sizeof(e->cfg), "%s/widen.yaml", e->dir);
+  snprintf(e->trace, sizeof(e->trace), "%s/trace.jsonl", e->dir);
+  snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
+  char group[200];
+  snprintf(group, sizeof(group), "%sgroup", e->prefix);
+  yaml = replace(yaml, "shop.", e->prefix);
+  yaml = replace(yaml, "STATE_DIR", e->state);
+  yaml = replace(yaml, "GROUP", group);
+  FILE *f = fopen(e->cfg, "w");
+  cr_assert_not_null(f);
+  fputs(yaml, f);
+  fclose(f);
+  free(yaml);
+}
+
+static void env_done(env_t *e) {
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", e->dir);
+}
+
+/* The demo pipeline (three streams, a sequence group each) with static group membership and
+ * small batches, so restarts rejoin at once and a kill lands mid-stream. */
+static char *demo_yaml(const char *instance, bool order_independent) {
+  char path[512];
+  source_path(path, sizeof(path), "configs/demo.yaml");
+  char *y = read_file(path);
+  char props[300];
+  snprintf(props, sizeof(props),
+           "  group.id: GROUP\n  properties:\n    session.timeout.ms: 6000\n    group.instance.id: %s\n", instance);
+  y = replace(y, "  group.id: widen-demo\n", props);
+  y = replace(y, "./state/orders_wide", "STATE_DIR");
+  y = replace(y, "batch-size: 1000", "batch-size: 100");
+  /* remove-record-on-sequence-group couples the groups (spec §14): without it the final rows do
+   * not depend on how the streams interleave */
+  if (order_independent) y = replace(y, "    partial-update.remove-record-on-sequence-group: order_version\n", "");
+  return y;
+}
+
+static pid_t spawn_widen(const env_t *e, const char *const *extra) {
+  const char *argv[16] = {widen_bin(), "run", "--config", e->cfg, "--quiet", "--trace", e->trace};
+  size_t n = 7;
+  for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  setenv("WIDEN_BROKERS", brokers(), 1);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+  return pid;
+}
+
+static int wait_exit(pid_t pid) {
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void run_to_idle(const env_t *e) {
+  const char *extra[] = {"--max-idle-ms", "2500", NULL};
+  int rc = wait_exit(spawn_widen(e, extra));
+  cr_assert_eq(rc, 0, "widen run exited with %d", rc);
+}
+
+static wd_producer_t *producer(void) {
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  wd_error_t *err = wd_producer_new(&kc, &p);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_kafka_conf_clear(&kc);
+  return p;
+}
+
+static void produce_generated(const env_t *e, uint64_t keys, uint64_t records, uint64_t seed, uint64_t skip) {
+  wd_producer_t *p = producer();
+  wd_gen_t *g = NULL;
+  wd_gen_opts_t go = {0};
+  go.seed = seed;
+  go.keys = keys;
+  go.records = records;
+  go.topic_prefix = e->prefix;
+  go.delete_ratio = 0.03;
+  cr_assert_null(wd_gen_new(&go, &g));
+  wd_gen_msg_t m;
+  for (uint64_t i = 0; wd_gen_next(g, &m); i++) {
+    if (i < skip) continue;
+    cr_assert_null(wd_producer_send(p, m.topic, m.key, m.key_len, m.value, m.value_len, NULL, 0));
+  }
+  wd_error_t *err = wd_producer_wait_acked(p, 60000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_gen_destroy(g);
+  wd_producer_destroy(p);
+}
+
+static void produce_lines(const char *topic, const char *const *keys, const char *const *values, size_t n) {
+  wd_producer_t *p = producer();
+  for (size_t i = 0; i < n; i++)
+    cr_assert_null(wd_producer_send(p, topic, keys[i], keys[i] ? strlen(keys[i]) : 0, values[i],
+                                    values[i] ? strlen(values[i]) : 0, NULL, 0));
+  cr_assert_null(wd_producer_wait_acked(p, 60000));
+  wd_producer_destroy(p);
+}
+
+/* Reads every record of topic (all partitions, from the beginning) as `widen tail` lines:
+ * a JSON array of {"op","key","row"} in partition order (one key's records are in order). */
+static json_t *read_changelog(const char *topic) {
+  wd_kafka_conf_t kc = {0};
+  wd_consumer_t *c = NULL;
+  const char *topics[] = {topic};
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
+  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  json_t *out = json_array();
+  wd_buf_t b = {0};
+  wd_kmsg_t msgs[500];
+  int idle = 0;
+  while (idle < 4) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
+    idle = n ? 0 : idle + 1;
+    for (size_t i = 0; i < n; i++) {
+      wd_buf_reset(&b);
+      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
+                                              msgs[i].value, msgs[i].value_len, &b, NULL));
+      for (char *line = (char *)b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        json_t *j = json_loads(line, 0, NULL);
+        cr_assert_not_null(j, "bad tail line %s", line);
+        json_array_append_new(out, j);
+      }
+    }
+    wd_kmsg_release(msgs, n);
+  }
+  wd_buf_free(&b);
+  wd_consumer_destroy(c);
+  wd_kafka_conf_clear(&kc);
+  return out;
+}
+
+/* The table of the env's config as a simulate case without input. */
+static json_t *case_of(const env_t *e) {
+  wd_config_t *cfg = NULL;
+  wd_error_t *err = wd_config_load(e->cfg, &cfg);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  json_t *cs = json_object(), *schema = json_array(), *pk = json_array(), *opts = json_object();
+  size_t n = 0, npk = 0, nopt = 0;
+  const char *const *names = wd_config_column_names(cfg, &n);
+  const char *const *types = wd_config_column_types(cfg, &n);
+  for (size_t i = 0; i < n; i++) json_array_append_new(schema, json_pack("{s:s,s:s}", "name", names[i], "type", types[i]));
+  const char *const *pkn = wd_config_primary_key(cfg, &npk);
+  for (size_t i = 0; i < npk; i++) json_array_append_new(pk, json_string(pkn[i]));
+  const wd_option_t *o = wd_config_table_options(cfg, &nopt);
+  for (size_t i = 0; i < nopt; i++) json_object_set_new(opts, o[i].key, json_string(o[i].value));
+  json_object_set_new(cs, "schema", schema);
+  json_object_set_new(cs, "primary_key", pk);
+  json_object_set_new(cs, "options", opts);
+  wd_config_destroy(cfg);
+  return cs;
+}
+
+/* Runs simulate over the trace (the records in the order widen applied them). */
+static json_t *simulate_trace(const env_t *e) {
+  json_t *cs = case_of(e), *input = json_array();
+  FILE *f = fopen(e->trace, "r");
+  cr_assert_not_null(f, "no trace at %s", e->trace);
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    json_t *j = json_loads(line, 0, NULL);
+    cr_assert_not_null(j);
+    json_array_append_new(input, j);
+  }
+  free(line);
+  fclose(f);
+  json_object_set_new(cs, "input", input);
+  json_t *out = NULL;
+  cr_assert_eq(wd_simulate_run(cs, "memory", 1, &out), 0);
+  json_decref(cs);
+  return out;
+}
+
+/* The final rows in widen's state directory, sorted by the (single, integer) key. */
+static int add_row(void *ctx, const wd_row_t *row) {
+  void **c = ctx;
+  json_array_append_new(c[0], wd_row_to_json(c[1], row));
+  return 0;
+}
+static int by_key(const void *a, const void *b) {
+  json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+  const char *k = "order_id";
+  if (!json_object_get(x, k)) k = "id";
+  json_int_t p = json_integer_value(json_object_get(x, k)), q = json_integer_value(json_object_get(y, k));
+  return p < q ? -1 : p > q;
+}
+static json_t *state_rows(const env_t *e) {
+  wd_config_t *cfg = NULL;
+  wd_table_t *t = NULL;
+  wd_store_t *st = NULL;
+  cr_assert_null(wd_config_load(e->cfg, &cfg));
+  cr_assert_null(wd_config_build_table(cfg, &t));
+  wd_error_t *err = wd_store_open_rocksdb(e->state, NULL, &st);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_state_t *s = wd_state_new(t, st, 0);
+  json_t *rows = json_array();
+  void *ctx[2] = {rows, (void *)wd_table_schema(t)};
+  cr_assert_null(wd_state_scan_rows(s, add_row, ctx));
+  size_t n = json_array_size(rows);
+  json_t **v = malloc((n + 1) * sizeof(*v));
+  for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(rows, i));
+  qsort(v, n, sizeof(*v), by_key);
+  json_t *sorted = json_array();
+  for (size_t i = 0; i < n; i++) json_array_append_new(sorted, v[i]);
+  free(v);
+  json_decref(rows);
+  wd_state_destroy(s);
+  wd_store_close(st);
+  wd_table_destroy(t);
+  wd_config_destroy(cfg);
+  return sorted;
+}
+
+/* Groups changelog entries ({"op","row"} or tail's {"op","key","row"}) by the key column's
+ * value into an object: key text -> array of [op, row]. */
+static json_t *by_key_seq(json_t *cl, const char *keycol) {
+  json_t *m = json_object();
+  size_t i;
+  json_t *e;
+  json_array_foreach(cl, i, e) {
+    char k[64];
+    snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_object_get(json_object_get(e, "row"), keycol)));
+    json_t *seq = json_object_get(m, k);
+    if (!seq) {
+      seq = json_array();
+      json_object_set_new(m, k, seq);
+    }
+    json_array_append_new(seq, json_pack("[OO]", json_object_get(e, "op"), json_object_get(e, "row")));
+  }
+  return m;
+}
+
+/* JSON equality where numbers compare with a relative 1e-6 (FLOAT columns are written as the
+ * shortest binary32 text by the encoder, as the binary32's double by simulate), as
+ * ../shared/tools/check-cases.py compares. */
+static bool same(json_t *a, json_t *b) {
+  if (json_is_number(a) && json_is_number(b)) {
+    if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
+    double x = json_number_value(a), y = json_number_value(b);
+    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+    return x == y || fabs(x - y) <= 1e-6 * (m > 1.0 ? m : 1.0);
+  }
+  if (json_is_array(a) && json_is_array(b)) {
+    if (json_array_size(a) != json_array_size(b)) return false;
+    for (size_t i = 0; i < json_array_size(a); i++)
+      if (!same(json_array_get(a, i), json_array_get(b, i))) return false;
+    return true;
+  }
+  if (json_is_object(a) && json_is_object(b)) {
+    if (json_object_size(a) != json_object_size(b)) return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(a, k, v) {
+      json_t *w = json_object_get(b, k);
+      if (!w || !same(v, w)) return false;
+    }
+    return true;
+  }
+  return json_equal(a, b);
+}
+
+static void assert_json_eq(json_t *a, json_t *b, const char *what) {
+  if (!same(a, b)) {
+    char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
+    cr_assert_fail("%s differ:\n got  %.1500s\n want %.1500s", what, x, y);
+  }
+}
+
+/* Checks the output topic and the state against simulate over the trace. */
+static void check_against_simulate(const env_t *e, const char *out_topic, const char *keycol) {
+  json_t *sim = simulate_trace(e);
+  cr_assert(json_is_null(json_object_get(sim, "error")), "simulate reported an error");
+  json_t *rows = state_rows(e);
+  assert_json_eq(rows, json_object_get(sim, "rows"), "final state rows vs simulate");
+  json_t *out = read_changelog(out_topic);
+  json_t *got = by_key_seq(out, keycol), *want = by_key_seq(json_object_get(sim, "changelog"), keycol);
+  assert_json_eq(got, want, "output changelog per key vs simulate");
+  cr_log_info("%zu rows, %zu changelog records checked", json_array_size(rows), json_array_size(out));
+  json_decref(got);
+  json_decref(want);
+  json_decref(out);
+  json_decref(rows);
+  json_decref(sim);
+}
+
+/* Three streams, sequence groups, ~20% late, deletes: output and state equal simulate over the
+ * apply order; the final rows equal simulate over a different interleaving (streams one after
+ * another). */
+Test(pipeline, three_streams_equal_simulate, .timeout = 280) {
+  env_t e;
+  env_init(&e, "three", demo_yaml("it-three", true));
+  produce_generated(&e, 60, 1500, 11, 0);
+  run_to_idle(&e);
+  char out_topic[200];
+  snprintf(out_topic, sizeof(out_topic), "%sorders_wide", e.prefix);
+  check_against_simulate(&e, out_topic, "order_id");
+
+  /* order independence: the trace reordered stream by stream gives the same final rows */
+  json_t *sim = simulate_trace(&e), *cs = case_of(&e), *input = json_array();
+  FILE *f = fopen(e.trace, "r");
+  char *line = NULL;
+  size_t cap = 0;
+  json_t *lines = json_array();
+  while (getline(&line, &cap, f) > 0) json_array_append_new(lines, json_loads(line, 0, NULL));
+  free(line);
+  fclose(f);
+  static const char *const seqcol[] = {"order_version", "pay_version", "ship_version"};
+  for (int s = 2; s >= 0; s--) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(lines, i, r) {
+      json_t *v = json_object_get(json_object_get(r, "row"), seqcol[s]);
+      if (v && !json_is_null(v)) json_array_append(input, r);
+    }
+  }
+  json_object_set_new(cs, "input", input);
+  json_t *reordered = NULL;
+  cr_assert_eq(wd_simulate_run(cs, "memory", 1, &reordered), 0);
+  assert_json_eq(json_object_get(reordered, "rows"), json_object_get(sim, "rows"),
+                 "final rows for another interleaving of the streams");
+  json_decref(reordered);
+  json_decref(cs);
+  json_decref(lines);
+  json_decref(sim);
+  env_done(&e);
+}
+
+/* SIGTERM mid-stream, then a restart: nothing lost, nothing repeated (output per key equals
+ * simulate over the apply order of both runs together). */
+Test(pipeline, sigterm_restart_loses_and_repeats_nothing, .timeout = 280) {
+  env_t e;
+  env_init(&e, "term", demo_yaml("it-term", false));
+  produce_generated(&e, 80, 4000, 12, 0);
+  pid_t pid = spawn_widen(&e, NULL);
+  /* wait until widen has applied something, then stop it */
+  for (int i = 0; i < 300; i++) {
+    FILE *f = fopen(e.trace, "r");
+    long size = 0;
+    if (f) {
+      fseek(f, 0, SEEK_END);
+      size = ftell(f);
+      fclose(f);
+    }
+    if (size > 20000) break;
+    usleep(20000);
+  }
+  kill(pid, SIGTERM);
+  cr_assert_eq(wait_exit(pid), 0, "widen did not exit 0 on SIGTERM");
+  run_to_idle(&e);
+  char out_topic[200];
+  snprintf(out_topic, sizeof(out_topic), "%sorders_wide", e.prefix);
+  check_against_simulate(&e, out_topic, "order_id");
+  env_done(&e);
+}
+
+/* kill -9 mid-stream, then a restart: the final state is right (equal to a clean replay of the
+ * topics, whose trace simulate confirms) and the output's last record per key is the final row. */
+Test(pipeline, kill9_restart_loses_nothing, .timeout = 280) {
+  env_t e;
+  env_init(&e, "kill", demo_yaml("it-kill", true));
+  produce_generated(&e, 80, 4000, 13, 0);
+  pid_t pid = spawn_widen(&e, NULL);
+  for (int i = 0; i < 300; i++) {
+    FILE *f = fopen(e.trace, "r");
+    long size = 0;
+    if (f) {
+      fseek(f, 0, SEEK_END);
+      size = ftell(f);
+      fclose(f);
+    }
+    if (size > 20000) break;
+    usleep(20000);
+  }
+  kill(pid, SIGKILL);
+  wait_exit(pid);
+  run_to_idle(&e);
+  json_t *rows = state_rows(&e);
+
+  /* a clean rebuild with widen replay into a fresh state directory */
+  char fresh[300], trace2[300];
+  snprintf(fresh, sizeof(fresh), "%s/replayed", e.dir);
+  snprintf(trace2, sizeof(trace2), "%s/trace-replay.jsonl", e.dir);
+  const char *argv[] = {widen_bin(), "replay", "--config", e.cfg, "--from", "earliest", "--state-dir", fresh,
+                        "--no-output", "--quiet", "--trace", trace2, NULL};
+  pid_t rp;
+  cr_assert_eq(posix_spawn(&rp, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+  cr_assert_eq(wait_exit(rp), 0, "widen replay failed");
+  env_t r = e;
+  snprintf(r.state, sizeof(r.state), "%s", fresh);
+  snprintf(r.trace, sizeof(r.trace), "%s", trace2);
+  json_t *replayed = state_rows(&r);
+  assert_json_eq(rows, replayed, "state after kill -9 + restart vs a clean replay");
+  json_t *sim = simulate_trace(&r);
+  assert_json_eq(replayed, json_object_get(sim, "rows"), "replayed state vs simulate");
+
+  /* the output's last record per key is the final row (or a delete when the key is gone) */
+  char out_topic[200];
+  snprintf(out_topic, sizeof(out_topic), "%sorders_wide", e.prefix);
+  json_t *out = by_key_seq(read_changelog(out_topic), "order_id");
+  size_t i;
+  json_t *row;
+  json_array_foreach(rows, i, row) {
+    char k[32];
+    snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_object_get(row, "order_id")));
+    json_t *seq = json_object_get(out, k);
+    cr_assert_not_null(seq, "key %s has no output", k);
+    json_t *last = json_array_get(seq, json_array_size(seq) - 1);
+    cr_assert_str_neq(json_string_value(json_array_get(last, 0)), "-D");
+    assert_json_eq(json_array_get(last, 1), row, "last output record of a key vs its final row");
+  }
+  json_decref(out);
+  json_decref(sim);
+  json_decref(replayed);
+  json_decref(rows);
+  env_done(&e);
+}
+
+/* ---- delete policies and bad input, on the products table of ../shared/data ------------- */
+
+static const char *const PRODUCTS_YAML =
+    "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: GROUP\n  properties:\n    session.timeout.ms: 6000\n"
+    "table:\n  name: products\n  schema:\n    - {name: id, type: INT NOT NULL}\n    - {name: name, type: STRING}\n"
+    "    - {name: description, type: STRING}\n    - {name: weight, type: FLOAT}\n  primary-key: [id]\n  options:\n"
+    "    changelog-producer: lookup\nOPTIONS"
+    "sources:\n  - name: products\n    topic: shop.products\n    format: debezium-json\n"
+    "    columns: {id: id, name: name, description: description, weight: weight}\n"
+    "sink:\n  topic: shop.products_wide\n  format: debezium-json\n  dead-letter-topic: shop.dlq\n"
+    "state:\n  dir: STATE_DIR\npipeline:\n  batch-size: 5\n  batch-timeout-ms: 50\n";
+
+static char *products_yaml(const char *options) {
+  char *y = strdup(PRODUCTS_YAML);
+  return replace(y, "OPTIONS", options);
+}
+
+/* Sends the 16 Debezium MySQL events of ../shared/data (products 101-111: inserts, updates, one
+ * delete) and returns how many there were. */
+static size_t produce_products(const env_t *e) {
+  char path[600], topic[200];
+  const char *shared = getenv("WIDEN_SHARED");
+  cr_assert_not_null(shared);
+  snprintf(path, sizeof(path), "%s/data/flink-json/debezium-data-schema-exclude.txt", shared);
+  snprintf(topic, sizeof(topic), "%sproducts", e->prefix);
+  char *text = read_file(path);
+  const char *keys[64], *vals[64];
+  size_t n = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line && n < 64; line = strtok_r(NULL, "\n", &save)) {
+    keys[n] = NULL;
+    vals[n++] = line;
+  }
+  produce_lines(topic, keys, vals, n);
+  free(text);
+  return n;
+}
+
+static void run_policy(const char *name, const char *options, size_t want_rows, bool has_111) {
+  env_t e;
+  env_init(&e, name, products_yaml(options));
+  cr_assert_eq(produce_products(&e), 16);
+  run_to_idle(&e);
+  char out_topic[200];
+  snprintf(out_topic, sizeof(out_topic), "%sproducts_wide", e.prefix);
+  check_against_simulate(&e, out_topic, "id");
+  json_t *rows = state_rows(&e);
+  cr_expect_eq(json_array_size(rows), want_rows, "%s: %zu rows", name, json_array_size(rows));
+  json_t *last = json_array_get(rows, json_array_size(rows) - 1);
+  cr_expect_eq(json_integer_value(json_object_get(last, "id")) == 111, has_111, "%s: row 111", name);
+  json_decref(rows);
+  env_done(&e);
+}
+
+Test(pipeline, delete_policy_deduplicate, .timeout = 120) { run_policy("dedup", "", 10, false); }
+Test(pipeline, delete_policy_partial_update_ignore_delete, .timeout = 120) {
+  run_policy("pu-ignore", "    merge-engine: partial-update\n    ignore-delete: true\n", 11, true);
+}
+Test(pipeline, delete_policy_partial_update_remove_record_on_delete, .timeout = 120) {
+  run_policy("pu-remove", "    merge-engine: partial-update\n    partial-update.remove-record-on-delete: true\n", 10,
+             false);
+}
+Test(pipeline, delete_policy_aggregation_remove_record_on_delete, .timeout = 120) {
+  run_policy("agg-remove",
+             "    merge-engine: aggregation\n    fields.weight.aggregate-function: sum\n"
+             "    aggregation.remove-record-on-delete: true\n",
+             10, false);
+}
+
+/* Reads the dead-letter topic with librdkafka directly: value bytes and headers. */
+static json_t *read_dead_letters(const char *topic) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", brokers(), errstr, sizeof(errstr));
+  rd_kafka_conf_set(conf, "group.id", topic, errstr, sizeof(errstr));
+  rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", errstr, sizeof(errstr));
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+  cr_assert_not_null(rk);
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(tp, topic, RD_KAFKA_PARTITION_UA);
+  rd_kafka_subscribe(rk, tp);
+  rd_kafka_topic_partition_list_destroy(tp);
+  json_t *out = json_array();
+  for (int idle = 0; idle < 16;) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+    if (!m) {
+      idle++;
+      continue;
+    }
+    if (!m->err) {
+      idle = 0;
+      json_t *j = json_object();
+      json_object_set_new(j, "value", json_stringn(m->payload ? m->payload : "", m->len));
+      rd_kafka_headers_t *h = NULL;
+      if (!rd_kafka_message_headers(m, &h)) {
+        const char *name;
+        const void *val;
+        size_t len;
+        for (size_t i = 0; !rd_kafka_header_get_all(h, i, &name, &val, &len); i++)
+          json_object_set_new(j, name, json_stringn(val, len));
+      }
+      json_array_append_new(out, j);
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+/* Every kind of bad input lands in the dead-letter topic, unchanged, with its reason; the
+ * pipeline goes on. */
+Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
+  env_t e;
+  env_init(&e, "bad", products_yaml("    merge-engine: partial-update\n"));
+  cr_assert_eq(produce_products(&e), 16); /* partial-update without a delete policy: -U/-D rejected */
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sproducts", e.prefix);
+  const char *keys[] = {NULL, NULL, NULL, NULL};
+  const char *vals[] = {"this is not json",
+                        "{\"before\":null,\"after\":{\"name\":\"no key\"},\"op\":\"c\"}",
+                        "{\"before\":null,\"after\":{\"id\":500,\"weight\":\"heavy\"},\"op\":\"c\"}",
+                        "{\"before\":null,\"after\":{\"id\":501,\"name\":\"fine\"},\"op\":\"c\"}"};
+  produce_lines(topic, keys, vals, 4);
+  run_to_idle(&e);
+  snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
+  json_t *dl = read_dead_letters(topic);
+  /* 4 updates and 1 delete rejected by the engine, 3 bad records */
+  cr_assert_eq(json_array_size(dl), 8, "dead letters: %zu", json_array_size(dl));
+  int ids[4] = {0};
+  static const char *const want[] = {"E_PU_DELETE_NOT_ACCEPTED", "E_DECODE", "E_NO_KEY", "E_TYPE"};
+  size_t i;
+  json_t *d;
+  json_array_foreach(dl, i, d) {
+    const char *id = json_string_value(json_object_get(d, "widen.error.id"));
+    cr_assert_not_null(id);
+    for (int k = 0; k < 4; k++) ids[k] += !strcmp(id, want[k]);
+    cr_expect(strstr(json_string_value(json_object_get(d, "widen.error.message")), id) != NULL);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "widen.source.partition")) ? "ok" : "", "ok");
+    cr_expect(json_string_value(json_object_get(d, "widen.source.topic")) != NULL);
+    cr_expect(json_string_value(json_object_get(d, "widen.source.offset")) != NULL);
+    if (!strcmp(id, "E_DECODE")) cr_expect_str_eq(json_string_value(json_object_get(d, "value")), "this is not json");
+  }
+  cr_expect_eq(ids[0], 5);
+  cr_expect_eq(ids[1], 1);
+  cr_expect_eq(ids[2], 1);
+  cr_expect_eq(ids[3], 1);
+  /* the pipeline went on: the 11 inserts and id 501 are rows */
+  json_t *rows = state_rows(&e);
+  cr_expect_eq(json_array_size(rows), 12);
+  json_decref(rows);
+  json_decref(dl);
+  env_done(&e);
+}
