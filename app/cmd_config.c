@@ -44,8 +44,8 @@ static void format_duration(int64_t ms, char *buf, size_t size) {
 
 /* Prints the summary of a valid config and its built table to f. */
 static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) {
-  static const char *const SINK_FMT[] = {"debezium-json", "changelog-json"};
-  static const char *const KEY_FMT[] = {"json", "string"};
+  static const char *const SINK_FMT[] = {"debezium-json", "changelog-json", "avro"};
+  static const char *const KEY_FMT[] = {"json", "string", "avro"};
   fprintf(f, "%s: OK\n", cfg->path);
   fprintf(f, "  kafka     %s%s, group %s, %zu extra properties\n", cfg->kafka.bootstrap_servers,
           cfg->brokers_from_env ? " (from WIDEN_BROKERS)" : "", cfg->kafka.group_id, cfg->kafka.properties.n);

@@ -59,7 +59,8 @@ static const wd_config_option_t SOURCE_OPTS[] = {
      "Another spelling of `topics` for a single topic (set one of the two)."},
     {"format", WD_CONFIG_ENUM, offsetof(wd_config_source_t, format), "debezium-json", NULL, 0, 0,
      "debezium-json|debezium-avro", 0, NULL,
-     "Format of the record values (debezium-avro with a schema registry is not implemented yet)."},
+     "Format of the record values: Debezium JSON (JsonConverter, with or without schemas), or Debezium Avro "
+     "(AvroConverter) in the Confluent wire format, its writer schemas fetched by id from `schema-registry`."},
     {"columns", WD_CONFIG_PAIRS, offsetof(wd_config_source_t, columns), NULL, NULL, 0, 0, NULL,
      WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY | WD_CONFIG_NULL_IS_KEY, NULL,
      "The wide columns this source writes, `column: path`: a field of the row image (`weight`, `address.city`), "
@@ -75,15 +76,34 @@ static const wd_config_option_t SINK_OPTS[] = {
     {"topic", WD_CONFIG_STRING, offsetof(wd_config_sink_t, topic), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
      "Output topic of the wide table's changelog, keyed by primary key."},
     {"format", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, format), "debezium-json", NULL, 0, 0,
-     "debezium-json|changelog-json", 0, NULL,
-     "Encoding of changelog rows: Debezium change events (`op` c/u/d with before/after) or widen's changelog JSON "
-     "(one row with its row kind +I/-U/+U/-D)."},
-    {"key-format", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, key_format), "json", NULL, 0, 0, "json|string", 0, NULL,
-     "Encoding of the message key: a Debezium-style key object `{\"col\": value}`, or the key values as text."},
+     "debezium-json|changelog-json|avro", 0, NULL,
+     "Encoding of changelog rows: Debezium change events (`op` c/u/d with before/after), widen's changelog JSON "
+     "(one row with its row kind +I/-U/+U/-D), or Avro in the Confluent wire format (one record per row kind: "
+     "`_row_kind` then every column), its schema registered under `<topic>-value` at start."},
+    {"key-format", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, key_format), "json", NULL, 0, 0, "json|string|avro", 0,
+     NULL,
+     "Encoding of the message key: a Debezium-style key object `{\"col\": value}`, the key values as text "
+     "(joined by `,`), or an Avro record of the key columns registered under `<topic>-key`."},
     {"dead-letter-topic", WD_CONFIG_STRING, offsetof(wd_config_sink_t, dead_letter_topic), NULL, "`<topic>.dlq`", 0, 0,
      NULL, 0, NULL, "Topic that receives input records that cannot be decoded or are rejected, with the reason."},
     {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_sink_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Extra librdkafka producer properties (applied after kafka.properties)."},
+    END_OPT,
+};
+
+static const wd_config_option_t REGISTRY_OPTS[] = {
+    {"url", WD_CONFIG_STRING, offsetof(wd_config_registry_t, url), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Required when the section is used: base URL of a Confluent-compatible schema registry (`http://host:8081`). widen uses GET "
+     "`/schemas/ids/{id}` (writer schemas, cached per id for the process's life) and POST "
+     "`/subjects/{subject}/versions` (the sink's schemas, at start)."},
+    {"username", WD_CONFIG_STRING, offsetof(wd_config_registry_t, username), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "User name for HTTP basic auth (none when absent)."},
+    {"password", WD_CONFIG_STRING, offsetof(wd_config_registry_t, password), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Password for HTTP basic auth."},
+    {"timeout", WD_CONFIG_DURATION, offsetof(wd_config_registry_t, timeout_ms), "10s", NULL, 100, 600000, NULL, 0,
+     NULL,
+     "Time limit of one request. A registry that does not answer is retried with backoff (100 ms doubling to "
+     "10 s) and logged; records wait, none is dropped."},
     END_OPT,
 };
 
@@ -121,6 +141,9 @@ static const wd_config_section_t SOURCE_SEC = {
 static const wd_config_section_t SINK_SEC = {"sink", SINK_OPTS, sizeof(wd_config_sink_t),
                                              offsetof(wd_config_sink_t, line),
                                              "The output: the wide table's full-row changelog."};
+static const wd_config_section_t REGISTRY_SEC = {
+    "schema-registry", REGISTRY_OPTS, sizeof(wd_config_registry_t), offsetof(wd_config_registry_t, line),
+    "The schema registry of Avro sources and the Avro sink (required when one is used)."};
 static const wd_config_section_t STATE_SEC = {"state", STATE_OPTS, sizeof(wd_config_state_t),
                                               offsetof(wd_config_state_t, line),
                                               "The keyed state store holding the current wide rows."};
@@ -137,6 +160,8 @@ static const wd_config_option_t ROOT_OPTS[] = {
      WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, &SOURCE_SEC, "The input streams (a list)."},
     {"sink", WD_CONFIG_SECTION, offsetof(wd_config_t, sink), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &SINK_SEC,
      "The changelog output."},
+    {"schema-registry", WD_CONFIG_SECTION, offsetof(wd_config_t, schema_registry), NULL, NULL, 0, 0, NULL, 0,
+     &REGISTRY_SEC, "The schema registry (only for debezium-avro sources and the avro sink or key format)."},
     {"state", WD_CONFIG_SECTION, offsetof(wd_config_t, state), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &STATE_SEC,
      "The state store."},
     {"pipeline", WD_CONFIG_SECTION, offsetof(wd_config_t, pipeline), NULL, NULL, 0, 0, NULL, 0, &PIPELINE_SEC,
@@ -890,6 +915,16 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
     snprintf(path, sizeof(path), "sources[%zu].options", s);
     if ((err = check_source_options(ld, src, path))) return err;
   }
+  bool avro = cfg->sink.format == WD_CONFIG_SINK_AVRO || cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
+  int avro_line = avro ? cfg->sink.line : 0;
+  for (size_t s = 0; s < cfg->sources.n && !avro; s++)
+    if (cfg->sources.v[s].format == WD_FMT_DEBEZIUM_AVRO) {
+      avro = true;
+      avro_line = cfg->sources.v[s].line;
+    }
+  if (avro && !cfg->schema_registry.url)
+    return cfg_err(ld, avro_line, "Avro needs a schema registry; add a top-level `schema-registry:` section with its "
+                   "url");
   if (!cfg->sink.dead_letter_topic) {
     if (asprintf(&cfg->sink.dead_letter_topic, "%s.dlq", cfg->sink.topic) < 0) {
       cfg->sink.dead_letter_topic = NULL;

@@ -99,12 +99,15 @@ typedef struct wd_config_sources {
 
 typedef enum wd_config_sink_format {
   WD_CONFIG_SINK_DEBEZIUM_JSON = 0, /* "debezium-json" */
-  WD_CONFIG_SINK_CHANGELOG_JSON     /* "changelog-json" */
+  WD_CONFIG_SINK_CHANGELOG_JSON,    /* "changelog-json" */
+  WD_CONFIG_SINK_AVRO               /* "avro": Confluent wire format through the schema registry
+                                       (changelog/avro.h) */
 } wd_config_sink_format_t;
 
 typedef enum wd_config_key_format {
   WD_CONFIG_KEY_JSON = 0, /* "json": a Debezium-style key object {"col": value, ...} */
-  WD_CONFIG_KEY_STRING    /* "string": the key values as text */
+  WD_CONFIG_KEY_STRING,   /* "string": the key values as text */
+  WD_CONFIG_KEY_AVRO      /* "avro": an Avro record of the key columns, registered as <topic>-key */
 } wd_config_key_format_t;
 
 typedef struct wd_config_sink {
@@ -115,6 +118,15 @@ typedef struct wd_config_sink {
   wd_config_pairs_t properties; /* extra librdkafka producer properties */
   int line;
 } wd_config_sink_t;
+
+/* The schema registry (debezium-avro sources, the avro sink, Avro keys). */
+typedef struct wd_config_registry {
+  char *url;          /* NULL: no registry configured */
+  char *username;     /* basic auth; NULL for none */
+  char *password;
+  int64_t timeout_ms; /* per request */
+  int line;
+} wd_config_registry_t;
 
 typedef struct wd_config_state {
   char *dir;
@@ -136,6 +148,7 @@ typedef struct wd_config {
   wd_config_table_t table;
   wd_config_sources_t sources;
   wd_config_sink_t sink;
+  wd_config_registry_t schema_registry;
   wd_config_state_t state;
   wd_config_pipeline_t pipeline;
   bool brokers_from_env; /* kafka.bootstrap.servers came from WIDEN_BROKERS */

@@ -32,25 +32,33 @@ typedef struct wd_gen_rec {
 typedef struct wd_gen_key {
   uint32_t version; /* last generated version, 0 = none */
   bool exists;      /* row present after the last generated change */
-  bool held;        /* rec holds a late record waiting for the next change */
   int64_t ts;       /* event time of the last generated change */
-  wd_gen_rec_t rec;
 } wd_gen_key_t;
+
+/* A late record waiting in the delay line until `due` records have been emitted. */
+typedef struct wd_gen_late {
+  wd_gen_rec_t rec;
+  uint64_t due;
+} wd_gen_late_t;
+
+#define WD_GEN_MAX_DELAY 10 /* a late record is emitted 0..10 records after its successor */
+#define WD_GEN_QUEUE 64     /* > the delay line's maximum length (WD_GEN_MAX_DELAY + 1) + 2 */
 
 struct wd_gen {
   uint64_t rng;
   uint64_t seed;
   uint64_t keys, records;
-  double hold_prob, delete_ratio;
+  double pair_prob, delete_prob; /* per generation step */
   size_t nstreams;
   int kinds[WD_GEN_NKINDS];  /* stream index -> built-in stream kind */
   char *topics[WD_GEN_NKINDS];
   wd_gen_key_t *state;       /* [stream index * keys + key - 1] */
   uint64_t generated, emitted;
   int64_t clock_ms;
-  wd_gen_rec_t out[2];       /* records waiting to be emitted, out[0] first */
-  size_t nout;
-  size_t flush_cursor;       /* next state slot to scan for held records at the end */
+  wd_gen_rec_t out[WD_GEN_QUEUE]; /* ring of records ready to emit, in order */
+  size_t out_head, nout;
+  wd_gen_late_t late[WD_GEN_QUEUE]; /* the delay line, oldest first */
+  size_t nlate;
   bool failed;
   wd_buf_t key, value;
 };
@@ -187,8 +195,10 @@ wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out) {
   g->rng = wd_mix64(opts->seed ^ 0x5eedULL);
   g->keys = opts->keys ? opts->keys : 1000;
   g->records = opts->records ? opts->records : 10000;
-  g->hold_prob = late / (1.0 - late); /* one hold makes the key's next record ineligible */
-  g->delete_ratio = del;
+  /* A step makes one record, or two (a late pair) with probability q: the late share is
+   * q / (1 + q) and the delete share d / (1 + q). */
+  g->pair_prob = late / (1.0 - late);
+  g->delete_prob = del * (1.0 + g->pair_prob);
   g->clock_ms = opts->start_ms ? opts->start_ms : INT64_C(1700000000000);
   size_t n = opts->streams ? opts->nstreams : WD_GEN_NKINDS;
   if (n == 0 || n > WD_GEN_NKINDS) {
@@ -229,55 +239,81 @@ cleanup:
   return err;
 }
 
-/* Generates one change and queues what it makes emittable (0, 1 or 2 records). */
-static void wd_gen_step(wd_gen_t *g) {
-  uint32_t si = (uint32_t)(wd_gen_rand(g) % g->nstreams);
-  uint64_t key = 1 + wd_gen_rand(g) % g->keys;
+static void wd_gen_push(wd_gen_t *g, const wd_gen_rec_t *rec) {
+  g->out[(g->out_head + g->nout++) % WD_GEN_QUEUE] = *rec;
+}
+
+/* The next change of slot (si, key): op c when the row is absent, else u, or d when del. */
+static wd_gen_rec_t wd_gen_change(wd_gen_t *g, uint32_t si, uint64_t key, bool del) {
   wd_gen_key_t *st = &g->state[si * g->keys + key - 1];
   g->clock_ms += 1 + (int64_t)(wd_gen_rand(g) % 20);
-  double u = wd_gen_unit(g);
   wd_gen_rec_t rec = {.si = si, .key = key, .pos = 4 + (int64_t)g->generated * 371};
-  rec.op = !st->exists ? 'c' : (u < g->delete_ratio ? 'd' : 'u');
+  rec.op = !st->exists ? 'c' : (del ? 'd' : 'u');
   rec.version = ++st->version;
   rec.ts = g->clock_ms;
   rec.prev_ts = st->ts;
   st->exists = rec.op != 'd';
   st->ts = rec.ts;
   g->generated++;
-  if (st->held) {
-    st->held = false;
-    if (rec.op == 'd') { /* never let an older change overtake a delete */
-      g->out[g->nout++] = st->rec;
-      g->out[g->nout++] = rec;
-    } else {
-      st->rec.late = true;
-      g->out[g->nout++] = rec;
-      g->out[g->nout++] = st->rec;
+  return rec;
+}
+
+/* Generates one step: a delete of a present row, a late pair (the second change is emitted
+ * first, the first goes to the delay line) or one change; queues what can be emitted. */
+static void wd_gen_step(wd_gen_t *g) {
+  uint32_t si = (uint32_t)(wd_gen_rand(g) % g->nstreams);
+  uint64_t key = 1 + wd_gen_rand(g) % g->keys;
+  double u = wd_gen_unit(g);
+  uint64_t left = g->records - g->generated;
+  if (u < g->delete_prob) {
+    /* delete a present row: look for one among a few random keys of the stream */
+    for (int tries = 0; tries < 16 && !g->state[si * g->keys + key - 1].exists; tries++)
+      key = 1 + wd_gen_rand(g) % g->keys;
+    if (g->state[si * g->keys + key - 1].exists) {
+      /* older changes of the key still in the delay line go first: nothing overtakes a delete */
+      size_t k = 0;
+      for (size_t i = 0; i < g->nlate; i++) {
+        if (g->late[i].rec.si == si && g->late[i].rec.key == key)
+          wd_gen_push(g, &g->late[i].rec);
+        else
+          g->late[k++] = g->late[i];
+      }
+      g->nlate = k;
+      wd_gen_rec_t rec = wd_gen_change(g, si, key, true);
+      wd_gen_push(g, &rec);
+      return;
     }
-  } else if (rec.op != 'd' && g->generated < g->records && wd_gen_unit(g) < g->hold_prob) {
-    st->held = true;
-    st->rec = rec;
-  } else {
-    g->out[g->nout++] = rec;
+  } else if (u < g->delete_prob + g->pair_prob && left >= 2 && g->nlate < WD_GEN_MAX_DELAY + 1) {
+    wd_gen_rec_t first = wd_gen_change(g, si, key, false);
+    wd_gen_rec_t second = wd_gen_change(g, si, key, false);
+    first.late = true;
+    wd_gen_push(g, &second);
+    g->late[g->nlate].rec = first;
+    g->late[g->nlate].due = g->emitted + g->nout + wd_gen_rand(g) % (WD_GEN_MAX_DELAY + 1);
+    g->nlate++;
+    return;
   }
+  wd_gen_rec_t rec = wd_gen_change(g, si, key, false);
+  wd_gen_push(g, &rec);
 }
 
 bool wd_gen_next(wd_gen_t *g, wd_gen_msg_t *msg) {
   if (g->failed || g->emitted >= g->records) return false;
-  while (g->nout == 0) {
-    if (g->generated < g->records) {
-      wd_gen_step(g);
-      continue;
+  /* a late record whose time has come goes first (the delay line is short: scan it) */
+  for (size_t i = 0; i < g->nlate; i++) {
+    if (g->late[i].due <= g->emitted || (g->nout == 0 && g->generated == g->records)) {
+      wd_gen_push(g, &g->late[i].rec);
+      memmove(&g->late[i], &g->late[i + 1], (g->nlate - i - 1) * sizeof(*g->late));
+      g->nlate--;
+      break;
     }
-    /* every record generated: emit the ones still held, in order */
-    size_t total = g->nstreams * g->keys;
-    while (g->flush_cursor < total && !g->state[g->flush_cursor].held) g->flush_cursor++;
-    if (g->flush_cursor == total) return false; /* not reached: emitted < records implies a held one */
-    g->state[g->flush_cursor].held = false;
-    g->out[g->nout++] = g->state[g->flush_cursor].rec;
   }
-  wd_gen_rec_t rec = g->out[0];
-  g->out[0] = g->out[1];
+  while (g->nout == 0) {
+    if (g->generated >= g->records) return false; /* not reached: every record is queued by now */
+    wd_gen_step(g);
+  }
+  wd_gen_rec_t rec = g->out[g->out_head];
+  g->out_head = (g->out_head + 1) % WD_GEN_QUEUE;
   g->nout--;
   if (wd_gen_render(g, &rec, msg)) {
     g->failed = true;

@@ -13,13 +13,15 @@
  * ... in change order, also across a delete and re-create) and *_ts the change's event time in
  * ms, which is also source.ts_ms.
  *
- * Each record picks a stream and a key (order_id 1..keys) uniformly. The first change of a
+ * Each step picks a stream and a key (order_id 1..keys) uniformly. The first change of a
  * (stream, key) is a create (op "c", before null), later ones updates (op "u", with the previous
- * image as before); about delete_ratio of the records delete a present row (op "d", after null)
- * and the next change of that key re-creates it. About late_ratio of the records arrive late:
- * such a record is held back and emitted right after the next change of the same (stream, key),
- * so its version is lower than one already emitted (deletes are never late, and a held record
- * is emitted before a delete of its key; one still held at the end is emitted in order).
+ * image as before). About delete_ratio of the records delete a present row (op "d", after null;
+ * the next change of that key re-creates it). About late_ratio of the records arrive late: a
+ * step then makes two consecutive changes of one key, emits the second at once and the first
+ * 0..10 records later, so its version is lower than one already emitted for its (stream, key).
+ * Nothing overtakes a delete: late changes of a key are emitted before its delete. The shares
+ * hold whatever keys and records are (a delete looks for a present row among a few random keys,
+ * so with very sparse keys slightly fewer deletes come out).
  *
  * Message envelope (schemas.enable=false):
  *   {"before":{...}|null,"after":{...}|null,"source":{"version":"2.5.0.Final","connector":"mysql",
@@ -71,8 +73,7 @@ typedef struct wd_gen_msg {
 
 /* Creates a generator (opts borrowed for the call; strings copied). *out is owned by the caller
  * (wd_gen_destroy). Errors (WD_ERR_CONFIG "C_GENERATE"): an unknown or repeated stream name,
- * ratios above 0.9 (late) / 0.5 (delete). E_NOMEM (memory is about 64 bytes per stream and
- * key). */
+ * ratios above 0.9 (late) / 0.5 (delete). E_NOMEM (memory is 16 bytes per stream and key). */
 wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out);
 
 /* Produces the next message into *msg. Returns true, or false when opts->records messages have

@@ -9,10 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "changelog/avro.h"
 #include "changelog/changelog.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "ingest/consumer.h"
+#include "ingest/decode_avro.h"
+#include "ingest/schema_registry.h"
 #include "ingest/source.h"
 #include "join/state.h"
 #include "sink/producer.h"
@@ -38,6 +41,9 @@ struct wd_pipeline {
   wd_consumer_t *cons;
   wd_kafka_conf_t kconf;
   wd_changelog_format_t out_format;
+  wd_registry_t *registry;    /* schema registry (Avro sources, sink or key), else NULL */
+  wd_avro_decoder_t *avro_in; /* debezium-avro sources */
+  wd_avro_sink_t *avro_out;   /* avro sink format or Avro keys */
   /* per batch */
   wd_kmsg_t *msgs;
   wd_bmsg_t *bm;
@@ -92,6 +98,16 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
   wd_log(WD_LOG_INFO, "pipeline", "assigned %s[%d], starting at %s%" PRId64, topic, partition,
          next >= 0 ? "stored offset " : "the group's committed offset (none stored) ", next >= 0 ? next : 0);
   return next >= 0 ? next : WD_OFFSET_STORED;
+}
+
+/* on_revoke: runs between batches (inside the poll), when the previous batch is acknowledged,
+ * written and committed; the partitions' keys may belong to another process from now on, so
+ * their cached rows are dropped. */
+static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost) {
+  wd_pipeline_t *p = ctx;
+  wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s; dropping cached rows", n, lost ? "lost" : "revoked");
+  (void)parts;
+  wd_state_drop_clean(p->state);
 }
 
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
@@ -152,6 +168,19 @@ static wd_error_t *trace_message(wd_pipeline_t *p, size_t first, size_t count) {
   return NULL;
 }
 
+/* The output key of row: the key columns as a JSON object, as Debezium writes keys
+ * (sink.key-format json), or their canonical texts joined by ',' (string). */
+static wd_error_t *encode_key(wd_pipeline_t *p, const wd_row_t *row) {
+  if (p->cfg->sink.key_format == WD_CONFIG_KEY_AVRO) return wd_avro_sink_encode_key(p->avro_out, row, &p->kbuf);
+  if (p->cfg->sink.key_format != WD_CONFIG_KEY_STRING) return wd_changelog_encode_key_json(p->schema, row, &p->kbuf);
+  for (size_t k = 0; k < p->schema->npk; k++) {
+    int c = p->schema->pk[k];
+    if ((k && wd_buf_putc(&p->kbuf, ',')) || wd_value_format(p->schema->cols[c].type, &row->v[c], &p->kbuf))
+      return wd_error_nomem();
+  }
+  return NULL;
+}
+
 /* Produces the changelog rows of p->cl, keyed by primary key. */
 static wd_error_t *produce_changelog(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
@@ -169,19 +198,52 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
       p->st.changes_out += i - at;
       keyrow = after ? after : before;
       err = wd_changelog_encode_debezium_json(p->schema, tname, ts, kind, before, after, &p->vbuf);
+    } else if (p->avro_out && p->cfg->sink.format == WD_CONFIG_SINK_AVRO) { /* one record per row kind */
+      keyrow = p->cl.rows[i];
+      err = wd_avro_sink_encode_value(p->avro_out, p->cl.rows[i], &p->vbuf);
+      i++;
+      p->st.changes_out++;
     } else {
       keyrow = p->cl.rows[i];
       err = wd_changelog_encode_changelog_json(p->schema, tname, ts, p->cl.rows[i], &p->vbuf);
       i++;
       p->st.changes_out++;
     }
-    if (!err) err = wd_changelog_encode_key_json(p->schema, keyrow, &p->kbuf);
+    if (!err) err = encode_key(p, keyrow);
     if (!err && !p->opts.no_output)
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
     if (err) return err;
     if (!p->opts.no_output) p->st.messages_out++;
   }
   return NULL;
+}
+
+/* Sleeps ms milliseconds (in slices, returning early when the pipeline is stopped). */
+static void sleep_ms(wd_pipeline_t *p, long ms) {
+  while (ms > 0 && !p->stop) {
+    long slice = ms > 100 ? 100 : ms;
+    struct timespec ts = {0, slice * 1000000L};
+    nanosleep(&ts, NULL);
+    ms -= slice;
+  }
+}
+
+/* Decodes one record with its source's decoder. A retriable error (the schema registry did not
+ * answer) is logged and retried with backoff until it succeeds or the pipeline is stopped: a
+ * record is never dead-lettered for it. */
+static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_kafka_meta_t *meta,
+                                 const wd_kmsg_t *m) {
+  if (src->format != WD_FMT_DEBEZIUM_AVRO)
+    return wd_decode_debezium_json(src, p->schema, meta, m->value, m->value_len, &p->changes);
+  for (unsigned attempt = 0;; attempt++) {
+    wd_error_t *err = wd_decode_debezium_avro(p->avro_in, src, p->schema, meta, m->value, m->value_len, &p->changes);
+    if (!err || !err->retriable || p->stop) return err;
+    long ms = wd_registry_backoff_ms(attempt);
+    wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
+           err->message, ms);
+    wd_error_destroy(err);
+    sleep_ms(p, ms);
+  }
 }
 
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h. */
@@ -203,7 +265,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) continue;
     if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
-    wd_error_t *derr = wd_decode_debezium_json(src, p->schema, &meta, m->value, m->value_len, &p->changes);
+    wd_error_t *derr = decode_record(p, src, &meta, m);
     if (derr) {
       if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
       b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
@@ -377,6 +439,48 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   return err;
 }
 
+/* Registers schema_json under subject, retrying with backoff (logged) while the registry does not
+ * answer, for at most about a minute. */
+static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const char *schema_json, int32_t *id) {
+  long waited = 0;
+  for (unsigned attempt = 0;; attempt++) {
+    wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
+    if (!err || !err->retriable || waited >= 60000) return err;
+    long ms = wd_registry_backoff_ms(attempt);
+    wd_log(WD_LOG_WARN, "pipeline", "%s; retrying in %ld ms", err->message, ms);
+    wd_error_destroy(err);
+    sleep_ms(p, ms);
+    waited += ms;
+  }
+}
+
+/* The schema registry client, the Avro decoder, and the Avro sink with its schemas registered
+ * (under <topic>-value, and <topic>-key for Avro keys), when the config has a registry. */
+static wd_error_t *setup_avro(wd_pipeline_t *p) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
+  if (!cfg->schema_registry.url) return NULL;
+  wd_registry_conf_t rc = {cfg->schema_registry.url, cfg->schema_registry.username, cfg->schema_registry.password,
+                           (long)cfg->schema_registry.timeout_ms};
+  if ((err = wd_registry_new(&rc, &p->registry))) return err;
+  if ((err = wd_avro_decoder_new(p->registry, &p->avro_in))) return err;
+  bool value = cfg->sink.format == WD_CONFIG_SINK_AVRO, key = cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
+  if (!value && !key) return NULL;
+  if ((err = wd_avro_sink_new(p->schema, cfg->table.name, &p->avro_out))) return err;
+  int32_t vid = 0, kid = 0;
+  char subject[600];
+  if (value) {
+    snprintf(subject, sizeof(subject), "%s-value", cfg->sink.topic);
+    if ((err = register_schema(p, subject, wd_avro_sink_value_schema(p->avro_out), &vid))) return err;
+  }
+  if (key) {
+    snprintf(subject, sizeof(subject), "%s-key", cfg->sink.topic);
+    if ((err = register_schema(p, subject, wd_avro_sink_key_schema(p->avro_out), &kid))) return err;
+  }
+  wd_avro_sink_set_ids(p->avro_out, vid, kid);
+  return NULL;
+}
+
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
   wd_error_t *err = NULL;
   *out = NULL;
@@ -396,6 +500,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     ntopics += p->sources[i]->ntopics;
   }
   p->out_format = cfg->sink.format == WD_CONFIG_SINK_CHANGELOG_JSON ? WD_CHANGELOG_JSON : WD_CHANGELOG_DEBEZIUM_JSON;
+  if (cfg->sink.format == WD_CONFIG_SINK_AVRO) p->out_format = WD_CHANGELOG_JSON; /* one message per row kind */
+  if ((err = setup_avro(p))) goto fail;
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
@@ -434,6 +540,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   err = wd_consumer_new(&p->kconf, topics, nt, on_assign, p, &p->cons);
   free(topics);
   if (err) goto fail;
+  wd_consumer_set_revoke_cb(p->cons, on_revoke);
   *out = p;
   return NULL;
 nomem:
@@ -463,6 +570,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     wd_changelog_free(p->table, &p->cl);
   }
   wd_changes_free(&p->changes);
+  wd_avro_decoder_destroy(p->avro_in);
+  wd_avro_sink_destroy(p->avro_out);
+  wd_registry_destroy(p->registry);
   wd_state_destroy(p->state);
   wd_store_batch_destroy(p->sbatch);
   wd_store_close(p->store);

@@ -1454,14 +1454,19 @@ int wd_row_kind_parse(const char *s, wd_row_kind_t *kind) {
   return -1;
 }
 
+/* A row and its values in one allocation (one malloc and one free per row on the hot path). */
+typedef struct wd_row_block {
+  wd_row_t row;
+  wd_value_t v[];
+} wd_row_block_t;
+
 wd_row_t *wd_row_new(const wd_schema_t *schema) {
-  wd_row_t *row = calloc(1, sizeof(*row));
-  if (!row) return NULL;
-  row->v = calloc(schema->ncols ? schema->ncols : 1, sizeof(*row->v));
-  if (!row->v) {
-    free(row);
-    return NULL;
-  }
+  size_t n = schema->ncols ? schema->ncols : 1;
+  wd_row_block_t *b = malloc(sizeof(*b) + n * sizeof(wd_value_t));
+  if (!b) return NULL;
+  wd_row_t *row = &b->row;
+  row->v = b->v;
+  memset(row->v, 0, n * sizeof(wd_value_t));
   row->n = schema->ncols;
   row->kind = WD_INSERT;
   for (size_t i = 0; i < row->n; i++) row->v[i].is_null = true;
@@ -1484,7 +1489,7 @@ wd_row_t *wd_row_copy(const wd_schema_t *schema, const wd_row_t *row) {
 void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row) {
   if (!row) return;
   wd_row_clear(schema, row);
-  free(row->v);
+  if (row->v != ((wd_row_block_t *)row)->v) free(row->v); /* values allocated apart (not by wd_row_new) */
   free(row);
 }
 

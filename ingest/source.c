@@ -361,7 +361,7 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
 }
 
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema) {
-  if (src->format != WD_FMT_DEBEZIUM_JSON)
+  if (src->format != WD_FMT_DEBEZIUM_JSON && src->format != WD_FMT_DEBEZIUM_AVRO)
     return wd_error_new(WD_ERR_CONFIG, "C_UNSUPPORTED_FORMAT", "source '%s': format %s has no decoder yet", src->name,
                         wd_source_format_name(src->format));
   if (src->ntopics == 0)

@@ -97,7 +97,8 @@
 typedef enum wd_source_format {
   WD_FMT_DEBEZIUM_JSON = 0, /* "debezium-json": Debezium change events, JsonConverter, with or
                                without schemas.enable */
-  WD_FMT_DEBEZIUM_AVRO      /* "debezium-avro": with a schema registry (not implemented yet) */
+  WD_FMT_DEBEZIUM_AVRO      /* "debezium-avro": Confluent wire format through a schema registry
+                               (ingest/decode_avro.h) */
 } wd_source_format_t;
 
 /* Integer unit of TIME/TIMESTAMP values that carry no schema name (option time-unit,
@@ -208,7 +209,7 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
  * Errors (WD_ERR_CONFIG): C_SOURCE_NO_KEY when a primary-key column is not mapped (the message
  * names it), C_SOURCE_NO_TOPIC when no topic was added, C_BAD_MAPPING when schema is not the
  * one the mapping was built for (different width), C_UNSUPPORTED_FORMAT for a format without a
- * decoder yet (debezium-avro). */
+ * decoder (none at present: debezium-json and debezium-avro both have one). */
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema);
 
 /* ---- Kafka metadata ---------------------------------------------------------------------- */

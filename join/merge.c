@@ -227,6 +227,7 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
   const wd_schema_t *s = t->schema;
   wd_error_t *err = NULL;
   wd_mstate_t m = {0};
+  bool seen_small[64]; /* the aggregate flags without an allocation for up to 64 columns */
   if (dropped) *dropped = false;
 
   /* 1. row-kind filter */
@@ -293,7 +294,12 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
     }
   } else {
     m.w = wd_row_new(s);
-    m.seen = calloc(s->ncols ? s->ncols : 1, sizeof(bool));
+    if (s->ncols <= 64) {
+      memset(seen_small, 0, sizeof(seen_small));
+      m.seen = seen_small;
+    } else {
+      m.seen = calloc(s->ncols, sizeof(bool));
+    }
     if (!m.w || !m.seen) {
       err = wd_error_nomem();
       goto done;
@@ -347,7 +353,7 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
   }
 done:
   wd_row_destroy(s, m.w);
-  free(m.seen);
+  if (m.seen != seen_small) free(m.seen);
   return err;
 }
 
@@ -378,6 +384,21 @@ static int cl_push(const wd_table_t *t, wd_changelog_t *cl, const wd_row_t *row,
   if (!copy) return -1;
   copy->kind = kind;
   cl->rows[cl->n++] = copy;
+  return 0;
+}
+
+/* Appends *row (moved: *row becomes NULL) with kind; 0 or -1 on no memory (*row unchanged). */
+static int cl_push_move(wd_changelog_t *cl, wd_row_t **row, wd_row_kind_t kind) {
+  if (cl->n == cl->cap) {
+    size_t cap = cl->cap ? cl->cap * 2 : 16;
+    wd_row_t **rows = realloc(cl->rows, cap * sizeof(*rows));
+    if (!rows) return -1;
+    cl->rows = rows;
+    cl->cap = cap;
+  }
+  (*row)->kind = kind;
+  cl->rows[cl->n++] = *row;
+  *row = NULL;
   return 0;
 }
 
@@ -436,16 +457,17 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
   /* diff per key, in order of first touch (§10 table) */
   for (size_t k = 0; k < nkeys; k++) {
     if (!keys[k].touched) continue;
-    const wd_entry_t *b = &keys[k].before, *a = &keys[k].cur;
+    wd_entry_t *b = &keys[k].before; /* its row moves into the changelog (freed at the end otherwise) */
+    const wd_entry_t *a = &keys[k].cur;
     bool b_row = b->state == WD_ENTRY_ROW, a_row = a->state == WD_ENTRY_ROW;
     int rc = 0;
     if (!b_row && a_row) {
       rc = cl_push(t, out, a->row, t->engine == WD_ENGINE_FIRST_ROW ? a->row->kind : WD_INSERT);
     } else if (b_row && !a_row) {
-      rc = cl_push(t, out, b->row, WD_DELETE);
+      rc = cl_push_move(out, &b->row, WD_DELETE);
     } else if (b_row && a_row) {
       if (!(t->row_dedup && wd_row_eq(s, b->row, a->row, t->row_dedup_ignore)))
-        rc = cl_push(t, out, b->row, WD_UPDATE_BEFORE) || cl_push(t, out, a->row, WD_UPDATE_AFTER);
+        rc = cl_push_move(out, &b->row, WD_UPDATE_BEFORE) || cl_push(t, out, a->row, WD_UPDATE_AFTER);
     }
     if (rc) {
       err = wd_error_nomem();

@@ -26,6 +26,17 @@ struct wd_state {
   uint64_t now_ms;
   wd_cached_t *map;
   wd_buf_t buf;
+  /* the dirty entries, in order of first put since the last flush (ndirty of them), so a flush
+   * visits only what the batch changed, not the whole cache */
+  wd_cached_t **dirty;
+  size_t cap_dirty;
+  /* prefetch scratch, reused: the keys to read (pointing into their new cache entries) */
+  wd_cached_t **pend;
+  const uint8_t **mk;
+  size_t *ml;
+  uint8_t **vals;
+  size_t *vlens;
+  size_t cap_pend;
 };
 
 wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached) {
@@ -48,6 +59,12 @@ void wd_state_destroy(wd_state_t *s) {
   wd_cached_t *c, *tmp;
   HASH_ITER(hh, s->map, c, tmp) drop(s, c);
   wd_buf_free(&s->buf);
+  free(s->dirty);
+  free(s->pend);
+  free(s->mk);
+  free(s->ml);
+  free(s->vals);
+  free(s->vlens);
   free(s);
 }
 
@@ -76,45 +93,58 @@ static wd_cached_t *insert(wd_state_t *s, const uint8_t *key, size_t klen) {
   return c;
 }
 
+/* Grows the prefetch scratch to n keys; 0 or -1 on no memory. */
+static int pend_reserve(wd_state_t *s, size_t n) {
+  if (n <= s->cap_pend) return 0;
+  size_t cap = s->cap_pend ? s->cap_pend : 256;
+  while (cap < n) cap *= 2;
+  wd_cached_t **pend = realloc(s->pend, cap * sizeof(*pend));
+  if (pend) s->pend = pend;
+  const uint8_t **mk = realloc(s->mk, cap * sizeof(*mk));
+  if (mk) s->mk = mk;
+  size_t *ml = realloc(s->ml, cap * sizeof(*ml));
+  if (ml) s->ml = ml;
+  uint8_t **vals = realloc(s->vals, cap * sizeof(*vals));
+  if (vals) s->vals = vals;
+  size_t *vlens = realloc(s->vlens, cap * sizeof(*vlens));
+  if (vlens) s->vlens = vlens;
+  if (!pend || !mk || !ml || !vals || !vlens) return -1;
+  s->cap_pend = cap;
+  return 0;
+}
+
 wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens) {
   wd_error_t *err = NULL;
-  const uint8_t **mk = calloc(n ? n : 1, sizeof(*mk));
-  size_t *ml = calloc(n ? n : 1, sizeof(*ml));
-  uint8_t **vals = calloc(n ? n : 1, sizeof(*vals));
-  size_t *vlens = calloc(n ? n : 1, sizeof(*vlens));
-  size_t m = 0;
-  if (!mk || !ml || !vals || !vlens) {
-    err = wd_error_nomem();
-    goto done;
-  }
+  size_t m = 0, done = 0;
+  if (pend_reserve(s, n ? n : 1)) return wd_error_nomem();
+  /* every key not cached gets an (absent) cache entry now: later duplicates of the batch find it */
   for (size_t i = 0; i < n; i++) {
     wd_cached_t *c = NULL;
     HASH_FIND(hh, s->map, keys[i], klens[i], c);
     if (c) continue;
-    bool dup = false;
-    for (size_t j = 0; j < m && !dup; j++) dup = ml[j] == klens[i] && memcmp(mk[j], keys[i], klens[i]) == 0;
-    if (dup) continue;
-    mk[m] = keys[i];
-    ml[m++] = klens[i];
-  }
-  if (m == 0) goto done;
-  if ((err = wd_store_multi_get(s->st, m, mk, ml, vals, vlens))) goto done;
-  for (size_t i = 0; i < m && !err; i++) {
-    wd_cached_t *c = insert(s, mk[i], ml[i]);
-    if (!c) {
+    if (!(c = insert(s, keys[i], klens[i]))) {
       err = wd_error_nomem();
-      break;
+      goto done;
     }
-    err = decode_entry(s, vals[i], vlens[i], &c->e);
-    if (err) drop(s, c);
+    s->pend[m] = c;
+    s->mk[m] = c->key;
+    s->ml[m] = c->klen;
+    s->vals[m] = NULL;
+    s->vlens[m++] = 0;
+  }
+  if (m == 0) return NULL;
+  if ((err = wd_store_multi_get(s->st, m, s->mk, s->ml, s->vals, s->vlens))) goto done;
+  for (; done < m; done++) {
+    if ((err = decode_entry(s, s->vals[done], s->vlens[done], &s->pend[done]->e))) break;
   }
 done:
-  if (vals)
-    for (size_t i = 0; i < m; i++) free(vals[i]);
-  free(mk);
-  free(ml);
-  free(vals);
-  free(vlens);
+  /* on error the entries not decoded are taken out again */
+  if (err)
+    for (size_t i = done; i < m; i++) drop(s, s->pend[i]);
+  for (size_t i = 0; i < m; i++) {
+    free(s->vals[i]);
+    s->vals[i] = NULL;
+  }
   return err;
 }
 
@@ -144,13 +174,20 @@ static wd_error_t *state_put(void *ctx, const uint8_t *key, size_t klen, wd_entr
   wd_cached_t *c = NULL;
   HASH_FIND(hh, s->map, key, klen, c);
   if (!c && !(c = insert(s, key, klen))) return wd_error_nomem();
+  if (!c->dirty && s->ndirty == s->cap_dirty) {
+    size_t cap = s->cap_dirty ? s->cap_dirty * 2 : 1024;
+    wd_cached_t **d = realloc(s->dirty, cap * sizeof(*d));
+    if (!d) return wd_error_nomem();
+    s->dirty = d;
+    s->cap_dirty = cap;
+  }
   wd_entry_clear(s->t, &c->e);
   c->e = *e;
   e->state = WD_ENTRY_ABSENT;
   e->row = NULL;
   if (!c->dirty) {
     c->dirty = true;
-    s->ndirty++;
+    s->dirty[s->ndirty++] = c;
   }
   return NULL;
 }
@@ -160,8 +197,8 @@ const wd_state_ops_t *wd_state_ops(void) { return &WD_STATE_OPS; }
 
 wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
   wd_cached_t *c, *tmp;
-  HASH_ITER(hh, s->map, c, tmp) {
-    if (!c->dirty) continue;
+  for (size_t i = 0; i < s->ndirty; i++) {
+    c = s->dirty[i];
     if (c->e.state == WD_ENTRY_ABSENT) {
       if (wd_store_batch_delete(b, c->key, c->klen)) return wd_error_nomem();
       continue;
@@ -174,7 +211,7 @@ wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
   wd_error_t *err = wd_store_write(s->st, b);
   if (err) return err;
   wd_store_batch_clear(b);
-  HASH_ITER(hh, s->map, c, tmp) c->dirty = false;
+  for (size_t i = 0; i < s->ndirty; i++) s->dirty[i]->dirty = false;
   s->ndirty = 0;
   if (HASH_COUNT(s->map) > s->max_cached) {
     HASH_ITER(hh, s->map, c, tmp) {
@@ -183,6 +220,13 @@ wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
     }
   }
   return NULL;
+}
+
+void wd_state_drop_clean(wd_state_t *s) {
+  wd_cached_t *c, *tmp;
+  HASH_ITER(hh, s->map, c, tmp) {
+    if (!c->dirty) drop(s, c);
+  }
 }
 
 typedef struct {

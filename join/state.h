@@ -40,6 +40,10 @@ void wd_state_set_now(wd_state_t *s, uint64_t now_ms);
  * on error the dirty entries stay dirty. */
 wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b);
 
+/* Drops every clean cached entry (dirty ones stay until flushed): after a consumer-group
+ * rebalance another process may own some keys now, so their cached rows may go stale. */
+void wd_state_drop_clean(wd_state_t *s);
+
 /* Number of dirty entries and of cached entries. */
 size_t wd_state_dirty(const wd_state_t *s);
 size_t wd_state_cached(const wd_state_t *s);

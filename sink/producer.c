@@ -28,7 +28,14 @@ struct wd_producer {
   bool waiting;            /* a broker is unreachable (logged once) */
   bool queue_full_logged;
   bool fatal;
+  /* output batches (epochs): every message is tagged with the epoch current at its send; a
+   * batch is acknowledged when its epoch's count is back to zero (acks arrive out of order
+   * across partitions, so a plain acked counter cannot tell) */
+  uint64_t epoch;
+  uint64_t pending[WD_PRODUCER_EPOCHS];
 };
+
+#define WD_EPOCH_SLOT(e) ((e) % WD_PRODUCER_EPOCHS)
 
 static int64_t wd_now_ms(void) {
   struct timespec ts;
@@ -40,6 +47,8 @@ static int64_t wd_now_ms(void) {
 static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque) {
   wd_producer_t *p = opaque;
   (void)rk;
+  uint64_t e = (uint64_t)(uintptr_t)rkm->_private;
+  if (p->pending[WD_EPOCH_SLOT(e)]) p->pending[WD_EPOCH_SLOT(e)]--;
   if (rkm->err) {
     p->failed++;
     if (!p->first_failure[0])
@@ -145,7 +154,8 @@ wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *ke
     rd_kafka_resp_err_t rerr =
         rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                           RD_KAFKA_V_KEY(key, key ? klen : 0), RD_KAFKA_V_VALUE((void *)value, value ? vlen : 0),
-                          RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(NULL), RD_KAFKA_V_END);
+                          RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)p->epoch),
+                          RD_KAFKA_V_END);
     if (!rerr) {
       hdrs = NULL; /* owned by the message now */
       break;
@@ -170,6 +180,7 @@ wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *ke
     }
   }
   p->sent++;
+  p->pending[WD_EPOCH_SLOT(p->epoch)]++;
   p->bytes += (key ? klen : 0) + (value ? vlen : 0);
   if ((p->sent & 1023) == 0) rd_kafka_poll(p->rk, 0);
 cleanup:
@@ -218,6 +229,34 @@ wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms) {
     rd_kafka_flush(p->rk, left > 200 ? 200 : (int)left);
   }
   return wd_producer_result(p);
+}
+
+uint64_t wd_producer_begin_batch(wd_producer_t *p) {
+  p->epoch++;
+  /* the slot is reused every WD_PRODUCER_EPOCHS batches: wait until its old batch is done */
+  while (p->pending[WD_EPOCH_SLOT(p->epoch)] && !p->fatal) rd_kafka_poll(p->rk, 10);
+  return p->epoch;
+}
+
+wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout_ms) {
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_now_ms() + timeout_ms;
+  for (;;) {
+    bool done = true;
+    uint64_t first = epoch + 1 > WD_PRODUCER_EPOCHS ? epoch + 1 - WD_PRODUCER_EPOCHS : 0;
+    for (uint64_t e = first; e <= epoch && done; e++) done = p->pending[WD_EPOCH_SLOT(e)] == 0;
+    if (done || p->fatal || p->failed) break;
+    int64_t left = deadline - wd_now_ms();
+    if (left <= 0) {
+      uint64_t n = 0;
+      for (uint64_t e = first; e <= epoch; e++) n += p->pending[WD_EPOCH_SLOT(e)];
+      return wd_error_new(WD_ERR_KAFKA, "E_SINK_TIMEOUT", "%" PRIu64 " message(s) of output batch %" PRIu64
+                          " still in flight", n, epoch);
+    }
+    rd_kafka_poll(p->rk, left > 100 ? 100 : (int)left);
+  }
+  if (p->fatal) return wd_producer_fatal_error(p);
+  if (p->failed) return wd_producer_result(p);
+  return NULL;
 }
 
 wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms) {

@@ -82,6 +82,19 @@ wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic
  * "E_KAFKA_FATAL" after a fatal producer error. */
 wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms);
 
+/* Output batches for pipelining (the pipeline overlaps one batch's acknowledgement wait with the
+ * next batch's work). Messages sent after wd_producer_begin_batch() belong to the batch it
+ * returns (an increasing id; before the first call, batch 0). At most WD_PRODUCER_EPOCHS batches
+ * can be in flight; begin_batch waits (serving delivery reports) for the slot it reuses. */
+#define WD_PRODUCER_EPOCHS 64
+uint64_t wd_producer_begin_batch(wd_producer_t *p);
+
+/* Waits until every message of batch `batch` and of every earlier batch is acknowledged, up to
+ * timeout_ms (< 0: no limit), serving delivery reports. Messages of later batches may still be
+ * in flight. Errors: "E_SINK_DELIVERY" (sticky, as wd_producer_wait_acked), "E_SINK_TIMEOUT"
+ * (retriable), "E_KAFKA_FATAL". */
+wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t batch, int timeout_ms);
+
 /* rd_kafka_flush: sends everything queued and waits up to timeout_ms for its delivery reports.
  * Same result as wd_producer_wait_acked (kept for callers that only want the queue emptied,
  * e.g. before destroy). */

@@ -434,8 +434,9 @@ Test(config, wrong_type) {
                                                                      "a list");
   load_fails(minimal_with(21, "  dir: d\npipeline:\n  batch-size: 0"), 23,
              "'pipeline.batch-size' is 0, outside its range; use a value from 1 to 1000000");
-  load_fails(minimal_with(19, "  topic: out\n  format: avro"), 20,
-             "'sink.format' is 'avro', which is not one of its values; use one of: debezium-json, changelog-json");
+  load_fails(minimal_with(19, "  topic: out\n  format: protobuf"), 20,
+             "'sink.format' is 'protobuf', which is not one of its values; use one of: debezium-json, changelog-json, "
+             "avro");
   load_fails(minimal_with(16, "    topic: in\n    format: debezium-jsn"), 17, "did you mean 'debezium-json'?");
   load_fails(minimal_with(16, "    topic: in\n    options: {time-unit: hours}"), 17,
              "'sources[0].options.time-unit' is 'hours', which is not one of its values; use one of: auto, millis, "

@@ -1,0 +1,1194 @@
+/*
+ * ingest/decode_debezium_avro.c — Debezium Avro (Confluent wire format) into change records.
+ *
+ * avro-c reads the bytes into a generic value of the writer schema. avro-c keeps no logical types
+ * and no custom attributes, so the writer schema's JSON is also parsed here (jansson) into a
+ * parallel tree of wd_av_node_t that carries them (logicalType, precision, scale, connect.name,
+ * connect.parameters.scale); the two are walked together: a record field's index, a union's
+ * discriminant and an array's items are the same in both.
+ */
+#include "ingest/decode_avro.h"
+
+#include <avro.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "ingest/conv.h"
+
+/* ---- the annotated schema tree ---------------------------------------------------------- */
+
+typedef enum {
+  WD_AV_NULL = 0,
+  WD_AV_BOOLEAN,
+  WD_AV_INT,
+  WD_AV_LONG,
+  WD_AV_FLOAT,
+  WD_AV_DOUBLE,
+  WD_AV_BYTES,
+  WD_AV_STRING,
+  WD_AV_RECORD,
+  WD_AV_ENUM,
+  WD_AV_ARRAY,
+  WD_AV_MAP,
+  WD_AV_UNION,
+  WD_AV_FIXED
+} wd_av_kind_t;
+
+static const char *const wd_av_kind_names[] = {"null",   "boolean", "int",  "long",  "float", "double", "bytes",
+                                               "string", "record",  "enum", "array", "map",   "union",  "fixed"};
+
+typedef struct wd_av_node wd_av_node_t;
+struct wd_av_node {
+  wd_av_kind_t kind;
+  char *name;         /* full name of a named type, else NULL */
+  char *logical;      /* logicalType, else NULL */
+  char *connect_name; /* connect.name, else NULL */
+  int precision, scale;
+  bool has_scale;
+  size_t n;            /* record fields, union branches, enum symbols; 1 for array/map */
+  wd_av_node_t **sub;  /* field types, branches, items, values */
+  char **fname;        /* record field names, enum symbols */
+};
+
+typedef struct {
+  char *name;
+  wd_av_node_t *node;
+} wd_av_named_t;
+
+typedef struct wd_av_schema {
+  int32_t id;
+  int role; /* 0 value, 1 key */
+  wd_av_node_t *root;
+  wd_av_node_t **nodes; /* every node, owned */
+  size_t nnodes, capnodes;
+  wd_av_named_t *named;
+  size_t nnamed, capnamed;
+  avro_schema_t schema;
+  avro_value_iface_t *iface;
+  avro_value_t value;
+  bool has_value;
+  avro_reader_t reader;
+} wd_av_schema_t;
+
+struct wd_avro_decoder {
+  wd_registry_t *reg;
+  wd_av_schema_t **cache;
+  size_t ncache, capcache;
+};
+
+static void wd_av_schema_free(wd_av_schema_t *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->nnodes; i++) {
+    wd_av_node_t *n = s->nodes[i];
+    free(n->name);
+    free(n->logical);
+    free(n->connect_name);
+    if (n->fname)
+      for (size_t k = 0; k < n->n; k++) free(n->fname[k]);
+    free(n->fname);
+    free(n->sub);
+    free(n);
+  }
+  free(s->nodes);
+  for (size_t i = 0; i < s->nnamed; i++) free(s->named[i].name);
+  free(s->named);
+  if (s->has_value) avro_value_decref(&s->value);
+  if (s->iface) avro_value_iface_decref(s->iface);
+  if (s->schema) avro_schema_decref(s->schema);
+  if (s->reader) avro_reader_free(s->reader);
+  free(s);
+}
+
+static wd_av_node_t *wd_av_node_new(wd_av_schema_t *s, wd_av_kind_t kind) {
+  if (s->nnodes == s->capnodes) {
+    size_t cap = s->capnodes ? s->capnodes * 2 : 16;
+    wd_av_node_t **p = realloc(s->nodes, cap * sizeof(*p));
+    if (!p) return NULL;
+    s->nodes = p;
+    s->capnodes = cap;
+  }
+  wd_av_node_t *n = calloc(1, sizeof(*n));
+  if (!n) return NULL;
+  n->kind = kind;
+  s->nodes[s->nnodes++] = n;
+  return n;
+}
+
+static int wd_av_name_add(wd_av_schema_t *s, const char *name, wd_av_node_t *n) {
+  if (s->nnamed == s->capnamed) {
+    size_t cap = s->capnamed ? s->capnamed * 2 : 8;
+    wd_av_named_t *p = realloc(s->named, cap * sizeof(*p));
+    if (!p) return -1;
+    s->named = p;
+    s->capnamed = cap;
+  }
+  if (!(s->named[s->nnamed].name = strdup(name))) return -1;
+  s->named[s->nnamed++].node = n;
+  return 0;
+}
+
+static wd_av_node_t *wd_av_name_find(const wd_av_schema_t *s, const char *name, const char *ns) {
+  char full[512];
+  if (ns && *ns && !strchr(name, '.')) {
+    snprintf(full, sizeof(full), "%s.%s", ns, name);
+    for (size_t i = 0; i < s->nnamed; i++)
+      if (strcmp(s->named[i].name, full) == 0) return s->named[i].node;
+  }
+  for (size_t i = 0; i < s->nnamed; i++)
+    if (strcmp(s->named[i].name, name) == 0) return s->named[i].node;
+  /* a short name defined in another namespace */
+  for (size_t i = 0; i < s->nnamed; i++) {
+    const char *dot = strrchr(s->named[i].name, '.');
+    if (dot && strcmp(dot + 1, name) == 0) return s->named[i].node;
+  }
+  return NULL;
+}
+
+static int wd_av_primitive(const char *t, wd_av_kind_t *k) {
+  for (int i = 0; i <= WD_AV_STRING; i++)
+    if (strcmp(t, wd_av_kind_names[i]) == 0) {
+      *k = (wd_av_kind_t)i;
+      return 0;
+    }
+  return -1;
+}
+
+static int wd_av_int_attr(const json_t *j, int *out) {
+  if (json_is_integer(j)) {
+    *out = (int)json_integer_value(j);
+    return 0;
+  }
+  if (json_is_string(j)) {
+    *out = atoi(json_string_value(j));
+    return 0;
+  }
+  return -1;
+}
+
+/* Builds the node of schema JSON j in namespace ns. NULL on no memory or an unknown name
+ * (*why says which). */
+static wd_av_node_t *wd_av_build(wd_av_schema_t *s, const json_t *j, const char *ns, char *why, size_t whyn) {
+  if (json_is_string(j)) {
+    const char *t = json_string_value(j);
+    wd_av_kind_t k;
+    if (wd_av_primitive(t, &k) == 0) return wd_av_node_new(s, k);
+    wd_av_node_t *n = wd_av_name_find(s, t, ns);
+    if (!n) snprintf(why, whyn, "unknown type name '%s'", t);
+    return n;
+  }
+  if (json_is_array(j)) {
+    wd_av_node_t *n = wd_av_node_new(s, WD_AV_UNION);
+    if (!n) return NULL;
+    n->n = json_array_size(j);
+    if (!(n->sub = calloc(n->n ? n->n : 1, sizeof(*n->sub)))) return NULL;
+    for (size_t i = 0; i < n->n; i++)
+      if (!(n->sub[i] = wd_av_build(s, json_array_get(j, i), ns, why, whyn))) return NULL;
+    return n;
+  }
+  if (!json_is_object(j)) {
+    snprintf(why, whyn, "a type that is neither a name, a union nor an object");
+    return NULL;
+  }
+  const json_t *jt = json_object_get(j, "type");
+  wd_av_node_t *n = NULL;
+  if (!json_is_string(jt)) {
+    /* {"type": {...}} or {"type": [...]}: attributes at this level annotate the inner type */
+    if (!jt) {
+      snprintf(why, whyn, "an object without \"type\"");
+      return NULL;
+    }
+    return wd_av_build(s, jt, ns, why, whyn);
+  }
+  const char *t = json_string_value(jt);
+  wd_av_kind_t k;
+  if (wd_av_primitive(t, &k) == 0) {
+    if (!(n = wd_av_node_new(s, k))) return NULL;
+  } else if (!strcmp(t, "record") || !strcmp(t, "error") || !strcmp(t, "enum") || !strcmp(t, "fixed")) {
+    k = t[0] == 'e' && t[1] == 'n' ? WD_AV_ENUM : t[0] == 'f' ? WD_AV_FIXED : WD_AV_RECORD;
+    if (!(n = wd_av_node_new(s, k))) return NULL;
+    const char *name = json_string_value(json_object_get(j, "name"));
+    const char *nns = json_string_value(json_object_get(j, "namespace"));
+    if (!name) {
+      snprintf(why, whyn, "a %s without a name", t);
+      return NULL;
+    }
+    char full[512];
+    const char *dot = strrchr(name, '.');
+    if (dot) {
+      snprintf(full, sizeof(full), "%s", name);
+    } else if (nns ? *nns : (ns && *ns))
+      snprintf(full, sizeof(full), "%s.%s", nns ? nns : ns, name);
+    else
+      snprintf(full, sizeof(full), "%s", name);
+    if (!(n->name = strdup(full)) || wd_av_name_add(s, full, n)) return NULL;
+    char child_ns[512];
+    if (dot)
+      snprintf(child_ns, sizeof(child_ns), "%.*s", (int)(dot - name), name);
+    else
+      snprintf(child_ns, sizeof(child_ns), "%s", nns ? nns : ns ? ns : "");
+    if (k == WD_AV_RECORD) {
+      const json_t *fs = json_object_get(j, "fields");
+      if (!json_is_array(fs)) {
+        snprintf(why, whyn, "record %.120s without fields", full);
+        return NULL;
+      }
+      n->n = json_array_size(fs);
+      n->sub = calloc(n->n ? n->n : 1, sizeof(*n->sub));
+      n->fname = calloc(n->n ? n->n : 1, sizeof(*n->fname));
+      if (!n->sub || !n->fname) return NULL;
+      for (size_t i = 0; i < n->n; i++) {
+        const json_t *f = json_array_get(fs, i);
+        const char *fname = json_string_value(json_object_get(f, "name"));
+        if (!fname) {
+          snprintf(why, whyn, "a field of record %.120s without a name", full);
+          return NULL;
+        }
+        if (!(n->fname[i] = strdup(fname))) return NULL;
+        if (!(n->sub[i] = wd_av_build(s, json_object_get(f, "type"), child_ns, why, whyn))) return NULL;
+      }
+    } else if (k == WD_AV_ENUM) {
+      const json_t *sy = json_object_get(j, "symbols");
+      n->n = json_array_size(sy);
+      if (!(n->fname = calloc(n->n ? n->n : 1, sizeof(*n->fname)))) return NULL;
+      for (size_t i = 0; i < n->n; i++) {
+        const char *v = json_string_value(json_array_get(sy, i));
+        if (!(n->fname[i] = strdup(v ? v : ""))) return NULL;
+      }
+    }
+  } else if (!strcmp(t, "array") || !strcmp(t, "map")) {
+    if (!(n = wd_av_node_new(s, t[0] == 'a' ? WD_AV_ARRAY : WD_AV_MAP))) return NULL;
+    n->n = 1;
+    if (!(n->sub = calloc(1, sizeof(*n->sub)))) return NULL;
+    if (!(n->sub[0] = wd_av_build(s, json_object_get(j, t[0] == 'a' ? "items" : "values"), ns, why, whyn)))
+      return NULL;
+  } else {
+    wd_av_node_t *named = wd_av_name_find(s, t, ns);
+    if (!named) snprintf(why, whyn, "unknown type name '%s'", t);
+    return named;
+  }
+  const char *lt = json_string_value(json_object_get(j, "logicalType"));
+  const char *cn = json_string_value(json_object_get(j, "connect.name"));
+  if (lt && !(n->logical = strdup(lt))) return NULL;
+  if (cn && !(n->connect_name = strdup(cn))) return NULL;
+  int v;
+  if (wd_av_int_attr(json_object_get(j, "precision"), &v) == 0) n->precision = v;
+  if (wd_av_int_attr(json_object_get(j, "scale"), &v) == 0) {
+    n->scale = v;
+    n->has_scale = true;
+  } else if (wd_av_int_attr(json_object_get(json_object_get(j, "connect.parameters"), "scale"), &v) == 0) {
+    n->scale = v;
+    n->has_scale = true;
+  }
+  return n;
+}
+
+/* Parses writer schema JSON text into a new wd_av_schema_t with its avro-c objects. */
+static wd_error_t *wd_av_schema_parse(int32_t id, int role, const char *text, wd_av_schema_t **out) {
+  *out = NULL;
+  wd_av_schema_t *s = calloc(1, sizeof(*s));
+  if (!s) return wd_error_nomem();
+  s->id = id;
+  s->role = role;
+  wd_error_t *err = NULL;
+  json_error_t jerr;
+  json_t *j = json_loads(text, 0, &jerr);
+  char why[200] = "out of memory";
+  if (!j) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 " is not JSON: %s", id, jerr.text);
+    goto fail;
+  }
+  s->root = wd_av_build(s, j, "", why, sizeof(why));
+  json_decref(j);
+  if (!s->root) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 ": %s", id, why);
+    goto fail;
+  }
+  if (avro_schema_from_json_length(text, strlen(text), &s->schema)) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 " is refused by avro-c: %s", id,
+                       avro_strerror());
+    s->schema = NULL;
+    goto fail;
+  }
+  if (!(s->iface = avro_generic_class_from_schema(s->schema))) goto nomem;
+  if (avro_generic_value_new(s->iface, &s->value)) goto nomem;
+  s->has_value = true;
+  if (!(s->reader = avro_reader_memory("", 0))) goto nomem;
+  *out = s;
+  return NULL;
+nomem:
+  err = wd_error_nomem();
+fail:
+  wd_av_schema_free(s);
+  return err;
+}
+
+wd_error_t *wd_avro_decoder_new(wd_registry_t *reg, wd_avro_decoder_t **out) {
+  *out = calloc(1, sizeof(**out));
+  if (!*out) return wd_error_nomem();
+  (*out)->reg = reg;
+  return NULL;
+}
+
+void wd_avro_decoder_destroy(wd_avro_decoder_t *dec) {
+  if (!dec) return;
+  for (size_t i = 0; i < dec->ncache; i++) wd_av_schema_free(dec->cache[i]);
+  free(dec->cache);
+  free(dec);
+}
+
+/* The parsed writer schema of id for role (value 0, key 1), fetched and parsed on first use. */
+static wd_error_t *wd_av_get(wd_avro_decoder_t *dec, int32_t id, int role, wd_av_schema_t **out) {
+  for (size_t i = 0; i < dec->ncache; i++)
+    if (dec->cache[i]->id == id && dec->cache[i]->role == role) {
+      *out = dec->cache[i];
+      return NULL;
+    }
+  if (!dec->reg) return wd_error_new(WD_ERR_INTERNAL, NULL, "the avro decoder has no schema registry");
+  const char *json = NULL;
+  wd_error_t *err = wd_registry_get_schema(dec->reg, id, &json);
+  if (err) return err;
+  wd_av_schema_t *s = NULL;
+  if ((err = wd_av_schema_parse(id, role, json, &s))) return err;
+  if (dec->ncache == dec->capcache) {
+    size_t cap = dec->capcache ? dec->capcache * 2 : 8;
+    wd_av_schema_t **c = realloc(dec->cache, cap * sizeof(*c));
+    if (!c) {
+      wd_av_schema_free(s);
+      return wd_error_nomem();
+    }
+    dec->cache = c;
+    dec->capcache = cap;
+  }
+  dec->cache[dec->ncache++] = s;
+  *out = s;
+  return NULL;
+}
+
+/* Reads bytes p[0..n) into s->value. 0, or -1 with avro's reason. */
+static int wd_av_read(wd_av_schema_t *s, const uint8_t *p, size_t n) {
+  avro_value_reset(&s->value);
+  avro_reader_memory_set_source(s->reader, (const char *)p, (int64_t)n);
+  return avro_value_read(s->reader, &s->value);
+}
+
+/* ---- walking values --------------------------------------------------------------------- */
+
+/* Resolves unions: *n and *v become the branch's. Returns false when the value is null. */
+static bool wd_av_unwrap(wd_av_node_t **n, avro_value_t *v) {
+  while ((*n)->kind == WD_AV_UNION) {
+    int d = 0;
+    avro_value_t b;
+    if (avro_value_get_discriminant(v, &d) || d < 0 || (size_t)d >= (*n)->n || avro_value_get_current_branch(v, &b))
+      return false;
+    *n = (*n)->sub[d];
+    *v = b;
+  }
+  return (*n)->kind != WD_AV_NULL;
+}
+
+/* One step of a path: field `seg` of a record, element of an array (digits), entry of a map.
+ * Returns false when absent. The result is not unwrapped. */
+static bool wd_av_step(wd_av_node_t **n, avro_value_t *v, const char *seg, size_t len) {
+  switch ((*n)->kind) {
+  case WD_AV_RECORD:
+    for (size_t i = 0; i < (*n)->n; i++)
+      if (strlen((*n)->fname[i]) == len && memcmp((*n)->fname[i], seg, len) == 0) {
+        avro_value_t c;
+        if (avro_value_get_by_index(v, i, &c, NULL)) return false;
+        *n = (*n)->sub[i];
+        *v = c;
+        return true;
+      }
+    return false;
+  case WD_AV_ARRAY: {
+    size_t idx = 0, size = 0;
+    if (len == 0 || len > 9) return false;
+    for (size_t i = 0; i < len; i++) {
+      if (seg[i] < '0' || seg[i] > '9') return false;
+      idx = idx * 10 + (size_t)(seg[i] - '0');
+    }
+    avro_value_t c;
+    if (avro_value_get_size(v, &size) || idx >= size || avro_value_get_by_index(v, idx, &c, NULL)) return false;
+    *n = (*n)->sub[0];
+    *v = c;
+    return true;
+  }
+  case WD_AV_MAP: {
+    size_t size = 0;
+    if (avro_value_get_size(v, &size)) return false;
+    for (size_t i = 0; i < size; i++) {
+      avro_value_t c;
+      const char *key = NULL;
+      if (avro_value_get_by_index(v, i, &c, &key)) return false;
+      if (key && strlen(key) == len && memcmp(key, seg, len) == 0) {
+        *n = (*n)->sub[0];
+        *v = c;
+        return true;
+      }
+    }
+    return false;
+  }
+  default: return false;
+  }
+}
+
+/* Follows segments [from, nseg) of c from (n, v); false when absent or null on the way. The
+ * result is unwrapped (false for null). */
+static bool wd_av_path(wd_av_node_t **n, avro_value_t *v, const wd_source_col_t *c, size_t from) {
+  for (size_t i = from; i < c->nseg; i++) {
+    if (!wd_av_unwrap(n, v)) return false;
+    if (!wd_av_step(n, v, c->seg[i], c->seglen[i])) return false;
+  }
+  return wd_av_unwrap(n, v);
+}
+
+/* ---- conversion -------------------------------------------------------------------------- */
+
+typedef struct {
+  wd_avro_decoder_t *dec;
+  const wd_source_t *src;
+  const wd_schema_t *schema;
+  const wd_kafka_meta_t *meta;
+  wd_av_node_t *rootn;
+  avro_value_t root;
+  int key_state; /* 0 not loaded, 1 loaded, -1 none */
+  wd_av_node_t *keyn;
+  avro_value_t key;
+  char op;
+} wd_avx_t;
+
+/* What is being converted, for messages. */
+typedef struct {
+  const wd_source_col_t *c;
+  const char *image; /* "before"/"after" for image fields, else NULL */
+} wd_avf_t;
+
+/* The Avro type of n as text: "long", "bytes (decimal(12,2))", "record Value". */
+static void wd_av_type_text(const wd_av_node_t *n, char *out, size_t cap) {
+  if (n->kind == WD_AV_UNION) {
+    size_t o = (size_t)snprintf(out, cap, "union [");
+    for (size_t i = 0; i < n->n && o < cap; i++) {
+      char b[96];
+      wd_av_type_text(n->sub[i], b, sizeof(b));
+      o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? ", " : "", b);
+    }
+    if (o < cap) snprintf(out + o, cap - o, "]");
+    return;
+  }
+  const char *k = wd_av_kind_names[n->kind];
+  if (n->logical && !strcmp(n->logical, "decimal"))
+    snprintf(out, cap, "%s (decimal(%d,%d))", k, n->precision, n->scale);
+  else if (n->logical)
+    snprintf(out, cap, "%s (%s)", k, n->logical);
+  else if (n->connect_name)
+    snprintf(out, cap, "%s (%s)", k, n->connect_name);
+  else if (n->name)
+    snprintf(out, cap, "%s %s", k, n->name);
+  else
+    snprintf(out, cap, "%s", k);
+}
+
+static wd_error_t *wd_av_type_error(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* E_TYPE naming the source, the field, its Avro type, the column and its SQL type. */
+static wd_error_t *wd_av_type_error(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, const char *fmt, ...) {
+  char reason[256], at[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof(reason), fmt, ap);
+  va_end(ap);
+  wd_av_type_text(n, at, sizeof(at));
+  const wd_field_t *col = &x->schema->cols[f->c->col];
+  char *ts = wd_type_to_string(col->type);
+  wd_error_t *err;
+  if (f->image)
+    err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field '%s' of the %s image (Avro %s) -> column '%s' %s: %s",
+                       x->src->name, f->c->spec, f->image, at, col->name, ts ? ts : "?", reason);
+  else
+    err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field '%s' (Avro %s) -> column '%s' %s: %s", x->src->name,
+                       f->c->spec, at, col->name, ts ? ts : "?", reason);
+  free(ts);
+  return err;
+}
+
+static const char *wd_av_err_text(const wd_error_t *e) {
+  const char *m = e->message;
+  size_t n = strlen(e->id);
+  if (n && strncmp(m, e->id, n) == 0 && m[n] == ':' && m[n + 1] == ' ') m += n + 2;
+  return m;
+}
+
+/* Units of integers: 0 none, else the unit's length in ns; WD_AV_DAYS for days. */
+#define WD_AV_DAYS (-1)
+static int64_t wd_av_unit(const wd_av_node_t *n) {
+  const char *l = n->logical, *c = n->connect_name;
+  if (l) {
+    if (!strcmp(l, "date")) return WD_AV_DAYS;
+    if (!strcmp(l, "time-millis") || !strcmp(l, "timestamp-millis") || !strcmp(l, "local-timestamp-millis"))
+      return 1000000;
+    if (!strcmp(l, "time-micros") || !strcmp(l, "timestamp-micros") || !strcmp(l, "local-timestamp-micros"))
+      return 1000;
+    if (!strcmp(l, "timestamp-nanos") || !strcmp(l, "local-timestamp-nanos")) return 1;
+  }
+  if (c) {
+    if (!strcmp(c, "io.debezium.time.Date") || !strcmp(c, "org.apache.kafka.connect.data.Date")) return WD_AV_DAYS;
+    if (!strcmp(c, "io.debezium.time.Time") || !strcmp(c, "io.debezium.time.Timestamp") ||
+        !strcmp(c, "org.apache.kafka.connect.data.Time") || !strcmp(c, "org.apache.kafka.connect.data.Timestamp"))
+      return 1000000;
+    if (!strcmp(c, "io.debezium.time.MicroTime") || !strcmp(c, "io.debezium.time.MicroTimestamp")) return 1000;
+    if (!strcmp(c, "io.debezium.time.NanoTime") || !strcmp(c, "io.debezium.time.NanoTimestamp")) return 1;
+  }
+  return 0;
+}
+
+static int64_t wd_av_opt_unit(wd_time_unit_t u, int precision) {
+  switch (u) {
+  case WD_UNIT_MILLIS: return 1000000;
+  case WD_UNIT_MICROS: return 1000;
+  case WD_UNIT_NANOS: return 1;
+  default: return precision <= 3 ? 1000000 : 1000;
+  }
+}
+
+static bool wd_av_is_decimal(const wd_av_node_t *n) {
+  return (n->logical && !strcmp(n->logical, "decimal")) ||
+         (n->connect_name && !strcmp(n->connect_name, "org.apache.kafka.connect.data.Decimal"));
+}
+
+static void wd_av_ts_truncate(int p, int64_t *us, int32_t *ns) {
+  if (p > 6) {
+    int64_t q = 1;
+    for (int i = p; i < 9; i++) q *= 10;
+    *ns = (int32_t)(*ns - *ns % q);
+    return;
+  }
+  *ns = 0;
+  int64_t q = 1;
+  for (int i = p; i < 6; i++) q *= 10;
+  *us = wd_conv_floordiv(*us, q) * q;
+}
+
+static wd_error_t *wd_av_check_precision(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n,
+                                         const wd_type_t *t, wd_i128 u) {
+  wd_i128 a = u < 0 ? -u : u;
+  if (a >= wd_pow10(t->precision)) {
+    char buf[48];
+    wd_conv_decimal_text(u, t->scale, buf);
+    return wd_av_type_error(x, f, n, "%s does not fit DECIMAL(%d,%d)", buf, t->precision, t->scale);
+  }
+  return NULL;
+}
+
+static wd_error_t *wd_av_set_bytes(wd_value_t *v, const void *p, size_t n) {
+  if (wd_value_set_bytes(v, p, n)) return wd_error_nomem();
+  v->is_null = false;
+  return NULL;
+}
+
+/* Parses a text into a scalar of t (for string/enum values). */
+static wd_error_t *wd_av_from_text(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, const wd_type_t *t,
+                                   const char *s, size_t len, wd_value_t *out) {
+  wd_error_t *err = NULL;
+  if (wd_type_is_text(t) || t->id == WD_BYTES) return wd_av_set_bytes(out, s, len);
+  if (t->id == WD_ARRAY || t->id == WD_MAP || t->id == WD_ROW) {
+    json_error_t je;
+    json_t *j = json_loadb(s, len, JSON_DECODE_ANY, &je);
+    if (!j) return wd_av_type_error(x, f, n, "the string is not JSON: %s", je.text);
+    err = wd_value_from_json(t, j, out);
+    json_decref(j);
+  } else if (t->id == WD_DECIMAL) {
+    err = wd_decimal_parse(s, len, t->precision, t->scale, &out->dec);
+    if (!err) out->is_null = false;
+  } else if (t->id == WD_TIMESTAMP || t->id == WD_TIMESTAMP_LTZ) {
+    bool zoned;
+    if (wd_conv_parse_timestamp(s, len, &out->ts.us, &out->ts.ns, &zoned))
+      return wd_av_type_error(x, f, n, "'%.*s' is not a timestamp", (int)(len > 64 ? 64 : len), s);
+    wd_av_ts_truncate(t->precision, &out->ts.us, &out->ts.ns);
+    out->is_null = false;
+  } else {
+    err = wd_value_parse_text(t, s, len, out);
+  }
+  if (err) {
+    wd_error_t *e = wd_av_type_error(x, f, n, "%s", wd_av_err_text(err));
+    wd_error_destroy(err);
+    wd_value_clear(t, out);
+    return e;
+  }
+  return NULL;
+}
+
+static const wd_type_t wd_av_t_double = {.id = WD_DOUBLE, .length = -1};
+static const wd_type_t wd_av_t_bytes = {.id = WD_BYTES, .length = -1};
+
+static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n, avro_value_t *v, const wd_type_t *t,
+                                 int64_t path_unit, wd_value_t *out);
+
+/* An unscaled decimal value (bytes/fixed with a decimal annotation, or VariableScaleDecimal)
+ * into t. */
+static wd_error_t *wd_av_decimal_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, wd_i128 u, int scale,
+                                      const wd_type_t *t, wd_value_t *out) {
+  char buf[64];
+  switch (t->id) {
+  case WD_DECIMAL: {
+    wd_i128 r;
+    if (wd_conv_rescale(u, scale, t->scale, &r)) return wd_av_type_error(x, f, n, "the value does not fit");
+    wd_error_t *err = wd_av_check_precision(x, f, n, t, r);
+    if (err) return err;
+    out->dec = r;
+    break;
+  }
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: {
+    wd_i128 r;
+    if (wd_conv_rescale(u, scale, 0, &r) || (scale > 0 && r * wd_pow10(scale) != u)) {
+      wd_conv_decimal_text(u, scale, buf);
+      return wd_av_type_error(x, f, n, "%s is not an integer", buf);
+    }
+    if (r < wd_type_int_min(t) || r > wd_type_int_max(t)) {
+      wd_conv_decimal_text(u, scale, buf);
+      return wd_av_type_error(x, f, n, "%s is out of range", buf);
+    }
+    out->i = (int64_t)r;
+    break;
+  }
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    wd_conv_decimal_text(u, scale, buf);
+    out->f = strtod(buf, NULL);
+    if (t->id == WD_FLOAT) out->f = (float)out->f;
+    break;
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: {
+    size_t len = wd_conv_decimal_text(u, scale, buf);
+    return wd_av_set_bytes(out, buf, len);
+  }
+  default: return wd_av_type_error(x, f, n, "a decimal cannot go into this type");
+  }
+  out->is_null = false;
+  return NULL;
+}
+
+/* A long (int or long Avro value) into t; unit is the value's unit (ns length, WD_AV_DAYS, 0). */
+static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, int64_t iv, int64_t unit,
+                                   int64_t path_unit, const wd_type_t *t, wd_value_t *out) {
+  switch (t->id) {
+  case WD_BOOLEAN:
+    if (iv != 0 && iv != 1) return wd_av_type_error(x, f, n, "%" PRId64 " is not 0 or 1", iv);
+    out->b = iv == 1;
+    break;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if (iv < wd_type_int_min(t) || iv > wd_type_int_max(t))
+      return wd_av_type_error(x, f, n, "%" PRId64 " is out of range", iv);
+    out->i = iv;
+    break;
+  case WD_FLOAT: out->f = (float)iv; break;
+  case WD_DOUBLE: out->f = (double)iv; break;
+  case WD_DECIMAL: return wd_av_decimal_into(x, f, n, iv, 0, t, out);
+  case WD_DATE:
+    if (unit != WD_AV_DAYS && unit != 0) {
+      /* a timestamp into a DATE: its day */
+      wd_i128 ns = (wd_i128)iv * unit;
+      out->i = (int64_t)(ns / ((wd_i128)86400 * 1000000000) - (ns % ((wd_i128)86400 * 1000000000) < 0));
+    } else
+      out->i = iv;
+    break;
+  case WD_TIME: {
+    int64_t u = unit ? unit : wd_av_opt_unit(x->src->time_unit, t->precision);
+    if (u == WD_AV_DAYS) return wd_av_type_error(x, f, n, "a date is not a time of day");
+    wd_i128 ns = (wd_i128)iv * u;
+    if (ns < 0 || ns >= (wd_i128)86400 * 1000000000) return wd_av_type_error(x, f, n, "%" PRId64 " is not a time of day", iv);
+    int64_t q = 1;
+    for (int i = t->precision; i < 9; i++) q *= 10;
+    out->i = (int64_t)ns / q * q;
+    break;
+  }
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: {
+    int64_t u = unit ? unit : path_unit ? path_unit : wd_av_opt_unit(x->src->timestamp_unit, t->precision);
+    if (u == WD_AV_DAYS) {
+      out->ts.us = iv * 86400 * 1000000;
+      out->ts.ns = 0;
+    } else {
+      wd_i128 ns = (wd_i128)iv * u;
+      wd_i128 us = ns / 1000 - (ns % 1000 < 0);
+      if (us > INT64_MAX || us < INT64_MIN) return wd_av_type_error(x, f, n, "%" PRId64 " is out of range", iv);
+      out->ts.us = (int64_t)us;
+      out->ts.ns = (int32_t)(ns - us * 1000);
+    }
+    wd_av_ts_truncate(t->precision, &out->ts.us, &out->ts.ns);
+    break;
+  }
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: {
+    char tmp[24];
+    int len = snprintf(tmp, sizeof(tmp), "%" PRId64, iv);
+    return wd_av_set_bytes(out, tmp, (size_t)len);
+  }
+  default: return wd_av_type_error(x, f, n, "an integer cannot go into this type");
+  }
+  out->is_null = false;
+  return NULL;
+}
+
+static wd_error_t *wd_av_double_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, double d,
+                                     const wd_type_t *t, wd_value_t *out) {
+  wd_value_t dv = {.is_null = false, .f = d};
+  wd_buf_t b = {0};
+  wd_error_t *err = NULL;
+  switch (t->id) {
+  case WD_FLOAT: out->f = (float)d; break;
+  case WD_DOUBLE: out->f = d; break;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if (d != d || d < (double)wd_type_int_min(t) || d > (double)wd_type_int_max(t) || d != (double)(int64_t)d)
+      return wd_av_type_error(x, f, n, "%.17g is not an integer of the type's range", d);
+    out->i = (int64_t)d;
+    break;
+  case WD_DECIMAL:
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+    if (wd_value_format(&wd_av_t_double, &dv, &b)) return wd_error_nomem();
+    err = wd_av_from_text(x, f, n, t, (const char *)b.data, b.len, out);
+    wd_buf_free(&b);
+    return err;
+  default: return wd_av_type_error(x, f, n, "a floating-point number cannot go into this type");
+  }
+  out->is_null = false;
+  return NULL;
+}
+
+static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n, avro_value_t *v, const wd_type_t *t,
+                                 int64_t path_unit, wd_value_t *out) {
+  out->is_null = true;
+  if (!wd_av_unwrap(&n, v)) return NULL;
+  switch (n->kind) {
+  case WD_AV_BOOLEAN: {
+    int b = 0;
+    avro_value_get_boolean(v, &b);
+    if (t->id == WD_BOOLEAN) {
+      out->b = b != 0;
+      out->is_null = false;
+      return NULL;
+    }
+    if (wd_type_is_text(t)) return wd_av_set_bytes(out, b ? "true" : "false", b ? 4 : 5);
+    return wd_av_type_error(x, f, n, "a boolean cannot go into this type");
+  }
+  case WD_AV_INT: {
+    int32_t i = 0;
+    avro_value_get_int(v, &i);
+    return wd_av_long_into(x, f, n, i, wd_av_unit(n), path_unit, t, out);
+  }
+  case WD_AV_LONG: {
+    int64_t i = 0;
+    avro_value_get_long(v, &i);
+    return wd_av_long_into(x, f, n, i, wd_av_unit(n), path_unit, t, out);
+  }
+  case WD_AV_FLOAT: {
+    float d = 0;
+    avro_value_get_float(v, &d);
+    return wd_av_double_into(x, f, n, d, t, out);
+  }
+  case WD_AV_DOUBLE: {
+    double d = 0;
+    avro_value_get_double(v, &d);
+    return wd_av_double_into(x, f, n, d, t, out);
+  }
+  case WD_AV_BYTES:
+  case WD_AV_FIXED: {
+    const void *p = NULL;
+    size_t len = 0;
+    if (n->kind == WD_AV_BYTES)
+      avro_value_get_bytes(v, &p, &len);
+    else
+      avro_value_get_fixed(v, &p, &len);
+    if (t->id == WD_BYTES) return wd_av_set_bytes(out, p, len);
+    if (wd_av_is_decimal(n) || t->id == WD_DECIMAL) {
+      wd_i128 u;
+      if (wd_conv_be_to_i128(p, len, &u)) return wd_av_type_error(x, f, n, "the decimal has more than 128 bits");
+      int scale = n->has_scale ? n->scale : t->id == WD_DECIMAL ? t->scale : 0;
+      return wd_av_decimal_into(x, f, n, u, scale, t, out);
+    }
+    if (wd_type_is_text(t)) {
+      wd_value_t bv = {.is_null = false};
+      bv.s.p = (char *)(uintptr_t)p;
+      bv.s.n = len;
+      wd_buf_t b = {0};
+      if (wd_value_format(&wd_av_t_bytes, &bv, &b)) return wd_error_nomem();
+      wd_error_t *err = wd_av_set_bytes(out, b.data ? (const char *)b.data : "", b.len);
+      wd_buf_free(&b);
+      return err;
+    }
+    return wd_av_type_error(x, f, n, "bytes cannot go into this type");
+  }
+  case WD_AV_STRING: {
+    const char *s = NULL;
+    size_t len = 0;
+    avro_value_get_string(v, &s, &len);
+    if (len > 0) len--; /* avro-c counts the NUL */
+    return wd_av_from_text(x, f, n, t, s ? s : "", len, out);
+  }
+  case WD_AV_ENUM: {
+    int e = 0;
+    avro_value_get_enum(v, &e);
+    if (e < 0 || (size_t)e >= n->n) return wd_av_type_error(x, f, n, "enum index %d is out of range", e);
+    return wd_av_from_text(x, f, n, t, n->fname[e], strlen(n->fname[e]), out);
+  }
+  case WD_AV_ARRAY: {
+    if (t->id != WD_ARRAY) return wd_av_type_error(x, f, n, "an array cannot go into this type");
+    size_t size = 0;
+    avro_value_get_size(v, &size);
+    out->list.v = calloc(size ? size : 1, sizeof(wd_value_t));
+    if (!out->list.v) return wd_error_nomem();
+    out->list.n = 0;
+    out->is_null = false;
+    for (size_t i = 0; i < size; i++) {
+      avro_value_t c;
+      avro_value_get_by_index(v, i, &c, NULL);
+      wd_error_t *err = wd_av_convert(x, f, n->sub[0], &c, t->elem, 0, &out->list.v[i]);
+      out->list.n = i + 1;
+      if (err) {
+        wd_value_clear(t, out);
+        return err;
+      }
+    }
+    return NULL;
+  }
+  case WD_AV_MAP: {
+    if (t->id != WD_MAP) return wd_av_type_error(x, f, n, "a map cannot go into this type");
+    size_t size = 0;
+    avro_value_get_size(v, &size);
+    out->map.k = calloc(size ? size : 1, sizeof(wd_value_t));
+    out->map.v = calloc(size ? size : 1, sizeof(wd_value_t));
+    out->map.n = 0;
+    out->is_null = false;
+    if (!out->map.k || !out->map.v) {
+      free(out->map.k);
+      free(out->map.v);
+      out->is_null = true;
+      return wd_error_nomem();
+    }
+    for (size_t i = 0; i < size; i++) {
+      avro_value_t c;
+      const char *key = NULL;
+      avro_value_get_by_index(v, i, &c, &key);
+      out->map.n = i + 1;
+      wd_error_t *err = wd_av_from_text(x, f, n, t->elem, key ? key : "", key ? strlen(key) : 0, &out->map.k[i]);
+      if (!err) err = wd_av_convert(x, f, n->sub[0], &c, t->val, 0, &out->map.v[i]);
+      if (err) {
+        wd_value_clear(t, out);
+        return err;
+      }
+    }
+    return NULL;
+  }
+  case WD_AV_RECORD: {
+    if (t->id == WD_DECIMAL || (n->connect_name && !strcmp(n->connect_name, "io.debezium.data.VariableScaleDecimal"))) {
+      /* VariableScaleDecimal {scale: int, value: bytes} */
+      wd_av_node_t *sn = n, *vn = n;
+      avro_value_t sv = *v, vv = *v;
+      if (!wd_av_step(&sn, &sv, "scale", 5) || !wd_av_step(&vn, &vv, "value", 5) || !wd_av_unwrap(&sn, &sv) ||
+          !wd_av_unwrap(&vn, &vv) || sn->kind != WD_AV_INT || vn->kind != WD_AV_BYTES)
+        return wd_av_type_error(x, f, n, "a record that is not a VariableScaleDecimal cannot go into this type");
+      int32_t scale = 0;
+      const void *p = NULL;
+      size_t len = 0;
+      avro_value_get_int(&sv, &scale);
+      avro_value_get_bytes(&vv, &p, &len);
+      wd_i128 u;
+      if (scale < 0 || scale > 38 || wd_conv_be_to_i128(p, len, &u))
+        return wd_av_type_error(x, f, n, "the decimal does not fit 128 bits or has scale %d", (int)scale);
+      return wd_av_decimal_into(x, f, n, u, scale, t, out);
+    }
+    if (t->id != WD_ROW) return wd_av_type_error(x, f, n, "a record cannot go into this type");
+    out->list.v = calloc(t->nfields ? t->nfields : 1, sizeof(wd_value_t));
+    if (!out->list.v) return wd_error_nomem();
+    out->list.n = t->nfields;
+    out->is_null = false;
+    for (size_t i = 0; i < t->nfields; i++) {
+      out->list.v[i].is_null = true;
+      wd_av_node_t *cn = n;
+      avro_value_t cv = *v;
+      const char *name = t->fields[i].name;
+      if (!wd_av_step(&cn, &cv, name, strlen(name))) continue;
+      wd_error_t *err = wd_av_convert(x, f, cn, &cv, t->fields[i].type, 0, &out->list.v[i]);
+      if (err) {
+        wd_value_clear(t, out);
+        return err;
+      }
+    }
+    return NULL;
+  }
+  default: return wd_av_type_error(x, f, n, "this Avro type is not supported");
+  }
+}
+
+/* ---- $kafka.* ------------------------------------------------------------------------------ */
+
+static wd_error_t *wd_av_convert_kafka(wd_avx_t *x, const wd_source_col_t *c, const wd_type_t *t, wd_value_t *v) {
+  const wd_kafka_meta_t *m = x->meta;
+  if (!m) return NULL;
+  int64_t iv;
+  switch (c->kafka) {
+  case WD_KAFKA_TOPIC: return m->topic ? wd_av_set_bytes(v, m->topic, strlen(m->topic)) : NULL;
+  case WD_KAFKA_KEY: return m->key ? wd_av_set_bytes(v, m->key, m->key_len) : NULL;
+  case WD_KAFKA_PARTITION: iv = m->partition; break;
+  case WD_KAFKA_OFFSET: iv = m->offset; break;
+  case WD_KAFKA_TIMESTAMP: iv = m->timestamp; break;
+  default: return NULL;
+  }
+  if (iv < 0) return NULL;
+  static wd_av_node_t long_node = {.kind = WD_AV_LONG};
+  wd_avf_t f = {.c = c, .image = NULL};
+  return wd_av_long_into(x, &f, &long_node, iv, c->kafka == WD_KAFKA_TIMESTAMP ? 1000000 : 0, 0, t, v);
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+static wd_error_t *wd_av_load_key(wd_avx_t *x) {
+  if (x->key_state) return NULL;
+  x->key_state = -1;
+  const wd_kafka_meta_t *m = x->meta;
+  if (!m || !m->key || m->key_len == 0) return NULL;
+  int32_t id;
+  if (wd_wire_parse(m->key, m->key_len, &id))
+    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key is not in the Avro wire format "
+                        "(magic byte 0, schema id)", x->src->name);
+  wd_av_schema_t *s = NULL;
+  wd_error_t *err = wd_av_get(x->dec, id, 1, &s);
+  if (err) return err;
+  if (wd_av_read(s, (const uint8_t *)m->key + WD_WIRE_HEADER, m->key_len - WD_WIRE_HEADER))
+    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key does not read with schema id %" PRId32,
+                        x->src->name, id);
+  x->keyn = s->root;
+  x->key = s->value;
+  x->key_state = wd_av_unwrap(&x->keyn, &x->key) ? 1 : -1;
+  return NULL;
+}
+
+static const char *const wd_av_images[2] = {"before", "after"};
+
+/* Builds one record of kind from image (0 before, 1 after); imgn/imgv NULL when absent. */
+static wd_error_t *wd_av_build_row(wd_avx_t *x, wd_changes_t *out, int image, wd_av_node_t *imgn, avro_value_t *imgv,
+                                   wd_row_kind_t kind, wd_row_t **rowp) {
+  const wd_source_t *src = x->src;
+  const wd_schema_t *schema = x->schema;
+  wd_error_t *err = NULL;
+  wd_row_t *row = wd_changes_add(out, schema, kind);
+  if (!row) return wd_error_nomem();
+  for (size_t m = 0; m < src->ncols; m++) {
+    const wd_source_col_t *c = &src->cols[m];
+    const wd_type_t *t = schema->cols[c->col].type;
+    wd_value_t *v = &row->v[c->col];
+    wd_avf_t f = {.c = c, .image = NULL};
+    wd_av_node_t *n = NULL;
+    avro_value_t av;
+    bool found = false;
+    int64_t path_unit = 0;
+    switch (c->kind) {
+    case WD_MAP_IMAGE:
+      f.image = wd_av_images[image];
+      if (!imgn) break;
+      n = imgn;
+      av = *imgv;
+      found = wd_av_path(&n, &av, c, 0);
+      break;
+    case WD_MAP_ENVELOPE:
+      n = x->rootn;
+      av = x->root;
+      found = wd_av_path(&n, &av, c, 0);
+      path_unit = wd_av_opt_unit(c->path_unit, 9);
+      if (c->path_unit == WD_UNIT_AUTO) path_unit = 0;
+      break;
+    case WD_MAP_KEY:
+      if ((err = wd_av_load_key(x))) return err;
+      if (x->key_state != 1) break;
+      n = x->keyn;
+      av = x->key;
+      found = wd_av_path(&n, &av, c, 0);
+      path_unit = c->path_unit == WD_UNIT_AUTO ? 0 : wd_av_opt_unit(c->path_unit, 9);
+      break;
+    case WD_MAP_KAFKA:
+      if ((err = wd_av_convert_kafka(x, c, t, v))) return err;
+      continue;
+    }
+    if (!found) continue;
+    if ((err = wd_av_convert(x, &f, n, &av, t, path_unit, v))) return err;
+  }
+  for (size_t k = 0; k < schema->npk; k++) {
+    int col = schema->pk[k];
+    if (!row->v[col].is_null) continue;
+    const wd_source_col_t *c = NULL;
+    for (size_t m = 0; m < src->ncols && !c; m++)
+      if (src->cols[m].col == col) c = &src->cols[m];
+    const char *cname = schema->cols[col].name;
+    if (!c)
+      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': primary-key column '%s' is not mapped by the source",
+                          src->name, cname);
+    if (c->kind == WD_MAP_IMAGE && !imgn)
+      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
+                          "source '%s': op '%c' has no %s image (\"%s\": null), so primary-key column '%s' (from "
+                          "'%s') is missing",
+                          src->name, x->op, wd_av_images[image], wd_av_images[image], cname, c->spec);
+    if (c->kind == WD_MAP_IMAGE)
+      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
+                          "source '%s': op '%c': primary-key column '%s' is missing or null in the %s image (field '%s')",
+                          src->name, x->op, cname, wd_av_images[image], c->spec);
+    return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': op '%c': primary-key column '%s' is missing or null (from '%s')",
+                        src->name, x->op, cname, c->spec);
+  }
+  *rowp = row;
+  return NULL;
+}
+
+static bool wd_av_same_key(const wd_schema_t *schema, const wd_row_t *a, const wd_row_t *b) {
+  for (size_t k = 0; k < schema->npk; k++) {
+    int col = schema->pk[k];
+    if (!wd_value_eq(schema->cols[col].type, &a->v[col], &b->v[col])) return false;
+  }
+  return true;
+}
+
+/* The image record of field name of the envelope: n and v set and true, or false for null/absent. */
+static bool wd_av_image(wd_avx_t *x, const char *name, wd_av_node_t **n, avro_value_t *v) {
+  *n = x->rootn;
+  *v = x->root;
+  return wd_av_step(n, v, name, strlen(name)) && wd_av_unwrap(n, v) && (*n)->kind == WD_AV_RECORD;
+}
+
+wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *src, const wd_schema_t *schema,
+                                    const wd_kafka_meta_t *meta, const void *value, size_t len, wd_changes_t *out) {
+  wd_error_t *err = NULL;
+  int index = -1;
+  wd_changes_reset(out);
+  if (out->schema && out->schema != schema) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL, "wd_decode_debezium_avro: the container is bound to another schema");
+    goto cleanup;
+  }
+  if (src->format != WD_FMT_DEBEZIUM_AVRO || (src->ncols && src->schema_ncols != schema->ncols)) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL,
+                       "wd_decode_debezium_avro: source '%s' is not a debezium-avro source of this schema", src->name);
+    goto cleanup;
+  }
+  if (!value || len == 0) {
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    goto cleanup;
+  }
+  int32_t id;
+  if (wd_wire_parse(value, len, &id)) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE",
+                       "source '%s': not in the Confluent Avro wire format (%s)", src->name,
+                       len < WD_WIRE_HEADER ? "fewer than 5 bytes" : "the magic byte is not 0");
+    goto cleanup;
+  }
+  wd_av_schema_t *s = NULL;
+  if ((err = wd_av_get(dec, id, 0, &s))) {
+    if (err->cls == WD_ERR_DECODE) err = wd_error_wrap(err, "source '%s'", src->name);
+    goto cleanup;
+  }
+  if (wd_av_read(s, (const uint8_t *)value + WD_WIRE_HEADER, len - WD_WIRE_HEADER)) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the value does not read with writer schema id %" PRId32,
+                       src->name, id);
+    goto cleanup;
+  }
+  wd_avx_t x = {.dec = dec, .src = src, .schema = schema, .meta = meta, .rootn = s->root, .root = s->value};
+  if (!wd_av_unwrap(&x.rootn, &x.root)) { /* a null value in a ["null", Envelope] union */
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    goto cleanup;
+  }
+  if (x.rootn->kind != WD_AV_RECORD) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': writer schema id %" PRId32 " is not a record",
+                       src->name, id);
+    goto cleanup;
+  }
+  wd_av_node_t *opn = x.rootn;
+  avro_value_t opv = x.root;
+  const char *ops = NULL;
+  size_t opl = 0;
+  if (wd_av_step(&opn, &opv, "op", 2) && wd_av_unwrap(&opn, &opv) && opn->kind == WD_AV_STRING) {
+    avro_value_get_string(&opv, &ops, &opl);
+    if (opl) opl--;
+  }
+  if (!ops) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"op\" field: not a Debezium change event", src->name);
+    goto cleanup;
+  }
+  if (opl != 1 || !strchr("crud", ops[0])) {
+    if (opl == 1 && ops[0] == 't')
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"t\" (truncate) is not supported", src->name);
+    else if (opl == 1 && ops[0] == 'm')
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"m\" (a logical decoding message) is not supported",
+                         src->name);
+    else
+      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': unknown op \"%.*s\" (expected \"c\", \"r\", \"u\" or \"d\")",
+                         src->name, (int)(opl > 16 ? 16 : opl), ops);
+    goto cleanup;
+  }
+  x.op = ops[0];
+  out->op = x.op;
+  wd_av_node_t *tsn = x.rootn;
+  avro_value_t tsv = x.root;
+  if (wd_av_step(&tsn, &tsv, "ts_ms", 5) && wd_av_unwrap(&tsn, &tsv)) {
+    int64_t l;
+    int32_t i;
+    if (tsn->kind == WD_AV_LONG && !avro_value_get_long(&tsv, &l)) out->ts_ms = l;
+    if (tsn->kind == WD_AV_INT && !avro_value_get_int(&tsv, &i)) out->ts_ms = i;
+  }
+  wd_av_node_t *bn = NULL, *an = NULL;
+  avro_value_t bv, avv;
+  memset(&bv, 0, sizeof(bv));
+  memset(&avv, 0, sizeof(avv));
+  bool hb = wd_av_image(&x, "before", &bn, &bv), ha = wd_av_image(&x, "after", &an, &avv);
+  wd_row_t *rb = NULL, *ra = NULL;
+  if ((x.op != 'd') && !ha) {
+    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"%c\" without an after image (\"after\" is null or absent)",
+                       src->name, x.op);
+    goto cleanup;
+  }
+  switch (x.op) {
+  case 'c':
+  case 'r':
+    index = 0;
+    err = wd_av_build_row(&x, out, 1, an, &avv, WD_INSERT, &ra);
+    break;
+  case 'u':
+    index = 0;
+    if (!hb) {
+      err = wd_av_build_row(&x, out, 1, an, &avv, WD_UPDATE_AFTER, &ra);
+      break;
+    }
+    if ((err = wd_av_build_row(&x, out, 0, bn, &bv, WD_UPDATE_BEFORE, &rb))) break;
+    index = 1;
+    if ((err = wd_av_build_row(&x, out, 1, an, &avv, WD_UPDATE_AFTER, &ra))) break;
+    if (!wd_av_same_key(schema, rb, ra)) {
+      rb->kind = WD_DELETE;
+      ra->kind = WD_INSERT;
+    }
+    break;
+  case 'd':
+    index = 0;
+    err = wd_av_build_row(&x, out, 0, hb ? bn : NULL, &bv, WD_DELETE, &rb);
+    break;
+  }
+cleanup:
+  if (err) {
+    wd_changes_reset(out);
+    if (err != wd_error_nomem()) err->index = index;
+  }
+  return err;
+}
