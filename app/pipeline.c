@@ -36,7 +36,6 @@ struct wd_pipeline {
   size_t nsources;
   wd_store_t *store;
   wd_state_t *state;
-  wd_store_batch_t *sbatch;
   wd_producer_t *prod;
   wd_consumer_t *cons;
   wd_kafka_conf_t kconf;
@@ -54,8 +53,19 @@ struct wd_pipeline {
   wd_buf_t keys;        /* encoded keys, back to back */
   size_t *key_off;      /* per rec */
   wd_buf_t kbuf, vbuf;
-  wd_tp_offset_t *offs; /* next offsets of the batch, per partition */
+  wd_tp_offset_t *offs; /* next offsets of the batch, per partition (topics: the sources') */
   size_t noffs;
+  /* the previous batch, produced but not yet acknowledged: its state snapshot and offsets are
+   * written (and committed) once its output is acknowledged, while this batch is worked on */
+  struct {
+    bool active;
+    uint64_t out_batch; /* producer batch of its output and dead letters */
+    uint64_t snap;      /* state snapshot in wb */
+    wd_store_batch_t *wb;
+    wd_tp_offset_t *offs;
+    size_t noffs;
+  } pend;
+  wd_store_batch_t *wb[2];
   /* replay */
   wd_tp_offset_t *end;
   size_t nend;
@@ -100,13 +110,23 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
   return next >= 0 ? next : WD_OFFSET_STORED;
 }
 
-/* on_revoke: runs between batches (inside the poll), when the previous batch is acknowledged,
- * written and committed; the partitions' keys may belong to another process from now on, so
- * their cached rows are dropped. */
+static wd_error_t *finish_pending(wd_pipeline_t *p);
+
+/* on_revoke: runs inside the poll, between batches. The pending batch is completed first
+ * (acknowledged, written, committed); then the partitions' keys may belong to another process,
+ * so cached rows are dropped. */
 static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost) {
   wd_pipeline_t *p = ctx;
   wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s; dropping cached rows", n, lost ? "lost" : "revoked");
   (void)parts;
+  /* the batch in hand is completed while the partitions are still ours */
+  wd_error_t *err = finish_pending(p);
+  if (err) {
+    wd_log(WD_LOG_ERROR, "pipeline", "completing the batch before the rebalance: %s (it is repeated on restart)",
+           err->message);
+    wd_error_destroy(err);
+    p->stop = 1;
+  }
   wd_state_drop_clean(p->state);
 }
 
@@ -117,13 +137,23 @@ static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
   return NULL;
 }
 
+/* The sources' own copy of a topic name (valid for the pipeline's life, unlike a message's). */
+static const char *canon_topic(const wd_pipeline_t *p, const char *topic) {
+  for (size_t i = 0; i < p->nsources; i++)
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++)
+      if (strcmp(p->sources[i]->topics[t], topic) == 0) return p->sources[i]->topics[t];
+  return NULL;
+}
+
 static void note_offset(wd_pipeline_t *p, const wd_kmsg_t *m) {
+  const char *topic = canon_topic(p, m->topic);
+  if (!topic) return;
   for (size_t i = 0; i < p->noffs; i++)
-    if (p->offs[i].partition == m->partition && strcmp(p->offs[i].topic, m->topic) == 0) {
+    if (p->offs[i].partition == m->partition && p->offs[i].topic == topic) {
       if (m->offset + 1 > p->offs[i].offset) p->offs[i].offset = m->offset + 1;
       return;
     }
-  p->offs[p->noffs].topic = m->topic;
+  p->offs[p->noffs].topic = topic;
   p->offs[p->noffs].partition = m->partition;
   p->offs[p->noffs].offset = m->offset + 1;
   p->noffs++;
@@ -246,6 +276,35 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
   }
 }
 
+/* Completes the pending batch, if any (steps 5-7 of pipeline.h): waits until the broker
+ * acknowledged its output and dead letters (a broker that is away is waited for, with a log
+ * line), writes its state snapshot together with its input offsets in one RocksDB write, then
+ * commits the offsets to the consumer group (for monitoring; the store's offsets are the truth). */
+static wd_error_t *finish_pending(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  if (!p->pend.active) return NULL;
+  for (;;) {
+    err = wd_producer_wait_batch(p->prod, p->pend.out_batch, 10000);
+    if (!err) break;
+    if (!err->retriable) return err;
+    wd_log(WD_LOG_WARN, "pipeline", "waiting for the broker to acknowledge the output: %s", err->message);
+    wd_error_destroy(err);
+  }
+  if ((err = wd_store_write(p->store, p->pend.wb))) return err;
+  wd_store_batch_clear(p->pend.wb);
+  wd_state_written(p->state, p->pend.snap);
+  p->pend.active = false;
+  p->st.batches++;
+  if (!p->opts.replay && p->pend.noffs) {
+    err = wd_consumer_commit(p->cons, p->pend.offs, p->pend.noffs);
+    if (err) {
+      wd_log(WD_LOG_WARN, "pipeline", "committing offsets to the group: %s (the state store has them)", err->message);
+      wd_error_destroy(err);
+    }
+  }
+  return NULL;
+}
+
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h. */
 static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
@@ -326,6 +385,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   p->st.tombstones += ms.tombstones;
   p->st.dropped += ms.dropped;
   /* 4. produce the changelog and the dead letters */
+  uint64_t out_batch = wd_producer_begin_batch(p->prod);
   if ((err = produce_changelog(p))) return err;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
@@ -336,30 +396,23 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (err) return err;
     p->st.dead_lettered++;
   }
-  /* 5. wait for the broker's acknowledgements (a broker that is away is waited for) */
-  for (;;) {
-    err = wd_producer_wait_acked(p->prod, 10000);
-    if (!err) break;
-    if (!err->retriable) return err;
-    wd_log(WD_LOG_WARN, "pipeline", "waiting for the broker to acknowledge the output: %s", err->message);
-    wd_error_destroy(err);
-  }
-  /* 6. the state and the batch's input offsets in one write */
+  /* 5. snapshot the state changes with the batch's input offsets, into the write batch that is
+   * written once the broker acknowledged this batch's output */
+  wd_store_batch_t *wb = p->pend.active && p->pend.wb == p->wb[0] ? p->wb[1] : p->wb[0];
   for (size_t i = 0; i < p->noffs; i++)
-    if (wd_store_batch_set_offset(p->sbatch, p->offs[i].topic, p->offs[i].partition, p->offs[i].offset))
+    if (wd_store_batch_set_offset(wb, p->offs[i].topic, p->offs[i].partition, p->offs[i].offset))
       return wd_error_nomem();
   wd_state_set_now(p->state, now_ms());
-  if ((err = wd_state_flush(p->state, p->sbatch))) return err;
-  /* 7. commit to the consumer group (monitoring; the store's offsets are the truth) */
-  if (!p->opts.replay && p->noffs) {
-    err = wd_consumer_commit(p->cons, p->offs, p->noffs);
-    if (err) {
-      wd_log(WD_LOG_WARN, "pipeline", "committing offsets to the group: %s (the state store has them)", err->message);
-      wd_error_destroy(err);
-      err = NULL;
-    }
-  }
-  p->st.batches++;
+  uint64_t snap = 0;
+  if ((err = wd_state_snapshot(p->state, wb, &snap))) return err;
+  /* 6-7. the previous batch: its acknowledgements had this batch's work to arrive */
+  if ((err = finish_pending(p))) return err;
+  p->pend.active = true;
+  p->pend.out_batch = out_batch;
+  p->pend.snap = snap;
+  p->pend.wb = wb;
+  memcpy(p->pend.offs, p->offs, p->noffs * sizeof(*p->offs));
+  p->pend.noffs = p->noffs;
   return NULL;
 }
 
@@ -413,13 +466,16 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   while (!p->stop) {
     if (p->opts.replay && replay_done(p)) break;
     size_t n = 0;
-    if ((err = wd_consumer_poll_batch(p->cons, max, timeout, p->msgs, &n))) break;
+    /* with a batch pending, take only what is already fetched: no input means finish it now */
+    if ((err = wd_consumer_poll_batch(p->cons, max, p->pend.active ? 0 : timeout, p->msgs, &n))) break;
     double now = mono_s();
     if (n) {
       last_input = now;
       err = process_batch(p, n);
       release_batch(p, n);
       if (err) break;
+    } else if (p->pend.active) {
+      if ((err = finish_pending(p))) break;
     } else {
       wd_producer_poll(p->prod);
       /* before the first input, allow 10 s more for the group join */
@@ -434,6 +490,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       last_in = p->st.records_in;
     }
   }
+  if (!err) err = finish_pending(p); /* stopping: the batch in hand is completed */
   p->st.lag = wd_consumer_lag(p->cons);
   (void)start;
   return err;
@@ -507,12 +564,13 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
-  if (!(p->sbatch = wd_store_batch_new())) goto nomem;
+  if (!(p->wb[0] = wd_store_batch_new()) || !(p->wb[1] = wd_store_batch_new())) goto nomem;
   size_t max = (size_t)cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
   p->bm = calloc(max, sizeof(*p->bm));
   p->offs = calloc(max, sizeof(*p->offs));
-  if (!p->msgs || !p->bm || !p->offs) goto nomem;
+  p->pend.offs = calloc(max, sizeof(*p->pend.offs));
+  if (!p->msgs || !p->bm || !p->offs || !p->pend.offs) goto nomem;
   if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a"))) {
     err = wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
     goto fail;
@@ -574,7 +632,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
   wd_state_destroy(p->state);
-  wd_store_batch_destroy(p->sbatch);
+  wd_store_batch_destroy(p->wb[0]);
+  wd_store_batch_destroy(p->wb[1]);
+  free(p->pend.offs);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
   free(p->sources);

@@ -14,6 +14,7 @@ typedef struct wd_cached {
   UT_hash_handle hh;
   wd_entry_t e;
   bool dirty;
+  uint64_t snap; /* the snapshot holding the entry's latest bytes; evictable once it is written */
   size_t klen;
   uint8_t key[]; /* flexible: the key bytes */
 } wd_cached_t;
@@ -24,6 +25,8 @@ struct wd_state {
   size_t max_cached;
   size_t ndirty;
   uint64_t now_ms;
+  uint64_t snapshots; /* snapshots taken (the last one's number) */
+  uint64_t written;   /* the last snapshot known to be in the store */
   wd_cached_t *map;
   wd_buf_t buf;
   /* the dirty entries, in order of first put since the last flush (ndirty of them), so a flush
@@ -195,10 +198,10 @@ static wd_error_t *state_put(void *ctx, const uint8_t *key, size_t klen, wd_entr
 static const wd_state_ops_t WD_STATE_OPS = {state_get, state_put};
 const wd_state_ops_t *wd_state_ops(void) { return &WD_STATE_OPS; }
 
-wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
-  wd_cached_t *c, *tmp;
+wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap) {
+  uint64_t n = s->snapshots + 1;
   for (size_t i = 0; i < s->ndirty; i++) {
-    c = s->dirty[i];
+    wd_cached_t *c = s->dirty[i];
     if (c->e.state == WD_ENTRY_ABSENT) {
       if (wd_store_batch_delete(b, c->key, c->klen)) return wd_error_nomem();
       continue;
@@ -208,24 +211,42 @@ wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
         wd_store_batch_put(b, c->key, c->klen, s->buf.data, s->buf.len))
       return wd_error_nomem();
   }
-  wd_error_t *err = wd_store_write(s->st, b);
+  for (size_t i = 0; i < s->ndirty; i++) {
+    s->dirty[i]->dirty = false;
+    s->dirty[i]->snap = n;
+  }
+  s->ndirty = 0;
+  s->snapshots = n;
+  *snap = n;
+  return NULL;
+}
+
+void wd_state_written(wd_state_t *s, uint64_t snap) {
+  wd_cached_t *c, *tmp;
+  if (snap > s->written) s->written = snap;
+  if (HASH_COUNT(s->map) <= s->max_cached) return;
+  /* trim to half the budget: only entries whose bytes are in the store (clean, snapshot
+   * written), so a later read never sees an older version than the cache had */
+  HASH_ITER(hh, s->map, c, tmp) {
+    if (!c->dirty && c->snap <= s->written) drop(s, c);
+    if (HASH_COUNT(s->map) <= s->max_cached / 2) break;
+  }
+}
+
+wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
+  uint64_t snap = 0;
+  wd_error_t *err = wd_state_snapshot(s, b, &snap);
+  if (!err) err = wd_store_write(s->st, b);
   if (err) return err;
   wd_store_batch_clear(b);
-  for (size_t i = 0; i < s->ndirty; i++) s->dirty[i]->dirty = false;
-  s->ndirty = 0;
-  if (HASH_COUNT(s->map) > s->max_cached) {
-    HASH_ITER(hh, s->map, c, tmp) {
-      drop(s, c);
-      if (HASH_COUNT(s->map) <= s->max_cached / 2) break;
-    }
-  }
+  wd_state_written(s, snap);
   return NULL;
 }
 
 void wd_state_drop_clean(wd_state_t *s) {
   wd_cached_t *c, *tmp;
   HASH_ITER(hh, s->map, c, tmp) {
-    if (!c->dirty) drop(s, c);
+    if (!c->dirty && c->snap <= s->written) drop(s, c);
   }
 }
 

@@ -40,8 +40,18 @@ void wd_state_set_now(wd_state_t *s, uint64_t now_ms);
  * on error the dirty entries stay dirty. */
 wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b);
 
+/* Pipelined form of wd_state_flush, for overlapping a batch's acknowledgement wait with the next
+ * batch's work: wd_state_snapshot adds every dirty entry to b (encoded now, so later changes of
+ * the cache do not reach b), marks them clean and returns the snapshot's number in *snap; the
+ * caller writes b with wd_store_write when the batch's output is acknowledged (snapshots in
+ * order) and then calls wd_state_written(snap). Entries whose latest bytes are in a snapshot not
+ * yet written are never evicted, so reads keep seeing them. Errors: E_NOMEM. */
+wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap);
+void wd_state_written(wd_state_t *s, uint64_t snap);
+
 /* Drops every clean cached entry (dirty ones stay until flushed): after a consumer-group
- * rebalance another process may own some keys now, so their cached rows may go stale. */
+ * rebalance another process may own some keys now, so their cached rows may go stale. Entries
+ * of snapshots not yet written stay. */
 void wd_state_drop_clean(wd_state_t *s);
 
 /* Number of dirty entries and of cached entries. */
