@@ -11,7 +11,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: widen config check FILE   validate a pipeline config and print a summary\n"
+          "usage: widen config check FILE...   validate pipeline configs and print a summary of each\n"
           "       widen config doc          print the option reference (configs/OPTIONS.md)\n"
           "\n"
           "WIDEN_BROKERS, when set, replaces kafka.bootstrap.servers.\n"
@@ -102,7 +102,14 @@ int wd_cmd_config(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  if (argc == 3 && !strcmp(argv[1], "check")) return cmd_check(argv[2]);
+  if (argc >= 3 && !strcmp(argv[1], "check")) { /* one or more files: the worst result */
+    int rc = 0;
+    for (int i = 2; i < argc; i++) {
+      int r = cmd_check(argv[i]);
+      if (r > rc) rc = r;
+    }
+    return rc;
+  }
   if (argc == 2 && !strcmp(argv[1], "doc")) return wd_config_write_doc(stdout) ? 1 : 0;
   usage(stderr);
   return 1;

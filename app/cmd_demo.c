@@ -6,6 +6,7 @@
  * final wide rows from the state store.
  */
 #include <getopt.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
           "produces M generated Debezium events over N orders on shop.orders, shop.payments and\n"
           "shop.shipments (about 20%% late, some deletes, one undecodable record), widens them into one\n"
           "row per order, then prints the changelog read back from shop.orders_wide and the final rows.\n"
-          "Defaults: --keys 3 --records 20 --seed 7.\n");
+          "Defaults: --keys 3 --records 20 --seed 9. --verbose prints full rows and the logs.\n");
 }
 
 /* Sends the generated workload and one bad record. */
@@ -48,7 +49,7 @@ static wd_error_t *produce_events(const char *brokers, uint64_t keys, uint64_t r
   go.keys = keys;
   go.records = records;
   go.topic_prefix = "shop.";
-  go.delete_ratio = 0.05;
+  go.delete_ratio = 0.1;
   if (!err) err = wd_gen_new(&go, &g);
   wd_gen_msg_t m;
   while (!err && wd_gen_next(g, &m)) {
@@ -66,7 +67,46 @@ static wd_error_t *produce_events(const char *brokers, uint64_t keys, uint64_t r
 }
 
 /* Prints every record of topic as widen tail would, until idle. */
-static wd_error_t *print_topic(const char *brokers, const char *topic, wd_changelog_format_t fmt, size_t *count) {
+/* Prints tail lines ({"op","key","row"}) compactly: +I with its non-NULL columns, an update as
+ * the columns that changed (the -U line is remembered in *before), -D with the key. */
+static void print_compact(char *lines, json_t **before) {
+  for (char *line = lines, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+    nl = strchr(line, '\n');
+    if (nl) *nl = 0;
+    json_t *j = json_loads(line, 0, NULL);
+    if (!j) continue;
+    const char *op = json_string_value(json_object_get(j, "op"));
+    json_t *row = json_object_get(j, "row");
+    char *key = json_dumps(json_object_get(j, "key"), JSON_COMPACT);
+    if (op && !strcmp(op, "-U")) {
+      json_decref(*before);
+      *before = json_incref(row);
+    } else if (op) {
+      printf("  %s %s", op, key ? key : "");
+      const char *col;
+      json_t *v;
+      int shown = 0;
+      json_object_foreach(row, col, v) {
+        json_t *old = !strcmp(op, "+U") && *before ? json_object_get(*before, col) : NULL;
+        bool show = !strcmp(op, "+I") ? !json_is_null(v) : !strcmp(op, "+U") ? !old || !json_equal(old, v) : false;
+        if (!show) continue;
+        char *o = old ? json_dumps(old, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        char *n = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        printf("%s %s=%s%s%s", shown++ ? "," : "", col, o ? o : "", o ? "->" : "", n ? n : "");
+        free(o);
+        free(n);
+      }
+      if (!strcmp(op, "+U") && !shown) printf(" (no change)");
+      printf("\n");
+    }
+    free(key);
+    json_decref(j);
+  }
+}
+
+static wd_error_t *print_topic(const char *brokers, const char *topic, wd_changelog_format_t fmt, bool verbose,
+                               size_t *count) {
+  json_t *before = NULL;
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
   wd_buf_t out = {0};
@@ -84,7 +124,8 @@ static wd_error_t *print_topic(const char *brokers, const char *topic, wd_change
       wd_buf_reset(&out);
       size_t lines = 0;
       err = wd_changelog_decode_tail(fmt, msgs[i].key, msgs[i].key_len, msgs[i].value, msgs[i].value_len, &out, &lines);
-      if (!err) fwrite(out.data, 1, out.len, stdout);
+      if (!err && verbose) fwrite(out.data, 1, out.len, stdout);
+      if (!err && !verbose) print_compact((char *)out.data, &before);
       *count += lines;
     }
     wd_kmsg_release(msgs, n);
@@ -92,6 +133,7 @@ static wd_error_t *print_topic(const char *brokers, const char *topic, wd_change
   wd_consumer_destroy(c);
   wd_kafka_conf_clear(&kc);
   wd_buf_free(&out);
+  json_decref(before);
   return err;
 }
 
@@ -111,7 +153,7 @@ int wd_cmd_demo(int argc, char **argv) {
                                            {"verbose", no_argument, NULL, 'v'},
                                            {"help", no_argument, NULL, 'h'},
                                            {0}};
-  uint64_t keys = 3, records = 20, seed = 7;
+  uint64_t keys = 3, records = 20, seed = 9;
   bool verbose = false;
   int ch;
   optind = 1;
@@ -183,9 +225,11 @@ int wd_cmd_demo(int argc, char **argv) {
   printf("-- %" PRIu64 " records in, %" PRIu64 " changelog rows out, %" PRIu64 " dead-lettered (see %s)\n",
          ps.records_in, ps.changes_out, ps.dead_lettered, cfg->sink.dead_letter_topic);
 
-  printf("-- the changelog on %s, as `widen tail` prints it:\n", cfg->sink.topic);
+  printf("-- the changelog on %s (%s):\n", cfg->sink.topic,
+         verbose ? "as `widen tail` prints it" : "per record: row kind, key, the columns it sets or changes; --verbose "
+                                                  "for full rows");
   size_t lines = 0;
-  if ((err = print_topic(brokers, cfg->sink.topic, WD_CHANGELOG_DEBEZIUM_JSON, &lines))) goto done;
+  if ((err = print_topic(brokers, cfg->sink.topic, WD_CHANGELOG_DEBEZIUM_JSON, verbose, &lines))) goto done;
 
   printf("-- the final wide rows (state store):\n");
   if ((err = wd_config_build_table(cfg, &t))) goto done;

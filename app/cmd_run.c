@@ -2,8 +2,10 @@
  * app/cmd_run.c — `widen run`, `widen replay` and `widen rows`: the main job, a rebuild of the
  * table from the source topics, and a dump of the table's rows from a state directory.
  */
+#include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +92,7 @@ done:
 
 static void run_usage(FILE *f) {
   fprintf(f,
-          "usage: widen run --config FILE [--quiet] [--trace FILE] [--max-idle-ms N]\n"
+          "usage: widen run [--config] FILE [--quiet] [--trace FILE] [--max-idle-ms N]\n"
           "\n"
           "Consumes the config's source topics in its consumer group, merges every record into the\n"
           "RocksDB state (state.dir) with the table's merge engine, and produces the wide table's\n"
@@ -126,7 +128,9 @@ int wd_cmd_run(int argc, char **argv) {
       default: run_usage(stderr); return 1;
     }
   }
+  if (!config && optind == argc - 1) config = argv[optind++]; /* `widen run FILE` works too */
   if (!config || optind != argc) {
+    fprintf(stderr, "widen run: %s\n", config ? "unexpected argument" : "--config FILE is required");
     run_usage(stderr);
     return 1;
   }
@@ -180,6 +184,19 @@ int wd_cmd_replay(int argc, char **argv) {
   if (!config || !opts.state_dir || opts.from_ms == -2 || optind != argc) {
     replay_usage(stderr);
     return 1;
+  }
+  /* a rebuild starts from nothing: a directory with state in it would silently resume */
+  DIR *d = opendir(opts.state_dir);
+  if (d) {
+    struct dirent *de;
+    bool empty = true;
+    while (empty && (de = readdir(d))) empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+    closedir(d);
+    if (!empty) {
+      fprintf(stderr, "widen replay: --state-dir %s is not empty; replay rebuilds the table into a fresh directory "
+                      "(give a new path, or remove this one)\n", opts.state_dir);
+      return 1;
+    }
   }
   return run_pipeline("replay", config, &opts);
 }
@@ -250,8 +267,14 @@ int wd_cmd_rows(int argc, char **argv) {
   int rc = 1;
   wd_error_t *err = wd_config_load(config, &cfg);
   if (!err) err = wd_config_build_table(cfg, &t);
-  if (!err) err = wd_store_open_rocksdb(dir ? dir : cfg->state.dir, NULL, &st);
+  const char *sdir = dir ? dir : cfg ? cfg->state.dir : NULL;
+  struct stat sb;
+  if (!err && stat(sdir, &sb) != 0)
+    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DIR", "state directory %s does not exist: %s", sdir,
+                       dir ? "check --state-dir" : "check state.dir (it is relative to the working directory)");
+  if (!err) err = wd_store_open_rocksdb(sdir, NULL, &st);
   if (!err && !(state = wd_state_new(t, st, 0))) err = wd_error_nomem();
+  if (!err) err = wd_state_check_table(state, sdir);
   if (!err) {
     rows.schema = wd_table_schema(t);
     err = wd_state_scan_rows(state, keep_row, &rows);

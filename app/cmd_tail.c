@@ -228,6 +228,7 @@ int wd_cmd_tail(int argc, char **argv) {
   handlers = true;
 
   long long printed = 0;
+  int undecodable = 0;
   int64_t last_data = wd_now_ms();
   bool done = false;
   while (!done && !wd_tail_stop) {
@@ -253,6 +254,14 @@ int wd_cmd_tail(int argc, char **argv) {
           wd_log(WD_LOG_WARN, "tail", "%s [%" PRId32 "] offset %" PRId64 ": %s", m->topic, m->partition, m->offset,
                  derr->message);
           wd_error_destroy(derr);
+          /* a topic in another format fails on every record: stop with a hint instead of a flood */
+          if (++undecodable >= 10 && printed == 0) {
+            err = wd_error_new(WD_ERR_DECODE, "E_DECODE",
+                               "the first %d records are not %s; is the topic in the other format (--format "
+                               "debezium-json | changelog-json)? --raw prints records as they are",
+                               undecodable, wd_changelog_format_name(format));
+            goto cleanup;
+          }
         }
       }
       /* print whole lines, at most max in all */

@@ -4,6 +4,7 @@
  * sources, and the generated option reference.
  */
 #include "app/config.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -223,45 +224,6 @@ static int parse_int(const char *text, int64_t *out) {
   if (errno || *end) return -1;
   *out = v;
   return 0;
-}
-
-/* Levenshtein distance of a and b (ASCII case-insensitive), capped at 99 for long strings. */
-static size_t edit_distance(const char *a, const char *b) {
-  size_t na = strlen(a), nb = strlen(b);
-  if (na > 63 || nb > 63) return 99;
-  size_t row[64];
-  for (size_t j = 0; j <= nb; j++) row[j] = j;
-  for (size_t i = 1; i <= na; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= nb; j++) {
-      char ca = a[i - 1], cb = b[j - 1];
-      if (ca >= 'A' && ca <= 'Z') ca = (char)(ca - 'A' + 'a');
-      if (cb >= 'A' && cb <= 'Z') cb = (char)(cb - 'A' + 'a');
-      size_t best = diag + (ca != cb);
-      if (row[j] + 1 < best) best = row[j] + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      diag = row[j];
-      row[j] = best;
-    }
-  }
-  return row[nb];
-}
-
-/* The candidate closest to word when it is close enough to be a likely typo, else NULL. */
-static const char *closest(const char *word, const char *const *cands, size_t n) {
-  const char *best = NULL;
-  size_t bestd = SIZE_MAX;
-  for (size_t i = 0; i < n; i++) {
-    size_t d = edit_distance(word, cands[i]);
-    if (d < bestd) {
-      bestd = d;
-      best = cands[i];
-    }
-  }
-  size_t len = strlen(word);
-  size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3;
-  return best && bestd <= limit ? best : NULL;
 }
 
 /* ---- freeing -------------------------------------------------------------------------------- */
@@ -572,7 +534,7 @@ static wd_error_t *load_schema(const ld_t *ld, const wd_config_option_t *opt, co
                        "inside {...}; quote the type, e.g. type: \"%s,%s\"", name ? name : "?", type, stray, type,
                        stray);
       const char *known[] = {"name", "type"};
-      const char *near = closest(stray, known, 2);
+      const char *near = wd_closest(stray, known, 2);
       return cfg_err(ld, stray_line, "unknown key '%s' in '%s[%zu]'; %s%s%s", stray, path, idx,
                      near ? "did you mean '" : "a column has only 'name' and 'type'", near ? near : "",
                      near ? "'?" : "");
@@ -637,7 +599,7 @@ static wd_error_t *set_scalar(const ld_t *ld, const wd_config_option_t *opt, con
         *(int *)p = (int)i;
         return NULL;
       }
-    const char *near = closest(text, vals, n);
+    const char *near = wd_closest(text, vals, n);
     char list[256] = "";
     for (size_t i = 0; i < n; i++) {
       if (i) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
@@ -728,7 +690,7 @@ static wd_error_t *unknown_key(const ld_t *ld, const wd_config_section_t *sec, c
     if (list[0]) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
     strncat(list, o->name, sizeof(list) - strlen(list) - 1);
   }
-  const char *near = closest(key, names, n);
+  const char *near = wd_closest(key, names, n);
   char where[300];
   if (*path)
     snprintf(where, sizeof(where), "in '%s'", path);
@@ -825,7 +787,7 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
  * is the start of the sentence ("primary-key column 'x'"). */
 static wd_error_t *not_in(const ld_t *ld, int line, const char *subject, const char *name, const char *listname,
                           char *const *names, size_t n) {
-  const char *near = closest(name, (const char *const *)names, n);
+  const char *near = wd_closest(name, (const char *const *)names, n);
   if (near) return cfg_err(ld, line, "%s is not in %s; did you mean '%s'?", subject, listname, near);
   return cfg_err(ld, line, "%s is not in %s; add it there or correct the name", subject, listname);
 }
@@ -840,7 +802,7 @@ static wd_error_t *check_source_options(const ld_t *ld, const wd_config_source_t
     const wd_source_option_t *o = wd_source_options;
     while (o->name && strcmp(o->name, pr->key)) o++;
     if (!o->name) {
-      const char *near = closest(pr->key, names, n);
+      const char *near = wd_closest(pr->key, names, n);
       char list[256] = "";
       for (size_t k = 0; k < n; k++) {
         if (k) strncat(list, ", ", sizeof(list) - strlen(list) - 1);

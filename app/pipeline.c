@@ -75,6 +75,7 @@ struct wd_pipeline {
   FILE *trace;
   uint64_t trace_msg;
   volatile sig_atomic_t stop;
+  double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
 };
 
 static uint64_t now_ms(void) {
@@ -105,8 +106,12 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
     next = -1;
   }
   if (p->opts.replay) return next >= 0 ? next : WD_OFFSET_BEGINNING;
-  wd_log(WD_LOG_INFO, "pipeline", "assigned %s[%d], starting at %s%" PRId64, topic, partition,
-         next >= 0 ? "stored offset " : "the group's committed offset (none stored) ", next >= 0 ? next : 0);
+  if (next >= 0)
+    wd_log(WD_LOG_DEBUG, "pipeline", "assigned %s[%d]: resuming at offset %" PRId64 " (stored with the state)", topic,
+           partition, next);
+  else
+    wd_log(WD_LOG_DEBUG, "pipeline", "assigned %s[%d]: no offset stored with the state; starting at the group's "
+           "committed offset, else auto.offset.reset", topic, partition);
   return next >= 0 ? next : WD_OFFSET_STORED;
 }
 
@@ -294,6 +299,7 @@ static wd_error_t *finish_pending(wd_pipeline_t *p) {
   wd_store_batch_clear(p->pend.wb);
   wd_state_written(p->state, p->pend.snap);
   p->pend.active = false;
+  p->busy_end = mono_s();
   p->st.batches++;
   if (!p->opts.replay && p->pend.noffs) {
     err = wd_consumer_commit(p->cons, p->pend.offs, p->pend.noffs);
@@ -391,10 +397,11 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     if (!b->err) continue;
     log_once(p, b->err);
+    p->st.dead_lettered++;
+    if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
     err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
                                        b->err->message);
     if (err) return err;
-    p->st.dead_lettered++;
   }
   /* 5. snapshot the state changes with the batch's input offsets, into the write batch that is
    * written once the broker acknowledged this batch's output */
@@ -435,14 +442,16 @@ static void status_line(wd_pipeline_t *p, double rate) {
 }
 
 void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) {
+  double busy = p->busy_end > p->busy_start ? p->busy_end - p->busy_start : 0.0;
   fprintf(f,
-          "widen: summary: %" PRIu64 " records in %" PRIu64 " batches, %" PRIu64 " change records, %" PRIu64
-          " changelog rows in %" PRIu64 " output messages, %" PRIu64 " dead-lettered, %" PRIu64
-          " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64 " dropped, %" PRIu64
-          " ordering tombstones; %.2f s (%.0f records/s)\n",
-          p->st.records_in, p->st.batches, p->st.changes_in, p->st.changes_out, p->st.messages_out,
-          p->st.dead_lettered, p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones,
-          seconds, seconds > 0 ? (double)p->st.records_in / seconds : 0.0);
+          "widen: summary: %" PRIu64 " Kafka records in (%" PRIu64 " change records after decoding: an update is -U "
+          "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
+          " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
+          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " batches; %.2f s in all, "
+          "%.0f records/s while input flowed\n",
+          p->st.records_in, p->st.changes_in, p->st.changes_out, p->st.messages_out, p->st.dead_lettered,
+          p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.batches,
+          seconds, busy > 0 ? (double)p->st.records_in / busy : 0.0);
 }
 
 /* Replay: whether every partition reached the end offset seen at start. */
@@ -471,6 +480,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     double now = mono_s();
     if (n) {
       last_input = now;
+      if (p->busy_start == 0) p->busy_start = now;
       err = process_batch(p, n);
       release_batch(p, n);
       if (err) break;
@@ -482,8 +492,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
+    /* a status line every interval while anything moves, once a minute when idle */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
-        now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
+        now - last_status >= (double)p->cfg->pipeline.status_interval_s &&
+        (p->st.records_in != last_in || wd_consumer_lag(p->cons) != p->st.lag || now - last_status >= 60.0)) {
       p->st.lag = wd_consumer_lag(p->cons);
       status_line(p, (double)(p->st.records_in - last_in) / (now - last_status));
       last_status = now;
@@ -538,6 +550,21 @@ static wd_error_t *setup_avro(wd_pipeline_t *p) {
   return NULL;
 }
 
+/* librdkafka properties that only a consumer takes: kafka.properties go to both clients, and
+ * the producer would warn about these at every start. */
+static bool consumer_only(const char *name) {
+  static const char *const names[] = {"session.timeout.ms", "heartbeat.interval.ms", "group.instance.id",
+                                      "max.poll.interval.ms", "auto.offset.reset", "partition.assignment.strategy",
+                                      "fetch.min.bytes", "fetch.max.bytes", "fetch.wait.max.ms",
+                                      "max.partition.fetch.bytes", "isolation.level", "enable.partition.eof",
+                                      "auto.commit.interval.ms", "queued.min.messages", "queued.max.messages.kbytes",
+                                      "check.crcs", "fetch.error.backoff.ms", "coordinator.query.interval.ms",
+                                      "group.protocol.type", "offset.store.method", "allow.auto.create.topics"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+    if (strcmp(name, names[i]) == 0) return true;
+  return false;
+}
+
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
   wd_error_t *err = NULL;
   *out = NULL;
@@ -564,6 +591,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
+  if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if (!(p->wb[0] = wd_store_batch_new()) || !(p->wb[1] = wd_store_batch_new())) goto nomem;
   size_t max = (size_t)cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
@@ -583,7 +611,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     if ((err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
       goto fail;
   wd_kafka_conf_t pconf = {0};
-  if ((err = wd_kafka_conf_copy(&pconf, &p->kconf))) goto fail;
+  if ((err = wd_kafka_conf_set_brokers(&pconf, cfg->kafka.bootstrap_servers))) goto fail;
+  for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++)
+    if (!consumer_only(cfg->kafka.properties.v[i].key))
+      err = wd_kafka_conf_set(&pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
   for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
     err = wd_kafka_conf_set(&pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
   if (!err) err = wd_producer_new(&pconf, &p->prod);

@@ -11,6 +11,7 @@
  * Pure functions: no global state; any thread may call them on values it owns.
  */
 #include "join/agg.h"
+#include "common/text.h"
 
 #include <gmp.h>
 #include <roaring/roaring.h>
@@ -75,9 +76,17 @@ wd_error_t *wd_agg_lookup(const char *name, const char *column, wd_agg_fn_t *fn)
                         "unknown aggregate function 'count' for column %s: Could not find any factory for "
                         "identifier 'count' (count is not an aggregate function; use sum over 0/1 values)",
                         col);
+  const char *names[sizeof(wd_agg_names) / sizeof(wd_agg_names[0])];
+  for (size_t i = 0; i < sizeof(wd_agg_names) / sizeof(wd_agg_names[0]); i++) names[i] = wd_agg_names[i].name;
+  const char *near = wd_closest(name, names, sizeof(names) / sizeof(*names));
+  char hint[96] = "";
+  if (near) snprintf(hint, sizeof(hint), "did you mean '%s'? ", near);
   return wd_error_new(WD_ERR_CONFIG, "C_AGG_UNKNOWN_FUNCTION",
-                      "unknown aggregate function '%s' for column %s: Could not find any factory for identifier '%s'",
-                      name, col, name);
+                      "unknown aggregate function '%s' for column %s: Could not find any factory for identifier "
+                      "'%s'; %sfunctions: sum, product, max, min, last_value, last_non_null_value, first_value, "
+                      "first_non_null_value, listagg, bool_and, bool_or, collect, merge_map, merge_map_with_keytime, "
+                      "nested_update, nested_partial_update, rbm32",
+                      name, col, name, hint);
 }
 
 const char *wd_agg_name(wd_agg_fn_t fn) {

@@ -4,9 +4,11 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "join/merge_int.h"
 
 /* ---- small helpers -------------------------------------------------------------------- */
@@ -479,6 +481,28 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
   return NULL;
 }
 
+/* C_UNKNOWN_OPTION for key, suggesting the closest option name (a table key, or
+ * fields.<f>.<suffix> with the same <f>) when it looks like a typo. */
+static wd_error_t *unknown_option(const char *key) {
+  const char *cands[sizeof(TABLE_KEYS) / sizeof(*TABLE_KEYS) + sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES)];
+  char fbuf[sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES)][256];
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof(TABLE_KEYS) / sizeof(*TABLE_KEYS); i++) cands[n++] = TABLE_KEYS[i];
+  const char *last = strrchr(key, '.');
+  if (strncmp(key, "fields.", 7) == 0 && last && last > key + 7)
+    for (size_t i = 0; i < sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES); i++) {
+      snprintf(fbuf[i], sizeof(fbuf[i]), "%.*s.%s", (int)(last - key), key, FIELD_SUFFIXES[i]);
+      cands[n++] = fbuf[i];
+    }
+  const char *near = wd_closest(key, cands, n);
+  if (near)
+    return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "unknown table option '%s'; did you mean '%s'?", key, near);
+  return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION",
+                      "unknown table option '%s'; check its spelling against Paimon's option names (e.g. "
+                      "merge-engine, sequence.field, fields.<f>.aggregate-function; configs/OPTIONS.md)",
+                      key);
+}
+
 /* Every option key must be one spec §3 lists; fields.<f>.* must name a column. */
 static wd_error_t *check_keys(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
   for (size_t i = 0; i < nopts; i++) {
@@ -489,11 +513,7 @@ static wd_error_t *check_keys(wd_table_t *t, size_t nopts, const wd_option_t *op
     char *field = NULL;
     int suf = field_option(key, &field);
     if (suf == -2) return wd_error_nomem();
-    if (suf < 0)
-      return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION",
-                          "unknown table option '%s'; check its spelling against Paimon's option names (e.g. "
-                          "merge-engine, sequence.field, fields.<f>.aggregate-function)",
-                          key);
+    if (suf < 0) return unknown_option(key);
     wd_error_t *err = NULL;
     if (suf != SUF_SEQ_GROUP && wd_schema_find(t->schema, field) < 0)
       err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",

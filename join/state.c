@@ -278,3 +278,48 @@ wd_error_t *wd_state_scan_rows(wd_state_t *s, wd_state_row_cb cb, void *ctx) {
   }
   return sc.err;
 }
+
+/* The schema's canonical text: "name TYPE,...|pk=k1,k2". */
+static int schema_text(const wd_schema_t *sc, wd_buf_t *out) {
+  for (size_t c = 0; c < sc->ncols; c++) {
+    char *ty = wd_type_to_string(sc->cols[c].type);
+    int rc = !ty || wd_buf_printf(out, "%s%s %s", c ? "," : "", sc->cols[c].name, ty);
+    free(ty);
+    if (rc) return -1;
+  }
+  if (wd_buf_printf(out, "|pk=")) return -1;
+  for (size_t k = 0; k < sc->npk; k++)
+    if (wd_buf_printf(out, "%s%s", k ? "," : "", sc->cols[sc->pk[k]].name)) return -1;
+  return 0;
+}
+
+wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {
+  wd_error_t *err = NULL;
+  wd_buf_t want = {0};
+  uint8_t *have = NULL;
+  size_t hlen = 0;
+  wd_store_batch_t *b = NULL;
+  if (schema_text(s->t->schema, &want)) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  if ((err = wd_store_get_meta(s->st, "table/schema", &have, &hlen))) goto done;
+  if (have) {
+    if (hlen != want.len || memcmp(have, want.data, hlen) != 0)
+      err = wd_error_new(WD_ERR_CONFIG, "C_STATE_SCHEMA",
+                         "the state directory %s holds a table with another schema (%.*s), not this config's (%s); "
+                         "point state.dir at another directory, or rebuild with widen replay into a fresh one",
+                         dir ? dir : "", (int)(hlen > 400 ? 400 : hlen), (const char *)have, (const char *)want.data);
+    goto done;
+  }
+  if (!(b = wd_store_batch_new()) || wd_store_batch_set_meta(b, "table/schema", want.data, want.len)) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  err = wd_store_write(s->st, b);
+done:
+  wd_store_batch_destroy(b);
+  free(have);
+  wd_buf_free(&want);
+  return err;
+}

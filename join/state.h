@@ -58,6 +58,12 @@ void wd_state_drop_clean(wd_state_t *s);
 size_t wd_state_dirty(const wd_state_t *s);
 size_t wd_state_cached(const wd_state_t *s);
 
+/* Checks that the store belongs to this table: its schema (columns, types, primary key) is
+ * recorded in the store on first use and compared on every later open, since the stored-row
+ * encoding depends on it. dir (may be NULL) names the directory in the message.
+ * Errors: WD_ERR_CONFIG "C_STATE_SCHEMA" when it differs; E_STORE_READ/E_STORE_WRITE. */
+wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir);
+
 /* Calls cb for every stored row (tombstones skipped), reading the store after a flush.
  * row is borrowed for the call. */
 typedef int (*wd_state_row_cb)(void *ctx, const wd_row_t *row);

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/buf.h"
 #include "join/store_impl.h"
@@ -122,6 +123,18 @@ int wd_store_batch_set_offset(wd_store_batch_t *b, const char *topic, int32_t pa
 cleanup:
   wd_buf_free(&key);
   return rc;
+}
+
+int wd_store_batch_set_meta(wd_store_batch_t *b, const char *name, const uint8_t *val, size_t vlen) {
+  if (!b || !name || strncmp(name, "offset/", 7) == 0) return -1;
+  return wd_store_batch_add(b, WD_STORE_OP_META_PUT, (const uint8_t *)name, strlen(name), val, vlen);
+}
+
+wd_error_t *wd_store_get_meta(wd_store_t *st, const char *name, uint8_t **val, size_t *vlen) {
+  *val = NULL;
+  *vlen = 0;
+  if (!st || !name) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "get_meta: NULL argument");
+  return st->ops->meta_get(st, (const uint8_t *)name, strlen(name), val, vlen);
 }
 
 void wd_store_close(wd_store_t *st) {

@@ -54,6 +54,13 @@ int wd_store_batch_delete(wd_store_batch_t *b, const uint8_t *key, size_t klen);
 /* Records that everything before next_offset of (topic, partition) is reflected by this batch. */
 int wd_store_batch_set_offset(wd_store_batch_t *b, const char *topic, int32_t partition, int64_t next_offset);
 
+/* Records bookkeeping value val[0..vlen) under name (copied) in "meta" (names starting with
+ * "offset/" are the offsets' and refused). 0, or -1 on no memory or bad arguments. */
+int wd_store_batch_set_meta(wd_store_batch_t *b, const char *name, const uint8_t *val, size_t vlen);
+/* Reads the meta value of name: *val malloc'd (caller frees) or NULL when absent. Errors:
+ * "E_STORE_READ". */
+wd_error_t *wd_store_get_meta(wd_store_t *st, const char *name, uint8_t **val, size_t *vlen);
+
 /* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE". */
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b);
 

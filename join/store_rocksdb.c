@@ -17,7 +17,9 @@
  * before each call and released with rocksdb_free; set_filter_policy takes ownership of the
  * policy; set_block_based_table_factory copies the table options.
  */
+#include <errno.h>
 #include <rocksdb/c.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -175,6 +177,26 @@ static int wd_rdb_is_lock_error(const char *msg) {
  * the library lacks lz4/zstd. Errors: WD_ERR_IO "E_STORE_LOCKED" / "E_STORE_OPEN", WD_ERR_NOMEM.
  * Any thread; the store is then used by one thread at a time.
  */
+/* Creates dir and its missing parents (like mkdir -p); RocksDB creates only the last level.
+ * 0, or -1 with errno set. */
+static int wd_mkdir_p(const char *dir) {
+  char path[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof(path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(path, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (path[i] != '/' && path[i] != 0) continue;
+    char c = path[i];
+    path[i] = 0;
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+    path[i] = c;
+  }
+  return 0;
+}
+
 wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opts, wd_store_t **out) {
   wd_error_t *err = NULL;
   wd_store_rdb_t *rs = NULL;
@@ -187,6 +209,11 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   rs = calloc(1, sizeof(*rs));
   if (!rs || !(rs->dir = strdup(dir))) {
     err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    goto cleanup;
+  }
+  if (wd_mkdir_p(dir) != 0) {
+    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot create the state directory %s: %s; check the path of "
+                       "state.dir and its permissions", dir, strerror(errno));
     goto cleanup;
   }
   if (opts && opts->tombstone_retention_ms >= 0) {

@@ -130,7 +130,7 @@ static char *demo_yaml(const char *instance, bool order_independent) {
   snprintf(props, sizeof(props),
            "  group.id: GROUP\n  properties:\n    session.timeout.ms: 6000\n    group.instance.id: %s\n", instance);
   y = replace(y, "  group.id: widen-demo\n", props);
-  y = replace(y, "./state/orders_wide", "STATE_DIR");
+  y = replace(y, "./state/demo", "STATE_DIR");
   y = replace(y, "batch-size: 1000", "batch-size: 100");
   /* remove-record-on-sequence-group couples the groups (spec §14): without it the final rows do
    * not depend on how the streams interleave */
