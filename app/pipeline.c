@@ -76,6 +76,9 @@ struct wd_pipeline {
   uint64_t trace_msg;
   volatile sig_atomic_t stop;
   double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
+  wd_tp_offset_t *commit;      /* offsets not yet committed to the group */
+  size_t ncommit, cap_commit;
+  double last_commit;
 };
 
 static uint64_t now_ms(void) {
@@ -117,6 +120,37 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
 
 static wd_error_t *finish_pending(wd_pipeline_t *p);
 
+/* Offsets to commit to the consumer group: the group's offsets serve lag monitoring only (the
+ * store's are the truth), so they are committed at most once a second, and when partitions are
+ * revoked or the pipeline stops. */
+static void note_commit(wd_pipeline_t *p, const wd_tp_offset_t *o) {
+  for (size_t i = 0; i < p->ncommit; i++)
+    if (p->commit[i].partition == o->partition && p->commit[i].topic == o->topic) {
+      if (o->offset > p->commit[i].offset) p->commit[i].offset = o->offset;
+      return;
+    }
+  if (p->ncommit == p->cap_commit) {
+    size_t cap = p->cap_commit ? p->cap_commit * 2 : 64;
+    wd_tp_offset_t *c = realloc(p->commit, cap * sizeof(*c));
+    if (!c) return; /* monitoring only: a missed commit is caught up by the next one */
+    p->commit = c;
+    p->cap_commit = cap;
+  }
+  p->commit[p->ncommit++] = *o;
+}
+
+static void commit_group(wd_pipeline_t *p, bool now) {
+  double t = mono_s();
+  if (!p->ncommit || (!now && t - p->last_commit < 1.0)) return;
+  wd_error_t *err = wd_consumer_commit(p->cons, p->commit, p->ncommit);
+  if (err) {
+    wd_log(WD_LOG_WARN, "pipeline", "committing offsets to the group: %s (the state store has them)", err->message);
+    wd_error_destroy(err);
+  }
+  p->ncommit = 0;
+  p->last_commit = t;
+}
+
 /* on_revoke: runs inside the poll, between batches. The pending batch is completed first
  * (acknowledged, written, committed); then the partitions' keys may belong to another process,
  * so cached rows are dropped. */
@@ -132,6 +166,7 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
     wd_error_destroy(err);
     p->stop = 1;
   }
+  commit_group(p, true);
   wd_state_drop_clean(p->state);
 }
 
@@ -301,12 +336,9 @@ static wd_error_t *finish_pending(wd_pipeline_t *p) {
   p->pend.active = false;
   p->busy_end = mono_s();
   p->st.batches++;
-  if (!p->opts.replay && p->pend.noffs) {
-    err = wd_consumer_commit(p->cons, p->pend.offs, p->pend.noffs);
-    if (err) {
-      wd_log(WD_LOG_WARN, "pipeline", "committing offsets to the group: %s (the state store has them)", err->message);
-      wd_error_destroy(err);
-    }
+  if (!p->opts.replay) {
+    for (size_t i = 0; i < p->pend.noffs; i++) note_commit(p, &p->pend.offs[i]);
+    commit_group(p, false);
   }
   return NULL;
 }
@@ -475,8 +507,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   while (!p->stop) {
     if (p->opts.replay && replay_done(p)) break;
     size_t n = 0;
-    /* with a batch pending, take only what is already fetched: no input means finish it now */
-    if ((err = wd_consumer_poll_batch(p->cons, max, p->pend.active ? 0 : timeout, p->msgs, &n))) break;
+    /* with a batch pending, wait at most 10 ms for more input (its acknowledgements are on their
+     * way meanwhile); no input means finish it now */
+    int wait = p->pend.active && timeout > 10 ? 10 : timeout;
+    if ((err = wd_consumer_poll_batch(p->cons, max, wait, p->msgs, &n))) break;
     double now = mono_s();
     if (n) {
       last_input = now;
@@ -503,6 +537,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
   }
   if (!err) err = finish_pending(p); /* stopping: the batch in hand is completed */
+  if (!err && !p->opts.replay) commit_group(p, true);
   p->st.lag = wd_consumer_lag(p->cons);
   (void)start;
   return err;
@@ -666,6 +701,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_store_batch_destroy(p->wb[0]);
   wd_store_batch_destroy(p->wb[1]);
   free(p->pend.offs);
+  free(p->commit);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
   free(p->sources);
