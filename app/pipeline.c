@@ -76,6 +76,8 @@ struct wd_pipeline {
   uint64_t trace_msg;
   volatile sig_atomic_t stop;
   double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
+  size_t *cl_src;              /* per changelog row: index of its source message in the batch */
+  size_t cap_cl_src;
   wd_tp_offset_t *commit;      /* offsets not yet committed to the group */
   size_t ncommit, cap_commit;
   double last_commit;
@@ -93,7 +95,7 @@ static double mono_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = 1; }
+void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = p->stop < 2 ? p->stop + 1 : 2; }
 
 void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) { *stats = p->st; }
 
@@ -282,6 +284,23 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     if (!err) err = encode_key(p, keyrow);
     if (!err && !p->opts.no_output)
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (err && !strcmp(err->id, "E_SINK_PRODUCE") && strstr(err->message, "MSG_SIZE_TOO_LARGE")) {
+      /* an output that can never be delivered must not stall the pipeline: the source message
+       * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
+      size_t src = p->cl_src[i - 1];
+      wd_kmsg_t *m = &p->msgs[src];
+      wd_log(WD_LOG_ERROR, "pipeline", "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
+             "message.max.bytes; dead-lettered (raise message.max.bytes under sink.properties and the topic's "
+             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len);
+      if (!p->bm[src].err)
+        p->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
+                                      "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
+                                      "producer's message.max.bytes (%s); the table state has the change",
+                                      m->topic, m->partition, m->offset, p->vbuf.len, err->message);
+      wd_error_destroy(err);
+      err = NULL;
+      continue;
+    }
     if (err) return err;
     if (!p->opts.no_output) p->st.messages_out++;
   }
@@ -323,11 +342,24 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
 static wd_error_t *finish_pending(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   if (!p->pend.active) return NULL;
+  bool told = false;
   for (;;) {
-    err = wd_producer_wait_batch(p->prod, p->pend.out_batch, 10000);
+    err = wd_producer_wait_batch(p->prod, p->pend.out_batch, p->stop ? 1000 : 10000);
     if (!err) break;
     if (!err->retriable) return err;
-    wd_log(WD_LOG_WARN, "pipeline", "waiting for the broker to acknowledge the output: %s", err->message);
+    if (p->stop >= 2) { /* a second stop request: leave now; the batch is repeated on restart */
+      wd_error_destroy(err);
+      return wd_error_new(WD_ERR_KAFKA, "E_STOPPED",
+                          "stopped before the broker acknowledged the last batch: it was not committed and is "
+                          "repeated on restart");
+    }
+    if (p->stop && !told) {
+      wd_log(WD_LOG_WARN, "pipeline", "stop requested: waiting for the broker to acknowledge the batch in hand (%s); "
+             "stop again to exit now without completing it (it is then repeated on restart)", err->message);
+      told = true;
+    } else if (!p->stop) {
+      wd_log(WD_LOG_WARN, "pipeline", "waiting for the broker to acknowledge the output: %s", err->message);
+    }
     wd_error_destroy(err);
   }
   if ((err = wd_store_write(p->store, p->pend.wb))) return err;
@@ -409,6 +441,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     if (b->err || b->count == 0) continue;
+    size_t cl_before = p->cl.n;
     wd_error_t *merr = wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + b->first, b->count, &p->cl, &ms);
     if (merr) {
       if (merr->cls != WD_ERR_RECORD) return merr;
@@ -417,6 +450,14 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       continue;
     }
     b->applied = true;
+    if (p->cl.n > p->cap_cl_src) {
+      size_t cap = p->cl.n * 2;
+      size_t *c = realloc(p->cl_src, cap * sizeof(*c));
+      if (!c) return wd_error_nomem();
+      p->cl_src = c;
+      p->cap_cl_src = cap;
+    }
+    for (size_t j = cl_before; j < p->cl.n; j++) p->cl_src[j] = i; /* which message each row came from */
     if (p->trace && (err = trace_message(p, b->first, b->count))) return err;
   }
   p->st.ignored_update_before += ms.ignored_update_before;
@@ -702,6 +743,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_store_batch_destroy(p->wb[1]);
   free(p->pend.offs);
   free(p->commit);
+  free(p->cl_src);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
   free(p->sources);

@@ -113,6 +113,10 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
   }
 
   json_t *input = json_object_get(cs, "input");
+  if (input && !json_is_array(input)) {
+    fprintf(stderr, "widen simulate: \"input\" must be an array of {op, row[, message]}\n");
+    goto done;
+  }
   size_t ninput = json_array_size(input);
   recs = calloc(ninput + 1, sizeof(*recs));
   if (!recs) {

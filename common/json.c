@@ -12,6 +12,7 @@
 
 /* A short description of what a JSON value is, for error messages. */
 static const char *wd_json_kind(const json_t *j) {
+  if (!j) return "nothing (missing)";
   switch (json_typeof(j)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";

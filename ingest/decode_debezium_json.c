@@ -218,12 +218,41 @@ static int wd_jpath(const wd_jdoc_t *d, int i, const wd_source_col_t *c, size_t 
 }
 
 #define WD_JTOK_NOMEM (-100)
+#define WD_JTOK_DEEP (-101)
+/* Nesting deeper than this is refused before tokenising: jsmn closes a bracket by walking up
+ * from the last token, so deep nesting costs time quadratic in the depth (a 400 KB record of
+ * nested arrays took a minute of CPU). Debezium events nest a few levels. */
+#define WD_JSON_MAX_DEPTH 256
+
+/* The maximum nesting depth of js[0..len), scanning strings correctly; stops counting once it
+ * exceeds limit. */
+static unsigned wd_json_depth(const char *js, size_t len, unsigned limit) {
+  unsigned depth = 0, max = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len && max <= limit; i++) {
+    char c = js[i];
+    if (in_str) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max) max = depth;
+    } else if ((c == '}' || c == ']') && depth) {
+      depth--;
+    }
+  }
+  return max;
+}
 
 /* Tokenises js[0..len) into *tok (grown as needed). Returns the token count, JSMN_ERROR_INVAL or
  * JSMN_ERROR_PART (*errpos: the byte offset), or WD_JTOK_NOMEM. */
 static int wd_jtokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos) {
   jsmn_parser p;
   jsmn_init(&p);
+  if (wd_json_depth(js, len, WD_JSON_MAX_DEPTH) > WD_JSON_MAX_DEPTH) return WD_JTOK_DEEP;
   if (!*tok) {
     *cap = 256;
     if (!(*tok = malloc(*cap * sizeof(**tok)))) {
@@ -504,6 +533,25 @@ cleanup:
   return err;
 }
 
+/* Whether p[0..n) looks like Debezium's base64 decimal bytes: non-empty, a multiple of 4 long,
+ * only base64 characters with '=' padding at the end, and not a word Debezium writes as text for
+ * special values ("Infinity"). Anything else is read as decimal text, and fails as text, so "NaN",
+ * "+5x" or "" are type errors rather than silently decoded bytes. */
+static bool wd_plausible_b64(const char *p, size_t n) {
+  if (n == 0 || n % 4 != 0 || (n == 8 && memcmp(p, "Infinity", 8) == 0)) return false;
+  size_t pad = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = p[i];
+    if (c == '=') {
+      pad++;
+      continue;
+    }
+    if (pad || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'))
+      return false;
+  }
+  return pad <= 2;
+}
+
 /* Reads a Debezium decimal in bytes form: token tok is a base64 string (scale from the schema,
  * else dflt_scale) or a VariableScaleDecimal object. *is_dec = false when tok is neither (the
  * caller then reads it as text). */
@@ -537,7 +585,11 @@ static wd_error_t *wd_read_bytes_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, int 
   const char *p;
   size_t n;
   if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
-  if (!f->stype && wd_conv_is_json_number(p, n)) return NULL; /* schemaless: valid text first */
+  if (!f->stype) { /* schemaless: the source's decimal-encoding decides, else valid text first */
+    wd_decimal_encoding_t enc = x->src->decimal_encoding;
+    if (enc == WD_DECIMAL_TEXT) return NULL;
+    if (enc == WD_DECIMAL_AUTO && (wd_conv_is_json_number(p, n) || !wd_plausible_b64(p, n))) return NULL;
+  }
   if ((err = wd_read_b64_decimal(x, f, tok, p, n, unscaled))) return err;
   *scale = f->scale >= 0 ? f->scale : dflt_scale;
   *is_dec = true;
@@ -1118,6 +1170,10 @@ static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **to
   unsigned pos = 0;
   int n = wd_jtokenize(js, len, tok, cap, &pos);
   if (n == WD_JTOK_NOMEM) return -2;
+  if (n == WD_JTOK_DEEP) {
+    snprintf(why, whycap, "JSON nested deeper than %d levels", WD_JSON_MAX_DEPTH);
+    return -1;
+  }
   if (n == JSMN_ERROR_INVAL) {
     snprintf(why, whycap, "invalid JSON at byte %u", pos);
     return -1;

@@ -16,6 +16,10 @@ const wd_source_option_t wd_source_options[] = {
     {"timestamp-unit", "auto|millis|micros|nanos", "auto",
      "Unit of integer TIMESTAMP/TIMESTAMP_LTZ values whose envelope schema gives no "
      "io.debezium.time name (auto: millis for p<=3, micros above)."},
+    {"decimal-encoding", "auto|text|base64", "auto",
+     "How a JSON string is read into a DECIMAL column when the envelope schema does not say "
+     "(auto: decimal text when it is one, else Debezium's base64 bytes if it is well-formed base64; "
+     "text: always decimal text; base64: always bytes, decimal.handling.mode=precise)."},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -345,12 +349,23 @@ cleanup:
 }
 
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value) {
+  if (key && strcmp(key, "decimal-encoding") == 0) {
+    static const char *const names[] = {"auto", "text", "base64"};
+    for (int i = 0; i < 3; i++)
+      if (value && strcmp(value, names[i]) == 0) {
+        src->decimal_encoding = (wd_decimal_encoding_t)i;
+        return NULL;
+      }
+    return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                        "source '%s': option 'decimal-encoding' = '%s' is not one of auto, text, base64", src->name,
+                        value ? value : "(null)");
+  }
   wd_time_unit_t *dst = NULL;
   if (key && strcmp(key, "time-unit") == 0) dst = &src->time_unit;
   if (key && strcmp(key, "timestamp-unit") == 0) dst = &src->timestamp_unit;
   if (!dst)
     return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "source '%s': unknown option '%s' (known: time-unit, "
-                        "timestamp-unit)", src->name, key ? key : "(null)");
+                        "timestamp-unit, decimal-encoding)", src->name, key ? key : "(null)");
   for (int i = 0; i < 4; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;

@@ -110,6 +110,13 @@ typedef enum wd_time_unit {
   WD_UNIT_NANOS
 } wd_time_unit_t;
 
+/* How a schemaless JSON string goes into a DECIMAL column (option decimal-encoding). */
+typedef enum wd_decimal_encoding {
+  WD_DECIMAL_AUTO = 0, /* decimal text when it is one, else well-formed base64 bytes */
+  WD_DECIMAL_TEXT,     /* always decimal text (decimal.handling.mode=string) */
+  WD_DECIMAL_BASE64    /* always base64 bytes (decimal.handling.mode=precise) */
+} wd_decimal_encoding_t;
+
 /* Source options, one row each (for the YAML loader and the generated option reference).
  * The array wd_source_options ends with a row whose name is NULL. */
 typedef struct wd_source_option {
@@ -161,6 +168,7 @@ typedef struct wd_source {
   wd_source_col_t *cols;      /* owned, in the order they were added */
   wd_time_unit_t time_unit;   /* option time-unit */
   wd_time_unit_t timestamp_unit; /* option timestamp-unit */
+  wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding */
   size_t schema_ncols;        /* ncols of the schema the mapping was built for */
   /* private: open-addressing table over the first segment of IMAGE mappings -> index in cols */
   size_t hcap;

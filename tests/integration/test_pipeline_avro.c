@@ -6,10 +6,19 @@
  * The input is the fastavro-written fixtures of tests/fixtures/avro (an independent encoder):
  * create, evolved writer schema, a type change (dead-lettered with E_TYPE), update, delete.
  * The output is read back with avro-c and the schema widen registered under <topic>-value.
+ *
+ * Second test, the Avro counterpart of test_pipeline.c's three_streams_equal_simulate: a
+ * generated stream of Debezium Avro envelopes (avro-c, the fixtures' writer schemas 1 and 2 mixed
+ * record by record, c/r/u/d over 4 partitions, ~20 % late by the sequence field) through
+ * `widen run --trace`; the final state (RocksDB, opened after widen exited) and the output topic
+ * per key (decoded from the Avro sink's wire format into rows) must equal wd_simulate_run over
+ * the trace.
  */
 #include <avro.h>
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/config.h"
+#include "app/simulate.h"
+#include "common/json.h"
 #include "ingest/consumer.h"
+#include "ingest/schema_registry.h"
+#include "join/state.h"
 #include "sink/producer.h"
 #include "tests/support/registry_standin.h"
 
