@@ -660,19 +660,35 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
                         "{\"before\":null,\"after\":{\"id\":500,\"weight\":\"heavy\"},\"op\":\"c\"}",
                         "{\"before\":null,\"after\":{\"id\":501,\"name\":\"fine\"},\"op\":\"c\"}"};
   produce_lines(topic, keys, vals, 4);
+  /* a valid update whose changelog message (before + after, 1.2 MB) is over the producer's
+   * message.max.bytes: dead-lettered, the pipeline goes on */
+  char *big1 = malloc(700000), *big2 = malloc(700000);
+  char *fill = malloc(600001);
+  memset(fill, 'a', 600000);
+  fill[600000] = 0;
+  snprintf(big1, 700000, "{\"before\":null,\"after\":{\"id\":600,\"description\":\"%s\"},\"op\":\"c\"}", fill);
+  memset(fill, 'b', 600000);
+  snprintf(big2, 700000, "{\"before\":null,\"after\":{\"id\":600,\"description\":\"%s\"},\"op\":\"u\"}", fill);
+  const char *bkeys[] = {"{\"id\":600}", "{\"id\":600}"};
+  const char *bvals[] = {big1, big2};
+  produce_lines(topic, bkeys, bvals, 2);
+  free(fill);
+  free(big1);
+  free(big2);
   run_to_idle(&e);
   snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
   json_t *dl = read_dead_letters(topic);
-  /* 4 updates and 1 delete rejected by the engine, 3 bad records */
-  cr_assert_eq(json_array_size(dl), 8, "dead letters: %zu", json_array_size(dl));
-  int ids[4] = {0};
-  static const char *const want[] = {"E_PU_DELETE_NOT_ACCEPTED", "E_DECODE", "E_NO_KEY", "E_TYPE"};
+  /* 4 updates and 1 delete rejected by the engine, 3 bad records, 1 output too large */
+  cr_assert_eq(json_array_size(dl), 9, "dead letters: %zu", json_array_size(dl));
+  int ids[5] = {0};
+  static const char *const want[] = {"E_PU_DELETE_NOT_ACCEPTED", "E_DECODE", "E_NO_KEY", "E_TYPE",
+                                     "E_OUTPUT_TOO_LARGE"};
   size_t i;
   json_t *d;
   json_array_foreach(dl, i, d) {
     const char *id = json_string_value(json_object_get(d, "widen.error.id"));
     cr_assert_not_null(id);
-    for (int k = 0; k < 4; k++) ids[k] += !strcmp(id, want[k]);
+    for (int k = 0; k < 5; k++) ids[k] += !strcmp(id, want[k]);
     cr_expect(strstr(json_string_value(json_object_get(d, "widen.error.message")), id) != NULL);
     cr_expect_str_eq(json_string_value(json_object_get(d, "widen.source.partition")) ? "ok" : "", "ok");
     cr_expect(json_string_value(json_object_get(d, "widen.source.topic")) != NULL);
@@ -683,9 +699,10 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   cr_expect_eq(ids[1], 1);
   cr_expect_eq(ids[2], 1);
   cr_expect_eq(ids[3], 1);
-  /* the pipeline went on: the 11 inserts and id 501 are rows */
+  cr_expect_eq(ids[4], 1);
+  /* the pipeline went on: the 11 inserts, id 501 and id 600 are rows */
   json_t *rows = state_rows(&e);
-  cr_expect_eq(json_array_size(rows), 12);
+  cr_expect_eq(json_array_size(rows), 13);
   json_decref(rows);
   json_decref(dl);
   env_done(&e);

@@ -269,3 +269,587 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
 }
+
+/* ---- a generated Avro stream against simulate ---------------------------------------------- */
+
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+/* Sets union u to its null branch (0) or its value branch (1), returning the branch in *b. */
+static void branch(avro_value_t *u, int which, avro_value_t *b) {
+  cr_assert_eq(avro_value_set_branch(u, which, b), 0, "%s", avro_strerror());
+  if (!which) cr_assert_eq(avro_value_set_null(b), 0);
+}
+
+/* Minimal big-endian two's complement of v (Avro decimal bytes). */
+static size_t be_twos(int64_t v, uint8_t out[8]) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++) b[7 - i] = (uint8_t)((uint64_t)v >> (8 * i));
+  size_t s = 0;
+  while (s < 7 && ((b[s] == 0 && !(b[s + 1] & 0x80)) || (b[s] == 0xff && (b[s + 1] & 0x80)))) s++;
+  memcpy(out, b + s, 8 - s);
+  return 8 - s;
+}
+
+/* Fills the Value record img (writer schema version 1 or 2) of key id from seed: every field
+ * kind of the fixtures, nullable ones NULL now and then. */
+static void fill_image(avro_value_t *img, int64_t id, uint64_t seed, int version) {
+  avro_value_t f, b, e;
+  char s[48];
+  uint64_t r = seed;
+  cr_assert_eq(avro_value_get_by_name(img, "id", &f, NULL), 0);
+  avro_value_set_long(&f, id);
+  avro_value_get_by_name(img, "customer", &f, NULL);
+  branch(&f, rnd(&r) % 5 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_STRING) {
+    snprintf(s, sizeof(s), "customer-%" PRIu64, rnd(&r) % 100000);
+    avro_value_set_string(&b, s);
+  }
+  avro_value_get_by_name(img, "amount", &f, NULL);
+  branch(&f, rnd(&r) % 7 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_BYTES) {
+    uint8_t d[8];
+    size_t n = be_twos((int64_t)(rnd(&r) % 20000000) - 10000000, d);
+    avro_value_set_bytes(&b, d, n);
+  }
+  avro_value_get_by_name(img, "order_date", &f, NULL);
+  branch(&f, rnd(&r) % 6 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_INT32) avro_value_set_int(&b, -100 + (int32_t)(rnd(&r) % 20000));
+  avro_value_get_by_name(img, "created_at", &f, NULL);
+  branch(&f, rnd(&r) % 6 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_INT64) avro_value_set_long(&b, (int64_t)(rnd(&r) % 4000000000000000ULL) - 1000);
+  avro_value_get_by_name(img, "updated_at", &f, NULL);
+  branch(&f, rnd(&r) % 6 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_INT64) avro_value_set_long(&b, 1709287872000LL + (int64_t)(rnd(&r) % 1000000000ULL));
+  avro_value_get_by_name(img, "tags", &f, NULL);
+  branch(&f, rnd(&r) % 5 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_ARRAY)
+    for (int i = 0, n = (int)(rnd(&r) % 4); i < n; i++) {
+      avro_value_append(&b, &e, NULL);
+      snprintf(s, sizeof(s), "tag \"%d\"", (int)(rnd(&r) % 50));
+      avro_value_set_string(&e, s);
+    }
+  avro_value_get_by_name(img, "attrs", &f, NULL);
+  branch(&f, rnd(&r) % 5 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_MAP)
+    for (int i = 0, n = (int)(rnd(&r) % 3); i < n; i++) {
+      snprintf(s, sizeof(s), "k%d", i);
+      avro_value_add(&b, s, &e, NULL, NULL);
+      avro_value_set_long(&e, (int64_t)(rnd(&r) % 2001) - 1000);
+    }
+  avro_value_get_by_name(img, "address", &f, NULL);
+  branch(&f, rnd(&r) % 4 != 0, &b);
+  if (avro_value_get_type(&b) == AVRO_RECORD) {
+    avro_value_get_by_name(&b, "city", &e, NULL);
+    snprintf(s, sizeof(s), "city-%d", (int)(rnd(&r) % 300));
+    avro_value_set_string(&e, s);
+    avro_value_t z, zb;
+    avro_value_get_by_name(&b, "zip", &z, NULL);
+    branch(&z, (int)(rnd(&r) & 1), &zb);
+    if (avro_value_get_type(&zb) == AVRO_STRING) avro_value_set_string(&zb, "0150");
+  }
+  avro_value_get_by_name(img, "price", &f, NULL);
+  avro_value_set_double(&f, ((double)(rnd(&r) % 2000000) - 1000000.0) / 3.0);
+  avro_value_get_by_name(img, "paid", &f, NULL);
+  avro_value_set_boolean(&f, (int)(rnd(&r) & 1));
+  if (version == 1) {
+    avro_value_get_by_name(img, "internal_flag", &f, NULL);
+    avro_value_set_int(&f, 7);
+  } else {
+    avro_value_get_by_name(img, "note", &f, NULL);
+    branch(&f, (int)(rnd(&r) & 1), &b);
+    if (avro_value_get_type(&b) == AVRO_STRING) {
+      snprintf(s, sizeof(s), "note %" PRIu64, rnd(&r) % 1000);
+      avro_value_set_string(&b, s);
+    }
+  }
+}
+
+/* Fills envelope env: op, before (seed bseed) / after (seed aseed) images of key id. */
+static void fill_envelope(avro_value_t *env, int version, char op, int64_t id, uint64_t bseed, uint64_t aseed,
+                          int64_t ts_ms, int64_t lsn) {
+  avro_value_t f, b, src, x;
+  avro_value_reset(env);
+  avro_value_get_by_name(env, "before", &f, NULL);
+  branch(&f, op == 'u' || op == 'd', &b);
+  if (op == 'u' || op == 'd') fill_image(&b, id, bseed, version);
+  avro_value_get_by_name(env, "after", &f, NULL);
+  branch(&f, op != 'd', &b);
+  if (op != 'd') fill_image(&b, id, aseed, version);
+  avro_value_get_by_name(env, "source", &src, NULL);
+  static const char *const S[][2] = {{"version", "2.5.0.Final"}, {"connector", "postgresql"}, {"name", "shop"},
+                                     {"db", "shop"}, {"table", "orders"}};
+  for (size_t i = 0; i < 5; i++) {
+    avro_value_get_by_name(&src, S[i][0], &x, NULL);
+    avro_value_set_string(&x, S[i][1]);
+  }
+  avro_value_get_by_name(&src, "ts_ms", &x, NULL);
+  avro_value_set_long(&x, ts_ms);
+  avro_value_get_by_name(&src, "lsn", &x, NULL);
+  branch(&x, 1, &b);
+  avro_value_set_long(&b, lsn);
+  char ops[2] = {op, 0};
+  avro_value_get_by_name(env, "op", &f, NULL);
+  avro_value_set_string(&f, ops);
+  avro_value_get_by_name(env, "ts_ms", &f, NULL);
+  branch(&f, 1, &b);
+  avro_value_set_long(&b, ts_ms + 2);
+  avro_value_get_by_name(env, "transaction", &f, NULL);
+  branch(&f, 0, &b);
+}
+
+/* v in the wire format with schema id: a new buffer of *len bytes. */
+static char *wire(int32_t id, avro_value_t *v, size_t *len) {
+  size_t sz = 0;
+  cr_assert_eq(avro_value_sizeof(v, &sz), 0);
+  char *out = malloc(sz + WD_WIRE_HEADER);
+  wd_wire_header(id, (uint8_t *)out);
+  avro_writer_t w = avro_writer_memory(out + WD_WIRE_HEADER, (int64_t)sz);
+  cr_assert_eq(avro_value_write(w, v), 0, "%s", avro_strerror());
+  avro_writer_free(w);
+  *len = sz + WD_WIRE_HEADER;
+  return out;
+}
+
+/* Produces n generated Debezium Avro records over nkeys keys (ids 1..nkeys) to topic, writer
+ * schemas 1 and 2 of schemas (id -> JSON text) mixed; the source lsn (the table's sequence field)
+ * rises, but one record in five carries an older one. */
+static void produce_avro_stream(const char *topic, json_t *schemas, uint64_t nkeys, uint64_t n, uint64_t seed) {
+  avro_schema_t as[3];
+  avro_value_iface_t *ifc[3];
+  avro_value_t env[3];
+  static const char *const IDS[] = {"1", "2", "7"};
+  for (int i = 0; i < 3; i++) {
+    const char *txt = json_string_value(json_object_get(schemas, IDS[i]));
+    cr_assert_not_null(txt);
+    cr_assert_eq(avro_schema_from_json_length(txt, strlen(txt), &as[i]), 0, "%s", avro_strerror());
+    ifc[i] = avro_generic_class_from_schema(as[i]);
+    cr_assert_eq(avro_generic_value_new(ifc[i], &env[i]), 0);
+  }
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  uint64_t *cur = calloc(nkeys, sizeof(uint64_t)); /* seed of the key's current image, 0 = absent */
+  uint64_t r = 0x9e3779b97f4a7c15ULL ^ seed;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t key = rnd(&r) % nkeys;
+    int ver = rnd(&r) % 3 == 0 ? 2 : 1;
+    uint64_t ns = rnd(&r) | 1;
+    char op = !cur[key] ? (rnd(&r) % 8 == 0 ? 'r' : 'c') : (rnd(&r) % 8 == 0 ? 'd' : 'u');
+    int64_t lsn = 1000 + 2 * (int64_t)i;
+    if (rnd(&r) % 5 == 0) lsn -= 2 * (int64_t)(1 + rnd(&r) % 60) + 1; /* late, and never equal */
+    fill_envelope(&env[ver - 1], ver, op, (int64_t)key + 1, cur[key], ns, 1709287872000LL + (int64_t)i * 10, lsn);
+    cur[key] = op == 'd' ? 0 : ns;
+    avro_value_t kf;
+    avro_value_reset(&env[2]);
+    avro_value_get_by_name(&env[2], "id", &kf, NULL);
+    avro_value_set_long(&kf, (int64_t)key + 1);
+    size_t vl, kl;
+    char *val = wire(ver, &env[ver - 1], &vl), *k = wire(7, &env[2], &kl);
+    cr_assert_null(wd_producer_send(p, topic, k, kl, val, vl, NULL, 0));
+    free(val);
+    free(k);
+  }
+  wd_error_t *err = wd_producer_wait_acked(p, 60000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_producer_destroy(p);
+  free(cur);
+  for (int i = 0; i < 3; i++) {
+    avro_value_decref(&env[i]);
+    avro_value_iface_decref(ifc[i]);
+    avro_schema_decref(as[i]);
+  }
+}
+
+/* An Avro value written by the sink (changelog/avro.h) back into a wide-table value of type t. */
+static void avro_to_value(avro_value_t *v, const wd_type_t *t, wd_value_t *out) {
+  avro_value_t br;
+  memset(out, 0, sizeof(*out));
+  if (avro_value_get_type(v) == AVRO_UNION) {
+    cr_assert_eq(avro_value_get_current_branch(v, &br), 0);
+    v = &br;
+  }
+  if (avro_value_get_type(v) == AVRO_NULL) {
+    out->is_null = true;
+    return;
+  }
+  int32_t i32;
+  int64_t i64;
+  const void *p;
+  const char *s;
+  size_t n;
+  switch (t->id) {
+  case WD_BOOLEAN: {
+    int x;
+    cr_assert_eq(avro_value_get_boolean(v, &x), 0);
+    out->b = x != 0;
+    break;
+  }
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_DATE:
+    cr_assert_eq(avro_value_get_int(v, &i32), 0);
+    out->i = i32;
+    break;
+  case WD_BIGINT:
+    cr_assert_eq(avro_value_get_long(v, &i64), 0);
+    out->i = i64;
+    break;
+  case WD_FLOAT: {
+    float x;
+    cr_assert_eq(avro_value_get_float(v, &x), 0);
+    out->f = x;
+    break;
+  }
+  case WD_DOUBLE: cr_assert_eq(avro_value_get_double(v, &out->f), 0); break;
+  case WD_DECIMAL: {
+    cr_assert_eq(avro_value_get_bytes(v, &p, &n), 0);
+    cr_assert(n >= 1 && n <= 16, "decimal of %zu bytes", n);
+    const uint8_t *b = p;
+    wd_i128 u = (b[0] & 0x80) ? -1 : 0;
+    for (size_t i = 0; i < n; i++) u = (wd_i128)(((unsigned __int128)u << 8) | b[i]);
+    out->dec = u;
+    break;
+  }
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+    cr_assert_eq(avro_value_get_string(v, &s, &n), 0);
+    cr_assert_eq(wd_value_set_bytes(out, s, n ? n - 1 : 0), 0); /* avro-c counts the NUL */
+    break;
+  case WD_BYTES:
+    cr_assert_eq(avro_value_get_bytes(v, &p, &n), 0);
+    cr_assert_eq(wd_value_set_bytes(out, p, n), 0);
+    break;
+  case WD_TIME:
+    if (t->precision <= 3) {
+      cr_assert_eq(avro_value_get_int(v, &i32), 0);
+      out->i = (int64_t)i32 * 1000000;
+    } else {
+      cr_assert_eq(avro_value_get_long(v, &i64), 0);
+      out->i = i64 * 1000;
+    }
+    break;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    cr_assert_eq(avro_value_get_long(v, &i64), 0);
+    out->ts.us = t->precision <= 3 ? i64 * 1000 : i64;
+    break;
+  case WD_ARRAY:
+  case WD_ROW: {
+    cr_assert_eq(avro_value_get_size(v, &n), 0);
+    if (t->id == WD_ROW) cr_assert_eq(n, t->nfields);
+    out->list.v = calloc(n ? n : 1, sizeof(wd_value_t));
+    out->list.n = n;
+    for (size_t i = 0; i < n; i++) {
+      avro_value_t e;
+      cr_assert_eq(avro_value_get_by_index(v, i, &e, NULL), 0);
+      avro_to_value(&e, t->id == WD_ROW ? t->fields[i].type : t->elem, &out->list.v[i]);
+    }
+    break;
+  }
+  case WD_MAP: {
+    cr_assert_eq(avro_value_get_size(v, &n), 0);
+    out->map.k = calloc(n ? n : 1, sizeof(wd_value_t));
+    out->map.v = calloc(n ? n : 1, sizeof(wd_value_t));
+    out->map.n = n;
+    for (size_t i = 0; i < n; i++) {
+      avro_value_t e;
+      const char *name;
+      cr_assert_eq(avro_value_get_by_index(v, i, &e, &name), 0);
+      wd_error_t *err = wd_value_parse_text(t->elem, name, strlen(name), &out->map.k[i]);
+      cr_assert_null(err, "map key %s: %s", name, err ? err->message : "");
+      avro_to_value(&e, t->val, &out->map.v[i]);
+    }
+    break;
+  }
+  }
+}
+
+/* Every record of the Avro sink's topic from the beginning, as {"op","row"} in partition order
+ * (one key's records are in order): the value read with the schema the sink registered
+ * (vschema, id vid), converted into a row of schema and written by wd_row_to_json as the trace
+ * and simulate write rows. */
+static json_t *read_avro_changelog(const char *topic, const char *vschema, int32_t vid, const wd_schema_t *schema) {
+  avro_schema_t as;
+  cr_assert_eq(avro_schema_from_json_length(vschema, strlen(vschema), &as), 0, "%s", avro_strerror());
+  avro_value_iface_t *iface = avro_generic_class_from_schema(as);
+  avro_value_t val;
+  cr_assert_eq(avro_generic_value_new(iface, &val), 0);
+  wd_kafka_conf_t kc = {0};
+  wd_consumer_t *c = NULL;
+  const char *topics[] = {topic};
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
+  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  json_t *out = json_array();
+  wd_kmsg_t msgs[500];
+  int idle = 0;
+  while (idle < 4) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
+    idle = n ? 0 : idle + 1;
+    for (size_t i = 0; i < n; i++) {
+      int32_t id = -1;
+      cr_assert_eq(wd_wire_parse(msgs[i].value, msgs[i].value_len, &id), 0, "not the wire format");
+      cr_assert_eq(id, vid, "value schema id %d, registered %d", (int)id, (int)vid);
+      int32_t kid = -1;
+      cr_assert_eq(wd_wire_parse(msgs[i].key, msgs[i].key_len, &kid), 0, "key not in the wire format");
+      avro_reader_t rd = avro_reader_memory((const char *)msgs[i].value + WD_WIRE_HEADER,
+                                            (int64_t)msgs[i].value_len - WD_WIRE_HEADER);
+      avro_value_reset(&val);
+      cr_assert_eq(avro_value_read(rd, &val), 0, "%s", avro_strerror());
+      avro_reader_free(rd);
+      avro_value_t f;
+      const char *kind;
+      size_t kl;
+      cr_assert_eq(avro_value_get_by_name(&val, "_row_kind", &f, NULL), 0);
+      cr_assert_eq(avro_value_get_string(&f, &kind, &kl), 0);
+      wd_row_t *row = wd_row_new(schema);
+      cr_assert_eq(wd_row_kind_parse(kind, &row->kind), 0, "row kind %s", kind);
+      for (size_t col = 0; col < schema->ncols; col++) {
+        cr_assert_eq(avro_value_get_by_name(&val, schema->cols[col].name, &f, NULL), 0, "no field %s",
+                     schema->cols[col].name);
+        avro_to_value(&f, schema->cols[col].type, &row->v[col]);
+      }
+      json_array_append_new(out, json_pack("{s:s,s:o}", "op", kind, "row", wd_row_to_json(schema, row)));
+      wd_row_destroy(schema, row);
+    }
+    wd_kmsg_release(msgs, n);
+  }
+  wd_consumer_destroy(c);
+  wd_kafka_conf_clear(&kc);
+  avro_value_decref(&val);
+  avro_value_iface_decref(iface);
+  avro_schema_decref(as);
+  return out;
+}
+
+/* The table of config file cfgpath as a simulate case with the trace's lines as input. */
+static json_t *simulate_trace(const char *cfgpath, const char *trace, size_t *messages) {
+  wd_config_t *cfg = NULL;
+  wd_error_t *err = wd_config_load(cfgpath, &cfg);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  json_t *cs = json_object(), *schema = json_array(), *pk = json_array(), *opts = json_object(), *input = json_array();
+  size_t n = 0, npk = 0, nopt = 0;
+  const char *const *names = wd_config_column_names(cfg, &n);
+  const char *const *types = wd_config_column_types(cfg, &n);
+  for (size_t i = 0; i < n; i++) json_array_append_new(schema, json_pack("{s:s,s:s}", "name", names[i], "type", types[i]));
+  const char *const *pkn = wd_config_primary_key(cfg, &npk);
+  for (size_t i = 0; i < npk; i++) json_array_append_new(pk, json_string(pkn[i]));
+  const wd_option_t *o = wd_config_table_options(cfg, &nopt);
+  for (size_t i = 0; i < nopt; i++) json_object_set_new(opts, o[i].key, json_string(o[i].value));
+  wd_config_destroy(cfg);
+  FILE *f = fopen(trace, "r");
+  cr_assert_not_null(f, "no trace at %s", trace);
+  char *line = NULL;
+  size_t cap = 0;
+  json_int_t last = -1;
+  while (getline(&line, &cap, f) > 0) {
+    json_t *j = json_loads(line, 0, NULL);
+    cr_assert_not_null(j, "bad trace line %s", line);
+    json_int_t m = json_integer_value(json_object_get(j, "message"));
+    if (m > last) last = m;
+    json_array_append_new(input, j);
+  }
+  free(line);
+  fclose(f);
+  *messages = (size_t)(last + 1);
+  json_object_set_new(cs, "schema", schema);
+  json_object_set_new(cs, "primary_key", pk);
+  json_object_set_new(cs, "options", opts);
+  json_object_set_new(cs, "input", input);
+  json_t *out = NULL;
+  cr_assert_eq(wd_simulate_run(cs, "memory", 1, &out), 0);
+  json_decref(cs);
+  return out;
+}
+
+/* The final rows in the state directory, sorted by the integer key `id`. */
+static int add_row(void *ctx, const wd_row_t *row) {
+  void **c = ctx;
+  json_array_append_new(c[0], wd_row_to_json(c[1], row));
+  return 0;
+}
+static int by_id(const void *a, const void *b) {
+  json_int_t p = json_integer_value(json_object_get(*(json_t *const *)a, "id"));
+  json_int_t q = json_integer_value(json_object_get(*(json_t *const *)b, "id"));
+  return p < q ? -1 : p > q;
+}
+static json_t *state_rows(const wd_table_t *t, const char *dir) {
+  wd_store_t *st = NULL;
+  wd_error_t *err = wd_store_open_rocksdb(dir, NULL, &st);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_state_t *s = wd_state_new(t, st, 0);
+  json_t *rows = json_array();
+  void *ctx[2] = {rows, (void *)wd_table_schema(t)};
+  cr_assert_null(wd_state_scan_rows(s, add_row, ctx));
+  size_t n = json_array_size(rows);
+  json_t **v = malloc((n + 1) * sizeof(*v));
+  for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(rows, i));
+  qsort(v, n, sizeof(*v), by_id);
+  json_t *sorted = json_array();
+  for (size_t i = 0; i < n; i++) json_array_append_new(sorted, v[i]);
+  free(v);
+  json_decref(rows);
+  wd_state_destroy(s);
+  wd_store_close(st);
+  return sorted;
+}
+
+/* Changelog entries {"op","row"} grouped by the row's `id`: key text -> array of [op, row]. */
+static json_t *by_key_seq(json_t *cl) {
+  json_t *m = json_object();
+  size_t i;
+  json_t *e;
+  json_array_foreach(cl, i, e) {
+    char k[64];
+    snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_object_get(json_object_get(e, "row"), "id")));
+    json_t *seq = json_object_get(m, k);
+    if (!seq) {
+      seq = json_array();
+      json_object_set_new(m, k, seq);
+    }
+    json_array_append_new(seq, json_pack("[OO]", json_object_get(e, "op"), json_object_get(e, "row")));
+  }
+  return m;
+}
+
+/* JSON equality where numbers compare with a relative 1e-6 (as test_pipeline.c's same). */
+static bool same(json_t *a, json_t *b) {
+  if (json_is_number(a) && json_is_number(b)) {
+    if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
+    double x = json_number_value(a), y = json_number_value(b);
+    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+    return x == y || fabs(x - y) <= 1e-6 * (m > 1.0 ? m : 1.0);
+  }
+  if (json_is_array(a) && json_is_array(b)) {
+    if (json_array_size(a) != json_array_size(b)) return false;
+    for (size_t i = 0; i < json_array_size(a); i++)
+      if (!same(json_array_get(a, i), json_array_get(b, i))) return false;
+    return true;
+  }
+  if (json_is_object(a) && json_is_object(b)) {
+    if (json_object_size(a) != json_object_size(b)) return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(a, k, v) {
+      json_t *w = json_object_get(b, k);
+      if (!w || !same(v, w)) return false;
+    }
+    return true;
+  }
+  return json_equal(a, b);
+}
+
+static void assert_json_eq(json_t *a, json_t *b, const char *what) {
+  if (!same(a, b)) {
+    char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
+    cr_assert_fail("%s differ:\n got  %.1500s\n want %.1500s", what, x, y);
+  }
+}
+
+/* Generated Avro envelopes (two writer schemas, c/r/u/d, late records, 4 partitions): the output
+ * topic per key and the final state equal simulate over the order widen applied the records. */
+Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
+  enum { KEYS = 40, RECORDS = 800 };
+  wd_standin_t *srv = wd_standin_start("alice", "s3cret");
+  cr_assert_not_null(srv);
+  char *schemas_text = fixture("schemas.json", NULL);
+  json_t *schemas = json_loads(schemas_text, 0, NULL);
+  cr_assert_not_null(schemas);
+  free(schemas_text);
+  const char *k;
+  json_t *v;
+  json_object_foreach(schemas, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
+
+  char dir[] = "/tmp/widen-it-avrosim-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char prefix[64], group[96], state[128], cfgpath[128], trace[128], in_topic[96], out_topic[96];
+  snprintf(prefix, sizeof(prefix), "itavrosim%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(group, sizeof(group), "%sgroup", prefix);
+  snprintf(state, sizeof(state), "%s/state", dir);
+  snprintf(cfgpath, sizeof(cfgpath), "%s/widen.yaml", dir);
+  snprintf(trace, sizeof(trace), "%s/trace.jsonl", dir);
+  snprintf(in_topic, sizeof(in_topic), "%sorders", prefix);
+  snprintf(out_topic, sizeof(out_topic), "%sout", prefix);
+  /* the first test's table, ordered by the source lsn, with lookup changelog, bigger batches */
+  char *y0 = subst(YAML, "  primary-key: id\n",
+                   "  primary-key: id\n  options:\n    sequence.field: lsn\n    changelog-producer: lookup\n");
+  char *y1 = subst(y0, "PREFIX", prefix), *y2 = subst(y1, "GROUP", group), *y3 = subst(y2, "STATE", state),
+       *y4 = subst(y3, "URL", wd_standin_url(srv)), *y5 = subst(y4, "batch-size: 2\n", "batch-size: 50\n");
+  FILE *f = fopen(cfgpath, "w");
+  fputs(y5, f);
+  fclose(f);
+  free(y0);
+  free(y1);
+  free(y2);
+  free(y3);
+  free(y4);
+  free(y5);
+
+  produce_avro_stream(in_topic, schemas, KEYS, RECORDS, 21);
+  json_decref(schemas);
+
+  const char *bin = getenv("WIDEN_BIN");
+  cr_assert(bin && access(bin, X_OK) == 0);
+  const char *argv[] = {bin, "run", "--config", cfgpath, "--quiet", "--trace", trace, "--max-idle-ms", "2500", NULL};
+  setenv("WIDEN_BROKERS", brokers(), 1);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "widen run failed (status %d)", status);
+
+  /* simulate over the apply order; every record was applied */
+  size_t messages = 0;
+  json_t *sim = simulate_trace(cfgpath, trace, &messages);
+  cr_assert(json_is_null(json_object_get(sim, "error")), "simulate reported an error");
+  cr_assert_eq(messages, RECORDS, "%zu of %d records in the trace", messages, RECORDS);
+
+  /* the final state */
+  wd_config_t *cfg = NULL;
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_config_load(cfgpath, &cfg));
+  cr_assert_null(wd_config_build_table(cfg, &t));
+  json_t *rows = state_rows(t, state);
+  cr_assert_gt(json_array_size(rows), 0);
+  assert_json_eq(rows, json_object_get(sim, "rows"), "final state rows vs simulate");
+
+  /* the output topic, per key, decoded from the Avro wire format */
+  char subject[160], vschema[16384];
+  snprintf(subject, sizeof(subject), "%s-value", out_topic);
+  cr_assert_eq(wd_standin_subject_schema(srv, subject, vschema, sizeof(vschema)), 0, "nothing registered as %s",
+               subject);
+  /* the stand-in gives the same schema text the same id: ask it for the id */
+  wd_registry_conf_t rc = {wd_standin_url(srv), "alice", "s3cret", 5000};
+  wd_registry_t *reg = NULL;
+  int32_t vid = -1;
+  cr_assert_null(wd_registry_new(&rc, &reg));
+  cr_assert_null(wd_registry_register(reg, subject, vschema, &vid));
+  wd_registry_destroy(reg);
+  json_t *out = read_avro_changelog(out_topic, vschema, vid, wd_table_schema(t));
+  json_t *got = by_key_seq(out), *want = by_key_seq(json_object_get(sim, "changelog"));
+  assert_json_eq(got, want, "output changelog per key vs simulate");
+  cr_log_info("%zu records, %zu rows, %zu changelog records checked", messages, json_array_size(rows),
+              json_array_size(out));
+  json_decref(got);
+  json_decref(want);
+  json_decref(out);
+  json_decref(rows);
+  json_decref(sim);
+  wd_table_destroy(t);
+  wd_config_destroy(cfg);
+  wd_standin_stop(srv);
+  char cmd[200];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}

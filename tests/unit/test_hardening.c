@@ -1,0 +1,153 @@
+/*
+ * tests/unit/test_hardening.c — regressions found by trying to break widen (adversarial run):
+ *  - deeply nested JSON is refused as E_DECODE quickly (jsmn is quadratic in the depth);
+ *  - schemaless DECIMAL strings that are not decimal text are type errors, not silently decoded
+ *    base64 bytes ("NaN" once became 137.31), unless decimal-encoding says base64;
+ *  - a state directory remembers its table's schema and refuses another (C_STATE_SCHEMA);
+ *  - a state directory's missing parents are created.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ingest/source.h"
+#include "join/state.h"
+
+static wd_schema_t *schema_of(const char *dec_type) {
+  const char *names[] = {"id", "d", "note"};
+  const char *types[] = {"INT NOT NULL", dec_type, "STRING"};
+  const char *pk[] = {"id"};
+  wd_schema_t *s = NULL;
+  wd_error_t *err = wd_schema_new(3, names, types, 1, pk, &s);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  return s;
+}
+
+static wd_source_t *source_of(const wd_schema_t *s) {
+  wd_source_t *src = NULL;
+  cr_assert_null(wd_source_new("t", WD_FMT_DEBEZIUM_JSON, &src));
+  cr_assert_null(wd_source_add_topic(src, "t"));
+  for (size_t i = 0; i < s->ncols; i++) cr_assert_null(wd_source_add_column(src, s, s->cols[i].name, NULL));
+  return src;
+}
+
+/* Decodes an after image {"id":1,"d":<dec>} and returns the error id ("" when decoded) and the
+ * value as text in out. */
+static void decode_decimal(wd_source_t *src, const wd_schema_t *s, const char *dec_json, char *id, char *out) {
+  char value[256];
+  snprintf(value, sizeof(value), "{\"before\":null,\"after\":{\"id\":1,\"d\":%s},\"op\":\"c\"}", dec_json);
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  wd_error_t *err = wd_decode_debezium_json(src, s, NULL, value, strlen(value), &ch);
+  id[0] = out[0] = 0;
+  if (err) {
+    strcpy(id, err->id);
+    wd_error_destroy(err);
+  } else {
+    cr_assert_eq(ch.count, 1);
+    wd_buf_t b = {0};
+    cr_assert_eq(wd_value_format(s->cols[1].type, &ch.rows[0]->v[1], &b), 0);
+    snprintf(out, 64, "%s", b.len ? (char *)b.data : "");
+    wd_buf_free(&b);
+  }
+  wd_changes_free(&ch);
+}
+
+Test(hardening, deep_json_nesting_is_refused_quickly) {
+  wd_schema_t *s = schema_of("DECIMAL(10,2)");
+  wd_source_t *src = source_of(s);
+  size_t depth = 200000;
+  char *v = malloc(depth * 2 + 200);
+  int n = sprintf(v, "{\"before\":null,\"after\":{\"id\":1,\"x\":");
+  memset(v + n, '[', depth);
+  memset(v + n + depth, ']', depth);
+  strcpy(v + n + 2 * depth, "},\"op\":\"c\"}");
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  wd_error_t *err = wd_decode_debezium_json(src, s, NULL, v, strlen(v), &ch);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "E_DECODE");
+  cr_expect(strstr(err->message, "nested deeper") != NULL, "%s", err->message);
+  wd_error_destroy(err);
+  /* moderate nesting in an unmapped field still decodes */
+  const char *ok = "{\"before\":null,\"after\":{\"id\":2,\"x\":[[[[{\"a\":[1,[2]]}]]]]},\"op\":\"c\"}";
+  err = wd_decode_debezium_json(src, s, NULL, ok, strlen(ok), &ch);
+  cr_expect_null(err, "%s", err ? err->message : "");
+  wd_error_destroy(err);
+  cr_expect_eq(ch.count, 1);
+  wd_changes_free(&ch);
+  free(v);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
+Test(hardening, schemaless_decimal_strings) {
+  wd_schema_t *s = schema_of("DECIMAL(10,2)");
+  wd_source_t *src = source_of(s);
+  char id[64], out[64];
+  decode_decimal(src, s, "\"NaN\"", id, out);
+  cr_expect_str_eq(id, "E_TYPE", "NaN gave %s / %s", id, out);
+  decode_decimal(src, s, "\"\"", id, out);
+  cr_expect_str_eq(id, "E_TYPE", "empty string gave %s / %s", id, out);
+  decode_decimal(src, s, "\"Infinity\"", id, out);
+  cr_expect_str_eq(id, "E_TYPE", "Infinity gave %s / %s", id, out);
+  decode_decimal(src, s, "\"+5\"", id, out);
+  cr_expect_str_eq(out, "5.00", "+5 gave %s / %s", id, out);
+  decode_decimal(src, s, "\"12.30\"", id, out);
+  cr_expect_str_eq(out, "12.30");
+  decode_decimal(src, s, "\"BM4=\"", id, out); /* Debezium precise: 1230 unscaled, scale 2 */
+  cr_expect_str_eq(out, "12.30", "base64 gave %s / %s", id, out);
+  /* decimal-encoding: text refuses bytes; base64 reads even digit-only strings as bytes */
+  cr_assert_null(wd_source_set_option(src, "decimal-encoding", "text"));
+  decode_decimal(src, s, "\"BM4=\"", id, out);
+  cr_expect_str_eq(id, "E_TYPE");
+  cr_assert_null(wd_source_set_option(src, "decimal-encoding", "base64"));
+  decode_decimal(src, s, "\"AAAA\"", id, out);
+  cr_expect_str_eq(out, "0.00", "AAAA as bytes gave %s / %s", id, out);
+  wd_error_t *err = wd_source_set_option(src, "decimal-encoding", "hex");
+  cr_expect(err && !strcmp(err->id, "C_BAD_OPTION_VALUE"));
+  wd_error_destroy(err);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
+static wd_table_t *table_of(const char *dec_type) {
+  wd_table_t *t = NULL;
+  wd_error_t *err = wd_table_new(schema_of(dec_type), 0, NULL, &t);
+  cr_assert_null(err);
+  return t;
+}
+
+Test(hardening, state_remembers_its_schema) {
+  char dir[] = "/tmp/widen-hardening-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char sdir[300];
+  snprintf(sdir, sizeof(sdir), "%s/a/b/state", dir); /* parents created */
+  wd_table_t *t1 = table_of("DECIMAL(10,2)"), *t2 = table_of("DECIMAL(12,2)");
+  wd_store_t *st = NULL;
+  wd_error_t *err = wd_store_open_rocksdb(sdir, NULL, &st);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_state_t *s = wd_state_new(t1, st, 0);
+  cr_assert_null(wd_state_check_table(s, sdir));
+  cr_assert_null(wd_state_check_table(s, sdir)); /* the same table again */
+  wd_state_destroy(s);
+  s = wd_state_new(t2, st, 0);
+  err = wd_state_check_table(s, sdir);
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "C_STATE_SCHEMA");
+  cr_expect(strstr(err->message, "DECIMAL(12,2)") && strstr(err->message, "DECIMAL(10,2)"), "%s", err->message);
+  wd_error_destroy(err);
+  wd_state_destroy(s);
+  wd_store_close(st);
+  wd_table_destroy(t1);
+  wd_table_destroy(t2);
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
