@@ -14,6 +14,7 @@ typedef struct wd_cached {
   UT_hash_handle hh;
   wd_entry_t e;
   bool dirty;
+  bool ref;      /* used since the last trim (second chance, CLOCK-style eviction) */
   uint64_t snap; /* the snapshot holding the entry's latest bytes; evictable once it is written */
   size_t klen;
   uint8_t key[]; /* flexible: the key bytes */
@@ -162,6 +163,7 @@ static wd_error_t *state_get(void *ctx, const uint8_t *key, size_t klen, wd_entr
     HASH_FIND(hh, s->map, key, klen, c);
     if (!c) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "state cache lost a prefetched key");
   }
+  c->ref = true;
   e->state = c->e.state;
   e->row = NULL;
   if (c->e.row && !(e->row = wd_row_copy(s->t->schema, c->e.row))) {
@@ -225,11 +227,20 @@ void wd_state_written(wd_state_t *s, uint64_t snap) {
   wd_cached_t *c, *tmp;
   if (snap > s->written) s->written = snap;
   if (HASH_COUNT(s->map) <= s->max_cached) return;
-  /* trim to half the budget: only entries whose bytes are in the store (clean, snapshot
-   * written), so a later read never sees an older version than the cache had */
-  HASH_ITER(hh, s->map, c, tmp) {
-    if (!c->dirty && c->snap <= s->written) drop(s, c);
-    if (HASH_COUNT(s->map) <= s->max_cached / 2) break;
+  /* trim to 90% of the budget, second-chance style: an entry used since the last trim is kept
+   * once more; only entries whose bytes are in the store (clean, snapshot written) go, so a later
+   * read never sees an older version than the cache had */
+  size_t target = s->max_cached - s->max_cached / 10;
+  for (int pass = 0; pass < 2 && HASH_COUNT(s->map) > target; pass++) {
+    HASH_ITER(hh, s->map, c, tmp) {
+      if (c->dirty || c->snap > s->written) continue;
+      if (c->ref && pass == 0) {
+        c->ref = false;
+        continue;
+      }
+      drop(s, c);
+      if (HASH_COUNT(s->map) <= target) break;
+    }
   }
 }
 
