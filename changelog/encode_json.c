@@ -246,7 +246,7 @@ wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const c
   if (!rc) rc = before ? wd_changelog_put_row(out, schema, before) : wd_put_lit(out, "null");
   if (!rc) rc = wd_put_lit(out, ",\"after\":");
   if (!rc) rc = after ? wd_changelog_put_row(out, schema, after) : wd_put_lit(out, "null");
-  if (!rc) rc = wd_buf_printf(out, ",\"op\":\"%s\",", op);
+  if (!rc) rc = wd_put_lit(out, ",\"op\":\"") || wd_put_lit(out, op) || wd_put_lit(out, "\",");
   if (!rc) rc = wd_put_ts(out, ts_ms);
   if (!rc) rc = wd_put_lit(out, ",\"source\":{\"name\":\"widen\",\"table\":");
   if (!rc) rc = table ? wd_changelog_put_string(out, table, strlen(table)) : wd_put_lit(out, "null");
@@ -261,7 +261,7 @@ wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const c
 wd_error_t *wd_changelog_encode_changelog_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
                                                const wd_row_t *row, wd_buf_t *out) {
   size_t mark = out->len;
-  int rc = wd_buf_printf(out, "{\"op\":\"%s\"", wd_row_kind_str(row->kind));
+  int rc = wd_put_lit(out, "{\"op\":\"") || wd_put_lit(out, wd_row_kind_str(row->kind)) || wd_put_lit(out, "\"");
   if (!rc && table) {
     rc = wd_put_lit(out, ",\"table\":");
     if (!rc) rc = wd_changelog_put_string(out, table, strlen(table));
