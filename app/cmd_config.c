@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "app/config.h"
+#include "app/table_config.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -82,6 +83,7 @@ static int cmd_check(const char *path) {
   for (size_t i = 0; !err && i < cfg->sources.n; i++) {
     wd_source_t *src = NULL;
     err = wd_config_build_source(cfg, i, wd_table_schema(t), &src);
+    if (!err) err = wd_table_config_check_source(t, src);
     wd_source_destroy(src);
   }
   if (err) {

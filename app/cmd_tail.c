@@ -45,7 +45,7 @@ static void usage(FILE *f) {
           "  --topic T            topic to read (repeatable)\n"
           "  --from WHERE         beginning (default) or now; with --group: where a group without\n"
           "                       committed offsets starts\n"
-          "  --format F           debezium-json (default) or changelog-json\n"
+          "  --format F           debezium-json or changelog-json (default: detected from the first record)\n"
           "  --raw                print the Kafka records instead: {\"topic\",\"partition\",\"offset\",\n"
           "                       \"timestamp\",\"key\",\"value\"} (JSON key/value embedded, else strings)\n"
           "  --max N              stop after N lines\n"
@@ -95,6 +95,17 @@ static int wd_tail_raw(const wd_kmsg_t *m, wd_buf_t *out) {
   rc |= wd_tail_put_json(out, m->key, m->key_len);
   rc |= wd_buf_printf(out, ",\"value\":");
   rc |= wd_tail_put_json(out, m->value, m->value_len);
+  /* headers, as strings (the dead-letter topic's reasons: widen.error.id, ...) */
+  const char *name;
+  const void *val;
+  size_t len;
+  for (size_t i = 0; wd_kmsg_header(m, i, &name, &val, &len) == 0; i++) {
+    rc |= wd_buf_printf(out, i ? "," : ",\"headers\":{");
+    rc |= wd_changelog_put_string(out, name, strlen(name));
+    rc |= wd_buf_putc(out, ':');
+    rc |= val ? wd_changelog_put_string(out, val, len) : wd_buf_printf(out, "null");
+    if (wd_kmsg_header(m, i + 1, &name, &val, &len) != 0) rc |= wd_buf_putc(out, '}');
+  }
   rc |= wd_buf_printf(out, "}\n");
   return rc ? -1 : 0;
 }
@@ -135,6 +146,7 @@ int wd_cmd_tail(int argc, char **argv) {
   size_t ntopics = 0, nmsgs = 0, noffs = 0;
   long long max = -1, timeout_ms = -1;
   wd_changelog_format_t format = WD_CHANGELOG_DEBEZIUM_JSON;
+  bool format_given = false; /* without --format, the first record decides (the other format is tried) */
   wd_kafka_conf_t kconf = {0};
   wd_consumer_t *c = NULL;
   wd_error_t *err = NULL;
@@ -167,6 +179,7 @@ int wd_cmd_tail(int argc, char **argv) {
       break;
     case O_FORMAT:
       if ((err = wd_changelog_format_parse(optarg, &format))) goto cleanup;
+      format_given = true;
       break;
     case O_RAW: raw = true; break;
     case O_MAX:
@@ -250,6 +263,17 @@ int wd_cmd_tail(int argc, char **argv) {
         }
       } else {
         wd_error_t *derr = wd_changelog_decode_tail(format, m->key, m->key_len, m->value, m->value_len, &out, NULL);
+        if (derr && !format_given && printed == 0) { /* try the other format once; keep the one that works */
+          wd_changelog_format_t other = format == WD_CHANGELOG_JSON ? WD_CHANGELOG_DEBEZIUM_JSON : WD_CHANGELOG_JSON;
+          wd_error_t *e2 = wd_changelog_decode_tail(other, m->key, m->key_len, m->value, m->value_len, &out, NULL);
+          if (!e2) {
+            format = other;
+            wd_error_destroy(derr);
+            derr = NULL;
+          }
+          wd_error_destroy(e2);
+          format_given = true;
+        }
         if (derr) {
           wd_log(WD_LOG_WARN, "tail", "%s [%" PRId32 "] offset %" PRId64 ": %s", m->topic, m->partition, m->offset,
                  derr->message);

@@ -2,6 +2,7 @@
  * app/pipeline.c — the main job's loop (see pipeline.h for the per-batch order).
  */
 #include "app/pipeline.h"
+#include "app/table_config.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -656,6 +657,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   size_t ntopics = 0;
   for (size_t i = 0; i < cfg->sources.n; i++) {
     if ((err = wd_config_build_source(cfg, i, p->schema, &p->sources[i]))) goto fail;
+    if ((err = wd_table_config_check_source(p->table, p->sources[i]))) {
+      p->nsources++;
+      goto fail;
+    }
     p->nsources++;
     ntopics += p->sources[i]->ntopics;
   }

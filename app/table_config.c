@@ -1,6 +1,9 @@
 #include "app/table_config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "ingest/source.h"
 
 wd_error_t *wd_table_config_build(size_t ncols, const char *const *names, const char *const *types, size_t npk,
                                   const char *const *pk, size_t nopts, const wd_option_t *opts, wd_table_t **out) {
@@ -63,5 +66,18 @@ done:
   free(types);
   free(pk);
   free(opts);
+  return err;
+}
+
+wd_error_t *wd_table_config_check_source(const wd_table_t *t, const struct wd_source *src) {
+  const wd_schema_t *s = wd_table_schema(t);
+  bool *mapped = calloc(s->ncols ? s->ncols : 1, sizeof(bool));
+  if (!mapped) return wd_error_nomem();
+  for (size_t i = 0; i < src->ncols; i++)
+    if (src->cols[i].col >= 0 && (size_t)src->cols[i].col < s->ncols) mapped[src->cols[i].col] = true;
+  char who[300];
+  snprintf(who, sizeof(who), "source '%s'", src->name);
+  wd_error_t *err = wd_table_check_source_columns(t, mapped, who);
+  free(mapped);
   return err;
 }

@@ -20,4 +20,10 @@ wd_error_t *wd_table_config_build(size_t ncols, const char *const *names, const 
 wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primary_key, const json_t *options,
                                       wd_table_t **out);
 
+/* The sequence-group check of wd_table_check_source_columns for source src (borrowed), built
+ * against t's schema: refuses a source that fills a group's fields but not its sequence field
+ * (C_SOURCE_GROUP_NO_SEQUENCE). Row-image and envelope mappings count as filling a column. */
+struct wd_source;
+wd_error_t *wd_table_config_check_source(const wd_table_t *t, const struct wd_source *src);
+
 #endif

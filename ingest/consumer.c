@@ -325,6 +325,12 @@ void wd_kmsg_release(wd_kmsg_t *msgs, size_t n) {
   }
 }
 
+int wd_kmsg_header(const wd_kmsg_t *m, size_t i, const char **name, const void **value, size_t *len) {
+  rd_kafka_headers_t *h = NULL;
+  if (!m->rkm || rd_kafka_message_headers(m->rkm, &h) || !h) return -1;
+  return rd_kafka_header_get_all(h, i, name, value, len) ? -1 : 0;
+}
+
 /* A consumer error that waiting does not cure. */
 static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
   return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||

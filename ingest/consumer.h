@@ -86,6 +86,11 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
  * messages with a NULL rkm. */
 void wd_kmsg_release(wd_kmsg_t *msgs, size_t n);
 
+/* Header i of a consumed record: *name and *value (NULL for a null value) borrowed from the
+ * message, valid until it is released. Returns 0, or -1 past the last header (or for a record
+ * built by hand, without rkm). */
+int wd_kmsg_header(const wd_kmsg_t *m, size_t i, const char **name, const void **value, size_t *len);
+
 /* Synchronously commits offsets[0..n) (each the next offset to read, >= 0) for the consumer's
  * group. Partitions need not be assigned to this consumer.
  * Errors: WD_ERR_KAFKA "E_KAFKA_COMMIT" naming the first failing partition or the request

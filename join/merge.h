@@ -50,6 +50,13 @@ wd_merge_engine_t wd_table_engine(const wd_table_t *t);
  * keeps ordering tombstones (D7). */
 bool wd_table_has_ordering(const wd_table_t *t);
 
+/* Checks the columns one source fills (mapped[c] for each schema column) against the sequence
+ * groups (spec §7.2): a source that fills protected fields of a group but none of the group's
+ * sequence fields would have every value of that group dropped (an all-NULL group sequence skips
+ * the group), so it is refused. who names the source in the message.
+ * Errors: WD_ERR_CONFIG "C_SOURCE_GROUP_NO_SEQUENCE" naming the group, the fields and what to map. */
+wd_error_t *wd_table_check_source_columns(const wd_table_t *t, const bool *mapped, const char *who);
+
 /* What the store holds for one key. */
 typedef enum { WD_ENTRY_ABSENT = 0, WD_ENTRY_ROW, WD_ENTRY_TOMBSTONE } wd_entry_state_t;
 

@@ -764,3 +764,23 @@ fail:
   wd_table_destroy(t);
   return err;
 }
+
+wd_error_t *wd_table_check_source_columns(const wd_table_t *t, const bool *mapped, const char *who) {
+  const wd_schema_t *s = t->schema;
+  for (size_t g = 0; g < t->ngroups; g++) {
+    const wd_seq_group_t *gr = &t->groups[g];
+    bool seq = false;
+    int field = -1;
+    for (size_t k = 0; k < gr->nseq; k++) seq |= mapped[gr->seq[k]];
+    for (size_t k = 0; k < gr->nfields && field < 0; k++)
+      if (mapped[gr->fields[k]]) field = gr->fields[k];
+    if (field >= 0 && !seq)
+      return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_GROUP_NO_SEQUENCE",
+                          "%s fills '%s', a field of the sequence group of '%s', but not the group's sequence field: "
+                          "its values would always be dropped (a record whose group sequence is NULL skips the group); "
+                          "map '%s' in this source too, or remove '%s' from it",
+                          who, s->cols[field].name, s->cols[gr->seq[0]].name, s->cols[gr->seq[0]].name,
+                          s->cols[field].name);
+  }
+  return NULL;
+}

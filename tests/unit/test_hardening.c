@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "ingest/source.h"
+#include "join/merge.h"
 #include "join/state.h"
 
 static wd_schema_t *schema_of(const char *dec_type) {
@@ -150,4 +151,29 @@ Test(hardening, state_remembers_its_schema) {
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   cr_assert_eq(system(cmd), 0);
+}
+
+/* A source that fills a group's fields but not its sequence field would have them all dropped:
+ * refused at start (newcomer run: `config check` used to say OK). */
+Test(hardening, source_must_fill_the_group_sequence) {
+  const char *names[] = {"k", "a", "ga", "b", "gb"};
+  const char *types[] = {"INT", "INT", "INT", "INT", "INT"};
+  const char *pk[] = {"k"};
+  wd_schema_t *s = NULL;
+  cr_assert_null(wd_schema_new(5, names, types, 1, pk, &s));
+  wd_option_t opts[] = {{"merge-engine", "partial-update"}, {"fields.ga.sequence-group", "a"},
+                        {"fields.gb.sequence-group", "b"}};
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_table_new(s, 3, opts, &t));
+  bool ok[] = {true, true, true, false, false};   /* k, a, ga */
+  bool bad[] = {true, true, true, true, false};   /* also b without gb */
+  bool none[] = {true, false, false, false, true}; /* a sequence without fields is fine */
+  cr_expect_null(wd_table_check_source_columns(t, ok, "source 'x'"));
+  cr_expect_null(wd_table_check_source_columns(t, none, "source 'x'"));
+  wd_error_t *err = wd_table_check_source_columns(t, bad, "source 'x'");
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "C_SOURCE_GROUP_NO_SEQUENCE");
+  cr_expect(strstr(err->message, "'b'") && strstr(err->message, "'gb'"), "%s", err->message);
+  wd_error_destroy(err);
+  wd_table_destroy(t);
 }
