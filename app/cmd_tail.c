@@ -301,7 +301,9 @@ int wd_cmd_tail(int argc, char **argv) {
           break;
         }
       }
-      if (kconf.group_id && wd_tail_note_offset(&offs, &noffs, m, topics, ntopics)) {
+      /* with --group, a record is committed only when all of its lines were printed (--max may
+       * stop between the -U and +U of an update: that record is printed again next time) */
+      if (kconf.group_id && pos >= out.len && wd_tail_note_offset(&offs, &noffs, m, topics, ntopics)) {
         err = wd_error_nomem();
         goto cleanup;
       }

@@ -112,13 +112,20 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
     next = -1;
   }
   if (p->opts.replay) return next >= 0 ? next : WD_OFFSET_BEGINNING;
-  if (next >= 0)
+  if (next >= 0) {
     wd_log(WD_LOG_DEBUG, "pipeline", "assigned %s[%d]: resuming at offset %" PRId64 " (stored with the state)", topic,
            partition, next);
-  else
-    wd_log(WD_LOG_DEBUG, "pipeline", "assigned %s[%d]: no offset stored with the state; starting at the group's "
-           "committed offset, else auto.offset.reset", topic, partition);
-  return next >= 0 ? next : WD_OFFSET_STORED;
+    return next;
+  }
+  /* No state for this partition here: its keys' rows are not in this store, so starting at the
+   * group's committed offset would merge new records into empty rows (another process, or a lost
+   * state directory, had them). Read the partition from the beginning to rebuild them, unless the
+   * user chose auto.offset.reset=latest (skip history). */
+  const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
+  if (reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest"))) return WD_OFFSET_STORED;
+  wd_log(WD_LOG_INFO, "pipeline", "%s[%d]: no state for it in this state directory; reading it from the beginning to "
+         "build its keys' rows (if the group consumed it before, downstream sees its changes again)", topic, partition);
+  return WD_OFFSET_BEGINNING;
 }
 
 static wd_error_t *finish_pending(wd_pipeline_t *p);
@@ -392,7 +399,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     note_offset(p, m);
     p->st.records_in++;
     const wd_source_t *src = source_of(p, m->topic);
-    if (p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) continue;
+    if (p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) {
+      p->st.skipped_before_from++;
+      continue;
+    }
     if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
     wd_error_t *derr = decode_record(p, src, &meta, m);
@@ -522,21 +532,38 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
           " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
           " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " batches; %.2f s in all, "
-          "%.0f records/s while input flowed\n",
+          "%.0f records/s while input flowed",
           p->st.records_in, p->st.changes_in, p->st.changes_out, p->st.messages_out, p->st.dead_lettered,
           p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.batches,
           seconds, busy > 0 ? (double)p->st.records_in / busy : 0.0);
+  if (p->opts.replay && p->opts.from_ms >= 0)
+    fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
+  fprintf(f, "\n");
 }
 
 /* Replay: whether every partition reached the end offset seen at start. */
+/* A partition is done when the state holds its records up to the end offset, or the consumer's
+ * position has passed it with nothing pending (transaction markers and deleted records occupy
+ * offsets that no record brings). */
 static bool replay_done(wd_pipeline_t *p) {
-  for (size_t i = 0; i < p->nend; i++) {
+  wd_tp_offset_t *pos = NULL;
+  size_t npos = 0;
+  bool done = true;
+  wd_error_t *perr = p->pend.active ? NULL : wd_consumer_assignment(p->cons, &pos, &npos);
+  wd_error_destroy(perr);
+  for (size_t i = 0; i < p->nend && done; i++) {
     int64_t next = -1;
     wd_error_t *err = wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next);
     wd_error_destroy(err);
-    if (p->end[i].offset > 0 && next < p->end[i].offset) return false;
+    if (p->end[i].offset <= 0 || next >= p->end[i].offset) continue;
+    bool passed = false;
+    for (size_t k = 0; k < npos && !passed; k++)
+      passed = pos[k].partition == p->end[i].partition && !strcmp(pos[k].topic, p->end[i].topic) &&
+               pos[k].offset >= p->end[i].offset;
+    done = passed;
   }
-  return true;
+  free(pos);
+  return done;
 }
 
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
@@ -559,6 +586,15 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (p->busy_start == 0) p->busy_start = now;
       err = process_batch(p, n);
       release_batch(p, n);
+      if (err && p->stop && err->retriable) {
+        /* stopped while waiting on something that comes back (the schema registry): this batch is
+         * dropped unfinished (nothing of it was written or committed, so it is read again on
+         * restart); the previous batch, fully produced, is completed below as on any stop */
+        wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", err->message);
+        wd_error_destroy(err);
+        err = NULL;
+        break;
+      }
       if (err) break;
     } else if (p->pend.active) {
       if ((err = finish_pending(p))) break;

@@ -52,6 +52,7 @@ typedef struct wd_pipeline_stats {
   uint64_t tombstones;       /* ordering tombstones written (spec D7) */
   uint64_t dropped;          /* records dropped by ignore-delete / first-row */
   uint64_t batches;
+  uint64_t skipped_before_from; /* replay --from: records older than the point in time */
   int64_t lag;
 } wd_pipeline_stats_t;
 

@@ -369,11 +369,36 @@ static wd_error_t *wd_av_get(wd_avro_decoder_t *dec, int32_t id, int role, wd_av
   return NULL;
 }
 
+/* avro-c trusts the lengths in the data: a string claiming 1 GiB in a 70-byte record makes it
+ * allocate 1 GiB (and leak it on the error path). While a record is read, allocations larger than
+ * the record itself (plus slack) are refused, so such a record fails to decode (dead letter)
+ * instead of exhausting memory. Outside reads the limit is off. One thread decodes at a time. */
+static _Thread_local size_t wd_av_alloc_limit; /* 0: unlimited */
+
+static void *wd_av_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (wd_av_alloc_limit && nsize > wd_av_alloc_limit) return NULL;
+  return realloc(ptr, nsize);
+}
+
 /* Reads bytes p[0..n) into s->value. 0, or -1 with avro's reason. */
 static int wd_av_read(wd_av_schema_t *s, const uint8_t *p, size_t n) {
+  static bool installed;
+  if (!installed) {
+    avro_set_allocator(wd_av_alloc, NULL);
+    installed = true;
+  }
   avro_value_reset(&s->value);
   avro_reader_memory_set_source(s->reader, (const char *)p, (int64_t)n);
-  return avro_value_read(s->reader, &s->value);
+  wd_av_alloc_limit = n + 65536;
+  int rc = avro_value_read(s->reader, &s->value);
+  wd_av_alloc_limit = 0;
+  return rc;
 }
 
 /* ---- walking values --------------------------------------------------------------------- */

@@ -248,6 +248,21 @@ Test(avro, bad_input_and_auth) {
   cr_assert_not_null(err);
   cr_expect_str_eq(err->id, "E_DECODE", "%s", err->message);
   wd_error_destroy(err);
+  /* a length that claims far more than the record holds (break-it run: byte 9 = 0x67, -52, made
+   * avro-c ask for ~2^63 bytes and crash under ASan): refused, a decode error */
+  char *mangled = malloc(vlen);
+  memcpy(mangled, value, vlen);
+  mangled[9] = 0x67;
+  err = wd_decode_debezium_avro(c.dec, c.src, c.schema, NULL, mangled, vlen, &ch);
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "E_DECODE", "%s", err->message);
+  wd_error_destroy(err);
+  for (int b = 0x10; b < 0x80; b += 0x0b) { /* other huge or negative lengths at the same place */
+    mangled[9] = (char)b;
+    err = wd_decode_debezium_avro(c.dec, c.src, c.schema, NULL, mangled, vlen, &ch);
+    wd_error_destroy(err);
+  }
+  free(mangled);
   /* tombstone */
   cr_assert_null(wd_decode_debezium_avro(c.dec, c.src, c.schema, NULL, NULL, 0, &ch));
   cr_expect(ch.flags & WD_CHANGES_TOMBSTONE);
