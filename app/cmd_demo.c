@@ -238,7 +238,11 @@ int wd_cmd_demo(int argc, char **argv) {
     err = wd_error_nomem();
     goto done;
   }
-  if ((err = wd_state_scan_rows(state, print_row, (void *)wd_table_schema(t)))) goto done;
+  wd_row_t **rows = NULL;
+  size_t nrows = 0;
+  if ((err = wd_state_rows_sorted(state, &rows, &nrows))) goto done;
+  for (size_t i = 0; i < nrows; i++) print_row((void *)wd_table_schema(t), rows[i]);
+  wd_state_rows_free(state, rows, nrows);
   printf("== done: %zu changelog records; try it on a real broker with the README's walkthrough\n", lines);
   rc = 0;
 done:

@@ -203,37 +203,6 @@ int wd_cmd_replay(int argc, char **argv) {
 
 /* ---- widen rows ---------------------------------------------------------------------- */
 
-typedef struct {
-  const wd_schema_t *schema;
-  wd_row_t **rows;
-  size_t n, cap;
-} rows_t;
-
-static int keep_row(void *ctx, const wd_row_t *row) {
-  rows_t *r = ctx;
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 256;
-    wd_row_t **v = realloc(r->rows, cap * sizeof(*v));
-    if (!v) return 1;
-    r->rows = v;
-    r->cap = cap;
-  }
-  if (!(r->rows[r->n] = wd_row_copy(r->schema, row))) return 1;
-  r->n++;
-  return 0;
-}
-
-static const wd_schema_t *sort_schema;
-static int cmp_pk(const void *a, const void *b) {
-  const wd_row_t *x = *(wd_row_t *const *)a, *y = *(wd_row_t *const *)b;
-  for (size_t k = 0; k < sort_schema->npk; k++) {
-    int c = sort_schema->pk[k];
-    int r = wd_value_cmp(sort_schema->cols[c].type, &x->v[c], &y->v[c]);
-    if (r) return r;
-  }
-  return 0;
-}
-
 int wd_cmd_rows(int argc, char **argv) {
   static const struct option longopts[] = {
       {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {0}};
@@ -262,7 +231,9 @@ int wd_cmd_rows(int argc, char **argv) {
   wd_table_t *t = NULL;
   wd_store_t *st = NULL;
   wd_state_t *state = NULL;
-  rows_t rows = {0};
+  wd_row_t **rows = NULL;
+  size_t nrows = 0;
+  const wd_schema_t *schema = NULL;
   wd_buf_t buf = {0};
   int rc = 1;
   wd_error_t *err = wd_config_load(config, &cfg);
@@ -276,15 +247,13 @@ int wd_cmd_rows(int argc, char **argv) {
   if (!err && !(state = wd_state_new(t, st, 0))) err = wd_error_nomem();
   if (!err) err = wd_state_check_table(state, sdir);
   if (!err) {
-    rows.schema = wd_table_schema(t);
-    err = wd_state_scan_rows(state, keep_row, &rows);
+    schema = wd_table_schema(t);
+    err = wd_state_rows_sorted(state, &rows, &nrows);
   }
   if (!err) {
-    sort_schema = rows.schema;
-    if (rows.n > 1) qsort(rows.rows, rows.n, sizeof(*rows.rows), cmp_pk);
-    for (size_t i = 0; i < rows.n; i++) {
+    for (size_t i = 0; i < nrows; i++) {
       wd_buf_reset(&buf);
-      if (wd_changelog_put_row(&buf, rows.schema, rows.rows[i])) {
+      if (wd_changelog_put_row(&buf, schema, rows[i])) {
         err = wd_error_nomem();
         break;
       }
@@ -295,8 +264,7 @@ int wd_cmd_rows(int argc, char **argv) {
   }
   if (err) fprintf(stderr, "widen rows: %s\n", err->message);
   wd_error_destroy(err);
-  for (size_t i = 0; i < rows.n; i++) wd_row_destroy(rows.schema, rows.rows[i]);
-  free(rows.rows);
+  if (state) wd_state_rows_free(state, rows, nrows);
   wd_buf_free(&buf);
   wd_state_destroy(state);
   wd_store_close(st);

@@ -17,37 +17,6 @@
 #include "common/json.h"
 #include "join/state.h"
 
-typedef struct {
-  const wd_schema_t *schema;
-  wd_row_t **rows;
-  size_t n, cap;
-} collect_t;
-
-static int collect_row(void *ctx, const wd_row_t *row) {
-  collect_t *c = ctx;
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 64;
-    wd_row_t **rows = realloc(c->rows, cap * sizeof(*rows));
-    if (!rows) return 1;
-    c->rows = rows;
-    c->cap = cap;
-  }
-  if (!(c->rows[c->n] = wd_row_copy(c->schema, row))) return 1;
-  c->n++;
-  return 0;
-}
-
-static const wd_schema_t *sort_schema;
-static int cmp_pk(const void *a, const void *b) {
-  const wd_row_t *x = *(wd_row_t *const *)a, *y = *(wd_row_t *const *)b;
-  for (size_t k = 0; k < sort_schema->npk; k++) {
-    int c = sort_schema->pk[k];
-    int r = wd_value_cmp(sort_schema->cols[c].type, &x->v[c], &y->v[c]);
-    if (r) return r;
-  }
-  return 0;
-}
-
 static json_t *error_json(const char *stage, const wd_error_t *err, long index) {
   json_t *e = json_object();
   json_object_set_new(e, "stage", json_string(stage));
@@ -82,7 +51,8 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
   wd_changelog_t cl = {0};
   wd_row_t **recs = NULL;
   size_t nrecs = 0;
-  collect_t rows = {0};
+  wd_row_t **rows = NULL;
+  size_t nrows = 0;
   char dir[] = "/tmp/widen-simulate-XXXXXX";
   *result = NULL;
   bool made_dir = false;
@@ -186,12 +156,9 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
     err = wd_error_nomem();
     goto fail;
   }
-  rows.schema = schema;
-  if ((err = wd_state_scan_rows(state, collect_row, &rows))) goto fail;
-  sort_schema = schema;
-  if (rows.n > 1) qsort(rows.rows, rows.n, sizeof(*rows.rows), cmp_pk);
+  if ((err = wd_state_rows_sorted(state, &rows, &nrows))) goto fail;
   json_t *jrows = json_array();
-  for (size_t i = 0; i < rows.n; i++) json_array_append_new(jrows, wd_row_to_json(schema, rows.rows[i]));
+  for (size_t i = 0; i < nrows; i++) json_array_append_new(jrows, wd_row_to_json(schema, rows[i]));
   json_object_set_new(out, "rows", jrows);
   json_object_set(out, "changelog", changelog);
   json_object_set_new(out, "error", first_rec_err ? error_json("record", first_rec_err, first_rec_index) : json_null());
@@ -204,10 +171,7 @@ fail:
   fprintf(stderr, "widen simulate: %s\n", err ? err->message : "failed");
   rc = 1;
 done:
-  if (rows.rows) {
-    for (size_t i = 0; i < rows.n; i++) wd_row_destroy(wd_table_schema(t), rows.rows[i]);
-    free(rows.rows);
-  }
+  if (state) wd_state_rows_free(state, rows, nrows);
   free(recs);
   if (t) wd_changelog_free(t, &cl);
   wd_error_destroy(err);

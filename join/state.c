@@ -334,3 +334,56 @@ done:
   wd_buf_free(&want);
   return err;
 }
+
+typedef struct {
+  const wd_schema_t *schema;
+  wd_row_t **rows;
+  size_t n, cap;
+  bool nomem;
+} collect_t;
+
+static int collect_row(void *ctx, const wd_row_t *row) {
+  collect_t *c = ctx;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 64;
+    wd_row_t **rows = realloc(c->rows, cap * sizeof(*rows));
+    if (!rows) return c->nomem = true;
+    c->rows = rows;
+    c->cap = cap;
+  }
+  if (!(c->rows[c->n] = wd_row_copy(c->schema, row))) return c->nomem = true;
+  c->n++;
+  return 0;
+}
+
+static int cmp_pk(const void *a, const void *b, void *ctx) {
+  const wd_schema_t *sc = ctx;
+  const wd_row_t *x = *(wd_row_t *const *)a, *y = *(wd_row_t *const *)b;
+  for (size_t k = 0; k < sc->npk; k++) {
+    int c = sc->pk[k];
+    int r = wd_value_cmp(sc->cols[c].type, &x->v[c], &y->v[c]);
+    if (r) return r;
+  }
+  return 0;
+}
+
+wd_error_t *wd_state_rows_sorted(wd_state_t *s, wd_row_t ***rows, size_t *n) {
+  collect_t c = {s->t->schema, NULL, 0, 0, false};
+  *rows = NULL;
+  *n = 0;
+  wd_error_t *err = wd_state_scan_rows(s, collect_row, &c);
+  if (!err && c.nomem) err = wd_error_nomem();
+  if (err) {
+    wd_state_rows_free(s, c.rows, c.n);
+    return err;
+  }
+  if (c.n > 1) qsort_r(c.rows, c.n, sizeof(*c.rows), cmp_pk, (void *)s->t->schema);
+  *rows = c.rows;
+  *n = c.n;
+  return NULL;
+}
+
+void wd_state_rows_free(wd_state_t *s, wd_row_t **rows, size_t n) {
+  for (size_t i = 0; i < n; i++) wd_row_destroy(s->t->schema, rows[i]);
+  free(rows);
+}

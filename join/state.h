@@ -69,4 +69,10 @@ wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir);
 typedef int (*wd_state_row_cb)(void *ctx, const wd_row_t *row);
 wd_error_t *wd_state_scan_rows(wd_state_t *s, wd_state_row_cb cb, void *ctx);
 
+/* Every stored row (tombstones skipped), read from the store (flush first), sorted by primary key
+ * (wd_value_cmp per key column): *rows is a new array of *n new rows, released with
+ * wd_state_rows_free. Errors: those of wd_state_scan_rows, E_NOMEM. */
+wd_error_t *wd_state_rows_sorted(wd_state_t *s, wd_row_t ***rows, size_t *n);
+void wd_state_rows_free(wd_state_t *s, wd_row_t **rows, size_t n);
+
 #endif
