@@ -222,8 +222,9 @@ int wd_cmd_demo(int argc, char **argv) {
   wd_pipeline_get_stats(p, &ps);
   wd_pipeline_destroy(p);
   p = NULL;
-  printf("-- %" PRIu64 " records in, %" PRIu64 " changelog rows out, %" PRIu64 " dead-lettered (see %s)\n",
-         ps.records_in, ps.changes_out, ps.dead_lettered, cfg->sink.dead_letter_topic);
+  printf("-- %" PRIu64 " records in, %" PRIu64 " changelog rows out in %" PRIu64
+         " messages (an update is one message: -U and +U), %" PRIu64 " dead-lettered to %s\n",
+         ps.records_in, ps.changes_out, ps.messages_out, ps.dead_lettered, cfg->sink.dead_letter_topic);
 
   printf("-- the changelog on %s (%s):\n", cfg->sink.topic,
          verbose ? "as `widen tail` prints it" : "per record: row kind, key, the columns it sets or changes; --verbose "
