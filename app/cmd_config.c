@@ -66,8 +66,8 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
           KEY_FMT[cfg->sink.key_format], cfg->sink.dead_letter_topic);
   char kept[32] = "forever";
   if (cfg->state.tombstone_retention_ms >= 0) format_duration(cfg->state.tombstone_retention_ms, kept, sizeof(kept));
-  fprintf(f, "  state     %s: tombstones kept %s, cache %lld rows\n", cfg->state.dir, kept,
-          (long long)cfg->state.cache_entries);
+  fprintf(f, "  state     %s: tombstones kept %s, cache %lld rows, %lld MiB\n", cfg->state.dir, kept,
+          (long long)cfg->state.cache_entries, (long long)cfg->state.cache_memory_mb);
   fprintf(f, "  pipeline  batches of %lld records or %lld ms, status every %lld s\n",
           (long long)cfg->pipeline.batch_size, (long long)cfg->pipeline.batch_timeout_ms,
           (long long)cfg->pipeline.status_interval_s);

@@ -116,7 +116,12 @@ static const wd_config_option_t STATE_OPTS[] = {
      "How long ordering tombstones (the ordering columns of a removed key, kept so that late older records stay "
      "ordered) are kept."},
     {"cache-entries", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_entries), "100000", NULL, 0, 1000000000, NULL,
-     0, NULL, "Decoded rows kept in memory in front of the store (0: no cache)."},
+     0, NULL, "Most decoded rows kept in memory in front of the store (written back once per batch; 0 takes the "
+     "default)."},
+    {"cache-memory-mb", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_memory_mb), "256", NULL, 1, 1048576, NULL,
+     0, NULL,
+     "Memory budget of the decoded-row cache in MiB (an estimate per row from its stored size); rows are evicted "
+     "when either this or cache-entries is exceeded."},
     END_OPT,
 };
 

@@ -132,6 +132,7 @@ typedef struct wd_config_state {
   char *dir;
   int64_t tombstone_retention_ms; /* -1: keep ordering tombstones forever */
   int64_t cache_entries;
+  int64_t cache_memory_mb;
   int line;
 } wd_config_state_t;
 

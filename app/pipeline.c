@@ -708,6 +708,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
+  wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if (!(p->wb[0] = wd_store_batch_new()) || !(p->wb[1] = wd_store_batch_new())) goto nomem;
   size_t max = (size_t)cfg->pipeline.batch_size;

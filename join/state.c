@@ -15,6 +15,7 @@ typedef struct wd_cached {
   wd_entry_t e;
   bool dirty;
   bool ref;      /* used since the last trim (second chance, CLOCK-style eviction) */
+  size_t est;    /* estimated memory of the entry (bytes), counted in s->bytes */
   uint64_t snap; /* the snapshot holding the entry's latest bytes; evictable once it is written */
   size_t klen;
   uint8_t key[]; /* flexible: the key bytes */
@@ -24,6 +25,8 @@ struct wd_state {
   const wd_table_t *t;
   wd_store_t *st;
   size_t max_cached;
+  size_t max_bytes; /* 0: no memory budget */
+  size_t bytes;     /* sum of the entries' est */
   size_t ndirty;
   uint64_t now_ms;
   uint64_t snapshots; /* snapshots taken (the last one's number) */
@@ -53,6 +56,7 @@ wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached)
 }
 
 static void drop(wd_state_t *s, wd_cached_t *c) {
+  s->bytes -= c->est;
   HASH_DEL(s->map, c);
   wd_entry_clear(s->t, &c->e);
   free(c);
@@ -73,6 +77,16 @@ void wd_state_destroy(wd_state_t *s) {
 }
 
 void wd_state_set_now(wd_state_t *s, uint64_t now_ms) { s->now_ms = now_ms; }
+void wd_state_set_memory_budget(wd_state_t *s, size_t bytes) { s->max_bytes = bytes; }
+size_t wd_state_cached_bytes(const wd_state_t *s) { return s->bytes; }
+
+/* Sets c's memory estimate from the size of its stored form: decoded rows take about three times
+ * their encoding (value structs, separate string allocations) plus the entry itself. */
+static void set_est(wd_state_t *s, wd_cached_t *c, size_t stored) {
+  size_t est = sizeof(*c) + c->klen + 3 * stored + 64;
+  s->bytes = s->bytes - c->est + est;
+  c->est = est;
+}
 size_t wd_state_dirty(const wd_state_t *s) { return s->ndirty; }
 size_t wd_state_cached(const wd_state_t *s) { return HASH_COUNT(s->map); }
 
@@ -140,6 +154,7 @@ wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *key
   if ((err = wd_store_multi_get(s->st, m, s->mk, s->ml, s->vals, s->vlens))) goto done;
   for (; done < m; done++) {
     if ((err = decode_entry(s, s->vals[done], s->vlens[done], &s->pend[done]->e))) break;
+    set_est(s, s->pend[done], s->vlens[done]);
   }
 done:
   /* on error the entries not decoded are taken out again */
@@ -212,6 +227,7 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
     if (wd_row_encode(s->t->schema, c->e.row, c->e.state == WD_ENTRY_TOMBSTONE, s->now_ms, &s->buf) ||
         wd_store_batch_put(b, c->key, c->klen, s->buf.data, s->buf.len))
       return wd_error_nomem();
+    set_est(s, c, s->buf.len);
   }
   for (size_t i = 0; i < s->ndirty; i++) {
     s->dirty[i]->dirty = false;
@@ -226,12 +242,15 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
 void wd_state_written(wd_state_t *s, uint64_t snap) {
   wd_cached_t *c, *tmp;
   if (snap > s->written) s->written = snap;
-  if (HASH_COUNT(s->map) <= s->max_cached) return;
-  /* trim to 90% of the budget, second-chance style: an entry used since the last trim is kept
+  bool over_bytes = s->max_bytes && s->bytes > s->max_bytes;
+  if (HASH_COUNT(s->map) <= s->max_cached && !over_bytes) return;
+  /* trim to 90% of the budgets, second-chance style: an entry used since the last trim is kept
    * once more; only entries whose bytes are in the store (clean, snapshot written) go, so a later
    * read never sees an older version than the cache had */
   size_t target = s->max_cached - s->max_cached / 10;
-  for (int pass = 0; pass < 2 && HASH_COUNT(s->map) > target; pass++) {
+  size_t target_bytes = s->max_bytes - s->max_bytes / 10;
+#define WD_OVER() (HASH_COUNT(s->map) > target || (s->max_bytes && s->bytes > target_bytes))
+  for (int pass = 0; pass < 2 && WD_OVER(); pass++) {
     HASH_ITER(hh, s->map, c, tmp) {
       if (c->dirty || c->snap > s->written) continue;
       if (c->ref && pass == 0) {
@@ -239,9 +258,10 @@ void wd_state_written(wd_state_t *s, uint64_t snap) {
         continue;
       }
       drop(s, c);
-      if (HASH_COUNT(s->map) <= target) break;
+      if (!WD_OVER()) break;
     }
   }
+#undef WD_OVER
 }
 
 wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {

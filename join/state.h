@@ -25,6 +25,13 @@ typedef struct wd_state wd_state_t;
 wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached);
 void wd_state_destroy(wd_state_t *s);
 
+/* Sets the cache's memory budget in bytes (0: entries only). The size of an entry is estimated
+ * from its stored size; clean entries are evicted when the estimate or the entry count exceeds
+ * its budget. */
+void wd_state_set_memory_budget(wd_state_t *s, size_t bytes);
+/* The cache's estimated memory use in bytes. */
+size_t wd_state_cached_bytes(const wd_state_t *s);
+
 /* The callbacks for wd_message_apply (ctx = the wd_state_t *). */
 const wd_state_ops_t *wd_state_ops(void);
 
