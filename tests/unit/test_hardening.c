@@ -177,3 +177,52 @@ Test(hardening, source_must_fill_the_group_sequence) {
   wd_error_destroy(err);
   wd_table_destroy(t);
 }
+
+/* The decoded-row cache keeps to its memory budget, and rows evicted from it are read back from the
+ * store unchanged (a budget of 64 KiB with 2,000 rows of ~300 bytes forces evictions). */
+Test(hardening, state_cache_memory_budget) {
+  const char *names[] = {"k", "v"};
+  const char *types[] = {"INT", "STRING"};
+  const char *pk[] = {"k"};
+  wd_schema_t *sc = NULL;
+  cr_assert_null(wd_schema_new(2, names, types, 1, pk, &sc));
+  wd_option_t opts[] = {{"merge-engine", "partial-update"}};
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_table_new(sc, 1, opts, &t));
+  const wd_schema_t *s = wd_table_schema(t);
+  wd_store_t *st = NULL;
+  cr_assert_null(wd_store_open_memory(&st));
+  wd_state_t *state = wd_state_new(t, st, 1000000);
+  wd_state_set_memory_budget(state, 64 * 1024);
+  wd_store_batch_t *b = wd_store_batch_new();
+  wd_changelog_t cl = {0};
+  char text[320];
+  for (int round = 0; round < 2; round++) {
+    for (int k = 0; k < 2000; k++) {
+      wd_row_t *r = wd_row_new(s);
+      r->v[0].is_null = false;
+      r->v[0].i = k;
+      snprintf(text, sizeof(text), "%d-%d-%0280d", round, k, k);
+      cr_assert_eq(wd_value_set_bytes(&r->v[1], text, strlen(text)), 0);
+      cr_assert_null(wd_message_apply(t, wd_state_ops(), state, &r, 1, &cl, NULL));
+      wd_row_destroy(s, r);
+      if (k % 100 == 99) {
+        cr_assert_null(wd_state_flush(state, b));
+        cr_expect_leq(wd_state_cached_bytes(state), 64 * 1024, "cache %zu bytes", wd_state_cached_bytes(state));
+      }
+    }
+  }
+  /* the second round updated every row: 2000 +I then 2000 -U/+U pairs, each -U the first value */
+  cr_assert_eq(cl.n, 6000);
+  snprintf(text, sizeof(text), "0-%d-%0280d", 1234, 1234);
+  bool found = false;
+  for (size_t i = 2000; i < cl.n; i++)
+    if (cl.rows[i]->kind == WD_UPDATE_BEFORE && cl.rows[i]->v[0].i == 1234)
+      found = !strcmp(cl.rows[i]->v[1].s.p, text);
+  cr_expect(found, "the -U of key 1234 is its first-round value, read back after eviction");
+  wd_changelog_free(t, &cl);
+  wd_store_batch_destroy(b);
+  wd_state_destroy(state);
+  wd_store_close(st);
+  wd_table_destroy(t);
+}
