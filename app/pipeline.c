@@ -82,6 +82,7 @@ struct wd_pipeline {
   wd_tp_offset_t *commit;      /* offsets not yet committed to the group */
   size_t ncommit, cap_commit;
   double last_commit;
+  bool assigned; /* partitions were assigned since the last co-partitioning check */
 };
 
 static uint64_t now_ms(void) {
@@ -104,6 +105,7 @@ void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) {
  * partition the store has never seen starts at the group's committed offset, or earliest. */
 static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
   wd_pipeline_t *p = ctx;
+  p->assigned = true; /* the loop checks the new assignment's co-partitioning */
   int64_t next = -1;
   wd_error_t *err = wd_store_get_offset(p->store, topic, partition, &next);
   if (err) {
@@ -566,6 +568,45 @@ static bool replay_done(wd_pipeline_t *p) {
   return done;
 }
 
+/* Warns when the assignment is not co-partitioned across the source topics (README "Scaling out"):
+ * every source topic should have the same partition numbers assigned to this process, or the
+ * changes of one key may be merged by two processes into two stores. */
+static void check_copartitioning(wd_pipeline_t *p) {
+  wd_tp_offset_t *a = NULL;
+  size_t n = 0;
+  wd_error_t *err = wd_consumer_assignment(p->cons, &a, &n);
+  if (err || n == 0) {
+    wd_error_destroy(err);
+    free(a);
+    return;
+  }
+  /* a bitmask of partitions 0..63 per topic (more partitions are not checked) */
+  const char *first = a[0].topic;
+  uint64_t ref = 0;
+  for (size_t i = 0; i < n; i++)
+    if (a[i].topic == first || !strcmp(a[i].topic, first))
+      if (a[i].partition >= 0 && a[i].partition < 64) ref |= UINT64_C(1) << a[i].partition;
+  for (size_t t = 0; t < p->nsources; t++)
+    for (size_t k = 0; k < p->sources[t]->ntopics; k++) {
+      const char *topic = p->sources[t]->topics[k];
+      uint64_t mask = 0;
+      for (size_t i = 0; i < n; i++)
+        if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
+          mask |= UINT64_C(1) << a[i].partition;
+      if (mask != ref) {
+        wd_log(WD_LOG_WARN, "pipeline",
+               "this process has partitions %#" PRIx64 " (bit i = partition i) of %s but %#" PRIx64 " of %s: the "
+               "source topics are not co-partitioned (different partition counts, or topics created after the "
+               "group formed); harmless with one process, but with several in this group a key's changes may "
+               "be merged by two of them; see README \"Scaling out\"",
+               mask, topic, ref, first);
+        free(a);
+        return;
+      }
+    }
+  free(a);
+}
+
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   size_t max = (size_t)p->cfg->pipeline.batch_size;
@@ -581,6 +622,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     int wait = p->pend.active && timeout > 10 ? 10 : timeout;
     if ((err = wd_consumer_poll_batch(p->cons, max, wait, p->msgs, &n))) break;
     double now = mono_s();
+    if (p->assigned) {
+      p->assigned = false;
+      if (!p->opts.replay) check_copartitioning(p);
+    }
     if (n) {
       last_input = now;
       if (p->busy_start == 0) p->busy_start = now;
