@@ -39,76 +39,19 @@
 
 #include "app/generate.h"
 #include "bench/bench_util.h"
+#include "bench/kafka_util.h"
 
 #ifndef WD_SOURCE_DIR
 #define WD_SOURCE_DIR "."
 #endif
 
-static const char *brokers;
 static const char *const streams[3] = {"orders", "payments", "shipments"};
-
-static void die(const char *fmt, const char *arg) {
-  fprintf(stderr, "e2e: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n");
-  exit(1);
-}
-
-static rd_kafka_conf_t *base_conf(void) {
-  char errstr[512];
-  rd_kafka_conf_t *c = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(c, "bootstrap.servers", brokers, errstr, sizeof errstr)) die("%s", errstr);
-  return c;
-}
-
-static void conf_set(rd_kafka_conf_t *c, const char *k, const char *v) {
-  char errstr[512];
-  if (rd_kafka_conf_set(c, k, v, errstr, sizeof errstr)) die("%s", errstr);
-}
-
-static rd_kafka_t *new_producer(void) {
-  char errstr[512];
-  rd_kafka_conf_t *c = base_conf();
-  conf_set(c, "enable.idempotence", "true");
-  conf_set(c, "acks", "all");
-  conf_set(c, "linger.ms", "5");
-  conf_set(c, "partitioner", "murmur2_random");
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof errstr);
-  if (!rk) die("producer: %s", errstr);
-  return rk;
-}
-
-static void create_topics(const char *prefix, const char *const *names, int n) {
-  char errstr[512];
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, base_conf(), errstr, sizeof errstr);
-  if (!rk) die("admin: %s", errstr);
-  rd_kafka_NewTopic_t *nt[8];
-  char full[8][256];
-  for (int i = 0; i < n; i++) {
-    snprintf(full[i], sizeof full[i], "%s%s", prefix, names[i]);
-    nt[i] = rd_kafka_NewTopic_new(full[i], 4, 1, errstr, sizeof errstr);
-  }
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, nt, (size_t)n, NULL, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
-  if (!ev) die("CreateTopics: %s", "timeout");
-  const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-  size_t cnt = 0;
-  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
-  for (size_t i = 0; i < cnt; i++)
-    if (rd_kafka_topic_result_error(tr[i])) die("CreateTopics: %s", rd_kafka_topic_result_error_string(tr[i]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(q);
-  for (int i = 0; i < n; i++) rd_kafka_NewTopic_destroy(nt[i]);
-  rd_kafka_destroy(rk);
-  usleep(500000); /* metadata propagation */
-}
 
 /* Writes the widen config: configs/demo.yaml with the topics, group and state dir replaced. */
 static void write_config(const char *demo, const char *path, const char *prefix, const char *group,
                          const char *state) {
   FILE *in = fopen(demo, "r"), *out = fopen(path, "w");
-  if (!in || !out) die("cannot open %s", demo);
+  if (!in || !out) bench_die("cannot open %s", demo);
   char line[1024];
   while (fgets(line, sizeof line, in)) {
     char *p;
@@ -128,27 +71,6 @@ static void write_config(const char *demo, const char *path, const char *prefix,
   fclose(out);
 }
 
-static pid_t start_widen(const char *widen, const char *config, const char *log) {
-  pid_t pid = fork();
-  if (pid < 0) die("fork: %s", strerror(errno));
-  if (pid == 0) {
-    FILE *f = freopen(log, "w", stderr);
-    (void)f;
-    setenv("WIDEN_BROKERS", brokers, 1);
-    execl(widen, widen, "run", "--config", config, "--max-idle-ms", "1500", "--quiet", (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
-static double wait_widen(pid_t pid) {
-  int status = 0;
-  struct rusage ru;
-  if (wait4(pid, &status, 0, &ru) < 0) die("wait4: %s", strerror(errno));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "e2e: widen exited with status %d\n", status);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 /* Source records of a produce phase: key (order_id) and send time, per record. */
 typedef struct {
   uint64_t *key;
@@ -159,14 +81,14 @@ typedef struct {
 /* Produces `records` generated records to prefix+stream at `rate` records/s (0 = unlimited);
  * records each one's key and send time in *sent when given. Returns wall seconds. */
 static double produce(const char *prefix, uint64_t keys, uint64_t records, uint64_t seed, double rate, sent_t *sent) {
-  rd_kafka_t *rk = new_producer();
+  rd_kafka_t *rk = bench_new_producer();
   wd_gen_opts_t go = {0};
   go.keys = keys;
   go.records = records;
   go.seed = seed;
   go.topic_prefix = prefix;
   wd_gen_t *gen = NULL;
-  if (wd_gen_new(&go, &gen)) die("%s", "generator");
+  if (wd_gen_new(&go, &gen)) bench_die("%s", "generator");
   rd_kafka_topic_t *rkt[3];
   for (int i = 0; i < 3; i++) {
     char t[256];
@@ -194,7 +116,7 @@ static double produce(const char *prefix, uint64_t keys, uint64_t records, uint6
                                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts),
                                                 RD_KAFKA_V_END);
       if (!e) break;
-      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) die("produce: %s", rd_kafka_err2str(e));
+      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("produce: %s", rd_kafka_err2str(e));
       rd_kafka_poll(rk, 10);
     }
     if (sent) {
@@ -204,41 +126,12 @@ static double produce(const char *prefix, uint64_t keys, uint64_t records, uint6
     n++;
     rd_kafka_poll(rk, 0);
   }
-  if (rd_kafka_flush(rk, 120000)) die("%s", "flush timed out");
+  if (rd_kafka_flush(rk, 120000)) bench_die("%s", "flush timed out");
   double secs = bench_mono() - t0;
   for (int i = 0; i < 3; i++) rd_kafka_topic_destroy(rkt[i]);
   rd_kafka_destroy(rk);
   wd_gen_destroy(gen);
   return secs;
-}
-
-/* An assign-mode consumer of all partitions (0..3) of topics[0..n) from the beginning. */
-static rd_kafka_t *new_consumer(const char *const *topics, int n) {
-  char errstr[512];
-  rd_kafka_conf_t *c = base_conf();
-  conf_set(c, "group.id", "widen-bench-reader");
-  conf_set(c, "enable.auto.commit", "false");
-  conf_set(c, "enable.partition.eof", "false");
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
-  if (!rk) die("consumer: %s", errstr);
-  rd_kafka_poll_set_consumer(rk);
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n * 4);
-  for (int i = 0; i < n; i++)
-    for (int p = 0; p < 4; p++) rd_kafka_topic_partition_list_add(l, topics[i], p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_assign(rk, l);
-  rd_kafka_topic_partition_list_destroy(l);
-  return rk;
-}
-
-/* Sum of the high watermarks of topic's 4 partitions. */
-static int64_t topic_end(rd_kafka_t *rk, const char *topic) {
-  int64_t total = 0;
-  for (int p = 0; p < 4; p++) {
-    int64_t lo = 0, hi = 0;
-    if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 10000)) die("watermarks of %s", topic);
-    total += hi;
-  }
-  return total;
 }
 
 typedef struct {
@@ -250,8 +143,8 @@ typedef struct {
 /* Reads the whole output topic. */
 static void read_output(const char *topic, outs_t *o) {
   const char *t[1] = {topic};
-  rd_kafka_t *rk = new_consumer(t, 1);
-  int64_t end = topic_end(rk, topic);
+  rd_kafka_t *rk = bench_new_consumer(t, 1);
+  int64_t end = bench_topic_end(rk, topic);
   o->ts = malloc((end + 1) * sizeof(int64_t));
   o->key = malloc((end + 1) * sizeof(uint64_t));
   o->n = 0;
@@ -284,8 +177,8 @@ static void transport_ceiling(const char *prefix, uint64_t records, double *cpu,
   }
   snprintf(out, sizeof out, "%sceiling", prefix);
   double c0 = bench_cpu_self(), t0 = bench_mono();
-  rd_kafka_t *cons = new_consumer(tp, 3);
-  rd_kafka_t *prod = new_producer();
+  rd_kafka_t *cons = bench_new_consumer(tp, 3);
+  rd_kafka_t *prod = bench_new_producer();
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(prod, out, NULL);
   uint64_t n = 0;
   while (n < records && bench_mono() - t0 < 300) {
@@ -298,7 +191,7 @@ static void transport_ceiling(const char *prefix, uint64_t records, double *cpu,
                               RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                               RD_KAFKA_V_END);
         if (!e) break;
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) die("ceiling produce: %s", rd_kafka_err2str(e));
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("ceiling produce: %s", rd_kafka_err2str(e));
         rd_kafka_poll(prod, 10);
       }
       n++;
@@ -306,7 +199,7 @@ static void transport_ceiling(const char *prefix, uint64_t records, double *cpu,
     }
     rd_kafka_message_destroy(m);
   }
-  if (rd_kafka_flush(prod, 120000)) die("%s", "ceiling flush timed out");
+  if (rd_kafka_flush(prod, 120000)) bench_die("%s", "ceiling flush timed out");
   *wall = bench_mono() - t0;
   *cpu = bench_cpu_self() - c0;
   rd_kafka_topic_destroy(rkt);
@@ -341,8 +234,9 @@ int main(int argc, char **argv) {
       default: fprintf(stderr, "usage: see bench/e2e.c\n"); return 2;
     }
   }
-  brokers = getenv("WIDEN_BROKERS");
-  if (!brokers || !*brokers || !widen) {
+  bench_prog = "e2e";
+  bench_brokers = getenv("WIDEN_BROKERS");
+  if (!bench_brokers || !*bench_brokers || !widen) {
     fprintf(stderr, "usage: WIDEN_BROKERS=host:port e2e --widen PATH [...]\n");
     return 2;
   }
@@ -355,7 +249,7 @@ int main(int argc, char **argv) {
 
   /* ---- phase 1: saturation over a backlog ---- */
   snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-sat.", (int)getpid(), bench_wall_ms() % 100000000);
-  create_topics(prefix, names, 5);
+  bench_create_topics(prefix, names, 5);
   double psecs = produce(prefix, keys, records, seed, 0, NULL);
   fprintf(stderr, "e2e: produced %" PRIu64 " records in %.2f s (%.0f/s)\n", records, psecs, records / psecs);
   snprintf(group, sizeof group, "%sgroup", prefix);
@@ -364,8 +258,8 @@ int main(int argc, char **argv) {
   snprintf(logp, sizeof logp, "%s/sat.log", work);
   write_config(demo, cfgp, prefix, group, state);
   double w0 = bench_mono();
-  pid_t pid = start_widen(widen, cfgp, logp);
-  double wcpu = wait_widen(pid);
+  pid_t pid = bench_start_widen(widen, cfgp, logp);
+  double wcpu = bench_wait_widen(pid);
   double wwall_proc = bench_mono() - w0;
   snprintf(outt, sizeof outt, "%sorders_wide", prefix);
   outs_t o = {0};
@@ -399,17 +293,17 @@ int main(int argc, char **argv) {
     rate = frac * sat;
     uint64_t lrec = (uint64_t)(rate * lat_secs);
     snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-lat.", (int)getpid(), bench_wall_ms() % 100000000);
-    create_topics(prefix, names, 5);
+    bench_create_topics(prefix, names, 5);
     snprintf(group, sizeof group, "%sgroup", prefix);
     snprintf(cfgp, sizeof cfgp, "%s/lat.yaml", work);
     snprintf(state, sizeof state, "%s/lat-state", work);
     snprintf(logp, sizeof logp, "%s/lat.log", work);
     write_config(demo, cfgp, prefix, group, state);
-    pid = start_widen(widen, cfgp, logp);
+    pid = bench_start_widen(widen, cfgp, logp);
     sleep(5); /* start-up and group join (group.initial.rebalance.delay.ms=0 on scripts/kafka) */
     sent_t sent = {0};
     double ls = produce(prefix, keys, lrec, seed + 1, rate, &sent);
-    lcpu = wait_widen(pid);
+    lcpu = bench_wait_widen(pid);
     snprintf(outt, sizeof outt, "%sorders_wide", prefix);
     read_output(outt, &o);
     /* per key: indices of its source records in send order (linked newest first) */
