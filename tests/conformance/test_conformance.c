@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "app/simulate.h"
+#include "tests/support/json_same.h"
 
 static char **files;
 static size_t nfiles;
@@ -36,49 +37,6 @@ static const char *shared_dir(void) {
   return s ? s : "../shared";
 }
 
-/* NaN/Infinity as the strings of spec §12.2. */
-static json_t *nonfinite(json_t *v) {
-  static json_t *nan_s, *inf_s, *ninf_s;
-  if (!nan_s) {
-    nan_s = json_string("NaN");
-    inf_s = json_string("Infinity");
-    ninf_s = json_string("-Infinity");
-  }
-  if (json_is_real(v) && !isfinite(json_real_value(v)))
-    return isnan(json_real_value(v)) ? nan_s : (json_real_value(v) > 0 ? inf_s : ninf_s);
-  return v;
-}
-
-/* Values compare exactly; only floating point gets a relative 1e-6 (check-cases.py's `same`). */
-static int same(json_t *a, json_t *b) {
-  a = nonfinite(a);
-  b = nonfinite(b);
-  if (json_is_boolean(a) || json_is_boolean(b)) return json_is_boolean(a) && json_is_boolean(b) && json_boolean_value(a) == json_boolean_value(b);
-  if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
-  if (json_is_number(a) && json_is_number(b)) {
-    double x = json_number_value(a), y = json_number_value(b);
-    double m = fmax(1.0, fmax(fabs(x), fabs(y)));
-    return x == y || fabs(x - y) <= 1e-6 * m;
-  }
-  if (json_is_array(a) && json_is_array(b)) {
-    if (json_array_size(a) != json_array_size(b)) return 0;
-    for (size_t i = 0; i < json_array_size(a); i++)
-      if (!same(json_array_get(a, i), json_array_get(b, i))) return 0;
-    return 1;
-  }
-  if (json_is_object(a) && json_is_object(b)) {
-    if (json_object_size(a) != json_object_size(b)) return 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach(a, k, v) {
-      json_t *w = json_object_get(b, k);
-      if (!w || !same(v, w)) return 0;
-    }
-    return 1;
-  }
-  return json_equal(a, b);
-}
-
 static int row_eq(json_t *got, json_t *want, json_t *schema) {
   for (size_t i = 0; i < json_array_size(schema); i++) {
     const char *c = json_string_value(json_object_get(json_array_get(schema, i), "name"));
@@ -86,7 +44,7 @@ static int row_eq(json_t *got, json_t *want, json_t *schema) {
     json_t *w = json_object_get(want, c);
     if (!g) return 0;
     if (!w) w = json_null();
-    if (!same(g, w)) return 0;
+    if (!wd_test_json_same(g, w)) return 0;
   }
   return 1;
 }

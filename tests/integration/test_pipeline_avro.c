@@ -34,6 +34,7 @@
 #include "ingest/schema_registry.h"
 #include "join/state.h"
 #include "sink/producer.h"
+#include "tests/support/json_same.h"
 #include "tests/support/registry_standin.h"
 
 extern char **environ;
@@ -723,35 +724,8 @@ static json_t *by_key_seq(json_t *cl) {
   return m;
 }
 
-/* JSON equality where numbers compare with a relative 1e-6 (as test_pipeline.c's same). */
-static bool same(json_t *a, json_t *b) {
-  if (json_is_number(a) && json_is_number(b)) {
-    if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
-    double x = json_number_value(a), y = json_number_value(b);
-    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
-    return x == y || fabs(x - y) <= 1e-6 * (m > 1.0 ? m : 1.0);
-  }
-  if (json_is_array(a) && json_is_array(b)) {
-    if (json_array_size(a) != json_array_size(b)) return false;
-    for (size_t i = 0; i < json_array_size(a); i++)
-      if (!same(json_array_get(a, i), json_array_get(b, i))) return false;
-    return true;
-  }
-  if (json_is_object(a) && json_is_object(b)) {
-    if (json_object_size(a) != json_object_size(b)) return false;
-    const char *k;
-    json_t *v;
-    json_object_foreach(a, k, v) {
-      json_t *w = json_object_get(b, k);
-      if (!w || !same(v, w)) return false;
-    }
-    return true;
-  }
-  return json_equal(a, b);
-}
-
 static void assert_json_eq(json_t *a, json_t *b, const char *what) {
-  if (!same(a, b)) {
+  if (!wd_test_json_same(a, b)) {
     char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
     cr_assert_fail("%s differ:\n got  %.1500s\n want %.1500s", what, x, y);
   }
