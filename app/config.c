@@ -127,7 +127,28 @@ static const wd_config_option_t STATE_OPTS[] = {
 
 static const wd_config_option_t PIPELINE_OPTS[] = {
     {"batch-size", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_size), "1000", NULL, 1, 1000000, NULL, 0, NULL,
-     "Most records taken per poll batch; one state write and one offset commit per batch."},
+     "Most records taken per poll batch (one multi-get of their keys, one produce round)."},
+    {"processing-guarantee", WD_CONFIG_ENUM, offsetof(wd_config_pipeline_t, processing_guarantee), "exactly-once",
+     NULL, 0, 0, "exactly-once|at-least-once", 0, NULL,
+     "`exactly-once`: each commit's changelog, dead letters and input offsets go in one Kafka transaction and the "
+     "state always equals the committed transaction (docs/exactly-once.md); consumers of the output must read with "
+     "`isolation.level=read_committed`. `at-least-once`: output is acknowledged, then the state and offsets are "
+     "written; a crash repeats the output of the open commit. `widen replay` and the mock-cluster demo run "
+     "at-least-once."},
+    {"commit-interval-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, commit_interval_ms), "100", NULL, 0, 600000,
+     NULL, 0, NULL,
+     "Longest time, in milliseconds, between a commit's first record and its completion (transaction commit, state "
+     "write). Rows changed several times within a commit are written once; output becomes visible to "
+     "read_committed consumers at each commit."},
+    {"commit-max-records", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, commit_max_records), "100000", NULL, 1,
+     100000000, NULL, 0, NULL, "Most input records in one commit: a commit is completed when it holds this many."},
+    {"tasks", WD_CONFIG_ENUM, offsetof(wd_config_pipeline_t, tasks), "single", NULL, 0, 0, "single|per-partition", 0,
+     NULL,
+     "How the state is split for recovery and scale-out: `single` keeps one task for all partitions (works with "
+     "sources keyed any way; a process whose local state does not match the group's committed offsets rebuilds all "
+     "its partitions), `per-partition` makes partition i of every source topic task i with its own key range "
+     "(only a moved partition is rebuilt; every source must be keyed by the wide table's primary key with the same "
+     "partition count)."},
     {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000,
      NULL, 0, NULL, "Longest wait, in milliseconds, for a batch to fill before it is processed."},
     {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400,

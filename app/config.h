@@ -136,10 +136,26 @@ typedef struct wd_config_state {
   int line;
 } wd_config_state_t;
 
+/* pipeline.processing-guarantee (docs/exactly-once.md). */
+typedef enum wd_config_guarantee {
+  WD_CONFIG_EXACTLY_ONCE = 0, /* "exactly-once": Kafka transactions + prepared/finalized state */
+  WD_CONFIG_AT_LEAST_ONCE     /* "at-least-once": acknowledged output, then the state */
+} wd_config_guarantee_t;
+
+/* pipeline.tasks: how the state is split into tasks (app/commit.h). */
+typedef enum wd_config_tasks {
+  WD_CONFIG_TASKS_SINGLE = 0,    /* "single": one task for every partition (any keying of sources) */
+  WD_CONFIG_TASKS_PER_PARTITION  /* "per-partition": partition i of every source is task i */
+} wd_config_tasks_t;
+
 typedef struct wd_config_pipeline {
   int64_t batch_size;
   int64_t batch_timeout_ms;
   int64_t status_interval_s; /* 0: no periodic status line */
+  int processing_guarantee;  /* wd_config_guarantee_t */
+  int64_t commit_interval_ms;
+  int64_t commit_max_records;
+  int tasks;                 /* wd_config_tasks_t */
   int line;
 } wd_config_pipeline_t;
 

@@ -3,12 +3,14 @@
  */
 #include "app/pipeline.h"
 #include "app/table_config.h"
+#include "app/commit.h"
 
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "changelog/avro.h"
 #include "changelog/changelog.h"
@@ -26,6 +28,8 @@ typedef struct {
   size_t first, count; /* its change records: p->recs[first .. first+count) */
   wd_error_t *err;     /* decode or merge rejection: goes to the dead-letter topic */
   bool applied;
+  bool tombstone;      /* a Kafka tombstone (null value), skipped */
+  bool skipped;        /* replay --from: older than the point in time */
 } wd_bmsg_t;
 
 struct wd_pipeline {
@@ -54,19 +58,12 @@ struct wd_pipeline {
   wd_buf_t keys;        /* encoded keys, back to back */
   size_t *key_off;      /* per rec */
   wd_buf_t kbuf, vbuf;
-  wd_tp_offset_t *offs; /* next offsets of the batch, per partition (topics: the sources') */
-  size_t noffs;
-  /* the previous batch, produced but not yet acknowledged: its state snapshot and offsets are
-   * written (and committed) once its output is acknowledged, while this batch is worked on */
-  struct {
-    bool active;
-    uint64_t out_batch; /* producer batch of its output and dead letters */
-    uint64_t snap;      /* state snapshot in wb */
-    wd_store_batch_t *wb;
-    wd_tp_offset_t *offs;
-    size_t noffs;
-  } pend;
-  wd_store_batch_t *wb[2];
+  wd_commit_t *commit;  /* the commit coordinator (app/commit.h) */
+  bool exactly_once;
+  bool *restoring;      /* per message of the batch: it only rebuilds state (no output) */
+  uint32_t *rec_task;   /* per change record of the batch: its task */
+  size_t cap_rec_task;
+  wd_buf_t trace_buf;   /* trace lines of the open commit, written when it is final */
   /* replay */
   wd_tp_offset_t *end;
   size_t nend;
@@ -79,10 +76,10 @@ struct wd_pipeline {
   double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
   size_t *cl_src;              /* per changelog row: index of its source message in the batch */
   size_t cap_cl_src;
-  wd_tp_offset_t *commit;      /* offsets not yet committed to the group */
-  size_t ncommit, cap_commit;
-  double last_commit;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
+  const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
+  char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
+  bool per_partition; /* one task per source partition */
 };
 
 static uint64_t now_ms(void) {
@@ -101,85 +98,44 @@ void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = p->stop < 2 ? p->stop + 1 : 
 
 void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) { *stats = p->st; }
 
-/* on_assign: every partition starts at the offset stored with the state (the truth); a
- * partition the store has never seen starts at the group's committed offset, or earliest. */
-static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
+/* The consumer's callbacks go to the commit coordinator, which decides per task where each
+ * partition starts (docs/exactly-once.md, "Recovery") and completes the open commit before
+ * partitions are given up. */
+static void on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   wd_pipeline_t *p = ctx;
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
-  int64_t next = -1;
-  wd_error_t *err = wd_store_get_offset(p->store, topic, partition, &next);
-  if (err) {
-    wd_log(WD_LOG_ERROR, "pipeline", "reading the stored offset of %s[%d]: %s", topic, partition, err->message);
-    wd_error_destroy(err);
-    next = -1;
-  }
-  if (p->opts.replay) return next >= 0 ? next : WD_OFFSET_BEGINNING;
-  if (next >= 0) {
-    wd_log(WD_LOG_DEBUG, "pipeline", "assigned %s[%d]: resuming at offset %" PRId64 " (stored with the state)", topic,
-           partition, next);
-    return next;
-  }
-  /* No state for this partition here: its keys' rows are not in this store, so starting at the
-   * group's committed offset would merge new records into empty rows (another process, or a lost
-   * state directory, had them). Read the partition from the beginning to rebuild them, unless the
-   * user chose auto.offset.reset=latest (skip history). */
-  const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
-  if (reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest"))) return WD_OFFSET_STORED;
-  wd_log(WD_LOG_INFO, "pipeline", "%s[%d]: no state for it in this state directory; reading it from the beginning to "
-         "build its keys' rows (if the group consumed it before, downstream sees its changes again)", topic, partition);
-  return WD_OFFSET_BEGINNING;
+  wd_commit_on_assign_all(p->commit, parts, n);
 }
 
-static wd_error_t *finish_pending(wd_pipeline_t *p);
-
-/* Offsets to commit to the consumer group: the group's offsets serve lag monitoring only (the
- * store's are the truth), so they are committed at most once a second, and when partitions are
- * revoked or the pipeline stops. */
-static void note_commit(wd_pipeline_t *p, const wd_tp_offset_t *o) {
-  for (size_t i = 0; i < p->ncommit; i++)
-    if (p->commit[i].partition == o->partition && p->commit[i].topic == o->topic) {
-      if (o->offset > p->commit[i].offset) p->commit[i].offset = o->offset;
-      return;
-    }
-  if (p->ncommit == p->cap_commit) {
-    size_t cap = p->cap_commit ? p->cap_commit * 2 : 64;
-    wd_tp_offset_t *c = realloc(p->commit, cap * sizeof(*c));
-    if (!c) return; /* monitoring only: a missed commit is caught up by the next one */
-    p->commit = c;
-    p->cap_commit = cap;
-  }
-  p->commit[p->ncommit++] = *o;
+static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
+  wd_pipeline_t *p = ctx;
+  return wd_commit_on_assign(p->commit, topic, partition);
 }
 
-static void commit_group(wd_pipeline_t *p, bool now) {
-  double t = mono_s();
-  if (!p->ncommit || (!now && t - p->last_commit < 1.0)) return;
-  wd_error_t *err = wd_consumer_commit(p->cons, p->commit, p->ncommit);
-  if (err) {
-    wd_log(WD_LOG_WARN, "pipeline", "committing offsets to the group: %s (the state store has them)", err->message);
-    wd_error_destroy(err);
-  }
-  p->ncommit = 0;
-  p->last_commit = t;
-}
-
-/* on_revoke: runs inside the poll, between batches. The pending batch is completed first
- * (acknowledged, written, committed); then the partitions' keys may belong to another process,
- * so cached rows are dropped. */
 static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost) {
   wd_pipeline_t *p = ctx;
-  wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s; dropping cached rows", n, lost ? "lost" : "revoked");
   (void)parts;
-  /* the batch in hand is completed while the partitions are still ours */
-  wd_error_t *err = finish_pending(p);
-  if (err) {
-    wd_log(WD_LOG_ERROR, "pipeline", "completing the batch before the rebalance: %s (it is repeated on restart)",
-           err->message);
-    wd_error_destroy(err);
-    p->stop = 1;
-  }
-  commit_group(p, true);
-  wd_state_drop_clean(p->state);
+  wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s: completing the open commit first", n,
+         lost ? "lost" : "revoked");
+  wd_commit_on_revoke(p->commit, lost);
+  wd_state_drop_clean(p->state); /* the keys may belong to another process now */
+}
+
+/* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
+static void on_committed(void *ctx, uint64_t number) {
+  wd_pipeline_t *p = ctx;
+  (void)number;
+  p->busy_end = mono_s();
+  p->st.batches++;
+  p->st.commits++;
+  if (p->trace && p->trace_buf.len) fwrite(p->trace_buf.data, 1, p->trace_buf.len, p->trace);
+  wd_buf_reset(&p->trace_buf);
+}
+
+static void on_aborted(void *ctx) {
+  wd_pipeline_t *p = ctx;
+  wd_buf_reset(&p->trace_buf);
+  p->st.aborted_commits++;
 }
 
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
@@ -197,28 +153,16 @@ static const char *canon_topic(const wd_pipeline_t *p, const char *topic) {
   return NULL;
 }
 
-static void note_offset(wd_pipeline_t *p, const wd_kmsg_t *m) {
-  const char *topic = canon_topic(p, m->topic);
-  if (!topic) return;
-  for (size_t i = 0; i < p->noffs; i++)
-    if (p->offs[i].partition == m->partition && p->offs[i].topic == topic) {
-      if (m->offset + 1 > p->offs[i].offset) p->offs[i].offset = m->offset + 1;
-      return;
-    }
-  p->offs[p->noffs].topic = topic;
-  p->offs[p->noffs].partition = m->partition;
-  p->offs[p->noffs].offset = m->offset + 1;
-  p->noffs++;
-}
-
 static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
   if (p->nrecs == p->cap_recs) {
     size_t cap = p->cap_recs ? p->cap_recs * 2 : 1024;
     wd_row_t **r = realloc(p->recs, cap * sizeof(*r));
     size_t *o = realloc(p->key_off, (cap + 1) * sizeof(*o));
+    uint32_t *t = realloc(p->rec_task, cap * sizeof(*t));
     if (r) p->recs = r;
     if (o) p->key_off = o;
-    if (!r || !o) return -1;
+    if (t) p->rec_task = t;
+    if (!r || !o || !t) return -1;
     p->cap_recs = cap;
   }
   p->recs[p->nrecs++] = row;
@@ -243,8 +187,9 @@ static wd_error_t *trace_message(wd_pipeline_t *p, size_t first, size_t count) {
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!s) return wd_error_nomem();
-    fprintf(p->trace, "%s\n", s);
+    int rc = wd_buf_append(&p->trace_buf, s, strlen(s)) || wd_buf_putc(&p->trace_buf, '\n');
     free(s);
+    if (rc) return wd_error_nomem();
   }
   p->trace_msg++;
   return NULL;
@@ -291,10 +236,11 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
       i++;
       p->st.changes_out++;
     }
+    bool silent = p->opts.no_output || p->restoring[p->cl_src[i - 1]];
     if (!err) err = encode_key(p, keyrow);
-    if (!err && !p->opts.no_output)
+    if (!err && !silent && !(err = wd_commit_begin(p->commit)))
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
-    if (err && !strcmp(err->id, "E_SINK_PRODUCE") && strstr(err->message, "MSG_SIZE_TOO_LARGE")) {
+    if (err && !strcmp(err->id, "E_SINK_PRODUCE") && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
       size_t src = p->cl_src[i - 1];
@@ -312,7 +258,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
       continue;
     }
     if (err) return err;
-    if (!p->opts.no_output) p->st.messages_out++;
+    if (!silent) p->st.messages_out++;
   }
   return NULL;
 }
@@ -340,56 +286,20 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
     long ms = wd_registry_backoff_ms(attempt);
     wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
            err->message, ms);
+    /* wait serving the consumer (paused), so that the group does not evict this process */
+    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100)
+      wd_commit_wait(p->commit, left > 100 ? 100 : (int)left);
+    if (wd_commit_batch_invalid(p->commit)) return err; /* the batch is abandoned */
     wd_error_destroy(err);
-    sleep_ms(p, ms);
   }
 }
 
-/* Completes the pending batch, if any (steps 5-7 of pipeline.h): waits until the broker
- * acknowledged its output and dead letters (a broker that is away is waited for, with a log
- * line), writes its state snapshot together with its input offsets in one RocksDB write, then
- * commits the offsets to the consumer group (for monitoring; the store's offsets are the truth). */
-static wd_error_t *finish_pending(wd_pipeline_t *p) {
-  wd_error_t *err = NULL;
-  if (!p->pend.active) return NULL;
-  bool told = false;
-  for (;;) {
-    err = wd_producer_wait_batch(p->prod, p->pend.out_batch, p->stop ? 1000 : 10000);
-    if (!err) break;
-    if (!err->retriable) return err;
-    if (p->stop >= 2) { /* a second stop request: leave now; the batch is repeated on restart */
-      wd_error_destroy(err);
-      return wd_error_new(WD_ERR_KAFKA, "E_STOPPED",
-                          "stopped before the broker acknowledged the last batch: it was not committed and is "
-                          "repeated on restart");
-    }
-    if (p->stop && !told) {
-      wd_log(WD_LOG_WARN, "pipeline", "stop requested: waiting for the broker to acknowledge the batch in hand (%s); "
-             "stop again to exit now without completing it (it is then repeated on restart)", err->message);
-      told = true;
-    } else if (!p->stop) {
-      wd_log(WD_LOG_WARN, "pipeline", "waiting for the broker to acknowledge the output: %s", err->message);
-    }
-    wd_error_destroy(err);
-  }
-  if ((err = wd_store_write(p->store, p->pend.wb))) return err;
-  wd_store_batch_clear(p->pend.wb);
-  wd_state_written(p->state, p->pend.snap);
-  p->pend.active = false;
-  p->busy_end = mono_s();
-  p->st.batches++;
-  if (!p->opts.replay) {
-    for (size_t i = 0; i < p->pend.noffs; i++) note_commit(p, &p->pend.offs[i]);
-    commit_group(p, false);
-  }
-  return NULL;
-}
-
-/* Processes one poll batch msgs[0..n) in the order of pipeline.h. */
+/* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
+ * Returns E_BATCH_ABANDONED (retriable) when a rebalance or an abort came while the batch was in
+ * hand: nothing of it was noted, and its records are read again. */
 static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
   p->nrecs = 0;
-  p->noffs = 0;
   wd_buf_reset(&p->keys);
   wd_changelog_reset(p->table, &p->cl);
   /* 1. decode */
@@ -398,37 +308,41 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     memset(b, 0, sizeof(*b));
     b->first = p->nrecs;
-    note_offset(p, m);
-    p->st.records_in++;
+    p->restoring[i] = wd_commit_restoring(p->commit, m->topic, m->partition, m->offset);
     const wd_source_t *src = source_of(p, m->topic);
     if (p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) {
-      p->st.skipped_before_from++;
+      b->skipped = true;
       continue;
     }
     if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
     wd_error_t *derr = decode_record(p, src, &meta, m);
+    if (wd_commit_batch_invalid(p->commit)) {
+      wd_error_destroy(derr);
+      return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
+    }
     if (derr) {
       if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
       b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
       continue;
     }
     if (p->changes.flags & WD_CHANGES_TOMBSTONE) {
-      p->st.skipped_tombstones++;
+      b->tombstone = true;
       continue;
     }
+    uint32_t task = p->per_partition ? (uint32_t)m->partition : 0;
     for (size_t k = 0; k < p->changes.count; k++) {
       wd_row_t *row = wd_changes_take(&p->changes, k);
       if (!row || push_rec(p, row)) {
         wd_row_destroy(p->schema, row);
         return wd_error_nomem();
       }
+      p->rec_task[p->nrecs - 1] = task;
       p->key_off[p->nrecs - 1] = p->keys.len;
       if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
     }
     p->key_off[p->nrecs] = p->keys.len;
     b->count = p->nrecs - b->first;
-    p->st.changes_in += b->count;
   }
   /* 2. one multi-get of the batch's keys */
   if (p->nrecs) {
@@ -444,7 +358,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       kp[i] = p->keys.data + p->key_off[i];
       kl[i] = (i + 1 < p->nrecs ? p->key_off[i + 1] : p->keys.len) - p->key_off[i];
     }
-    err = wd_state_prefetch(p->state, p->nrecs, kp, kl);
+    err = wd_state_prefetch_tasks(p->state, p->nrecs, p->rec_task, kp, kl);
     free(kp);
     free(kl);
     if (err) return err;
@@ -455,6 +369,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     if (b->err || b->count == 0) continue;
     size_t cl_before = p->cl.n;
+    wd_state_set_task(p->state, p->rec_task[b->first]);
     wd_error_t *merr = wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + b->first, b->count, &p->cl, &ms);
     if (merr) {
       if (merr->cls != WD_ERR_RECORD) return merr;
@@ -473,39 +388,39 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     for (size_t j = cl_before; j < p->cl.n; j++) p->cl_src[j] = i; /* which message each row came from */
     if (p->trace && (err = trace_message(p, b->first, b->count))) return err;
   }
-  p->st.ignored_update_before += ms.ignored_update_before;
-  p->st.tombstones += ms.tombstones;
-  p->st.dropped += ms.dropped;
-  /* 4. produce the changelog and the dead letters */
-  uint64_t out_batch = wd_producer_begin_batch(p->prod);
+  /* 4. produce the changelog and the dead letters into the open commit */
   if ((err = produce_changelog(p))) return err;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     if (!b->err) continue;
+    if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
     log_once(p, b->err);
-    p->st.dead_lettered++;
     if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
+    if ((err = wd_commit_begin(p->commit))) return err;
     err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
                                        b->err->message);
     if (err) return err;
   }
-  /* 5. snapshot the state changes with the batch's input offsets, into the write batch that is
-   * written once the broker acknowledged this batch's output */
-  wd_store_batch_t *wb = p->pend.active && p->pend.wb == p->wb[0] ? p->wb[1] : p->wb[0];
-  for (size_t i = 0; i < p->noffs; i++)
-    if (wd_store_batch_set_offset(wb, p->offs[i].topic, p->offs[i].partition, p->offs[i].offset))
-      return wd_error_nomem();
+  /* 5. the records belong to the open commit now */
+  for (size_t i = 0; i < n; i++) {
+    wd_kmsg_t *m = &p->msgs[i];
+    const char *topic = canon_topic(p, m->topic);
+    if (topic && wd_commit_note_input(p->commit, topic, m->partition, m->offset)) return wd_error_nomem();
+  }
+  /* counters, once the batch is taken */
+  p->st.records_in += n;
+  for (size_t i = 0; i < n; i++) {
+    wd_bmsg_t *b = &p->bm[i];
+    p->st.changes_in += b->count;
+    p->st.skipped_tombstones += b->tombstone;
+    p->st.skipped_before_from += b->skipped;
+    p->st.dead_lettered += b->err && !p->restoring[i];
+    p->st.restored += p->restoring[i];
+  }
+  p->st.ignored_update_before += ms.ignored_update_before;
+  p->st.tombstones += ms.tombstones;
+  p->st.dropped += ms.dropped;
   wd_state_set_now(p->state, now_ms());
-  uint64_t snap = 0;
-  if ((err = wd_state_snapshot(p->state, wb, &snap))) return err;
-  /* 6-7. the previous batch: its acknowledgements had this batch's work to arrive */
-  if ((err = finish_pending(p))) return err;
-  p->pend.active = true;
-  p->pend.out_batch = out_batch;
-  p->pend.snap = snap;
-  p->pend.wb = wb;
-  memcpy(p->pend.offs, p->offs, p->noffs * sizeof(*p->offs));
-  p->pend.noffs = p->noffs;
   return NULL;
 }
 
@@ -522,9 +437,10 @@ static void release_batch(wd_pipeline_t *p, size_t n) {
 static void status_line(wd_pipeline_t *p, double rate) {
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
-          " | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | lag %" PRId64 "\n",
+          " | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, p->st.ignored_update_before,
-          p->st.tombstones, p->st.lag);
+          p->st.tombstones, p->st.lag, p->st.commits, p->exactly_once ? " (exactly-once)" : " (at-least-once)",
+          p->st.restored ? " | restoring" : "");
 }
 
 void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) {
@@ -533,11 +449,14 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           "widen: summary: %" PRIu64 " Kafka records in (%" PRIu64 " change records after decoding: an update is -U "
           "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
           " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
-          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " batches; %.2f s in all, "
-          "%.0f records/s while input flowed",
+          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " commits (%s)%s; %.2f s in "
+          "all, %.0f records/s while input flowed",
           p->st.records_in, p->st.changes_in, p->st.changes_out, p->st.messages_out, p->st.dead_lettered,
           p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.batches,
-          seconds, busy > 0 ? (double)p->st.records_in / busy : 0.0);
+          p->exactly_once ? "exactly-once" : "at-least-once", "", seconds,
+          busy > 0 ? (double)p->st.records_in / busy : 0.0);
+  if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
+  if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
   if (p->opts.replay && p->opts.from_ms >= 0)
     fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
   fprintf(f, "\n");
@@ -551,7 +470,7 @@ static bool replay_done(wd_pipeline_t *p) {
   wd_tp_offset_t *pos = NULL;
   size_t npos = 0;
   bool done = true;
-  wd_error_t *perr = p->pend.active ? NULL : wd_consumer_assignment(p->cons, &pos, &npos);
+  wd_error_t *perr = wd_commit_pending(p->commit) ? NULL : wd_consumer_assignment(p->cons, &pos, &npos);
   wd_error_destroy(perr);
   for (size_t i = 0; i < p->nend && done; i++) {
     int64_t next = -1;
@@ -607,20 +526,31 @@ static void check_copartitioning(wd_pipeline_t *p) {
   free(a);
 }
 
+/* Completes the open commit; an aborted one is counted and the pipeline goes on. */
+static wd_error_t *complete_commit(wd_pipeline_t *p) {
+  bool aborted = false;
+  return wd_commit_run(p->commit, &p->stop, &aborted);
+}
+
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   size_t max = (size_t)p->cfg->pipeline.batch_size;
   int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
+  int interval = (int)p->cfg->pipeline.commit_interval_ms;
   double start = mono_s(), last_status = start, last_input = start;
   uint64_t last_in = 0;
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
   while (!p->stop) {
-    if (p->opts.replay && replay_done(p)) break;
+    if ((err = wd_commit_take_error(p->commit))) break;
+    if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
     size_t n = 0;
-    /* with a batch pending, wait at most 10 ms for more input (its acknowledgements are on their
-     * way meanwhile); no input means finish it now */
-    int wait = p->pend.active && timeout > 10 ? 10 : timeout;
+    /* with a commit open, wait no longer than its interval for more input */
+    int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
     if ((err = wd_consumer_poll_batch(p->cons, max, wait, p->msgs, &n))) break;
+    if ((err = wd_commit_take_error(p->commit))) {
+      release_batch(p, n);
+      break;
+    }
     double now = mono_s();
     if (p->assigned) {
       p->assigned = false;
@@ -629,21 +559,40 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (n) {
       last_input = now;
       if (p->busy_start == 0) p->busy_start = now;
+      wd_commit_batch_begin(p->commit);
       err = process_batch(p, n);
+      bool abandoned = wd_commit_batch_invalid(p->commit);
+      wd_commit_batch_end(p->commit);
       release_batch(p, n);
+      if (err && (abandoned || !strcmp(err->id, "E_BATCH_ABANDONED"))) {
+        /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
+         * aborted in the callback; the batch's records are read again by their owner */
+        wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
+               err->message);
+        wd_error_destroy(err);
+        err = NULL;
+        continue;
+      }
+      if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
       if (err && p->stop && err->retriable) {
-        /* stopped while waiting on something that comes back (the schema registry): this batch is
-         * dropped unfinished (nothing of it was written or committed, so it is read again on
-         * restart); the previous batch, fully produced, is completed below as on any stop */
+        /* stopped while waiting on something that comes back (the schema registry): nothing of
+         * this batch was merged or noted, so it is read again on restart; the open commit, with
+         * the batches before it, is completed below as on any stop */
         wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", err->message);
         wd_error_destroy(err);
         err = NULL;
         break;
       }
       if (err) break;
-    } else if (p->pend.active) {
-      if ((err = finish_pending(p))) break;
-    } else {
+    }
+    if (wd_commit_due(p->commit) || (!n && wd_commit_pending(p->commit))) {
+      if ((err = complete_commit(p))) break;
+    } else if (!n) {
       wd_producer_poll(p->prod);
       /* before the first input, allow 10 s more for the group join */
       double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
@@ -659,8 +608,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       last_in = p->st.records_in;
     }
   }
-  if (!err) err = finish_pending(p); /* stopping: the batch in hand is completed */
-  if (!err && !p->opts.replay) commit_group(p, true);
+  if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
   p->st.lag = wd_consumer_lag(p->cons);
   (void)start;
   return err;
@@ -723,6 +671,57 @@ static bool consumer_only(const char *name) {
   return false;
 }
 
+/* librdkafka properties that only the producer takes (kept from the consumer's configuration). */
+static bool producer_only(const char *name) {
+  return !strcmp(name, "transactional.id") || !strcmp(name, "transaction.timeout.ms");
+}
+
+/* The producer's transactional.id under exactly-once (docs/exactly-once.md): kafka.properties'
+ * or sink.properties' own, else widen-<group>-<instance> with the group.instance.id, or an id
+ * generated once and kept in the state directory (meta "instance/id"), so that a restarted
+ * process fences its earlier incarnation. Also reads transaction.timeout.ms. */
+static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, int *txn_timeout_ms) {
+  wd_error_t *err = NULL;
+  const char *tt = wd_kafka_conf_get(pconf, "transaction.timeout.ms");
+  if (tt) *txn_timeout_ms = atoi(tt);
+  const char *tid = wd_kafka_conf_get(pconf, "transactional.id");
+  if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
+  char inst[64] = "";
+  const char *gi = wd_kafka_conf_get(&p->kconf, "group.instance.id");
+  if (gi) {
+    snprintf(inst, sizeof(inst), "%s", gi);
+  } else {
+    uint8_t *val = NULL;
+    size_t vlen = 0;
+    if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
+    if (val && vlen < sizeof(inst)) {
+      memcpy(inst, val, vlen);
+      inst[vlen] = 0;
+    }
+    free(val);
+    if (!inst[0]) {
+      uint64_t r = 0;
+      FILE *f = fopen("/dev/urandom", "rb");
+      if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)now_ms() ^ ((uint64_t)getpid() << 32);
+      if (f) fclose(f);
+      snprintf(inst, sizeof(inst), "%016" PRIx64, r);
+      wd_store_batch_t *b = wd_store_batch_new();
+      if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
+        wd_store_batch_destroy(b);
+        return wd_error_nomem();
+      }
+      err = wd_store_write_sync(p->store, b);
+      wd_store_batch_destroy(b);
+      if (err) return err;
+    }
+  }
+  if (asprintf(&p->txn_id, "widen-%s-%s", p->cfg->kafka.group_id ? p->cfg->kafka.group_id : "nogroup", inst) < 0) {
+    p->txn_id = NULL;
+    return wd_error_nomem();
+  }
+  return wd_kafka_conf_set(pconf, "transactional.id", p->txn_id);
+}
+
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
   wd_error_t *err = NULL;
   *out = NULL;
@@ -755,13 +754,11 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
-  if (!(p->wb[0] = wd_store_batch_new()) || !(p->wb[1] = wd_store_batch_new())) goto nomem;
   size_t max = (size_t)cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
   p->bm = calloc(max, sizeof(*p->bm));
-  p->offs = calloc(max, sizeof(*p->offs));
-  p->pend.offs = calloc(max, sizeof(*p->pend.offs));
-  if (!p->msgs || !p->bm || !p->offs || !p->pend.offs) goto nomem;
+  p->restoring = calloc(max, sizeof(*p->restoring));
+  if (!p->msgs || !p->bm || !p->restoring) goto nomem;
   if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a"))) {
     err = wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
     goto fail;
@@ -769,9 +766,12 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
 
   /* Kafka clients */
+  p->exactly_once = cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE && !p->opts.replay;
+  p->per_partition = cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION;
   if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) goto fail;
   for (size_t i = 0; i < cfg->kafka.properties.n; i++)
-    if ((err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
+    if (!producer_only(cfg->kafka.properties.v[i].key) &&
+        (err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
       goto fail;
   wd_kafka_conf_t pconf = {0};
   if ((err = wd_kafka_conf_set_brokers(&pconf, cfg->kafka.bootstrap_servers))) goto fail;
@@ -780,19 +780,43 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       err = wd_kafka_conf_set(&pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
   for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
     err = wd_kafka_conf_set(&pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
+  int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
+  if (!err && p->exactly_once) err = transactional_id(p, &pconf, &txn_timeout_ms);
   if (!err) err = wd_producer_new(&pconf, &p->prod);
   wd_kafka_conf_clear(&pconf);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
-  const char **topics = calloc(ntopics + 1, sizeof(char *));
-  if (!topics) goto nomem;
+  if (!(p->topics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
   size_t nt = 0;
   for (size_t i = 0; i < p->nsources; i++)
-    for (size_t t = 0; t < p->sources[i]->ntopics; t++) topics[nt++] = p->sources[i]->topics[t];
-  err = wd_consumer_new(&p->kconf, topics, nt, on_assign, p, &p->cons);
-  free(topics);
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->topics[nt++] = p->sources[i]->topics[t];
+  /* the commit coordinator first: the consumer's callbacks (in assign mode already inside
+   * wd_consumer_new) go to it */
+  const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
+  wd_commit_conf_t cc = {
+      .exactly_once = p->exactly_once,
+      .group = !p->opts.replay,
+      .per_partition = p->per_partition,
+      .interval_ms = cfg->pipeline.commit_interval_ms,
+      .max_records = (uint64_t)cfg->pipeline.commit_max_records,
+      .txn_timeout_ms = txn_timeout_ms,
+      .replay_from_stored = true,
+      .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
+      .topics = p->topics,
+      .ntopics = nt,
+      .hooks = {p, NULL, on_committed, on_aborted},
+  };
+  if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
+  err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
+  wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
+  wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
+  /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
+  if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
+  if (p->exactly_once)
+    wd_log(WD_LOG_INFO, "pipeline", "exactly-once: transactional.id %s; consumers of %s must read with "
+           "isolation.level=read_committed", p->txn_id, cfg->sink.topic);
   *out = p;
   return NULL;
 nomem:
@@ -825,11 +849,13 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_avro_decoder_destroy(p->avro_in);
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
+  wd_commit_destroy(p->commit);
   wd_state_destroy(p->state);
-  wd_store_batch_destroy(p->wb[0]);
-  wd_store_batch_destroy(p->wb[1]);
-  free(p->pend.offs);
-  free(p->commit);
+  free(p->topics);
+  free(p->txn_id);
+  free(p->restoring);
+  free(p->rec_task);
+  wd_buf_free(&p->trace_buf);
   free(p->cl_src);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
@@ -837,7 +863,6 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_table_destroy(p->table);
   free(p->msgs);
   free(p->bm);
-  free(p->offs);
   free(p->end);
   free(p->recs);
   free(p->key_off);

@@ -4,15 +4,17 @@
  *
  * Per poll batch, in this order (architecture.md, issue "the main job" point 5):
  *   1. decode every record with its source's decoder (undecodable -> dead-letter);
- *   2. one multi-get of the batch's distinct keys (wd_state_prefetch);
+ *   2. one multi-get of the batch's distinct keys (wd_state_prefetch_tasks);
  *   3. apply each source message with wd_message_apply (rejected -> dead-letter), collecting the
  *      changelog;
- *   4. produce the changelog keyed by primary key, and the dead letters;
- *   5. wait until the broker acknowledged all of them;
- *   6. write the state batch together with the batch's input offsets (one RocksDB write);
- *   7. commit the offsets to the consumer group (for lag monitoring: the store's offsets are the
- *      truth on restart, wd_pipeline's on_assign callback starts each partition from them).
- * A crash before 6 repeats the batch's output on restart (at-least-once), never loses it.
+ *   4. produce the changelog keyed by primary key, and the dead letters, into the open commit
+ *      (under exactly-once: inside its Kafka transaction);
+ *   5. note the batch's records in the open commit.
+ * Every pipeline.commit-interval-ms (or pipeline.commit-max-records records, a rebalance, a stop)
+ * the commit coordinator (app/commit.h, docs/exactly-once.md) completes the commit: under
+ * exactly-once it prepares the state batch, sends the input offsets to the transaction and
+ * commits it, then finalizes the state; under at-least-once it waits for the acknowledgements and
+ * writes the state with its offsets. Rows changed several times in a commit are written once.
  *
  * Thread: one thread runs a pipeline; wd_pipeline_stop() may be called from a signal handler.
  */
@@ -31,7 +33,7 @@ typedef struct wd_pipeline_opts {
   const char *state_dir;   /* overrides cfg->state.dir when set (replay) */
   bool no_output;          /* do not produce the changelog (replay --no-output) */
   bool replay;             /* assign all partitions without a group; stop at the end offsets seen
-                              at start; start from `from_ms` (-1: earliest) */
+                              at start; start from `from_ms` (-1: earliest); at-least-once */
   int64_t from_ms;
   bool quiet;              /* no periodic status line */
   const char *trace_path;  /* when set: every applied source message is appended as JSON lines
@@ -53,6 +55,9 @@ typedef struct wd_pipeline_stats {
   uint64_t dropped;          /* records dropped by ignore-delete / first-row */
   uint64_t batches;
   uint64_t skipped_before_from; /* replay --from: records older than the point in time */
+  uint64_t restored;         /* records merged without output while a task was rebuilt */
+  uint64_t aborted_commits;  /* commits aborted (abortable errors, rebalances mid-batch) */
+  uint64_t commits;          /* commits completed */
   int64_t lag;
 } wd_pipeline_stats_t;
 
@@ -62,8 +67,10 @@ typedef struct wd_pipeline_stats {
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out);
 
 /* Runs until wd_pipeline_stop(), the replay end, max_idle_ms, or a fatal error. On stop it
- * finishes the batch in hand, waits for acknowledgements, writes the state and commits.
- * Errors: fatal Kafka errors, E_SINK_DELIVERY, store errors. */
+ * finishes the batch in hand and completes the open commit. Abortable transaction errors abort
+ * the commit and go on (counted in stats.aborted_commits).
+ * Errors: fenced (another instance took over: its message says so), fatal Kafka errors,
+ * E_TXN_UNKNOWN, E_SINK_DELIVERY (at-least-once), store errors, E_STOPPED. */
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p);
 
 /* Asks the running pipeline to stop after the current batch (async-signal-safe). */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static wd_error_t wd_nomem_error = {WD_ERR_NOMEM, "E_NOMEM", "E_NOMEM: out of memory", -1, true, true};
+static wd_error_t wd_nomem_error = {WD_ERR_NOMEM, "E_NOMEM", "E_NOMEM: out of memory", -1, true, true, 0, false, false};
 
 wd_error_t *wd_error_nomem(void) { return &wd_nomem_error; }
 

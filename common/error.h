@@ -4,7 +4,8 @@
  * Every fallible function returns a wd_error_t * (NULL on success), as librdkafka's
  * rd_kafka_error_t does. The message always starts with the stable error id when there is one
  * (spec §11: "C_..." for configuration, "E_..." for records; widen's own ids such as "E_DECODE"),
- * so users and scripts can match errors by id.
+ * so users and scripts can match errors by id. Code dispatches on the class, the id and the bits
+ * below (retriable, fatal, txn_requires_abort, fenced, code), never on the message text.
  *
  * Ownership: the caller owns a returned error and releases it with wd_error_destroy().
  */
@@ -29,8 +30,14 @@ typedef struct wd_error {
   char id[48];   /* stable id, e.g. "E_ARITH_OVERFLOW"; "" when none */
   char *message; /* "ID: text" (or just text when id is ""), owned */
   int index;     /* for record errors inside a message: index of the failing record, else -1 */
-  bool retriable;
-  bool fatal;
+  bool retriable; /* waiting and trying again may succeed (broker away, registry down, timeout) */
+  bool fatal;     /* the client or process cannot go on: stop with the message, exit non-zero */
+  /* Kafka errors (WD_ERR_KAFKA) also carry, from librdkafka's rd_kafka_error_t: */
+  int code;                /* librdkafka's rd_kafka_resp_err_t (0 when none); compare with the
+                              WD_KAFKA_ERR_* names of common/kafka_conf.h, never with the text */
+  bool txn_requires_abort; /* the open transaction must be aborted; then the work can be redone */
+  bool fenced;             /* another producer instance (same transactional.id, or a newer group
+                              generation) took over: this one must stop */
 } wd_error_t;
 
 /* Creates an error of class cls with stable id (may be NULL) and a printf-style text.

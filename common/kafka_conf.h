@@ -72,6 +72,16 @@ typedef struct wd_tp_offset {
   int64_t offset;
 } wd_tp_offset_t;
 
+/* librdkafka error codes (rd_kafka_resp_err_t) that app/ dispatches on through wd_error_t.code
+ * without including librdkafka; ingest/kafka.c checks at compile time that they match. */
+#define WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE 10 /* RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE */
+#define WD_KAFKA_ERR_TIMED_OUT (-185)      /* RD_KAFKA_RESP_ERR__TIMED_OUT */
+
+/* The consumer group metadata a transactional producer sends with its offsets
+ * (send_offsets_to_transaction, KIP-447): made by wd_consumer_group_metadata (ingest/consumer.h),
+ * taken by wd_producer_txn_send_offsets (sink/producer.h), released by wd_group_meta_destroy. */
+typedef struct wd_group_meta wd_group_meta_t;
+
 /* Special starting offsets an on_assign callback may return (ingest/consumer.h). */
 #define WD_OFFSET_STORED (-1)    /* the committed group offset, else auto.offset.reset */
 #define WD_OFFSET_BEGINNING (-2) /* the oldest offset still in the log */

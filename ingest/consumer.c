@@ -26,6 +26,7 @@ struct wd_consumer {
   int64_t reset_offset; /* assign mode: what WD_OFFSET_STORED means (librdkafka offset) */
   wd_consumer_assign_cb on_assign;
   wd_consumer_revoke_cb on_revoke;
+  wd_consumer_assign_all_cb on_assign_all;
   void *ctx;
   bool closed;
   bool waiting;            /* a broker is unreachable (logged once) */
@@ -35,6 +36,8 @@ struct wd_consumer {
   size_t *batch_n;
   int64_t lag;             /* cached wd_consumer_lag result */
   int64_t lag_at_ms;       /* when it was computed (monotonic ms), 0 = never */
+  uint64_t generation;     /* assignments + revocations seen */
+  bool paused;             /* wd_consumer_pause(true) in force */
 };
 
 static int64_t wd_now_ms(void) {
@@ -81,6 +84,21 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   char summary[512];
   size_t len = 0;
   summary[0] = 0;
+  if (c->on_assign_all && parts->cnt > 0) {
+    wd_tp_offset_t *arr = calloc((size_t)parts->cnt, sizeof(*arr));
+    if (arr) {
+      for (int i = 0; i < parts->cnt; i++) {
+        const char *t = wd_consumer_topic(c, parts->elems[i].topic);
+        arr[i].topic = t ? t : parts->elems[i].topic;
+        arr[i].partition = parts->elems[i].partition;
+        arr[i].offset = -1;
+      }
+      c->on_assign_all(c->ctx, arr, (size_t)parts->cnt);
+      free(arr);
+    } else {
+      wd_log(WD_LOG_ERROR, "ingest", "out of memory in the assign callback: on_assign_all not called");
+    }
+  }
   for (int i = 0; i < parts->cnt; i++) {
     rd_kafka_topic_partition_t *tp = &parts->elems[i];
     int64_t off = c->on_assign ? c->on_assign(c->ctx, tp->topic, tp->partition) : WD_OFFSET_STORED;
@@ -98,7 +116,10 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   wd_log(WD_LOG_INFO, "ingest", "assigned %d partition(s): %s", parts->cnt, summary);
   rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, parts);
   if (err) wd_log(WD_LOG_ERROR, "ingest", "assign of %d partitions failed: %s", parts->cnt, rd_kafka_err2str(err));
+  else rd_kafka_resume_partitions(c->rk, parts); /* a new assignment starts fetching */
+  c->paused = false;
   c->lag_at_ms = 0;
+  c->generation++;
   return err;
 }
 
@@ -144,6 +165,7 @@ static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_
   rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, NULL);
   if (err) wd_log(WD_LOG_ERROR, "ingest", "unassign failed: %s", rd_kafka_err2str(err));
   c->lag_at_ms = 0;
+  c->generation++;
   free(arr);
 }
 
@@ -219,7 +241,10 @@ cleanup:
 wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                             wd_consumer_assign_cb on_assign, void *ctx, wd_consumer_t **out) {
   static const wd_kafka_kv_t defaults[] = {
-      {"auto.offset.reset", "earliest"}, {"reconnect.backoff.max.ms", "1000"}, {NULL, NULL}};
+      {"auto.offset.reset", "earliest"},
+      {"isolation.level", "read_committed"},
+      {"reconnect.backoff.max.ms", "1000"},
+      {NULL, NULL}};
   static const wd_kafka_kv_t fixed[] = {
       {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}, {NULL, NULL}};
   wd_error_t *err = NULL;
@@ -317,6 +342,10 @@ cleanup:
 }
 
 void wd_consumer_set_revoke_cb(wd_consumer_t *c, wd_consumer_revoke_cb on_revoke) { c->on_revoke = on_revoke; }
+
+void wd_consumer_set_assign_all_cb(wd_consumer_t *c, wd_consumer_assign_all_cb on_assign_all) {
+  c->on_assign_all = on_assign_all;
+}
 
 void wd_kmsg_release(wd_kmsg_t *msgs, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -604,3 +633,80 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   free(c->topics);
   free(c);
 }
+
+wd_error_t *wd_consumer_group_metadata(wd_consumer_t *c, wd_group_meta_t **out) {
+  *out = NULL;
+  if (!c->group_mode)
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "no group metadata: the consumer has no group");
+  wd_group_meta_t *gm = calloc(1, sizeof(*gm));
+  if (!gm) return wd_error_nomem();
+  if (!(gm->cgmd = rd_kafka_consumer_group_metadata(c->rk))) {
+    free(gm);
+    return wd_error_nomem();
+  }
+  *out = gm;
+  return NULL;
+}
+
+wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, size_t n) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  rd_kafka_error_t *rerr = NULL;
+  if (n == 0) goto cleanup;
+  if (!(list = rd_kafka_topic_partition_list_new((int)n))) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  for (size_t i = 0; i < n; i++)
+    rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset =
+        offsets[i].offset >= 0 ? offsets[i].offset : RD_KAFKA_OFFSET_BEGINNING;
+  if ((rerr = rd_kafka_seek_partitions(c->rk, list, 10000))) {
+    err = wd_kafka_error_obj(c->rk, rerr, "E_KAFKA", "seeking %zu partitions", n);
+    goto cleanup;
+  }
+  for (int i = 0; i < list->cnt; i++)
+    if (list->elems[i].err) {
+      err = wd_kafka_error(c->rk, list->elems[i].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64,
+                           list->elems[i].topic, list->elems[i].partition, list->elems[i].offset);
+      goto cleanup;
+    }
+cleanup:
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = NULL;
+  if (c->paused == pause) return NULL;
+  rd_kafka_resp_err_t rerr = rd_kafka_assignment(c->rk, &list);
+  if (!rerr) rerr = pause ? rd_kafka_pause_partitions(c->rk, list) : rd_kafka_resume_partitions(c->rk, list);
+  if (rerr) err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "%s the assigned partitions", pause ? "pausing" : "resuming");
+  else c->paused = pause;
+  if (list) rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
+  rd_kafka_message_t *rkm = rd_kafka_consumer_poll(c->rk, timeout_ms);
+  if (!rkm) return;
+  if (!rkm->err && rkm->rkt) {
+    /* fetched before the pause took effect: not ours to process now, so read it again later */
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+    if (list) {
+      rd_kafka_topic_partition_list_add(list, rd_kafka_topic_name(rkm->rkt), rkm->partition)->offset = rkm->offset;
+      rd_kafka_error_t *rerr = rd_kafka_seek_partitions(c->rk, list, 5000);
+      if (rerr) {
+        wd_log(WD_LOG_ERROR, "ingest", "seeking %s [%" PRId32 "] back to %" PRId64 " while paused: %s",
+               rd_kafka_topic_name(rkm->rkt), rkm->partition, rkm->offset, rd_kafka_error_string(rerr));
+        rd_kafka_error_destroy(rerr);
+      }
+      rd_kafka_topic_partition_list_destroy(list);
+    }
+  } else if (rkm->err && rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    wd_log(WD_LOG_DEBUG, "ingest", "while paused: %s", rd_kafka_message_errstr(rkm));
+  }
+  rd_kafka_message_destroy(rkm);
+}
+
+uint64_t wd_consumer_generation(const wd_consumer_t *c) { return c->generation; }

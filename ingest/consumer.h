@@ -50,10 +50,16 @@ typedef int64_t (*wd_consumer_assign_cb)(void *ctx, const char *topic, int32_t p
  * (session timeout): offsets can then no longer be committed for these partitions. */
 typedef void (*wd_consumer_revoke_cb)(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost);
 
+/* Called once per assignment, before the per-partition on_assign calls, with every newly
+ * assigned partition (array and topics borrowed for the call; offsets -1): lets the caller decide
+ * per task (partition i of every topic) before it answers per partition. */
+typedef void (*wd_consumer_assign_all_cb)(void *ctx, const wd_tp_offset_t *parts, size_t n);
+
 /* Creates a consumer of topics[0..ntopics) (copied) with conf (borrowed).
  * conf->props are passed to librdkafka (security settings, client.id, session.timeout.ms,
  * group.instance.id, ...); widen sets enable.auto.commit=false, enable.auto.offset.store=false
- * (not overridable) and auto.offset.reset=earliest (overridable). on_assign may be NULL (every
+ * (not overridable), auto.offset.reset=earliest and isolation.level=read_committed (only
+ * committed transactions are read: a widen pipeline may read another's output; both overridable). on_assign may be NULL (every
  * partition starts at WD_OFFSET_STORED); ctx is passed to the callbacks. In group mode the
  * subscription starts here and the group is joined by the first polls; in assign mode the
  * partitions are assigned here (one metadata request, up to 10 s).
@@ -69,6 +75,10 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
 /* Sets (or with NULL removes) the revocation callback; it gets the ctx given to
  * wd_consumer_new(). Call it before the first poll. */
 void wd_consumer_set_revoke_cb(wd_consumer_t *c, wd_consumer_revoke_cb on_revoke);
+
+/* Sets (or with NULL removes) the whole-assignment callback (ctx as for wd_consumer_new). Call it
+ * before the first poll. */
+void wd_consumer_set_assign_all_cb(wd_consumer_t *c, wd_consumer_assign_all_cb on_assign_all);
 
 /* Polls up to max messages into msgs[0..*n), waiting until max messages were read or timeout_ms
  * passed (so a batch is at most timeout_ms late; timeout_ms 0 returns what is already fetched).
@@ -123,6 +133,36 @@ wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offs
  * consumer's position (next offset to read, -1 when unknown); topics borrowed from c.
  * Errors: "E_KAFKA", E_NOMEM. */
 wd_error_t *wd_consumer_assignment(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n);
+
+/* The consumer's group metadata (group id, generation, member id) for a transactional
+ * producer's send_offsets_to_transaction (KIP-447 fencing). *out is owned by the caller
+ * (wd_group_meta_destroy). Take it anew for each commit: the generation changes with each
+ * rebalance. Errors: "C_KAFKA_GROUP" in assign mode; E_NOMEM. */
+wd_error_t *wd_consumer_group_metadata(wd_consumer_t *c, wd_group_meta_t **out);
+/* Releases gm; accepts NULL. */
+void wd_group_meta_destroy(wd_group_meta_t *gm);
+
+/* Moves the position of each offsets[i] partition (assigned to c) to offsets[i].offset (the next
+ * offset to read, >= 0), dropping what was fetched beyond it: after an aborted transaction the
+ * consumer is rewound to the committed offsets. Errors: "E_KAFKA" naming the first partition
+ * that could not be moved; E_NOMEM. */
+wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, size_t n);
+
+/* Pauses (pause = true) or resumes fetching of every assigned partition. While paused, polls
+ * return no records but keep the group membership alive (max.poll.interval.ms) and run the
+ * rebalance callbacks; the positions are kept, so resuming continues where the application
+ * stopped. New assignments start resumed. Errors: "E_KAFKA". */
+wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause);
+
+/* Polls once, up to timeout_ms, without taking records: for waits (schema registry, broker,
+ * acknowledgements) while the partitions are paused (wd_consumer_pause), so that the group
+ * does not evict the process. Rebalance callbacks run inside. A record that was already fetched
+ * is not lost: its partition is sought back to it. */
+void wd_consumer_serve(wd_consumer_t *c, int timeout_ms);
+
+/* A counter that increases with every assignment and revocation (rebalance callbacks): a caller
+ * that sees it change across a wait knows that the records it holds may no longer be its own. */
+uint64_t wd_consumer_generation(const wd_consumer_t *c);
 
 /* Leaves the group (running on_revoke for the current assignment) and closes the consumer.
  * Idempotent. Errors: "E_KAFKA" when librdkafka's close reports one (the consumer is closed

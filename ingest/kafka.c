@@ -111,6 +111,44 @@ static bool wd_kafka_err_retriable(rd_kafka_resp_err_t err) {
   }
 }
 
+_Static_assert(WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, "code mismatch");
+_Static_assert(WD_KAFKA_ERR_TIMED_OUT == RD_KAFKA_RESP_ERR__TIMED_OUT, "code mismatch");
+
+static bool wd_kafka_err_fenced(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+         err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+}
+
+wd_error_t *wd_kafka_error_obj(rd_kafka_t *rk, rd_kafka_error_t *rerr, const char *id, const char *fmt, ...) {
+  char text[512], fatal_str[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof(text), fmt, ap);
+  va_end(ap);
+  rd_kafka_resp_err_t code = rerr ? rd_kafka_error_code(rerr) : RD_KAFKA_RESP_ERR__FAIL;
+  rd_kafka_resp_err_t orig = RD_KAFKA_RESP_ERR_NO_ERROR;
+  bool fatal = rerr && rd_kafka_error_is_fatal(rerr);
+  if (fatal && rk) orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
+  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, id, "%s: %s (%s)%s%s", text, rerr ? rd_kafka_error_name(rerr) : "?",
+                               rerr ? rd_kafka_error_string(rerr) : "unknown error", orig ? "; fatal: " : "",
+                               orig ? fatal_str : "");
+  if (e != wd_error_nomem()) {
+    e->code = (int)code;
+    e->retriable = rerr && rd_kafka_error_is_retriable(rerr);
+    e->fatal = fatal;
+    e->txn_requires_abort = rerr && rd_kafka_error_txn_requires_abort(rerr);
+    e->fenced = wd_kafka_err_fenced(code) || (orig && wd_kafka_err_fenced(orig));
+  }
+  if (rerr) rd_kafka_error_destroy(rerr);
+  return e;
+}
+
+void wd_group_meta_destroy(wd_group_meta_t *gm) {
+  if (!gm) return;
+  if (gm->cgmd) rd_kafka_consumer_group_metadata_destroy(gm->cgmd);
+  free(gm);
+}
+
 wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *id, const char *fmt, ...) {
   char text[512], fatal_str[512];
   va_list ap;
@@ -125,6 +163,8 @@ wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *
       if (e != wd_error_nomem()) {
         e->fatal = true;
         e->retriable = false;
+        e->code = (int)orig;
+        e->fenced = wd_kafka_err_fenced(orig);
       }
       return e;
     }
@@ -133,6 +173,8 @@ wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *
   if (e != wd_error_nomem()) {
     e->retriable = wd_kafka_err_retriable(err);
     e->fatal = err == RD_KAFKA_RESP_ERR__FATAL;
+    e->code = (int)err;
+    e->fenced = wd_kafka_err_fenced(err);
   }
   return e;
 }

@@ -47,6 +47,19 @@ wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t
 wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A new WD_ERR_KAFKA error with id from a librdkafka error object (the transactional API's
+ * results): text as wd_kafka_error's; code = rd_kafka_error_code, retriable, fatal and
+ * txn_requires_abort from librdkafka's own classification; fenced for __FENCED,
+ * PRODUCER_FENCED, INVALID_PRODUCER_EPOCH and a fatal error caused by one of them. Takes
+ * ownership of rerr (destroyed). Never returns NULL. */
+wd_error_t *wd_kafka_error_obj(rd_kafka_t *rk, rd_kafka_error_t *rerr, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* wd_group_meta_t (common/kafka_conf.h) wraps librdkafka's consumer group metadata. */
+struct wd_group_meta {
+  rd_kafka_consumer_group_metadata_t *cgmd; /* owned */
+};
+
 /* The shared error callback logic for one client. module is the wd_log module ("ingest",
  * "sink"); *waiting is the client's "a broker is unreachable" flag: connection errors are
  * logged once at WARN as "waiting for broker <brokers> (<reason>)" and then at DEBUG until

@@ -33,6 +33,11 @@ struct wd_state {
   uint64_t written;   /* the last snapshot known to be in the store */
   wd_cached_t *map;
   wd_buf_t buf;
+  uint32_t task;     /* the task (source partition) of get/put: the key prefix's number */
+  wd_buf_t kbuf;     /* scratch: a full key (prefix + primary key) */
+  wd_buf_t pkeys;    /* scratch: the full keys of a prefetch, back to back */
+  size_t *pkoff;
+  size_t cap_pkoff;
   /* the dirty entries, in order of first put since the last flush (ndirty of them), so a flush
    * visits only what the batch changed, not the whole cache */
   wd_cached_t **dirty;
@@ -67,6 +72,9 @@ void wd_state_destroy(wd_state_t *s) {
   wd_cached_t *c, *tmp;
   HASH_ITER(hh, s->map, c, tmp) drop(s, c);
   wd_buf_free(&s->buf);
+  wd_buf_free(&s->kbuf);
+  wd_buf_free(&s->pkeys);
+  free(s->pkoff);
   free(s->dirty);
   free(s->pend);
   free(s->mk);
@@ -77,6 +85,21 @@ void wd_state_destroy(wd_state_t *s) {
 }
 
 void wd_state_set_now(wd_state_t *s, uint64_t now_ms) { s->now_ms = now_ms; }
+
+void wd_state_set_task(wd_state_t *s, uint32_t task) { s->task = task; }
+
+/* Appends the key prefix of task to out: WD_STATE_ROW_NS, then the task big-endian. */
+static int put_prefix(wd_buf_t *out, uint32_t task) {
+  uint8_t x[WD_STATE_PREFIX_LEN] = {WD_STATE_ROW_NS, (uint8_t)(task >> 24), (uint8_t)(task >> 16), (uint8_t)(task >> 8),
+                                    (uint8_t)task};
+  return wd_buf_append(out, x, sizeof(x));
+}
+
+/* s->kbuf = the full key of pk[0..klen) in task. 0, or -1 on no memory. */
+static int full_key(wd_state_t *s, uint32_t task, const uint8_t *pk, size_t klen) {
+  wd_buf_reset(&s->kbuf);
+  return put_prefix(&s->kbuf, task) || (klen && wd_buf_append(&s->kbuf, pk, klen));
+}
 void wd_state_set_memory_budget(wd_state_t *s, size_t bytes) { s->max_bytes = bytes; }
 size_t wd_state_cached_bytes(const wd_state_t *s) { return s->bytes; }
 
@@ -131,7 +154,8 @@ static int pend_reserve(wd_state_t *s, size_t n) {
   return 0;
 }
 
-wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens) {
+/* Reads the n full keys not yet cached with one multi-get. */
+static wd_error_t *prefetch_full(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens) {
   wd_error_t *err = NULL;
   size_t m = 0, done = 0;
   if (pend_reserve(s, n ? n : 1)) return wd_error_nomem();
@@ -167,13 +191,54 @@ done:
   return err;
 }
 
+wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tasks, const uint8_t *const *keys,
+                                    const size_t *klens) {
+  if (n == 0) return NULL;
+  if (n + 1 > s->cap_pkoff) {
+    size_t cap = (n + 1) * 2;
+    size_t *o = realloc(s->pkoff, cap * sizeof(*o));
+    if (!o) return wd_error_nomem();
+    s->pkoff = o;
+    s->cap_pkoff = cap;
+  }
+  wd_buf_reset(&s->pkeys);
+  for (size_t i = 0; i < n; i++) {
+    s->pkoff[i] = s->pkeys.len;
+    if (put_prefix(&s->pkeys, tasks ? tasks[i] : s->task) || (klens[i] && wd_buf_append(&s->pkeys, keys[i], klens[i])))
+      return wd_error_nomem();
+  }
+  s->pkoff[n] = s->pkeys.len;
+  const uint8_t **fk = malloc(n * sizeof(*fk));
+  size_t *fl = malloc(n * sizeof(*fl));
+  wd_error_t *err = NULL;
+  if (!fk || !fl) {
+    err = wd_error_nomem();
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      fk[i] = s->pkeys.data + s->pkoff[i];
+      fl[i] = s->pkoff[i + 1] - s->pkoff[i];
+    }
+    err = prefetch_full(s, n, fk, fl);
+  }
+  free(fk);
+  free(fl);
+  return err;
+}
+
+wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens) {
+  return wd_state_prefetch_tasks(s, n, NULL, keys, klens);
+}
+
 /* wd_state_ops_t.get: a copy of the cached entry, reading the store on a miss. */
-static wd_error_t *state_get(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e) {
+static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entry_t *e) {
   wd_state_t *s = ctx;
   wd_cached_t *c = NULL;
+  if (full_key(s, s->task, pk, pklen)) return wd_error_nomem();
+  const uint8_t *key = s->kbuf.data;
+  size_t klen = s->kbuf.len;
   HASH_FIND(hh, s->map, key, klen, c);
   if (!c) {
-    wd_error_t *err = wd_state_prefetch(s, 1, &key, &klen);
+    wd_error_t *err = prefetch_full(s, 1, &key, &klen);
     if (err) return err;
     HASH_FIND(hh, s->map, key, klen, c);
     if (!c) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "state cache lost a prefetched key");
@@ -189,9 +254,12 @@ static wd_error_t *state_get(void *ctx, const uint8_t *key, size_t klen, wd_entr
 }
 
 /* wd_state_ops_t.put: the entry replaces the cached one and is marked dirty. */
-static wd_error_t *state_put(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e) {
+static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entry_t *e) {
   wd_state_t *s = ctx;
   wd_cached_t *c = NULL;
+  if (full_key(s, s->task, pk, pklen)) return wd_error_nomem();
+  const uint8_t *key = s->kbuf.data;
+  size_t klen = s->kbuf.len;
   HASH_FIND(hh, s->map, key, klen, c);
   if (!c && !(c = insert(s, key, klen))) return wd_error_nomem();
   if (!c->dirty && s->ndirty == s->cap_dirty) {
@@ -281,6 +349,39 @@ void wd_state_drop_clean(wd_state_t *s) {
   }
 }
 
+void wd_state_discard(wd_state_t *s) {
+  for (size_t i = 0; i < s->ndirty; i++) drop(s, s->dirty[i]);
+  s->ndirty = 0;
+}
+
+static bool in_task(const wd_cached_t *c, uint32_t task) {
+  return c->klen >= WD_STATE_PREFIX_LEN && c->key[0] == WD_STATE_ROW_NS &&
+         (((uint32_t)c->key[1] << 24) | ((uint32_t)c->key[2] << 16) | ((uint32_t)c->key[3] << 8) | c->key[4]) == task;
+}
+
+wd_error_t *wd_state_drop_task(wd_state_t *s, uint32_t task, wd_store_batch_t *b) {
+  wd_cached_t *c, *tmp;
+  for (size_t i = 0; i < s->ndirty; i++)
+    if (in_task(s->dirty[i], task))
+      return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "dropping task %u with uncommitted rows", task);
+  HASH_ITER(hh, s->map, c, tmp) {
+    if (in_task(c, task)) drop(s, c);
+  }
+  uint8_t begin[WD_STATE_PREFIX_LEN] = {WD_STATE_ROW_NS, (uint8_t)(task >> 24), (uint8_t)(task >> 16),
+                                        (uint8_t)(task >> 8), (uint8_t)task};
+  uint8_t end[WD_STATE_PREFIX_LEN + 1];
+  memcpy(end, begin, sizeof(begin));
+  end[WD_STATE_PREFIX_LEN] = 0;
+  size_t elen = WD_STATE_PREFIX_LEN;
+  /* the end key: the prefix + 1 (task 0xffffffff ends at the next namespace byte) */
+  int k = WD_STATE_PREFIX_LEN - 1;
+  while (k >= 1 && end[k] == 0xff) end[k--] = 0;
+  if (k >= 1) end[k]++;
+  else end[0]++, elen = 1;
+  if (wd_store_batch_delete_range(b, begin, sizeof(begin), end, elen)) return wd_error_nomem();
+  return NULL;
+}
+
 typedef struct {
   wd_state_t *s;
   wd_state_row_cb cb;
@@ -289,9 +390,8 @@ typedef struct {
 } scan_ctx_t;
 
 static int scan_one(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
-  (void)key;
-  (void)klen;
   scan_ctx_t *sc = ctx;
+  if (klen < WD_STATE_PREFIX_LEN || key[0] != WD_STATE_ROW_NS) return 0; /* another namespace */
   wd_entry_t e;
   if ((sc->err = decode_entry(sc->s, val, vlen, &e))) return 1;
   int rc = 0;
@@ -321,7 +421,8 @@ static int schema_text(const wd_schema_t *sc, wd_buf_t *out) {
   if (wd_buf_printf(out, "|pk=")) return -1;
   for (size_t k = 0; k < sc->npk; k++)
     if (wd_buf_printf(out, "%s%s", k ? "," : "", sc->cols[sc->pk[k]].name)) return -1;
-  return 0;
+  /* the key layout (task prefixes since layout 2): an older directory's rows cannot be found */
+  return wd_buf_printf(out, "|layout=2");
 }
 
 wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {

@@ -35,9 +35,32 @@ size_t wd_state_cached_bytes(const wd_state_t *s);
 /* The callbacks for wd_message_apply (ctx = the wd_state_t *). */
 const wd_state_ops_t *wd_state_ops(void);
 
-/* Reads the n keys (encoded primary keys) not yet cached with one multi-get.
+/* Reads the n keys (encoded primary keys, in the current task) not yet cached with one multi-get.
  * Errors: E_STORE_READ, E_STATE_CORRUPT (an entry that does not decode), E_NOMEM. */
 wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens);
+
+/* Key layout in the store's "state" family (docs/exactly-once.md): WD_STATE_ROW_NS, the task
+ * (source partition) as 4 bytes big-endian, then the encoded primary key. One task's rows are one
+ * key range. Other namespace bytes are free for other kinds of entries. */
+#define WD_STATE_ROW_NS 'R'
+#define WD_STATE_PREFIX_LEN 5
+
+/* Sets the task whose rows the state ops (get/put, from wd_message_apply) and wd_state_prefetch
+ * address from now on (default 0; `simulate` uses 0). */
+void wd_state_set_task(wd_state_t *s, uint32_t task);
+
+/* As wd_state_prefetch, key i in task tasks[i] (tasks NULL: the current task). */
+wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tasks, const uint8_t *const *keys,
+                                    const size_t *klens);
+
+/* Drops every dirty (uncommitted) entry from the cache: after an aborted commit the next read
+ * of those keys gets the committed entry from the store. Clean entries stay. */
+void wd_state_discard(wd_state_t *s);
+
+/* Forgets task `task`: its cached entries are dropped and a deletion of its whole key range is
+ * added to b (the caller writes b, with the task's offsets removed, in one write). Errors:
+ * E_INTERNAL when the task has uncommitted entries; E_NOMEM. */
+wd_error_t *wd_state_drop_task(wd_state_t *s, uint32_t task, wd_store_batch_t *b);
 
 /* Sets the wall-clock ms written into new tombstones (for state.tombstone-retention). */
 void wd_state_set_now(wd_state_t *s, uint64_t now_ms);

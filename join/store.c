@@ -130,6 +130,81 @@ int wd_store_batch_set_meta(wd_store_batch_t *b, const char *name, const uint8_t
   return wd_store_batch_add(b, WD_STORE_OP_META_PUT, (const uint8_t *)name, strlen(name), val, vlen);
 }
 
+int wd_store_batch_delete_meta(wd_store_batch_t *b, const char *name) {
+  if (!b || !name || strncmp(name, "offset/", 7) == 0) return -1;
+  return wd_store_batch_add(b, WD_STORE_OP_META_DELETE, (const uint8_t *)name, strlen(name), NULL, 0);
+}
+
+int wd_store_batch_delete_offset(wd_store_batch_t *b, const char *topic, int32_t partition) {
+  wd_buf_t key = {0};
+  int rc = -1;
+  if (b && topic && partition >= 0 && !wd_store_offset_key(&key, topic, partition))
+    rc = wd_store_batch_add(b, WD_STORE_OP_META_DELETE, key.data, key.len, NULL, 0);
+  wd_buf_free(&key);
+  return rc;
+}
+
+int wd_store_batch_delete_range(wd_store_batch_t *b, const uint8_t *begin, size_t blen, const uint8_t *end,
+                                size_t elen) {
+  return wd_store_batch_add(b, WD_STORE_OP_DELETE_RANGE, begin, blen, end, elen);
+}
+
+int wd_store_batch_delete_offsets(wd_store_batch_t *b, const char *topic) {
+  wd_buf_t begin = {0}, end = {0};
+  int rc = -1;
+  /* ["offset/<topic>/", "offset/<topic>0"): '0' follows '/' */
+  if (b && topic && !wd_buf_printf(&begin, WD_STORE_OFFSET_KEY_PREFIX "%s/", topic) &&
+      !wd_buf_printf(&end, WD_STORE_OFFSET_KEY_PREFIX "%s0", topic))
+    rc = wd_store_batch_add(b, WD_STORE_OP_META_DELETE_RANGE, begin.data, begin.len, end.data, end.len);
+  wd_buf_free(&begin);
+  wd_buf_free(&end);
+  return rc;
+}
+
+size_t wd_store_batch_count(const wd_store_batch_t *b) { return b ? b->n : 0; }
+
+static int wd_put_u32(wd_buf_t *out, size_t v) {
+  uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+  return v > UINT32_MAX ? -1 : wd_buf_append(out, x, 4);
+}
+
+int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out) {
+  wd_store_op_view_t v;
+  for (size_t i = 0; i < b->n; i++) {
+    wd_store_batch_view(b, i, &v);
+    uint8_t kind = (uint8_t)v.kind;
+    if (wd_buf_append(out, &kind, 1) || wd_put_u32(out, v.klen) || (v.klen && wd_buf_append(out, v.key, v.klen)) ||
+        wd_put_u32(out, v.vlen) || (v.vlen && wd_buf_append(out, v.val, v.vlen)))
+      return -1;
+  }
+  return 0;
+}
+
+static int wd_get_u32(const uint8_t *data, size_t len, size_t *at, size_t *v) {
+  if (len - *at < 4) return -1;
+  const uint8_t *x = data + *at;
+  *v = ((size_t)x[0] << 24) | ((size_t)x[1] << 16) | ((size_t)x[2] << 8) | (size_t)x[3];
+  *at += 4;
+  return *v > len - *at ? -1 : 0;
+}
+
+int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len) {
+  size_t at = 0;
+  while (at < len) {
+    uint8_t kind = data[at++];
+    size_t klen = 0, vlen = 0, koff, voff;
+    if (kind < WD_STORE_OP_PUT || kind > WD_STORE_OP_META_DELETE_RANGE) return -1;
+    if (wd_get_u32(data, len, &at, &klen)) return -1;
+    koff = at;
+    at += klen;
+    if (wd_get_u32(data, len, &at, &vlen)) return -1;
+    voff = at;
+    at += vlen;
+    if (wd_store_batch_add(b, (wd_store_op_kind_t)kind, data + koff, klen, data + voff, vlen)) return -1;
+  }
+  return 0;
+}
+
 wd_error_t *wd_store_get_meta(wd_store_t *st, const char *name, uint8_t **val, size_t *vlen) {
   *val = NULL;
   *vlen = 0;
@@ -169,7 +244,13 @@ cleanup:
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b) {
   if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
   if (b->n == 0) return NULL;
-  return st->ops->write(st, b);
+  return st->ops->write(st, b, false);
+}
+
+wd_error_t *wd_store_write_sync(wd_store_t *st, wd_store_batch_t *b) {
+  if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
+  if (b->n == 0) return NULL;
+  return st->ops->write(st, b, true);
 }
 
 /*

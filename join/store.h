@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/error.h"
 
 typedef struct wd_store wd_store_t;
@@ -61,8 +62,32 @@ int wd_store_batch_set_meta(wd_store_batch_t *b, const char *name, const uint8_t
  * "E_STORE_READ". */
 wd_error_t *wd_store_get_meta(wd_store_t *st, const char *name, uint8_t **val, size_t *vlen);
 
+/* Removes meta value name (not an offset). 0, or -1 on no memory or bad arguments. */
+int wd_store_batch_delete_meta(wd_store_batch_t *b, const char *name);
+/* Removes the stored offset of (topic, partition). 0, or -1 on no memory or bad arguments. */
+int wd_store_batch_delete_offset(wd_store_batch_t *b, const char *topic, int32_t partition);
+/* Removes the stored offsets of every partition of topic. 0, or -1. */
+int wd_store_batch_delete_offsets(wd_store_batch_t *b, const char *topic);
+/* Removes every "state" key k with begin <= k < end (bytewise order): one task's rows. 0, or -1. */
+int wd_store_batch_delete_range(wd_store_batch_t *b, const uint8_t *begin, size_t blen, const uint8_t *end,
+                                size_t elen);
+/* Number of ops in b. */
+size_t wd_store_batch_count(const wd_store_batch_t *b);
+
+/* Serialises b's ops (in order) to out (appended): the commit coordinator keeps a prepared
+ * commit's batch in meta until it knows the commit's outcome (docs/exactly-once.md). The format
+ * is private to the store: per op a kind byte, a 4-byte key length, the key, a 4-byte value
+ * length, the value (lengths big-endian). 0, or -1 on no memory. */
+int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out);
+/* Appends the ops of data[0..len) (from wd_store_batch_encode) to b. 0, or -1 on no memory or
+ * malformed data (b then holds the ops before the bad one). */
+int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len);
+
 /* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE". */
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b);
+/* The same, and durable before it returns (RocksDB: the WAL is fsync'ed), whatever
+ * wd_store_options_t.sync says: for the prepared record of a commit. */
+wd_error_t *wd_store_write_sync(wd_store_t *st, wd_store_batch_t *b);
 
 /* The next offset stored for (topic, partition), or -1 in *next_offset when none. */
 wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t partition, int64_t *next_offset);

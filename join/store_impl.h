@@ -9,6 +9,7 @@
 #ifndef WD_STORE_IMPL_H
 #define WD_STORE_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +22,10 @@
 typedef enum wd_store_op_kind {
   WD_STORE_OP_PUT = 1, /* "state": key -> value */
   WD_STORE_OP_DELETE,  /* "state": remove key (no value) */
-  WD_STORE_OP_META_PUT /* "meta": key -> value (offsets: "offset/<topic>/<partition>" -> decimal) */
+  WD_STORE_OP_META_PUT, /* "meta": key -> value (offsets: "offset/<topic>/<partition>" -> decimal) */
+  WD_STORE_OP_META_DELETE, /* "meta": remove key */
+  WD_STORE_OP_DELETE_RANGE, /* "state": remove every key in [key, val) (val is the end key) */
+  WD_STORE_OP_META_DELETE_RANGE /* "meta": remove every key in [key, val) */
 } wd_store_op_kind_t;
 
 /* One op as recorded in a batch: key and value are ranges of the batch's byte arena, so the
@@ -65,7 +69,7 @@ typedef struct wd_store_ops {
   const char *name; /* "rocksdb", "memory" */
   wd_error_t *(*multi_get)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
                            uint8_t **vals, size_t *vlens);
-  wd_error_t *(*write)(wd_store_t *st, const wd_store_batch_t *b);
+  wd_error_t *(*write)(wd_store_t *st, const wd_store_batch_t *b, bool sync);
   /* Looks up a "meta" key; *val is malloc'd (caller frees) or NULL when absent. */
   wd_error_t *(*meta_get)(wd_store_t *st, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen);
   wd_error_t *(*scan)(wd_store_t *st, wd_store_scan_cb cb, void *ctx);

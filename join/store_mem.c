@@ -228,16 +228,40 @@ static void wd_mem_delete(wd_mem_table_t *t, const uint8_t *key, size_t klen) {
  * them; phase 2 applies the ops in order and cannot fail. Errors: WD_ERR_NOMEM "E_STORE_WRITE"
  * (nothing applied). The thread that uses st.
  */
-static wd_error_t *wd_mem_write(wd_store_t *st, const wd_store_batch_t *b) {
+/* Bytewise order, a shorter prefix first (RocksDB's). */
+static int wd_mem_cmp_bytes(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen) {
+  int c = memcmp(a, b, alen < blen ? alen : blen);
+  return c ? c : (alen < blen ? -1 : alen > blen ? 1 : 0);
+}
+
+/* Removes every key k of t with begin <= k < end. */
+static void wd_mem_delete_range(wd_mem_table_t *t, const uint8_t *begin, size_t blen, const uint8_t *end,
+                                size_t elen) {
+  /* backward-shift deletion moves entries only into the hole, which starts at i and moves on:
+   * re-checking slot i after a removal sees every entry that moved into the unscanned part */
+  for (size_t i = 0; i < t->cap; i++) {
+    wd_mem_entry_t *e;
+    while ((e = t->slots[i]) && wd_mem_cmp_bytes(e->data, e->klen, begin, blen) >= 0 &&
+           wd_mem_cmp_bytes(e->data, e->klen, end, elen) < 0) {
+      free(e);
+      wd_mem_remove_at(t, i);
+    }
+  }
+}
+
+static wd_error_t *wd_mem_write(wd_store_t *st, const wd_store_batch_t *b, bool sync) {
   wd_store_mem_t *ms = (wd_store_mem_t *)st;
   wd_error_t *err = NULL;
   wd_mem_entry_t **fresh = calloc(b->n, sizeof(*fresh));
   size_t nstate = 0, nmeta = 0;
   wd_store_op_view_t v;
+  (void)sync; /* nothing to make durable */
   if (!fresh) goto nomem;
   for (size_t i = 0; i < b->n; i++) {
     wd_store_batch_view(b, i, &v);
-    if (v.kind == WD_STORE_OP_DELETE) continue;
+    if (v.kind == WD_STORE_OP_DELETE || v.kind == WD_STORE_OP_META_DELETE || v.kind == WD_STORE_OP_DELETE_RANGE ||
+        v.kind == WD_STORE_OP_META_DELETE_RANGE)
+      continue;
     fresh[i] = wd_mem_entry_new(v.key, v.klen, v.val, v.vlen);
     if (!fresh[i]) goto nomem;
     if (v.kind == WD_STORE_OP_PUT) {
@@ -251,6 +275,12 @@ static wd_error_t *wd_mem_write(wd_store_t *st, const wd_store_batch_t *b) {
     wd_store_batch_view(b, i, &v);
     if (v.kind == WD_STORE_OP_DELETE) {
       wd_mem_delete(&ms->state, v.key, v.klen);
+    } else if (v.kind == WD_STORE_OP_META_DELETE) {
+      wd_mem_delete(&ms->meta, v.key, v.klen);
+    } else if (v.kind == WD_STORE_OP_DELETE_RANGE) {
+      wd_mem_delete_range(&ms->state, v.key, v.klen, v.val, v.vlen);
+    } else if (v.kind == WD_STORE_OP_META_DELETE_RANGE) {
+      wd_mem_delete_range(&ms->meta, v.key, v.klen, v.val, v.vlen);
     } else {
       wd_mem_put(v.kind == WD_STORE_OP_PUT ? &ms->state : &ms->meta, fresh[i]);
       fresh[i] = NULL; /* the table owns it now */

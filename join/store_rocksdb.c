@@ -55,6 +55,7 @@ typedef struct wd_store_rdb {
   rocksdb_compactionfilter_t *filter; /* NULL without retention; outlives db */
   wd_rdb_retention_t retention;
   rocksdb_writeoptions_t *wopts;
+  rocksdb_writeoptions_t *wopts_sync; /* fsync'ed writes (wd_store_write_sync) */
   rocksdb_readoptions_t *ropts;
   rocksdb_readoptions_t *scan_ropts; /* fill_cache off: a full scan must not evict hot blocks */
   rocksdb_writebatch_t *wb;          /* reused by each write */
@@ -117,6 +118,7 @@ static void wd_rdb_free(wd_store_rdb_t *rs) {
   if (rs->db) rocksdb_close(rs->db);
   if (rs->wb) rocksdb_writebatch_destroy(rs->wb);
   if (rs->wopts) rocksdb_writeoptions_destroy(rs->wopts);
+  if (rs->wopts_sync) rocksdb_writeoptions_destroy(rs->wopts_sync);
   if (rs->ropts) rocksdb_readoptions_destroy(rs->ropts);
   if (rs->scan_ropts) rocksdb_readoptions_destroy(rs->scan_ropts);
   for (int i = 0; i < WD_CF_COUNT; i++) {
@@ -243,6 +245,8 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   }
   rs->wopts = rocksdb_writeoptions_create();
   rocksdb_writeoptions_set_sync(rs->wopts, opts && opts->sync ? 1 : 0);
+  rs->wopts_sync = rocksdb_writeoptions_create();
+  rocksdb_writeoptions_set_sync(rs->wopts_sync, 1);
   rs->ropts = rocksdb_readoptions_create();
   rs->scan_ropts = rocksdb_readoptions_create();
   rocksdb_readoptions_set_fill_cache(rs->scan_ropts, 0);
@@ -354,7 +358,7 @@ cleanup:
  * deletes, "meta" puts) and one rocksdb_write (fsync'd when opened with sync). Errors: WD_ERR_IO
  * "E_STORE_WRITE" (nothing applied). The thread that uses st.
  */
-static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b) {
+static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b, bool sync) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   wd_error_t *err = NULL;
   char *rerr = NULL;
@@ -374,9 +378,20 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b) {
         rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val,
                                   v.vlen);
         break;
+      case WD_STORE_OP_META_DELETE:
+        rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen);
+        break;
+      case WD_STORE_OP_DELETE_RANGE:
+        rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen,
+                                           (const char *)v.val, v.vlen);
+        break;
+      case WD_STORE_OP_META_DELETE_RANGE:
+        rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen,
+                                           (const char *)v.val, v.vlen);
+        break;
     }
   }
-  rocksdb_write(rs->db, rs->wopts, rs->wb, &rerr);
+  rocksdb_write(rs->db, sync ? rs->wopts_sync : rs->wopts, rs->wb, &rerr);
   if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "writing to the state store in %s: %s", rs->dir, rerr);
   rocksdb_writebatch_clear(rs->wb);
   rocksdb_free(rerr);

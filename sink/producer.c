@@ -33,6 +33,7 @@ struct wd_producer {
    * across partitions, so a plain acked counter cannot tell) */
   uint64_t epoch;
   uint64_t pending[WD_PRODUCER_EPOCHS];
+  bool transactional; /* created with a transactional.id */
 };
 
 #define WD_EPOCH_SLOT(e) ((e) % WD_PRODUCER_EPOCHS)
@@ -93,6 +94,7 @@ wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out) {
     goto cleanup;
   }
   rconf = NULL; /* owned by p->rk now */
+  p->transactional = wd_kafka_conf_get(conf, "transactional.id") != NULL;
   *out = p;
   p = NULL;
 cleanup:
@@ -265,6 +267,50 @@ wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms) {
 }
 
 void wd_producer_poll(wd_producer_t *p) { rd_kafka_poll(p->rk, 0); }
+
+bool wd_producer_transactional(const wd_producer_t *p) { return p->transactional; }
+
+wd_error_t *wd_producer_txn_init(wd_producer_t *p, int timeout_ms) {
+  rd_kafka_error_t *e = rd_kafka_init_transactions(p->rk, timeout_ms);
+  return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_INIT", "initialising transactions") : NULL;
+}
+
+wd_error_t *wd_producer_txn_begin(wd_producer_t *p) {
+  rd_kafka_error_t *e = rd_kafka_begin_transaction(p->rk);
+  return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_BEGIN", "beginning a transaction") : NULL;
+}
+
+wd_error_t *wd_producer_txn_send_offsets(wd_producer_t *p, const wd_tp_offset_t *offsets, size_t n,
+                                         const wd_group_meta_t *gm, int timeout_ms) {
+  if (n == 0) return NULL;
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
+  if (!list) return wd_error_nomem();
+  for (size_t i = 0; i < n; i++)
+    rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset = offsets[i].offset;
+  rd_kafka_error_t *e = rd_kafka_send_offsets_to_transaction(p->rk, list, gm->cgmd, timeout_ms);
+  rd_kafka_topic_partition_list_destroy(list);
+  return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_OFFSETS", "sending %zu offsets to the transaction", n) : NULL;
+}
+
+wd_error_t *wd_producer_txn_commit(wd_producer_t *p, int timeout_ms) {
+  rd_kafka_error_t *e = rd_kafka_commit_transaction(p->rk, timeout_ms);
+  if (e) return wd_kafka_error_obj(p->rk, e, "E_TXN_COMMIT", "committing the transaction");
+  rd_kafka_poll(p->rk, 0); /* delivery reports of the committed messages */
+  return NULL;
+}
+
+wd_error_t *wd_producer_txn_abort(wd_producer_t *p, int timeout_ms) {
+  rd_kafka_error_t *e = rd_kafka_abort_transaction(p->rk, timeout_ms);
+  if (e) return wd_kafka_error_obj(p->rk, e, "E_TXN_ABORT", "aborting the transaction");
+  /* the aborted messages were purged: serve their delivery reports, then forget them (they
+   * are not a sticky failure, and not "sent" output) */
+  for (int i = 0; i < 50 && p->sent != p->acked + p->failed; i++) rd_kafka_poll(p->rk, 20);
+  p->sent = p->acked;
+  p->failed = 0;
+  p->first_failure[0] = 0;
+  memset(p->pending, 0, sizeof(p->pending));
+  return NULL;
+}
 
 void wd_producer_stats(const wd_producer_t *p, wd_producer_stats_t *stats) {
   stats->sent = p->sent;

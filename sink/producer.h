@@ -23,6 +23,7 @@
 #ifndef WD_PRODUCER_H
 #define WD_PRODUCER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,40 @@ wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms);
 
 /* Serves pending delivery reports without blocking (call now and then when idle). */
 void wd_producer_poll(wd_producer_t *p);
+
+/* ---- transactions (exactly-once; docs/exactly-once.md) ------------------------------------
+ * A producer whose conf names a `transactional.id` property is transactional: call
+ * wd_producer_txn_init once, then per commit begin, send (wd_producer_send / _dead_letter),
+ * send_offsets, commit (or abort). Every function below returns errors built from librdkafka's
+ * rd_kafka_error_t (wd_error_t code, retriable, fatal, txn_requires_abort, fenced):
+ *   "E_TXN_INIT", "E_TXN_BEGIN", "E_TXN_OFFSETS", "E_TXN_COMMIT", "E_TXN_ABORT" with the
+ *   librdkafka name and text; fenced = another instance took over (stop);
+ *   txn_requires_abort = abort and redo; retriable = call the same function again (for commit:
+ *   its outcome is not known yet); fatal = the producer is unusable. */
+
+/* Whether p was created with a transactional.id. */
+bool wd_producer_transactional(const wd_producer_t *p);
+
+/* rd_kafka_init_transactions: registers the transactional.id with its coordinator, fencing an
+ * earlier producer with the same id and completing or aborting its open transaction. Blocks up
+ * to timeout_ms. */
+wd_error_t *wd_producer_txn_init(wd_producer_t *p, int timeout_ms);
+
+/* Begins a transaction (local; no request). */
+wd_error_t *wd_producer_txn_begin(wd_producer_t *p);
+
+/* Adds offsets[0..n) (next offsets to read; topics borrowed) for the consumer group of gm
+ * (borrowed) to the open transaction, up to timeout_ms. n == 0 is a no-op. */
+wd_error_t *wd_producer_txn_send_offsets(wd_producer_t *p, const wd_tp_offset_t *offsets, size_t n,
+                                         const wd_group_meta_t *gm, int timeout_ms);
+
+/* Flushes and commits the open transaction, up to timeout_ms. On success every message sent in
+ * it was delivered (the delivery counters agree). */
+wd_error_t *wd_producer_txn_commit(wd_producer_t *p, int timeout_ms);
+
+/* Aborts the open transaction (its messages are purged and never visible to read_committed
+ * consumers) and clears the sticky delivery failure state, up to timeout_ms. */
+wd_error_t *wd_producer_txn_abort(wd_producer_t *p, int timeout_ms);
 
 /* Fills *stats with the producer's counters. */
 void wd_producer_stats(const wd_producer_t *p, wd_producer_stats_t *stats);

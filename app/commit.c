@@ -1,0 +1,888 @@
+/*
+ * app/commit.c — the commit coordinator (see commit.h and docs/exactly-once.md).
+ */
+#include "app/commit.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+
+#define WD_PREPARED_KEY "commit/prepared"
+#define WD_NUMBER_KEY "commit/number"
+#define WD_PREPARED_MAGIC "WDP1"
+
+/* A commit's phases, in order (wd_commit_run moves it on one at a time). */
+typedef enum {
+  WD_PHASE_IDLE = 0,     /* no commit open */
+  WD_PHASE_OPEN,         /* records taken since the last commit */
+  WD_PHASE_SNAPPED,      /* the state batch is built */
+  WD_PHASE_PREPARED,     /* exactly-once: the prepared record is durable */
+  WD_PHASE_OFFSETS_SENT, /* exactly-once: the offsets are in the transaction */
+  WD_PHASE_COMMITTED     /* the output is committed (or acknowledged): finalize next */
+} wd_phase_t;
+
+/* One assigned partition and what its assignment decided. */
+typedef struct wd_ctp {
+  const char *topic;
+  int32_t partition;
+  int64_t start;       /* the starting offset on_assign answers */
+  int64_t restore_end; /* records below it only rebuild state (no output); -1: none */
+} wd_ctp_t;
+
+struct wd_commit {
+  wd_commit_conf_t conf;
+  wd_producer_t *prod;
+  wd_consumer_t *cons;
+  wd_state_t *state;
+  wd_store_t *store;
+  wd_phase_t phase;
+  bool txn_begun;
+  uint64_t number;   /* last finalized commit */
+  double opened;     /* monotonic s of the open commit's first record */
+  uint64_t records;  /* records noted in the open commit */
+  wd_tp_offset_t *in; /* next offsets per partition of the open commit */
+  size_t nin, cap_in;
+  wd_store_batch_t *b; /* the open commit's state batch (prepared / finalized) */
+  uint64_t snap;
+  bool snapped;        /* snap holds this commit's rows (not yet written) */
+  wd_tp_offset_t *t;   /* the offsets sent to the transaction */
+  size_t nt, cap_t;
+  double t0;           /* when the commit's completion started */
+  /* assignment */
+  wd_ctp_t *tps;
+  size_t ntps, cap_tps;
+  size_t nrestoring;
+  /* batch in hand */
+  bool in_batch, batch_invalid;
+  int in_callback; /* depth of consumer callbacks we are in */
+  bool paused;
+  /* at-least-once group commits (monitoring), at most once a second */
+  wd_tp_offset_t *gc;
+  size_t ngc, cap_gc;
+  double last_gc;
+  wd_error_t *cb_err; /* fatal error inside a callback */
+  /* fault hook */
+  char fault[32];
+  long fault_left;
+};
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The fault hook: kills the process at the configured point (docs/exactly-once.md). */
+static void fault_point(wd_commit_t *c, const char *point) {
+  if (!c->fault[0] || strcmp(c->fault, point) != 0) return;
+  if (--c->fault_left > 0) return;
+  wd_log(WD_LOG_WARN, "commit", "fault hook: killing the process at %s (commit %" PRIu64 ")", point, c->number + 1);
+  fflush(NULL);
+  raise(SIGKILL);
+}
+
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+                          wd_store_t *store, wd_commit_t **out) {
+  *out = NULL;
+  wd_commit_t *c = calloc(1, sizeof(*c));
+  if (!c || !(c->b = wd_store_batch_new())) {
+    free(c);
+    return wd_error_nomem();
+  }
+  c->conf = *conf;
+  if (c->conf.interval_ms < 0) c->conf.interval_ms = 0;
+  if (c->conf.txn_timeout_ms <= 0) c->conf.txn_timeout_ms = 60000;
+  c->prod = prod;
+  c->cons = cons;
+  c->state = state;
+  c->store = store;
+  const char *f = getenv("WIDEN_FAULT");
+  if (f && *f) {
+    const char *colon = strchr(f, ':');
+    size_t len = colon ? (size_t)(colon - f) : strlen(f);
+    if (len < sizeof(c->fault)) {
+      memcpy(c->fault, f, len);
+      c->fault[len] = 0;
+      c->fault_left = colon ? strtol(colon + 1, NULL, 10) : 1;
+      if (c->fault_left < 1) c->fault_left = 1;
+      wd_log(WD_LOG_WARN, "commit", "fault hook armed: SIGKILL at the %ld. time at %s", c->fault_left, c->fault);
+    }
+  }
+  *out = c;
+  return NULL;
+}
+
+void wd_commit_destroy(wd_commit_t *c) {
+  if (!c) return;
+  wd_store_batch_destroy(c->b);
+  free(c->in);
+  free(c->t);
+  free(c->tps);
+  free(c->gc);
+  wd_error_destroy(c->cb_err);
+  free(c);
+}
+
+uint64_t wd_commit_number(const wd_commit_t *c) { return c->number; }
+
+wd_error_t *wd_commit_take_error(wd_commit_t *c) {
+  wd_error_t *e = c->cb_err;
+  c->cb_err = NULL;
+  return e;
+}
+
+static void keep_cb_error(wd_commit_t *c, wd_error_t *err) {
+  if (!err) return;
+  if (c->cb_err) wd_error_destroy(err);
+  else c->cb_err = err;
+}
+
+/* ---- serving the consumer while waiting ------------------------------------------------ */
+
+static void serve(wd_commit_t *c, int ms) {
+  if (c->in_callback || !c->conf.group) {
+    wd_producer_poll(c->prod);
+    sleep_ms(ms);
+    return;
+  }
+  if (!c->paused) {
+    wd_error_t *err = wd_consumer_pause(c->cons, true);
+    if (err) {
+      wd_log(WD_LOG_WARN, "commit", "%s", err->message);
+      wd_error_destroy(err);
+    } else {
+      c->paused = true;
+    }
+  }
+  uint64_t gen = wd_consumer_generation(c->cons);
+  wd_consumer_serve(c->cons, ms);
+  if (wd_consumer_generation(c->cons) != gen) c->paused = false; /* a new assignment starts resumed */
+  wd_producer_poll(c->prod);
+}
+
+static void unpause(wd_commit_t *c) {
+  if (!c->paused) return;
+  wd_error_t *err = wd_consumer_pause(c->cons, false);
+  if (err) {
+    wd_log(WD_LOG_WARN, "commit", "%s", err->message);
+    wd_error_destroy(err);
+  }
+  c->paused = false;
+}
+
+void wd_commit_wait(wd_commit_t *c, int ms) {
+  uint64_t gen = c->conf.group ? wd_consumer_generation(c->cons) : 0;
+  int left = ms;
+  while (left > 0) {
+    int slice = left > 100 ? 100 : left;
+    serve(c, slice);
+    left -= slice;
+    if (c->conf.group && wd_consumer_generation(c->cons) != gen) break;
+  }
+  if (c->in_batch && c->conf.group && wd_consumer_generation(c->cons) != gen) c->batch_invalid = true;
+  unpause(c);
+}
+
+/* ---- the stored offsets and the group's --------------------------------------------------- */
+
+static int64_t stored_offset(wd_commit_t *c, const char *topic, int32_t partition) {
+  int64_t next = -1;
+  wd_error_t *err = wd_store_get_offset(c->store, topic, partition, &next);
+  if (err) {
+    wd_log(WD_LOG_ERROR, "commit", "reading the stored offset of %s[%d]: %s", topic, partition, err->message);
+    wd_error_destroy(err);
+    return -1;
+  }
+  return next;
+}
+
+/* The group's committed offsets of parts[0..n) into parts[i].offset (-1: none), retried for up
+ * to about 60 s while the coordinator does not answer. */
+static wd_error_t *group_offsets(wd_commit_t *c, wd_tp_offset_t *parts, size_t n) {
+  wd_error_t *err = NULL;
+  for (int attempt = 0; attempt < 12; attempt++) {
+    wd_error_destroy(err);
+    if (!(err = wd_consumer_committed(c->cons, parts, n, 5000))) return NULL;
+    if (!err->retriable) break;
+    wd_log(WD_LOG_WARN, "commit", "reading the group's committed offsets: %s; retrying", err->message);
+  }
+  return err ? wd_error_wrap(err, "E_RECOVER: cannot read the consumer group's committed offsets") : NULL;
+}
+
+/* ---- the prepared record ------------------------------------------------------------------ */
+
+static int put_be(wd_buf_t *out, uint64_t v, int bytes) {
+  uint8_t x[8];
+  for (int i = 0; i < bytes; i++) x[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+  return wd_buf_append(out, x, (size_t)bytes);
+}
+
+static int get_be(const uint8_t *d, size_t len, size_t *at, int bytes, uint64_t *v) {
+  if (len - *at < (size_t)bytes) return -1;
+  *v = 0;
+  for (int i = 0; i < bytes; i++) *v = (*v << 8) | d[*at + (size_t)i];
+  *at += (size_t)bytes;
+  return 0;
+}
+
+/* {magic, number, targets, batch}: the targets are the offsets sent to the transaction. */
+static int encode_prepared(wd_commit_t *c, const wd_tp_offset_t *t, size_t nt, wd_buf_t *out) {
+  if (wd_buf_append(out, WD_PREPARED_MAGIC, 4) || put_be(out, c->number + 1, 8) || put_be(out, nt, 4)) return -1;
+  for (size_t i = 0; i < nt; i++) {
+    size_t tl = strlen(t[i].topic);
+    if (put_be(out, tl, 2) || wd_buf_append(out, t[i].topic, tl) || put_be(out, (uint32_t)t[i].partition, 4) ||
+        put_be(out, (uint64_t)t[i].offset, 8))
+      return -1;
+  }
+  wd_buf_t bb = {0};
+  int rc = wd_store_batch_encode(c->b, &bb) || put_be(out, bb.len, 8) || (bb.len && wd_buf_append(out, bb.data, bb.len));
+  wd_buf_free(&bb);
+  return rc;
+}
+
+typedef struct {
+  uint64_t number;
+  wd_tp_offset_t *t; /* topics point into `topics` */
+  size_t nt;
+  char *topics;
+  const uint8_t *batch;
+  size_t blen;
+} wd_prepared_t;
+
+static void prepared_free(wd_prepared_t *pr) {
+  free(pr->t);
+  free(pr->topics);
+  memset(pr, 0, sizeof(*pr));
+}
+
+static int decode_prepared(const uint8_t *d, size_t len, wd_prepared_t *pr) {
+  size_t at = 4;
+  uint64_t v = 0, nt = 0;
+  memset(pr, 0, sizeof(*pr));
+  if (len < 4 || memcmp(d, WD_PREPARED_MAGIC, 4) != 0) return -1;
+  if (get_be(d, len, &at, 8, &pr->number) || get_be(d, len, &at, 4, &nt) || nt > len) return -1;
+  pr->t = calloc(nt ? nt : 1, sizeof(*pr->t));
+  pr->topics = malloc(len + 1); /* every topic name fits in the record */
+  if (!pr->t || !pr->topics) goto bad;
+  size_t toff = 0;
+  for (size_t i = 0; i < nt; i++) {
+    if (get_be(d, len, &at, 2, &v) || len - at < v) goto bad;
+    memcpy(pr->topics + toff, d + at, v);
+    pr->topics[toff + v] = 0;
+    pr->t[i].topic = pr->topics + toff;
+    toff += v + 1;
+    at += v;
+    if (get_be(d, len, &at, 4, &v)) goto bad;
+    pr->t[i].partition = (int32_t)(uint32_t)v;
+    if (get_be(d, len, &at, 8, &v)) goto bad;
+    pr->t[i].offset = (int64_t)v;
+  }
+  pr->nt = nt;
+  if (get_be(d, len, &at, 8, &v) || len - at != v) goto bad;
+  pr->batch = d + at;
+  pr->blen = v;
+  return 0;
+bad:
+  prepared_free(pr);
+  return -1;
+}
+
+static int put_number(wd_store_batch_t *b, uint64_t n) {
+  char text[24];
+  int len = snprintf(text, sizeof(text), "%" PRIu64, n);
+  return wd_store_batch_set_meta(b, WD_NUMBER_KEY, (const uint8_t *)text, (size_t)len);
+}
+
+wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
+  wd_error_t *err = NULL;
+  uint8_t *val = NULL;
+  size_t vlen = 0;
+  wd_prepared_t pr = {0};
+  wd_store_batch_t *b = NULL;
+  if ((err = wd_store_get_meta(c->store, WD_NUMBER_KEY, &val, &vlen))) goto done;
+  if (val) {
+    char text[24];
+    size_t n = vlen < sizeof(text) - 1 ? vlen : sizeof(text) - 1;
+    memcpy(text, val, n);
+    text[n] = 0;
+    c->number = strtoull(text, NULL, 10);
+    free(val);
+    val = NULL;
+  }
+  if (!c->conf.exactly_once) goto done;
+  /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
+  for (int attempt = 0;; attempt++) {
+    if (!(err = wd_producer_txn_init(c->prod, 30000))) break;
+    if (!err->retriable || attempt >= 4 || (stop && *stop)) goto done;
+    wd_log(WD_LOG_WARN, "commit", "%s; retrying", err->message);
+    wd_error_destroy(err);
+    err = NULL;
+  }
+  /* 2. a commit prepared before a crash: did its transaction commit? */
+  if ((err = wd_store_get_meta(c->store, WD_PREPARED_KEY, &val, &vlen))) goto done;
+  if (!val) goto done;
+  if (decode_prepared(val, vlen, &pr)) {
+    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit record in the state store does not decode");
+    goto done;
+  }
+  bool committed = false;
+  if (pr.nt) {
+    wd_tp_offset_t *g = calloc(pr.nt, sizeof(*g));
+    if (!g) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    memcpy(g, pr.t, pr.nt * sizeof(*g));
+    err = group_offsets(c, g, pr.nt);
+    for (size_t i = 0; !err && i < pr.nt && !committed; i++) {
+      int64_t s = stored_offset(c, pr.t[i].topic, pr.t[i].partition);
+      committed = g[i].offset == pr.t[i].offset && pr.t[i].offset > s;
+    }
+    free(g);
+    if (err) goto done;
+  }
+  if (!(b = wd_store_batch_new())) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  if (committed && (wd_store_batch_decode(b, pr.batch, pr.blen) || put_number(b, pr.number))) {
+    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit's state batch does not decode");
+    goto done;
+  }
+  if (wd_store_batch_delete_meta(b, WD_PREPARED_KEY)) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  if ((err = wd_store_write_sync(c->store, b))) goto done;
+  if (committed) c->number = pr.number;
+  wd_log(WD_LOG_INFO, "commit",
+         "recovered commit %" PRIu64 " left prepared by the last run: its transaction %s, so its state was %s", pr.number,
+         committed ? "committed" : "did not commit", committed ? "applied" : "discarded");
+done:
+  free(val);
+  prepared_free(&pr);
+  wd_store_batch_destroy(b);
+  return err;
+}
+
+/* ---- assignment: tasks resume or restore ------------------------------------------------ */
+
+static wd_ctp_t *find_tp(const wd_commit_t *c, const char *topic, int32_t partition) {
+  for (size_t i = 0; i < c->ntps; i++)
+    if (c->tps[i].partition == partition && (c->tps[i].topic == topic || !strcmp(c->tps[i].topic, topic)))
+      return &c->tps[i];
+  return NULL;
+}
+
+static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
+  return c->conf.per_partition ? (uint32_t)partition : 0;
+}
+
+void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n) {
+  wd_error_t *err = NULL;
+  wd_tp_offset_t *g = NULL;
+  wd_store_batch_t *b = NULL;
+  bool *drop = NULL;
+  c->in_callback++;
+  if (c->in_batch) c->batch_invalid = true;
+  if (c->ntps + n > c->cap_tps) {
+    size_t cap = (c->ntps + n) * 2;
+    wd_ctp_t *t = realloc(c->tps, cap * sizeof(*t));
+    if (!t) {
+      keep_cb_error(c, wd_error_nomem());
+      goto done;
+    }
+    c->tps = t;
+    c->cap_tps = cap;
+  }
+  size_t first = c->ntps;
+  for (size_t i = 0; i < n; i++) {
+    wd_ctp_t *t = &c->tps[c->ntps++];
+    t->topic = parts[i].topic;
+    t->partition = parts[i].partition;
+    t->restore_end = -1;
+    int64_t s = stored_offset(c, parts[i].topic, parts[i].partition);
+    if (!c->conf.group)
+      t->start = c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
+    else
+      t->start = s >= 0 ? s : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+  }
+  if (!c->conf.exactly_once || !c->conf.group) {
+    size_t fresh = 0;
+    for (size_t i = first; i < c->ntps; i++) fresh += c->tps[i].start < 0;
+    if (fresh)
+      wd_log(WD_LOG_INFO, "commit",
+             "%zu of %zu assigned partitions have no state in this directory: read from the %s to build their rows "
+             "(at-least-once: if the group consumed them before, downstream sees those changes again)",
+             fresh, n, c->conf.latest_when_empty ? "end (auto.offset.reset=latest)" : "beginning");
+    goto done;
+  }
+  /* exactly-once: local state is trusted only at exactly the group's committed position */
+  if (!(g = calloc(n, sizeof(*g))) || !(drop = calloc(n, sizeof(*drop))) || !(b = wd_store_batch_new())) {
+    keep_cb_error(c, wd_error_nomem());
+    goto done;
+  }
+  memcpy(g, parts, n * sizeof(*g));
+  if ((err = group_offsets(c, g, n))) {
+    keep_cb_error(c, err);
+    goto done;
+  }
+  size_t ntasks_restore = 0, restoring = 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t s = stored_offset(c, parts[i].topic, parts[i].partition);
+    if (s != g[i].offset) {
+      /* the whole task goes: mark every assigned partition of it */
+      uint32_t task = task_of(c, parts[i].partition);
+      for (size_t k = 0; k < n; k++)
+        if (task_of(c, parts[k].partition) == task) drop[k] = true;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    wd_ctp_t *t = &c->tps[first + i];
+    if (!drop[i]) {
+      t->start = g[i].offset >= 0 ? g[i].offset : WD_OFFSET_BEGINNING;
+      continue;
+    }
+    bool first_of_task = true;
+    for (size_t k = 0; k < i; k++)
+      if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) first_of_task = false;
+    if (first_of_task) {
+      ntasks_restore++;
+      if ((err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), b))) {
+        keep_cb_error(c, err);
+        goto done;
+      }
+      /* the task's offsets of every source topic go with its rows (also of partitions not
+       * assigned now: their rows are gone too) */
+      for (size_t k = 0; k < c->conf.ntopics; k++) {
+        int rc = c->conf.per_partition ? wd_store_batch_delete_offset(b, c->conf.topics[k], parts[i].partition)
+                                       : wd_store_batch_delete_offsets(b, c->conf.topics[k]);
+        if (rc) {
+          keep_cb_error(c, wd_error_nomem());
+          goto done;
+        }
+      }
+    }
+    t->start = WD_OFFSET_BEGINNING;
+    t->restore_end = g[i].offset; /* -1: the group never committed: nothing to rebuild silently */
+    if (t->restore_end > 0) {
+      restoring++;
+      c->nrestoring++;
+    }
+  }
+  if (ntasks_restore) {
+    if ((err = wd_store_write_sync(c->store, b))) {
+      keep_cb_error(c, err);
+      goto done;
+    }
+    wd_log(WD_LOG_INFO, "commit",
+           "%zu task(s) of this assignment have no local state at the group's committed position: their rows are "
+           "rebuilt from the beginning of %zu partition(s), without output until each reaches the committed offset",
+           ntasks_restore, restoring);
+  }
+done:
+  free(g);
+  free(drop);
+  wd_store_batch_destroy(b);
+  c->in_callback--;
+}
+
+int64_t wd_commit_on_assign(wd_commit_t *c, const char *topic, int32_t partition) {
+  wd_ctp_t *t = find_tp(c, topic, partition);
+  if (t) return t->start;
+  /* not announced by on_assign_all (assign mode: replay, which assigns inside wd_consumer_new) */
+  int64_t s = stored_offset(c, topic, partition);
+  if (!c->conf.group) return c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
+  return s >= 0 ? s : WD_OFFSET_STORED;
+}
+
+void wd_commit_set_consumer(wd_commit_t *c, wd_consumer_t *cons) { c->cons = cons; }
+
+bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (!c->nrestoring) return false;
+  const wd_ctp_t *t = find_tp(c, topic, partition);
+  return t && offset < t->restore_end;
+}
+
+void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
+  c->in_callback++;
+  if (c->phase != WD_PHASE_IDLE) {
+    if (lost || c->in_batch) {
+      /* the partitions are gone (or the batch in hand is half done): nothing of this commit may
+       * become visible; the next owner reads it again */
+      wd_error_t *err = wd_commit_abort(c, lost ? "the partitions were lost" : "a rebalance came in the middle of a batch");
+      keep_cb_error(c, err);
+    } else {
+      bool aborted = false;
+      wd_error_t *err = wd_commit_run(c, NULL, &aborted);
+      if (err) {
+        wd_log(WD_LOG_ERROR, "commit", "completing the commit before the rebalance: %s", err->message);
+        keep_cb_error(c, err);
+      }
+    }
+  }
+  if (c->in_batch) c->batch_invalid = true;
+  c->ntps = 0;
+  c->nrestoring = 0;
+  c->paused = false;
+  c->in_callback--;
+}
+
+/* ---- the open commit ------------------------------------------------------------------------ */
+
+void wd_commit_batch_begin(wd_commit_t *c) {
+  c->in_batch = true;
+  c->batch_invalid = false;
+}
+
+void wd_commit_batch_end(wd_commit_t *c) { c->in_batch = false; }
+
+bool wd_commit_batch_invalid(const wd_commit_t *c) { return c->batch_invalid; }
+
+wd_error_t *wd_commit_begin(wd_commit_t *c) {
+  if (c->phase == WD_PHASE_IDLE) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = mono_s();
+  }
+  if (!c->conf.exactly_once || c->txn_begun) return NULL;
+  fault_point(c, "before-begin");
+  wd_error_t *err = wd_producer_txn_begin(c->prod);
+  if (err) return err;
+  c->txn_begun = true;
+  return NULL;
+}
+
+int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (c->phase == WD_PHASE_IDLE) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = mono_s();
+  }
+  c->records++;
+  for (size_t i = 0; i < c->nin; i++)
+    if (c->in[i].partition == partition && c->in[i].topic == topic) {
+      if (offset + 1 > c->in[i].offset) c->in[i].offset = offset + 1;
+      return 0;
+    }
+  if (c->nin == c->cap_in) {
+    size_t cap = c->cap_in ? c->cap_in * 2 : 64;
+    wd_tp_offset_t *in = realloc(c->in, cap * sizeof(*in));
+    if (!in) return -1;
+    c->in = in;
+    c->cap_in = cap;
+  }
+  c->in[c->nin].topic = topic;
+  c->in[c->nin].partition = partition;
+  c->in[c->nin].offset = offset + 1;
+  c->nin++;
+  if (c->nin == 1 && c->txn_begun) fault_point(c, "during-produce");
+  return 0;
+}
+
+bool wd_commit_pending(const wd_commit_t *c) { return c->phase != WD_PHASE_IDLE; }
+
+bool wd_commit_due(const wd_commit_t *c) {
+  if (c->phase == WD_PHASE_IDLE) return false;
+  if (c->conf.max_records && c->records >= c->conf.max_records) return true;
+  return (mono_s() - c->opened) * 1000.0 >= (double)c->conf.interval_ms;
+}
+
+static void reset_open(wd_commit_t *c) {
+  c->phase = WD_PHASE_IDLE;
+  c->txn_begun = false;
+  c->records = 0;
+  c->nin = 0;
+  wd_store_batch_clear(c->b);
+}
+
+/* The group commit of at-least-once (monitoring only), at most once a second unless now. */
+static void group_commit(wd_commit_t *c, bool now) {
+  double t = mono_s();
+  if (!c->conf.group || !c->ngc || (!now && t - c->last_gc < 1.0)) return;
+  wd_error_t *err = wd_consumer_commit(c->cons, c->gc, c->ngc);
+  if (err) {
+    wd_log(WD_LOG_WARN, "commit", "committing offsets to the group: %s (the state store has them)", err->message);
+    wd_error_destroy(err);
+  }
+  c->ngc = 0;
+  c->last_gc = t;
+}
+
+static void note_gc(wd_commit_t *c, const wd_tp_offset_t *o) {
+  for (size_t i = 0; i < c->ngc; i++)
+    if (c->gc[i].partition == o->partition && c->gc[i].topic == o->topic) {
+      if (o->offset > c->gc[i].offset) c->gc[i].offset = o->offset;
+      return;
+    }
+  if (c->ngc == c->cap_gc) {
+    size_t cap = c->cap_gc ? c->cap_gc * 2 : 64;
+    wd_tp_offset_t *g = realloc(c->gc, cap * sizeof(*g));
+    if (!g) return; /* monitoring only */
+    c->gc = g;
+    c->cap_gc = cap;
+  }
+  c->gc[c->ngc++] = *o;
+}
+
+/* The rewind after an abort: every assigned partition back to its stored (= committed) offset,
+ * or the beginning when it has none (a restoring task that finalized nothing yet). */
+static wd_error_t *rewind_consumer(wd_commit_t *c) {
+  if (!c->conf.group || !c->ntps) return NULL;
+  wd_tp_offset_t *to = calloc(c->ntps, sizeof(*to));
+  if (!to) return wd_error_nomem();
+  for (size_t i = 0; i < c->ntps; i++) {
+    to[i].topic = c->tps[i].topic;
+    to[i].partition = c->tps[i].partition;
+    int64_t s = stored_offset(c, c->tps[i].topic, c->tps[i].partition);
+    to[i].offset = s >= 0 ? s : -1; /* -1: the beginning (wd_consumer_seek) */
+  }
+  wd_error_t *err = wd_consumer_seek(c->cons, to, c->ntps);
+  free(to);
+  return err;
+}
+
+wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
+  wd_error_t *err = NULL;
+  if (c->phase == WD_PHASE_IDLE) return NULL;
+  wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
+         "its records are read again", c->number + 1, c->records, why);
+  if (c->txn_begun) {
+    for (int attempt = 0; attempt < 10; attempt++) {
+      wd_error_destroy(err);
+      if (!(err = wd_producer_txn_abort(c->prod, 30000)) || !err->retriable) break;
+      serve(c, 100);
+    }
+    if (err && (err->fatal || err->fenced)) return err;
+    if (err) {
+      wd_log(WD_LOG_WARN, "commit", "%s", err->message);
+      wd_error_destroy(err);
+      err = NULL;
+    }
+  }
+  if (c->phase >= WD_PHASE_PREPARED) {
+    wd_store_batch_t *b = wd_store_batch_new();
+    if (!b || wd_store_batch_delete_meta(b, WD_PREPARED_KEY) || (err = wd_store_write_sync(c->store, b))) {
+      if (!err) err = wd_error_nomem();
+    }
+    wd_store_batch_destroy(b);
+    if (err) return err;
+  }
+  if (c->snapped) {
+    wd_state_written(c->state, c->snap); /* the snapshot's entries: evictable again; dropped below */
+    c->snapped = false;
+  }
+  wd_state_discard(c->state);
+  wd_state_drop_clean(c->state); /* the snapshot's entries were marked clean with uncommitted bytes */
+  reset_open(c);
+  if (c->in_batch) c->batch_invalid = true;
+  if (c->conf.hooks.aborted) c->conf.hooks.aborted(c->conf.hooks.ctx);
+  if (!c->in_callback) err = rewind_consumer(c);
+  return err;
+}
+
+/* The targets sent to the transaction: the commit's offsets of partitions that are not restoring
+ * (a restoring partition is behind the group's committed offset: sending it would move it back). */
+static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->nin; i++) {
+    const wd_ctp_t *t = c->nrestoring ? find_tp(c, c->in[i].topic, c->in[i].partition) : NULL;
+    if (t && c->in[i].offset <= t->restore_end) continue;
+    out[n++] = c->in[i];
+  }
+  return n;
+}
+
+/* Finishes restores that reached their end. */
+static void note_restored(wd_commit_t *c) {
+  if (!c->nrestoring) return;
+  for (size_t i = 0; i < c->nin; i++) {
+    wd_ctp_t *t = find_tp(c, c->in[i].topic, c->in[i].partition);
+    if (t && t->restore_end > 0 && c->in[i].offset >= t->restore_end) {
+      wd_log(WD_LOG_INFO, "commit", "%s[%d]: state rebuilt up to the group's committed offset %" PRId64
+             "; producing output from here on", t->topic, t->partition, t->restore_end);
+      t->restore_end = -1;
+      c->nrestoring--;
+    }
+  }
+}
+
+/* Step 3 under exactly-once: commit_transaction, retried while its outcome is unknown. Returns
+ * with c->phase COMMITTED on success, IDLE when aborted (or completed by a nested run inside a
+ * rebalance callback while it waited). */
+static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+  wd_error_t *err = NULL;
+  double deadline = mono_s() + c->conf.txn_timeout_ms / 1000.0;
+  if (c->fault[0] && !strcmp(c->fault, "during-commit") && c->fault_left == 1) {
+    /* the EndTxn request is on its way; its outcome is the broker's to decide */
+    wd_error_destroy(wd_producer_txn_commit(c->prod, 1));
+    fault_point(c, "during-commit");
+  }
+  bool told = false;
+  for (;;) {
+    wd_error_destroy(err);
+    if (!(err = wd_producer_txn_commit(c->prod, 10000))) {
+      c->phase = WD_PHASE_COMMITTED;
+      return NULL;
+    }
+    if (err->fenced || err->fatal) return err;
+    if (err->txn_requires_abort) {
+      wd_error_t *aerr = wd_commit_abort(c, err->message);
+      wd_error_destroy(err);
+      if (aborted) *aborted = true;
+      return aerr;
+    }
+    if (!err->retriable) return err;
+    if (stop && *stop >= 2) {
+      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
+                                   "confirmed (%s): recovery resolves it on restart", err->message);
+      wd_error_destroy(err);
+      return e;
+    }
+    if (mono_s() > deadline) break;
+    if (!told) {
+      wd_log(WD_LOG_WARN, "commit", "waiting to commit the transaction: %s", err->message);
+      told = true;
+    }
+    serve(c, 100);
+    if (c->phase != WD_PHASE_OFFSETS_SENT && c->phase != WD_PHASE_SNAPPED) { /* completed or aborted meanwhile */
+      wd_error_destroy(err);
+      return NULL;
+    }
+  }
+  /* the outcome stayed unknown past transaction.timeout.ms: resolved as at start */
+  return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
+                            "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
+}
+
+/* The steps of docs/exactly-once.md, one phase at a time, so that a nested run (a rebalance
+ * callback while this one waits) continues from where the outer one is and the outer one then
+ * finds the commit done. */
+wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+  wd_error_t *err = NULL;
+  wd_buf_t rec = {0};
+  wd_store_batch_t *pb = NULL;
+  bool ab = false;
+  if (aborted) *aborted = false;
+  while (c->phase != WD_PHASE_IDLE && !err && !ab) {
+    switch (c->phase) {
+    case WD_PHASE_IDLE: break;
+    case WD_PHASE_OPEN: {
+      /* the commit's state: every dirty row once, the offsets, the commit number */
+      c->t0 = mono_s();
+      if ((err = wd_state_snapshot(c->state, c->b, &c->snap))) break;
+      c->snapped = true;
+      for (size_t i = 0; i < c->nin; i++)
+        if (wd_store_batch_set_offset(c->b, c->in[i].topic, c->in[i].partition, c->in[i].offset)) goto nomem;
+      if (put_number(c->b, c->number + 1)) goto nomem;
+      if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, c->b))
+        goto nomem;
+      if (c->nin > c->cap_t) {
+        wd_tp_offset_t *t = realloc(c->t, c->nin * sizeof(*t));
+        if (!t) goto nomem;
+        c->t = t;
+        c->cap_t = c->nin;
+      }
+      c->nt = targets(c, c->t);
+      c->phase = WD_PHASE_SNAPPED;
+      break;
+    }
+    case WD_PHASE_SNAPPED:
+      if (c->conf.exactly_once && c->nt) {
+        /* 1. prepare: durable before the transaction can commit */
+        wd_buf_reset(&rec);
+        if (!pb && !(pb = wd_store_batch_new())) goto nomem;
+        wd_store_batch_clear(pb);
+        if (encode_prepared(c, c->t, c->nt, &rec) || wd_store_batch_set_meta(pb, WD_PREPARED_KEY, rec.data, rec.len))
+          goto nomem;
+        if ((err = wd_store_write_sync(c->store, pb))) break;
+        c->phase = WD_PHASE_PREPARED;
+        fault_point(c, "after-prepare");
+      } else if (c->txn_begun) {
+        /* output without offsets to send (only restoring partitions): commit it as it is */
+        c->phase = WD_PHASE_OFFSETS_SENT;
+      } else if (!c->conf.exactly_once) {
+        /* at-least-once: the output is acknowledged before the state and offsets are written */
+        bool told = false;
+        for (;;) {
+          if (!(err = wd_producer_wait_acked(c->prod, 1000))) break;
+          if (!err->retriable || (stop && *stop >= 2)) break;
+          if (!told) wd_log(WD_LOG_WARN, "commit", "waiting for the broker to acknowledge the output: %s", err->message);
+          told = true;
+          wd_error_destroy(err);
+          err = NULL;
+          serve(c, 100);
+          if (c->phase != WD_PHASE_SNAPPED) break; /* completed inside a rebalance callback */
+        }
+        if (!err && c->phase == WD_PHASE_SNAPPED) c->phase = WD_PHASE_COMMITTED;
+      } else {
+        c->phase = WD_PHASE_COMMITTED; /* nothing to send: only the state */
+      }
+      break;
+    case WD_PHASE_PREPARED: {
+      /* 2. the input offsets, in the transaction */
+      if ((err = wd_commit_begin(c))) break;
+      wd_group_meta_t *gm = NULL;
+      if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
+      for (int attempt = 0;; attempt++) {
+        err = wd_producer_txn_send_offsets(c->prod, c->t, c->nt, gm, 10000);
+        if (!err || !err->retriable || attempt >= 30 || (stop && *stop >= 2)) break;
+        wd_error_destroy(err);
+        err = NULL;
+        serve(c, 100);
+        if (c->phase != WD_PHASE_PREPARED) break;
+      }
+      wd_group_meta_destroy(gm);
+      if (!err && c->phase == WD_PHASE_PREPARED) c->phase = WD_PHASE_OFFSETS_SENT;
+      if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+        wd_error_t *aerr = wd_commit_abort(c, err->message);
+        wd_error_destroy(err);
+        err = aerr;
+        ab = true;
+      }
+      break;
+    }
+    case WD_PHASE_OFFSETS_SENT:
+      /* 3. commit */
+      err = commit_txn(c, stop, &ab);
+      if (!err && !ab && c->phase == WD_PHASE_COMMITTED && c->nt) fault_point(c, "after-commit");
+      break;
+    case WD_PHASE_COMMITTED:
+      /* 4. finalize: the state batch, the offsets, the number, the prepared record gone: one write */
+      if (c->conf.exactly_once && wd_store_batch_delete_meta(c->b, WD_PREPARED_KEY)) goto nomem;
+      if ((err = wd_store_write(c->store, c->b))) break;
+      wd_state_written(c->state, c->snap);
+      c->snapped = false;
+      c->number++;
+      fault_point(c, "after-finalize");
+      if (!c->conf.exactly_once)
+        for (size_t i = 0; i < c->nin; i++) note_gc(c, &c->in[i]);
+      note_restored(c);
+      wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %" PRIu64 " records, %zu partitions, %.1f ms", c->number,
+             c->records, c->nin, (mono_s() - c->t0) * 1000.0);
+      reset_open(c);
+      if (c->conf.hooks.committed) c->conf.hooks.committed(c->conf.hooks.ctx, c->number);
+      group_commit(c, stop && *stop);
+      break;
+    }
+  }
+  goto done;
+nomem:
+  err = wd_error_nomem();
+done:
+  if (ab && aborted) *aborted = true;
+  if (!c->in_callback) unpause(c);
+  wd_buf_free(&rec);
+  wd_store_batch_destroy(pb);
+  return err;
+}

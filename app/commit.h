@@ -1,0 +1,147 @@
+/*
+ * app/commit.h — the commit coordinator: owns each commit of `widen run` from begin to end, under
+ * exactly-once (a Kafka transaction carrying the changelog, the dead letters and the input
+ * offsets, plus a prepared/finalized RocksDB state) or at-least-once (acknowledged output, then
+ * the state with its offsets). The protocol, its crash points and the recovery are in
+ * docs/exactly-once.md; this header is its API.
+ *
+ * A commit spans many poll batches. The pipeline, per batch:
+ *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
+ *   wd_commit_begin()                             before it produces anything (begins the txn);
+ *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
+ *   wd_commit_note_input(topic, partition, off)   for every record taken (applied or dead-lettered);
+ *   wd_commit_batch_end()
+ * and then, when wd_commit_due() says so (pipeline.commit-interval-ms, pipeline.commit-max-records)
+ * or when it stops or is idle, wd_commit_run(). Rebalances reach the coordinator through
+ * wd_commit_on_assign_all / wd_commit_on_assign / wd_commit_on_revoke, which the pipeline's consumer
+ * callbacks forward.
+ *
+ * Tasks: the unit of state is a task, partition i of every source topic (per-partition mode) or
+ * one task for all partitions (single mode, the default: any keying of the sources works in one
+ * process). Each task's rows are one key range of the state (join/state.h), so a task whose local
+ * state does not match the group's committed offsets is dropped and restored.
+ *
+ * Errors returned by the functions below keep librdkafka's classification (common/error.h):
+ * `fenced` and `fatal` errors stop the pipeline; `txn_requires_abort` ones are handled inside
+ * (abort, discard, rewind: *aborted is set) and not returned; retriable waits are served inside.
+ *
+ * Ownership: the coordinator borrows the producer, consumer, state, store and topic names (they
+ * must outlive it). Thread: the pipeline's thread; the on_* functions run inside the consumer's
+ * callbacks on that thread.
+ */
+#ifndef WD_COMMIT_H
+#define WD_COMMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/kafka_conf.h"
+#include "ingest/consumer.h"
+#include "join/state.h"
+#include "join/store.h"
+#include "sink/producer.h"
+
+typedef struct wd_commit wd_commit_t;
+
+typedef struct wd_commit_hooks {
+  void *ctx;
+  /* Before the finalize write of commit `number`: may add entries (commit history) to b, which
+   * is written atomically with the commit's state. May be NULL. Returns 0, or -1 on no memory. */
+  int (*before_finalize)(void *ctx, uint64_t number, wd_store_batch_t *b);
+  /* After commit `number` is final (its output visible, its state written). May be NULL. */
+  void (*committed)(void *ctx, uint64_t number);
+  /* After the open commit was aborted (its output discarded, its state dropped, the consumer
+   * rewound): whatever the pipeline buffered for it goes too. May be NULL. */
+  void (*aborted)(void *ctx);
+} wd_commit_hooks_t;
+
+typedef struct wd_commit_conf {
+  bool exactly_once;      /* pipeline.processing-guarantee */
+  bool group;             /* the consumer is in a group (false: replay; no group commits) */
+  bool per_partition;     /* one task per source partition (else one task for all) */
+  int64_t interval_ms;    /* pipeline.commit-interval-ms */
+  uint64_t max_records;   /* pipeline.commit-max-records */
+  int txn_timeout_ms;     /* transaction.timeout.ms: how long a commit's outcome may stay unknown */
+  bool replay_from_stored; /* assign mode: start at the stored offsets, else at the beginning */
+  bool latest_when_empty; /* auto.offset.reset=latest: a partition with no state starts at the end */
+  const char *const *topics; /* the source topics (borrowed) */
+  size_t ntopics;
+  wd_commit_hooks_t hooks;
+} wd_commit_conf_t;
+
+/* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the
+ * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
+ * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
+ * itself with SIGKILL. *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+                          wd_store_t *store, wd_commit_t **out);
+void wd_commit_destroy(wd_commit_t *c);
+/* Sets the consumer (which may be created after the coordinator, since its callbacks need the
+ * coordinator: cons may be NULL in wd_commit_new). */
+void wd_commit_set_consumer(wd_commit_t *c, wd_consumer_t *cons);
+
+/* At start, before the first poll: under exactly-once initialises the transactions (fencing an
+ * earlier incarnation; retried while the broker does not answer, for up to 2 minutes or until
+ * *stop is set) and resolves a prepared commit left by a crash (apply when the group committed
+ * its offsets, else discard). Errors: fenced / fatal transaction errors, E_STORE_*, "E_RECOVER"
+ * when the group's offsets cannot be read. */
+wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop);
+
+/* The consumer callbacks (forward them from the pipeline's). on_assign returns the starting
+ * offset of one partition (consumer.h's contract). */
+void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n);
+int64_t wd_commit_on_assign(wd_commit_t *c, const char *topic, int32_t partition);
+void wd_commit_on_revoke(wd_commit_t *c, bool lost);
+
+/* A batch is in hand (its records polled) / done. A rebalance while a batch is in hand aborts
+ * the open commit (the batch's work cannot be split). */
+void wd_commit_batch_begin(wd_commit_t *c);
+void wd_commit_batch_end(wd_commit_t *c);
+/* Whether the batch in hand was invalidated (a rebalance or an abort since batch_begin): the
+ * pipeline then drops it unprocessed. */
+bool wd_commit_batch_invalid(const wd_commit_t *c);
+
+/* Begins the commit's transaction if it is not begun yet (exactly-once); nothing otherwise.
+ * Errors: E_TXN_BEGIN (fatal/fenced). */
+wd_error_t *wd_commit_begin(wd_commit_t *c);
+
+/* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring
+ * up to the group's committed offset): then it is merged but produces no output. */
+bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* Records that the open commit includes (topic, partition) up to offset (taken: applied or
+ * dead-lettered). topic must stay valid for the coordinator's life (the sources' copy). 0, or -1
+ * on no memory. */
+int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* Whether the open commit should be completed now (interval passed or record bound reached). */
+bool wd_commit_due(const wd_commit_t *c);
+/* Whether a commit is open (anything noted since the last one). */
+bool wd_commit_pending(const wd_commit_t *c);
+
+/* Completes the open commit (docs/exactly-once.md steps 1-5); a no-op when none is open.
+ * Waits (acknowledgements, a broker that is away) pause the partitions and serve the consumer.
+ * *aborted (may be NULL) is set when the commit was aborted instead (abortable error): its output
+ * is discarded, its state dropped, the consumer rewound; the pipeline goes on.
+ * stop: while set, waits give up after a last try (the commit is then left to recovery) and
+ * "E_STOPPED" is returned. Errors: fenced, fatal, E_STORE_WRITE, E_SINK_DELIVERY (at-least-once),
+ * E_STOPPED. */
+wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted);
+
+/* Aborts the open commit (as after an abortable error). Errors: fatal ones of abort_transaction. */
+wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);
+
+/* A wait inside a batch (schema registry retries): pauses the partitions and serves the consumer
+ * for about ms milliseconds (outside consumer callbacks; inside them it only sleeps). */
+void wd_commit_wait(wd_commit_t *c, int ms);
+
+/* The number of the last finalized commit (0 before the first). */
+uint64_t wd_commit_number(const wd_commit_t *c);
+
+/* The first fatal error seen inside a consumer callback (where it cannot be returned), or NULL;
+ * the caller takes it over. */
+wd_error_t *wd_commit_take_error(wd_commit_t *c);
+
+#endif
