@@ -88,6 +88,12 @@ static int take_key(const wd_table_t *t, wd_row_t *w, const wd_row_t *r) {
   return 0;
 }
 
+/* Empties the working row and the aggregates' "first in this merge" flags (D1). */
+static void reset_working(const wd_table_t *t, wd_mstate_t *m) {
+  wd_row_clear(t->schema, m->w);
+  memset(m->seen, 0, t->schema->ncols * sizeof(bool));
+}
+
 /* ---- partial-update (§7) -------------------------------------------------------------- */
 
 static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *x) {
@@ -142,15 +148,29 @@ static wd_error_t *pu_retract(const wd_table_t *t, wd_mstate_t *m, const wd_mrec
       stats->ignored_update_before++;
     return NULL;
   }
-  /* §7.3: with groups, retractions are always accepted */
+  /* §7.3: with groups, retractions are always accepted. First, whether this -D removes the row
+   * (partial-update.remove-record-on-sequence-group): a removal is decided by the record as a
+   * whole, before any group is touched, so neither the order of the groups nor another group's
+   * retraction (an aggregate that cannot retract, say) can change it. */
+  if (x->kind == WD_DELETE)
+    for (size_t g = 0; g < t->ngroups; g++) {
+      const wd_seq_group_t *gr = &t->groups[g];
+      if (gr->remove_on_delete && !group_empty(gr, r) && group_cmp(t, gr, r, w) >= 0) {
+        /* The removal row is the -D as it came in (D7): W keeps its key and ordering columns
+         * only, every other group's work so far (a tombstone's or an earlier record's) is dropped
+         * and aggregates start empty (D1, D8). A record after it in merge order is merged with
+         * W exactly as with the tombstone this removal would leave. */
+        reset_working(t, m);
+        if (take_ordering(t, w, r)) return wd_error_nomem();
+        m->removal = true;
+        m->insert_seen = false;
+        return NULL;
+      }
+    }
   for (size_t g = 0; g < t->ngroups; g++) {
     const wd_seq_group_t *gr = &t->groups[g];
     if (group_empty(gr, r)) continue;
     bool newer = group_cmp(t, gr, r, w) >= 0;
-    if (newer && x->kind == WD_DELETE && gr->remove_on_delete) {
-      m->removal = true;
-      return NULL;
-    }
     for (size_t k = 0; k < gr->nfields; k++) {
       int c = gr->fields[k];
       const wd_agg_spec_t *a = &t->agg[c];
@@ -168,11 +188,6 @@ static wd_error_t *pu_retract(const wd_table_t *t, wd_mstate_t *m, const wd_mrec
 }
 
 /* ---- aggregation (§8) ----------------------------------------------------------------- */
-
-static void reset_working(const wd_table_t *t, wd_mstate_t *m) {
-  wd_row_clear(t->schema, m->w);
-  memset(m->seen, 0, t->schema->ncols * sizeof(bool));
-}
 
 static wd_error_t *agg_apply(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *x) {
   const wd_schema_t *s = t->schema;

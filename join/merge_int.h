@@ -7,11 +7,14 @@
 
 #include "join/merge.h"
 
-/* A sequence group (spec §7.2): sequence fields protect fields. */
+/* A sequence group (spec §7.2): sequence fields protect fields. wd_table_t.groups is in a
+ * canonical order that does not depend on how the options were written: by the schema position
+ * of the first sequence field; fields are in schema order, each once; a column belongs to one
+ * group at most (as a sequence field or as a protected field). */
 typedef struct wd_seq_group {
   int *seq;          /* column indexes of the sequence fields, compared left to right */
   size_t nseq;
-  int *fields;       /* protected columns */
+  int *fields;       /* protected columns, ascending */
   size_t nfields;
   bool remove_on_delete; /* one of seq is listed in partial-update.remove-record-on-sequence-group */
 } wd_seq_group_t;

@@ -211,6 +211,19 @@ done:
   return err;
 }
 
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Groups by the schema position of their first sequence field; a group without one (an empty
+ * key list) last. */
+static int cmp_group(const void *a, const void *b) {
+  const wd_seq_group_t *x = a, *y = b;
+  int kx = x->nseq ? x->seq[0] : 1 << 30, ky = y->nseq ? y->seq[0] : 1 << 30;
+  return (kx > ky) - (kx < ky);
+}
+
 /* Parses every sequence group option into t->groups (spec §7.2, §7.5). */
 static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
   const wd_schema_t *s = t->schema;
@@ -276,7 +289,22 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
   list_free(&keys);
   list_free(&vals);
   if (err) return err;
-  /* Each protected field in exactly one group; sequence field types. */
+  /* Canonical order (independent of the order in which the options are written): protected
+   * fields of a group in schema order, each once; groups in the schema order of their first
+   * sequence field. The engine walks groups and fields in this order, so which error a record
+   * gets, when two groups would both refuse it, does not depend on option order either. The
+   * sequence fields of a multi-field group keep the key's order: they are compared left to right. */
+  for (size_t g = 0; g < t->ngroups; g++) {
+    wd_seq_group_t *gr = &t->groups[g];
+    if (gr->nfields > 1) qsort(gr->fields, gr->nfields, sizeof(int), cmp_int);
+    size_t n = 0;
+    for (size_t k = 0; k < gr->nfields; k++)
+      if (n == 0 || gr->fields[n - 1] != gr->fields[k]) gr->fields[n++] = gr->fields[k];
+    gr->nfields = n;
+  }
+  if (t->ngroups > 1) qsort(t->groups, t->ngroups, sizeof(*t->groups), cmp_group);
+  /* Each column in one group only, as a sequence field or as a protected field (a column shared
+   * by two groups would be written by whichever group comes last); sequence field types. */
   for (size_t g = 0; g < t->ngroups; g++) {
     for (size_t k = 0; k < t->groups[g].nseq; k++) {
       int c = t->groups[g].seq[k];
@@ -289,10 +317,22 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
         free(ty);
         return err;
       }
+      if (t->seq_group_of[c] >= 0 && t->seq_group_of[c] != (int)g)
+        return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
+                            "field '%s' is defined repeatedly by multiple groups: it is a sequence field of two "
+                            "'fields.<seq>.sequence-group' keys; give each group its own sequence field",
+                            s->cols[c].name);
       t->seq_group_of[c] = (int)g;
     }
+  }
+  for (size_t g = 0; g < t->ngroups; g++) {
     for (size_t k = 0; k < t->groups[g].nfields; k++) {
       int c = t->groups[g].fields[k];
+      if (t->seq_group_of[c] >= 0)
+        return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
+                            "field '%s' is defined repeatedly by multiple groups: it is protected by a sequence "
+                            "group and is itself a group's sequence field; a column can be one or the other",
+                            s->cols[c].name);
       if (t->group_of[c] >= 0 && t->group_of[c] != (int)g)
         return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
                             "field '%s' is defined repeatedly by multiple groups; put it in one sequence group only",

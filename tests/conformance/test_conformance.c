@@ -1,9 +1,11 @@
 /*
- * tests/conformance/test_conformance.c — runs every case file under $WIDEN_SHARED/cases (new
- * files are picked up without code changes) through wd_simulate_run, the code path of
- * `widen simulate`, and compares with the case's expectations exactly as
- * ../shared/tools/check-cases.py does. Cases listed in expected-failures.txt must fail (and the
- * test fails when one of them starts passing, so the list stays true).
+ * tests/conformance/test_conformance.c — runs every case file under $WIDEN_SHARED/cases (the
+ * shared contract) and under $WIDEN_REPO_CASES (the repository's own regression cases,
+ * tests/cases, same format) — new files are picked up without code changes — through
+ * wd_simulate_run, the code path of `widen simulate`, and compares with the case's expectations
+ * exactly as ../shared/tools/check-cases.py does. Shared cases listed in expected-failures.txt
+ * must fail (and the test fails when one of them starts passing, so the list stays true); the
+ * repository's own cases must all pass.
  */
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -146,9 +148,8 @@ static int expected_failure(const char *rel) {
   return found;
 }
 
-static void run_all(void) {
-  char root[4096];
-  snprintf(root, sizeof(root), "%s/cases", shared_dir());
+/* Runs every case under root; with_xfail: honour expected-failures.txt. */
+static void run_all(const char *root, int with_xfail) {
   nfiles = 0;
   cr_assert_eq(nftw(root, add_file, 16, FTW_PHYS), 0, "cannot read %s (set WIDEN_SHARED)", root);
   qsort(files, nfiles, sizeof(*files), cmp_str);
@@ -161,7 +162,7 @@ static void run_all(void) {
     while (dir > files[i] && dir[-1] != '/') dir--;
     const char *rel = dir;
     char *why = check(files[i]);
-    int xf = expected_failure(rel);
+    int xf = with_xfail && expected_failure(rel);
     if (!why && !xf) {
       passed++;
     } else if (why && xf) {
@@ -179,10 +180,21 @@ static void run_all(void) {
   }
   free(files);
   files = NULL;
-  fprintf(stderr, "conformance: %zu case files: %zu passed, %zu failed, %zu expected failures, %zu unexpected passes\n",
+  fprintf(stderr, "conformance %s: %zu case files: %zu passed, %zu failed, %zu expected failures, %zu unexpected passes\n", root,
           passed + failed + xfail + xpass, passed, failed, xfail, xpass);
   cr_expect_eq(failed, 0, "%zu case(s) failed", failed);
   cr_expect_eq(xpass, 0, "%zu expected failure(s) passed", xpass);
 }
 
-Test(conformance, every_case_file, .timeout = 900) { run_all(); }
+Test(conformance, every_case_file, .timeout = 900) {
+  char root[4096];
+  snprintf(root, sizeof(root), "%s/cases", shared_dir());
+  run_all(root, 1);
+}
+
+/* The repository's own regression cases (tests/cases): every one must pass. */
+Test(conformance, repository_cases, .timeout = 300) {
+  const char *root = getenv("WIDEN_REPO_CASES");
+  cr_assert_not_null(root, "set WIDEN_REPO_CASES to the repository's tests/cases");
+  run_all(root, 0);
+}
