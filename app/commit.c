@@ -84,13 +84,20 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* The fault hook: kills the process at the configured point (docs/exactly-once.md). */
-static void fault_point(wd_commit_t *c, const char *point) {
-  if (!c->fault[0] || strcmp(c->fault, point) != 0) return;
-  if (--c->fault_left > 0) return;
+/* The fault hook (docs/exactly-once.md): whether the configured point is reached for the n-th
+ * time now; fault_kill then kills the process. */
+static bool fault_due(wd_commit_t *c, const char *point) {
+  return c->fault[0] && strcmp(c->fault, point) == 0 && --c->fault_left == 0;
+}
+
+static void fault_kill(wd_commit_t *c, const char *point) {
   wd_log(WD_LOG_WARN, "commit", "fault hook: killing the process at %s (commit %" PRIu64 ")", point, c->number + 1);
   fflush(NULL);
   raise(SIGKILL);
+}
+
+static void fault_point(wd_commit_t *c, const char *point) {
+  if (fault_due(c, point)) fault_kill(c, point);
 }
 
 wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
@@ -723,10 +730,10 @@ static void note_restored(wd_commit_t *c) {
 static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted) {
   wd_error_t *err = NULL;
   double deadline = mono_s() + c->conf.txn_timeout_ms / 1000.0;
-  if (c->fault[0] && !strcmp(c->fault, "during-commit") && c->fault_left == 1) {
-    /* the EndTxn request is on its way; its outcome is the broker's to decide */
+  if (fault_due(c, "during-commit")) {
+    /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
     wd_error_destroy(wd_producer_txn_commit(c->prod, 1));
-    fault_point(c, "during-commit");
+    fault_kill(c, "during-commit");
   }
   bool told = false;
   for (;;) {
@@ -855,9 +862,9 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
     case WD_PHASE_OFFSETS_SENT:
       /* 3. commit */
       err = commit_txn(c, stop, &ab);
-      if (!err && !ab && c->phase == WD_PHASE_COMMITTED && c->nt) fault_point(c, "after-commit");
       break;
     case WD_PHASE_COMMITTED:
+      fault_point(c, "after-commit");
       /* 4. finalize: the state batch, the offsets, the number, the prepared record gone: one write */
       if (c->conf.exactly_once && wd_store_batch_delete_meta(c->b, WD_PREPARED_KEY)) goto nomem;
       if ((err = wd_store_write(c->store, c->b))) break;

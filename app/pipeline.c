@@ -219,24 +219,22 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     const wd_row_t *before = NULL, *after = NULL, *keyrow;
     wd_buf_reset(&p->kbuf);
     wd_buf_reset(&p->vbuf);
+    size_t at = i;
     if (p->out_format == WD_CHANGELOG_DEBEZIUM_JSON) {
-      size_t at = i;
       wd_changelog_pair(p->cl.rows, p->cl.n, &i, &kind, &before, &after);
-      p->st.changes_out += i - at;
       keyrow = after ? after : before;
       err = wd_changelog_encode_debezium_json(p->schema, tname, ts, kind, before, after, &p->vbuf);
     } else if (p->avro_out && p->cfg->sink.format == WD_CONFIG_SINK_AVRO) { /* one record per row kind */
       keyrow = p->cl.rows[i];
       err = wd_avro_sink_encode_value(p->avro_out, p->cl.rows[i], &p->vbuf);
       i++;
-      p->st.changes_out++;
     } else {
       keyrow = p->cl.rows[i];
       err = wd_changelog_encode_changelog_json(p->schema, tname, ts, p->cl.rows[i], &p->vbuf);
       i++;
-      p->st.changes_out++;
     }
     bool silent = p->opts.no_output || p->restoring[p->cl_src[i - 1]];
+    if (!p->restoring[p->cl_src[i - 1]]) p->st.changes_out += i - at;
     if (!err) err = encode_key(p, keyrow);
     if (!err && !silent && !(err = wd_commit_begin(p->commit)))
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
