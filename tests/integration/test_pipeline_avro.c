@@ -16,6 +16,7 @@
  */
 #include <avro.h>
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -822,6 +823,110 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   json_decref(sim);
   wd_table_destroy(t);
   wd_config_destroy(cfg);
+  wd_standin_stop(srv);
+  char cmd[200];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+/* ---- a registry that stalls longer than max.poll.interval.ms -------------------------------- */
+
+static char *fixture_path_read(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  cr_assert_not_null(fp, "cannot open %s", path);
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  cr_assert_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
+  s[n] = 0;
+  fclose(fp);
+  return s;
+}
+
+/* The registry answers 503 for about 30 s while records wait to be decoded, three times
+ * max.poll.interval.ms: widen keeps serving the consumer (paused partitions, polls) while it
+ * retries, so the group never evicts it (no "maximum poll interval exceeded", no second
+ * assignment), and the records come out once when the registry is back (issue 9 point 4). */
+Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240) {
+  wd_standin_t *srv = wd_standin_start("alice", "s3cret");
+  cr_assert_not_null(srv);
+  size_t n;
+  char *schemas = fixture("schemas.json", &n);
+  json_t *sj = json_loads(schemas, 0, NULL);
+  const char *k;
+  json_t *v;
+  json_object_foreach(sj, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
+  json_decref(sj);
+  free(schemas);
+  char dir[] = "/tmp/widen-it-stall-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char prefix[64], group[96], state[128], cfgpath[128], out_topic[96], in_topic[96], logpath[128];
+  snprintf(prefix, sizeof(prefix), "itstall%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(group, sizeof(group), "%sgroup", prefix);
+  snprintf(state, sizeof(state), "%s/state", dir);
+  snprintf(cfgpath, sizeof(cfgpath), "%s/widen.yaml", dir);
+  snprintf(logpath, sizeof(logpath), "%s/widen.log", dir);
+  snprintf(in_topic, sizeof(in_topic), "%sorders", prefix);
+  snprintf(out_topic, sizeof(out_topic), "%sout", prefix);
+  char *y0 = subst(YAML, "    session.timeout.ms: 6000\n", "    session.timeout.ms: 6000\n    max.poll.interval.ms: 10000\n");
+  char *y1 = subst(y0, "PREFIX", prefix), *y2 = subst(y1, "GROUP", group), *y3 = subst(y2, "STATE", state),
+       *y4 = subst(y3, "URL", wd_standin_url(srv));
+  FILE *f = fopen(cfgpath, "w");
+  fputs(y4, f);
+  fclose(f);
+  free(y0);
+  free(y1);
+  free(y2);
+  free(y3);
+  free(y4);
+  /* widen starts (registers the sink's schemas, joins the group) before the input exists */
+  const char *bin = getenv("WIDEN_BIN");
+  cr_assert(bin && access(bin, X_OK) == 0);
+  const char *argv[] = {bin, "run", "--config", cfgpath, "--max-idle-ms", "8000", NULL};
+  setenv("WIDEN_BROKERS", brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  for (int i = 0; i < 200 && wd_standin_requests(srv) < 2; i++) usleep(50 * 1000);
+  cr_assert_geq(wd_standin_requests(srv), 2, "widen did not register its schemas");
+  usleep(2000 * 1000); /* the group join */
+  wd_standin_fail_next(srv, 9); /* 100 ms doubling to 10 s: about 32 s of 503s */
+  static const char *const VALUES[] = {"v1_create.bin", "v2_evolved.bin", "v1_update.bin"};
+  static const char *const KEYS[] = {"key_1.bin", "key_2.bin", "key_1.bin"};
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  for (size_t i = 0; i < 3; i++) {
+    size_t kl, vl;
+    char *key = fixture(KEYS[i], &kl), *val = fixture(VALUES[i], &vl);
+    cr_assert_null(wd_producer_send(p, in_topic, key, kl, val, vl, NULL, 0));
+    free(key);
+    free(val);
+  }
+  cr_assert_null(wd_producer_wait_acked(p, 60000));
+  wd_producer_destroy(p);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  char *log = fixture_path_read(logpath);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "widen run failed (status %d): %s", status, log);
+  cr_assert_geq(wd_standin_requests(srv), 2 + 9, "the registry stall was not reached");
+  cr_assert_null(strstr(log, "maximum poll interval"), "the group evicted widen while it waited:\n%s", log);
+  cr_assert_null(strstr(log, "lost"), "partitions were lost while widen waited:\n%s", log);
+  size_t assigned = 0;
+  for (const char *s = log; (s = strstr(s, "[ingest] assigned")); s++) assigned++;
+  cr_assert_eq(assigned, 1, "widen was assigned %zu times (a rebalance while it waited):\n%s", assigned, log);
+  /* each input change once: key 1 +I, -U, +U; key 2 +I */
+  recs_t out;
+  read_topic(out_topic, &out);
+  cr_assert_eq(out.n, 4, "%zu output records", out.n);
+  recs_free(&out);
+  free(log);
   wd_standin_stop(srv);
   char cmd[200];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
