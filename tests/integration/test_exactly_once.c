@@ -59,7 +59,7 @@ static const char *const YAML =
     "  group.id: PREFIXgroup\n"
     "  properties:\n"
     "    session.timeout.ms: 6000\n"
-    "    group.instance.id: PREFIXinstance\n"
+    "    group.instance.id: PREFIXINSTANCE\n"
     "table:\n"
     "  name: orders_t\n"
     "  schema:\n"
@@ -85,7 +85,8 @@ static const char *const YAML =
     "pipeline:\n"
     "  batch-size: 50\n"
     "  commit-max-records: 150\n"
-    "  processing-guarantee: GUARANTEE\n";
+    "  processing-guarantee: GUARANTEE\n"
+    "  tasks: TASKS\n";
 
 /* Replaces every occurrence of from in s by to (s is freed; the result is new). */
 static char *replace(char *s, const char *from, const char *to) {
@@ -104,23 +105,45 @@ static char *replace(char *s, const char *from, const char *to) {
   return (char *)out.data;
 }
 
-static void env_init(env_t *e, const char *name, const char *guarantee) {
+/* Writes e's config: e->prefix, e->state and the member's instance id set. */
+static void write_config(const env_t *e, const char *instance, const char *guarantee, const char *tasks) {
+  char *y = strdup(YAML);
+  y = replace(y, "INSTANCE", instance);
+  y = replace(y, "PREFIX", e->prefix);
+  y = replace(y, "BROKERS", brokers());
+  y = replace(y, "STATE", e->state);
+  y = replace(y, "GUARANTEE", guarantee);
+  y = replace(y, "TASKS", tasks);
+  FILE *f = fopen(e->cfg, "w");
+  cr_assert_not_null(f);
+  fputs(y, f);
+  fclose(f);
+  free(y);
+}
+
+static void env_init_tasks(env_t *e, const char *name, const char *guarantee, const char *tasks) {
   snprintf(e->dir, sizeof(e->dir), "/tmp/widen-eo-%s-XXXXXX", name);
   cr_assert_not_null(mkdtemp(e->dir));
   snprintf(e->prefix, sizeof(e->prefix), "eo%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
   snprintf(e->cfg, sizeof(e->cfg), "%s/widen.yaml", e->dir);
   snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
   snprintf(e->out, sizeof(e->out), "%sout", e->prefix);
-  char *y = strdup(YAML);
-  y = replace(y, "PREFIX", e->prefix);
-  y = replace(y, "BROKERS", brokers());
-  y = replace(y, "STATE", e->state);
-  y = replace(y, "GUARANTEE", guarantee);
-  FILE *f = fopen(e->cfg, "w");
-  cr_assert_not_null(f);
-  fputs(y, f);
-  fclose(f);
-  free(y);
+  write_config(e, "instance", guarantee, tasks);
+}
+
+static void env_init(env_t *e, const char *name, const char *guarantee) {
+  env_init_tasks(e, name, guarantee, "single");
+}
+
+/* Another member m of base's group (same topics and group, its own state directory and
+ * group.instance.id `name`). */
+static void env_member(const env_t *base, env_t *m, const char *name, const char *guarantee, const char *tasks) {
+  *m = *base;
+  snprintf(m->dir, sizeof(m->dir), "/tmp/widen-eo-%s-XXXXXX", name);
+  cr_assert_not_null(mkdtemp(m->dir));
+  snprintf(m->cfg, sizeof(m->cfg), "%s/widen.yaml", m->dir);
+  snprintf(m->state, sizeof(m->state), "%s/state", m->dir);
+  write_config(m, name, guarantee, tasks);
 }
 
 static void env_done(env_t *e) {
@@ -129,16 +152,28 @@ static void env_done(env_t *e) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", e->dir);
 }
 
-/* Runs `widen run` until it is idle for 2 s (or the fault hook kills it); returns its exit status
- * (128 + signal when killed). fault may be NULL. */
-static int run_widen(const env_t *e, const char *fault) {
-  const char *argv[] = {widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", "2000", NULL};
+/* Starts `widen run`, stopping after idle_ms without input; fault (WIDEN_FAULT) may be NULL. */
+static pid_t spawn_widen(const env_t *e, const char *fault, const char *idle_ms) {
+  const char *argv[] = {widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
   setenv("WIDEN_BROKERS", brokers(), 1);
   if (fault) setenv("WIDEN_FAULT", fault, 1);
   else unsetenv("WIDEN_FAULT");
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   unsetenv("WIDEN_FAULT");
+  return pid;
+}
+
+static int wait_exit(pid_t pid) {
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs `widen run` until it is idle for 2 s (or the fault hook kills it); returns its exit status
+ * (128 + signal when killed). fault may be NULL. */
+static int run_widen(const env_t *e, const char *fault) {
+  pid_t pid = spawn_widen(e, fault, "2000");
   int status = 0;
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -396,4 +431,79 @@ Test(exactly_once, at_least_once_repeats_after_a_kill, .timeout = 200) {
   json_decref(rb);
   env_done(&clean);
   env_done(&crash);
+}
+
+/* ---- scale-out: partitions moving between members (issue 10) --------------------------------- */
+
+/* Two members A and B with their own state directories take turns in one group (the stale-state
+ * scenario): A runs, B runs on, A runs again with its stale local state. A's tasks are behind the
+ * group's committed offsets, so it rebuilds them without output: per key the changelog equals a
+ * clean single run's (nothing repeated, no old version re-emitted) and the last output record of
+ * every key is its current row. */
+static void members_take_turns(const char *tasks) {
+  env_t clean, a, b;
+  env_init_tasks(&clean, "tclean", "exactly-once", tasks);
+  env_init_tasks(&a, "turnA", "exactly-once", tasks);
+  env_member(&a, &b, "turnB", "exactly-once", tasks);
+  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 1500, 11, 0);
+  cr_assert_eq(run_widen(&a, NULL), 0);
+  produce_orders(both, 2, 3000, 11, 1500);
+  cr_assert_eq(run_widen(&b, NULL), 0);
+  produce_orders(both, 2, 4500, 11, 3000);
+  cr_assert_eq(run_widen(&a, NULL), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  assert_same_changelog(x, y, nc, ng);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&a);
+  cr_assert(wd_test_json_same(ra, rb), "A's final rows differ from the clean run's");
+  json_decref(x);
+  json_decref(y);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
+
+Test(scale_out, members_take_turns_single_task, .timeout = 240) { members_take_turns("single"); }
+Test(scale_out, members_take_turns_per_partition, .timeout = 240) { members_take_turns("per-partition"); }
+
+/* Two live members share the partitions while input flows; one is killed with SIGKILL (its
+ * partitions move to the other after session.timeout.ms), then restarted. Read read_committed,
+ * the output has, per key, exactly the changelog of a clean single run. */
+Test(scale_out, live_members_with_a_kill, .timeout = 280) {
+  env_t clean, a, b;
+  env_init_tasks(&clean, "lclean", "exactly-once", "per-partition");
+  env_init_tasks(&a, "liveA", "exactly-once", "per-partition");
+  env_member(&a, &b, "liveB", "exactly-once", "per-partition");
+  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 1000, 13, 0);
+  pid_t pa = spawn_widen(&a, NULL, "12000"), pb = spawn_widen(&b, NULL, "12000");
+  usleep(4000 * 1000); /* both joined: the partitions are shared */
+  for (uint64_t at = 1000; at < 4000; at += 500) {
+    produce_orders(both, 2, at + 500, 13, at);
+    usleep(400 * 1000);
+  }
+  cr_assert_eq(kill(pb, SIGKILL), 0);
+  cr_assert_eq(wait_exit(pb), 128 + SIGKILL);
+  produce_orders(both, 2, 5000, 13, 4000);
+  pb = spawn_widen(&b, NULL, "12000");
+  produce_orders(both, 2, 6000, 13, 5000);
+  cr_assert_eq(wait_exit(pa), 0);
+  cr_assert_eq(wait_exit(pb), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  assert_same_changelog(x, y, nc, ng);
+  json_decref(x);
+  json_decref(y);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
 }
