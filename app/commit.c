@@ -767,9 +767,34 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
       return NULL;
     }
   }
-  /* the outcome stayed unknown past transaction.timeout.ms: resolved as at start */
-  return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
-                            "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
+  /* the outcome stayed unknown past transaction.timeout.ms: a new producer with the same
+   * transactional.id resolves it (init_transactions completes or aborts the transaction), then
+   * the group's committed offsets say which */
+  if (!c->conf.hooks.reopen_producer || !c->nt)
+    return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
+                              "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
+  wd_log(WD_LOG_WARN, "commit", "the outcome of commit %" PRIu64 " is not known after %d ms (%s): re-creating the "
+         "producer to resolve it from the group's committed offsets", c->number + 1, c->conf.txn_timeout_ms,
+         err->message);
+  wd_error_destroy(err);
+  if ((err = c->conf.hooks.reopen_producer(c->conf.hooks.ctx, &c->prod))) return err;
+  c->txn_begun = false;
+  wd_tp_offset_t *g = calloc(c->nt, sizeof(*g));
+  if (!g) return wd_error_nomem();
+  memcpy(g, c->t, c->nt * sizeof(*g));
+  err = group_offsets(c, g, c->nt);
+  bool committed = false;
+  for (size_t i = 0; !err && i < c->nt && !committed; i++) committed = g[i].offset == c->t[i].offset;
+  free(g);
+  if (err) return err;
+  if (committed) {
+    wd_log(WD_LOG_INFO, "commit", "commit %" PRIu64 ": the transaction had committed", c->number + 1);
+    c->phase = WD_PHASE_COMMITTED;
+    return NULL;
+  }
+  wd_log(WD_LOG_INFO, "commit", "commit %" PRIu64 ": the transaction did not commit", c->number + 1);
+  if (aborted) *aborted = true;
+  return wd_commit_abort(c, "its transaction did not commit");
 }
 
 /* The steps of docs/exactly-once.md, one phase at a time, so that a nested run (a rebalance

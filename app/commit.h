@@ -52,6 +52,11 @@ typedef struct wd_commit_hooks {
   int (*before_finalize)(void *ctx, uint64_t number, wd_store_batch_t *b);
   /* After commit `number` is final (its output visible, its state written). May be NULL. */
   void (*committed)(void *ctx, uint64_t number);
+  /* Replaces *prod by a new producer with the same configuration (transactional.id), whose
+   * transactions are initialised: used when a commit's outcome stays unknown (the new producer's
+   * init_transactions resolves it). Returns NULL or an error. May be NULL (then the pipeline stops
+   * with E_TXN_UNKNOWN and the restart resolves the commit). */
+  wd_error_t *(*reopen_producer)(void *ctx, wd_producer_t **prod);
   /* After the open commit was aborted (its output discarded, its state dropped, the consumer
    * rewound): whatever the pipeline buffered for it goes too. May be NULL. */
   void (*aborted)(void *ctx);

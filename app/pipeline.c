@@ -79,6 +79,7 @@ struct wd_pipeline {
   bool assigned; /* partitions were assigned since the last co-partitioning check */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
+  wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
   bool per_partition; /* one task per source partition */
 };
 
@@ -119,6 +120,27 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
          lost ? "lost" : "revoked");
   wd_commit_on_revoke(p->commit, lost);
   wd_state_drop_clean(p->state); /* the keys may belong to another process now */
+}
+
+/* Commit hook: a new producer with the same configuration (transactional.id), transactions
+ * initialised, replacing the one whose commit outcome stayed unknown. */
+static wd_error_t *reopen_producer(void *ctx, wd_producer_t **prod) {
+  wd_pipeline_t *p = ctx;
+  wd_producer_t *np = NULL;
+  wd_error_t *err = wd_producer_new(&p->pconf, &np);
+  for (int attempt = 0; !err; attempt++) {
+    wd_error_t *ierr = wd_producer_txn_init(np, 30000);
+    if (!ierr) break;
+    if (!ierr->retriable || attempt >= 4) err = ierr;
+    else wd_error_destroy(ierr);
+  }
+  if (err) {
+    wd_producer_destroy(np);
+    return err;
+  }
+  wd_producer_destroy(p->prod); /* its open transaction is fenced by the new one */
+  p->prod = *prod = np;
+  return NULL;
 }
 
 /* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
@@ -607,6 +629,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
   }
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
+  if (err && err->fenced)
+    err = wd_error_wrap(err, "fenced: another widen process with transactional.id %s (or a newer member of group "
+                             "%s) took over; this one stops without committing its open work (the other one "
+                             "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
   (void)start;
   return err;
@@ -771,17 +797,15 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     if (!producer_only(cfg->kafka.properties.v[i].key) &&
         (err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
       goto fail;
-  wd_kafka_conf_t pconf = {0};
-  if ((err = wd_kafka_conf_set_brokers(&pconf, cfg->kafka.bootstrap_servers))) goto fail;
+  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) goto fail;
   for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++)
     if (!consumer_only(cfg->kafka.properties.v[i].key))
-      err = wd_kafka_conf_set(&pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
+      err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
   for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
-    err = wd_kafka_conf_set(&pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
+    err = wd_kafka_conf_set(&p->pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
   int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
-  if (!err && p->exactly_once) err = transactional_id(p, &pconf, &txn_timeout_ms);
-  if (!err) err = wd_producer_new(&pconf, &p->prod);
-  wd_kafka_conf_clear(&pconf);
+  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
+  if (!err) err = wd_producer_new(&p->pconf, &p->prod);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
   if (!(p->topics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
@@ -802,7 +826,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
       .topics = p->topics,
       .ntopics = nt,
-      .hooks = {p, NULL, on_committed, on_aborted},
+      .hooks = {p, NULL, on_committed, reopen_producer, on_aborted},
   };
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
@@ -839,6 +863,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     wd_producer_destroy(p->prod);
   }
   wd_kafka_conf_clear(&p->kconf);
+  wd_kafka_conf_clear(&p->pconf);
   if (p->table) {
     for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
     wd_changelog_free(p->table, &p->cl);

@@ -9,6 +9,7 @@
  * nothing else. The final state must equal the clean run's too.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -60,6 +61,7 @@ static const char *const YAML =
     "  properties:\n"
     "    session.timeout.ms: 6000\n"
     "    group.instance.id: PREFIXINSTANCE\n"
+    "EXTRA_PROPS"
     "table:\n"
     "  name: orders_t\n"
     "  schema:\n"
@@ -106,8 +108,11 @@ static char *replace(char *s, const char *from, const char *to) {
 }
 
 /* Writes e's config: e->prefix, e->state and the member's instance id set. */
+static const char *extra_props = "";
+
 static void write_config(const env_t *e, const char *instance, const char *guarantee, const char *tasks) {
   char *y = strdup(YAML);
+  y = replace(y, "EXTRA_PROPS", extra_props);
   y = replace(y, "INSTANCE", instance);
   y = replace(y, "PREFIX", e->prefix);
   y = replace(y, "BROKERS", brokers());
@@ -497,6 +502,59 @@ Test(scale_out, live_members_with_a_kill, .timeout = 280) {
   produce_orders(both, 2, 6000, 13, 5000);
   cr_assert_eq(wait_exit(pa), 0);
   cr_assert_eq(wait_exit(pb), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  assert_same_changelog(x, y, nc, ng);
+  json_decref(x);
+  json_decref(y);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
+
+/* A second process with the same transactional.id fences the first: the first stops with a
+ * message that says so and a non-zero exit, and the output still has every change once. */
+Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
+  env_t clean, a, b;
+  char props[200];
+  env_init(&clean, "fclean", "exactly-once");
+  snprintf(props, sizeof(props), "    transactional.id: %sshared-txn\n", clean.prefix);
+  extra_props = props;
+  env_init(&a, "fenceA", "exactly-once");
+  env_member(&a, &b, "fenceB", "exactly-once", "single");
+  extra_props = "";
+  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 2);
+  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 2);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 1000, 21, 0);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/a.log", a.dir);
+  const char *argv[] = {widen_bin(), "run", "--config", a.cfg, "--quiet", "--max-idle-ms", "15000", NULL};
+  setenv("WIDEN_BROKERS", brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pa;
+  cr_assert_eq(posix_spawn(&pa, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  usleep(5000 * 1000);
+  pid_t pb = spawn_widen(&b, NULL, "6000"); /* same transactional.id: fences A */
+  for (uint64_t at = 1000; at < 3000; at += 250) {
+    produce_orders(both, 2, at + 250, 21, at);
+    usleep(300 * 1000);
+  }
+  int rca = wait_exit(pa);
+  cr_assert_eq(wait_exit(pb), 0);
+  FILE *f = fopen(log, "r");
+  cr_assert_not_null(f);
+  char buf[65536];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  cr_assert_eq(rca, 1, "the fenced process exited with %d:\n%s", rca, buf);
+  cr_assert_not_null(strstr(buf, "fenced: another widen process"), "no fencing message:\n%s", buf);
+  cr_assert_eq(run_widen(&b, NULL), 0); /* whatever is left */
   cr_assert_eq(run_widen(&clean, NULL), 0);
   size_t nc = 0, ng = 0;
   json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
