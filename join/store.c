@@ -170,6 +170,7 @@ static int wd_put_u32(wd_buf_t *out, size_t v) {
 
 int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out) {
   wd_store_op_view_t v;
+  if (wd_put_u32(out, b->n)) return -1;
   for (size_t i = 0; i < b->n; i++) {
     wd_store_batch_view(b, i, &v);
     uint8_t kind = (uint8_t)v.kind;
@@ -189,8 +190,12 @@ static int wd_get_u32(const uint8_t *data, size_t len, size_t *at, size_t *v) {
 }
 
 int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len) {
-  size_t at = 0;
-  while (at < len) {
+  size_t at = 0, nops = 0;
+  if (len < 4) return -1;
+  nops = ((size_t)data[0] << 24) | ((size_t)data[1] << 16) | ((size_t)data[2] << 8) | (size_t)data[3];
+  at = 4;
+  for (size_t op = 0; op < nops; op++) {
+    if (at >= len) return -1;
     uint8_t kind = data[at++];
     size_t klen = 0, vlen = 0, koff, voff;
     if (kind < WD_STORE_OP_PUT || kind > WD_STORE_OP_META_DELETE_RANGE) return -1;
@@ -202,7 +207,7 @@ int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len) 
     at += vlen;
     if (wd_store_batch_add(b, (wd_store_op_kind_t)kind, data + koff, klen, data + voff, vlen)) return -1;
   }
-  return 0;
+  return at == len ? 0 : -1;
 }
 
 wd_error_t *wd_store_get_meta(wd_store_t *st, const char *name, uint8_t **val, size_t *vlen) {

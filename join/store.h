@@ -76,11 +76,11 @@ size_t wd_store_batch_count(const wd_store_batch_t *b);
 
 /* Serialises b's ops (in order) to out (appended): the commit coordinator keeps a prepared
  * commit's batch in meta until it knows the commit's outcome (docs/exactly-once.md). The format
- * is private to the store: per op a kind byte, a 4-byte key length, the key, a 4-byte value
- * length, the value (lengths big-endian). 0, or -1 on no memory. */
+ * is private to the store: a 4-byte op count, then per op a kind byte, a 4-byte key length, the
+ * key, a 4-byte value length, the value (big-endian). 0, or -1 on no memory. */
 int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out);
 /* Appends the ops of data[0..len) (from wd_store_batch_encode) to b. 0, or -1 on no memory or
- * malformed data (b then holds the ops before the bad one). */
+ * malformed or truncated data (b then holds the ops before the bad one). */
 int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len);
 
 /* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE". */

@@ -724,3 +724,93 @@ Test(store_mem, bad_arguments) {
   wd_store_close(st);
   wd_store_close(NULL);
 }
+
+/* ---- ops of the commit coordinator: range deletes, meta deletes, batch encode/decode -------- */
+
+static void check_ranges(backend_t be) {
+  wd_store_t *st = open_store(be, -1);
+  /* keys of tasks 1, 2, 3 (a one-byte namespace, a 4-byte task, a key) */
+  const char keys[][7] = {{'R', 0, 0, 0, 1, 'a', 0}, {'R', 0, 0, 0, 2, 'a', 0}, {'R', 0, 0, 0, 2, 'b', 0},
+                          {'R', 0, 0, 0, 3, 'a', 0}};
+  for (size_t i = 0; i < 4; i++) put(st, keys[i], 6, "v", 1);
+  wd_store_batch_t *b = wd_store_batch_new();
+  const uint8_t begin[] = {'R', 0, 0, 0, 2}, end[] = {'R', 0, 0, 0, 3};
+  cr_assert_eq(wd_store_batch_delete_range(b, begin, 5, end, 5), 0);
+  cr_assert_eq(wd_store_batch_set_offset(b, "t", 0, 5), 0);
+  cr_assert_eq(wd_store_batch_set_offset(b, "t", 1, 6), 0);
+  cr_assert_eq(wd_store_batch_set_offset(b, "u", 0, 7), 0);
+  cr_assert_eq(wd_store_batch_set_meta(b, "x/y", (const uint8_t *)"1", 1), 0);
+  ok(wd_store_write(st, b));
+  size_t vlen = 0;
+  uint8_t *v;
+  cr_assert_not_null(v = get1(st, keys[0], 6, &vlen));
+  free(v);
+  cr_assert_null(get1(st, keys[1], 6, &vlen), "task 2's first key survived the range delete");
+  cr_assert_null(get1(st, keys[2], 6, &vlen), "task 2's second key survived the range delete");
+  cr_assert_not_null(v = get1(st, keys[3], 6, &vlen), "task 3 (the end of the range) was deleted");
+  free(v);
+  /* the offsets of one topic, and one meta key */
+  wd_store_batch_clear(b);
+  cr_assert_eq(wd_store_batch_delete_offsets(b, "t"), 0);
+  cr_assert_eq(wd_store_batch_delete_meta(b, "x/y"), 0);
+  cr_assert_neq(wd_store_batch_delete_meta(b, "offset/t/0"), 0, "offsets are not meta to delete by name");
+  ok(wd_store_write_sync(st, b));
+  int64_t off = 0;
+  ok(wd_store_get_offset(st, "t", 0, &off));
+  cr_assert_eq(off, -1);
+  ok(wd_store_get_offset(st, "t", 1, &off));
+  cr_assert_eq(off, -1);
+  ok(wd_store_get_offset(st, "u", 0, &off));
+  cr_assert_eq(off, 7, "another topic's offset went too");
+  uint8_t *mv = NULL;
+  size_t ml = 0;
+  ok(wd_store_get_meta(st, "x/y", &mv, &ml));
+  cr_assert_null(mv);
+  wd_store_batch_destroy(b);
+  wd_store_close(st);
+}
+
+Test(store_mem, range_and_meta_deletes) { check_ranges(BACKEND_MEM); }
+Test(store_rdb, range_and_meta_deletes, .init = mk_tmp, .fini = rm_tmp) { check_ranges(BACKEND_RDB); }
+
+Test(store_mem, batch_encode_decode_roundtrip) {
+  wd_store_batch_t *a = wd_store_batch_new(), *b = wd_store_batch_new();
+  cr_assert_eq(wd_store_batch_put(a, (const uint8_t *)"k1", 2, (const uint8_t *)"v1", 2), 0);
+  cr_assert_eq(wd_store_batch_delete(a, (const uint8_t *)"k2", 2), 0);
+  cr_assert_eq(wd_store_batch_put(a, (const uint8_t *)"", 0, (const uint8_t *)"", 0), 0);
+  cr_assert_eq(wd_store_batch_set_offset(a, "topic", 3, 99), 0);
+  cr_assert_eq(wd_store_batch_delete_range(a, (const uint8_t *)"a", 1, (const uint8_t *)"b", 1), 0);
+  wd_buf_t enc = {0};
+  cr_assert_eq(wd_store_batch_encode(a, &enc), 0);
+  cr_assert_eq(wd_store_batch_decode(b, enc.data, enc.len), 0);
+  cr_assert_eq(wd_store_batch_count(b), 5);
+  wd_buf_t enc2 = {0};
+  cr_assert_eq(wd_store_batch_encode(b, &enc2), 0);
+  cr_assert_eq(enc2.len, enc.len);
+  cr_assert_eq(memcmp(enc.data, enc2.data, enc.len), 0);
+  /* applied to a store, the decoded batch does what the original would */
+  wd_store_t *st = NULL;
+  ok(wd_store_open_memory(&st));
+  ok(wd_store_write(st, b));
+  int64_t off = 0;
+  ok(wd_store_get_offset(st, "topic", 3, &off));
+  cr_assert_eq(off, 99);
+  size_t vlen = 0;
+  uint8_t *v = get1(st, "k1", 2, &vlen);
+  cr_assert(v && vlen == 2 && !memcmp(v, "v1", 2));
+  free(v);
+  /* truncated or corrupt input is refused */
+  wd_store_batch_t *c = wd_store_batch_new();
+  for (size_t cut = 1; cut < enc.len; cut += 3) {
+    wd_store_batch_clear(c);
+    cr_assert_neq(wd_store_batch_decode(c, enc.data, cut), 0, "a batch cut at %zu of %zu decoded", cut, enc.len);
+  }
+  uint8_t bad[] = {42, 0, 0, 0, 0, 0, 0, 0, 0};
+  cr_assert_neq(wd_store_batch_decode(c, bad, sizeof(bad)), 0);
+  wd_store_batch_destroy(c);
+  wd_store_close(st);
+  wd_buf_free(&enc);
+  wd_buf_free(&enc2);
+  wd_store_batch_destroy(a);
+  wd_store_batch_destroy(b);
+}
