@@ -68,6 +68,9 @@ struct wd_commit {
   size_t ngc, cap_gc;
   double last_gc;
   wd_error_t *cb_err; /* fatal error inside a callback */
+  bool changelog_sent; /* the open commit's changelog records are produced */
+  wd_error_t *send_err;
+  uint64_t restored_records; /* changelog records restored (all tasks, this process) */
   /* fault hook */
   char fault[32];
   long fault_left;
@@ -139,6 +142,7 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->tps);
   free(c->gc);
   wd_error_destroy(c->cb_err);
+  wd_error_destroy(c->send_err);
   free(c);
 }
 
@@ -397,6 +401,104 @@ static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
   return c->conf.per_partition ? (uint32_t)partition : 0;
 }
 
+/* ---- the state changelog topic --------------------------------------------------------------- */
+
+static uint32_t task_of_key(const uint8_t *key, size_t klen) {
+  if (klen < WD_STATE_PREFIX_LEN) return 0;
+  return ((uint32_t)key[1] << 24) | ((uint32_t)key[2] << 16) | ((uint32_t)key[3] << 8) | key[4];
+}
+
+static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
+  wd_commit_t *c = ctx;
+  c->send_err = wd_producer_send_to(c->prod, c->conf.changelog_topic, (int32_t)task_of_key(key, klen), key, klen, val,
+                                    val ? vlen : 0);
+  return c->send_err ? 1 : 0;
+}
+
+typedef struct {
+  int32_t partition;
+} wd_restore_ctx_t;
+
+static int64_t restore_on_assign(void *ctx, const char *topic, int32_t partition) {
+  (void)topic;
+  return partition == ((wd_restore_ctx_t *)ctx)->partition ? WD_OFFSET_BEGINNING : WD_OFFSET_END;
+}
+
+/* Restores task `task` from its changelog partition (read_committed, to its end) into the store
+ * (its key range was deleted before). */
+static wd_error_t *restore_task(wd_commit_t *c, uint32_t task) {
+  wd_error_t *err = NULL;
+  wd_consumer_t *rc = NULL;
+  wd_tp_offset_t *ends = NULL, *pos = NULL;
+  size_t nends = 0, npos = 0, nb = 0;
+  uint64_t records = 0;
+  wd_store_batch_t *b = wd_store_batch_new();
+  wd_kmsg_t *msgs = calloc(1000, sizeof(*msgs));
+  wd_restore_ctx_t rctx = {(int32_t)task};
+  const char *topics[] = {c->conf.changelog_topic};
+  double t0 = mono_s(), last_progress = t0;
+  if (!b || !msgs) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  if ((err = wd_consumer_new(c->conf.restore_conf, topics, 1, restore_on_assign, &rctx, &rc))) goto done;
+  if ((err = wd_consumer_end_offsets(rc, 30000, &ends, &nends))) goto done;
+  int64_t end = 0;
+  for (size_t i = 0; i < nends; i++)
+    if (ends[i].partition == (int32_t)task) end = ends[i].offset;
+  for (;;) {
+    size_t n = 0;
+    if (end > 0) {
+      if ((err = wd_consumer_poll_batch(rc, 1000, 100, msgs, &n))) goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (msgs[i].partition != (int32_t)task) continue;
+      int r = msgs[i].value ? wd_store_batch_put(b, msgs[i].key, msgs[i].key_len, msgs[i].value, msgs[i].value_len)
+                            : wd_store_batch_delete(b, msgs[i].key, msgs[i].key_len);
+      if (r) {
+        wd_kmsg_release(msgs, n);
+        err = wd_error_nomem();
+        goto done;
+      }
+      nb++;
+      records++;
+    }
+    wd_kmsg_release(msgs, n);
+    if (n) last_progress = mono_s();
+    if (nb >= 5000 || (n == 0 && nb)) {
+      if ((err = wd_store_write(c->store, b))) goto done;
+      wd_store_batch_clear(b);
+      nb = 0;
+    }
+    if (end <= 0) break;
+    free(pos);
+    pos = NULL;
+    if ((err = wd_consumer_assignment(rc, &pos, &npos))) goto done;
+    bool reached = false;
+    for (size_t i = 0; i < npos; i++)
+      if (pos[i].partition == (int32_t)task && pos[i].offset >= end) reached = true;
+    if (reached && !nb) break;
+    if (mono_s() - last_progress > 60.0) {
+      err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring task %u from %s: no progress for 60 s", task,
+                         c->conf.changelog_topic);
+      goto done;
+    }
+  }
+  if (nb && (err = wd_store_write(c->store, b))) goto done;
+  c->restored_records += records;
+  wd_log(WD_LOG_INFO, "commit", "task %u restored from %s[%u]: %" PRIu64 " records in %.2f s", task,
+         c->conf.changelog_topic, task, records, mono_s() - t0);
+done:
+  free(ends);
+  free(pos);
+  free(msgs);
+  wd_store_batch_destroy(b);
+  if (rc) wd_consumer_destroy(rc);
+  return err;
+}
+
+uint64_t wd_commit_restored_records(const wd_commit_t *c) { return c->restored_records; }
+
 void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
   wd_tp_offset_t *g = NULL;
@@ -467,7 +569,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) first_of_task = false;
     if (first_of_task) {
       ntasks_restore++;
-      if ((err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), b))) {
+      if (!c->conf.changelog_topic && (err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), b))) {
         keep_cb_error(c, err);
         goto done;
       }
@@ -483,13 +585,53 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       }
     }
     t->start = WD_OFFSET_BEGINNING;
+    if (c->conf.changelog_topic) {
+      /* restored from the changelog below: then it starts at the group's committed offset */
+      if (g[i].offset >= 0) {
+        t->start = g[i].offset;
+        if (wd_store_batch_set_offset(b, parts[i].topic, parts[i].partition, g[i].offset)) {
+          keep_cb_error(c, wd_error_nomem());
+          goto done;
+        }
+      }
+      continue;
+    }
     t->restore_end = g[i].offset; /* -1: the group never committed: nothing to rebuild silently */
     if (t->restore_end > 0) {
       restoring++;
       c->nrestoring++;
     }
   }
-  if (ntasks_restore) {
+  if (ntasks_restore && c->conf.changelog_topic) {
+    /* the rows first (range deleted, then restored), the offsets last: a crash in between leaves
+     * no offsets, so the next start restores again */
+    wd_store_batch_t *rows = wd_store_batch_new();
+    if (!rows) {
+      keep_cb_error(c, wd_error_nomem());
+      goto done;
+    }
+    for (size_t i = 0; i < n && !err; i++) {
+      bool first_of_task = drop[i];
+      for (size_t k = 0; k < i && first_of_task; k++)
+        if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) first_of_task = false;
+      if (!first_of_task) continue;
+      wd_store_batch_clear(rows);
+      if ((err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), rows)) ||
+          (err = wd_store_write_sync(c->store, rows)) || (err = restore_task(c, task_of(c, parts[i].partition))))
+        break;
+    }
+    wd_store_batch_destroy(rows);
+    if (err) {
+      keep_cb_error(c, err);
+      goto done;
+    }
+    if ((err = wd_store_write_sync(c->store, b))) {
+      keep_cb_error(c, err);
+      goto done;
+    }
+    wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment had no local state at the group's committed "
+           "position: restored from %s", ntasks_restore, c->conf.changelog_topic);
+  } else if (ntasks_restore) {
     if ((err = wd_store_write_sync(c->store, b))) {
       keep_cb_error(c, err);
       goto done;
@@ -607,6 +749,7 @@ bool wd_commit_due(const wd_commit_t *c) {
 
 static void reset_open(wd_commit_t *c) {
   c->phase = WD_PHASE_IDLE;
+  c->changelog_sent = false;
   c->txn_begun = false;
   c->records = 0;
   c->nin = 0;
@@ -830,6 +973,22 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       break;
     }
     case WD_PHASE_SNAPPED:
+      if (c->conf.changelog_topic && !c->changelog_sent && wd_store_batch_count(c->b)) {
+        /* the commit's row changes to the state changelog, in the same transaction */
+        if ((err = wd_commit_begin(c))) break;
+        if (wd_store_batch_foreach_state(c->b, send_changelog, c)) {
+          err = c->send_err;
+          c->send_err = NULL;
+          if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+            wd_error_t *aerr = wd_commit_abort(c, err->message);
+            wd_error_destroy(err);
+            err = aerr;
+            ab = true;
+          }
+          break;
+        }
+        c->changelog_sent = true;
+      }
       if (c->conf.exactly_once && c->nt) {
         /* 1. prepare: durable before the transaction can commit */
         wd_buf_reset(&rec);

@@ -73,6 +73,12 @@ typedef struct wd_commit_conf {
   bool latest_when_empty; /* auto.offset.reset=latest: a partition with no state starts at the end */
   const char *const *topics; /* the source topics (borrowed) */
   size_t ntopics;
+  /* per-partition tasks: the compacted state changelog topic (partition i = task i; one record per
+   * row change of a commit: the stored entry, or a tombstone), written in the commit (under
+   * exactly-once in its transaction), from which a task without matching local state is restored.
+   * NULL: no changelog (tasks are rebuilt from the sources instead). */
+  const char *changelog_topic;
+  const wd_kafka_conf_t *restore_conf; /* brokers and client properties of the restore consumer */
   wd_commit_hooks_t hooks;
 } wd_commit_conf_t;
 
@@ -141,6 +147,9 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);
 /* A wait inside a batch (schema registry retries): pauses the partitions and serves the consumer
  * for about ms milliseconds (outside consumer callbacks; inside them it only sleeps). */
 void wd_commit_wait(wd_commit_t *c, int ms);
+
+/* Changelog records restored into the state by this process so far. */
+uint64_t wd_commit_restored_records(const wd_commit_t *c);
 
 /* The number of the last finalized commit (0 before the first). */
 uint64_t wd_commit_number(const wd_commit_t *c);

@@ -118,6 +118,11 @@ static const wd_config_option_t STATE_OPTS[] = {
     {"cache-entries", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_entries), "100000", NULL, 0, 1000000000, NULL,
      0, NULL, "Most decoded rows kept in memory in front of the store (written back once per batch; 0 takes the "
      "default)."},
+    {"changelog-topic", WD_CONFIG_STRING, offsetof(wd_config_state_t, changelog_topic), NULL,
+     "`<group.id>-<table>-changelog`", 0, 0, NULL, 0, NULL,
+     "With `pipeline.tasks: per-partition`: the compacted state changelog topic (created at start when missing, "
+     "one partition per task), which receives every row change of each commit (in its transaction under "
+     "exactly-once); a process that takes over a task without matching local state restores it from there."},
     {"cache-memory-mb", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_memory_mb), "256", NULL, 1, 1048576, NULL,
      0, NULL,
      "Memory budget of the decoded-row cache in MiB (an estimate per row from its stored size); rows are evicted "

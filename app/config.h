@@ -133,6 +133,7 @@ typedef struct wd_config_state {
   int64_t tombstone_retention_ms; /* -1: keep ordering tombstones forever */
   int64_t cache_entries;
   int64_t cache_memory_mb;
+  char *changelog_topic; /* NULL: <group.id>-<table>-changelog (pipeline.tasks per-partition) */
   int line;
 } wd_config_state_t;
 

@@ -80,6 +80,8 @@ struct wd_pipeline {
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
+  wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
+  char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
 };
 
@@ -746,6 +748,33 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
   return wd_kafka_conf_set(pconf, "transactional.id", p->txn_id);
 }
 
+/* Creates the state changelog topic when missing: compacted, one partition per task (the
+ * sources' largest partition count); refuses per-partition tasks over sources whose partition
+ * counts differ (C_TASKS_NOT_COPARTITIONED). */
+static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
+  wd_tp_offset_t *ends = NULL;
+  size_t n = 0;
+  wd_error_t *err = wd_consumer_end_offsets(p->cons, 30000, &ends, &n);
+  if (err) return err;
+  int maxp = 0;
+  for (size_t t = 0; t < p->nsources && !err; t++)
+    for (size_t k = 0; k < p->sources[t]->ntopics && !err; k++) {
+      int cnt = 0;
+      for (size_t i = 0; i < n; i++) cnt += !strcmp(ends[i].topic, p->sources[t]->topics[k]);
+      if (maxp && cnt != maxp)
+        err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_NOT_COPARTITIONED",
+                           "pipeline.tasks is per-partition but source topic %s has %d partitions and another has "
+                           "%d: per-partition tasks need co-partitioned sources (the same partition count, keyed by "
+                           "the primary key); use pipeline.tasks: single",
+                           p->sources[t]->topics[k], cnt, maxp);
+      if (cnt > maxp) maxp = cnt;
+    }
+  free(ends);
+  if (err) return err;
+  static const char *const cfgs[] = {"cleanup.policy", "compact", NULL};
+  return wd_producer_ensure_topic(p->prod, p->changelog_topic, maxp ? maxp : 1, cfgs, 30000);
+}
+
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
   wd_error_t *err = NULL;
   *out = NULL;
@@ -812,6 +841,19 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   size_t nt = 0;
   for (size_t i = 0; i < p->nsources; i++)
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->topics[nt++] = p->sources[i]->topics[t];
+  /* per-partition tasks in a group: the state changelog topic, and the restore consumer's config */
+  if (p->per_partition && !p->opts.replay) {
+    if (cfg->state.changelog_topic) p->changelog_topic = strdup(cfg->state.changelog_topic);
+    else if (asprintf(&p->changelog_topic, "%s-%s-changelog", cfg->kafka.group_id, cfg->table.name) < 0)
+      p->changelog_topic = NULL;
+    if (!p->changelog_topic) goto nomem;
+    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) goto fail;
+    for (size_t i = 0; i < cfg->kafka.properties.n; i++) {
+      const char *k = cfg->kafka.properties.v[i].key;
+      if (producer_only(k) || !strcmp(k, "group.instance.id")) continue;
+      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) goto fail;
+    }
+  }
   /* the commit coordinator first: the consumer's callbacks (in assign mode already inside
    * wd_consumer_new) go to it */
   const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
@@ -826,12 +868,15 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
       .topics = p->topics,
       .ntopics = nt,
+      .changelog_topic = p->changelog_topic,
+      .restore_conf = &p->rconf,
       .hooks = {p, NULL, on_committed, reopen_producer, on_aborted},
   };
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
+  if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
@@ -864,6 +909,8 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   }
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);
+  wd_kafka_conf_clear(&p->rconf);
+  free(p->changelog_topic);
   if (p->table) {
     for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
     wd_changelog_free(p->table, &p->cl);

@@ -163,6 +163,18 @@ int wd_store_batch_delete_offsets(wd_store_batch_t *b, const char *topic) {
 
 size_t wd_store_batch_count(const wd_store_batch_t *b) { return b ? b->n : 0; }
 
+int wd_store_batch_foreach_state(const wd_store_batch_t *b, wd_store_batch_cb cb, void *ctx) {
+  wd_store_op_view_t v;
+  for (size_t i = 0; i < b->n; i++) {
+    wd_store_batch_view(b, i, &v);
+    int rc = 0;
+    if (v.kind == WD_STORE_OP_PUT) rc = cb(ctx, v.key, v.klen, v.val, v.vlen);
+    else if (v.kind == WD_STORE_OP_DELETE) rc = cb(ctx, v.key, v.klen, NULL, 0);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 static int wd_put_u32(wd_buf_t *out, size_t v) {
   uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
   return v > UINT32_MAX ? -1 : wd_buf_append(out, x, 4);

@@ -74,6 +74,11 @@ int wd_store_batch_delete_range(wd_store_batch_t *b, const uint8_t *begin, size_
 /* Number of ops in b. */
 size_t wd_store_batch_count(const wd_store_batch_t *b);
 
+/* Calls cb for every "state" put and delete of b, in order (val NULL for a delete); stops when cb
+ * returns non-zero and returns that. Range deletes and meta ops are not visited. */
+typedef int (*wd_store_batch_cb)(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
+int wd_store_batch_foreach_state(const wd_store_batch_t *b, wd_store_batch_cb cb, void *ctx);
+
 /* Serialises b's ops (in order) to out (appended): the commit coordinator keeps a prepared
  * commit's batch in meta until it knows the commit's outcome (docs/exactly-once.md). The format
  * is private to the store: a 4-byte op count, then per op a kind byte, a 4-byte key length, the

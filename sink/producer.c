@@ -134,8 +134,23 @@ static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {
   return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "producer");
 }
 
+static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, int32_t partition, const void *key,
+                                         size_t klen, const void *value, size_t vlen, const wd_header_t *headers,
+                                         size_t nheaders);
+
 wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *key, size_t klen, const void *value,
                              size_t vlen, const wd_header_t *headers, size_t nheaders) {
+  return wd_producer_send_part(p, topic, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, headers, nheaders);
+}
+
+wd_error_t *wd_producer_send_to(wd_producer_t *p, const char *topic, int32_t partition, const void *key, size_t klen,
+                                const void *value, size_t vlen) {
+  return wd_producer_send_part(p, topic, partition, key, klen, value, vlen, NULL, 0);
+}
+
+static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, int32_t partition, const void *key,
+                                         size_t klen, const void *value, size_t vlen, const wd_header_t *headers,
+                                         size_t nheaders) {
   wd_error_t *err = NULL;
   rd_kafka_headers_t *hdrs = NULL;
   if (p->fatal) {
@@ -154,7 +169,8 @@ wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *ke
         rd_kafka_header_add(hdrs, headers[i].name, -1, headers[i].value, headers[i].value ? (ssize_t)headers[i].len : 0);
     }
     rd_kafka_resp_err_t rerr =
-        rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                           RD_KAFKA_V_KEY(key, key ? klen : 0), RD_KAFKA_V_VALUE((void *)value, value ? vlen : 0),
                           RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)p->epoch),
                           RD_KAFKA_V_END);
@@ -335,4 +351,51 @@ void wd_producer_destroy(wd_producer_t *p) {
     rd_kafka_destroy(p->rk);
   }
   free(p);
+}
+
+wd_error_t *wd_producer_ensure_topic(wd_producer_t *p, const char *topic, int partitions, const char *const *configs,
+                                     int timeout_ms) {
+  wd_error_t *err = NULL;
+  char errstr[512];
+  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1, errstr, sizeof(errstr));
+  rd_kafka_queue_t *q = NULL;
+  rd_kafka_event_t *ev = NULL;
+  if (!nt) return wd_error_new(WD_ERR_KAFKA, "E_TOPIC_CREATE", "topic '%s': %s", topic, errstr);
+  for (size_t i = 0; configs && configs[i] && configs[i + 1]; i += 2)
+    if (rd_kafka_NewTopic_set_config(nt, configs[i], configs[i + 1])) {
+      err = wd_error_new(WD_ERR_KAFKA, "E_TOPIC_CREATE", "topic '%s': config %s", topic, configs[i]);
+      goto done;
+    }
+  if (!(q = rd_kafka_queue_new(p->rk))) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(p->rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  if (opts) rd_kafka_AdminOptions_set_operation_timeout(opts, timeout_ms, errstr, sizeof(errstr));
+  rd_kafka_CreateTopics(p->rk, &nt, 1, opts, q);
+  if (opts) rd_kafka_AdminOptions_destroy(opts);
+  if (!(ev = rd_kafka_queue_poll(q, timeout_ms + 1000))) {
+    err = wd_error_new(WD_ERR_KAFKA, "E_TOPIC_CREATE", "creating topic '%s': no answer in %d ms", topic, timeout_ms);
+    err->retriable = true;
+    goto done;
+  }
+  rd_kafka_resp_err_t rerr = rd_kafka_event_error(ev);
+  if (rerr) {
+    err = wd_kafka_error(p->rk, rerr, "E_TOPIC_CREATE", "creating topic '%s'", topic);
+    goto done;
+  }
+  size_t n = 0;
+  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+  rerr = n == 1 ? rd_kafka_topic_result_error(tr[0]) : RD_KAFKA_RESP_ERR__FAIL;
+  if (rerr && rerr != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+    err = wd_kafka_error(p->rk, rerr, "E_TOPIC_CREATE", "creating topic '%s' (%s)", topic,
+                         n == 1 && rd_kafka_topic_result_error_string(tr[0]) ? rd_kafka_topic_result_error_string(tr[0])
+                                                                             : "");
+  else if (!rerr)
+    wd_log(WD_LOG_INFO, "sink", "created topic %s (%d partitions)", topic, partitions);
+done:
+  if (ev) rd_kafka_event_destroy(ev);
+  if (q) rd_kafka_queue_destroy(q);
+  rd_kafka_NewTopic_destroy(nt);
+  return err;
 }

@@ -67,6 +67,18 @@ wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out);
 wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *key, size_t klen, const void *value,
                              size_t vlen, const wd_header_t *headers, size_t nheaders);
 
+/* As wd_producer_send without headers, to partition `partition` of topic (not by key): the state
+ * changelog topic, whose partition i holds task i's state. */
+wd_error_t *wd_producer_send_to(wd_producer_t *p, const char *topic, int32_t partition, const void *key, size_t klen,
+                                const void *value, size_t vlen);
+
+/* Creates topic with `partitions` partitions (the broker's default replication factor) and the
+ * topic configs configs[0..] (name, value, name, value, ..., NULL), unless it exists already
+ * (then nothing is checked or changed). Blocks up to timeout_ms. Errors: "E_TOPIC_CREATE" with
+ * the broker's reason (retriable when it did not answer); E_NOMEM. */
+wd_error_t *wd_producer_ensure_topic(wd_producer_t *p, const char *topic, int partitions, const char *const *configs,
+                                     int timeout_ms);
+
 /* Sends a rejected input record to the dead-letter topic dlq_topic: src's key and value bytes
  * unchanged (src borrowed; its rkm is not used) with the string headers widen.error.id
  * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),
