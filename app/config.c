@@ -120,7 +120,7 @@ static const wd_config_option_t STATE_OPTS[] = {
      "default)."},
     {"changelog-topic", WD_CONFIG_STRING, offsetof(wd_config_state_t, changelog_topic), NULL,
      "`<group.id>-<table>-changelog`", 0, 0, NULL, 0, NULL,
-     "With `pipeline.tasks: per-partition`: the compacted state changelog topic (created at start when missing, "
+     "With `pipeline.tasks: per-partition` and exactly-once: the compacted state changelog topic (created at start when missing, "
      "one partition per task), which receives every row change of each commit (in its transaction under "
      "exactly-once); a process that takes over a task without matching local state restores it from there."},
     {"cache-memory-mb", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_memory_mb), "256", NULL, 1, 1048576, NULL,

@@ -586,6 +586,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       bool abandoned = wd_commit_batch_invalid(p->commit);
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
+      last_input = mono_s(); /* a batch that waited long (a registry outage) is not idle time */
       if (err && (abandoned || !strcmp(err->id, "E_BATCH_ABANDONED"))) {
         /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
          * aborted in the callback; the batch's records are read again by their owner */
@@ -841,8 +842,9 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   size_t nt = 0;
   for (size_t i = 0; i < p->nsources; i++)
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->topics[nt++] = p->sources[i]->topics[t];
-  /* per-partition tasks in a group: the state changelog topic, and the restore consumer's config */
-  if (p->per_partition && !p->opts.replay) {
+  /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
+   * consumer's config (at-least-once trusts the local state: no changelog) */
+  if (p->per_partition && !p->opts.replay && p->exactly_once) {
     if (cfg->state.changelog_topic) p->changelog_topic = strdup(cfg->state.changelog_topic);
     else if (asprintf(&p->changelog_topic, "%s-%s-changelog", cfg->kafka.group_id, cfg->table.name) < 0)
       p->changelog_topic = NULL;

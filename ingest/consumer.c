@@ -38,6 +38,10 @@ struct wd_consumer {
   int64_t lag_at_ms;       /* when it was computed (monotonic ms), 0 = never */
   uint64_t generation;     /* assignments + revocations seen */
   bool paused;             /* wd_consumer_pause(true) in force */
+  /* records that wd_consumer_serve received while paused (fetched before the pause took
+   * effect): held in order and returned first by the next wd_consumer_poll_batch */
+  rd_kafka_message_t **held;
+  size_t nheld, cap_held;
 };
 
 static int64_t wd_now_ms(void) {
@@ -123,8 +127,23 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   return err;
 }
 
+/* Drops the held records (wd_consumer_serve) of the revoked partitions. */
+static void wd_consumer_drop_held(wd_consumer_t *c, const rd_kafka_topic_partition_list_t *parts) {
+  size_t keep = 0;
+  for (size_t i = 0; i < c->nheld; i++) {
+    rd_kafka_message_t *m = c->held[i];
+    if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(m->rkt), m->partition)) {
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    c->held[keep++] = m;
+  }
+  c->nheld = keep;
+}
+
 /* Drops the messages of the revoked partitions from the batch being filled. */
 static void wd_consumer_drop_revoked(wd_consumer_t *c, const rd_kafka_topic_partition_list_t *parts) {
+  wd_consumer_drop_held(c, parts);
   if (!c->batch) return;
   size_t keep = 0, dropped = 0;
   for (size_t i = 0; i < *c->batch_n; i++) {
@@ -374,6 +393,24 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
   *n = 0;
   c->batch = msgs;
   c->batch_n = n;
+  size_t from_held = 0;
+  while (*n < max && from_held < c->nheld) {
+    rd_kafka_message_t *h = c->held[from_held++];
+    wd_kmsg_t *m = &msgs[(*n)++];
+    m->topic = rd_kafka_topic_name(h->rkt);
+    m->partition = h->partition;
+    m->offset = h->offset;
+    m->timestamp = rd_kafka_message_timestamp(h, NULL);
+    m->key = h->key;
+    m->key_len = h->key_len;
+    m->value = h->payload;
+    m->value_len = h->len;
+    m->rkm = h;
+  }
+  if (from_held) {
+    memmove(c->held, c->held + from_held, (c->nheld - from_held) * sizeof(*c->held));
+    c->nheld -= from_held;
+  }
   while (*n < max) {
     if (c->fatal) {
       err = wd_kafka_error(c->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "consumer");
@@ -629,6 +666,8 @@ void wd_consumer_destroy(wd_consumer_t *c) {
     wd_error_destroy(err);
     rd_kafka_destroy(c->rk);
   }
+  wd_consumer_drop_held(c, NULL);
+  free(c->held);
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
   free(c);
@@ -691,21 +730,30 @@ void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
   rd_kafka_message_t *rkm = rd_kafka_consumer_poll(c->rk, timeout_ms);
   if (!rkm) return;
   if (!rkm->err && rkm->rkt) {
-    /* fetched before the pause took effect: not ours to process now, so read it again later */
-    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
-    if (list) {
-      rd_kafka_topic_partition_list_add(list, rd_kafka_topic_name(rkm->rkt), rkm->partition)->offset = rkm->offset;
-      rd_kafka_error_t *rerr = rd_kafka_seek_partitions(c->rk, list, 5000);
-      if (rerr) {
-        wd_log(WD_LOG_ERROR, "ingest", "seeking %s [%" PRId32 "] back to %" PRId64 " while paused: %s",
-               rd_kafka_topic_name(rkm->rkt), rkm->partition, rkm->offset, rd_kafka_error_string(rerr));
-        rd_kafka_error_destroy(rerr);
+    /* fetched before the pause took effect: kept, in order, for the next poll_batch */
+    if (c->nheld == c->cap_held) {
+      size_t cap = c->cap_held ? c->cap_held * 2 : 64;
+      rd_kafka_message_t **h = realloc(c->held, cap * sizeof(*h));
+      if (!h) {
+        /* cannot keep it: read it again from its offset instead */
+        rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+        if (list) {
+          rd_kafka_topic_partition_list_add(list, rd_kafka_topic_name(rkm->rkt), rkm->partition)->offset = rkm->offset;
+          rd_kafka_error_t *rerr = rd_kafka_seek_partitions(c->rk, list, 5000);
+          if (rerr) rd_kafka_error_destroy(rerr);
+          rd_kafka_topic_partition_list_destroy(list);
+        }
+        rd_kafka_message_destroy(rkm);
+        return;
       }
-      rd_kafka_topic_partition_list_destroy(list);
+      c->held = h;
+      c->cap_held = cap;
     }
-  } else if (rkm->err && rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-    wd_log(WD_LOG_DEBUG, "ingest", "while paused: %s", rd_kafka_message_errstr(rkm));
+    c->held[c->nheld++] = rkm;
+    return;
   }
+  if (rkm->err && rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+    wd_log(WD_LOG_DEBUG, "ingest", "while paused: %s", rd_kafka_message_errstr(rkm));
   rd_kafka_message_destroy(rkm);
 }
 

@@ -157,7 +157,8 @@ wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause);
 /* Polls once, up to timeout_ms, without taking records: for waits (schema registry, broker,
  * acknowledgements) while the partitions are paused (wd_consumer_pause), so that the group
  * does not evict the process. Rebalance callbacks run inside. A record that was already fetched
- * is not lost: its partition is sought back to it. */
+ * is not lost: it is held and returned first by the next wd_consumer_poll_batch (dropped when its
+ * partition is revoked meanwhile). */
 void wd_consumer_serve(wd_consumer_t *c, int timeout_ms);
 
 /* A counter that increases with every assignment and revocation (rebalance callbacks): a caller
