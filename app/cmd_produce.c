@@ -58,6 +58,8 @@ static void usage(FILE *f) {
           "  --topic-prefix P     topic name prefix of the generated streams (default none)\n"
           "  --late-ratio X       share of late records (default 0.2)\n"
           "  --delete-ratio X     share of deletes (default 0.01)\n"
+          "  --key-change-ratio X share of key-changing updates: op u whose before and after have\n"
+          "                       different order_id (default 0: none)\n"
           "  --rate R             at most R records per second (default unlimited)\n"
           "  -X, --property K=V   librdkafka producer property (repeatable), e.g. -X compression.type=lz4\n"
           "  --timeout-ms T       how long to wait for the final acknowledgements (default 60000)\n"
@@ -128,7 +130,7 @@ typedef struct wd_produce_args {
   size_t nkey_fields;
   bool generate;
   uint64_t keys, records, seed;
-  double late_ratio, delete_ratio, rate;
+  double late_ratio, delete_ratio, key_change_ratio, rate;
   int timeout_ms;
 } wd_produce_args_t;
 
@@ -186,13 +188,14 @@ static int wd_produce_generate(const wd_produce_args_t *a, wd_producer_t *prod, 
   char *list = NULL;
   const char *names[4];
   size_t nnames = 0;
-  uint64_t per_stream[3] = {0}, late = 0, deletes = 0;
+  uint64_t per_stream[3] = {0}, late = 0, deletes = 0, key_changes = 0;
   wd_gen_opts_t opts = {.seed = a->seed,
                         .keys = a->keys,
                         .records = a->records,
                         .topic_prefix = a->prefix,
                         .late_ratio = a->late_ratio,
-                        .delete_ratio = a->delete_ratio};
+                        .delete_ratio = a->delete_ratio,
+                        .key_change_ratio = a->key_change_ratio};
   if (a->streams) {
     if (!(list = strdup(a->streams))) goto cleanup;
     char *save = NULL;
@@ -222,6 +225,7 @@ static int wd_produce_generate(const wd_produce_args_t *a, wd_producer_t *prod, 
     per_stream[m.stream_index]++;
     late += m.late;
     deletes += m.op == 'd';
+    key_changes += m.from_order_id != 0;
   }
   if (wd_gen_failed(g)) {
     fprintf(stderr, "widen produce: out of memory while generating\n");
@@ -230,7 +234,10 @@ static int wd_produce_generate(const wd_produce_args_t *a, wd_producer_t *prod, 
   for (size_t i = 0; i < (opts.streams ? nnames : 3); i++)
     printf("%s%s: %" PRIu64 " messages\n", a->prefix ? a->prefix : "", opts.streams ? names[i] : wd_gen_stream_names[i],
            per_stream[i]);
-  printf("late: %" PRIu64 ", deletes: %" PRIu64 "\n", late, deletes);
+  if (a->key_change_ratio > 0)
+    printf("late: %" PRIu64 ", deletes: %" PRIu64 ", key changes: %" PRIu64 "\n", late, deletes, key_changes);
+  else
+    printf("late: %" PRIu64 ", deletes: %" PRIu64 "\n", late, deletes);
   rc = 0;
 cleanup:
   wd_error_destroy(err);
@@ -265,7 +272,7 @@ static int wd_parse_double(const char *opt, const char *text, double *out) {
 
 int wd_cmd_produce(int argc, char **argv) {
   enum { O_BROKERS = 256, O_TOPIC, O_FILE, O_KEY_FIELD, O_GENERATE, O_KEYS, O_RECORDS, O_SEED, O_STREAMS, O_PREFIX,
-         O_LATE, O_DELETE, O_RATE, O_TIMEOUT };
+         O_LATE, O_DELETE, O_KEY_CHANGE, O_RATE, O_TIMEOUT };
   static const struct option longopts[] = {
       {"brokers", required_argument, NULL, O_BROKERS},     {"topic", required_argument, NULL, O_TOPIC},
       {"file", required_argument, NULL, O_FILE},           {"key-field", required_argument, NULL, O_KEY_FIELD},
@@ -273,6 +280,7 @@ int wd_cmd_produce(int argc, char **argv) {
       {"records", required_argument, NULL, O_RECORDS},     {"seed", required_argument, NULL, O_SEED},
       {"streams", required_argument, NULL, O_STREAMS},     {"topic-prefix", required_argument, NULL, O_PREFIX},
       {"late-ratio", required_argument, NULL, O_LATE},     {"delete-ratio", required_argument, NULL, O_DELETE},
+      {"key-change-ratio", required_argument, NULL, O_KEY_CHANGE},
       {"rate", required_argument, NULL, O_RATE},           {"timeout-ms", required_argument, NULL, O_TIMEOUT},
       {"property", required_argument, NULL, 'X'},          {"help", no_argument, NULL, 'h'},
       {0}};
@@ -318,6 +326,9 @@ int wd_cmd_produce(int argc, char **argv) {
     case O_DELETE:
       if (wd_parse_double("--delete-ratio", optarg, &a.delete_ratio)) { show_usage = true; goto cleanup; }
       if (a.delete_ratio == 0) a.delete_ratio = -1;
+      break;
+    case O_KEY_CHANGE:
+      if (wd_parse_double("--key-change-ratio", optarg, &a.key_change_ratio)) { show_usage = true; goto cleanup; }
       break;
     case O_RATE:
       if (wd_parse_double("--rate", optarg, &a.rate)) { show_usage = true; goto cleanup; }

@@ -27,6 +27,9 @@ typedef struct wd_gen_rec {
   int64_t ts;       /* event time of this change */
   int64_t prev_ts;  /* event time of version-1 (the before image) */
   int64_t pos;      /* binlog position (generation order) */
+  uint64_t from_key;     /* a key-changing update: the old order_id (before image), else 0 */
+  uint32_t from_version; /* ... the old key's last version (of the before image) */
+  int64_t from_ts;       /* ... and its event time */
 } wd_gen_rec_t;
 
 typedef struct wd_gen_key {
@@ -48,7 +51,7 @@ struct wd_gen {
   uint64_t rng;
   uint64_t seed;
   uint64_t keys, records;
-  double pair_prob, delete_prob; /* per generation step */
+  double pair_prob, delete_prob, keychange_prob; /* per generation step */
   size_t nstreams;
   int kinds[WD_GEN_NKINDS];  /* stream index -> built-in stream kind */
   char *topics[WD_GEN_NKINDS];
@@ -144,6 +147,8 @@ static int wd_gen_render(wd_gen_t *g, const wd_gen_rec_t *rec, wd_gen_msg_t *msg
   rc |= wd_buf_printf(&g->value, "{\"before\":");
   if (rec->op == 'c')
     rc |= wd_buf_printf(&g->value, "null");
+  else if (rec->from_key)
+    rc |= wd_gen_image(g, kind, rec->from_key, rec->from_version, rec->from_ts, &g->value);
   else
     rc |= wd_gen_image(g, kind, rec->key, rec->version - 1, rec->prev_ts, &g->value);
   rc |= wd_buf_printf(&g->value, ",\"after\":");
@@ -167,6 +172,7 @@ static int wd_gen_render(wd_gen_t *g, const wd_gen_rec_t *rec, wd_gen_msg_t *msg
   msg->value = (const char *)g->value.data;
   msg->value_len = g->value.len;
   msg->order_id = rec->key;
+  msg->from_order_id = rec->from_key;
   msg->version = rec->version;
   msg->op = rec->op;
   msg->late = rec->late;
@@ -182,9 +188,12 @@ wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out) {
   *out = NULL;
   double late = opts->late_ratio == 0 ? 0.20 : (opts->late_ratio < 0 ? 0 : opts->late_ratio);
   double del = opts->delete_ratio == 0 ? 0.01 : (opts->delete_ratio < 0 ? 0 : opts->delete_ratio);
-  if (late > 0.9 || del > 0.5) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_GENERATE", "late ratio %.3f (max 0.9) or delete ratio %.3f (max 0.5) too high",
-                       late, del);
+  double kc = opts->key_change_ratio > 0 ? opts->key_change_ratio : 0;
+  if (late > 0.9 || del > 0.5 || kc > 0.5 || del + kc > 0.5) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_GENERATE",
+                       "late ratio %.3f (max 0.9), delete ratio %.3f (max 0.5) or key change ratio %.3f (max 0.5, "
+                       "with deletes at most 0.5) too high",
+                       late, del, kc);
     goto cleanup;
   }
   if (!(g = calloc(1, sizeof(*g)))) {
@@ -199,6 +208,7 @@ wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out) {
    * q / (1 + q) and the delete share d / (1 + q). */
   g->pair_prob = late / (1.0 - late);
   g->delete_prob = del * (1.0 + g->pair_prob);
+  g->keychange_prob = kc * (1.0 + g->pair_prob);
   g->clock_ms = opts->start_ms ? opts->start_ms : INT64_C(1700000000000);
   size_t n = opts->streams ? opts->nstreams : WD_GEN_NKINDS;
   if (n == 0 || n > WD_GEN_NKINDS) {
@@ -243,6 +253,48 @@ static void wd_gen_push(wd_gen_t *g, const wd_gen_rec_t *rec) {
   g->out[(g->out_head + g->nout++) % WD_GEN_QUEUE] = *rec;
 }
 
+/* Queues the changes of (si, key) still in the delay line, oldest first: nothing overtakes a
+ * delete or a key change. */
+static void wd_gen_flush_late(wd_gen_t *g, uint32_t si, uint64_t key) {
+  size_t k = 0;
+  for (size_t i = 0; i < g->nlate; i++) {
+    if (g->late[i].rec.si == si && g->late[i].rec.key == key)
+      wd_gen_push(g, &g->late[i].rec);
+    else
+      g->late[k++] = g->late[i];
+  }
+  g->nlate = k;
+}
+
+/* A key-changing update of stream si: moves a present row to a key the stream has no row for.
+ * False (nothing generated) when neither is found among a few random keys. */
+static bool wd_gen_key_change(wd_gen_t *g, uint32_t si, uint64_t key) {
+  wd_gen_key_t *base = &g->state[si * g->keys];
+  for (int tries = 0; tries < 16 && !base[key - 1].exists; tries++) key = 1 + wd_gen_rand(g) % g->keys;
+  if (!base[key - 1].exists) return false;
+  uint64_t to = 1 + wd_gen_rand(g) % g->keys;
+  for (int tries = 0; tries < 16 && base[to - 1].exists; tries++) to = 1 + wd_gen_rand(g) % g->keys;
+  if (base[to - 1].exists) return false;
+  wd_gen_flush_late(g, si, key);
+  wd_gen_key_t *from = &base[key - 1], *dst = &base[to - 1];
+  g->clock_ms += 1 + (int64_t)(wd_gen_rand(g) % 20);
+  wd_gen_rec_t rec = {.si = si, .key = to, .op = 'u', .pos = 4 + (int64_t)g->generated * 371};
+  rec.version = ++dst->version;
+  rec.ts = g->clock_ms;
+  rec.prev_ts = dst->ts;
+  rec.from_key = key;
+  rec.from_version = from->version;
+  rec.from_ts = from->ts;
+  from->version++; /* the move is a change of the old key too (like a delete) */
+  from->exists = false;
+  from->ts = rec.ts;
+  dst->exists = true;
+  dst->ts = rec.ts;
+  g->generated++;
+  wd_gen_push(g, &rec);
+  return true;
+}
+
 /* The next change of slot (si, key): op c when the row is absent, else u, or d when del. */
 static wd_gen_rec_t wd_gen_change(wd_gen_t *g, uint32_t si, uint64_t key, bool del) {
   wd_gen_key_t *st = &g->state[si * g->keys + key - 1];
@@ -271,19 +323,14 @@ static void wd_gen_step(wd_gen_t *g) {
       key = 1 + wd_gen_rand(g) % g->keys;
     if (g->state[si * g->keys + key - 1].exists) {
       /* older changes of the key still in the delay line go first: nothing overtakes a delete */
-      size_t k = 0;
-      for (size_t i = 0; i < g->nlate; i++) {
-        if (g->late[i].rec.si == si && g->late[i].rec.key == key)
-          wd_gen_push(g, &g->late[i].rec);
-        else
-          g->late[k++] = g->late[i];
-      }
-      g->nlate = k;
+      wd_gen_flush_late(g, si, key);
       wd_gen_rec_t rec = wd_gen_change(g, si, key, true);
       wd_gen_push(g, &rec);
       return;
     }
-  } else if (u < g->delete_prob + g->pair_prob && left >= 2 && g->nlate < WD_GEN_MAX_DELAY + 1) {
+  } else if (u < g->delete_prob + g->keychange_prob) {
+    if (wd_gen_key_change(g, si, key)) return;
+  } else if (u < g->delete_prob + g->keychange_prob + g->pair_prob && left >= 2 && g->nlate < WD_GEN_MAX_DELAY + 1) {
     wd_gen_rec_t first = wd_gen_change(g, si, key, false);
     wd_gen_rec_t second = wd_gen_change(g, si, key, false);
     first.late = true;

@@ -23,6 +23,19 @@
  * hold whatever keys and records are (a delete looks for a present row among a few random keys,
  * so with very sparse keys slightly fewer deletes come out).
  *
+ * Key-changing updates (only when key_change_ratio > 0; the default output is unchanged): about
+ * key_change_ratio of the records move a present row of a stream to an order_id that stream
+ * has no row for: op "u" with the old row (old order_id, its last version) as before and the new
+ * row (new order_id, the new key's next version) as after; the message key is the new key, as
+ * Debezium keys an update. For the old key this counts as a delete (its version moves on, its
+ * late changes are emitted before the move, its next change re-creates it); for the new key as
+ * a create. Both keys are looked for among a few random keys, so when nearly every key already has
+ * a row in the stream fewer key changes come out (use keys well above records / 3 for the full
+ * share). widen's decoder turns such a message into -D of the old key and +I of the new one.
+ * The message goes to the new key's partition, so the old key's changes span two partitions:
+ * consumers that need one total order per key read such a workload from single-partition
+ * topics.
+ *
  * Message envelope (schemas.enable=false):
  *   {"before":{...}|null,"after":{...}|null,"source":{"version":"2.5.0.Final","connector":"mysql",
  *    "name":"widen-gen","ts_ms":T,"snapshot":"false","db":"shop","table":"<stream>",
@@ -51,6 +64,8 @@ typedef struct wd_gen_opts {
   const char *topic_prefix;     /* topic = prefix + stream name [""] */
   double late_ratio;            /* share of records emitted late [0.20]; < 0 means 0 */
   double delete_ratio;          /* share of records that are deletes [0.01]; < 0 means 0 */
+  double key_change_ratio;      /* share of records that are key-changing updates [0]; <= 0 means
+                                   none (and the output is that of a generator without them) */
   int64_t start_ms;             /* event time of the first record [1700000000000] */
 } wd_gen_opts_t;
 
@@ -65,7 +80,8 @@ typedef struct wd_gen_msg {
   const char *value;   /* the Debezium JSON event */
   size_t value_len;
   uint64_t order_id;
-  int64_t version;     /* the per-stream sequence of this change */
+  uint64_t from_order_id; /* a key-changing update: the before image's order_id; else 0 */
+  int64_t version;     /* the per-stream sequence of this change (of order_id) */
   char op;             /* 'c', 'u' or 'd' */
   bool late;           /* emitted after a higher version of the same (stream, key) */
   int64_t ts_ms;       /* event time (source.ts_ms) */
@@ -73,7 +89,8 @@ typedef struct wd_gen_msg {
 
 /* Creates a generator (opts borrowed for the call; strings copied). *out is owned by the caller
  * (wd_gen_destroy). Errors (WD_ERR_CONFIG "C_GENERATE"): an unknown or repeated stream name,
- * ratios above 0.9 (late) / 0.5 (delete). E_NOMEM (memory is 16 bytes per stream and key). */
+ * ratios above 0.9 (late) / 0.5 (delete) / 0.5 (key change), or delete + key change above 0.5.
+ * E_NOMEM (memory is 16 bytes per stream and key). */
 wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out);
 
 /* Produces the next message into *msg. Returns true, or false when opts->records messages have

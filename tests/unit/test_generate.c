@@ -209,3 +209,53 @@ Test(generate, rejects_bad_streams) {
   cr_assert_str_eq(err->id, "C_GENERATE");
   wd_error_destroy(err);
 }
+
+/* Key-changing updates (--key-change-ratio): op u, before of a present row of the stream under
+ * its old order_id, after under an order_id the stream has no row for; the old key then counts
+ * as deleted (its next change is a create), and the share is about the ratio. A ratio of 0
+ * leaves the output that of the generator without the option. */
+Test(generate, key_changing_updates) {
+  enum { KEYS = 2000, RECORDS = 20000 };
+  static const char *const vfield[] = {"order_version", "pay_version", "ship_version"};
+  wd_gen_opts_t o = {.seed = 11, .keys = KEYS, .records = RECORDS, .key_change_ratio = 0.05};
+  wd_gen_t *g = NULL;
+  cr_assert_null(wd_gen_new(&o, &g));
+  static bool exists[3][KEYS + 1];
+  static int64_t last_version[3][KEYS + 1];
+  uint64_t moves = 0;
+  wd_gen_msg_t m;
+  while (wd_gen_next(g, &m)) {
+    int s = m.stream_index;
+    json_t *v = json_loadb(m.value, m.value_len, 0, NULL);
+    cr_assert_not_null(v);
+    json_t *before = json_object_get(v, "before"), *after = json_object_get(v, "after");
+    if (m.from_order_id) {
+      moves++;
+      cr_assert_eq(m.op, 'u');
+      cr_assert(!m.late);
+      cr_assert_neq(m.from_order_id, m.order_id);
+      cr_assert_eq(json_integer_value(json_object_get(before, "order_id")), (json_int_t)m.from_order_id);
+      cr_assert_eq(json_integer_value(json_object_get(after, "order_id")), (json_int_t)m.order_id);
+      cr_assert(exists[s][m.from_order_id], "moved a row that is not there");
+      cr_assert(!exists[s][m.order_id], "moved onto a present row");
+      cr_assert_eq(json_integer_value(json_object_get(before, vfield[s])), last_version[s][m.from_order_id]);
+      exists[s][m.from_order_id] = false;
+      exists[s][m.order_id] = true;
+    } else if (!m.late) {
+      exists[s][m.order_id] = m.op != 'd'; /* (the create of a late pair may come after its update) */
+    }
+    if (!m.late) last_version[s][m.order_id] = m.version;
+    json_decref(v);
+  }
+  cr_assert(!wd_gen_failed(g));
+  wd_gen_destroy(g);
+  cr_assert(moves > RECORDS * 0.04 && moves < RECORDS * 0.06, "key changes %llu", (unsigned long long)moves);
+
+  /* ratio 0 = the output without the option */
+  wd_gen_opts_t a = {.seed = 42, .keys = 200, .records = 5000}, b = a;
+  b.key_change_ratio = 0;
+  uint64_t na, nb;
+  cr_assert_eq(run_hash(&a, &na), run_hash(&b, &nb));
+  b.key_change_ratio = 0.01;
+  cr_assert_neq(run_hash(&a, &na), run_hash(&b, &nb));
+}
