@@ -43,8 +43,8 @@ static void usage(FILE *f) {
           "options:\n"
           "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
           "  --topic T            topic to read (repeatable)\n"
-          "  --from WHERE         beginning (default) or now; with --group: where a group without\n"
-          "                       committed offsets starts\n"
+          "  --from WHERE         beginning (default; or earliest) or now (or latest); with --group:\n"
+          "                       where a group without committed offsets starts\n"
           "  --format F           debezium-json or changelog-json (default: detected from the first record)\n"
           "  --raw                print the Kafka records instead: {\"topic\",\"partition\",\"offset\",\n"
           "                       \"timestamp\",\"key\",\"value\"} (JSON key/value embedded, else strings)\n"
@@ -171,11 +171,13 @@ int wd_cmd_tail(int argc, char **argv) {
       topics[ntopics++] = optarg;
       break;
     case O_FROM:
-      if (strcmp(optarg, "now") && strcmp(optarg, "beginning")) {
-        fprintf(stderr, "widen tail: --from is beginning or now, not '%s'\n", optarg);
+      /* the same words as `widen replay --from` (beginning/earliest), and Kafka's latest for now */
+      if (strcmp(optarg, "now") && strcmp(optarg, "latest") && strcmp(optarg, "beginning") &&
+          strcmp(optarg, "earliest")) {
+        fprintf(stderr, "widen tail: --from is beginning (or earliest) or now (or latest), not '%s'\n", optarg);
         goto cleanup;
       }
-      from_now = strcmp(optarg, "now") == 0;
+      from_now = !strcmp(optarg, "now") || !strcmp(optarg, "latest");
       break;
     case O_FORMAT:
       if ((err = wd_changelog_format_parse(optarg, &format))) goto cleanup;
