@@ -23,6 +23,7 @@
 #include "ingest/source.h"
 #include "join/state.h"
 #include "sink/producer.h"
+#include "sink/topics.h"
 
 /* One decoded Kafka record of the batch. */
 typedef struct {
@@ -839,6 +840,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
   for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
     err = wd_kafka_conf_set(&p->pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
+  if (!err && !p->opts.no_output) { /* so that a consumer can read them before their first record */
+    const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
+    wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
+  }
   int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
   if (!err) err = wd_producer_new(&p->pconf, &p->prod);
