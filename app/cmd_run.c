@@ -14,6 +14,7 @@
 
 #include "app/commands.h"
 #include "app/config.h"
+#include "app/interleaving.h"
 #include "app/pipeline.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
@@ -90,6 +91,10 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   if (err) goto done;
   const char *mod = opts->replay ? "widen replay" : "widen run";
   if (output && (err = redirect_output(cfg, output))) goto done;
+  char **warn = NULL;
+  int nw = wd_interleaving_warnings(cfg, &warn);
+  for (int i = 0; i < nw; i++) wd_log(WD_LOG_WARN, mod, "%s", warn[i]);
+  wd_interleaving_free(warn);
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
   struct sigaction sa;

@@ -4,6 +4,7 @@
  * sources, and the generated option reference.
  */
 #include "app/config.h"
+#include "app/interleaving.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -1299,5 +1300,6 @@ int wd_config_write_doc(FILE *f) {
           "| `ignore-delete` | `true` | drop every -U and -D at the entrance |\n"
           "| `partial-update.remove-record-on-delete` | `true` | a -D removes the whole row |\n"
           "| `changelog-producer.row-deduplicate` | `true` | no -U/+U when the row did not change |\n");
+  wd_interleaving_doc(f);
   return ferror(f) ? -1 : 0;
 }
