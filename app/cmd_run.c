@@ -150,8 +150,8 @@ static void run_usage(FILE *f) {
           "SIGTERM after finishing the batch in hand (exit 0).\n"
           "  --config FILE     pipeline config (YAML; see configs/example.yaml)\n"
           "  --quiet           no status line every pipeline.status-interval-s seconds\n"
-          "  --trace FILE      append every applied source message to FILE in apply order (JSON lines\n"
-          "                    usable as `widen simulate` input; for debugging and tests)\n"
+          "  --trace FILE      append every applied source message to FILE in apply order (JSON lines;\n"
+          "                    `widen simulate --config FILE TRACE` replays them through the merge engine)\n"
           "  --max-idle-ms N   stop after N ms without input\n"
           "Environment: WIDEN_BROKERS overrides kafka.bootstrap.servers.\n"
           "Exit status: 0 stopped cleanly, 2 the config is refused (as `widen config check`), 1 other errors.\n");
