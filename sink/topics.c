@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
-#include "ingest/kafka.h"
+#include "kafka/kafka.h"
 
 size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, int timeout_ms) {
   if (!n) return 0;

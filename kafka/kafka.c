@@ -1,8 +1,8 @@
 /*
- * ingest/kafka.c — librdkafka configuration builder, log bridge and error mapping shared by the
+ * kafka/kafka.c — librdkafka configuration builder, log bridge and error mapping shared by the
  * consumer and the producer (see kafka.h).
  */
-#include "ingest/kafka.h"
+#include "kafka/kafka.h"
 
 #include <stdarg.h>
 #include <stdio.h>
