@@ -99,7 +99,7 @@ static char *replace(char *s, const char *from, const char *to) {
 static void env_init(env_t *e, const char *name, char *yaml) {
   snprintf(e->dir, sizeof(e->dir), "/tmp/widen-it-%s-XXXXXX", name);
   cr_assert_not_null(mkdtemp(e->dir));
-  snprintf(e->prefix, sizeof(e->prefix), "it%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
+  snprintf(e->prefix, sizeof(e->prefix), "wdtest.%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
   snprintf(e->cfg, sizeof(e->cfg), "%s/widen.yaml", e->dir);
   snprintf(e->trace, sizeof(e->trace), "%s/trace.jsonl", e->dir);
   snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
