@@ -176,6 +176,7 @@ fail:
   rc = 1;
 done:
   if (state) wd_state_rows_free(state, rows, nrows);
+  for (size_t k = 0; k < nrecs; k++) wd_row_destroy(t ? wd_table_schema(t) : NULL, recs[k]); /* a failed message */
   free(recs);
   if (t) wd_changelog_free(t, &cl);
   wd_error_destroy(err);

@@ -6,6 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* uthash's default on a failed allocation is exit(-1): a silent end of the process. Non-fatal
+ * mode leaves the element out and calls uthash_nonfatal_oom, which insert() turns into E_NOMEM. */
+static _Thread_local int wd_uthash_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (wd_uthash_oom = 1)
 #include <uthash.h>
 
 #include "join/merge_int.h"
@@ -131,7 +137,12 @@ static wd_cached_t *insert(wd_state_t *s, const uint8_t *key, size_t klen) {
   if (!c) return NULL;
   c->klen = klen;
   memcpy(c->key, key, klen);
+  wd_uthash_oom = 0;
   HASH_ADD_KEYPTR(hh, s->map, c->key, klen, c);
+  if (wd_uthash_oom) { /* not added: the bucket table could not be allocated */
+    free(c);
+    return NULL;
+  }
   return c;
 }
 
