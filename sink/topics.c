@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "kafka/kafka.h"
@@ -26,6 +27,27 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
     wd_log(WD_LOG_WARN, "sink", "creating the output topics: %s", errstr);
     return 0;
   }
+  /* the topics that exist already (one metadata request) are not created again */
+  const struct rd_kafka_metadata *md = NULL;
+  bool *exists = calloc(n, sizeof(*exists));
+  if (exists && rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int t = 0; t < md->topic_cnt; t++)
+      for (size_t i = 0; i < n; i++)
+        if (!md->topics[t].err && !strcmp(md->topics[t].topic, topics[i])) exists[i] = true;
+    rd_kafka_metadata_destroy(md);
+  }
+  size_t missing = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (exists && exists[i])
+      ok++;
+    else
+      missing++;
+  }
+  if (!missing) {
+    free(exists);
+    rd_kafka_destroy(rk);
+    return ok;
+  }
   rd_kafka_NewTopic_t **nt = calloc(n, sizeof(*nt));
   rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -36,6 +58,7 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
   }
   rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
   for (size_t i = 0; i < n; i++) {
+    if (exists && exists[i]) continue;
     nt[nt_n] = rd_kafka_NewTopic_new(topics[i], -1, -1, errstr, sizeof(errstr));
     if (nt[nt_n])
       nt_n++;
@@ -69,6 +92,7 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
 done:
   for (size_t i = 0; i < nt_n; i++) rd_kafka_NewTopic_destroy(nt[i]);
   free(nt);
+  free(exists);
   if (opt) rd_kafka_AdminOptions_destroy(opt);
   if (q) rd_kafka_queue_destroy(q);
   rd_kafka_destroy(rk);
