@@ -591,6 +591,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (p->busy_start == 0) p->busy_start = now;
       wd_commit_batch_begin(p->commit);
       err = process_batch(p, n);
+      last_input = mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
