@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "app/config.h"
+#include "app/interleaving.h"
 #include "app/table_config.h"
 
 static void usage(FILE *f) {
@@ -96,6 +97,13 @@ static int cmd_check(const char *path) {
     goto done;
   }
   print_summary(stdout, cfg, t);
+  char **warn = NULL;
+  int nw = wd_interleaving_warnings(cfg, &warn);
+  for (int i = 0; i < nw; i++) fprintf(stdout, "  warning   %s\n", warn[i]);
+  if (nw > 0)
+    fprintf(stdout, "  (the rows of this table depend on how its source topics interleave: a replay or another "
+                    "process can give other rows; configs/OPTIONS.md lists such options)\n");
+  wd_interleaving_free(warn);
   rc = 0;
 done:
   wd_error_destroy(err);

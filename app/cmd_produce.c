@@ -35,11 +35,14 @@ static void usage(FILE *f) {
           "                     [--streams orders,payments,shipments] [--topic-prefix P] [OPTIONS]\n"
           "\n"
           "File mode sends each non-empty line of F (\"-\" for stdin) as one message value, unchanged.\n"
-          "The key is the source row's primary key as Debezium writes keys: a JSON object of the key\n"
-          "fields (--key-field, repeatable, default id), e.g. {\"id\":101}, taken from `after`, or from\n"
-          "`before` for deletes (op d) or when `after` is null, inside `payload` when the line is a\n"
-          "{\"schema\",\"payload\"} envelope. Lines that are not JSON objects, or lack a key field, are\n"
-          "sent with a null key and a warning.\n"
+          "A line that carries its own record key, {\"key\":K,\"value\":V,...} (as `widen tail --raw`\n"
+          "prints records), is sent as that key and value. Otherwise (and always with --key-field) the\n"
+          "key is the source row's primary key as Debezium writes keys: a JSON object of the key\n"
+          "fields (--key-field, repeatable; default: a field named id), e.g. {\"id\":101}, taken from\n"
+          "`after`, or from `before` for deletes (op d) or when `after` is null, inside `payload` when\n"
+          "the line is a {\"schema\",\"payload\"} envelope. Lines that are not JSON objects, or lack the\n"
+          "key field, are sent with a null key and a warning naming the field: records with a null key\n"
+          "are spread over the partitions, so one row's changes lose their order.\n"
           "\n"
           "Generate mode sends a seeded, reproducible workload of Debezium JSON change events to one\n"
           "topic per stream (prefix + stream name), keyed {\"order_id\":N}: creates then updates,\n"
@@ -83,9 +86,9 @@ static void wd_produce_throttle(double rate, double t0, uint64_t sent) {
 }
 
 /* The Debezium-style key of one JSON line: a new compact JSON text, or NULL (no key) with
- * *why set to the reason. */
+ * *why set to the reason (naming the field looked for, in why_buf). */
 static char *wd_produce_key_of(const char *line, size_t len, const char *const *fields, size_t nfields,
-                               const char **why) {
+                               bool default_field, const char **why, char *why_buf, size_t why_size) {
   char *text = NULL;
   json_t *key = NULL;
   json_error_t jerr;
@@ -108,7 +111,10 @@ static char *wd_produce_key_of(const char *line, size_t len, const char *const *
   for (size_t i = 0; i < nfields; i++) {
     json_t *v = json_object_get(img, fields[i]);
     if (!v || json_is_null(v)) {
-      *why = "a key field is missing or null";
+      snprintf(why_buf, why_size, "no key field '%s'%s in the row image (%s)", fields[i],
+               default_field ? " (the default; name the primary key with --key-field NAME)" : "",
+               v ? "it is null" : "missing");
+      *why = why_buf;
       goto cleanup;
     }
     if (json_object_set(key, fields[i], v)) {
@@ -123,11 +129,42 @@ cleanup:
   return text;
 }
 
+/* A line that carries its own record key: {"key": K, "value": V, ...} (as `widen tail --raw`
+ * prints records; other members are ignored). On 1 *key and *value are new texts (K and V as
+ * compact JSON, a string K or V as its bytes; a null K gives *key NULL, a null V *value NULL:
+ * a tombstone); 0 when the line is not such a record; -1 when out of memory. */
+static int wd_produce_record_of(const char *line, size_t len, char **key, char **value) {
+  *key = *value = NULL;
+  json_error_t jerr;
+  json_t *root = json_loadb(line, len, 0, &jerr);
+  json_t *k = json_object_get(root, "key"), *v = json_object_get(root, "value");
+  int rc = 0;
+  if (json_is_object(root) && k && v && !json_object_get(root, "op") && !json_object_get(root, "payload")) {
+    rc = 1;
+    json_t *parts[2] = {k, v};
+    char **outs[2] = {key, value};
+    for (int i = 0; i < 2 && rc == 1; i++) {
+      if (json_is_null(parts[i])) continue;
+      *outs[i] = json_is_string(parts[i]) ? strdup(json_string_value(parts[i]))
+                                          : json_dumps(parts[i], JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+      if (!*outs[i]) rc = -1;
+    }
+    if (rc < 0) {
+      free(*key);
+      free(*value);
+      *key = *value = NULL;
+    }
+  }
+  json_decref(root);
+  return rc;
+}
+
 typedef struct wd_produce_args {
   wd_kafka_conf_t kconf;
   const char *topic, *file, *streams, *prefix;
   const char *key_fields[WD_PRODUCE_MAX_KEY_FIELDS];
   size_t nkey_fields;
+  bool key_given; /* --key-field given: lines are keyed by those fields, never by their own key */
   bool generate;
   uint64_t keys, records, seed;
   double late_ratio, delete_ratio, key_change_ratio, rate;
@@ -153,14 +190,30 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
     if (len == 0) continue;
     const char *why = NULL;
-    char *key = wd_produce_key_of(line, (size_t)len, a->key_fields, a->nkey_fields, &why);
-    if (!key) {
+    char why_buf[300];
+    char *key = NULL, *value = NULL;
+    int own = a->key_given ? 0 : wd_produce_record_of(line, (size_t)len, &key, &value);
+    if (own < 0) {
+      fprintf(stderr, "widen produce: out of memory\n");
+      goto cleanup;
+    }
+    if (own) {
+      if (!key && ++nokey <= WD_PRODUCE_WARN_LINES)
+        wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": its record key is null: sent with a null key (a null key "
+               "spreads one row's changes over partitions: their order is lost)", a->file, lineno);
+    } else if (!(key = wd_produce_key_of(line, (size_t)len, a->key_fields, a->nkey_fields, !a->key_given, &why,
+                                         why_buf, sizeof(why_buf)))) {
       if (++nokey <= WD_PRODUCE_WARN_LINES)
-        wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": %s: sent with a null key", a->file, lineno, why);
+        wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": %s: sent with a null key (a null key spreads one row's "
+               "changes over partitions: their order is lost)", a->file, lineno, why);
     }
     wd_produce_throttle(a->rate, t0, *nsent);
-    err = wd_producer_send(prod, a->topic, key, key ? strlen(key) : 0, line, (size_t)len, NULL, 0);
+    if (own)
+      err = wd_producer_send(prod, a->topic, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0, NULL, 0);
+    else
+      err = wd_producer_send(prod, a->topic, key, key ? strlen(key) : 0, line, (size_t)len, NULL, 0);
     free(key);
+    free(value);
     if (err) {
       fprintf(stderr, "widen produce: %s:%" PRIu64 ": %s\n", a->file, lineno, err->message);
       goto cleanup;
@@ -173,6 +226,9 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
   }
   if (nokey > WD_PRODUCE_WARN_LINES)
     wd_log(WD_LOG_WARN, "produce", "%" PRIu64 " lines in all were sent with a null key", nokey);
+  if (nokey)
+    fprintf(stderr, "widen produce: %" PRIu64 " of %" PRIu64 " lines sent with a null key (%s)\n", nokey, *nsent,
+            a->key_given ? "check --key-field" : "name the primary key with --key-field NAME");
   rc = 0;
 cleanup:
   wd_error_destroy(err);
@@ -362,6 +418,7 @@ int wd_cmd_produce(int argc, char **argv) {
                                  "--topic-prefix)\n");
     { show_usage = true; goto cleanup; }
   }
+  a.key_given = a.nkey_fields > 0;
   if (!a.nkey_fields) a.key_fields[a.nkey_fields++] = "id";
 
   if ((err = wd_producer_new(&a.kconf, &prod))) goto cleanup;

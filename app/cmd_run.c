@@ -3,6 +3,7 @@
  * table from the source topics, and a dump of the table's rows from a state directory.
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include "app/commands.h"
 #include "app/config.h"
+#include "app/interleaving.h"
 #include "app/pipeline.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
@@ -31,9 +33,9 @@ static double mono_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Parses "earliest" or a timestamp: ms since the epoch, or "YYYY-MM-DD[THH:MM[:SS]]" (UTC). */
+/* Parses "beginning" (or "earliest", Kafka's word) or a timestamp: ms since the epoch, or "YYYY-MM-DD[THH:MM[:SS]]" (UTC). */
 static int parse_from(const char *s, int64_t *ms) {
-  if (!strcmp(s, "earliest")) {
+  if (!strcmp(s, "earliest") || !strcmp(s, "beginning")) {
     *ms = -1;
     return 0;
   }
@@ -58,12 +60,41 @@ static int parse_from(const char *s, int64_t *ms) {
   return 0;
 }
 
-static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t *opts) {
+/* Replay --output TOPIC: the changelog goes to TOPIC and the dead letters to TOPIC.dlq instead of
+ * the config's live topics. */
+static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
+  char *t = strdup(topic), *d = NULL;
+  if (!t || asprintf(&d, "%s.dlq", topic) < 0) {
+    free(t);
+    return wd_error_nomem();
+  }
+  for (size_t i = 0; i < cfg->sources.n; i++)
+    for (size_t k = 0; k < cfg->sources.v[i].topics.n; k++)
+      if (!strcmp(cfg->sources.v[i].topics.v[k], topic) || !strcmp(cfg->sources.v[i].topics.v[k], d)) {
+        free(t);
+        free(d);
+        return wd_error_new(WD_ERR_CONFIG, "C_REPLAY_OUTPUT", "--output %s: that topic is read by source '%s'",
+                            topic, cfg->sources.v[i].name);
+      }
+  free(cfg->sink.topic);
+  free(cfg->sink.dead_letter_topic);
+  cfg->sink.topic = t;
+  cfg->sink.dead_letter_topic = d;
+  return NULL;
+}
+
+static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t *opts, const char *output) {
   wd_config_t *cfg = NULL;
   wd_pipeline_t *p = NULL;
   wd_error_t *err = wd_config_load(config, &cfg);
   int rc = 1;
   if (err) goto done;
+  const char *mod = opts->replay ? "widen replay" : "widen run";
+  if (output && (err = redirect_output(cfg, output))) goto done;
+  char **warn = NULL;
+  int nw = wd_interleaving_warnings(cfg, &warn);
+  for (int i = 0; i < nw; i++) wd_log(WD_LOG_WARN, mod, "%s", warn[i]);
+  wd_interleaving_free(warn);
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
   struct sigaction sa;
@@ -71,16 +102,35 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  wd_log(WD_LOG_INFO, cmd, "table %s: %zu source(s) -> %s (dead letters: %s), state %s", cfg->table.name,
-         cfg->sources.n, opts->no_output ? "(no output)" : cfg->sink.topic, cfg->sink.dead_letter_topic,
-         opts->state_dir ? opts->state_dir : cfg->state.dir);
+  if (opts->no_output)
+    wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> state %s; nothing is written to Kafka (--output TOPIC "
+           "writes the changelog and the dead letters)", cfg->table.name, cfg->sources.n,
+           opts->state_dir ? opts->state_dir : cfg->state.dir);
+  else
+    wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> %s (dead letters: %s), state %s", cfg->table.name,
+           cfg->sources.n, cfg->sink.topic, cfg->sink.dead_letter_topic,
+           opts->state_dir ? opts->state_dir : cfg->state.dir);
   double t0 = mono_s();
   err = wd_pipeline_run(p);
   running = NULL;
   wd_pipeline_print_summary(p, stderr, mono_s() - t0);
+  if (opts->replay) {
+    wd_pipeline_stats_t ps;
+    wd_pipeline_get_stats(p, &ps);
+    if (opts->no_output)
+      fprintf(stderr, "widen replay: wrote nothing to Kafka: the %" PRIu64 " changelog rows and %" PRIu64
+              " dead letters were counted only (the live topics %s and %s are untouched; --output TOPIC writes "
+              "them to TOPIC and TOPIC.dlq)\n", ps.changes_out, ps.dead_lettered, cfg->sink.topic,
+              cfg->sink.dead_letter_topic);
+    else
+      fprintf(stderr, "widen replay: wrote %" PRIu64 " changelog messages to %s and %" PRIu64
+              " dead letters to %s\n", ps.messages_out, cfg->sink.topic, ps.dead_lettered,
+              cfg->sink.dead_letter_topic);
+  }
   if (!err) rc = 0;
 done:
   if (err) {
+    if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
     fprintf(stderr, "widen %s: %s\n", cmd, err->message);
     wd_error_destroy(err);
   }
@@ -100,10 +150,11 @@ static void run_usage(FILE *f) {
           "SIGTERM after finishing the batch in hand (exit 0).\n"
           "  --config FILE     pipeline config (YAML; see configs/example.yaml)\n"
           "  --quiet           no status line every pipeline.status-interval-s seconds\n"
-          "  --trace FILE      append every applied source message to FILE in apply order (JSON lines\n"
-          "                    usable as `widen simulate` input; for debugging and tests)\n"
+          "  --trace FILE      append every applied source message to FILE in apply order (JSON lines;\n"
+          "                    `widen simulate --config FILE TRACE` replays them through the merge engine)\n"
           "  --max-idle-ms N   stop after N ms without input\n"
-          "Environment: WIDEN_BROKERS overrides kafka.bootstrap.servers.\n");
+          "Environment: WIDEN_BROKERS overrides kafka.bootstrap.servers.\n"
+          "Exit status: 0 stopped cleanly, 2 the config is refused (as `widen config check`), 1 other errors.\n");
 }
 
 int wd_cmd_run(int argc, char **argv) {
@@ -134,18 +185,21 @@ int wd_cmd_run(int argc, char **argv) {
     run_usage(stderr);
     return 1;
   }
-  return run_pipeline("run", config, &opts);
+  return run_pipeline("run", config, &opts, NULL);
 }
 
 static void replay_usage(FILE *f) {
   fprintf(f,
-          "usage: widen replay --config FILE --from earliest|TIMESTAMP --state-dir DIR [--no-output] [--quiet]\n"
+          "usage: widen replay --config FILE --from beginning|TIMESTAMP --state-dir DIR [--output TOPIC] [--quiet]\n"
           "\n"
           "Rebuilds the table from the source topics into the state directory DIR (use a fresh one):\n"
-          "every partition from the start (earliest), or only the records whose Kafka timestamp is at or\n"
-          "after TIMESTAMP (ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]] in UTC). No consumer group is\n"
-          "joined. Emits the changelog to the sink unless --no-output. Stops when it reaches the end\n"
-          "offsets it saw at start and prints a summary (records, keys, time); a status line while it runs.\n");
+          "every partition from the start (beginning, or its synonym earliest), or only the records whose\n"
+          "Kafka timestamp is at or after TIMESTAMP (ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]] in UTC).\n"
+          "No consumer group is joined. By default nothing is written to Kafka (the live changelog and\n"
+          "dead-letter topics are left alone: a replay's changelog would repeat every key as +I);\n"
+          "--output TOPIC writes the replay's changelog to TOPIC and its dead letters to TOPIC.dlq.\n"
+          "Stops when it reaches the end offsets it saw at start and prints a summary saying what was\n"
+          "and was not written; a status line while it runs. (--no-output is accepted: it is the default.)\n");
 }
 
 int wd_cmd_replay(int argc, char **argv) {
@@ -153,14 +207,16 @@ int wd_cmd_replay(int argc, char **argv) {
                                            {"from", required_argument, NULL, 'f'},
                                            {"state-dir", required_argument, NULL, 's'},
                                            {"no-output", no_argument, NULL, 'n'},
+                                           {"output", required_argument, NULL, 'o'},
                                            {"quiet", no_argument, NULL, 'q'},
                                            {"trace", required_argument, NULL, 't'},
                                            {"help", no_argument, NULL, 'h'},
                                            {0}};
   wd_pipeline_opts_t opts = {0};
   opts.replay = true;
+  opts.no_output = true; /* the safe default: --output TOPIC to write somewhere */
   opts.from_ms = -2;
-  const char *config = NULL;
+  const char *config = NULL, *output = NULL;
   int ch;
   optind = 1;
   while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
@@ -168,13 +224,17 @@ int wd_cmd_replay(int argc, char **argv) {
       case 'c': config = optarg; break;
       case 'f':
         if (parse_from(optarg, &opts.from_ms)) {
-          fprintf(stderr, "widen replay: --from '%s': use earliest, ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]]\n",
+          fprintf(stderr, "widen replay: --from '%s': use beginning (or earliest), ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]]\n",
                   optarg);
           return 1;
         }
         break;
       case 's': opts.state_dir = optarg; break;
-      case 'n': opts.no_output = true; break;
+      case 'n': break; /* the default */
+      case 'o':
+        output = optarg;
+        opts.no_output = false;
+        break;
       case 'q': opts.quiet = true; break;
       case 't': opts.trace_path = optarg; break;
       case 'h': replay_usage(stdout); return 0;
@@ -198,10 +258,16 @@ int wd_cmd_replay(int argc, char **argv) {
       return 1;
     }
   }
-  return run_pipeline("replay", config, &opts);
+  return run_pipeline("replay", config, &opts, output);
 }
 
 /* ---- widen rows ---------------------------------------------------------------------- */
+
+static void rows_usage(FILE *f) {
+  fprintf(f, "usage: widen rows [--config] FILE [--state-dir DIR]\n\nPrints the wide table's rows from the state "
+             "directory (default state.dir) as JSON lines, sorted by primary key. The directory must not be in "
+             "use by a running widen.\n");
+}
 
 int wd_cmd_rows(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -215,16 +281,14 @@ int wd_cmd_rows(int argc, char **argv) {
     else if (ch == 's')
       dir = optarg;
     else {
-      FILE *f = ch == 'h' ? stdout : stderr;
-      fprintf(f,
-              "usage: widen rows --config FILE [--state-dir DIR]\n\nPrints the wide table's rows from the state "
-              "directory (default state.dir) as JSON lines, sorted by primary key. The directory must not be in "
-              "use by a running widen.\n");
+      rows_usage(ch == 'h' ? stdout : stderr);
       return ch == 'h' ? 0 : 1;
     }
   }
-  if (!config) {
-    fprintf(stderr, "widen rows: --config FILE is required\n");
+  if (!config && optind == argc - 1) config = argv[optind++]; /* `widen rows FILE` works too */
+  if (!config || optind != argc) {
+    fprintf(stderr, "widen rows: %s\n", config ? "unexpected argument" : "--config FILE is required");
+    rows_usage(stderr);
     return 1;
   }
   wd_config_t *cfg = NULL;

@@ -36,15 +36,18 @@ static void usage(FILE *f) {
           "                  [--raw] [--max N] [--timeout-ms T] [--group G] [-X name=value]...\n"
           "\n"
           "Prints a changelog topic as one JSON line per record: {\"op\":\"+I|-U|+U|-D\",\"key\":..,\"row\":..}\n"
-          "(a debezium-json update gives its -U and +U lines). Without --group every partition is read\n"
+          "(a debezium-json update gives its -U and +U lines). A record with widen's dead-letter headers\n"
+          "(a dead-letter topic) is shown as {\"dead_letter\":{\"error\":ID,\"reason\":..,\"source\":\n"
+          "{\"topic\",\"partition\",\"offset\"},\"key\":..,\"value\":..}} with the rejected bytes as JSON,\n"
+          "or as a string when they are not JSON. Without --group every partition is read\n"
           "directly (no group join, nothing committed); with --group G the topic is read in consumer\n"
           "group G, starting at its committed offsets, and offsets are committed as lines are printed.\n"
           "\n"
           "options:\n"
           "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
           "  --topic T            topic to read (repeatable)\n"
-          "  --from WHERE         beginning (default) or now; with --group: where a group without\n"
-          "                       committed offsets starts\n"
+          "  --from WHERE         beginning (default; or earliest) or now (or latest); with --group:\n"
+          "                       where a group without committed offsets starts\n"
           "  --format F           debezium-json or changelog-json (default: detected from the first record)\n"
           "  --raw                print the Kafka records instead: {\"topic\",\"partition\",\"offset\",\n"
           "                       \"timestamp\",\"key\",\"value\"} (JSON key/value embedded, else strings)\n"
@@ -110,6 +113,58 @@ static int wd_tail_raw(const wd_kmsg_t *m, wd_buf_t *out) {
   return rc ? -1 : 0;
 }
 
+/* A header's value by name (the first with that name), or NULL. */
+static const void *wd_tail_header(const wd_kmsg_t *m, const char *want, size_t *len) {
+  const char *name;
+  const void *val;
+  for (size_t i = 0; wd_kmsg_header(m, i, &name, &val, len) == 0; i++)
+    if (!strcmp(name, want)) return val;
+  return NULL;
+}
+
+/* The dead-letter view of a record that carries widen's dead-letter headers (README "Input and
+ * output formats"): {"dead_letter":{"error":ID,"reason":TEXT,"source":{"topic","partition","offset"},
+ * "key":K,"value":V}} with the rejected key and value as JSON when they are JSON, else as strings
+ * (so a non-JSON value is shown, not dropped). 1 when m is a dead letter (out written), 0 when it
+ * is not, -1 when out of memory. */
+static int wd_tail_dead_letter(const wd_kmsg_t *m, wd_buf_t *out) {
+  size_t idlen = 0, len = 0;
+  const void *id = wd_tail_header(m, "widen.error.id", &idlen);
+  if (!id) return 0;
+  int rc = wd_buf_printf(out, "{\"dead_letter\":{\"error\":");
+  rc |= wd_changelog_put_string(out, id, idlen);
+  static const struct {
+    const char *header, *name;
+    bool number;
+  } F[] = {{"widen.error.message", "reason", false},
+           {"widen.source.topic", "topic", false},
+           {"widen.source.partition", "partition", true},
+           {"widen.source.offset", "offset", true}};
+  for (size_t i = 0; i < sizeof(F) / sizeof(*F); i++) {
+    const char *v = wd_tail_header(m, F[i].header, &len);
+    if (i == 1) rc |= wd_buf_printf(out, ",\"source\":{");
+    rc |= wd_buf_printf(out, "%s\"%s\":", i == 1 ? "" : ",", F[i].name);
+    char num[32];
+    char *end = NULL;
+    if (v && F[i].number && len < sizeof(num)) {
+      memcpy(num, v, len);
+      num[len] = 0;
+      long long n = strtoll(num, &end, 10);
+      if (len && end && !*end) {
+        rc |= wd_buf_printf(out, "%lld", n);
+        continue;
+      }
+    }
+    rc |= v ? wd_changelog_put_string(out, v, len) : wd_buf_printf(out, "null");
+  }
+  rc |= wd_buf_printf(out, "},\"key\":");
+  rc |= wd_tail_put_json(out, m->key, m->key_len);
+  rc |= wd_buf_printf(out, ",\"value\":");
+  rc |= wd_tail_put_json(out, m->value, m->value_len);
+  rc |= wd_buf_printf(out, "}}\n");
+  return rc ? -1 : 1;
+}
+
 /* Records the next offset of a printed message for the group commit. */
 static int wd_tail_note_offset(wd_tp_offset_t **offs, size_t *n, const wd_kmsg_t *m, const char *const *topics,
                                size_t ntopics) {
@@ -171,11 +226,13 @@ int wd_cmd_tail(int argc, char **argv) {
       topics[ntopics++] = optarg;
       break;
     case O_FROM:
-      if (strcmp(optarg, "now") && strcmp(optarg, "beginning")) {
-        fprintf(stderr, "widen tail: --from is beginning or now, not '%s'\n", optarg);
+      /* the same words as `widen replay --from` (beginning/earliest), and Kafka's latest for now */
+      if (strcmp(optarg, "now") && strcmp(optarg, "latest") && strcmp(optarg, "beginning") &&
+          strcmp(optarg, "earliest")) {
+        fprintf(stderr, "widen tail: --from is beginning (or earliest) or now (or latest), not '%s'\n", optarg);
         goto cleanup;
       }
-      from_now = strcmp(optarg, "now") == 0;
+      from_now = !strcmp(optarg, "now") || !strcmp(optarg, "latest");
       break;
     case O_FORMAT:
       if ((err = wd_changelog_format_parse(optarg, &format))) goto cleanup;
@@ -255,9 +312,15 @@ int wd_cmd_tail(int argc, char **argv) {
     if (nmsgs) last_data = wd_now_ms();
     for (size_t i = 0; i < nmsgs && !done; i++) {
       const wd_kmsg_t *m = &msgs[i];
+      int dl = 0;
       wd_buf_reset(&out);
       if (raw) {
         if (wd_tail_raw(m, &out)) {
+          err = wd_error_nomem();
+          goto cleanup;
+        }
+      } else if ((dl = wd_tail_dead_letter(m, &out)) != 0) {
+        if (dl < 0) {
           err = wd_error_nomem();
           goto cleanup;
         }

@@ -4,6 +4,7 @@
  * sources, and the generated option reference.
  */
 #include "app/config.h"
+#include "app/interleaving.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -325,10 +326,34 @@ void wd_config_destroy(wd_config_t *cfg) {
 
 /* ---- the YAML walk ------------------------------------------------------------------------------ */
 
+/* Config errors found after the first: the walk goes on to the next key after an error of one
+ * key, so that one run reports every independent mistake of a file. */
+typedef struct {
+  wd_error_t *first; /* owned */
+  wd_buf_t more;     /* "\n  <message>" per further error */
+  size_t nmore;
+} ld_errors_t;
+
 typedef struct {
   const char *file;
   yaml_document_t *doc;
+  ld_errors_t *errs; /* NULL: stop at the first error */
 } ld_t;
+
+/* Keeps err (a config error of one key) and returns NULL so that the walk goes on; any other
+ * error (out of memory, internal) is returned to stop the walk. */
+static wd_error_t *ld_note(const ld_t *ld, wd_error_t *err) {
+  if (!err || !ld->errs || err->cls != WD_ERR_CONFIG) return err;
+  ld_errors_t *e = ld->errs;
+  if (!e->first) {
+    e->first = err;
+    return NULL;
+  }
+  if (e->nmore < 20) (void)wd_buf_printf(&e->more, "\n  %s", err->message);
+  e->nmore++;
+  wd_error_destroy(err);
+  return NULL;
+}
 
 static int line_of(const yaml_node_t *node) { return (int)node->start_mark.line + 1; }
 
@@ -759,32 +784,53 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
   for (yaml_node_pair_t *pr = start; pr < top; pr++) {
     yaml_node_t *k = node_at(ld, pr->key), *v = node_at(ld, pr->value);
     const char *key = NULL;
-    if (k->type != YAML_SCALAR_NODE || is_null(k))
-      return cfg_err(ld, line_of(k), "a key %s%s is %s; keys must be plain names", *path ? "in " : "at the top level",
-                     path, is_null(k) ? "empty" : kind_name(k));
-    if ((err = scalar_text(ld, path, k, "a name", &key))) return err;
+    if (k->type != YAML_SCALAR_NODE || is_null(k)) {
+      if ((err = ld_note(ld, cfg_err(ld, line_of(k), "a key %s%s is %s; keys must be plain names",
+                                     *path ? "in " : "at the top level", path, is_null(k) ? "empty" : kind_name(k)))))
+        return err;
+      continue;
+    }
+    if ((err = scalar_text(ld, path, k, "a name", &key))) {
+      if ((err = ld_note(ld, err))) return err;
+      continue;
+    }
+    bool dup = false;
     for (yaml_node_pair_t *q = start; q < pr; q++) {
       yaml_node_t *qk = node_at(ld, q->key);
-      if (!strcmp((const char *)qk->data.scalar.value, key))
-        return cfg_err(ld, line_of(k), "duplicate key '%s' (first at line %d); remove one of them", key, line_of(qk));
+      if (!dup && !strcmp((const char *)qk->data.scalar.value, key)) {
+        dup = true;
+        if ((err = ld_note(ld, cfg_err(ld, line_of(k), "duplicate key '%s' (first at line %d); remove one of them",
+                                       key, line_of(qk)))))
+          return err;
+      }
     }
+    if (dup) continue;
     size_t i = 0;
     while (i < nopt && strcmp(sec->options[i].name, key)) i++;
-    if (i == nopt) return unknown_key(ld, sec, path, key, line_of(k));
+    if (i == nopt) {
+      if ((err = ld_note(ld, unknown_key(ld, sec, path, key, line_of(k))))) return err;
+      continue;
+    }
     const wd_config_option_t *opt = &sec->options[i];
     for (size_t j = 0; j < nopt; j++)
-      if (seen[j] && sec->options[j].offset == opt->offset)
-        return cfg_err(ld, line_of(k), "'%s' and '%s' are two names for one setting; keep one of them", key,
-                       sec->options[j].name);
+      if (seen[j] && sec->options[j].offset == opt->offset) {
+        if ((err = ld_note(ld, cfg_err(ld, line_of(k), "'%s' and '%s' are two names for one setting; keep one of "
+                                       "them", key, sec->options[j].name))))
+          return err;
+        goto next_key;
+      }
     char opath[300];
     snprintf(opath, sizeof(opath), "%s%s%s", path, *path ? "." : "", key);
     if (is_null(v) && is_scalar_type(opt->type)) {
-      if ((opt->flags & WD_CONFIG_REQUIRED) && !(opt == &KAFKA_OPTS[0] && env_brokers()))
-        return cfg_err(ld, line_of(k), "'%s' has no value; give it a value", opath);
+      if ((opt->flags & WD_CONFIG_REQUIRED) && !(opt == &KAFKA_OPTS[0] && env_brokers())) {
+        seen[i] = true; /* reported here, not again as missing */
+        if ((err = ld_note(ld, cfg_err(ld, line_of(k), "'%s' has no value; give it a value", opath)))) return err;
+      }
       continue; /* an empty optional value keeps the default */
     }
-    seen[i] = true;
-    if ((err = load_value(ld, opt, opath, v, line_of(k), base + opt->offset))) return err;
+    seen[i] = true; /* also when its value is refused: reported once, not again as missing */
+    if ((err = load_value(ld, opt, opath, v, line_of(k), base + opt->offset)) && (err = ld_note(ld, err))) return err;
+  next_key:;
   }
   for (size_t i = 0; i < nopt; i++) {
     const wd_config_option_t *opt = &sec->options[i];
@@ -796,9 +842,12 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
     if (opt == &KAFKA_OPTS[0] && env_brokers()) continue; /* applied after the load */
     if (opt->flags & WD_CONFIG_REQUIRED) {
       if (*path)
-        return cfg_err(ld, line, "missing required key '%s' in '%s'; add '%s: ...' to it", opt->name, path, opt->name);
-      return cfg_err(ld, line, "missing required section '%s'; add a '%s:' section (see configs/example.yaml)",
-                     opt->name, opt->name);
+        err = cfg_err(ld, line, "missing required key '%s' in '%s'; add '%s: ...' to it", opt->name, path, opt->name);
+      else
+        err = cfg_err(ld, line, "missing required section '%s'; add a '%s:' section (see configs/example.yaml)",
+                      opt->name, opt->name);
+      if ((err = ld_note(ld, err))) return err;
+      continue;
     }
     void *p = base + opt->offset;
     if (opt->def)
@@ -969,7 +1018,8 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   yaml_document_t doc, extra;
   bool parser_ok = false, doc_ok = false, extra_ok = false;
   wd_config_t *cfg = NULL;
-  ld_t ld = {path, &doc};
+  ld_errors_t errs = {0};
+  ld_t ld = {path, &doc, NULL};
   *out = NULL;
   if (!(f = fopen(path, "rb"))) {
     err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s: can not open the config file: %s; check the path", path,
@@ -1011,7 +1061,30 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
     err = wd_error_nomem();
     goto done;
   }
-  if ((err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg))) goto done;
+  ld.errs = &errs; /* the sections' keys: every mistake, not only the first */
+  err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg);
+  ld.errs = NULL;
+  if (!err && errs.first) {
+    err = errs.first;
+    errs.first = NULL;
+    if (errs.nmore) {
+      wd_buf_putc(&errs.more, 0);
+      const char *m = err->message;
+      size_t idl = strlen(err->id);
+      if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+      wd_error_t *all = wd_error_new(err->cls, err->id, "%s\n  and %zu more error%s in this file:%s%s", m,
+                                     errs.nmore, errs.nmore > 1 ? "s" : "",
+                                     errs.more.data ? (const char *)errs.more.data : "",
+                                     errs.nmore > 20 ? "\n  ..." : "");
+      if (all != wd_error_nomem()) {
+        wd_error_destroy(err);
+        err = all;
+      }
+    }
+  }
+  wd_error_destroy(errs.first);
+  wd_buf_free(&errs.more);
+  if (err) goto done;
   if (env_brokers()) {
     free(cfg->kafka.bootstrap_servers);
     if (!(cfg->kafka.bootstrap_servers = strdup(env_brokers()))) {
@@ -1243,7 +1316,8 @@ int wd_config_write_doc(FILE *f) {
           "  A key may appear once per mapping.\n"
           "- Errors read `C_CONFIG: <file>:<line>: <what is wrong>; <what to change>`. Errors found when the table\n"
           "  or a source is built keep their own id (`C_SEQ_GROUP_UNKNOWN_FIELD: <file>:<line>: ...`, see the\n"
-          "  spec's section 11.1) and point at the option, column or mapping concerned.\n"
+          "  spec's section 11.1) and point at the option, column or mapping concerned. Every mistake in the\n"
+          "  file's keys and values is reported in one run (the first, then `and N more errors in this file`).\n"
           "- **Durations** are a number with a unit `ms`, `s`, `m`, `h` or `d` (`500ms`, `30s`, `5m`, `12h`, "
           "`7d`),\n"
           "  or a plain number of milliseconds.\n"
@@ -1299,5 +1373,6 @@ int wd_config_write_doc(FILE *f) {
           "| `ignore-delete` | `true` | drop every -U and -D at the entrance |\n"
           "| `partial-update.remove-record-on-delete` | `true` | a -D removes the whole row |\n"
           "| `changelog-producer.row-deduplicate` | `true` | no -U/+U when the row did not change |\n");
+  wd_interleaving_doc(f);
   return ferror(f) ? -1 : 0;
 }

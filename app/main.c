@@ -6,6 +6,10 @@
 
 #include "app/commands.h"
 
+#ifndef WD_VERSION
+#define WD_VERSION "unknown"
+#endif
+
 typedef struct {
   const char *name;
   int (*fn)(int, char **);
@@ -24,7 +28,8 @@ static const wd_command_t COMMANDS[] = {
 };
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: widen COMMAND [OPTIONS]   (widen COMMAND --help for its options)\n\ncommands:\n");
+  fprintf(f, "usage: widen COMMAND [OPTIONS]   (widen COMMAND --help for its options; widen --version)\n\n"
+             "commands:\n");
   for (size_t i = 0; i < sizeof(COMMANDS) / sizeof(*COMMANDS); i++)
     fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].about);
 }
@@ -34,6 +39,10 @@ int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;
+  }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+    printf("widen %s\n", WD_VERSION);
+    return 0;
   }
   for (size_t i = 0; i < sizeof(COMMANDS) / sizeof(*COMMANDS); i++)
     if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].fn(argc - 1, argv + 1);

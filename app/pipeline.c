@@ -16,12 +16,14 @@
 #include "changelog/changelog.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/ratelog.h"
 #include "ingest/consumer.h"
 #include "ingest/decode_avro.h"
 #include "ingest/schema_registry.h"
 #include "ingest/source.h"
 #include "join/state.h"
 #include "sink/producer.h"
+#include "sink/topics.h"
 
 /* One decoded Kafka record of the batch. */
 typedef struct {
@@ -69,7 +71,7 @@ struct wd_pipeline {
   size_t nend;
   /* stats */
   wd_pipeline_stats_t st;
-  bool logged[8];
+  wd_ratelog_t rlog; /* dead letters: logged per (source, error id, field), rate-limited */
   FILE *trace;
   uint64_t trace_msg;
   volatile sig_atomic_t stop;
@@ -193,13 +195,14 @@ static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
   return 0;
 }
 
-/* Logs the first error of each kind once (the rest are counted). */
-static void log_once(wd_pipeline_t *p, const wd_error_t *err) {
-  int slot = !strcmp(err->id, "E_DECODE") ? 0 : !strcmp(err->id, "E_NO_KEY") ? 1 : !strcmp(err->id, "E_TYPE") ? 2 : 3;
-  if (p->logged[slot]) return;
-  p->logged[slot] = true;
-  wd_log(WD_LOG_WARN, "pipeline", "dead-lettering: %s (further %s errors are counted, not logged)", err->message,
-         err->id[0] ? err->id : "such");
+/* Logs a dead letter's reason: the first of each (source, error id, field) at once, then at most
+ * one line per such key every 10 s with the number not logged (common/ratelog.h). */
+static void log_once(wd_pipeline_t *p, const wd_kmsg_t *m, const wd_error_t *err) {
+  const wd_source_t *src = source_of(p, m->topic);
+  char field[128];
+  p->rlog.interval = 10.0;
+  wd_ratelog_note(&p->rlog, mono_s(), WD_LOG_WARN, "pipeline", src ? src->name : m->topic, err->id,
+                  wd_ratelog_field_of(err->message, field, sizeof(field)), err->message);
 }
 
 static wd_error_t *trace_message(wd_pipeline_t *p, size_t first, size_t count) {
@@ -416,7 +419,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     if (!b->err) continue;
     if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
-    log_once(p, b->err);
+    log_once(p, &p->msgs[i], b->err);
     if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
     if ((err = wd_commit_begin(p->commit))) return err;
     err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
@@ -457,12 +460,17 @@ static void release_batch(wd_pipeline_t *p, size_t n) {
 }
 
 static void status_line(wd_pipeline_t *p, double rate) {
+  wd_buf_t by_id = {0}; /* the dead letters by error id */
+  if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
+                              wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
+    wd_buf_reset(&by_id);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
-          " | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
-          p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, p->st.ignored_update_before,
-          p->st.tombstones, p->st.lag, p->st.commits, p->exactly_once ? " (exactly-once)" : " (at-least-once)",
-          p->st.restored ? " | restoring" : "");
+          "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
+          p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
+          p->st.ignored_update_before, p->st.tombstones, p->st.lag, p->st.commits,
+          p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
+  wd_buf_free(&by_id);
 }
 
 void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) {
@@ -583,6 +591,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (p->busy_start == 0) p->busy_start = now;
       wd_commit_batch_begin(p->commit);
       err = process_batch(p, n);
+      last_input = mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
@@ -621,10 +630,9 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
-    /* a status line every interval while anything moves, once a minute when idle */
+    /* a status line every interval, idle or not (README "Guarantees and operations") */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
-        now - last_status >= (double)p->cfg->pipeline.status_interval_s &&
-        (p->st.records_in != last_in || wd_consumer_lag(p->cons) != p->st.lag || now - last_status >= 60.0)) {
+        now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
       p->st.lag = wd_consumer_lag(p->cons);
       status_line(p, (double)(p->st.records_in - last_in) / (now - last_status));
       last_status = now;
@@ -833,6 +841,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
   for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
     err = wd_kafka_conf_set(&p->pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
+  if (!err && !p->opts.no_output) { /* so that a consumer can read them before their first record */
+    const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
+    wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
+  }
   int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
   if (!err) err = wd_producer_new(&p->pconf, &p->prod);
@@ -942,5 +954,6 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_buf_free(&p->kbuf);
   wd_buf_free(&p->vbuf);
   if (p->trace) fclose(p->trace);
+  wd_ratelog_free(&p->rlog);
   free(p);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/config.h"
 #include "app/simulate.h"
 #include "app/table_config.h"
 #include "common/json.h"
@@ -28,9 +29,12 @@ static json_t *error_json(const char *stage, const wd_error_t *err, long index) 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: widen simulate [--store rocksdb|memory] [--batch N] CASE.json\n"
+          "       widen simulate [--store rocksdb|memory] [--batch N] --config PIPELINE.yaml TRACE.jsonl\n"
           "\n"
           "Runs a conformance case (table, input records, see ../shared/cases/README.md) through widen's\n"
           "table loading, merge engine, keyed state and store, and prints one JSON object:\n"
+          "With --config, the case is the pipeline config's table and the input is TRACE.jsonl, one\n"
+          "{\"op\",\"row\",\"message\"} per line as `widen run --trace` writes it.\n"
           "  {\"rows\": [...], \"changelog\": [...], \"error\": null | {stage, index, message}}\n"
           "Options:\n"
           "  --store rocksdb   the daemon's RocksDB store in a temporary directory (default)\n"
@@ -172,6 +176,7 @@ fail:
   rc = 1;
 done:
   if (state) wd_state_rows_free(state, rows, nrows);
+  for (size_t k = 0; k < nrecs; k++) wd_row_destroy(t ? wd_table_schema(t) : NULL, recs[k]); /* a failed message */
   free(recs);
   if (t) wd_changelog_free(t, &cl);
   wd_error_destroy(err);
@@ -190,11 +195,67 @@ done:
   return rc;
 }
 
+/* A case from a pipeline config's table (schema, primary key, options) and a trace file of
+ * `widen run --trace` (JSON lines {op, row, message}) as its input; NULL with the reason on stderr. */
+static json_t *case_of_trace(const char *config, const char *trace) {
+  wd_config_t *cfg = NULL;
+  wd_error_t *err = wd_config_load(config, &cfg);
+  if (err) {
+    fprintf(stderr, "widen simulate: %s\n", err->message);
+    wd_error_destroy(err);
+    return NULL;
+  }
+  json_t *cs = json_object(), *schema = json_array(), *pk = json_array(), *opts = json_object(), *input = json_array();
+  json_object_set_new(cs, "schema", schema);
+  json_object_set_new(cs, "primary_key", pk);
+  json_object_set_new(cs, "options", opts);
+  json_object_set_new(cs, "input", input);
+  for (size_t i = 0; i < cfg->table.schema.n; i++)
+    json_array_append_new(schema, json_pack("{s:s,s:s}", "name", cfg->table.schema.names[i], "type",
+                                            cfg->table.schema.types[i]));
+  for (size_t i = 0; i < cfg->table.primary_key.n; i++)
+    json_array_append_new(pk, json_string(cfg->table.primary_key.v[i]));
+  for (size_t i = 0; i < cfg->table.options.n; i++)
+    json_object_set_new(opts, cfg->table.options.v[i].key, json_string(cfg->table.options.v[i].value));
+  wd_config_destroy(cfg);
+  FILE *f = fopen(trace, "r");
+  if (!f) {
+    fprintf(stderr, "widen simulate: %s: cannot open the trace\n", trace);
+    json_decref(cs);
+    return NULL;
+  }
+  char *line = NULL;
+  size_t cap = 0;
+  long lineno = 0;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    if (len <= 1) continue;
+    json_error_t jerr;
+    json_t *j = json_loadb(line, (size_t)len, 0, &jerr);
+    if (!json_is_object(j) || !json_object_get(j, "op") || !json_object_get(j, "row")) {
+      fprintf(stderr, "widen simulate: %s:%ld: not a trace line {\"op\",\"row\",\"message\"}%s%s\n", trace, lineno,
+              j ? "" : ": ", j ? "" : jerr.text);
+      json_decref(j);
+      json_decref(cs);
+      free(line);
+      fclose(f);
+      return NULL;
+    }
+    json_array_append_new(input, j);
+  }
+  free(line);
+  fclose(f);
+  return cs;
+}
+
 int wd_cmd_simulate(int argc, char **argv) {
   const char *store_kind = "rocksdb";
   long batch = 1;
   static const struct option longopts[] = {
-      {"store", required_argument, NULL, 's'}, {"batch", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'}, {0}};
+      {"store", required_argument, NULL, 's'}, {"batch", required_argument, NULL, 'b'},
+      {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
+  const char *config = NULL;
   int ch;
   optind = 1;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -202,6 +263,8 @@ int wd_cmd_simulate(int argc, char **argv) {
       store_kind = optarg;
     else if (ch == 'b')
       batch = strtol(optarg, NULL, 10);
+    else if (ch == 'c')
+      config = optarg;
     else if (ch == 'h') {
       usage(stdout);
       return 0;
@@ -215,9 +278,11 @@ int wd_cmd_simulate(int argc, char **argv) {
     return 1;
   }
   json_error_t jerr;
-  json_t *cs = json_load_file(argv[optind], 0, &jerr), *result = NULL;
+  json_t *cs = config ? case_of_trace(config, argv[optind]) : json_load_file(argv[optind], 0, &jerr), *result = NULL;
+  if (!cs && config) return 1;
   if (!cs) {
-    fprintf(stderr, "widen simulate: %s: %s (line %d)\n", argv[optind], jerr.text, jerr.line);
+    fprintf(stderr, "widen simulate: %s: %s (line %d)%s\n", argv[optind], jerr.text, jerr.line,
+            jerr.line > 1 ? "; a trace of `widen run --trace` (JSON lines) needs --config PIPELINE.yaml" : "");
     return 1;
   }
   int rc = wd_simulate_run(cs, store_kind, batch, &result);

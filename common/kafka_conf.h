@@ -3,7 +3,7 @@
  * configuration as the config loader fills it (wd_kafka_conf_t), a (topic, partition, offset)
  * triple (wd_tp_offset_t) and one consumed record (wd_kmsg_t).
  *
- * app/ fills a wd_kafka_conf_t from YAML or the command line; ingest/kafka.h turns it into an
+ * app/ fills a wd_kafka_conf_t from YAML or the command line; kafka/kafka.h turns it into an
  * rd_kafka_conf_t (wd_kafka_conf_build), and ingest/consumer.h and sink/producer.h take it.
  * Nothing here includes librdkafka, so app/ code can use these types without it.
  *

@@ -36,7 +36,12 @@ static bool wd_tp_is_ident_char(char c) { return isalnum((unsigned char)c) || c 
 /* Sets the parser's error (only the first one is kept). */
 static void wd_tp_fail(wd_tparser_t *tp, const char *id, const char *what) {
   if (tp->err) return;
-  tp->err = wd_error_new(WD_ERR_CONFIG, id, "%s in type '%s' at offset %zu", what, tp->text, tp->pos);
+  tp->err = wd_error_new(WD_ERR_CONFIG, id, "%s in type '%s' at offset %zu%s", what, tp->text, tp->pos,
+                         strcmp(what, "unknown type") ? ""
+                         : "; the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), "
+                           "CHAR(n), VARCHAR(n), STRING, BYTES, BINARY(n), VARBINARY(n), DATE, TIME(p), TIMESTAMP(p), "
+                           "TIMESTAMP(p) WITH LOCAL TIME ZONE (or TIMESTAMP_LTZ(p)), ARRAY<T>, MAP<K,V>, "
+                           "ROW<name T, ...>, each optionally followed by NOT NULL");
 }
 
 /* Consumes keyword kw (case-insensitive, whole word) if it is next. */

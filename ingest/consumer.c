@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "ingest/kafka.h"
+#include "kafka/kafka.h"
 
 #define WD_METADATA_TIMEOUT_MS 10000
 

@@ -10,6 +10,7 @@
 #include "ingest/decode_avro.h"
 
 #include <avro.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -387,12 +388,14 @@ static void *wd_av_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 }
 
 /* Reads bytes p[0..n) into s->value. 0, or -1 with avro's reason. */
+/* avro_set_allocator is process-wide: installed exactly once (pthread_once, safe when several
+ * threads decode), and harmless to other avro-c users (the changelog's Avro sink): outside a
+ * read on this thread the limit is off and it is plain realloc/free. */
+static pthread_once_t wd_av_alloc_once = PTHREAD_ONCE_INIT;
+static void wd_av_install_alloc(void) { avro_set_allocator(wd_av_alloc, NULL); }
+
 static int wd_av_read(wd_av_schema_t *s, const uint8_t *p, size_t n) {
-  static bool installed;
-  if (!installed) {
-    avro_set_allocator(wd_av_alloc, NULL);
-    installed = true;
-  }
+  pthread_once(&wd_av_alloc_once, wd_av_install_alloc);
   avro_value_reset(&s->value);
   avro_reader_memory_set_source(s->reader, (const char *)p, (int64_t)n);
   wd_av_alloc_limit = n + 65536;

@@ -108,10 +108,16 @@ static wd_error_t *wd_reg_request(wd_registry_t *reg, const char *url, const cha
   CURL *c = reg->curl;
   curl_easy_reset(c);
   wd_buf_reset(&reg->body);
-  struct curl_slist *hdr = NULL;
-  hdr = curl_slist_append(hdr, "Accept: application/vnd.schemaregistry.v1+json, application/json");
-  if (body) hdr = curl_slist_append(hdr, "Content-Type: application/vnd.schemaregistry.v1+json");
+  struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/vnd.schemaregistry.v1+json, application/json");
   if (!hdr) return wd_error_nomem();
+  if (body) { /* curl_slist_append returns NULL on failure and leaves the list as it was */
+    struct curl_slist *more = curl_slist_append(hdr, "Content-Type: application/vnd.schemaregistry.v1+json");
+    if (!more) {
+      curl_slist_free_all(hdr);
+      return wd_error_nomem();
+    }
+    hdr = more;
+  }
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, wd_reg_write);

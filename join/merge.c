@@ -434,6 +434,7 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
   size_t nkeys = 0;
   size_t cl_start = out->n;
   wd_merge_stats_t local = {0};
+  wd_entry_t *undo = NULL; /* entries before the message, to put back (several keys only) */
   if (!keys) return wd_error_nomem();
   memset(keys, 0, (n <= 4 ? 4 : n) * sizeof(*keys));
   wd_buf_t kb = {0};
@@ -469,6 +470,25 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     keys[k].touched |= !dropped; /* dropped records touch no key (§10.1) */
   }
 
+  /* A message that touches several keys (an update changing the primary key) keeps a copy of
+   * their entries before it, so that a failed put of a later key can put the earlier ones back
+   * (merge.h: a failed message puts nothing). One key needs none: its put is all or nothing. */
+  size_t ntouched = 0;
+  for (size_t k = 0; k < nkeys; k++) ntouched += keys[k].touched;
+  if (ntouched > 1) {
+    if (!(undo = calloc(nkeys, sizeof(*undo)))) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    for (size_t k = 0; k < nkeys; k++) {
+      if (!keys[k].touched || keys[k].before.state == WD_ENTRY_ABSENT) continue;
+      undo[k].state = keys[k].before.state;
+      if (keys[k].before.row && !(undo[k].row = wd_row_copy(s, keys[k].before.row))) {
+        err = wd_error_nomem();
+        goto done;
+      }
+    }
+  }
   /* diff per key, in order of first touch (§10 table) */
   for (size_t k = 0; k < nkeys; k++) {
     if (!keys[k].touched) continue;
@@ -490,7 +510,19 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     }
   }
   for (size_t k = 0; k < nkeys; k++)
-    if (keys[k].touched && (err = ops->put(ctx, keys[k].key.data, keys[k].key.len, &keys[k].cur))) goto done;
+    if (keys[k].touched && (err = ops->put(ctx, keys[k].key.data, keys[k].key.len, &keys[k].cur))) {
+      for (size_t j = 0; j < k && undo; j++) { /* put the earlier keys' entries back */
+        if (!keys[j].touched) continue;
+        wd_error_t *e2 = ops->put(ctx, keys[j].key.data, keys[j].key.len, &undo[j]);
+        if (e2) {
+          err = wd_error_wrap(err, "putting back the entry of an earlier key of the message failed too (%s)",
+                              e2->message);
+          if (err != wd_error_nomem()) err->fatal = true; /* the state may now hold half of the message */
+          wd_error_destroy(e2);
+        }
+      }
+      goto done;
+    }
   if (stats) {
     stats->dropped += local.dropped;
     stats->ignored_update_before += local.ignored_update_before;
@@ -504,7 +536,9 @@ done:
     wd_buf_free(&keys[k].key);
     wd_entry_clear(t, &keys[k].before);
     wd_entry_clear(t, &keys[k].cur);
+    if (undo) wd_entry_clear(t, &undo[k]);
   }
+  free(undo);
   if (keys != small) free(keys);
   wd_buf_free(&kb);
   return err;

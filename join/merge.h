@@ -109,7 +109,9 @@ typedef struct wd_state_ops {
  * entry before and after the message and appends +I / -U,+U / -D / nothing to out (honouring
  * changelog-producer.row-deduplicate and its ignore-fields). Only when every record succeeds are
  * the new entries put; on a record error nothing is put or appended and the error's index is the
- * failing record's index. stats may be NULL. */
+ * failing record's index. When a put fails (E_NOMEM, WD_ERR_IO) the keys put before it are put
+ * back to their entries before the message, so a failed message leaves the entries as they were
+ * (if putting one back fails too, the error says so and is fatal). stats may be NULL. */
 wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs,
                              size_t n, wd_changelog_t *out, wd_merge_stats_t *stats);
 

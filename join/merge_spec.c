@@ -224,6 +224,22 @@ static int cmp_group(const void *a, const void *b) {
   return (kx > ky) - (kx < ky);
 }
 
+/* C_SEQ_GROUP_UNKNOWN_FIELD for name (what: "field" or "sequence field") of option key, with the
+ * schema's closest column name when it looks like a typo. */
+static wd_error_t *unknown_group_field(const wd_schema_t *s, const char *key, const char *what, const char *name) {
+  const char **names = calloc(s->ncols ? s->ncols : 1, sizeof(*names));
+  const char *near = NULL;
+  if (names) {
+    for (size_t c = 0; c < s->ncols; c++) names[c] = s->cols[c].name;
+    near = wd_closest(name, names, s->ncols);
+  }
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_UNKNOWN_FIELD",
+                                 "option '%s': %s '%s' can not be found in table schema%s%s%s", key, what, name,
+                                 near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+  free(names);
+  return err;
+}
+
 /* Parses every sequence group option into t->groups (spec §7.2, §7.5). */
 static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
   const wd_schema_t *s = t->schema;
@@ -260,9 +276,7 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
     for (size_t k = 0; k < keys.n && !err; k++) {
       int c = wd_schema_find(s, keys.items[k]);
       if (c < 0)
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_UNKNOWN_FIELD",
-                           "option '%s': sequence field '%s' can not be found in table schema", opts[i].key,
-                           keys.items[k]);
+        err = unknown_group_field(s, opts[i].key, "sequence field", keys.items[k]);
       else if (wd_schema_is_pk(s, c))
         err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_CONTAINS_PK",
                            "option '%s': sequence group contains primary key field '%s'; a key column can be "
@@ -274,8 +288,7 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
     for (size_t k = 0; k < vals.n && !err; k++) {
       int c = wd_schema_find(s, vals.items[k]);
       if (c < 0)
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_UNKNOWN_FIELD",
-                           "option '%s': field '%s' can not be found in table schema", opts[i].key, vals.items[k]);
+        err = unknown_group_field(s, opts[i].key, "field", vals.items[k]);
       else if (wd_schema_is_pk(s, c))
         err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_CONTAINS_PK",
                            "option '%s': sequence group contains primary key field '%s'; remove it from the group",

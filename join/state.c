@@ -3,8 +3,15 @@
  */
 #include "join/state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* uthash's default on a failed allocation is exit(-1): a silent end of the process. Non-fatal
+ * mode leaves the element out and calls uthash_nonfatal_oom, which insert() turns into E_NOMEM. */
+static _Thread_local int wd_uthash_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (wd_uthash_oom = 1)
 #include <uthash.h>
 
 #include "join/merge_int.h"
@@ -130,7 +137,12 @@ static wd_cached_t *insert(wd_state_t *s, const uint8_t *key, size_t klen) {
   if (!c) return NULL;
   c->klen = klen;
   memcpy(c->key, key, klen);
+  wd_uthash_oom = 0;
   HASH_ADD_KEYPTR(hh, s->map, c->key, klen, c);
+  if (wd_uthash_oom) { /* not added: the bucket table could not be allocated */
+    free(c);
+    return NULL;
+  }
   return c;
 }
 
@@ -425,6 +437,74 @@ static int schema_text(const wd_schema_t *sc, wd_buf_t *out) {
   return wd_buf_printf(out, "|layout=2");
 }
 
+/* The columns ("name TYPE") of a schema text, split at the commas outside parentheses and angle
+ * brackets; *pk points at the text after "|pk=" (or the end). Returns the count (at most max). */
+static size_t schema_cols(const char *text, size_t len, const char **col, size_t *col_len, size_t max,
+                          const char **pk, size_t *pk_len) {
+  size_t n = 0, start = 0;
+  int depth = 0;
+  *pk = text + len;
+  *pk_len = 0;
+  for (size_t i = 0; i <= len; i++) {
+    char c = i < len ? text[i] : '|';
+    if (c == '(' || c == '<') depth++;
+    if (c == ')' || c == '>') depth--;
+    if ((c == ',' && depth == 0) || c == '|') {
+      if (i > start && n < max) {
+        col[n] = text + start;
+        col_len[n++] = i - start;
+      }
+      start = i + 1;
+      if (c == '|') {
+        if (i + 4 <= len && !strncmp(text + i, "|pk=", 4)) {
+          *pk = text + i + 4;
+          *pk_len = len - i - 4;
+        }
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+/* The first difference between the stored schema text have and the config's want, in words:
+ * "column 'x' is BIGINT in the state, STRING in this config", a column only in one of them, or
+ * the primary key. */
+static void schema_diff(const char *have, size_t hlen, const char *want, size_t wlen, char *out, size_t size) {
+  enum { MAXC = 512 };
+  const char *hc[MAXC], *wc[MAXC];
+  size_t hl[MAXC], wl[MAXC];
+  const char *hpk, *wpk;
+  size_t hpkl, wpkl;
+  size_t hn = schema_cols(have, hlen, hc, hl, MAXC, &hpk, &hpkl);
+  size_t wn = schema_cols(want, wlen, wc, wl, MAXC, &wpk, &wpkl);
+  snprintf(out, size, "the schemas differ");
+  /* a column's name is up to its first space */
+#define NAME_LEN(p, l) ((size_t)((memchr((p), ' ', (l)) ? (const char *)memchr((p), ' ', (l)) : (p) + (l)) - (p)))
+  for (size_t i = 0; i < hn || i < wn; i++) {
+    if (i < hn && i < wn && hl[i] == wl[i] && !memcmp(hc[i], wc[i], hl[i])) continue;
+    if (i < hn && i < wn) {
+      size_t a = NAME_LEN(hc[i], hl[i]), b = NAME_LEN(wc[i], wl[i]);
+      if (a == b && !memcmp(hc[i], wc[i], a))
+        snprintf(out, size, "column '%.*s' is %.*s in the state, %.*s in this config", (int)a, hc[i],
+                 (int)(hl[i] - a - (a < hl[i])), hc[i] + a + (a < hl[i]), (int)(wl[i] - b - (b < wl[i])),
+                 wc[i] + b + (b < wl[i]));
+      else
+        snprintf(out, size, "column %zu is '%.*s' in the state, '%.*s' in this config", i + 1, (int)hl[i], hc[i],
+                 (int)wl[i], wc[i]);
+    } else if (i < hn) {
+      snprintf(out, size, "column '%.*s' is in the state but not in this config", (int)hl[i], hc[i]);
+    } else {
+      snprintf(out, size, "column '%.*s' is in this config but not in the state", (int)wl[i], wc[i]);
+    }
+    return;
+  }
+#undef NAME_LEN
+  if (hpkl != wpkl || memcmp(hpk, wpk, hpkl))
+    snprintf(out, size, "the primary key is (%.*s) in the state, (%.*s) in this config", (int)hpkl, hpk, (int)wpkl,
+             wpk);
+}
+
 wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {
   wd_error_t *err = NULL;
   wd_buf_t want = {0};
@@ -437,11 +517,15 @@ wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {
   }
   if ((err = wd_store_get_meta(s->st, "table/schema", &have, &hlen))) goto done;
   if (have) {
-    if (hlen != want.len || memcmp(have, want.data, hlen) != 0)
+    if (hlen != want.len || memcmp(have, want.data, hlen) != 0) {
+      char diff[600];
+      schema_diff((const char *)have, hlen, (const char *)want.data, want.len, diff, sizeof(diff));
       err = wd_error_new(WD_ERR_CONFIG, "C_STATE_SCHEMA",
-                         "the state directory %s holds a table with another schema (%.*s), not this config's (%s); "
-                         "point state.dir at another directory, or rebuild with widen replay into a fresh one",
-                         dir ? dir : "", (int)(hlen > 400 ? 400 : hlen), (const char *)have, (const char *)want.data);
+                         "the state directory %s holds a table with another schema: %s (state: %.*s; this config: "
+                         "%s); point state.dir at another directory, or rebuild with widen replay into a fresh one",
+                         dir ? dir : "", diff, (int)(hlen > 400 ? 400 : hlen), (const char *)have,
+                         (const char *)want.data);
+    }
     goto done;
   }
   if (!(b = wd_store_batch_new()) || wd_store_batch_set_meta(b, "table/schema", want.data, want.len)) {

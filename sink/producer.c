@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "ingest/kafka.h"
+#include "kafka/kafka.h"
 
 typedef struct wd_topic_handle {
   char *name;

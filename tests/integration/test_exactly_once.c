@@ -129,7 +129,7 @@ static void write_config(const env_t *e, const char *instance, const char *guara
 static void env_init_tasks(env_t *e, const char *name, const char *guarantee, const char *tasks) {
   snprintf(e->dir, sizeof(e->dir), "/tmp/widen-eo-%s-XXXXXX", name);
   cr_assert_not_null(mkdtemp(e->dir));
-  snprintf(e->prefix, sizeof(e->prefix), "eo%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
+  snprintf(e->prefix, sizeof(e->prefix), "wdtest.eo%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
   snprintf(e->cfg, sizeof(e->cfg), "%s/widen.yaml", e->dir);
   snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
   snprintf(e->out, sizeof(e->out), "%sout", e->prefix);

@@ -72,7 +72,7 @@ static int32_t java_partition(const char *key, int32_t npartitions) {
 static void unique_topic(char *buf, size_t n, const char *what) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(buf, n, "wd-clients-%s-%ld-%lld%03ld", what, (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+  snprintf(buf, n, "wdtest.clients-%s-%ld-%lld%03ld", what, (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec / 1000000);
 }
 
 /* Creates topic with npart partitions through the Admin API and waits for its metadata. */
@@ -315,12 +315,12 @@ Test(producer, delivery_failure_is_reported_and_sticky, .timeout = 60) {
   cr_assert_null(wd_kafka_conf_set(&kc, "message.timeout.ms", "1500"));
   wd_producer_t *p = NULL;
   check(wd_producer_new(&kc, &p), "wd_producer_new");
-  check(wd_producer_send(p, "wd-nowhere", "k", 1, "v", 1, NULL, 0), "send");
-  check(wd_producer_send(p, "wd-nowhere", "k", 1, "w", 1, NULL, 0), "send");
+  check(wd_producer_send(p, "wdtest.nowhere", "k", 1, "v", 1, NULL, 0), "send");
+  check(wd_producer_send(p, "wdtest.nowhere", "k", 1, "w", 1, NULL, 0), "send");
   wd_error_t *err = wd_producer_wait_acked(p, 20000);
   cr_assert_not_null(err);
   cr_assert_str_eq(err->id, "E_SINK_DELIVERY", "%s", err->message);
-  cr_assert(strstr(err->message, "wd-nowhere"), "%s", err->message);
+  cr_assert(strstr(err->message, "wdtest.nowhere"), "%s", err->message);
   cr_assert(!err->retriable);
   wd_error_destroy(err);
   wd_producer_stats_t st;
@@ -341,7 +341,7 @@ Test(consumer, absent_broker_gives_empty_batches, .timeout = 60) {
   cr_assert_null(wd_kafka_conf_set_brokers(&kc, "127.0.0.1:1"));
   cr_assert_null(wd_kafka_conf_set_group(&kc, "wd-nobody"));
   wd_consumer_t *c = NULL;
-  const char *topics[] = {"wd-nowhere"};
+  const char *topics[] = {"wdtest.nowhere"};
   check(wd_consumer_new(&kc, topics, 1, NULL, NULL, &c), "wd_consumer_new (group mode needs no broker yet)");
   wd_kmsg_t msgs[4];
   for (int i = 0; i < 5; i++) {

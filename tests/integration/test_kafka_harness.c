@@ -148,7 +148,7 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
     char topic[96], group[128];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(topic, sizeof topic, "wd-it-harness-%ld-%ld-%09ld", (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
+    snprintf(topic, sizeof topic, "wdtest.harness-%ld-%ld-%09ld", (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
     snprintf(group, sizeof group, "%s-group", topic);
     double t0 = now_s();
 

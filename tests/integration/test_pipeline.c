@@ -99,7 +99,7 @@ static char *replace(char *s, const char *from, const char *to) {
 static void env_init(env_t *e, const char *name, char *yaml) {
   snprintf(e->dir, sizeof(e->dir), "/tmp/widen-it-%s-XXXXXX", name);
   cr_assert_not_null(mkdtemp(e->dir));
-  snprintf(e->prefix, sizeof(e->prefix), "it%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
+  snprintf(e->prefix, sizeof(e->prefix), "wdtest.%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
   snprintf(e->cfg, sizeof(e->cfg), "%s/widen.yaml", e->dir);
   snprintf(e->trace, sizeof(e->trace), "%s/trace.jsonl", e->dir);
   snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
@@ -172,7 +172,17 @@ static wd_producer_t *producer(void) {
   return p;
 }
 
+/* Produces the generated workload (records from index skip on); when produced is not NULL it
+ * receives a new object: order_id text -> number of records produced for that key (the input as
+ * produced, for the no-loss, no-repeat check). */
+static void produce_generated_counted(const env_t *e, uint64_t keys, uint64_t records, uint64_t seed, uint64_t skip,
+                                      json_t **produced);
 static void produce_generated(const env_t *e, uint64_t keys, uint64_t records, uint64_t seed, uint64_t skip) {
+  produce_generated_counted(e, keys, records, seed, skip, NULL);
+}
+static void produce_generated_counted(const env_t *e, uint64_t keys, uint64_t records, uint64_t seed, uint64_t skip,
+                                      json_t **produced) {
+  if (produced) *produced = json_object();
   wd_producer_t *p = producer();
   wd_gen_t *g = NULL;
   wd_gen_opts_t go = {0};
@@ -186,6 +196,14 @@ static void produce_generated(const env_t *e, uint64_t keys, uint64_t records, u
   for (uint64_t i = 0; wd_gen_next(g, &m); i++) {
     if (i < skip) continue;
     cr_assert_null(wd_producer_send(p, m.topic, m.key, m.key_len, m.value, m.value_len, NULL, 0));
+    if (produced) {
+      json_t *k = json_loadb(m.key, m.key_len, 0, NULL);
+      char ks[32];
+      snprintf(ks, sizeof(ks), "%lld", (long long)json_integer_value(json_object_get(k, "order_id")));
+      json_decref(k);
+      json_int_t c = json_integer_value(json_object_get(*produced, ks));
+      json_object_set_new(*produced, ks, json_integer(c + 1));
+    }
   }
   wd_error_t *err = wd_producer_wait_acked(p, 60000);
   cr_assert_null(err, "%s", err ? err->message : "");
@@ -348,6 +366,43 @@ static void assert_json_eq(json_t *a, json_t *b, const char *what) {
   }
 }
 
+/* The records widen applied (its trace over every run of e) are the input as produced: per key,
+ * as many source messages as were produced, none repeated, none lost. (Comparing with simulate
+ * over the trace alone cannot see a repeat: a repeated record would be in both.) */
+static void assert_trace_is_input(const env_t *e, json_t *produced) {
+  json_t *applied = json_object();
+  FILE *f = fopen(e->trace, "r");
+  cr_assert_not_null(f, "no trace at %s", e->trace);
+  char *line = NULL;
+  size_t cap = 0;
+  json_int_t last_msg = -1;
+  size_t messages = 0;
+  while (getline(&line, &cap, f) > 0) {
+    json_t *j = json_loads(line, 0, NULL);
+    cr_assert_not_null(j);
+    json_int_t msg = json_integer_value(json_object_get(j, "message"));
+    if (msg != last_msg) { /* a source message's records are consecutive lines with its number */
+      last_msg = msg;
+      messages++;
+      char ks[32];
+      snprintf(ks, sizeof(ks), "%lld",
+               (long long)json_integer_value(json_object_get(json_object_get(j, "row"), "order_id")));
+      json_object_set_new(applied, ks, json_integer(json_integer_value(json_object_get(applied, ks)) + 1));
+    }
+    json_decref(j);
+  }
+  free(line);
+  fclose(f);
+  size_t want = 0;
+  const char *k;
+  json_t *v;
+  json_object_foreach(produced, k, v) want += (size_t)json_integer_value(v);
+  cr_assert_eq(messages, want, "widen applied %zu source messages for %zu produced (repeated or lost records)",
+               messages, want);
+  assert_json_eq(applied, produced, "source messages applied per key vs produced per key");
+  json_decref(applied);
+}
+
 /* Checks the output topic and the state against simulate over the trace. */
 static void check_against_simulate(const env_t *e, const char *out_topic, const char *keycol) {
   json_t *sim = simulate_trace(e);
@@ -371,10 +426,13 @@ static void check_against_simulate(const env_t *e, const char *out_topic, const 
 Test(pipeline, three_streams_equal_simulate, .timeout = 280) {
   env_t e;
   env_init(&e, "three", demo_yaml("it-three", true));
-  produce_generated(&e, 60, 1500, 11, 0);
+  json_t *produced = NULL;
+  produce_generated_counted(&e, 60, 1500, 11, 0, &produced);
   run_to_idle(&e);
   char out_topic[200];
   snprintf(out_topic, sizeof(out_topic), "%sorders_wide", e.prefix);
+  assert_trace_is_input(&e, produced);
+  json_decref(produced);
   check_against_simulate(&e, out_topic, "order_id");
 
   /* order independence: the trace reordered stream by stream gives the same final rows */
@@ -407,12 +465,14 @@ Test(pipeline, three_streams_equal_simulate, .timeout = 280) {
   env_done(&e);
 }
 
-/* SIGTERM mid-stream, then a restart: nothing lost, nothing repeated (output per key equals
- * simulate over the apply order of both runs together). */
+/* SIGTERM mid-stream, then a restart: nothing lost, nothing repeated: the records applied over
+ * both runs are the input as produced, once each, and the output per key equals simulate over
+ * that apply order. */
 Test(pipeline, sigterm_restart_loses_and_repeats_nothing, .timeout = 280) {
   env_t e;
   env_init(&e, "term", demo_yaml("it-term", false));
-  produce_generated(&e, 80, 4000, 12, 0);
+  json_t *produced = NULL;
+  produce_generated_counted(&e, 80, 4000, 12, 0, &produced);
   pid_t pid = spawn_widen(&e, NULL);
   /* wait until widen has applied something, then stop it */
   for (int i = 0; i < 300; i++) {
@@ -431,7 +491,9 @@ Test(pipeline, sigterm_restart_loses_and_repeats_nothing, .timeout = 280) {
   run_to_idle(&e);
   char out_topic[200];
   snprintf(out_topic, sizeof(out_topic), "%sorders_wide", e.prefix);
+  assert_trace_is_input(&e, produced);
   check_against_simulate(&e, out_topic, "order_id");
+  json_decref(produced);
   env_done(&e);
 }
 
@@ -462,8 +524,8 @@ Test(pipeline, kill9_restart_loses_nothing, .timeout = 280) {
   char fresh[300], trace2[300];
   snprintf(fresh, sizeof(fresh), "%s/replayed", e.dir);
   snprintf(trace2, sizeof(trace2), "%s/trace-replay.jsonl", e.dir);
-  const char *argv[] = {widen_bin(), "replay", "--config", e.cfg, "--from", "earliest", "--state-dir", fresh,
-                        "--no-output", "--quiet", "--trace", trace2, NULL};
+  const char *argv[] = {widen_bin(), "replay", "--config", e.cfg, "--from", "beginning", "--state-dir", fresh,
+                        "--quiet", "--trace", trace2, NULL};
   pid_t rp;
   cr_assert_eq(posix_spawn(&rp, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   cr_assert_eq(wait_exit(rp), 0, "widen replay failed");

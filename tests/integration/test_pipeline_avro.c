@@ -157,7 +157,7 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   char dir[] = "/tmp/widen-it-avro-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   char prefix[64], group[96], state[128], cfgpath[128], out_topic[96], dlq[128], in_topic[96];
-  snprintf(prefix, sizeof(prefix), "itavro%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(prefix, sizeof(prefix), "wdtest.avro%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
   snprintf(group, sizeof(group), "%sgroup", prefix);
   snprintf(state, sizeof(state), "%s/state", dir);
   snprintf(cfgpath, sizeof(cfgpath), "%s/widen.yaml", dir);
@@ -749,7 +749,7 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   char dir[] = "/tmp/widen-it-avrosim-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   char prefix[64], group[96], state[128], cfgpath[128], trace[128], in_topic[96], out_topic[96];
-  snprintf(prefix, sizeof(prefix), "itavrosim%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(prefix, sizeof(prefix), "wdtest.avrosim%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
   snprintf(group, sizeof(group), "%sgroup", prefix);
   snprintf(state, sizeof(state), "%s/state", dir);
   snprintf(cfgpath, sizeof(cfgpath), "%s/widen.yaml", dir);
@@ -862,7 +862,7 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   char dir[] = "/tmp/widen-it-stall-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   char prefix[64], group[96], state[128], cfgpath[128], out_topic[96], in_topic[96], logpath[128];
-  snprintf(prefix, sizeof(prefix), "itstall%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(prefix, sizeof(prefix), "wdtest.stall%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
   snprintf(group, sizeof(group), "%sgroup", prefix);
   snprintf(state, sizeof(state), "%s/state", dir);
   snprintf(cfgpath, sizeof(cfgpath), "%s/widen.yaml", dir);

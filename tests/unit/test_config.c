@@ -641,3 +641,30 @@ Test(config, options_md_is_generated_from_the_table) {
   free(file);
   free(text);
 }
+
+/* Every independent mistake of a file is reported in one run, the first one first. */
+Test(config, every_error_of_a_file_is_reported) {
+  wd_config_t *cfg = NULL;
+  const char *yaml = minimal_range(3, 3, "  group.idd: g");
+  static char buf[8192];
+  snprintf(buf, sizeof(buf), "%s", yaml);
+  char *p = strstr(buf, "  topic: out");
+  cr_assert_not_null(p);
+  memcpy(p, "  tpic: out ", 12); /* line 19 */
+  wd_error_t *err = wd_config_load(write_yaml(buf), &cfg);
+  cr_assert_null(cfg);
+  cr_assert_not_null(err);
+  cr_assert(strstr(err->message, ":3: unknown key 'group.idd' in 'kafka'; did you mean 'group.id'?"), "%s",
+            err->message);
+  cr_assert(strstr(err->message, "more errors in this file"), "%s", err->message);
+  cr_assert(strstr(err->message, ":19: unknown key 'tpic' in 'sink'; did you mean 'topic'?"), "%s", err->message);
+  wd_error_destroy(err);
+}
+
+/* A misspelt sequence-group field gets a did-you-mean; an unknown type lists the types. */
+Test(config, group_field_typo_and_unknown_type_say_what_is_meant) {
+  build_fails(minimal_with(13, "    fields.v.sequence-group: aa"), "C_SEQ_GROUP_UNKNOWN_FIELD", 13,
+              "field 'aa' can not be found in table schema; did you mean 'a'?");
+  build_fails(minimal_with(8, "    - {name: a, type: STRNG}"), "C_BAD_TYPE", 8,
+              "the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT");
+}

@@ -143,6 +143,9 @@ Test(hardening, state_remembers_its_schema) {
   cr_assert_not_null(err);
   cr_expect_str_eq(err->id, "C_STATE_SCHEMA");
   cr_expect(strstr(err->message, "DECIMAL(12,2)") && strstr(err->message, "DECIMAL(10,2)"), "%s", err->message);
+  /* the differing column is named */
+  cr_expect(strstr(err->message, "column 'd' is DECIMAL(10,2) in the state, DECIMAL(12,2) in this config"), "%s",
+            err->message);
   wd_error_destroy(err);
   wd_state_destroy(s);
   wd_store_close(st);

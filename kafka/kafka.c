@@ -1,8 +1,8 @@
 /*
- * ingest/kafka.c — librdkafka configuration builder, log bridge and error mapping shared by the
+ * kafka/kafka.c — librdkafka configuration builder, log bridge and error mapping shared by the
  * consumer and the producer (see kafka.h).
  */
-#include "ingest/kafka.h"
+#include "kafka/kafka.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +22,10 @@ static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     lvl = WD_LOG_DEBUG;
   /* Connection failures are reported once through the error callback (wd_kafka_on_error). */
   if (fac && strcmp(fac, "FAIL") == 0) lvl = WD_LOG_DEBUG;
+  /* On a broker's first start the idempotent producer's PID request fails while the broker is
+   * still creating its internal topics; librdkafka retries on its own and reports a real failure
+   * through the error callback, so this transient warning is only debug output. */
+  if (buf && strstr(buf, "Failed to acquire idempotence PID") && strstr(buf, "retrying")) lvl = WD_LOG_DEBUG;
   wd_log(lvl, "rdkafka", "%s %s: %s", rk ? rd_kafka_name(rk) : "-", fac ? fac : "-", buf);
 }
 

@@ -1,11 +1,12 @@
 /*
- * ingest/kafka.h — what the consumer (ingest/consumer.c) and the producer (sink/producer.c)
+ * kafka/kafka.h — what the consumer (ingest/consumer.c) and the producer (sink/producer.c)
  * share about librdkafka: building an rd_kafka_conf_t from a wd_kafka_conf_t with errors that
  * name the bad property, the bridge of librdkafka's logs into wd_log, the handling of client
  * errors ("waiting for broker ..." logged once) and the mapping of librdkafka error codes to
  * wd_error_t.
  *
- * Only ingest/ and sink/ include this header (it includes librdkafka).
+ * The Kafka client library (wd_kafka) that ingest/ and sink/ share; only they (and kafka/)
+ * may include this header (it includes librdkafka; the build gives no other library its path).
  */
 #ifndef WD_KAFKA_H
 #define WD_KAFKA_H
