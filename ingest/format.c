@@ -12,7 +12,8 @@
 #define WD_FORMATS(X) \
   X(debezium_json) \
   X(debezium_avro) \
-  X(canal_json)
+  X(canal_json) \
+  X(maxwell_json)
 #define WD_FORMAT_EXTERN(n) extern const wd_format_t wd_format_##n;
 WD_FORMATS(WD_FORMAT_EXTERN)
 #define WD_FORMAT_REF(n) &wd_format_##n,
