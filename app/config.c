@@ -59,7 +59,7 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"topic", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL, WD_CONFIG_ALIAS, NULL,
      "Another spelling of `topics` for a single topic (set one of the two)."},
     {"format", WD_CONFIG_ENUM, offsetof(wd_config_source_t, format), "debezium-json", NULL, 0, 0,
-     "debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json", 0, NULL,
+     "debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|changelog-json", 0, NULL,
      "Format of the record values (ingest/format.h): Debezium JSON (JsonConverter, with or without schemas; also "
      "widen's debezium-json output), Debezium Avro (AvroConverter) in the Confluent wire format with writer schemas "
      "from `schema-registry`, Alibaba Canal flat messages, Maxwell JSON, Oracle GoldenGate JSON, or widen's "
