@@ -502,6 +502,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
+  if (p->st.deletes_without_sequence)
+    fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
   if (p->opts.replay && p->opts.from_ms >= 0)
     fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
   fprintf(f, "\n");

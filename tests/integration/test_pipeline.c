@@ -839,3 +839,47 @@ Test(pipeline, sources_without_before_images, .timeout = 150) {
   json_decref(cl);
   env_done(&e);
 }
+
+static const char *const NOSEQ_YAML =
+    "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: GROUP\n  properties:\n    session.timeout.ms: 6000\n"
+    "table:\n  name: items\n  schema:\n    - {name: id, type: INT NOT NULL}\n    - {name: v, type: BIGINT}\n"
+    "    - {name: note, type: STRING}\n  primary-key: [id]\n  options:\n    sequence.field: v\n"
+    "sources:\n  - name: pg\n    topic: shop.pg\n    format: debezium-json\n"
+    "    columns: {id: $key.id, v: v, note: note}\nOPTIONS"
+    "sink:\n  topic: shop.items\n  format: debezium-json\n  dead-letter-topic: shop.dlq\n"
+    "state:\n  dir: STATE_DIR\npipeline:\n  batch-size: 1\n  batch-timeout-ms: 50\n";
+
+/* A delete that carries only the key (Postgres REPLICA IDENTITY DEFAULT) has no sequence field:
+ * delete-without-sequence decides — apply (default: the sequence field from the stored row, the
+ * delete applies), dead-letter (E_DELETE_NO_SEQUENCE), ignore (the row stays). */
+static void run_noseq(const char *name, const char *option, size_t want_rows, size_t want_dlq) {
+  env_t e;
+  env_init(&e, name, replace(strdup(NOSEQ_YAML), "OPTIONS", option));
+  const char *keys[] = {"{\"id\":1}", "{\"id\":2}", "{\"id\":1}"};
+  const char *vals[] = {"{\"op\":\"c\",\"before\":null,\"after\":{\"id\":1,\"v\":3,\"note\":\"a\"}}",
+                        "{\"op\":\"c\",\"before\":null,\"after\":{\"id\":2,\"v\":1,\"note\":\"b\"}}",
+                        "{\"op\":\"d\",\"before\":null,\"after\":null}"};
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%spg", e.prefix);
+  produce_lines(topic, keys, vals, 3);
+  run_to_idle(&e);
+  json_t *rows = state_rows(&e);
+  cr_expect_eq(json_array_size(rows), want_rows, "%s: %zu rows", name, json_array_size(rows));
+  json_decref(rows);
+  snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
+  json_t *dl = read_dead_letters(topic);
+  cr_expect_eq(json_array_size(dl), want_dlq, "%s: %zu dead letters", name, json_array_size(dl));
+  if (want_dlq)
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(dl, 0), "widen.error.id")),
+                     "E_DELETE_NO_SEQUENCE");
+  json_decref(dl);
+  env_done(&e);
+}
+
+Test(pipeline, delete_without_sequence_apply, .timeout = 120) { run_noseq("noseq-apply", "", 1, 0); }
+Test(pipeline, delete_without_sequence_dead_letter, .timeout = 120) {
+  run_noseq("noseq-dlq", "    options: {delete-without-sequence: dead-letter}\n", 2, 1);
+}
+Test(pipeline, delete_without_sequence_ignore, .timeout = 120) {
+  run_noseq("noseq-ignore", "    options: {delete-without-sequence: ignore}\n", 2, 0);
+}
