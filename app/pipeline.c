@@ -287,16 +287,20 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
   for (size_t k = 0; k < p->changes.count; k++) {
     wd_row_t *r = p->changes.rows[k];
     if (r->kind != WD_DELETE) continue;
-    bool noseq = false;
-    for (size_t c = 0; c < p->schema->ncols; c++)
-      if (wd_table_is_sequence_column(p->table, (int)c) && r->v[c].is_null) noseq = true;
+    bool noseq = false; /* a sequence field this source maps is NULL */
+    for (size_t m = 0; m < src->ncols; m++) {
+      int c = src->cols[m].col;
+      if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null) noseq = true;
+    }
     if (!noseq) continue;
     p->st.deletes_without_sequence++;
     switch (src->delete_without_sequence) {
     case WD_DELETE_NO_SEQ_APPLY:
-      for (size_t c = 0; c < p->schema->ncols; c++)
-        if (wd_table_is_sequence_column(p->table, (int)c) && r->v[c].is_null && wd_row_set_absent(r, c))
+      for (size_t m = 0; m < src->ncols; m++) {
+        int c = src->cols[m].col;
+        if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null && wd_row_set_absent(r, (size_t)c))
           return wd_error_nomem();
+      }
       break;
     case WD_DELETE_NO_SEQ_DEAD_LETTER:
       return wd_error_new(WD_ERR_RECORD, "E_DELETE_NO_SEQUENCE",

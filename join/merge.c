@@ -431,6 +431,21 @@ static wd_row_t *complete_from_entry(const wd_table_t *t, const wd_entry_t *e, c
   return r;
 }
 
+/* Whether rec is an -U that carries only its key (an update whose source sent no before image:
+ * every other value absent or NULL), and the table has no use for it: only aggregation and
+ * partial-update with sequence groups retract values; for the other engines the +U that follows
+ * in the message gives the same result alone, and a synthetic -U must not be refused
+ * (E_PU_DELETE_NOT_ACCEPTED, E_FIRST_ROW_RETRACT) or counted as dropped. */
+static bool skip_key_only_update_before(const wd_table_t *t, const wd_row_t *rec) {
+  if (rec->kind != WD_UPDATE_BEFORE || !rec->absent) return false;
+  bool retracts = !t->ignore_delete && !t->ignore_update_before &&
+                  (t->engine == WD_ENGINE_AGGREGATION || (t->engine == WD_ENGINE_PARTIAL_UPDATE && t->ngroups > 0));
+  if (retracts) return false;
+  for (size_t c = 0; c < t->schema->ncols; c++)
+    if (!wd_schema_is_pk(t->schema, (int)c) && !rec->absent[c] && !rec->v[c].is_null) return false;
+  return true;
+}
+
 /* One key touched by a message: its key bytes, entry before and working entry. */
 typedef struct {
   wd_buf_t key;
@@ -476,6 +491,7 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
       }
     }
     bool dropped = false;
+    if (skip_key_only_update_before(t, recs[i])) continue;
     wd_row_t *filled = recs[i]->absent ? complete_from_entry(t, &keys[k].cur, recs[i]) : NULL;
     if (recs[i]->absent && !filled) {
       err = wd_error_nomem();

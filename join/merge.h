@@ -111,7 +111,9 @@ typedef struct wd_state_ops {
 /* Applies the n records of one source message in order (spec §10.1): each record as
  * wd_merge_apply does (a record with absent columns, wd_row_t.absent, first has them completed
  * from the key's current entry: the stored row as earlier records of the message left it —
- * values of a row, ordering columns of a tombstone, nothing when the key has no entry), then for every key touched, in order of first touch, compares the key's
+ * values of a row, ordering columns of a tombstone, nothing when the key has no entry; an -U that
+ * carries only its key is skipped unless the table retracts values: aggregation, or
+ * partial-update with sequence groups, without ignore-delete/ignore-update-before), then for every key touched, in order of first touch, compares the key's
  * entry before and after the message and appends +I / -U,+U / -D / nothing to out (honouring
  * changelog-producer.row-deduplicate and its ignore-fields). Only when every record succeeds are
  * the new entries put; on a record error nothing is put or appended and the error's index is the

@@ -158,3 +158,31 @@ Test(complete, within_one_message) {
   wd_entry_clear(t, &o.e);
   wd_table_destroy(t);
 }
+
+/* An -U with only its key is skipped by engines that do not retract values: partial-update
+ * without sequence groups would refuse it (E_PU_DELETE_NOT_ACCEPTED) and first-row
+ * (E_FIRST_ROW_RETRACT), though the source sent a plain update. A key-only -D is not skipped. */
+Test(complete, key_only_update_before_where_nothing_retracts) {
+  static const char *const tables[] = {
+      "{" SCHEMA ",\"options\":{\"merge-engine\":\"partial-update\"}}",
+      "{" SCHEMA ",\"options\":{\"merge-engine\":\"first-row\"}}",
+  };
+  static const char *const want[] = {"-U(1,1,1) +U(1,2,2)", ""};
+  for (int k = 0; k < 2; k++) {
+    wd_table_t *t = table_from(tables[k]);
+    one_t o = {t, {0}};
+    free(apply(&o, (wd_row_t *[]){rec(t, WD_INSERT, 1, "1", "1")}, 1));
+    char *got = apply(&o, (wd_row_t *[]){rec(t, WD_UPDATE_BEFORE, 1, "?", "?"), rec(t, WD_UPDATE_AFTER, 1, "2", "2")}, 2);
+    cr_expect_str_eq(got, want[k], "table %d", k);
+    free(got);
+    wd_changelog_t cl = {0};
+    wd_row_t *d = rec(t, WD_DELETE, 1, "?", "?");
+    wd_error_t *err = wd_message_apply(t, &one_ops, &o, &d, 1, &cl, NULL);
+    cr_expect_not_null(err, "table %d: a key-only -D still reaches the engine", k);
+    wd_error_destroy(err);
+    wd_row_destroy(wd_table_schema(t), d);
+    wd_changelog_free(t, &cl);
+    wd_entry_clear(t, &o.e);
+    wd_table_destroy(t);
+  }
+}
