@@ -60,9 +60,11 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"topic", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL, WD_CONFIG_ALIAS, NULL,
      "Another spelling of `topics` for a single topic (set one of the two)."},
     {"format", WD_CONFIG_ENUM, offsetof(wd_config_source_t, format), "debezium-json", NULL, 0, 0,
-     "debezium-json|debezium-avro", 0, NULL,
-     "Format of the record values: Debezium JSON (JsonConverter, with or without schemas), or Debezium Avro "
-     "(AvroConverter) in the Confluent wire format, its writer schemas fetched by id from `schema-registry`."},
+     "debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|changelog-json", 0, NULL,
+     "Format of the record values (ingest/format.h): Debezium JSON (JsonConverter, with or without schemas; also "
+     "widen's debezium-json output), Debezium Avro (AvroConverter) in the Confluent wire format with writer schemas "
+     "from `schema-registry`, Alibaba Canal flat messages, Maxwell JSON, Oracle GoldenGate JSON, or widen's "
+     "changelog-json output (to chain pipelines)."},
     {"columns", WD_CONFIG_PAIRS, offsetof(wd_config_source_t, columns), NULL, NULL, 0, 0, NULL,
      WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY | WD_CONFIG_NULL_IS_KEY, NULL,
      "The wide columns this source writes, `column: path`: a field of the row image (`weight`, `address.city`), "

@@ -14,11 +14,12 @@
 
 #include "changelog/avro.h"
 #include "changelog/changelog.h"
+#include "changelog/sink_format.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/ratelog.h"
 #include "ingest/consumer.h"
-#include "ingest/decode_avro.h"
+#include "ingest/format.h"
 #include "ingest/schema_registry.h"
 #include "ingest/source.h"
 #include "join/state.h"
@@ -46,9 +47,11 @@ struct wd_pipeline {
   wd_producer_t *prod;
   wd_consumer_t *cons;
   wd_kafka_conf_t kconf;
-  wd_changelog_format_t out_format;
+  const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
+  const wd_key_format_t *key_fmt;   /* its key format */
   wd_registry_t *registry;    /* schema registry (Avro sources, sink or key), else NULL */
-  wd_avro_decoder_t *avro_in; /* debezium-avro sources */
+  void **fmt_state;           /* per source format (ingest/format.h index): its decoder state */
+  size_t nfmt;
   wd_avro_sink_t *avro_out;   /* avro sink format or Avro keys */
   /* per batch */
   wd_kmsg_t *msgs;
@@ -222,17 +225,9 @@ static wd_error_t *trace_message(wd_pipeline_t *p, size_t first, size_t count) {
   return NULL;
 }
 
-/* The output key of row: the key columns as a JSON object, as Debezium writes keys
- * (sink.key-format json), or their canonical texts joined by ',' (string). */
-static wd_error_t *encode_key(wd_pipeline_t *p, const wd_row_t *row) {
-  if (p->cfg->sink.key_format == WD_CONFIG_KEY_AVRO) return wd_avro_sink_encode_key(p->avro_out, row, &p->kbuf);
-  if (p->cfg->sink.key_format != WD_CONFIG_KEY_STRING) return wd_changelog_encode_key_json(p->schema, row, &p->kbuf);
-  for (size_t k = 0; k < p->schema->npk; k++) {
-    int c = p->schema->pk[k];
-    if ((k && wd_buf_putc(&p->kbuf, ',')) || wd_value_format(p->schema->cols[c].type, &row->v[c], &p->kbuf))
-      return wd_error_nomem();
-  }
-  return NULL;
+/* The output key of row in the sink's key format (changelog/sink_format.h). */
+static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row) {
+  return p->key_fmt->encode(c, row, &p->kbuf);
 }
 
 /* Produces the changelog rows of p->cl, keyed by primary key. */
@@ -241,28 +236,16 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
   const char *topic = p->cfg->sink.topic;
   const char *tname = p->cfg->table.name;
   int64_t ts = (int64_t)now_ms();
+  wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
   for (size_t i = 0; i < p->cl.n;) {
-    wd_row_kind_t kind;
-    const wd_row_t *before = NULL, *after = NULL, *keyrow;
+    const wd_row_t *keyrow = NULL;
     wd_buf_reset(&p->kbuf);
     wd_buf_reset(&p->vbuf);
     size_t at = i;
-    if (p->out_format == WD_CHANGELOG_DEBEZIUM_JSON) {
-      wd_changelog_pair(p->cl.rows, p->cl.n, &i, &kind, &before, &after);
-      keyrow = after ? after : before;
-      err = wd_changelog_encode_debezium_json(p->schema, tname, ts, kind, before, after, &p->vbuf);
-    } else if (p->avro_out && p->cfg->sink.format == WD_CONFIG_SINK_AVRO) { /* one record per row kind */
-      keyrow = p->cl.rows[i];
-      err = wd_avro_sink_encode_value(p->avro_out, p->cl.rows[i], &p->vbuf);
-      i++;
-    } else {
-      keyrow = p->cl.rows[i];
-      err = wd_changelog_encode_changelog_json(p->schema, tname, ts, p->cl.rows[i], &p->vbuf);
-      i++;
-    }
+    err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
     bool silent = p->opts.no_output || p->restoring[p->cl_src[i - 1]];
     if (!p->restoring[p->cl_src[i - 1]]) p->st.changes_out += i - at;
-    if (!err) err = encode_key(p, keyrow);
+    if (!err) err = encode_key(p, &sc, keyrow);
     if (!err && !silent && !(err = wd_commit_begin(p->commit)))
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
     if (err && !strcmp(err->id, "E_SINK_PRODUCE") && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
@@ -298,16 +281,59 @@ static void sleep_ms(wd_pipeline_t *p, long ms) {
   }
 }
 
-/* Decodes one record with its source's decoder. A retriable error (the schema registry did not
- * answer) is logged and retried with backoff until it succeeds or the pipeline is stopped: a
- * record is never dead-lettered for it. */
+/* The -D records of p->changes whose sequence field (sequence.field or a group's) is NULL or
+ * absent — a delete that carries only the key — are counted and handled by the source's
+ * delete-without-sequence: apply (the sequence field is marked absent, so the merge takes it
+ * from the stored row and the delete applies), dead-letter (E_DELETE_NO_SEQUENCE), ignore (the
+ * record is left out: the merge would order it oldest and drop it). */
+static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t *src) {
+  for (size_t k = 0; k < p->changes.count; k++) {
+    wd_row_t *r = p->changes.rows[k];
+    if (r->kind != WD_DELETE) continue;
+    bool noseq = false; /* a sequence field this source maps is NULL */
+    for (size_t m = 0; m < src->ncols; m++) {
+      int c = src->cols[m].col;
+      if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null) noseq = true;
+    }
+    if (!noseq) continue;
+    p->st.deletes_without_sequence++;
+    switch (src->delete_without_sequence) {
+    case WD_DELETE_NO_SEQ_APPLY:
+      for (size_t m = 0; m < src->ncols; m++) {
+        int c = src->cols[m].col;
+        if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null && wd_row_set_absent(r, (size_t)c))
+          return wd_error_nomem();
+      }
+      break;
+    case WD_DELETE_NO_SEQ_DEAD_LETTER:
+      return wd_error_new(WD_ERR_RECORD, "E_DELETE_NO_SEQUENCE",
+                          "source '%s': a delete without its sequence field (the record carries only the key); "
+                          "rejected by delete-without-sequence: dead-letter (apply takes it from the stored row)",
+                          src->name);
+    case WD_DELETE_NO_SEQ_IGNORE: {
+      wd_row_t *t = wd_changes_take(&p->changes, k);
+      wd_row_destroy(p->schema, t);
+      memmove(p->changes.rows + k, p->changes.rows + k + 1, (p->changes.count - k - 1) * sizeof(*p->changes.rows));
+      p->changes.rows[--p->changes.count] = NULL;
+      k--;
+      break;
+    }
+    }
+  }
+  return NULL;
+}
+
+/* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
+ * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
+ * is stopped: a record is never dead-lettered for it. */
 static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_kafka_meta_t *meta,
                                  const wd_kmsg_t *m) {
-  if (src->format != WD_FMT_DEBEZIUM_AVRO)
-    return wd_decode_debezium_json(src, p->schema, meta, m->value, m->value_len, &p->changes);
+  const wd_format_t *f = wd_format_of(src->format);
+  void *state = (size_t)src->format < p->nfmt ? p->fmt_state[src->format] : NULL;
   for (unsigned attempt = 0;; attempt++) {
-    wd_error_t *err = wd_decode_debezium_avro(p->avro_in, src, p->schema, meta, m->value, m->value_len, &p->changes);
-    if (!err || !err->retriable || p->stop) return err;
+    wd_error_t *err = f->decode(state, src, p->schema, meta, m->value, m->value_len, &p->changes);
+    if (!err) return wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
+    if (!err->retriable || p->stop) return err;
     long ms = wd_registry_backoff_ms(attempt);
     wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
            err->message, ms);
@@ -466,9 +492,10 @@ static void status_line(wd_pipeline_t *p, double rate) {
     wd_buf_reset(&by_id);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
-          "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
+          "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | deletes without sequence %" PRIu64
+          " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
-          p->st.ignored_update_before, p->st.tombstones, p->st.lag, p->st.commits,
+          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, p->st.lag, p->st.commits,
           p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
@@ -487,6 +514,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
+  if (p->st.deletes_without_sequence)
+    fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
   if (p->opts.replay && p->opts.from_ms >= 0)
     fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
   fprintf(f, "\n");
@@ -673,7 +702,6 @@ static wd_error_t *setup_avro(wd_pipeline_t *p) {
   wd_registry_conf_t rc = {cfg->schema_registry.url, cfg->schema_registry.username, cfg->schema_registry.password,
                            (long)cfg->schema_registry.timeout_ms};
   if ((err = wd_registry_new(&rc, &p->registry))) return err;
-  if ((err = wd_avro_decoder_new(p->registry, &p->avro_in))) return err;
   bool value = cfg->sink.format == WD_CONFIG_SINK_AVRO, key = cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
   if (!value && !key) return NULL;
   if ((err = wd_avro_sink_new(p->schema, cfg->table.name, &p->avro_out))) return err;
@@ -806,9 +834,29 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     p->nsources++;
     ntopics += p->sources[i]->ntopics;
   }
-  p->out_format = cfg->sink.format == WD_CONFIG_SINK_CHANGELOG_JSON ? WD_CHANGELOG_JSON : WD_CHANGELOG_DEBEZIUM_JSON;
-  if (cfg->sink.format == WD_CONFIG_SINK_AVRO) p->out_format = WD_CHANGELOG_JSON; /* one message per row kind */
+  p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
+  p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
+  if (!p->sink_fmt || !p->key_fmt) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
+                       (int)cfg->sink.format, (int)cfg->sink.key_format);
+    goto fail;
+  }
   if ((err = setup_avro(p))) goto fail;
+  /* the decoder state of each source format in use (ingest/format.h), and start-up warnings */
+  {
+    wd_formats(&p->nfmt);
+    if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) goto nomem;
+    wd_format_env_t env = {p->registry};
+    for (size_t i = 0; i < p->nsources; i++) {
+      const wd_source_t *src = p->sources[i];
+      const wd_format_t *f = wd_format_of(src->format);
+      char *warn = wd_format_decimal_warning(src, p->schema);
+      if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+      free(warn);
+      if (!f->open || p->fmt_state[src->format]) continue;
+      if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
+    }
+  }
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
@@ -930,7 +978,11 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     wd_changelog_free(p->table, &p->cl);
   }
   wd_changes_free(&p->changes);
-  wd_avro_decoder_destroy(p->avro_in);
+  for (size_t i = 0; p->fmt_state && i < p->nfmt; i++) {
+    const wd_format_t *f = wd_format_of((wd_source_format_t)i);
+    if (p->fmt_state[i] && f->close) f->close(p->fmt_state[i]);
+  }
+  free(p->fmt_state);
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
   wd_commit_destroy(p->commit);

@@ -58,6 +58,8 @@ typedef struct wd_pipeline_stats {
   uint64_t restored;         /* records merged without output while a task was rebuilt */
   uint64_t aborted_commits;  /* commits aborted (abortable errors, rebalances mid-batch) */
   uint64_t commits;          /* commits completed */
+  uint64_t deletes_without_sequence; /* -D records whose sequence field was NULL or absent (key-only
+                                        deletes), handled by the source's delete-without-sequence */
   int64_t lag;
 } wd_pipeline_stats_t;
 

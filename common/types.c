@@ -1499,8 +1499,16 @@ wd_row_t *wd_row_new(const wd_schema_t *schema) {
   memset(row->v, 0, n * sizeof(wd_value_t));
   row->n = schema->ncols;
   row->kind = WD_INSERT;
+  row->absent = NULL;
   for (size_t i = 0; i < row->n; i++) row->v[i].is_null = true;
   return row;
+}
+
+int wd_row_set_absent(wd_row_t *row, size_t col) {
+  if (col >= row->n) return 0;
+  if (!row->absent && !(row->absent = calloc(row->n, sizeof(bool)))) return -1;
+  row->absent[col] = true;
+  return 0;
 }
 
 wd_row_t *wd_row_copy(const wd_schema_t *schema, const wd_row_t *row) {
@@ -1525,6 +1533,8 @@ void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row) {
 
 void wd_row_clear(const wd_schema_t *schema, wd_row_t *row) {
   for (size_t i = 0; i < row->n && i < schema->ncols; i++) wd_value_clear(schema->cols[i].type, &row->v[i]);
+  free(row->absent);
+  row->absent = NULL;
 }
 
 bool wd_row_eq(const wd_schema_t *schema, const wd_row_t *a, const wd_row_t *b, const bool *ignore) {

@@ -200,13 +200,21 @@ typedef struct wd_row {
   wd_row_kind_t kind;
   size_t n;      /* == schema->ncols */
   wd_value_t *v; /* owned */
+  /* NULL, or n flags (owned, malloc'd): absent[i] when the source did not send column i's value
+   * in this change record (a before image without it: Postgres updates without a before image,
+   * key-only deletes, partial before images). Such a value is NULL here and is completed from
+   * the stored row by the merge (join/merge.h, wd_message_apply). Not copied by wd_row_copy. */
+  bool *absent;
 } wd_row_t;
 
 /* A new all-NULL +I row for schema; NULL on no memory. */
 wd_row_t *wd_row_new(const wd_schema_t *schema);
 wd_row_t *wd_row_copy(const wd_schema_t *schema, const wd_row_t *row);
 void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row); /* accepts NULL */
-/* Sets every value NULL (kind unchanged). */
+/* Marks column col of row absent (see wd_row_t.absent), allocating the flags on first use.
+ * 0, or -1 on no memory. */
+int wd_row_set_absent(wd_row_t *row, size_t col);
+/* Sets every value NULL and drops the absent flags (kind unchanged). */
 void wd_row_clear(const wd_schema_t *schema, wd_row_t *row);
 /* Equality over all columns except those with ignore[i] true (ignore may be NULL). Kinds are not
  * compared. */

@@ -8,6 +8,7 @@
  * discriminant and an array's items are the same in both.
  */
 #include "ingest/decode_avro.h"
+#include "ingest/format.h"
 
 #include <avro.h>
 #include <pthread.h>
@@ -966,26 +967,6 @@ static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n
   }
 }
 
-/* ---- $kafka.* ------------------------------------------------------------------------------ */
-
-static wd_error_t *wd_av_convert_kafka(wd_avx_t *x, const wd_source_col_t *c, const wd_type_t *t, wd_value_t *v) {
-  const wd_kafka_meta_t *m = x->meta;
-  if (!m) return NULL;
-  int64_t iv;
-  switch (c->kafka) {
-  case WD_KAFKA_TOPIC: return m->topic ? wd_av_set_bytes(v, m->topic, strlen(m->topic)) : NULL;
-  case WD_KAFKA_KEY: return m->key ? wd_av_set_bytes(v, m->key, m->key_len) : NULL;
-  case WD_KAFKA_PARTITION: iv = m->partition; break;
-  case WD_KAFKA_OFFSET: iv = m->offset; break;
-  case WD_KAFKA_TIMESTAMP: iv = m->timestamp; break;
-  default: return NULL;
-  }
-  if (iv < 0) return NULL;
-  static wd_av_node_t long_node = {.kind = WD_AV_LONG};
-  wd_avf_t f = {.c = c, .image = NULL};
-  return wd_av_long_into(x, &f, &long_node, iv, c->kafka == WD_KAFKA_TIMESTAMP ? 1000000 : 0, 0, t, v);
-}
-
 /* ---- records ------------------------------------------------------------------------------ */
 
 static wd_error_t *wd_av_load_key(wd_avx_t *x) {
@@ -1011,92 +992,63 @@ static wd_error_t *wd_av_load_key(wd_avx_t *x) {
 
 static const char *const wd_av_images[2] = {"before", "after"};
 
-/* Builds one record of kind from image (0 before, 1 after); imgn/imgv NULL when absent. */
-static wd_error_t *wd_av_build_row(wd_avx_t *x, wd_changes_t *out, int image, wd_av_node_t *imgn, avro_value_t *imgv,
-                                   wd_row_kind_t kind, wd_row_t **rowp) {
-  const wd_source_t *src = x->src;
-  const wd_schema_t *schema = x->schema;
-  wd_error_t *err = NULL;
-  wd_row_t *row = wd_changes_add(out, schema, kind);
-  if (!row) return wd_error_nomem();
-  for (size_t m = 0; m < src->ncols; m++) {
-    const wd_source_col_t *c = &src->cols[m];
-    const wd_type_t *t = schema->cols[c->col].type;
-    wd_value_t *v = &row->v[c->col];
-    wd_avf_t f = {.c = c, .image = NULL};
-    wd_av_node_t *n = NULL;
-    avro_value_t av;
-    bool found = false;
-    int64_t path_unit = 0;
-    switch (c->kind) {
-    case WD_MAP_IMAGE:
-      f.image = wd_av_images[image];
-      if (!imgn) break;
-      n = imgn;
-      av = *imgv;
-      found = wd_av_path(&n, &av, c, 0);
-      break;
-    case WD_MAP_ENVELOPE:
-      n = x->rootn;
-      av = x->root;
-      found = wd_av_path(&n, &av, c, 0);
-      path_unit = wd_av_opt_unit(c->path_unit, 9);
-      if (c->path_unit == WD_UNIT_AUTO) path_unit = 0;
-      break;
-    case WD_MAP_KEY:
-      if ((err = wd_av_load_key(x))) return err;
-      if (x->key_state != 1) break;
-      n = x->keyn;
-      av = x->key;
-      found = wd_av_path(&n, &av, c, 0);
-      path_unit = c->path_unit == WD_UNIT_AUTO ? 0 : wd_av_opt_unit(c->path_unit, 9);
-      break;
-    case WD_MAP_KAFKA:
-      if ((err = wd_av_convert_kafka(x, c, t, v))) return err;
-      continue;
-    }
-    if (!found) continue;
-    if ((err = wd_av_convert(x, &f, n, &av, t, path_unit, v))) return err;
-  }
-  for (size_t k = 0; k < schema->npk; k++) {
-    int col = schema->pk[k];
-    if (!row->v[col].is_null) continue;
-    const wd_source_col_t *c = NULL;
-    for (size_t m = 0; m < src->ncols && !c; m++)
-      if (src->cols[m].col == col) c = &src->cols[m];
-    const char *cname = schema->cols[col].name;
-    if (!c)
-      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': primary-key column '%s' is not mapped by the source",
-                          src->name, cname);
-    if (c->kind == WD_MAP_IMAGE && !imgn)
-      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
-                          "source '%s': op '%c' has no %s image (\"%s\": null), so primary-key column '%s' (from "
-                          "'%s') is missing",
-                          src->name, x->op, wd_av_images[image], wd_av_images[image], cname, c->spec);
-    if (c->kind == WD_MAP_IMAGE)
-      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
-                          "source '%s': op '%c': primary-key column '%s' is missing or null in the %s image (field '%s')",
-                          src->name, x->op, cname, wd_av_images[image], c->spec);
-    return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': op '%c': primary-key column '%s' is missing or null (from '%s')",
-                        src->name, x->op, cname, c->spec);
-  }
-  *rowp = row;
-  return NULL;
-}
+/* An image: its schema node and value. */
+typedef struct {
+  wd_av_node_t *n;
+  avro_value_t v;
+} wd_av_img_t;
 
-static bool wd_av_same_key(const wd_schema_t *schema, const wd_row_t *a, const wd_row_t *b) {
-  for (size_t k = 0; k < schema->npk; k++) {
-    int col = schema->pk[k];
-    if (!wd_value_eq(schema->cols[col].type, &a->v[col], &b->v[col])) return false;
+/* The image reader of wd_event_emit (ingest/format.h) over the envelope record. */
+static wd_error_t *wd_av_value(void *ctx, int image, const void *img, size_t m, wd_value_t *v, bool *present) {
+  wd_avx_t *x = ctx;
+  const wd_av_img_t *im = img;
+  const wd_source_col_t *c = &x->src->cols[m];
+  const wd_type_t *t = x->schema->cols[c->col].type;
+  wd_error_t *err = NULL;
+  wd_avf_t f = {.c = c, .image = NULL};
+  wd_av_node_t *n = NULL;
+  avro_value_t av;
+  bool found = false;
+  int64_t path_unit = 0;
+  *present = true;
+  switch (c->kind) {
+  case WD_MAP_IMAGE:
+    f.image = wd_av_images[image];
+    if (im) {
+      n = im->n;
+      av = im->v;
+      found = wd_av_path(&n, &av, c, 0);
+    }
+    *present = found;
+    break;
+  case WD_MAP_ENVELOPE:
+    n = x->rootn;
+    av = x->root;
+    found = wd_av_path(&n, &av, c, 0);
+    path_unit = c->path_unit == WD_UNIT_AUTO ? 0 : wd_av_opt_unit(c->path_unit, 9);
+    break;
+  case WD_MAP_KEY:
+    if ((err = wd_av_load_key(x))) return err;
+    if (x->key_state != 1) break;
+    n = x->keyn;
+    av = x->key;
+    found = wd_av_path(&n, &av, c, 0);
+    path_unit = c->path_unit == WD_UNIT_AUTO ? 0 : wd_av_opt_unit(c->path_unit, 9);
+    break;
+  case WD_MAP_KAFKA: return NULL;
   }
-  return true;
+  if (!found) return NULL;
+  return wd_av_convert(x, &f, n, &av, t, path_unit, v);
 }
 
 /* The image record of field name of the envelope: n and v set and true, or false for null/absent. */
-static bool wd_av_image(wd_avx_t *x, const char *name, wd_av_node_t **n, avro_value_t *v) {
-  *n = x->rootn;
-  *v = x->root;
-  return wd_av_step(n, v, name, strlen(name)) && wd_av_unwrap(n, v) && (*n)->kind == WD_AV_RECORD;
+static const wd_av_img_t *wd_av_image(wd_avx_t *x, const char *name, wd_av_img_t *img) {
+  img->n = x->rootn;
+  img->v = x->root;
+  return wd_av_step(&img->n, &img->v, name, strlen(name)) && wd_av_unwrap(&img->n, &img->v) &&
+                 img->n->kind == WD_AV_RECORD
+             ? img
+             : NULL;
 }
 
 wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *src, const wd_schema_t *schema,
@@ -1108,7 +1060,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
     err = wd_error_new(WD_ERR_INTERNAL, NULL, "wd_decode_debezium_avro: the container is bound to another schema");
     goto cleanup;
   }
-  if (src->format != WD_FMT_DEBEZIUM_AVRO || (src->ncols && src->schema_ncols != schema->ncols)) {
+  if (src->ncols && src->schema_ncols != schema->ncols) {
     err = wd_error_new(WD_ERR_INTERNAL, NULL,
                        "wd_decode_debezium_avro: source '%s' is not a debezium-avro source of this schema", src->name);
     goto cleanup;
@@ -1177,42 +1129,16 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
     if (tsn->kind == WD_AV_LONG && !avro_value_get_long(&tsv, &l)) out->ts_ms = l;
     if (tsn->kind == WD_AV_INT && !avro_value_get_int(&tsv, &i)) out->ts_ms = i;
   }
-  wd_av_node_t *bn = NULL, *an = NULL;
-  avro_value_t bv, avv;
-  memset(&bv, 0, sizeof(bv));
-  memset(&avv, 0, sizeof(avv));
-  bool hb = wd_av_image(&x, "before", &bn, &bv), ha = wd_av_image(&x, "after", &an, &avv);
-  wd_row_t *rb = NULL, *ra = NULL;
-  if ((x.op != 'd') && !ha) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"%c\" without an after image (\"after\" is null or absent)",
-                       src->name, x.op);
-    goto cleanup;
-  }
-  switch (x.op) {
-  case 'c':
-  case 'r':
-    index = 0;
-    err = wd_av_build_row(&x, out, 1, an, &avv, WD_INSERT, &ra);
-    break;
-  case 'u':
-    index = 0;
-    if (!hb) {
-      err = wd_av_build_row(&x, out, 1, an, &avv, WD_UPDATE_AFTER, &ra);
-      break;
-    }
-    if ((err = wd_av_build_row(&x, out, 0, bn, &bv, WD_UPDATE_BEFORE, &rb))) break;
-    index = 1;
-    if ((err = wd_av_build_row(&x, out, 1, an, &avv, WD_UPDATE_AFTER, &ra))) break;
-    if (!wd_av_same_key(schema, rb, ra)) {
-      rb->kind = WD_DELETE;
-      ra->kind = WD_INSERT;
-    }
-    break;
-  case 'd':
-    index = 0;
-    err = wd_av_build_row(&x, out, 0, hb ? bn : NULL, &bv, WD_DELETE, &rb);
-    break;
-  }
+  wd_av_img_t bi, ai;
+  memset(&bi, 0, sizeof(bi));
+  memset(&ai, 0, sizeof(ai));
+  const wd_av_img_t *before = wd_av_image(&x, "before", &bi), *after = wd_av_image(&x, "after", &ai);
+  char optext[2] = {x.op, 0};
+  wd_event_t ev = {.op = x.op == 'c' || x.op == 'r' ? WD_EV_INSERT : x.op == 'u' ? WD_EV_UPDATE : WD_EV_DELETE,
+                   .op_text = optext, .before = before, .after = after};
+  wd_image_reader_t rd = {.ctx = &x, .image_names = {"before", "after"}, .value = wd_av_value};
+  err = wd_event_emit(src, schema, meta, &rd, &ev, out);
+  index = err ? err->index : -1;
 cleanup:
   if (err) {
     wd_changes_reset(out);
@@ -1220,3 +1146,31 @@ cleanup:
   }
   return err;
 }
+
+/* ---- the format ---------------------------------------------------------------------------- */
+
+static wd_error_t *wd_av_open(const wd_format_env_t *env, void **state) {
+  *state = NULL;
+  if (!env || !env->registry)
+    return wd_error_new(WD_ERR_CONFIG, "C_NO_REGISTRY", "debezium-avro needs a schema registry; add a top-level "
+                        "`schema-registry:` section with its url");
+  return wd_avro_decoder_new(env->registry, (wd_avro_decoder_t **)state);
+}
+
+static void wd_av_close(void *state) { wd_avro_decoder_destroy(state); }
+
+static wd_error_t *wd_av_decode(void *state, const wd_source_t *src, const wd_schema_t *schema,
+                                const wd_kafka_meta_t *meta, const void *value, size_t len, wd_changes_t *out) {
+  return wd_decode_debezium_avro(state, src, schema, meta, value, len, out);
+}
+
+const wd_format_t wd_format_debezium_avro = {
+    .name = "debezium-avro",
+    .summary = "Debezium change events (AvroConverter) in the Confluent wire format, writer schemas from the schema "
+               "registry",
+    .caps = WD_FORMAT_CAP_BEFORE_IMAGE | WD_FORMAT_CAP_NO_BEFORE | WD_FORMAT_CAP_ENVELOPE | WD_FORMAT_CAP_REGISTRY,
+    .decimal_default = WD_DECIMAL_AUTO,
+    .open = wd_av_open,
+    .close = wd_av_close,
+    .decode = wd_av_decode,
+};

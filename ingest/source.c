@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ingest/conv.h"
+#include "ingest/format.h"
 
 const wd_source_option_t wd_source_options[] = {
     {"time-unit", "auto|millis|micros|nanos", "auto",
@@ -19,7 +20,14 @@ const wd_source_option_t wd_source_options[] = {
     {"decimal-encoding", "auto|text|base64", "auto",
      "How a JSON string is read into a DECIMAL column when the envelope schema does not say "
      "(auto: decimal text when it is one, else Debezium's base64 bytes if it is well-formed base64; "
-     "text: always decimal text; base64: always bytes, decimal.handling.mode=precise)."},
+     "text: always decimal text; base64: always bytes, decimal.handling.mode=precise). Default: the format's "
+     "(auto for debezium-json, which warns at start when a DECIMAL column is mapped; text for canal-json, "
+     "maxwell-json, ogg-json and changelog-json)."},
+    {"delete-without-sequence", "apply|dead-letter|ignore", "apply",
+     "A delete whose sequence field is NULL because the record carries only the key (Postgres REPLICA IDENTITY "
+     "DEFAULT): apply takes the sequence field from the stored row, so the delete is applied; dead-letter rejects "
+     "it to the dead-letter topic; ignore leaves it to the merge, which orders it oldest and drops it. Each kind "
+     "is counted in the status line."},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -41,29 +49,6 @@ static void wd_source_col_clear(wd_source_col_t *c) {
   free(c->seglen);
   free(c->spec);
   memset(c, 0, sizeof(*c));
-}
-
-/* ---- formats ------------------------------------------------------------------------------ */
-
-const char *wd_source_format_name(wd_source_format_t format) {
-  switch (format) {
-  case WD_FMT_DEBEZIUM_JSON: return "debezium-json";
-  case WD_FMT_DEBEZIUM_AVRO: return "debezium-avro";
-  }
-  return "?";
-}
-
-wd_error_t *wd_source_format_parse(const char *text, wd_source_format_t *out) {
-  if (text && strcmp(text, "debezium-json") == 0) {
-    *out = WD_FMT_DEBEZIUM_JSON;
-    return NULL;
-  }
-  if (text && strcmp(text, "debezium-avro") == 0) {
-    *out = WD_FMT_DEBEZIUM_AVRO;
-    return NULL;
-  }
-  return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
-                      "source format '%s' is not one of debezium-json, debezium-avro", text ? text : "(null)");
 }
 
 /* ---- sources ------------------------------------------------------------------------------ */
@@ -354,18 +339,30 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
     for (int i = 0; i < 3; i++)
       if (value && strcmp(value, names[i]) == 0) {
         src->decimal_encoding = (wd_decimal_encoding_t)i;
+        src->decimal_encoding_set = true;
         return NULL;
       }
     return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
                         "source '%s': option 'decimal-encoding' = '%s' is not one of auto, text, base64", src->name,
                         value ? value : "(null)");
   }
+  if (key && strcmp(key, "delete-without-sequence") == 0) {
+    static const char *const names[] = {"apply", "dead-letter", "ignore"};
+    for (int i = 0; i < 3; i++)
+      if (value && strcmp(value, names[i]) == 0) {
+        src->delete_without_sequence = (wd_delete_no_seq_t)i;
+        return NULL;
+      }
+    return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+                        "source '%s': option 'delete-without-sequence' = '%s' is not one of apply, dead-letter, ignore",
+                        src->name, value ? value : "(null)");
+  }
   wd_time_unit_t *dst = NULL;
   if (key && strcmp(key, "time-unit") == 0) dst = &src->time_unit;
   if (key && strcmp(key, "timestamp-unit") == 0) dst = &src->timestamp_unit;
   if (!dst)
     return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "source '%s': unknown option '%s' (known: time-unit, "
-                        "timestamp-unit, decimal-encoding)", src->name, key ? key : "(null)");
+                        "timestamp-unit, decimal-encoding, delete-without-sequence)", src->name, key ? key : "(null)");
   for (int i = 0; i < 4; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;
@@ -376,7 +373,7 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
 }
 
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema) {
-  if (src->format != WD_FMT_DEBEZIUM_JSON && src->format != WD_FMT_DEBEZIUM_AVRO)
+  if (!wd_format_of(src->format))
     return wd_error_new(WD_ERR_CONFIG, "C_UNSUPPORTED_FORMAT", "source '%s': format %s has no decoder yet", src->name,
                         wd_source_format_name(src->format));
   if (src->ntopics == 0)

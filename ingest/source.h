@@ -94,12 +94,13 @@
 
 /* ---- formats, options ------------------------------------------------------------------- */
 
-typedef enum wd_source_format {
-  WD_FMT_DEBEZIUM_JSON = 0, /* "debezium-json": Debezium change events, JsonConverter, with or
-                               without schemas.enable */
-  WD_FMT_DEBEZIUM_AVRO      /* "debezium-avro": Confluent wire format through a schema registry
-                               (ingest/decode_avro.h) */
-} wd_source_format_t;
+/* A source format: an index into the format registry (ingest/format.h, wd_format_of), which
+ * has debezium-json, debezium-avro, canal-json, maxwell-json, ogg-json and changelog-json. */
+typedef int wd_source_format_t;
+#define WD_FMT_DEBEZIUM_JSON 0 /* "debezium-json": Debezium change events, JsonConverter, with or
+                                  without schemas.enable (also widen's debezium-json output) */
+#define WD_FMT_DEBEZIUM_AVRO 1 /* "debezium-avro": Confluent wire format through a schema registry
+                                  (ingest/decode_avro.h) */
 
 /* Integer unit of TIME/TIMESTAMP values that carry no schema name (option time-unit,
  * timestamp-unit). */
@@ -116,6 +117,15 @@ typedef enum wd_decimal_encoding {
   WD_DECIMAL_TEXT,     /* always decimal text (decimal.handling.mode=string) */
   WD_DECIMAL_BASE64    /* always base64 bytes (decimal.handling.mode=precise) */
 } wd_decimal_encoding_t;
+
+/* What happens to a delete whose sequence field is NULL or absent because the record carries
+ * only the key (option delete-without-sequence; app/pipeline.c applies it, the status line
+ * counts such deletes). */
+typedef enum wd_delete_no_seq {
+  WD_DELETE_NO_SEQ_APPLY = 0, /* the sequence field is taken from the stored row: the delete applies */
+  WD_DELETE_NO_SEQ_DEAD_LETTER, /* rejected to the dead-letter topic (E_DELETE_NO_SEQUENCE) */
+  WD_DELETE_NO_SEQ_IGNORE     /* not applied (the merge would order it oldest), only counted */
+} wd_delete_no_seq_t;
 
 /* Source options, one row each (for the YAML loader and the generated option reference).
  * The array wd_source_options ends with a row whose name is NULL. */
@@ -168,7 +178,9 @@ typedef struct wd_source {
   wd_source_col_t *cols;      /* owned, in the order they were added */
   wd_time_unit_t time_unit;   /* option time-unit */
   wd_time_unit_t timestamp_unit; /* option timestamp-unit */
-  wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding */
+  wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding (when decimal_encoding_set) */
+  bool decimal_encoding_set;  /* else the format's default (wd_format_decimal_encoding) */
+  wd_delete_no_seq_t delete_without_sequence; /* option delete-without-sequence */
   size_t schema_ncols;        /* ncols of the schema the mapping was built for */
   /* private: open-addressing table over the first segment of IMAGE mappings -> index in cols */
   size_t hcap;
@@ -183,7 +195,7 @@ wd_error_t *wd_source_new(const char *name, wd_source_format_t format, wd_source
 /* Releases src and everything it owns; accepts NULL. */
 void wd_source_destroy(wd_source_t *src);
 
-/* Parses a format name ("debezium-json", "debezium-avro") into *out.
+/* Parses a format name (one of the registry, ingest/format.h) into *out.
  * Errors: WD_ERR_CONFIG "C_BAD_OPTION_VALUE" naming the accepted values. */
 wd_error_t *wd_source_format_parse(const char *text, wd_source_format_t *out);
 
@@ -209,15 +221,16 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
                                  const char *spec);
 
 /* Sets a source option (see wd_source_options): "time-unit" / "timestamp-unit" with value
- * auto|millis|micros|nanos. Errors: WD_ERR_CONFIG "C_UNKNOWN_OPTION" for another key,
+ * auto|millis|micros|nanos, "decimal-encoding" auto|text|base64, "delete-without-sequence"
+ * apply|dead-letter|ignore. Errors: WD_ERR_CONFIG "C_UNKNOWN_OPTION" for another key,
  * "C_BAD_OPTION_VALUE" for a value outside the list (the message lists it). */
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value);
 
 /* Checks a fully built source against schema, once at start-up.
  * Errors (WD_ERR_CONFIG): C_SOURCE_NO_KEY when a primary-key column is not mapped (the message
  * names it), C_SOURCE_NO_TOPIC when no topic was added, C_BAD_MAPPING when schema is not the
- * one the mapping was built for (different width), C_UNSUPPORTED_FORMAT for a format without a
- * decoder (none at present: debezium-json and debezium-avro both have one). */
+ * one the mapping was built for (different width), C_UNSUPPORTED_FORMAT for a format index
+ * outside the registry. */
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema);
 
 /* ---- Kafka metadata ---------------------------------------------------------------------- */
@@ -274,13 +287,17 @@ wd_row_t *wd_changes_take(wd_changes_t *ch, size_t i);
 
 /* ---- the Debezium JSON decoder ----------------------------------------------------------- */
 
-/* Decodes one Kafka record value of a debezium-json source into out (reset first).
+/* Decodes one Kafka record value of a debezium-json source into out (reset first). (The
+ * format's wd_format_t.decode; other formats have the same contract, ingest/format.h.)
  *   src, schema: the source and the wide-table schema its mapping was built for (borrowed).
  *   meta: the record's Kafka metadata (borrowed; may be NULL: $kafka.* and $key.* are NULL).
  *   value, len: the record value (borrowed). NULL, zero length, the JSON literal null and an
  *     envelope whose payload is null are tombstones: no records, flag WD_CHANGES_TOMBSTONE.
- * Records: op c and r -> +I(after); u -> -U(before), +U(after); u with before null -> +U(after)
- * alone; u whose before and after keys differ -> -D(before), +I(after); d -> -D(before).
+ * Records: op c and r -> +I(after); u -> -U(before), +U(after); u with before null -> -U with
+ * the key of after and every other image column absent (wd_row_t.absent: completed from the
+ * stored row by the merge), +U(after); u whose before and after keys differ -> -D(before),
+ * +I(after); d -> -D(before) (columns missing from before marked absent; with before null the
+ * key from `$key.` mappings).
  * Thread: any, with its own out (src and schema are only read).
  * Errors (out is empty after an error; err->index is the index of the record being built, or -1):
  *   WD_ERR_DECODE "E_DECODE": not JSON, not an object, no or unknown `op` (t and m included),

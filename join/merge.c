@@ -417,6 +417,35 @@ static int cl_push_move(wd_changelog_t *cl, wd_row_t **row, wd_row_kind_t kind) 
   return 0;
 }
 
+/* A copy of rec whose absent columns (wd_row_t.absent) are filled from the key's current entry
+ * e (a row, or a tombstone's ordering columns); NULL on no memory. The copy has no absent
+ * flags; with an absent entry the absent columns stay NULL. */
+static wd_row_t *complete_from_entry(const wd_table_t *t, const wd_entry_t *e, const wd_row_t *rec) {
+  wd_row_t *r = wd_row_copy(t->schema, rec);
+  if (!r || e->state == WD_ENTRY_ABSENT || !e->row) return r;
+  for (size_t c = 0; c < t->schema->ncols; c++)
+    if (rec->absent[c] && set_value(t, r, (int)c, &e->row->v[c])) {
+      wd_row_destroy(t->schema, r);
+      return NULL;
+    }
+  return r;
+}
+
+/* Whether rec is an -U that carries only its key (an update whose source sent no before image:
+ * every other value absent or NULL), and the table has no use for it: only aggregation and
+ * partial-update with sequence groups retract values; for the other engines the +U that follows
+ * in the message gives the same result alone, and a synthetic -U must not be refused
+ * (E_PU_DELETE_NOT_ACCEPTED, E_FIRST_ROW_RETRACT) or counted as dropped. */
+static bool skip_key_only_update_before(const wd_table_t *t, const wd_row_t *rec) {
+  if (rec->kind != WD_UPDATE_BEFORE || !rec->absent) return false;
+  bool retracts = !t->ignore_delete && !t->ignore_update_before &&
+                  (t->engine == WD_ENGINE_AGGREGATION || (t->engine == WD_ENGINE_PARTIAL_UPDATE && t->ngroups > 0));
+  if (retracts) return false;
+  for (size_t c = 0; c < t->schema->ncols; c++)
+    if (!wd_schema_is_pk(t->schema, (int)c) && !rec->absent[c] && !rec->v[c].is_null) return false;
+  return true;
+}
+
 /* One key touched by a message: its key bytes, entry before and working entry. */
 typedef struct {
   wd_buf_t key;
@@ -463,7 +492,15 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
       }
     }
     bool dropped = false;
-    if ((err = wd_merge_apply(t, &keys[k].cur, recs[i], &dropped, &local))) {
+    if (skip_key_only_update_before(t, recs[i])) continue;
+    wd_row_t *filled = recs[i]->absent ? complete_from_entry(t, &keys[k].cur, recs[i]) : NULL;
+    if (recs[i]->absent && !filled) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    err = wd_merge_apply(t, &keys[k].cur, filled ? filled : recs[i], &dropped, &local);
+    wd_row_destroy(s, filled);
+    if (err) {
       err->index = (int)i;
       goto done;
     }

@@ -50,6 +50,10 @@ wd_merge_engine_t wd_table_engine(const wd_table_t *t);
  * keeps ordering tombstones (D7). */
 bool wd_table_has_ordering(const wd_table_t *t);
 
+/* Whether column col is a sequence field: one of sequence.field, or the sequence field of a
+ * sequence group (spec §4, §7.2). False for a column out of range. */
+bool wd_table_is_sequence_column(const wd_table_t *t, int col);
+
 /* Checks the columns one source fills (mapped[c] for each schema column) against the sequence
  * groups (spec §7.2): a source that fills protected fields of a group but none of the group's
  * sequence fields would have every value of that group dropped (an all-NULL group sequence skips
@@ -105,7 +109,11 @@ typedef struct wd_state_ops {
 } wd_state_ops_t;
 
 /* Applies the n records of one source message in order (spec §10.1): each record as
- * wd_merge_apply does, then for every key touched, in order of first touch, compares the key's
+ * wd_merge_apply does (a record with absent columns, wd_row_t.absent, first has them completed
+ * from the key's current entry: the stored row as earlier records of the message left it —
+ * values of a row, ordering columns of a tombstone, nothing when the key has no entry; an -U that
+ * carries only its key is skipped unless the table retracts values: aggregation, or
+ * partial-update with sequence groups, without ignore-delete/ignore-update-before), then for every key touched, in order of first touch, compares the key's
  * entry before and after the message and appends +I / -U,+U / -D / nothing to out (honouring
  * changelog-producer.row-deduplicate and its ignore-fields). Only when every record succeeds are
  * the new entries put; on a record error nothing is put or appended and the error's index is the

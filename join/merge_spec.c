@@ -837,3 +837,10 @@ wd_error_t *wd_table_check_source_columns(const wd_table_t *t, const bool *mappe
   }
   return NULL;
 }
+
+bool wd_table_is_sequence_column(const wd_table_t *t, int col) {
+  if (col < 0 || (size_t)col >= t->schema->ncols) return false;
+  for (size_t k = 0; k < t->nseq_fields; k++)
+    if (t->seq_fields[k] == col) return true;
+  return t->seq_group_of && t->seq_group_of[col] >= 0;
+}

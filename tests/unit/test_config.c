@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app/config.h"
+#include "ingest/format.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -616,6 +617,10 @@ Test(config, option_table_is_complete) {
     cr_assert_null(err, "%s", err ? err->message : "");
     cr_assert_eq((int)f, i, "%s", tok);
   }
+  /* every registered format is listed (a format added to ingest/format.c needs its name here) */
+  size_t nfmt = 0;
+  wd_formats(&nfmt);
+  cr_assert_eq((size_t)i, nfmt, "sources[].format lists %d of the %zu registered formats", i, nfmt);
 }
 
 Test(config, options_md_is_generated_from_the_table) {

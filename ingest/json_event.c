@@ -1,0 +1,1446 @@
+/*
+ * ingest/json_event.c — the JSON side of every JSON source format (ingest/json_event.h): one
+ * record value tokenised once, row images read through the source's mapping, values converted
+ * by the table of source.h.
+ *
+ * The value is tokenised once with jsmn (strict mode, parent links; the only file of ingest/
+ * that includes jsmn.h). Row-image fields are found in one pass over the image object through
+ * the source's hash of first path segments; envelope and key paths, and the envelope schema
+ * hints (field name, parameters.scale, type), are looked up only when a mapping needs them.
+ * Values are converted straight from the token text (see source.h for the rules).
+ *
+ * The {"schema":S,"payload":P} envelope: S is usually byte-identical from one message to the
+ * next and several times larger than P. The last S is kept in the scratch memory; a message
+ * that starts with it is recognised by one memcmp, only P is tokenised, and S is tokenised
+ * (once per distinct S) only when a column needs a schema hint. Any other shape takes the
+ * general path: the whole message is tokenised.
+ */
+#define JSMN_STATIC
+#define JSMN_PARENT_LINKS
+#define JSMN_STRICT
+#include <jsmn.h>
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "ingest/conv.h"
+#include "ingest/json_event.h"
+#include "ingest/source.h"
+
+/* ---- scratch memory kept in wd_changes_t between messages ---------------------------------- */
+
+typedef struct wd_dbz_scratch {
+  jsmntok_t *tok; /* tokens of the value */
+  unsigned tokcap;
+  jsmntok_t *ktok; /* tokens of the Kafka key */
+  unsigned ktokcap;
+  int *slot; /* per mapping: value token in the current image, -1 when absent */
+  size_t slotcap;
+  wd_buf_t buf;         /* unescaped strings, number text */
+  wd_buf_t schema_text; /* the last envelope schema (its JSON text) */
+  jsmntok_t *stok;      /* its tokens, when snt > 0 */
+  unsigned stokcap;
+  int snt;              /* 0 not tokenised yet, > 0 token count, -1 not an object */
+  struct wd_dbz *ctx;   /* the record being decoded */
+} wd_dbz_scratch_t;
+
+static void wd_dbz_scratch_free(void *p) {
+  wd_dbz_scratch_t *sc = p;
+  if (!sc) return;
+  free(sc->tok);
+  free(sc->ktok);
+  free(sc->slot);
+  free(sc->stok);
+  free(sc->ctx);
+  wd_buf_free(&sc->buf);
+  wd_buf_free(&sc->schema_text);
+  free(sc);
+}
+
+/* ---- a tokenised JSON document ------------------------------------------------------------- */
+
+typedef struct wd_jdoc {
+  const char *js;
+  const jsmntok_t *t;
+  int n;
+  int root;   /* the payload object (the top object without an envelope) */
+  int schema; /* the envelope's schema struct, or -1 */
+} wd_jdoc_t;
+
+/* Index of the first token after the subtree rooted at i. */
+static int wd_jnext(const wd_jdoc_t *d, int i) {
+  int end = d->t[i].end;
+  int j = i + 1;
+  while (j < d->n && d->t[j].start < end) j++;
+  return j;
+}
+
+static bool wd_jis_null(const wd_jdoc_t *d, int i) {
+  return i < 0 || (d->t[i].type == JSMN_PRIMITIVE && d->t[i].end - d->t[i].start == 4 &&
+                   memcmp(d->js + d->t[i].start, "null", 4) == 0);
+}
+
+static int wd_hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int wd_hex4(const char *p, size_t n, size_t i, uint32_t *out) {
+  if (i + 4 > n) return -1;
+  uint32_t v = 0;
+  for (size_t k = 0; k < 4; k++) {
+    int h = wd_hexval(p[i + k]);
+    if (h < 0) return -1;
+    v = (v << 4) | (uint32_t)h;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Unescapes JSON string content p[0..n) into out (room for n bytes; the result is never longer).
+ * Returns the length, or -1 on a bad escape or a lone surrogate. */
+static long wd_json_unescape(const char *p, size_t n, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    char c = p[i];
+    if (c != '\\') {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (i + 1 >= n) return -1;
+    char e = p[i + 1];
+    i += 2;
+    switch (e) {
+    case '"': out[o++] = '"'; break;
+    case '\\': out[o++] = '\\'; break;
+    case '/': out[o++] = '/'; break;
+    case 'b': out[o++] = '\b'; break;
+    case 'f': out[o++] = '\f'; break;
+    case 'n': out[o++] = '\n'; break;
+    case 'r': out[o++] = '\r'; break;
+    case 't': out[o++] = '\t'; break;
+    case 'u': {
+      uint32_t cp;
+      if (wd_hex4(p, n, i, &cp)) return -1;
+      i += 4;
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        uint32_t lo;
+        if (i + 6 > n || p[i] != '\\' || p[i + 1] != 'u' || wd_hex4(p, n, i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+          return -1;
+        i += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        return -1;
+      }
+      if (cp < 0x80) {
+        out[o++] = (char)cp;
+      } else if (cp < 0x800) {
+        out[o++] = (char)(0xC0 | (cp >> 6));
+        out[o++] = (char)(0x80 | (cp & 0x3F));
+      } else if (cp < 0x10000) {
+        out[o++] = (char)(0xE0 | (cp >> 12));
+        out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (cp & 0x3F));
+      } else {
+        out[o++] = (char)(0xF0 | (cp >> 18));
+        out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (cp & 0x3F));
+      }
+      break;
+    }
+    default: return -1;
+    }
+  }
+  return (long)o;
+}
+
+/* Whether string token i equals s[0..n) after unescaping. */
+static bool wd_jstr_eq(const wd_jdoc_t *d, int i, const char *s, size_t n) {
+  const jsmntok_t *t = &d->t[i];
+  if (t->type != JSMN_STRING) return false;
+  size_t rn = (size_t)(t->end - t->start);
+  const char *rp = d->js + t->start;
+  if (!memchr(rp, '\\', rn)) return rn == n && memcmp(rp, s, n) == 0;
+  if (rn < n) return false;
+  char stack[256];
+  char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
+  if (!tmp) return false;
+  long m = wd_json_unescape(rp, rn, tmp);
+  bool eq = m >= 0 && (size_t)m == n && memcmp(tmp, s, n) == 0;
+  if (tmp != stack) free(tmp);
+  return eq;
+}
+
+/* The value token of key s in object i (the last one if repeated), or -1. */
+static int wd_jget(const wd_jdoc_t *d, int i, const char *s, size_t n) {
+  if (i < 0 || d->t[i].type != JSMN_OBJECT) return -1;
+  int found = -1;
+  int j = i + 1;
+  for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
+    if (wd_jstr_eq(d, j, s, n)) found = j + 1;
+    j = wd_jnext(d, j + 1);
+  }
+  return found;
+}
+
+static int wd_jgets(const wd_jdoc_t *d, int i, const char *s) { return wd_jget(d, i, s, strlen(s)); }
+
+/* Element idx of array i, or -1. */
+static int wd_jindex(const wd_jdoc_t *d, int i, size_t idx) {
+  if (i < 0 || d->t[i].type != JSMN_ARRAY || idx >= (size_t)d->t[i].size) return -1;
+  int j = i + 1;
+  for (size_t k = 0; k < idx; k++) j = wd_jnext(d, j);
+  return j;
+}
+
+/* Follows segments seg[from..nseg) from token i: object keys, or array indexes for segments of
+ * digits. -1 when a step is missing. */
+static int wd_jpath(const wd_jdoc_t *d, int i, const wd_source_col_t *c, size_t from) {
+  for (size_t k = from; k < c->nseg && i >= 0; k++) {
+    if (d->t[i].type == JSMN_ARRAY) {
+      size_t idx = 0;
+      bool digits = c->seglen[k] > 0 && c->seglen[k] < 10;
+      for (size_t q = 0; q < c->seglen[k] && digits; q++) {
+        if (c->seg[k][q] < '0' || c->seg[k][q] > '9') digits = false;
+        idx = idx * 10 + (size_t)(c->seg[k][q] - '0');
+      }
+      i = digits ? wd_jindex(d, i, idx) : -1;
+    } else {
+      i = wd_jget(d, i, c->seg[k], c->seglen[k]);
+    }
+  }
+  return i;
+}
+
+#define WD_JTOK_NOMEM (-100)
+#define WD_JTOK_DEEP (-101)
+/* Nesting deeper than this is refused before tokenising: jsmn closes a bracket by walking up
+ * from the last token, so deep nesting costs time quadratic in the depth (a 400 KB record of
+ * nested arrays took a minute of CPU). Debezium events nest a few levels. */
+#define WD_JSON_MAX_DEPTH 256
+
+/* The maximum nesting depth of js[0..len), scanning strings correctly; stops counting once it
+ * exceeds limit. */
+static unsigned wd_json_depth(const char *js, size_t len, unsigned limit) {
+  unsigned depth = 0, max = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len && max <= limit; i++) {
+    char c = js[i];
+    if (in_str) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max) max = depth;
+    } else if ((c == '}' || c == ']') && depth) {
+      depth--;
+    }
+  }
+  return max;
+}
+
+/* Tokenises js[0..len) into *tok (grown as needed). Returns the token count, JSMN_ERROR_INVAL or
+ * JSMN_ERROR_PART (*errpos: the byte offset), or WD_JTOK_NOMEM. */
+static int wd_jtokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos) {
+  jsmn_parser p;
+  jsmn_init(&p);
+  if (wd_json_depth(js, len, WD_JSON_MAX_DEPTH) > WD_JSON_MAX_DEPTH) return WD_JTOK_DEEP;
+  if (!*tok) {
+    *cap = 256;
+    if (!(*tok = malloc(*cap * sizeof(**tok)))) {
+      *cap = 0;
+      return WD_JTOK_NOMEM;
+    }
+  }
+  for (;;) {
+    int r = jsmn_parse(&p, js, len, *tok, *cap);
+    if (r >= 0) return (int)p.toknext;
+    if (r != JSMN_ERROR_NOMEM) {
+      *errpos = p.pos;
+      return r;
+    }
+    if (*cap > UINT_MAX / 2) return WD_JTOK_NOMEM;
+    jsmntok_t *t = realloc(*tok, (size_t)*cap * 2 * sizeof(**tok));
+    if (!t) return WD_JTOK_NOMEM;
+    *tok = t;
+    *cap *= 2;
+  }
+}
+
+/* ---- the decoding context ----------------------------------------------------------------- */
+
+typedef struct wd_dbz {
+  wd_changes_t *out;
+  const char *image_names[2]; /* how messages name before/after */
+  wd_decimal_encoding_t dec_enc; /* the source's decimal encoding (format default or option) */
+  wd_json_hints_t hints;
+  int type_hints;      /* object of field -> type name (Canal mysqlType), or -1 */
+  const wd_source_t *src;
+  const wd_schema_t *schema;
+  const wd_kafka_meta_t *meta;
+  wd_dbz_scratch_t *sc;
+  wd_jdoc_t doc;       /* the value */
+  wd_jdoc_t key;       /* the Kafka key */
+  int key_state;       /* 0 not parsed yet, 1 parsed, -1 null key */
+  bool cached_schema;  /* the value's schema is sc->schema_text (fast path), not doc.schema */
+  wd_jdoc_t sdoc;      /* sc->schema_text tokenised */
+  int img_schema[2];   /* schema struct of the before [0] / after [1] image; -2 = not looked up */
+} wd_dbz_t;
+
+/* A value being converted: where it came from, for schema hints and messages. */
+typedef struct wd_fld {
+  const wd_jdoc_t *doc;
+  const wd_source_col_t *c;
+  int image;            /* 0 before, 1 after, -1 not an image field */
+  const char *iname;    /* the image's name in messages */
+  bool hints_done;
+  const char *name;     /* schema "name" (Debezium semantic type), not NUL-terminated */
+  size_t namelen;
+  const char *stype;    /* schema "type" */
+  size_t stypelen;
+  int scale;            /* parameters.scale, -1 when absent */
+} wd_fld_t;
+
+static const char *const wd_image_names[2] = {"before", "after"};
+
+/* The schema struct describing schema field `name` among root's fields (Kafka Connect JSON
+ * schema: {"type":"struct","fields":[{...,"field":"x"}...]}), or -1. */
+static int wd_schema_field(const wd_jdoc_t *d, int st, const char *name, size_t n) {
+  int fields = wd_jgets(d, st, "fields");
+  if (fields < 0 || d->t[fields].type != JSMN_ARRAY) return -1;
+  int j = fields + 1;
+  for (int k = 0; k < d->t[fields].size && j < d->n; k++) {
+    int f = wd_jgets(d, j, "field");
+    if (f >= 0 && wd_jstr_eq(d, f, name, n)) return j;
+    j = wd_jnext(d, j);
+  }
+  return -1;
+}
+
+static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
+                        size_t whycap);
+
+/* The schema document and struct token describing f's document: the key's own envelope schema,
+ * the value's schema inside the value (general path), or the cached schema text (fast path,
+ * tokenised on first use). *st = -1 when there is none. */
+static const wd_jdoc_t *wd_fld_schema_root(wd_dbz_t *x, const wd_fld_t *f, int *st) {
+  *st = -1;
+  if (f->doc != &x->doc || !x->cached_schema) {
+    *st = f->doc->schema;
+    return f->doc;
+  }
+  wd_dbz_scratch_t *sc = x->sc;
+  if (sc->snt == 0) {
+    char why[160];
+    int r = wd_jdoc_load(&x->sdoc, (const char *)sc->schema_text.data, sc->schema_text.len, &sc->stok, &sc->stokcap,
+                         why, sizeof(why));
+    sc->snt = r == 0 ? x->sdoc.n : -1; /* no memory: no hints (the value may then fail E_TYPE) */
+  } else if (sc->snt > 0 && x->sdoc.t != sc->stok) {
+    x->sdoc.js = (const char *)sc->schema_text.data;
+    x->sdoc.t = sc->stok;
+    x->sdoc.n = sc->snt;
+  }
+  if (sc->snt <= 0) return f->doc;
+  x->sdoc.root = 0;
+  x->sdoc.schema = 0;
+  *st = 0;
+  return &x->sdoc;
+}
+
+static void wd_fld_hints(wd_dbz_t *x, wd_fld_t *f) {
+  if (f->hints_done) return;
+  f->hints_done = true;
+  f->scale = -1;
+  int st;
+  const wd_jdoc_t *d = wd_fld_schema_root(x, f, &st);
+  if (st < 0) return;
+  if (f->image >= 0) {
+    if (x->img_schema[f->image] == -2) {
+      int s = wd_schema_field(d, st, wd_image_names[f->image], strlen(wd_image_names[f->image]));
+      if (s < 0) s = wd_schema_field(d, st, wd_image_names[1 - f->image], strlen(wd_image_names[1 - f->image]));
+      x->img_schema[f->image] = s;
+    }
+    st = x->img_schema[f->image];
+  }
+  for (size_t k = 0; k < f->c->nseg && st >= 0; k++) st = wd_schema_field(d, st, f->c->seg[k], f->c->seglen[k]);
+  if (st < 0) return;
+  int t = wd_jgets(d, st, "name");
+  if (t >= 0 && d->t[t].type == JSMN_STRING) {
+    f->name = d->js + d->t[t].start;
+    f->namelen = (size_t)(d->t[t].end - d->t[t].start);
+  }
+  t = wd_jgets(d, st, "type");
+  if (t >= 0 && d->t[t].type == JSMN_STRING) {
+    f->stype = d->js + d->t[t].start;
+    f->stypelen = (size_t)(d->t[t].end - d->t[t].start);
+  }
+  t = wd_jgets(d, wd_jgets(d, st, "parameters"), "scale");
+  if (t >= 0) {
+    int64_t s;
+    if (wd_conv_parse_int(d->js + d->t[t].start, (size_t)(d->t[t].end - d->t[t].start), &s) == 0 && s >= 0 &&
+        s <= 38)
+      f->scale = (int)s;
+  }
+}
+
+static bool wd_fld_name_is(const wd_fld_t *f, const char *s) {
+  size_t n = strlen(s);
+  return f->namelen == n && memcmp(f->name, s, n) == 0;
+}
+
+static bool wd_fld_type_is(const wd_fld_t *f, const char *s) {
+  size_t n = strlen(s);
+  return f->stypelen == n && memcmp(f->stype, s, n) == 0;
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* Appends a token's JSON text (strings with their quotes), shortened to ~64 bytes. */
+static void wd_tok_text(const wd_jdoc_t *d, int i, char *out, size_t cap) {
+  if (i < 0) {
+    snprintf(out, cap, "(absent)");
+    return;
+  }
+  const jsmntok_t *t = &d->t[i];
+  int s = t->start, e = t->end;
+  if (t->type == JSMN_STRING) {
+    s--;
+    e++;
+  }
+  int n = e - s;
+  if (n > 64)
+    snprintf(out, cap, "%.64s...", d->js + s);
+  else
+    snprintf(out, cap, "%.*s", n, d->js + s);
+}
+
+/* "after.weight", "$.source.ts_ms", "$key.id": how a message names a source field. */
+static void wd_fld_label(const wd_fld_t *f, char *out, size_t cap) {
+  if (f->image >= 0)
+    snprintf(out, cap, "%s.%s", f->iname, f->c->spec);
+  else
+    snprintf(out, cap, "%s", f->c->spec);
+}
+
+static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* E_TYPE naming source, source field, wide column, column type and the JSON found. */
+static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, const char *fmt, ...) {
+  char reason[256], label[192], found[80];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof(reason), fmt, ap);
+  va_end(ap);
+  wd_fld_label(f, label, sizeof(label));
+  if (f->doc)
+    wd_tok_text(f->doc, tok, found, sizeof(found));
+  else
+    snprintf(found, sizeof(found), "the value");
+  const wd_field_t *col = &x->schema->cols[f->c->col];
+  char *ts = wd_type_to_string(col->type);
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field %s -> column '%s' %s: cannot convert %s%s: %s",
+                                 x->src->name, label, col->name, ts ? ts : "?", f->doc ? "JSON " : "", found, reason);
+  free(ts);
+  return err;
+}
+
+static const char *wd_err_text(const wd_error_t *e) {
+  const char *m = e->message;
+  size_t n = strlen(e->id);
+  if (n && strncmp(m, e->id, n) == 0 && m[n] == ':' && m[n + 1] == ' ') m += n + 2;
+  return m;
+}
+
+/* ---- token access --------------------------------------------------------------------------- */
+
+/* The unescaped text of string token i: into *p and *n (pointing into the message, or into the
+ * scratch buffer, valid until the next call). E_DECODE on a bad escape. */
+static wd_error_t *wd_jstr(wd_dbz_t *x, const wd_fld_t *f, int i, const char **p, size_t *n) {
+  const wd_jdoc_t *d = f->doc;
+  const char *rp = d->js + d->t[i].start;
+  size_t rn = (size_t)(d->t[i].end - d->t[i].start);
+  if (!memchr(rp, '\\', rn)) {
+    *p = rp;
+    *n = rn;
+    return NULL;
+  }
+  wd_buf_reset(&x->sc->buf);
+  if (wd_buf_reserve(&x->sc->buf, rn + 1)) return wd_error_nomem();
+  long m = wd_json_unescape(rp, rn, (char *)x->sc->buf.data);
+  if (m < 0) {
+    char label[192];
+    wd_fld_label(f, label, sizeof(label));
+    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': field %s: invalid escape or lone surrogate in a string",
+                        x->src->name, label);
+  }
+  x->sc->buf.len = (size_t)m;
+  x->sc->buf.data[m] = 0;
+  *p = (const char *)x->sc->buf.data;
+  *n = (size_t)m;
+  return NULL;
+}
+
+/* Sets v to a copy of p[0..n) (text or bytes). */
+static wd_error_t *wd_set_bytes(wd_value_t *v, const char *p, size_t n) {
+  char *s = malloc(n + 1);
+  if (!s) return wd_error_nomem();
+  if (n) memcpy(s, p, n);
+  s[n] = 0;
+  v->is_null = false;
+  v->s.p = s;
+  v->s.n = n;
+  return NULL;
+}
+
+/* A NUL-terminated copy of p[0..n) for strtod: into stack when it fits, else the scratch
+ * buffer. */
+static const char *wd_cstr(wd_dbz_t *x, const char *p, size_t n, char *stack, size_t cap) {
+  if (n < cap) {
+    memcpy(stack, p, n);
+    stack[n] = 0;
+    return stack;
+  }
+  wd_buf_reset(&x->sc->buf);
+  if (wd_buf_append(&x->sc->buf, p, n)) return NULL;
+  return (const char *)x->sc->buf.data;
+}
+
+/* ---- numbers -------------------------------------------------------------------------------- */
+
+/* An exact decimal read from Debezium bytes (base64 of a big-endian unscaled value), or from a
+ * VariableScaleDecimal struct. */
+static wd_error_t *wd_read_b64_decimal(wd_dbz_t *x, const wd_fld_t *f, int tok, const char *p, size_t n,
+                                       wd_i128 *unscaled) {
+  uint8_t stack[64];
+  uint8_t *bytes = n / 4 * 3 + 3 <= sizeof(stack) ? stack : malloc(n / 4 * 3 + 3);
+  wd_error_t *err = NULL;
+  size_t bn = 0;
+  if (!bytes) return wd_error_nomem();
+  if (wd_conv_base64_decode(p, n, bytes, &bn)) {
+    err = wd_type_error(x, f, tok, "not base64 (Debezium decimal bytes)");
+    goto cleanup;
+  }
+  if (wd_conv_be_to_i128(bytes, bn, unscaled)) {
+    err = wd_type_error(x, f, tok, "the unscaled value (%zu bytes) exceeds 128 bits", bn);
+    goto cleanup;
+  }
+cleanup:
+  if (bytes != stack) free(bytes);
+  return err;
+}
+
+/* Whether p[0..n) looks like Debezium's base64 decimal bytes: non-empty, a multiple of 4 long,
+ * only base64 characters with '=' padding at the end, and not a word Debezium writes as text for
+ * special values ("Infinity"). Anything else is read as decimal text, and fails as text, so "NaN",
+ * "+5x" or "" are type errors rather than silently decoded bytes. */
+static bool wd_plausible_b64(const char *p, size_t n) {
+  if (n == 0 || n % 4 != 0 || (n == 8 && memcmp(p, "Infinity", 8) == 0)) return false;
+  size_t pad = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = p[i];
+    if (c == '=') {
+      pad++;
+      continue;
+    }
+    if (pad || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'))
+      return false;
+  }
+  return pad <= 2;
+}
+
+/* Reads a Debezium decimal in bytes form: token tok is a base64 string (scale from the schema,
+ * else dflt_scale) or a VariableScaleDecimal object. *is_dec = false when tok is neither (the
+ * caller then reads it as text). */
+static wd_error_t *wd_read_bytes_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, int dflt_scale, bool text_first,
+                                         bool *is_dec, wd_i128 *unscaled, int *scale) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  *is_dec = false;
+  if (d->t[tok].type == JSMN_OBJECT) {
+    int st = wd_jgets(d, tok, "scale"), sv = wd_jgets(d, tok, "value");
+    if (st < 0 || sv < 0 || d->t[sv].type != JSMN_STRING) return NULL;
+    int64_t s;
+    if (wd_conv_parse_int(d->js + d->t[st].start, (size_t)(d->t[st].end - d->t[st].start), &s) || s < 0 || s > 38)
+      return wd_type_error(x, f, tok, "VariableScaleDecimal scale is not an integer in 0..38");
+    const char *p;
+    size_t n;
+    if ((err = wd_jstr(x, f, sv, &p, &n))) return err;
+    if ((err = wd_read_b64_decimal(x, f, tok, p, n, unscaled))) return err;
+    *scale = (int)s;
+    *is_dec = true;
+    return NULL;
+  }
+  if (d->t[tok].type != JSMN_STRING) return NULL;
+  wd_fld_hints(x, f);
+  bool bytes_form;
+  if (f->stype)
+    bytes_form = wd_fld_type_is(f, "bytes");
+  else
+    bytes_form = !text_first;
+  if (!bytes_form) return NULL;
+  const char *p;
+  size_t n;
+  if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+  if (!f->stype) { /* schemaless: the source's decimal-encoding decides, else valid text first */
+    wd_decimal_encoding_t enc = x->dec_enc;
+    if (enc == WD_DECIMAL_TEXT) return NULL;
+    if (enc == WD_DECIMAL_AUTO && (wd_conv_is_json_number(p, n) || !wd_plausible_b64(p, n))) return NULL;
+  }
+  if ((err = wd_read_b64_decimal(x, f, tok, p, n, unscaled))) return err;
+  *scale = f->scale >= 0 ? f->scale : dflt_scale;
+  *is_dec = true;
+  return NULL;
+}
+
+static wd_error_t *wd_to_integer(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *out) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  wd_error_t *err = NULL;
+  int64_t v = 0;
+  if (k->type == JSMN_PRIMITIVE) {
+    char c = d->js[k->start];
+    if (c == 't' || c == 'f') return wd_type_error(x, f, tok, "a boolean is not a number");
+    int r = wd_conv_parse_int(d->js + k->start, (size_t)(k->end - k->start), &v);
+    if (r == -1) return wd_type_error(x, f, tok, "not a JSON number");
+    if (r == -2) return wd_type_error(x, f, tok, "not an integer");
+    if (r == -3) return wd_type_error(x, f, tok, "out of range");
+  } else if (k->type == JSMN_STRING || k->type == JSMN_OBJECT) {
+    bool is_dec;
+    wd_i128 u;
+    int scale;
+    if ((err = wd_read_bytes_decimal(x, f, tok, 0, true, &is_dec, &u, &scale))) return err;
+    if (is_dec) {
+      wd_i128 p10 = 1;
+      for (int i = 0; i < scale; i++) p10 *= 10;
+      if (u % p10 != 0) return wd_type_error(x, f, tok, "not an integer (decimal with scale %d)", scale);
+      u /= p10;
+      if (u < INT64_MIN || u > INT64_MAX) return wd_type_error(x, f, tok, "out of range");
+      v = (int64_t)u;
+    } else {
+      if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a number");
+      const char *p;
+      size_t n;
+      if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+      int r = wd_conv_parse_int(p, n, &v);
+      if (r == -1) return wd_type_error(x, f, tok, "the string is not a number");
+      if (r == -2) return wd_type_error(x, f, tok, "not an integer");
+      if (r == -3) return wd_type_error(x, f, tok, "out of range");
+    }
+  } else {
+    return wd_type_error(x, f, tok, "an array is not a number");
+  }
+  if (v < wd_type_int_min(t) || v > wd_type_int_max(t))
+    return wd_type_error(x, f, tok, "out of range %lld..%lld", (long long)wd_type_int_min(t),
+                         (long long)wd_type_int_max(t));
+  *out = v;
+  return NULL;
+}
+
+static wd_error_t *wd_to_float(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, double *out) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  wd_error_t *err = NULL;
+  const char *p = d->js + k->start;
+  size_t n = (size_t)(k->end - k->start);
+  char dtext[64];
+  if (k->type == JSMN_PRIMITIVE) {
+    if (!wd_conv_is_json_number(p, n)) return wd_type_error(x, f, tok, "not a JSON number");
+  } else if (k->type == JSMN_STRING || k->type == JSMN_OBJECT) {
+    bool is_dec;
+    wd_i128 u;
+    int scale;
+    if ((err = wd_read_bytes_decimal(x, f, tok, 0, true, &is_dec, &u, &scale))) return err;
+    if (is_dec) {
+      n = wd_conv_decimal_text(u, scale, dtext);
+      p = dtext;
+    } else {
+      if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a number");
+      if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+      if (n == 3 && memcmp(p, "NaN", 3) == 0) {
+        *out = NAN;
+        return NULL;
+      }
+      if (n == 8 && memcmp(p, "Infinity", 8) == 0) {
+        *out = INFINITY;
+        return NULL;
+      }
+      if (n == 9 && memcmp(p, "-Infinity", 9) == 0) {
+        *out = -INFINITY;
+        return NULL;
+      }
+      if (!wd_conv_is_json_number(p, n)) return wd_type_error(x, f, tok, "the string is not a number");
+    }
+  } else {
+    return wd_type_error(x, f, tok, "an array is not a number");
+  }
+  char stack[128];
+  const char *z = wd_cstr(x, p, n, stack, sizeof(stack));
+  if (!z) return wd_error_nomem();
+  if (t->id == WD_FLOAT) {
+    float fv = strtof(z, NULL);
+    if (isinf(fv)) return wd_type_error(x, f, tok, "out of the FLOAT range");
+    *out = fv;
+  } else {
+    double dv = strtod(z, NULL);
+    if (isinf(dv)) return wd_type_error(x, f, tok, "out of the DOUBLE range");
+    *out = dv;
+  }
+  return NULL;
+}
+
+static wd_error_t *wd_check_precision(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_i128 u) {
+  wd_i128 lim = 1;
+  for (int i = 0; i < t->precision; i++) lim *= 10;
+  if (u >= lim || u <= -lim) return wd_type_error(x, f, tok, "does not fit precision %d", t->precision);
+  return NULL;
+}
+
+static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_i128 *out) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  wd_error_t *err = NULL;
+  const char *p = d->js + k->start;
+  size_t n = (size_t)(k->end - k->start);
+  if (k->type == JSMN_PRIMITIVE) {
+    if (!wd_conv_is_json_number(p, n)) return wd_type_error(x, f, tok, "not a JSON number");
+  } else if (k->type == JSMN_STRING || k->type == JSMN_OBJECT) {
+    bool is_dec;
+    wd_i128 u;
+    int scale;
+    if ((err = wd_read_bytes_decimal(x, f, tok, t->scale, false, &is_dec, &u, &scale))) return err;
+    if (is_dec) {
+      if (wd_conv_rescale(u, scale, t->scale, &u)) return wd_type_error(x, f, tok, "does not fit precision %d", t->precision);
+      if ((err = wd_check_precision(x, f, tok, t, u))) return err;
+      *out = u;
+      return NULL;
+    }
+    if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a decimal");
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+  } else {
+    return wd_type_error(x, f, tok, "an array is not a decimal");
+  }
+  wd_error_t *perr = wd_decimal_parse(p, n, t->precision, t->scale, out);
+  if (perr) {
+    err = wd_type_error(x, f, tok, "%s", wd_err_text(perr));
+    wd_error_destroy(perr);
+  }
+  return err;
+}
+
+/* ---- temporal ------------------------------------------------------------------------------- */
+
+static int64_t wd_p10_64(int n) {
+  int64_t r = 1;
+  while (n-- > 0) r *= 10;
+  return r;
+}
+
+/* The unit of an integer TIME/TIMESTAMP value: schema name first, then a path suffix, then
+ * the source option, then the precision rule. */
+static wd_time_unit_t wd_int_unit(wd_dbz_t *x, wd_fld_t *f, const wd_type_t *t, wd_time_unit_t opt, bool *days) {
+  *days = false;
+  wd_fld_hints(x, f);
+  if (f->name) {
+    if (wd_fld_name_is(f, "io.debezium.time.Time") || wd_fld_name_is(f, "io.debezium.time.Timestamp"))
+      return WD_UNIT_MILLIS;
+    if (wd_fld_name_is(f, "io.debezium.time.MicroTime") || wd_fld_name_is(f, "io.debezium.time.MicroTimestamp"))
+      return WD_UNIT_MICROS;
+    if (wd_fld_name_is(f, "io.debezium.time.NanoTime") || wd_fld_name_is(f, "io.debezium.time.NanoTimestamp"))
+      return WD_UNIT_NANOS;
+    if (wd_fld_name_is(f, "io.debezium.time.Date")) {
+      *days = true;
+      return WD_UNIT_AUTO;
+    }
+  }
+  if (f->c->path_unit != WD_UNIT_AUTO) return f->c->path_unit;
+  if (opt != WD_UNIT_AUTO) return opt;
+  return t->precision <= 3 ? WD_UNIT_MILLIS : WD_UNIT_MICROS;
+}
+
+static wd_error_t *wd_json_int(wd_dbz_t *x, wd_fld_t *f, int tok, int64_t *v) {
+  const wd_jdoc_t *d = f->doc;
+  const jsmntok_t *k = &d->t[tok];
+  int r = wd_conv_parse_int(d->js + k->start, (size_t)(k->end - k->start), v);
+  if (r == -1) return wd_type_error(x, f, tok, "not a JSON number");
+  if (r == -2) return wd_type_error(x, f, tok, "not an integer");
+  if (r == -3) return wd_type_error(x, f, tok, "out of range");
+  return NULL;
+}
+
+static wd_error_t *wd_to_date(wd_dbz_t *x, wd_fld_t *f, int tok, int64_t *out) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  if (d->t[tok].type == JSMN_PRIMITIVE) {
+    if ((err = wd_json_int(x, f, tok, out))) return err;
+    if (*out < INT32_MIN || *out > INT32_MAX) return wd_type_error(x, f, tok, "days out of range");
+    return NULL;
+  }
+  if (d->t[tok].type != JSMN_STRING) return wd_type_error(x, f, tok, "expected days or \"YYYY-MM-DD\"");
+  const char *p;
+  size_t n;
+  if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+  if (wd_conv_parse_date(p, n, out)) return wd_type_error(x, f, tok, "not a date \"YYYY-MM-DD\"");
+  return NULL;
+}
+
+static wd_error_t *wd_to_time(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *out) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  int64_t ns;
+  if (d->t[tok].type == JSMN_PRIMITIVE) {
+    int64_t v;
+    bool days;
+    if ((err = wd_json_int(x, f, tok, &v))) return err;
+    wd_time_unit_t u = wd_int_unit(x, f, t, x->src->time_unit, &days);
+    int64_t mul = u == WD_UNIT_MILLIS ? 1000000 : u == WD_UNIT_MICROS ? 1000 : 1;
+    if (days || v < 0 || v > 86400LL * 1000000000LL / mul)
+      return wd_type_error(x, f, tok, "not a time of day in %s", days ? "days" : u == WD_UNIT_MILLIS ? "ms" : u == WD_UNIT_MICROS ? "µs" : "ns");
+    ns = v * mul;
+    if (ns >= 86400LL * 1000000000LL) return wd_type_error(x, f, tok, "24:00 or later is not a time of day");
+  } else if (d->t[tok].type == JSMN_STRING) {
+    const char *p;
+    size_t n;
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    if (wd_conv_parse_time(p, n, &ns)) return wd_type_error(x, f, tok, "not a time \"hh:mm:ss[.fffffffff]\"");
+  } else {
+    return wd_type_error(x, f, tok, "expected an integer or \"hh:mm:ss\"");
+  }
+  int p = t->precision < 0 ? 0 : t->precision > 9 ? 9 : t->precision;
+  *out = ns - ns % wd_p10_64(9 - p);
+  return NULL;
+}
+
+/* Truncates (us, ns) to p fraction digits, towards the past. */
+static void wd_ts_truncate(int p, int64_t *us, int32_t *ns) {
+  if (p < 0) p = 0;
+  if (p >= 9) return;
+  if (p > 6) {
+    *ns -= (int32_t)(*ns % wd_p10_64(9 - p));
+    return;
+  }
+  *ns = 0;
+  *us -= wd_conv_floormod(*us, wd_p10_64(6 - p));
+}
+
+static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *us,
+                                   int32_t *ns) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  *ns = 0;
+  if (d->t[tok].type == JSMN_PRIMITIVE) {
+    int64_t v;
+    bool days;
+    if ((err = wd_json_int(x, f, tok, &v))) return err;
+    wd_time_unit_t u = wd_int_unit(x, f, t, x->src->timestamp_unit, &days);
+    if (days) {
+      if (v > INT64_MAX / 86400000000LL || v < INT64_MIN / 86400000000LL)
+        return wd_type_error(x, f, tok, "days out of range");
+      *us = v * 86400000000LL;
+    } else if (u == WD_UNIT_MILLIS) {
+      if (v > INT64_MAX / 1000 || v < INT64_MIN / 1000) return wd_type_error(x, f, tok, "ms out of range");
+      *us = v * 1000;
+    } else if (u == WD_UNIT_MICROS) {
+      *us = v;
+    } else {
+      *us = wd_conv_floordiv(v, 1000);
+      *ns = (int32_t)wd_conv_floormod(v, 1000);
+    }
+  } else if (d->t[tok].type == JSMN_STRING) {
+    const char *p;
+    size_t n;
+    bool zoned;
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    if (wd_conv_parse_timestamp(p, n, us, ns, &zoned))
+      return wd_type_error(x, f, tok, "not an ISO-8601 timestamp \"YYYY-MM-DDThh:mm:ss[.f][Z|+hh:mm]\"");
+  } else {
+    return wd_type_error(x, f, tok, "expected an integer or an ISO-8601 string");
+  }
+  wd_ts_truncate(t->precision, us, ns);
+  return NULL;
+}
+
+/* ---- one value ---------------------------------------------------------------------------- */
+
+/* Converts token tok of f->doc (may be -1: absent) into v (NULL beforehand) of type t. */
+static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_value_t *v) {
+  const wd_jdoc_t *d = f->doc;
+  wd_error_t *err = NULL;
+  if (wd_jis_null(d, tok)) return NULL;
+  const jsmntok_t *k = &d->t[tok];
+  if (k->type == JSMN_PRIMITIVE) {
+    /* validate literals of fields we read (jsmn does not) */
+    const char *p = d->js + k->start;
+    size_t n = (size_t)(k->end - k->start);
+    if ((p[0] == 't' && !(n == 4 && memcmp(p, "true", 4) == 0)) ||
+        (p[0] == 'f' && !(n == 5 && memcmp(p, "false", 5) == 0)) ||
+        (p[0] != 't' && p[0] != 'f' && !wd_conv_is_json_number(p, n))) {
+      char label[192];
+      wd_fld_label(f, label, sizeof(label));
+      return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': field %s: invalid JSON literal '%.*s'", x->src->name,
+                          label, (int)(n > 40 ? 40 : n), p);
+    }
+  }
+  switch (t->id) {
+  case WD_BOOLEAN:
+    if (k->type == JSMN_STRING && x->hints.strings_only) {
+      const char *p = d->js + k->start;
+      size_t n = (size_t)(k->end - k->start);
+      if ((n == 1 && (p[0] == '0' || p[0] == '1')) || (n == 4 && !memcmp(p, "true", 4)) ||
+          (n == 5 && !memcmp(p, "false", 5))) {
+        v->b = p[0] == '1' || p[0] == 't';
+        v->is_null = false;
+        return NULL;
+      }
+    }
+    if (k->type == JSMN_PRIMITIVE) {
+      const char *p = d->js + k->start;
+      if (p[0] == 't' || p[0] == 'f') {
+        v->b = p[0] == 't';
+        v->is_null = false;
+        return NULL;
+      }
+      int64_t i;
+      if (wd_conv_parse_int(p, (size_t)(k->end - k->start), &i) == 0 && (i == 0 || i == 1)) {
+        v->b = i == 1;
+        v->is_null = false;
+        return NULL;
+      }
+    }
+    return wd_type_error(x, f, tok, "expected true, false, 0 or 1");
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if ((err = wd_to_integer(x, f, tok, t, &v->i))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    if ((err = wd_to_float(x, f, tok, t, &v->f))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_DECIMAL:
+    if ((err = wd_to_decimal(x, f, tok, t, &v->dec))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_DATE:
+    if ((err = wd_to_date(x, f, tok, &v->i))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_TIME:
+    if ((err = wd_to_time(x, f, tok, t, &v->i))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if ((err = wd_to_timestamp(x, f, tok, t, &v->ts.us, &v->ts.ns))) return err;
+    v->is_null = false;
+    return NULL;
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: {
+    if (k->type == JSMN_STRING) {
+      const char *rp = d->js + k->start;
+      size_t rn = (size_t)(k->end - k->start);
+      if (!memchr(rp, '\\', rn)) return wd_set_bytes(v, rp, rn);
+      char *s = malloc(rn + 1);
+      if (!s) return wd_error_nomem();
+      long m = wd_json_unescape(rp, rn, s);
+      if (m < 0) {
+        free(s);
+        char label[192];
+        wd_fld_label(f, label, sizeof(label));
+        return wd_error_new(WD_ERR_DECODE, "E_DECODE",
+                            "source '%s': field %s: invalid escape or lone surrogate in a string", x->src->name, label);
+      }
+      s[m] = 0;
+      v->is_null = false;
+      v->s.p = s;
+      v->s.n = (size_t)m;
+      return NULL;
+    }
+    /* numbers, booleans, objects and arrays: their JSON text as it is in the message */
+    return wd_set_bytes(v, d->js + k->start, (size_t)(k->end - k->start));
+  }
+  case WD_BYTES: {
+    if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "expected a base64 string");
+    const char *p;
+    size_t n;
+    if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    wd_fld_hints(x, f);
+    if (f->stype && wd_fld_type_is(f, "string")) return wd_set_bytes(v, p, n);
+    bool latin1 = false;
+    if (!f->stype && x->hints.strings_only && f->image >= 0 && x->type_hints >= 0) {
+      int th = wd_jget(d, x->type_hints, f->c->seg[0], f->c->seglen[0]);
+      if (th >= 0 && d->t[th].type == JSMN_STRING) {
+        size_t tn = (size_t)(d->t[th].end - d->t[th].start);
+        const char *tp = d->js + d->t[th].start;
+        latin1 = memmem(tp, tn, "binary", 6) || memmem(tp, tn, "blob", 4) || memmem(tp, tn, "bit", 3);
+      }
+    }
+    if (!f->stype && x->hints.strings_only && !latin1) return wd_set_bytes(v, p, n);
+    if (latin1) { /* Canal writes binary columns as ISO-8859-1 text: one byte per code point <= U+00FF */
+      char *b = malloc(n + 1);
+      size_t bn = 0;
+      if (!b) return wd_error_nomem();
+      for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c < 0x80) {
+          b[bn++] = (char)c;
+        } else if ((c == 0xC2 || c == 0xC3) && i + 1 < n && ((unsigned char)p[i + 1] & 0xC0) == 0x80) {
+          b[bn++] = (char)(((c & 0x03) << 6) | ((unsigned char)p[i + 1] & 0x3F));
+          i++;
+        } else {
+          free(b);
+          return wd_type_error(x, f, tok, "not ISO-8859-1 text (a character above U+00FF)");
+        }
+      }
+      b[bn] = 0;
+      v->is_null = false;
+      v->s.p = b;
+      v->s.n = bn;
+      return NULL;
+    }
+    char *b = malloc(n / 4 * 3 + 4);
+    size_t bn;
+    if (!b) return wd_error_nomem();
+    if (wd_conv_base64_decode(p, n, (uint8_t *)b, &bn)) {
+      free(b);
+      return wd_type_error(x, f, tok, "not base64");
+    }
+    b[bn] = 0;
+    v->is_null = false;
+    v->s.p = b;
+    v->s.n = bn;
+    return NULL;
+  }
+  case WD_ARRAY:
+  case WD_MAP:
+  case WD_ROW: {
+    const char *p = d->js + k->start;
+    size_t n = (size_t)(k->end - k->start);
+    if (k->type == JSMN_STRING) {
+      if ((err = wd_jstr(x, f, tok, &p, &n))) return err;
+    } else if (k->type == JSMN_PRIMITIVE) {
+      return wd_type_error(x, f, tok, "expected a JSON %s", t->id == WD_ARRAY ? "array" : "object");
+    }
+    json_error_t jerr;
+    json_t *j = json_loadb(p, n, JSON_DECODE_ANY, &jerr);
+    if (!j) return wd_type_error(x, f, tok, "not JSON: %s", jerr.text);
+    wd_error_t *verr = wd_value_from_json(t, j, v);
+    json_decref(j);
+    if (verr) {
+      err = wd_type_error(x, f, tok, "%s", wd_err_text(verr));
+      wd_error_destroy(verr);
+    }
+    return err;
+  }
+  }
+  return wd_type_error(x, f, tok, "unsupported column type");
+}
+
+/* ---- documents -------------------------------------------------------------------------------- */
+
+/* Finds payload and schema of a tokenised top object: the {"schema","payload"} envelope when
+ * the top object has no "op" but a "payload". *payload_null when the payload is JSON null. */
+static void wd_envelope(wd_jdoc_t *d, bool *payload_null) {
+  *payload_null = false;
+  d->root = 0;
+  d->schema = -1;
+  if (wd_jgets(d, 0, "op") >= 0) return;
+  int p = wd_jgets(d, 0, "payload");
+  if (p < 0) return;
+  if (wd_jis_null(d, p)) *payload_null = true;
+  d->root = p;
+  int s = wd_jgets(d, 0, "schema");
+  if (s >= 0 && d->t[s].type == JSMN_OBJECT) d->schema = s;
+}
+
+static bool wd_is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* The index after the JSON string starting at js[i] == '"', or 0 when it is not closed. */
+static size_t wd_skip_string(const char *js, size_t e, size_t i) {
+  i++;
+  for (;;) {
+    const char *q = i < e ? memchr(js + i, '"', e - i) : NULL;
+    if (!q) return 0;
+    size_t k = (size_t)(q - js), bs = 0;
+    while (k - bs > i && js[k - bs - 1] == '\\') bs++;
+    if (bs % 2 == 0) return k + 1;
+    i = k + 1;
+  }
+}
+
+/* The index after the JSON value starting at js[i] (strings and bracket depth only; not a
+ * validator), or 0. */
+static size_t wd_skip_value(const char *js, size_t e, size_t i) {
+  if (i >= e) return 0;
+  if (js[i] == '"') return wd_skip_string(js, e, i);
+  if (js[i] == '{' || js[i] == '[') {
+    int depth = 0;
+    while (i < e) {
+      char c = js[i];
+      if (c == '"') {
+        if (!(i = wd_skip_string(js, e, i))) return 0;
+        continue;
+      }
+      if (c == '{' || c == '[') {
+        depth++;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) return i + 1;
+      }
+      i++;
+    }
+    return 0;
+  }
+  while (i < e && js[i] != ',' && js[i] != '}' && js[i] != ']' && !wd_is_space(js[i])) i++;
+  return i;
+}
+
+/* The envelope fast path: when js[b..e) is {"schema":S,"payload":P} (P last), sets [*pb, *pe)
+ * to P and makes S the cached schema (compared with it first), returning 1; 0 when the message
+ * has another shape (use the general path); -1 on no memory. */
+static int wd_envelope_fast(wd_dbz_t *x, const char *js, size_t b, size_t e, size_t *pb, size_t *pe) {
+  static const char pre[] = "{\"schema\":";
+  const size_t npre = sizeof(pre) - 1;
+  wd_buf_t *st = &x->sc->schema_text;
+  if (e - b < npre + 12 || memcmp(js + b, pre, npre) != 0 || js[e - 1] != '}') return 0;
+  size_t i = b + npre, se;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (st->len && e - i > st->len && memcmp(js + i, st->data, st->len) == 0 &&
+      (js[i + st->len] == ',' || wd_is_space(js[i + st->len]))) {
+    se = i + st->len;
+  } else {
+    if (!(se = wd_skip_value(js, e, i))) return 0;
+    wd_buf_reset(st);
+    if (wd_buf_append(st, js + i, se - i)) return -1;
+    x->sc->snt = 0;
+  }
+  i = se;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (i >= e || js[i] != ',') return 0;
+  i++;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (e - i < 10 || memcmp(js + i, "\"payload\"", 9) != 0) return 0;
+  i += 9;
+  while (i < e && wd_is_space(js[i])) i++;
+  if (i >= e || js[i] != ':') return 0;
+  i++;
+  while (i < e && wd_is_space(js[i])) i++;
+  size_t j = e - 1; /* the closing '}' of the envelope */
+  while (j > i && wd_is_space(js[j - 1])) j--;
+  if (j <= i) return 0;
+  *pb = i;
+  *pe = j;
+  return 1;
+}
+
+/* Tokenises js into a document whose top token is an object spanning all of js (whitespace
+ * aside). Returns 0, -1 (not JSON / not an object; *why says which), -2 no memory. */
+static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
+                        size_t whycap) {
+  if (len >= INT_MAX) {
+    snprintf(why, whycap, "the value is too large (%zu bytes)", len);
+    return -1;
+  }
+  size_t b = 0, e = len;
+  while (b < e && wd_is_space(js[b])) b++;
+  while (e > b && wd_is_space(js[e - 1])) e--;
+  if (b == e) {
+    snprintf(why, whycap, "the value is empty or whitespace only");
+    return -1;
+  }
+  if (js[b] != '{') {
+    snprintf(why, whycap, "not a JSON object (starts with '%.*s')", (int)(e - b > 20 ? 20 : e - b), js + b);
+    return -1;
+  }
+  unsigned pos = 0;
+  int n = wd_jtokenize(js, len, tok, cap, &pos);
+  if (n == WD_JTOK_NOMEM) return -2;
+  if (n == WD_JTOK_DEEP) {
+    snprintf(why, whycap, "JSON nested deeper than %d levels", WD_JSON_MAX_DEPTH);
+    return -1;
+  }
+  if (n == JSMN_ERROR_INVAL) {
+    snprintf(why, whycap, "invalid JSON at byte %u", pos);
+    return -1;
+  }
+  if (n < 0) {
+    snprintf(why, whycap, "truncated JSON (an object, array or string is not closed)");
+    return -1;
+  }
+  if (n < 1 || (*tok)[0].type != JSMN_OBJECT || (size_t)(*tok)[0].end != e) {
+    snprintf(why, whycap, "not a single JSON object (text after the object at byte %d)", n >= 1 ? (*tok)[0].end : 0);
+    return -1;
+  }
+  d->js = js;
+  d->t = *tok;
+  d->n = n;
+  return 0;
+}
+
+/* Parses the Kafka key once per message (for $key.* mappings). */
+static wd_error_t *wd_load_key(wd_dbz_t *x) {
+  if (x->key_state) return NULL;
+  x->key_state = -1;
+  const wd_kafka_meta_t *m = x->meta;
+  if (!m || !m->key || m->key_len == 0) return NULL;
+  char why[160];
+  int r = wd_jdoc_load(&x->key, m->key, m->key_len, &x->sc->ktok, &x->sc->ktokcap, why, sizeof(why));
+  if (r == -2) return wd_error_nomem();
+  if (r == -1) return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key: %s", x->src->name, why);
+  bool null_payload;
+  wd_envelope(&x->key, &null_payload);
+  if (null_payload) return NULL;
+  x->key_state = 1;
+  return NULL;
+}
+
+/* ---- row images ---------------------------------------------------------------------------- */
+
+/* Sets x->sc->slot for the keys of object img (without clearing first): one pass over its keys
+ * through the source's hash. */
+static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
+  const wd_source_t *src = x->src;
+  const wd_jdoc_t *d = &x->doc;
+  if (img < 0 || !src->hash || d->t[img].type != JSMN_OBJECT) return NULL;
+  int j = img + 1;
+  for (int k = 0; k < d->t[img].size && j + 1 < d->n; k++) {
+    const char *kp = d->js + d->t[j].start;
+    size_t kn = (size_t)(d->t[j].end - d->t[j].start);
+    if (memchr(kp, '\\', kn)) {
+      wd_buf_reset(&x->sc->buf);
+      if (wd_buf_reserve(&x->sc->buf, kn + 1)) return wd_error_nomem();
+      long r = wd_json_unescape(kp, kn, (char *)x->sc->buf.data);
+      if (r < 0)
+        return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': a key of the %s image has an invalid escape",
+                            x->src->name, x->image_names[image]);
+      kp = (const char *)x->sc->buf.data;
+      kn = (size_t)r;
+    }
+    size_t pos = wd_conv_hash(kp, kn) & (src->hcap - 1);
+    while (src->hash[pos] >= 0) {
+      const wd_source_col_t *c = &src->cols[src->hash[pos]];
+      if (c->seglen[0] == kn && memcmp(c->seg[0], kp, kn) == 0) {
+        for (int mm = src->hash[pos]; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
+        break;
+      }
+      pos = (pos + 1) & (src->hcap - 1);
+    }
+    j = wd_jnext(d, j + 1);
+  }
+  return NULL;
+}
+
+static wd_error_t *wd_jev_begin_image(void *ctx, int image, const void *img) {
+  wd_dbz_t *x = ctx;
+  const wd_jimg_t *ji = img;
+  wd_error_t *err = NULL;
+  for (size_t m = 0; m < x->src->ncols; m++) x->sc->slot[m] = -1;
+  if (!ji) return NULL;
+  if ((err = wd_fill_slots(x, image, ji->obj))) return err;
+  if (ji->overlay >= 0) err = wd_fill_slots(x, image, ji->overlay);
+  return err;
+}
+
+static wd_error_t *wd_jev_value(void *ctx, int image, const void *img, size_t m, wd_value_t *v, bool *present) {
+  wd_dbz_t *x = ctx;
+  const wd_source_col_t *c = &x->src->cols[m];
+  const wd_type_t *t = x->schema->cols[c->col].type;
+  wd_error_t *err = NULL;
+  wd_fld_t f = {.doc = &x->doc, .c = c, .image = -1, .iname = x->image_names[image]};
+  int tok = -1;
+  *present = true;
+  switch (c->kind) {
+  case WD_MAP_IMAGE:
+    f.image = image;
+    tok = img ? x->sc->slot[m] : -1;
+    *present = tok >= 0;
+    if (tok >= 0 && c->nseg > 1) tok = wd_jpath(&x->doc, tok, c, 1);
+    break;
+  case WD_MAP_ENVELOPE:
+    tok = wd_jpath(&x->doc, x->doc.root, c, 0);
+    break;
+  case WD_MAP_KEY:
+    if ((err = wd_load_key(x))) return err;
+    f.doc = &x->key;
+    if (x->key_state == 1) tok = wd_jpath(&x->key, x->key.root, c, 0);
+    break;
+  case WD_MAP_KAFKA:
+    return NULL;
+  }
+  if (tok < 0) return NULL;
+  return wd_convert(x, &f, tok, t, v);
+}
+
+wd_image_reader_t wd_jev_reader(wd_jev_t *x, const char *before_name, const char *after_name) {
+  x->image_names[0] = before_name;
+  x->image_names[1] = after_name;
+  wd_image_reader_t rd = {.ctx = x, .image_names = {before_name, after_name}, .begin = wd_jev_begin_image,
+                          .value = wd_jev_value};
+  return rd;
+}
+
+/* ---- the record ----------------------------------------------------------------------------- */
+
+wd_error_t *wd_jev_start(wd_changes_t *out, const wd_source_t *src, const wd_schema_t *schema,
+                         const wd_kafka_meta_t *meta, const wd_json_hints_t *hints, wd_jev_t **xp) {
+  wd_changes_reset(out);
+  *xp = NULL;
+  if (out->schema && out->schema != schema)
+    return wd_error_new(WD_ERR_INTERNAL, NULL, "JSON decoder: the container is bound to another schema");
+  if (src->ncols && src->schema_ncols != schema->ncols)
+    return wd_error_new(WD_ERR_INTERNAL, NULL, "JSON decoder: source '%s' is not a source of this schema", src->name);
+  if (out->scratch && out->scratch_free != wd_dbz_scratch_free) {
+    out->scratch_free(out->scratch);
+    out->scratch = NULL;
+  }
+  if (!out->scratch) {
+    if (!(out->scratch = calloc(1, sizeof(wd_dbz_scratch_t)))) return wd_error_nomem();
+    out->scratch_free = wd_dbz_scratch_free;
+  }
+  wd_dbz_scratch_t *sc = out->scratch;
+  if (!sc->ctx && !(sc->ctx = calloc(1, sizeof(*sc->ctx)))) return wd_error_nomem();
+  if (sc->slotcap < src->ncols) {
+    int *sl = realloc(sc->slot, src->ncols * sizeof(*sl));
+    if (!sl) return wd_error_nomem();
+    sc->slot = sl;
+    sc->slotcap = src->ncols;
+  }
+  wd_dbz_t *x = sc->ctx;
+  memset(x, 0, sizeof(*x));
+  x->out = out;
+  x->src = src;
+  x->schema = schema;
+  x->meta = meta;
+  x->sc = sc;
+  x->img_schema[0] = x->img_schema[1] = -2;
+  x->type_hints = -1;
+  x->image_names[0] = "before";
+  x->image_names[1] = "after";
+  x->dec_enc = wd_format_decimal_encoding(src);
+  if (hints) x->hints = *hints;
+  *xp = x;
+  return NULL;
+}
+
+int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelope, wd_error_t **err) {
+  wd_changes_t *out = x->out;
+  const wd_source_t *src = x->src;
+  *err = NULL;
+  const char *js = value;
+  if (!js || len == 0) {
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    return 1;
+  }
+  size_t b = 0, e = len;
+  while (b < e && wd_is_space(js[b])) b++;
+  while (e > b && wd_is_space(js[e - 1])) e--;
+  if (e - b == 4 && memcmp(js + b, "null", 4) == 0) {
+    out->flags |= WD_CHANGES_TOMBSTONE;
+    return 1;
+  }
+  char why[160];
+  int r = -1;
+  size_t pb, pe;
+  int fast = connect_envelope && len < INT_MAX ? wd_envelope_fast(x, js, b, e, &pb, &pe) : 0;
+  if (fast < 0) {
+    *err = wd_error_nomem();
+    return -1;
+  }
+  if (fast) {
+    if (pe - pb == 4 && memcmp(js + pb, "null", 4) == 0) {
+      out->flags |= WD_CHANGES_TOMBSTONE;
+      return 1;
+    }
+    r = wd_jdoc_load(&x->doc, js + pb, pe - pb, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
+    if (r == 0) {
+      x->doc.root = 0;
+      x->doc.schema = -1;
+      x->cached_schema = true;
+    }
+  }
+  if (r == -1) { /* the general path (also for a fast-path payload that is not one object) */
+    r = wd_jdoc_load(&x->doc, js, len, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
+    if (r == -1) {
+      *err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': %s", src->name, why);
+      return -1;
+    }
+    if (r == 0) {
+      x->doc.root = 0;
+      x->doc.schema = -1;
+      if (connect_envelope) {
+        bool payload_null;
+        wd_envelope(&x->doc, &payload_null);
+        if (payload_null) {
+          out->flags |= WD_CHANGES_TOMBSTONE;
+          return 1;
+        }
+      }
+    }
+  }
+  if (r == -2) {
+    *err = wd_error_nomem();
+    return -1;
+  }
+  if (x->doc.t[x->doc.root].type != JSMN_OBJECT) {
+    *err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the envelope's payload is not an object", src->name);
+    return -1;
+  }
+  return 0;
+}
+
+int wd_jev_root(const wd_jev_t *x) { return x->doc.root; }
+
+wd_jtype_t wd_jev_type(const wd_jev_t *x, int tok) {
+  if (tok < 0 || tok >= x->doc.n) return WD_JT_OTHER;
+  switch (x->doc.t[tok].type) {
+  case JSMN_OBJECT: return WD_JT_OBJECT;
+  case JSMN_ARRAY: return WD_JT_ARRAY;
+  case JSMN_STRING: return WD_JT_STRING;
+  case JSMN_PRIMITIVE: return WD_JT_PRIMITIVE;
+  default: return WD_JT_OTHER;
+  }
+}
+
+bool wd_jev_is_null(const wd_jev_t *x, int tok) { return wd_jis_null(&x->doc, tok); }
+
+int wd_jev_get(const wd_jev_t *x, int obj, const char *key) { return wd_jgets(&x->doc, obj, key); }
+
+int wd_jev_size(const wd_jev_t *x, int tok) { return tok < 0 ? 0 : x->doc.t[tok].size; }
+
+int wd_jev_index(const wd_jev_t *x, int arr, int i) { return i < 0 ? -1 : wd_jindex(&x->doc, arr, (size_t)i); }
+
+bool wd_jev_str_eq(const wd_jev_t *x, int tok, const char *s) {
+  return tok >= 0 && wd_jstr_eq(&x->doc, tok, s, strlen(s));
+}
+
+void wd_jev_text(const wd_jev_t *x, int tok, char *out, size_t cap) { wd_tok_text(&x->doc, tok, out, cap); }
+
+int wd_jev_int(const wd_jev_t *x, int tok, int64_t *out) {
+  if (tok < 0) return -1;
+  const jsmntok_t *t = &x->doc.t[tok];
+  if (t->type != JSMN_PRIMITIVE && t->type != JSMN_STRING) return -1;
+  return wd_conv_parse_int(x->doc.js + t->start, (size_t)(t->end - t->start), out) == 0 ? 0 : -1;
+}
+
+wd_error_t *wd_jev_finish(wd_jev_t *x, wd_error_t *err) {
+  if (err) wd_changes_reset(x->out);
+  return err;
+}
+
+void wd_jev_set_type_hints(wd_jev_t *x, int tok) { x->type_hints = tok; }
