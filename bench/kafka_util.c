@@ -14,6 +14,8 @@
 
 const char *bench_brokers;
 const char *bench_prog = "bench";
+double bench_last_user_s, bench_last_sys_s;
+long bench_last_ctxsw;
 
 void bench_die(const char *fmt, const char *arg) {
   fprintf(stderr, "%s: ", bench_prog);
@@ -90,7 +92,10 @@ double bench_wait_widen(pid_t pid) {
   struct rusage ru;
   if (wait4(pid, &status, 0, &ru) < 0) bench_die("wait4: %s", strerror(errno));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "%s: widen exited with status %d\n", bench_prog, status);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  bench_last_user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+  bench_last_sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  bench_last_ctxsw = ru.ru_nvcsw + ru.ru_nivcsw;
+  return bench_last_user_s + bench_last_sys_s;
 }
 
 /* An assign-mode consumer of all partitions (0..3) of topics[0..n) from the beginning. */

@@ -26,6 +26,10 @@ void bench_create_topics(const char *prefix, const char *const *names, int n);
  * and returns its pid; bench_wait_widen waits for it and returns its CPU seconds (user + system). */
 pid_t bench_start_widen(const char *widen, const char *config, const char *log);
 double bench_wait_widen(pid_t pid);
+/* The user and system CPU seconds and the context switches (voluntary + involuntary) of the last
+ * process bench_wait_widen reaped. */
+extern double bench_last_user_s, bench_last_sys_s;
+extern long bench_last_ctxsw;
 /* An assign-mode consumer of all partitions (0..3) of topics[0..n) from the beginning. */
 rd_kafka_t *bench_new_consumer(const char *const *topics, int n);
 /* Sum of the high watermarks of topic's 4 partitions. */
