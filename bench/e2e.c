@@ -149,32 +149,16 @@ typedef struct {
  * partition reported its end (the last stable offset; transaction markers take offsets, so the
  * high watermark is not a message count under exactly-once). */
 static void read_output(const char *topic, outs_t *o) {
-  char errstr[512];
-  rd_kafka_conf_t *c = bench_base_conf();
-  bench_conf_set(c, "group.id", "widen-bench-reader");
-  bench_conf_set(c, "enable.auto.commit", "false");
-  bench_conf_set(c, "enable.partition.eof", "true");
-  bench_conf_set(c, "isolation.level", "read_committed");
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
-  if (!rk) bench_die("consumer: %s", errstr);
-  rd_kafka_poll_set_consumer(rk);
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
-  for (int p = 0; p < 4; p++) rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_assign(rk, l);
-  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_t *rk = bench_new_reader(topic);
   int64_t end = bench_topic_end(rk, topic); /* an upper bound of the message count */
   o->ts = malloc((end + 1) * sizeof(int64_t));
   o->key = malloc((end + 1) * sizeof(uint64_t));
   o->n = 0;
   bool at_end[4] = {false, false, false, false};
-  double t0 = bench_mono();
-  while (!(at_end[0] && at_end[1] && at_end[2] && at_end[3]) && bench_mono() - t0 < 120) {
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
-    if (!m) continue;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      if (m->partition >= 0 && m->partition < 4) at_end[m->partition] = true;
-    } else if (!m->err && (int64_t)o->n < end) {
-      if (m->partition >= 0 && m->partition < 4) at_end[m->partition] = false;
+  double deadline = bench_mono() + 120;
+  rd_kafka_message_t *m;
+  while ((m = bench_reader_next(rk, at_end, deadline))) {
+    if ((int64_t)o->n < end) {
       o->ts[o->n] = rd_kafka_message_timestamp(m, NULL);
       uint64_t k = 0;
       const char *p = m->key;
