@@ -74,24 +74,21 @@ static double produce(const char *topic, const wd_bench_avro_input_t *in) {
   return secs;
 }
 
-/* Reads the whole output topic: count, first and last CreateTime timestamp. */
+/* Reads the whole output topic read_committed (until every partition's end): count, first and
+ * last CreateTime timestamp. */
 static size_t read_output(const char *topic, int64_t *tmin, int64_t *tmax) {
-  const char *t[1] = {topic};
-  rd_kafka_t *rk = bench_new_consumer(t, 1);
-  int64_t end = bench_topic_end(rk, topic);
+  rd_kafka_t *rk = bench_new_reader(topic);
   size_t n = 0;
   *tmin = INT64_MAX;
   *tmax = 0;
-  double t0 = bench_mono();
-  while ((int64_t)n < end && bench_mono() - t0 < 120) {
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
-    if (!m) continue;
-    if (!m->err) {
-      int64_t ts = rd_kafka_message_timestamp(m, NULL);
-      if (ts < *tmin) *tmin = ts;
-      if (ts > *tmax) *tmax = ts;
-      n++;
-    }
+  bool at_end[4] = {false, false, false, false};
+  double deadline = bench_mono() + 120;
+  rd_kafka_message_t *m;
+  while ((m = bench_reader_next(rk, at_end, deadline))) {
+    int64_t ts = rd_kafka_message_timestamp(m, NULL);
+    if (ts < *tmin) *tmin = ts;
+    if (ts > *tmax) *tmax = ts;
+    n++;
     rd_kafka_message_destroy(m);
   }
   rd_kafka_consumer_close(rk);

@@ -3,6 +3,8 @@
  */
 #include "bench/kafka_util.h"
 
+#include "bench/bench_util.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +16,8 @@
 
 const char *bench_brokers;
 const char *bench_prog = "bench";
+double bench_last_user_s, bench_last_sys_s;
+long bench_last_ctxsw;
 
 void bench_die(const char *fmt, const char *arg) {
   fprintf(stderr, "%s: ", bench_prog);
@@ -90,7 +94,10 @@ double bench_wait_widen(pid_t pid) {
   struct rusage ru;
   if (wait4(pid, &status, 0, &ru) < 0) bench_die("wait4: %s", strerror(errno));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "%s: widen exited with status %d\n", bench_prog, status);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  bench_last_user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+  bench_last_sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  bench_last_ctxsw = ru.ru_nvcsw + ru.ru_nivcsw;
+  return bench_last_user_s + bench_last_sys_s;
 }
 
 /* An assign-mode consumer of all partitions (0..3) of topics[0..n) from the beginning. */
@@ -122,3 +129,43 @@ int64_t bench_topic_end(rd_kafka_t *rk, const char *topic) {
   return total;
 }
 
+
+rd_kafka_t *bench_new_reader(const char *topic) {
+  char errstr[512];
+  rd_kafka_conf_t *c = bench_base_conf();
+  bench_conf_set(c, "group.id", "widen-bench-reader");
+  bench_conf_set(c, "enable.auto.commit", "false");
+  bench_conf_set(c, "enable.partition.eof", "true");
+  bench_conf_set(c, "isolation.level", "read_committed");
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
+  if (!rk) bench_die("consumer: %s", errstr);
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+  for (int p = 0; p < 4; p++) rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  return rk;
+}
+
+rd_kafka_message_t *bench_reader_next(rd_kafka_t *rk, bool at_end[4], double deadline) {
+  while (!(at_end[0] && at_end[1] && at_end[2] && at_end[3]) && bench_mono() < deadline) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+    if (!m) continue;
+    if (m->partition < 0 || m->partition >= 4) {
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      at_end[m->partition] = true;
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    if (m->err) {
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    at_end[m->partition] = false;
+    return m;
+  }
+  return NULL;
+}

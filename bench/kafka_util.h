@@ -7,6 +7,7 @@
 #define WD_BENCH_KAFKA_UTIL_H
 
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,9 +27,20 @@ void bench_create_topics(const char *prefix, const char *const *names, int n);
  * and returns its pid; bench_wait_widen waits for it and returns its CPU seconds (user + system). */
 pid_t bench_start_widen(const char *widen, const char *config, const char *log);
 double bench_wait_widen(pid_t pid);
+/* The user and system CPU seconds and the context switches (voluntary + involuntary) of the last
+ * process bench_wait_widen reaped. */
+extern double bench_last_user_s, bench_last_sys_s;
+extern long bench_last_ctxsw;
 /* An assign-mode consumer of all partitions (0..3) of topics[0..n) from the beginning. */
 rd_kafka_t *bench_new_consumer(const char *const *topics, int n);
 /* Sum of the high watermarks of topic's 4 partitions. */
 int64_t bench_topic_end(rd_kafka_t *rk, const char *topic);
+/* A read_committed assign-mode consumer of topic's 4 partitions from the beginning, with partition
+ * EOF events; bench_reader_next returns its next message (the caller destroys it), or NULL once
+ * every partition reported its end (the last stable offset: transaction markers take offsets, so
+ * the high watermark is no message count under exactly-once) or at deadline (bench_mono() s).
+ * at_end: per partition, all false at first. */
+rd_kafka_t *bench_new_reader(const char *topic);
+rd_kafka_message_t *bench_reader_next(rd_kafka_t *rk, bool at_end[4], double deadline);
 
 #endif
