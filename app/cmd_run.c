@@ -68,6 +68,15 @@ static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
     free(t);
     return wd_error_nomem();
   }
+  if (!strcmp(cfg->sink.topic, topic) || (cfg->sink.dead_letter_topic && !strcmp(cfg->sink.dead_letter_topic, topic))) {
+    free(t);
+    free(d);
+    return wd_error_new(WD_ERR_CONFIG, "C_REPLAY_OUTPUT",
+                        "--output %s: that is the live %s of this config; a replay writes a second full changelog "
+                        "(an +I for every existing key) that its consumers cannot tell from new changes. Write to "
+                        "another topic (e.g. --output %s.replay) and compare or switch consumers over",
+                        topic, !strcmp(cfg->sink.topic, topic) ? "output topic" : "dead-letter topic", topic);
+  }
   for (size_t i = 0; i < cfg->sources.n; i++)
     for (size_t k = 0; k < cfg->sources.v[i].topics.n; k++)
       if (!strcmp(cfg->sources.v[i].topics.v[k], topic) || !strcmp(cfg->sources.v[i].topics.v[k], d)) {

@@ -38,6 +38,8 @@ struct wd_consumer {
   int64_t lag_at_ms;       /* when it was computed (monotonic ms), 0 = never */
   uint64_t generation;     /* assignments + revocations seen */
   bool paused;             /* wd_consumer_pause(true) in force */
+  char *group_id;          /* group mode: the group (owned) */
+  bool subscribed;         /* group mode: the subscription started (first poll) */
   /* records that wd_consumer_serve received while paused (fetched before the pause took
    * effect): held in order and returned first by the next wd_consumer_poll_batch */
   rd_kafka_message_t **held;
@@ -337,13 +339,13 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
     goto cleanup;
   }
   if (c->group_mode) {
-    for (size_t i = 0; i < c->ntopics; i++) rd_kafka_topic_partition_list_add(list, c->topics[i], RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t rerr = rd_kafka_subscribe(c->rk, list);
-    if (rerr) {
-      err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "subscribe to %zu topics", c->ntopics);
+    /* the subscription (and so the group join) starts with the first poll: until then requests to
+     * the group coordinator (wd_consumer_committed during recovery) do not queue behind a
+     * JoinGroup that waits for a dead member's session to expire */
+    if (!(c->group_id = strdup(conf->group_id))) {
+      err = wd_error_nomem();
       goto cleanup;
     }
-    wd_log(WD_LOG_INFO, "ingest", "subscribed to %zu topics in group '%s'", c->ntopics, conf->group_id);
   } else {
     if ((err = wd_consumer_partitions(c, WD_METADATA_TIMEOUT_MS, list))) goto cleanup;
     if (wd_consumer_assign_parts(c, list)) {
@@ -379,6 +381,20 @@ int wd_kmsg_header(const wd_kmsg_t *m, size_t i, const char **name, const void *
   return rd_kafka_header_get_all(h, i, name, value, len) ? -1 : 0;
 }
 
+/* Group mode: starts the subscription once (the first poll). */
+static wd_error_t *wd_consumer_subscribe(wd_consumer_t *c) {
+  if (!c->group_mode || c->subscribed) return NULL;
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)c->ntopics);
+  if (!list) return wd_error_nomem();
+  for (size_t i = 0; i < c->ntopics; i++) rd_kafka_topic_partition_list_add(list, c->topics[i], RD_KAFKA_PARTITION_UA);
+  rd_kafka_resp_err_t rerr = rd_kafka_subscribe(c->rk, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (rerr) return wd_kafka_error(c->rk, rerr, "E_KAFKA", "subscribe to %zu topics", c->ntopics);
+  c->subscribed = true;
+  wd_log(WD_LOG_INFO, "ingest", "subscribed to %zu topics in group '%s'", c->ntopics, c->group_id);
+  return NULL;
+}
+
 /* A consumer error that waiting does not cure. */
 static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
   return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
@@ -391,6 +407,10 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
   rd_kafka_message_t *rkm = NULL;
   int64_t deadline = wd_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   *n = 0;
+  if ((err = wd_consumer_subscribe(c))) {
+    *n = 0;
+    return err;
+  }
   c->batch = msgs;
   c->batch_n = n;
   size_t from_held = 0;
@@ -668,6 +688,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   }
   wd_consumer_drop_held(c, NULL);
   free(c->held);
+  free(c->group_id);
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
   free(c);
@@ -727,6 +748,11 @@ wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause) {
 }
 
 void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
+  wd_error_t *serr = wd_consumer_subscribe(c);
+  if (serr) {
+    wd_log(WD_LOG_ERROR, "ingest", "%s", serr->message);
+    wd_error_destroy(serr);
+  }
   rd_kafka_message_t *rkm = rd_kafka_consumer_poll(c->rk, timeout_ms);
   if (!rkm) return;
   if (!rkm->err && rkm->rkt) {

@@ -61,7 +61,8 @@ typedef void (*wd_consumer_assign_all_cb)(void *ctx, const wd_tp_offset_t *parts
  * (not overridable), auto.offset.reset=earliest and isolation.level=read_committed (only
  * committed transactions are read: a widen pipeline may read another's output; both overridable). on_assign may be NULL (every
  * partition starts at WD_OFFSET_STORED); ctx is passed to the callbacks. In group mode the
- * subscription starts here and the group is joined by the first polls; in assign mode the
+ * subscription starts with the first poll (wd_consumer_poll_batch or wd_consumer_serve), so that
+ * wd_consumer_committed before it is not held up by a group join; in assign mode the
  * partitions are assigned here (one metadata request, up to 10 s).
  * On success *out is owned by the caller (wd_consumer_destroy).
  * Errors (*out NULL): WD_ERR_CONFIG "C_KAFKA_PROPERTY" for a bad property (named) or a

@@ -5,6 +5,7 @@
 #include "kafka/kafka.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,15 @@ static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
    * still creating its internal topics; librdkafka retries on its own and reports a real failure
    * through the error callback, so this transient warning is only debug output. */
   if (buf && strstr(buf, "Failed to acquire idempotence PID") && strstr(buf, "retrying")) lvl = WD_LOG_DEBUG;
+  /* After a kill, init_transactions waits while the broker aborts the dead incarnation's open
+   * transaction (CONCURRENT_TRANSACTIONS); librdkafka retries on its own: say it once, plainly. */
+  if (buf && strstr(buf, "Failed to acquire transactional PID") && strstr(buf, "retrying")) {
+    static atomic_int told; /* librdkafka logs from its own threads */
+    if (atomic_fetch_add(&told, 1) == 0)
+      wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker to finish the previous run's open transaction "
+             "(aborting it fences that run's output)");
+    lvl = WD_LOG_DEBUG;
+  }
   wd_log(lvl, "rdkafka", "%s %s: %s", rk ? rd_kafka_name(rk) : "-", fac ? fac : "-", buf);
 }
 
