@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/kafka.h"
+#include "kafka/kafka.h"
 
 wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                                      int timeout_ms, wd_partition_position_t **out, size_t *n) {
