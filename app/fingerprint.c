@@ -541,6 +541,14 @@ static wd_error_t *rebuild(const wd_config_t *cfg, const char *dir, const char *
   if (nold > 1) qsort_r(proj, nold, sizeof(*proj), cmp_pk, (void *)ns);
   /* 3. only the difference to the output topic */
   if ((err = wd_kafka_conf_set_brokers(&kc, cfg->kafka.bootstrap_servers))) goto done;
+  for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++) { /* security settings, client.id, ... */
+    const char *k = cfg->kafka.properties.v[i].key;
+    if (strstr(k, "session.timeout") || strstr(k, "heartbeat") || strstr(k, "group.") || strstr(k, "poll") ||
+        strstr(k, "offset") || strstr(k, "fetch") || strstr(k, "isolation") || strstr(k, "partition.assignment") ||
+        strstr(k, "transaction"))
+      continue; /* consumer and transaction settings: this producer is neither */
+    err = wd_kafka_conf_set(&kc, k, cfg->kafka.properties.v[i].value);
+  }
   for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
     err = wd_kafka_conf_set(&kc, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
   if (!err && cfg->sink.format == WD_CONFIG_SINK_AVRO)
