@@ -15,6 +15,7 @@
 #include "app/commands.h"
 #include "app/config.h"
 #include "app/interleaving.h"
+#include "app/fingerprint.h"
 #include "app/pipeline.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
@@ -104,6 +105,9 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   int nw = wd_interleaving_warnings(cfg, &warn);
   for (int i = 0; i < nw; i++) wd_log(WD_LOG_WARN, mod, "%s", warn[i]);
   wd_interleaving_free(warn);
+  /* issue 13: the table definition against the state's (compatible changes go on; incompatible
+   * ones fail or rebuild, per state.on-incompatible-change) */
+  if ((err = wd_definition_prepare(cfg, opts->state_dir, NULL))) goto done;
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
   struct sigaction sa;

@@ -19,4 +19,8 @@ int wd_cmd_config(int argc, char **argv);
 int wd_cmd_produce(int argc, char **argv);
 int wd_cmd_tail(int argc, char **argv);
 
+/* `widen status` and `widen changes` (app/cmd_ops.c). */
+int wd_cmd_status(int argc, char **argv);
+int wd_cmd_changes(int argc, char **argv);
+
 #endif

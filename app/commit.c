@@ -1051,6 +1051,8 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       fault_point(c, "after-commit");
       /* 4. finalize: the state batch, the offsets, the number, the prepared record gone: one write */
       if (c->conf.exactly_once && wd_store_batch_delete_meta(c->b, WD_PREPARED_KEY)) goto nomem;
+      if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, c->b))
+        goto nomem; /* issue 13: the history record with the commit's output offsets */
       if ((err = wd_store_write(c->store, c->b))) break;
       wd_state_written(c->state, c->snap);
       c->snapped = false;

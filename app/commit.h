@@ -60,6 +60,11 @@ typedef struct wd_commit_hooks {
   /* After the open commit was aborted (its output discarded, its state dropped, the consumer
    * rewound): whatever the pipeline buffered for it goes too. May be NULL. */
   void (*aborted)(void *ctx);
+  /* Once commit `number`'s output is complete (acknowledged, or its transaction committed), just
+   * before the finalize write of b: may add (or replace) entries of b, e.g. the commit history
+   * record with the output offsets from the delivery reports (issue 13). A commit that recovery
+   * applies after a crash keeps what before_finalize added. May be NULL. 0, or -1 on no memory. */
+  int (*before_write)(void *ctx, uint64_t number, wd_store_batch_t *b);
 } wd_commit_hooks_t;
 
 typedef struct wd_commit_conf {

@@ -130,6 +130,16 @@ static const wd_config_option_t STATE_OPTS[] = {
      0, NULL,
      "Memory budget of the decoded-row cache in MiB (an estimate per row from its stored size); rows are evicted "
      "when either this or cache-entries is exceeded."},
+    {"history-size", WD_CONFIG_INT, offsetof(wd_config_state_t, history_size), "1000", NULL, 0, 100000000, NULL, 0,
+     NULL,
+     "Commit history records kept in the state (one per commit: number, time, mode, input and output offset "
+     "ranges, counts, duration; `widen status`, `widen changes`); 0 keeps all."},
+    {"on-incompatible-change", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_incompatible_change), "fail", NULL, 0,
+     0, "fail|rebuild", 0, NULL,
+     "What a start does when the table definition changed in a way that changes the stored rows (schema, primary "
+     "key, merge options, sources and their mappings): `fail` names the differing items and stops; `rebuild` "
+     "rebuilds the table from the sources' earliest offsets into a new state beside the old one, emits only the "
+     "difference between the old and the rebuilt table, and goes on with the new state."},
     END_OPT,
 };
 
@@ -164,6 +174,13 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
     END_OPT,
 };
 
+static const wd_config_option_t METRICS_OPTS[] = {
+    {"listen", WD_CONFIG_STRING, offsetof(wd_config_metrics_t, listen), NULL, "off", 0, 0, NULL, 0, NULL,
+     "`host:port` (e.g. `127.0.0.1:9464`) where `widen run` serves Prometheus metrics at `/metrics` in the text "
+     "exposition format; off when absent."},
+    END_OPT,
+};
+
 static const wd_config_section_t KAFKA_SEC = {"kafka", KAFKA_OPTS, sizeof(wd_config_kafka_t),
                                               offsetof(wd_config_kafka_t, line),
                                               "The Kafka cluster and the consumer group."};
@@ -186,6 +203,10 @@ static const wd_config_section_t PIPELINE_SEC = {"pipeline", PIPELINE_OPTS, size
                                                  offsetof(wd_config_pipeline_t, line),
                                                  "Batching and status reporting of the processing loop."};
 
+static const wd_config_section_t METRICS_SEC = {"metrics", METRICS_OPTS, sizeof(wd_config_metrics_t),
+                                                offsetof(wd_config_metrics_t, line),
+                                                "Monitoring: the Prometheus endpoint."};
+
 static const wd_config_option_t ROOT_OPTS[] = {
     {"kafka", WD_CONFIG_SECTION, offsetof(wd_config_t, kafka), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, &KAFKA_SEC,
      "The Kafka cluster and the consumer group."},
@@ -201,6 +222,8 @@ static const wd_config_option_t ROOT_OPTS[] = {
      "The state store."},
     {"pipeline", WD_CONFIG_SECTION, offsetof(wd_config_t, pipeline), NULL, NULL, 0, 0, NULL, 0, &PIPELINE_SEC,
      "The processing loop (optional: every key has a default)."},
+    {"metrics", WD_CONFIG_SECTION, offsetof(wd_config_t, metrics), NULL, NULL, 0, 0, NULL, 0, &METRICS_SEC,
+     "Monitoring (optional)."},
     END_OPT,
 };
 

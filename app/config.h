@@ -128,12 +128,20 @@ typedef struct wd_config_registry {
   int line;
 } wd_config_registry_t;
 
+/* What a start with a changed table definition does (app/fingerprint.h). */
+typedef enum wd_config_on_incompatible {
+  WD_CONFIG_INCOMPATIBLE_FAIL = 0, /* "fail": refuse to start, naming what changed */
+  WD_CONFIG_INCOMPATIBLE_REBUILD   /* "rebuild": rebuild the table from the sources, emit the difference */
+} wd_config_on_incompatible_t;
+
 typedef struct wd_config_state {
   char *dir;
   int64_t tombstone_retention_ms; /* -1: keep ordering tombstones forever */
   int64_t cache_entries;
   int64_t cache_memory_mb;
   char *changelog_topic; /* NULL: <group.id>-<table>-changelog (pipeline.tasks per-partition) */
+  int64_t history_size;             /* commit history records kept (app/history.h); 0: all */
+  wd_config_on_incompatible_t on_incompatible_change;
   int line;
 } wd_config_state_t;
 
@@ -148,6 +156,11 @@ typedef enum wd_config_tasks {
   WD_CONFIG_TASKS_SINGLE = 0,    /* "single": one task for every partition (any keying of sources) */
   WD_CONFIG_TASKS_PER_PARTITION  /* "per-partition": partition i of every source is task i */
 } wd_config_tasks_t;
+/* Monitoring (app/metrics.h). */
+typedef struct wd_config_metrics {
+  char *listen; /* "host:port" of the Prometheus endpoint; NULL: off */
+  int line;
+} wd_config_metrics_t;
 
 typedef struct wd_config_pipeline {
   int64_t batch_size;
@@ -169,6 +182,7 @@ typedef struct wd_config {
   wd_config_registry_t schema_registry;
   wd_config_state_t state;
   wd_config_pipeline_t pipeline;
+  wd_config_metrics_t metrics;
   bool brokers_from_env; /* kafka.bootstrap.servers came from WIDEN_BROKERS */
   int line;
   /* private */

@@ -25,6 +25,8 @@ static const wd_command_t COMMANDS[] = {
     {"config", wd_cmd_config, "check a pipeline config file, or print the option reference"},
     {"produce", wd_cmd_produce, "send a JSON-lines file or a generated CDC workload to Kafka"},
     {"tail", wd_cmd_tail, "print a changelog topic as JSON lines"},
+    {"status", wd_cmd_status, "commit history, position, lag and state size (also while run runs)"},
+    {"changes", wd_cmd_changes, "the net change of every key between two commits of the history"},
 };
 
 static void usage(FILE *f) {

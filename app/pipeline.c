@@ -4,6 +4,8 @@
 #include "app/pipeline.h"
 #include "app/table_config.h"
 #include "app/commit.h"
+#include "app/history.h"
+#include "app/metrics.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -88,6 +90,22 @@ struct wd_pipeline {
   wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
+  /* ---- issue 13: the open commit's history record (app/history.h) and the metrics ---- */
+  struct {
+    wd_commit_range_t *in; /* input offsets [from, to) per partition (topics: the sources') */
+    size_t nin, cap;
+    uint64_t records_in, changes_out, dead_letters, restored;
+    double t0;             /* first batch of the commit (monotonic s) */
+    double last_duration_s;
+  } hc;
+  wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
+  struct {
+    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *commit, *state_bytes,
+        *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
+  } m;
+  wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
+  double last_tick;
+  uint64_t m_hits, m_misses; /* cache counts already added to the metrics */
 };
 
 static uint64_t now_ms(void) {
@@ -150,10 +168,190 @@ static wd_error_t *reopen_producer(void *ctx, wd_producer_t **prod) {
   return NULL;
 }
 
+static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
+static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
+
+/* ---- issue 13: the commit history record (app/history.h) ------------------------------------
+ * The pipeline gathers what the open commit took (input ranges, counts, its first batch's time);
+ * the coordinator's hooks write the record into the commit's state batch: before_finalize when the
+ * state is snapshotted (so a prepared commit that recovery applies has its record), before_write
+ * once the output is complete (acknowledged / transaction committed), with the output offsets
+ * from the delivery reports and the duration; the later put replaces the earlier. */
+static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int64_t offset) {
+  if (!p->hc.nin && !p->hc.records_in) p->hc.t0 = mono_s();
+  for (size_t i = 0; i < p->hc.nin; i++)
+    if (p->hc.in[i].partition == partition && p->hc.in[i].topic == topic) {
+      if (offset < p->hc.in[i].from) p->hc.in[i].from = offset;
+      if (offset + 1 > p->hc.in[i].to) p->hc.in[i].to = offset + 1;
+      return 0;
+    }
+  if (p->hc.nin == p->hc.cap) {
+    size_t cap = p->hc.cap ? p->hc.cap * 2 : 16;
+    wd_commit_range_t *r = realloc(p->hc.in, cap * sizeof(*r));
+    if (!r) return -1;
+    p->hc.in = r;
+    p->hc.cap = cap;
+  }
+  p->hc.in[p->hc.nin++] = (wd_commit_range_t){topic, partition, offset, offset + 1};
+  return 0;
+}
+
+static void hist_reset(wd_pipeline_t *p) {
+  p->hc.nin = 0;
+  p->hc.records_in = p->hc.changes_out = p->hc.dead_letters = p->hc.restored = 0;
+  wd_producer_offsets_reset(p->prod);
+}
+
+static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool final) {
+  const wd_producer_range_t *pr = NULL;
+  size_t npr = final ? wd_producer_offsets(p->prod, &pr) : 0;
+  wd_commit_range_t *out = calloc(npr ? npr : 1, sizeof(*out));
+  if (!out) return -1;
+  size_t nout = 0;
+  for (size_t i = 0; i < npr; i++) /* the changelog's partitions only (not the dead-letter topic's) */
+    if (!strcmp(pr[i].topic, p->cfg->sink.topic))
+      out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
+  p->hc.last_duration_s = p->hc.t0 > 0 ? mono_s() - p->hc.t0 : 0;
+  const char *mode = p->opts.replay ? "rebuild"
+                     : p->hc.records_in && p->hc.restored == p->hc.records_in ? "restore"
+                                                                              : "incremental";
+  wd_commit_info_t ci = {number, (int64_t)now_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
+                         p->hc.changes_out, p->hc.dead_letters, p->hc.last_duration_s * 1000.0};
+  int rc = wd_history_add(b, &ci, (size_t)p->cfg->state.history_size);
+  free(out);
+  return rc;
+}
+
+static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
+  return hist_add(ctx, number, b, false);
+}
+
+static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) { return hist_add(ctx, number, b, true); }
+
+/* ---- issue 13: Prometheus metrics (app/metrics.h). The pipeline only counts; the server thread
+ * renders. ---- */
+static wd_error_t *metrics_setup(wd_pipeline_t *p) {
+  if (!p->cfg->metrics.listen) return NULL;
+  if (!(p->metrics = wd_metrics_new())) return wd_error_nomem();
+  static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  static const char *const source[] = {"source"}, *const kind[] = {"row_kind"}, *const id[] = {"error_id"},
+                           *const group[] = {"sequence_group"}, *const tp[] = {"topic", "partition"};
+  wd_metrics_t *r = p->metrics;
+  p->m.records_in = wd_metrics_family(r, "widen_records_in_total", "Kafka records consumed, per source.",
+                                      WD_METRIC_COUNTER, 1, source, NULL, 0);
+  p->m.changes_out = wd_metrics_family(r, "widen_changes_out_total", "Changelog rows emitted, per row kind.",
+                                       WD_METRIC_COUNTER, 1, kind, NULL, 0);
+  p->m.dead_letters = wd_metrics_family(r, "widen_dead_letters_total",
+                                        "Input records sent to the dead-letter topic, per error id.",
+                                        WD_METRIC_COUNTER, 1, id, NULL, 0);
+  p->m.older = wd_metrics_family(r, "widen_records_ignored_older_total",
+                                 "Records ignored as older than the stored row, per sequence group (the group's "
+                                 "sequence fields; sequence.field for the table's own ordering).",
+                                 WD_METRIC_COUNTER, 1, group, NULL, 0);
+  p->m.tombstones = wd_metrics_family(r, "widen_ordering_tombstones_written_total",
+                                      "Removals that left or replaced an ordering tombstone in the state.",
+                                      WD_METRIC_COUNTER, 0, NULL, NULL, 0);
+  p->m.lag = wd_metrics_family(r, "widen_consumer_lag", "Records behind the end offset, per source partition.",
+                               WD_METRIC_GAUGE, 2, tp, NULL, 0);
+  p->m.commit = wd_metrics_family(r, "widen_commit_duration_seconds",
+                                  "Duration of a commit, from its first batch to its state write.",
+                                  WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
+  p->m.commits = wd_metrics_family(r, "widen_commits_total", "Commits written (the commit history's number).",
+                                   WD_METRIC_COUNTER, 0, NULL, NULL, 0);
+  p->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes", "Approximate bytes of the state store on disk.",
+                                       WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  p->m.cache_hits = wd_metrics_family(r, "widen_state_cache_hits_total",
+                                      "Key lookups served by the decoded-row cache.", WD_METRIC_COUNTER, 0, NULL,
+                                      NULL, 0);
+  p->m.cache_misses = wd_metrics_family(r, "widen_state_cache_misses_total",
+                                        "Key lookups read from the state store.", WD_METRIC_COUNTER, 0, NULL, NULL,
+                                        0);
+  p->m.cache_entries = wd_metrics_family(r, "widen_state_cache_entries", "Rows held decoded in the cache.",
+                                         WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  p->m.restore = wd_metrics_family(r, "widen_restore_progress_ratio",
+                                   "Rebuild/replay progress: input read up to the end offsets seen at its start "
+                                   "(0..1); 1 when not rebuilding.",
+                                   WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  wd_metric_set(p->m.restore, NULL, p->opts.replay ? 0.0 : 1.0);
+  int port = 0;
+  wd_error_t *err = wd_metrics_serve(r, p->cfg->metrics.listen, &port);
+  if (err && p->opts.replay) { /* a replay beside a running `widen run` of the same config */
+    wd_log(WD_LOG_WARN, "pipeline", "%s; going on without metrics", err->message);
+    wd_error_destroy(err);
+    return NULL;
+  }
+  if (!err) wd_log(WD_LOG_INFO, "pipeline", "metrics on http://%s/metrics (port %d)", p->cfg->metrics.listen, port);
+  return err;
+}
+
+/* After process_batch, before release_batch: the batch's counts. */
+static void metrics_batch(wd_pipeline_t *p, size_t n) {
+  if (!p->metrics) return;
+  for (size_t s = 0; s < p->nsources; s++) {
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++) cnt += source_of(p, p->msgs[i].topic) == p->sources[s];
+    if (cnt) wd_metric_add(p->m.records_in, (const char *const[]){p->sources[s]->name}, (double)cnt);
+  }
+  size_t kinds[4] = {0};
+  for (size_t i = 0; i < p->cl.n; i++) kinds[p->cl.rows[i]->kind & 3]++;
+  for (int k = 0; k < 4; k++)
+    if (kinds[k])
+      wd_metric_add(p->m.changes_out, (const char *const[]){wd_row_kind_str((wd_row_kind_t)k)}, (double)kinds[k]);
+  for (size_t i = 0; i < n; i++)
+    if (p->bm[i].err && !p->restoring[i]) wd_metric_add(p->m.dead_letters, (const char *const[]){p->bm[i].err->id}, 1);
+  char name[256];
+  for (size_t g = 0; g < WD_MERGE_STATS_GROUPS && g < wd_table_seq_groups(p->table); g++)
+    if (p->last_ms.older_in_group[g]) {
+      wd_table_seq_group_name(p->table, g, name, sizeof(name));
+      wd_metric_add(p->m.older, (const char *const[]){name}, (double)p->last_ms.older_in_group[g]);
+    }
+  if (p->last_ms.older_by_sequence_field)
+    wd_metric_add(p->m.older, (const char *const[]){"sequence.field"}, (double)p->last_ms.older_by_sequence_field);
+  if (p->last_ms.tombstones) wd_metric_add(p->m.tombstones, NULL, (double)p->last_ms.tombstones);
+}
+
+/* At most once a second from the loop: lag, state size, cache, restore progress. */
+static void metrics_tick(wd_pipeline_t *p, double now) {
+  if (!p->metrics || now - p->last_tick < 1.0) return;
+  p->last_tick = now;
+  wd_tp_offset_t *lags = NULL;
+  size_t nl = 0;
+  wd_error_destroy(wd_consumer_lags(p->cons, &lags, &nl));
+  for (size_t i = 0; i < nl; i++) {
+    char part[16];
+    snprintf(part, sizeof(part), "%d", (int)lags[i].partition);
+    wd_metric_set(p->m.lag, (const char *const[]){lags[i].topic, part}, (double)lags[i].offset);
+  }
+  free(lags);
+  wd_metric_set(p->m.state_bytes, NULL, (double)wd_store_disk_bytes(p->store));
+  uint64_t hits = 0, misses = 0;
+  wd_state_cache_counts(p->state, &hits, &misses);
+  wd_metric_add(p->m.cache_hits, NULL, (double)(hits - p->m_hits));
+  wd_metric_add(p->m.cache_misses, NULL, (double)(misses - p->m_misses));
+  p->m_hits = hits;
+  p->m_misses = misses;
+  wd_metric_set(p->m.cache_entries, NULL, (double)wd_state_cached(p->state));
+  if (p->opts.replay && p->nend) {
+    double want = 0, have = 0;
+    for (size_t i = 0; i < p->nend; i++) {
+      int64_t next = -1;
+      wd_error_destroy(wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next));
+      want += (double)(p->end[i].offset > 0 ? p->end[i].offset : 0);
+      have += (double)(next < 0 ? 0 : next > p->end[i].offset ? p->end[i].offset : next);
+    }
+    wd_metric_set(p->m.restore, NULL, want > 0 ? have / want : 1.0);
+  }
+}
+
 /* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   (void)number;
+  if (p->metrics) { /* issue 13 */
+    wd_metric_observe(p->m.commit, NULL, p->hc.last_duration_s);
+    wd_metric_add(p->m.commits, NULL, 1);
+  }
+  hist_reset(p); /* issue 13 */
   p->busy_end = mono_s();
   p->st.batches++;
   p->st.commits++;
@@ -163,6 +361,7 @@ static void on_committed(void *ctx, uint64_t number) {
 
 static void on_aborted(void *ctx) {
   wd_pipeline_t *p = ctx;
+  hist_reset(p); /* issue 13: its output was discarded */
   wd_buf_reset(&p->trace_buf);
   p->st.aborted_commits++;
 }
@@ -350,6 +549,7 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
  * hand: nothing of it was noted, and its records are read again. */
 static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
+  uint64_t changes0 = p->st.changes_out; /* issue 13 */
   p->nrecs = 0;
   wd_buf_reset(&p->keys);
   wd_changelog_reset(p->table, &p->cl);
@@ -361,7 +561,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     b->first = p->nrecs;
     p->restoring[i] = wd_commit_restoring(p->commit, m->topic, m->partition, m->offset);
     const wd_source_t *src = source_of(p, m->topic);
-    if (p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) {
+    if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
+        past_stop(p, m)) { /* issue 13: a rebuild stops where the old state stood */
       b->skipped = true;
       continue;
     }
@@ -456,7 +657,9 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) {
     wd_kmsg_t *m = &p->msgs[i];
     const char *topic = canon_topic(p, m->topic);
+    if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
     if (topic && wd_commit_note_input(p->commit, topic, m->partition, m->offset)) return wd_error_nomem();
+    if (topic && hist_note(p, topic, m->partition, m->offset)) return wd_error_nomem(); /* issue 13 */
   }
   /* counters, once the batch is taken */
   p->st.records_in += n;
@@ -468,6 +671,14 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     p->st.dead_lettered += b->err && !p->restoring[i];
     p->st.restored += p->restoring[i];
   }
+  /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
+  p->hc.records_in += n;
+  p->hc.changes_out += p->st.changes_out - changes0;
+  for (size_t i = 0; i < n; i++) {
+    p->hc.dead_letters += p->bm[i].err && !p->restoring[i];
+    p->hc.restored += p->restoring[i];
+  }
+  p->last_ms = ms;
   p->st.ignored_update_before += ms.ignored_update_before;
   p->st.tombstones += ms.tombstones;
   p->st.dropped += ms.dropped;
@@ -525,6 +736,27 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
 /* A partition is done when the state holds its records up to the end offset, or the consumer's
  * position has passed it with nothing pending (transaction markers and deleted records occupy
  * offsets that no record brings). */
+/* issue 13: whether m lies at or past its partition's stop offset (replay with stop_at_state). */
+static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
+  if (!p->opts.stop_at_state) return false;
+  for (size_t i = 0; i < p->nend; i++)
+    if (p->end[i].partition == m->partition && !strcmp(p->end[i].topic, m->topic)) return m->offset >= p->end[i].offset;
+  return true;
+}
+
+/* issue 13: the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
+static wd_error_t *stop_offsets(wd_pipeline_t *p) {
+  wd_store_t *st = NULL;
+  wd_error_t *err = wd_store_open_rocksdb(p->opts.stop_at_state, NULL, &st);
+  for (size_t i = 0; !err && i < p->nend; i++) {
+    int64_t next = -1;
+    err = wd_store_get_offset(st, p->end[i].topic, p->end[i].partition, &next);
+    if (!err) p->end[i].offset = next > 0 && next < p->end[i].offset ? next : next > 0 ? p->end[i].offset : 0;
+  }
+  wd_store_close(st);
+  return err;
+}
+
 static bool replay_done(wd_pipeline_t *p) {
   wd_tp_offset_t *pos = NULL;
   size_t npos = 0;
@@ -599,6 +831,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   double start = mono_s(), last_status = start, last_input = start;
   uint64_t last_in = 0;
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
+  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err; /* issue 13 */
   while (!p->stop) {
     if ((err = wd_commit_take_error(p->commit))) break;
     if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
@@ -622,6 +855,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       err = process_batch(p, n);
       last_input = mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
+      if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
       last_input = mono_s(); /* a batch that waited long (a registry outage) is not idle time */
@@ -659,6 +893,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
+    metrics_tick(p, now); /* issue 13 */
     /* a status line every interval, idle or not (README "Guarantees and operations") */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
         now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
@@ -674,6 +909,11 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
                              "%s) took over; this one stops without committing its open work (the other one "
                              "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
+  if (p->metrics) { /* issue 13: the final values */
+    p->last_tick = 0;
+    metrics_tick(p, mono_s());
+    if (p->opts.replay && !err) wd_metric_set(p->m.restore, NULL, 1.0);
+  }
   (void)start;
   return err;
 }
@@ -864,6 +1104,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
+  if ((err = metrics_setup(p))) goto fail; /* issue 13 */
   size_t max = (size_t)cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
   p->bm = calloc(max, sizeof(*p->bm));
@@ -932,7 +1173,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .ntopics = nt,
       .changelog_topic = p->changelog_topic,
       .restore_conf = &p->rconf,
-      .hooks = {p, NULL, on_committed, reopen_producer, on_aborted},
+      .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
   };
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
@@ -963,6 +1204,8 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     wd_error_destroy(err);
     wd_consumer_destroy(p->cons);
   }
+  wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
+  free(p->hc.in);
   if (p->prod) {
     wd_error_t *err = wd_producer_flush(p->prod, 10000);
     if (err) wd_log(WD_LOG_WARN, "pipeline", "flushing the producer: %s", err->message);

@@ -40,6 +40,9 @@ typedef struct wd_pipeline_opts {
                               {"op","row","message"} in apply order (the input of a
                               `widen simulate` case), for tests and debugging */
   int64_t max_idle_ms;     /* > 0: stop after this long without input (tests, demo) */
+  const char *stop_at_state; /* replay: stop each partition at the offset stored in this state
+                                directory (closed; the old state of an automatic rebuild, issue 13)
+                                instead of the end offsets; later records are not taken */
 } wd_pipeline_opts_t;
 
 /* Counters, also printed in the status line and the summary. */

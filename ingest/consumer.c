@@ -574,6 +574,32 @@ cleanup:
   return lag;
 }
 
+wd_error_t *wd_consumer_lags(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n) {
+  rd_kafka_topic_partition_list_t *list = NULL;
+  *out = NULL;
+  *n = 0;
+  if (rd_kafka_assignment(c->rk, &list) || !list) return wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "reading the assignment");
+  rd_kafka_position(c->rk, list);
+  wd_tp_offset_t *arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr));
+  if (!arr) {
+    rd_kafka_topic_partition_list_destroy(list);
+    return wd_error_nomem();
+  }
+  size_t k = 0;
+  for (int i = 0; i < list->cnt; i++) {
+    const rd_kafka_topic_partition_t *tp = &list->elems[i];
+    const char *topic = wd_consumer_topic(c, tp->topic);
+    int64_t lo = -1, hi = -1;
+    if (!topic || tp->offset < 0) continue;
+    if (rd_kafka_get_watermark_offsets(c->rk, tp->topic, tp->partition, &lo, &hi) || hi < 0) continue;
+    arr[k++] = (wd_tp_offset_t){topic, tp->partition, hi > tp->offset ? hi - tp->offset : 0};
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  *out = arr;
+  *n = k;
+  return NULL;
+}
+
 static size_t wd_topic_index(const wd_consumer_t *c, const char *topic) {
   for (size_t i = 0; i < c->ntopics; i++)
     if (c->topics[i] == topic) return i;

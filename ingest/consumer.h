@@ -121,6 +121,12 @@ wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, siz
  * watermark count 0. Returns 0 when nothing is assigned. */
 int64_t wd_consumer_lag(wd_consumer_t *c);
 
+/* The lag of each assigned partition (high watermark - position, from librdkafka's cached
+ * values, no request): *out a new array (free()) of *n entries whose offset is the lag; topics
+ * borrowed from c. Partitions without a known position or watermark are left out.
+ * Errors: "E_KAFKA" (the assignment cannot be read), E_NOMEM. */
+wd_error_t *wd_consumer_lags(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n);
+
 /* The high watermarks (end offsets: the offset the next produced record gets; for a
  * read_committed consumer, the last stable offset) of every partition of every topic of the
  * consumer, at the time of the call. *out is a new array of *n entries, sorted by topic (in

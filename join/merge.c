@@ -96,7 +96,7 @@ static void reset_working(const wd_table_t *t, wd_mstate_t *m) {
 
 /* ---- partial-update (§7) -------------------------------------------------------------- */
 
-static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *x) {
+static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *x, wd_merge_stats_t *stats) {
   const wd_schema_t *s = t->schema;
   wd_row_t *w = m->w;
   const wd_row_t *r = x->row;
@@ -106,6 +106,7 @@ static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *
     const wd_seq_group_t *gr = &t->groups[g];
     if (group_empty(gr, r)) continue; /* §7.2 rule 1 */
     bool newer = group_cmp(t, gr, r, w) >= 0;
+    if (!newer && stats) stats->older_in_group[g < WD_MERGE_STATS_GROUPS ? g : WD_MERGE_STATS_GROUPS - 1]++;
     for (size_t k = 0; k < gr->nfields; k++) {
       int c = gr->fields[k];
       const wd_agg_spec_t *a = &t->agg[c];
@@ -282,6 +283,7 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
   if (e->state != WD_ENTRY_ABSENT) {
     wd_mrec_t sr = {e->row, e->state == WD_ENTRY_ROW ? WD_INSERT : e->row->kind, e->state == WD_ENTRY_TOMBSTONE};
     bool after = t->nseq_fields > 0 && seq_cmp(t, e->row, rec) > 0;
+    if (after && stats) stats->older_by_sequence_field++;
     if (after) {
       list[n++] = rr;
       list[n++] = sr;
@@ -329,7 +331,7 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
           }
           err = pu_retract(t, &m, x, stats);
         } else {
-          err = pu_add(t, &m, x);
+          err = pu_add(t, &m, x, x->row == rec ? stats : NULL); /* only the incoming record counts */
         }
       } else {
         err = agg_apply(t, &m, x);
@@ -564,6 +566,8 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     stats->dropped += local.dropped;
     stats->ignored_update_before += local.ignored_update_before;
     stats->tombstones += local.tombstones;
+    for (size_t g = 0; g < WD_MERGE_STATS_GROUPS; g++) stats->older_in_group[g] += local.older_in_group[g];
+    stats->older_by_sequence_field += local.older_by_sequence_field;
   }
 done:
   if (err) {

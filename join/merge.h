@@ -49,6 +49,11 @@ wd_merge_engine_t wd_table_engine(const wd_table_t *t);
 /* Whether the table has ordering (sequence.field or a sequence group, spec §1.1) and therefore
  * keeps ordering tombstones (D7). */
 bool wd_table_has_ordering(const wd_table_t *t);
+/* The number of sequence groups, and the name of group g (< that number): its sequence fields'
+ * column names joined by ',' (the <f> of `fields.<f>.sequence-group`), borrowed from the schema
+ * and written to buf[0..n) (truncated; always terminated). */
+size_t wd_table_seq_groups(const wd_table_t *t);
+void wd_table_seq_group_name(const wd_table_t *t, size_t g, char *buf, size_t n);
 
 /* Whether column col is a sequence field: one of sequence.field, or the sequence field of a
  * sequence group (spec §4, §7.2). False for a column out of range. */
@@ -79,6 +84,13 @@ typedef struct wd_merge_stats {
   uint64_t dropped;          /* removed by the row-kind filter or first-row duplicates */
   uint64_t ignored_update_before; /* -U ignored by partial-update.remove-record-on-delete (§7.1) */
   uint64_t tombstones;       /* removals that left (or replaced) an ordering tombstone */
+  /* records ignored as older (for monitoring): per sequence group g (< WD_MERGE_STATS_GROUPS; the
+   * last slot counts the groups beyond), add records whose group sequence was older than the
+   * stored one, so the group's fields kept the stored values (§7.2); and records that
+   * sequence.field ordered before the stored row (§4) */
+#define WD_MERGE_STATS_GROUPS 32
+  uint64_t older_in_group[WD_MERGE_STATS_GROUPS];
+  uint64_t older_by_sequence_field;
 } wd_merge_stats_t;
 
 /* Applies one change record rec (borrowed; its kind is the row kind) to the key's entry e

@@ -175,6 +175,17 @@ void wd_table_destroy(wd_table_t *t) {
 const wd_schema_t *wd_table_schema(const wd_table_t *t) { return t->schema; }
 wd_merge_engine_t wd_table_engine(const wd_table_t *t) { return t->engine; }
 bool wd_table_has_ordering(const wd_table_t *t) { return t->has_ordering; }
+size_t wd_table_seq_groups(const wd_table_t *t) { return t->ngroups; }
+void wd_table_seq_group_name(const wd_table_t *t, size_t g, char *buf, size_t n) {
+  size_t at = 0;
+  if (!n) return;
+  buf[0] = 0;
+  for (size_t k = 0; g < t->ngroups && k < t->groups[g].nseq && at + 1 < n; k++) {
+    int w = snprintf(buf + at, n - at, "%s%s", k ? "," : "", t->schema->cols[t->groups[g].seq[k]].name);
+    if (w < 0) break;
+    at += (size_t)w;
+  }
+}
 
 /* Resolves a list of ROW field names of column c's ARRAY<ROW> element into indexes. */
 static wd_error_t *nested_fields(const wd_table_t *t, int c, const char *key, const char *value, int **out,

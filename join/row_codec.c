@@ -10,7 +10,7 @@
 
 #define WD_CODEC_KIND_SHIFT 2
 #define WD_CODEC_KIND_MASK 0x0c
-#define WD_CODEC_KNOWN_FLAGS (WD_ENTRY_FLAG_TOMBSTONE | WD_CODEC_KIND_MASK)
+#define WD_CODEC_KNOWN_FLAGS (WD_ENTRY_FLAG_TOMBSTONE | WD_CODEC_KIND_MASK | WD_ENTRY_FLAG_NCOLS)
 
 /* Decoder results besides 0. */
 #define WD_CODEC_CORRUPT (-1)
@@ -90,12 +90,20 @@ static int wd_codec_put_value(const wd_type_t *t, const wd_value_t *v, wd_buf_t 
  */
 int wd_row_encode(const wd_schema_t *schema, const wd_row_t *row, bool tombstone, uint64_t tombstone_ms,
                   wd_buf_t *out) {
+  return wd_row_encode_base(schema, 0, row, tombstone, tombstone_ms, out);
+}
+
+int wd_row_encode_base(const wd_schema_t *schema, size_t base_ncols, const wd_row_t *row, bool tombstone,
+                       uint64_t tombstone_ms, wd_buf_t *out) {
   size_t start = out->len;
   size_t nbitmap = (schema->ncols + 7) / 8;
+  bool ncols = base_ncols && base_ncols != schema->ncols;
   uint8_t flags = (uint8_t)(((unsigned)row->kind << WD_CODEC_KIND_SHIFT) & WD_CODEC_KIND_MASK);
   if (tombstone) flags |= WD_ENTRY_FLAG_TOMBSTONE;
+  if (ncols) flags |= WD_ENTRY_FLAG_NCOLS;
   if (wd_buf_putc(out, WD_ROW_CODEC_VERSION) || wd_buf_putc(out, flags)) goto fail;
   if (tombstone && wd_codec_put_le(out, tombstone_ms, 8)) goto fail;
+  if (ncols && wd_buf_put_varint(out, schema->ncols)) goto fail;
   if (wd_buf_reserve(out, nbitmap + 1)) goto fail;
   size_t bitmap_at = out->len;
   for (size_t i = 0; i < nbitmap; i++)
@@ -248,12 +256,18 @@ static int wd_codec_get_value(const wd_type_t *t, wd_reader_t *r, wd_value_t *ou
  * against the bytes left, each value against its type, and that no bytes are left over.
  */
 wd_error_t *wd_row_decode(const wd_schema_t *schema, const void *p, size_t n, wd_row_t **row, bool *tombstone) {
+  return wd_row_decode_base(schema, 0, p, n, row, tombstone);
+}
+
+wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, const void *p, size_t n, wd_row_t **row,
+                               bool *tombstone) {
   wd_error_t *err = NULL;
   wd_reader_t r = {p, (const uint8_t *)p + n};
   wd_row_t *out = NULL;
   uint8_t version = 0, flags = 0;
   const uint8_t *bitmap = NULL;
-  size_t nbitmap = (schema->ncols + 7) / 8;
+  size_t ncols = base_ncols && base_ncols < schema->ncols ? base_ncols : schema->ncols;
+  size_t nbitmap;
   const char *what = NULL;
   *row = NULL;
   if (wd_reader_byte(&r, &version) || wd_reader_byte(&r, &flags)) {
@@ -276,11 +290,20 @@ wd_error_t *wd_row_decode(const wd_schema_t *schema, const void *p, size_t n, wd
       goto cleanup;
     }
   }
+  if (flags & WD_ENTRY_FLAG_NCOLS) {
+    uint64_t v = 0;
+    if (wd_reader_varint(&r, &v) || v == 0 || v > schema->ncols) {
+      what = "bad column count (more columns than the schema, or truncated)";
+      goto cleanup;
+    }
+    ncols = (size_t)v;
+  }
+  nbitmap = (ncols + 7) / 8;
   if (wd_reader_bytes(&r, nbitmap, &bitmap)) {
     what = "truncated null bitmap";
     goto cleanup;
   }
-  for (size_t i = schema->ncols; i < nbitmap * 8; i++) {
+  for (size_t i = ncols; i < nbitmap * 8; i++) {
     if (bitmap[i / 8] & (1u << (i % 8))) {
       what = "null bitmap bits beyond the last column";
       goto cleanup;
@@ -292,7 +315,7 @@ wd_error_t *wd_row_decode(const wd_schema_t *schema, const void *p, size_t n, wd
     goto cleanup;
   }
   out->kind = (wd_row_kind_t)((flags & WD_CODEC_KIND_MASK) >> WD_CODEC_KIND_SHIFT);
-  for (size_t i = 0; i < schema->ncols; i++) {
+  for (size_t i = 0; i < ncols; i++) { /* columns after ncols (added since) stay NULL */
     if (bitmap[i / 8] & (1u << (i % 8))) continue;
     int rc = wd_codec_get_value(schema->cols[i].type, &r, &out->v[i]);
     if (rc == WD_CODEC_NOMEM) {

@@ -56,7 +56,16 @@ struct wd_state {
   uint8_t **vals;
   size_t *vlens;
   size_t cap_pend;
+  size_t base_ncols;     /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
+  uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
 };
+
+void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses) {
+  *hits = s->hits;
+  *misses = s->misses;
+}
+
+#define BASE_NCOLS_KEY "table/base-ncols"
 
 wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached) {
   wd_state_t *s = calloc(1, sizeof(*s));
@@ -64,6 +73,19 @@ wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached)
   s->t = t;
   s->st = st;
   s->max_cached = max_cached ? max_cached : 100000;
+  /* a state whose schema got nullable columns appended records the column count of its first
+   * rows (wd_state_check_table); a read error here surfaces at the first read of the store */
+  uint8_t *v = NULL;
+  size_t vlen = 0;
+  wd_error_t *err = wd_store_get_meta(st, BASE_NCOLS_KEY, &v, &vlen);
+  wd_error_destroy(err);
+  if (v && vlen < 20) {
+    char buf[24];
+    memcpy(buf, v, vlen);
+    buf[vlen] = 0;
+    s->base_ncols = (size_t)strtoull(buf, NULL, 10);
+  }
+  free(v);
   return s;
 }
 
@@ -126,7 +148,7 @@ static wd_error_t *decode_entry(wd_state_t *s, const uint8_t *v, size_t vlen, wd
   e->row = NULL;
   if (!v) return NULL;
   bool tomb = false;
-  wd_error_t *err = wd_row_decode(s->t->schema, v, vlen, &e->row, &tomb);
+  wd_error_t *err = wd_row_decode_base(s->t->schema, s->base_ncols, v, vlen, &e->row, &tomb);
   if (err) return err;
   e->state = tomb ? WD_ENTRY_TOMBSTONE : WD_ENTRY_ROW;
   return NULL;
@@ -175,7 +197,11 @@ static wd_error_t *prefetch_full(wd_state_t *s, size_t n, const uint8_t *const *
   for (size_t i = 0; i < n; i++) {
     wd_cached_t *c = NULL;
     HASH_FIND(hh, s->map, keys[i], klens[i], c);
-    if (c) continue;
+    if (c) {
+      s->hits++;
+      continue;
+    }
+    s->misses++;
     if (!(c = insert(s, keys[i], klens[i]))) {
       err = wd_error_nomem();
       goto done;
@@ -304,7 +330,8 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
       continue;
     }
     wd_buf_reset(&s->buf);
-    if (wd_row_encode(s->t->schema, c->e.row, c->e.state == WD_ENTRY_TOMBSTONE, s->now_ms, &s->buf) ||
+    if (wd_row_encode_base(s->t->schema, s->base_ncols, c->e.row, c->e.state == WD_ENTRY_TOMBSTONE, s->now_ms,
+                           &s->buf) ||
         wd_store_batch_put(b, c->key, c->klen, s->buf.data, s->buf.len))
       return wd_error_nomem();
     set_est(s, c, s->buf.len);
@@ -516,6 +543,42 @@ wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {
     goto done;
   }
   if ((err = wd_store_get_meta(s->st, "table/schema", &have, &hlen))) goto done;
+  if (have && (hlen != want.len || memcmp(have, want.data, hlen) != 0)) {
+    /* nullable columns appended at the end (same primary key) keep the stored rows readable: the
+     * rows written so far have the old column count (table/base-ncols), later ones carry theirs */
+    const char *hp = memchr(have, '|', hlen), *wp = strchr((const char *)want.data, '|');
+    size_t hcols = hp ? (size_t)(hp - (const char *)have) : hlen;
+    size_t old_n = 0;
+    bool appended = hp && wp && hlen - hcols == strlen(wp) && !memcmp(hp, wp, strlen(wp));
+    if (appended) { /* the first k columns of the schema give exactly the stored column text */
+      wd_buf_t part = {0};
+      appended = false;
+      for (size_t k = 1; k < s->t->schema->ncols && !appended; k++) {
+        wd_schema_t view = *s->t->schema;
+        view.ncols = k;
+        view.npk = 0;
+        wd_buf_reset(&part);
+        if (schema_text(&view, &part)) break;
+        const char *bar = memchr(part.data, '|', part.len); /* the column part of the view's text */
+        appended = bar && (size_t)(bar - (const char *)part.data) == hcols && !memcmp(part.data, have, hcols);
+        old_n = k;
+      }
+      wd_buf_free(&part);
+      for (size_t c = old_n; appended && c < s->t->schema->ncols; c++)
+        appended = !s->t->schema->cols[c].type->not_null;
+    }
+    if (appended) {
+      char nbuf[24];
+      int nl = snprintf(nbuf, sizeof(nbuf), "%zu", s->base_ncols ? s->base_ncols : old_n);
+      if (!(b = wd_store_batch_new()) || wd_store_batch_set_meta(b, "table/schema", want.data, want.len) ||
+          wd_store_batch_set_meta(b, BASE_NCOLS_KEY, (const uint8_t *)nbuf, (size_t)nl)) {
+        err = wd_error_nomem();
+        goto done;
+      }
+      if (!(err = wd_store_write(s->st, b)) && !s->base_ncols) s->base_ncols = old_n;
+      goto done;
+    }
+  }
   if (have) {
     if (hlen != want.len || memcmp(have, want.data, hlen) != 0) {
       char diff[600];

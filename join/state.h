@@ -84,6 +84,10 @@ void wd_state_written(wd_state_t *s, uint64_t snap);
  * of snapshots not yet written stay. */
 void wd_state_drop_clean(wd_state_t *s);
 
+/* Key lookups of wd_state_prefetch (and of reads that miss the cache) since wd_state_new: found
+ * in the cache (*hits) or read from the store (*misses), for the cache hit rate. */
+void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses);
+
 /* Number of dirty entries and of cached entries. */
 size_t wd_state_dirty(const wd_state_t *s);
 size_t wd_state_cached(const wd_state_t *s);

@@ -34,6 +34,12 @@ typedef struct wd_store_options {
  * Errors: WD_ERR_IO "E_STORE_OPEN" with RocksDB's text; "E_STORE_LOCKED" when another process
  * holds the directory (the message names the directory and says to stop that process). */
 wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opts, wd_store_t **out);
+/* Opens the RocksDB store in dir read-only, without its lock, as a RocksDB secondary instance
+ * caught up with the running primary at the call (for `widen status` while `widen run` runs):
+ * reads see the primary's data as of the catch-up; writes (wd_store_write, wd_store_compact) fail
+ * with "E_STORE_WRITE". Errors: WD_ERR_IO "E_STORE_OPEN" (no such directory, no store in it, or
+ * RocksDB's text); E_NOMEM. */
+wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out);
 /* An in-memory store (a hash map); never fails but for memory. */
 wd_error_t *wd_store_open_memory(wd_store_t **out);
 /* Closes and frees; accepts NULL. */

@@ -17,8 +17,11 @@
  * before each call and released with rocksdb_free; set_filter_policy takes ownership of the
  * policy; set_block_based_table_factory copies the table options.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <rocksdb/c.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +63,8 @@ typedef struct wd_store_rdb {
   rocksdb_readoptions_t *ropts;
   rocksdb_readoptions_t *scan_ropts; /* fill_cache off: a full scan must not evict hot blocks */
   rocksdb_writebatch_t *wb;          /* reused by each write */
+  char *secondary;                   /* read-only secondary instance: its own info-log directory
+                                        (removed at close), else NULL */
   /* multi_get scratch, grown on demand */
   rocksdb_pinnableslice_t **pins;
   char **errs;
@@ -129,6 +134,19 @@ static void wd_rdb_free(wd_store_rdb_t *rs) {
   if (rs->table_opts) rocksdb_block_based_options_destroy(rs->table_opts);
   if (rs->cache) rocksdb_cache_destroy(rs->cache);
   if (rs->filter) rocksdb_compactionfilter_destroy(rs->filter);
+  if (rs->secondary) { /* the secondary's own directory holds only RocksDB's info logs */
+    DIR *d = opendir(rs->secondary);
+    struct dirent *de;
+    char path[4096];
+    while (d && (de = readdir(d)))
+      if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+        snprintf(path, sizeof(path), "%s/%s", rs->secondary, de->d_name);
+        unlink(path);
+      }
+    if (d) closedir(d);
+    rmdir(rs->secondary);
+    free(rs->secondary);
+  }
   free(rs->pins);
   free(rs->errs);
   free(rs->dir);
@@ -283,6 +301,61 @@ cleanup:
 }
 
 /*
+ * Opens dir read-only as a RocksDB secondary instance (rocksdb_open_as_secondary_column_families,
+ * then rocksdb_try_catch_up_with_primary), which needs no lock: the view of the primary's data at
+ * the catch-up. The secondary's own info logs go to a fresh directory under $TMPDIR (or /tmp),
+ * removed at close. See store.h. Errors: WD_ERR_IO "E_STORE_OPEN", WD_ERR_NOMEM.
+ */
+wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
+  wd_error_t *err = NULL;
+  wd_store_rdb_t *rs = NULL;
+  char *rerr = NULL;
+  char tmpl[4096];
+  struct stat sb;
+  if (!dir || !out) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_rocksdb_secondary: NULL argument");
+  *out = NULL;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "state directory %s does not exist", dir);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(tmpl, sizeof(tmpl), "%s/widen-secondary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  rs = calloc(1, sizeof(*rs));
+  if (!rs || !(rs->dir = strdup(dir))) {
+    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    goto cleanup;
+  }
+  if (!mkdtemp(tmpl) || !(rs->secondary = strdup(tmpl))) {
+    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot create a directory for the secondary instance of %s: %s",
+                       dir, strerror(errno));
+    goto cleanup;
+  }
+  wd_rdb_build_options(rs, NULL, 1);
+  rocksdb_options_set_max_open_files(rs->db_opts, -1); /* required of a secondary instance */
+  rocksdb_options_set_create_if_missing(rs->db_opts, 0);
+  rs->db = rocksdb_open_as_secondary_column_families(rs->db_opts, dir, rs->secondary, WD_CF_COUNT, wd_rdb_cf_names,
+                                                     (const rocksdb_options_t *const *)rs->cf_opts, rs->cf, &rerr);
+  if (!rs->db) {
+    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s read-only: %s", dir,
+                       rerr ? rerr : "unknown error");
+    goto cleanup;
+  }
+  rocksdb_try_catch_up_with_primary(rs->db, &rerr);
+  if (rerr) {
+    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "catching up with the state store in %s: %s", dir, rerr);
+    goto cleanup;
+  }
+  rs->ropts = rocksdb_readoptions_create();
+  rs->scan_ropts = rocksdb_readoptions_create();
+  rocksdb_readoptions_set_fill_cache(rs->scan_ropts, 0);
+  rs->base.ops = &wd_store_rdb_ops;
+  *out = &rs->base;
+  rs = NULL;
+cleanup:
+  rocksdb_free(rerr);
+  wd_rdb_free(rs);
+  return err;
+}
+
+/*
  * Grows the multi_get scratch arrays to hold n entries. Returns 0, or -1 on no memory.
  */
 static int wd_rdb_scratch(wd_store_rdb_t *rs, size_t n) {
@@ -385,6 +458,9 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b, bool 
   wd_error_t *err = NULL;
   char *rerr = NULL;
   wd_store_op_view_t v;
+  if (rs->secondary)
+    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
+                        rs->dir);
   rocksdb_writebatch_clear(rs->wb);
   for (size_t i = 0; i < b->n; i++) {
     wd_store_batch_view(b, i, &v);
@@ -451,6 +527,9 @@ cleanup:
 static wd_error_t *wd_rdb_compact(wd_store_t *st) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   uint64_t bg_errors = 0;
+  if (rs->secondary)
+    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
+                        rs->dir);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_STATE], NULL, 0, NULL, 0);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_META], NULL, 0, NULL, 0);
   if (rocksdb_property_int(rs->db, "rocksdb.background-errors", &bg_errors) == 0 && bg_errors > 0)

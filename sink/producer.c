@@ -19,6 +19,12 @@ typedef struct wd_topic_handle {
   rd_kafka_topic_t *rkt;
 } wd_topic_handle_t;
 
+/* Acknowledged offset ranges per (topic, partition) (grown on demand). */
+typedef struct wd_range_list {
+  wd_producer_range_t *v;
+  size_t n, cap;
+} wd_range_list_t;
+
 struct wd_producer {
   rd_kafka_t *rk;
   wd_topic_handle_t *topics; /* handle cache: a pipeline writes to very few topics */
@@ -34,6 +40,9 @@ struct wd_producer {
   uint64_t epoch;
   uint64_t pending[WD_PRODUCER_EPOCHS];
   bool transactional; /* created with a transactional.id */
+  /* the acknowledged offsets per (topic, partition) since the last wd_producer_offsets_reset, from
+   * delivery reports (the commit history's output ranges) */
+  wd_range_list_t delivered;
 };
 
 #define WD_EPOCH_SLOT(e) ((e) % WD_PRODUCER_EPOCHS)
@@ -45,6 +54,29 @@ static int64_t wd_now_ms(void) {
 }
 
 /* Delivery report: runs inside rd_kafka_poll/flush on the producer's thread. */
+/* Notes an acknowledged offset (a failed allocation loses only that range: bookkeeping). */
+static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *rkm) {
+  const char *topic = NULL;
+  for (size_t i = 0; i < p->ntopics && !topic; i++)
+    if (p->topics[i].rkt == rkm->rkt) topic = p->topics[i].name;
+  if (!topic || rkm->offset < 0) return;
+  wd_range_list_t *r = &p->delivered;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->v[i].partition == rkm->partition && r->v[i].topic == topic) {
+      if (rkm->offset < r->v[i].first) r->v[i].first = rkm->offset;
+      if (rkm->offset + 1 > r->v[i].end) r->v[i].end = rkm->offset + 1;
+      return;
+    }
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 8;
+    wd_producer_range_t *v = realloc(r->v, cap * sizeof(*v));
+    if (!v) return;
+    r->v = v;
+    r->cap = cap;
+  }
+  r->v[r->n++] = (wd_producer_range_t){topic, rkm->partition, rkm->offset, rkm->offset + 1};
+}
+
 static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque) {
   wd_producer_t *p = opaque;
   (void)rk;
@@ -60,6 +92,7 @@ static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, voi
            rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2str(rkm->err));
   } else {
     p->acked++;
+    wd_producer_note_range(p, rkm);
     wd_kafka_broker_ok("sink", &p->waiting);
   }
 }
@@ -256,6 +289,13 @@ uint64_t wd_producer_begin_batch(wd_producer_t *p) {
   return p->epoch;
 }
 
+size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **out) {
+  *out = p->delivered.v;
+  return p->delivered.n;
+}
+
+void wd_producer_offsets_reset(wd_producer_t *p) { p->delivered.n = 0; }
+
 wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout_ms) {
   int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_now_ms() + timeout_ms;
   for (;;) {
@@ -343,6 +383,7 @@ void wd_producer_destroy(wd_producer_t *p) {
     free(p->topics[i].name);
   }
   free(p->topics);
+  free(p->delivered.v);
   if (p->rk) {
     uint64_t in_flight = p->sent - p->acked - p->failed;
     if (in_flight) wd_log(WD_LOG_WARN, "sink", "closing the producer with %" PRIu64 " message(s) in flight", in_flight);

@@ -108,6 +108,20 @@ uint64_t wd_producer_begin_batch(wd_producer_t *p);
  * (retriable), "E_KAFKA_FATAL". */
 wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t batch, int timeout_ms);
 
+/* The offsets of the messages acknowledged since the last wd_producer_offsets_reset (or since
+ * wd_producer_new), per (topic, partition), from the delivery reports: *out points at the
+ * producer's array of the returned number of ranges (borrowed; valid until the next call into
+ * the producer). topic points at the producer's own copy of the name (valid until
+ * wd_producer_destroy). For the commit history's output ranges (app/history.h): read them once a
+ * commit's output is complete (acknowledged or its transaction committed), then reset. */
+typedef struct wd_producer_range {
+  const char *topic;
+  int32_t partition;
+  int64_t first, end; /* offsets [first, end) hold the messages to this partition */
+} wd_producer_range_t;
+size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **out);
+void wd_producer_offsets_reset(wd_producer_t *p);
+
 /* rd_kafka_flush: sends everything queued and waits up to timeout_ms for its delivery reports.
  * Same result as wd_producer_wait_acked (kept for callers that only want the queue emptied,
  * e.g. before destroy). */
