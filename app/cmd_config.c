@@ -4,11 +4,13 @@
  * configs/OPTIONS.md, generated from the option table of app/config.c).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/commands.h"
 #include "app/config.h"
 #include "app/interleaving.h"
+#include "app/join_config.h"
 #include "app/table_config.h"
 
 static void usage(FILE *f) {
@@ -86,11 +88,15 @@ static int cmd_check(const char *path) {
   wd_error_t *err = wd_config_load(path, &cfg);
   int rc = 2;
   if (!err) err = wd_config_build_table(cfg, &t);
-  for (size_t i = 0; !err && i < cfg->sources.n; i++) {
-    wd_source_t *src = NULL;
-    err = wd_config_build_source(cfg, i, wd_table_schema(t), &src);
-    if (!err) err = wd_table_config_check_source(t, src);
-    wd_source_destroy(src);
+  if (!err) { /* every source, and lookups and required sources checked together (join/lookup.h) */
+    wd_source_t **srcs = calloc(cfg->sources.n + 1, sizeof(*srcs));
+    int *ids = calloc(cfg->sources.n + 1, sizeof(*ids));
+    wd_join_t *join = NULL;
+    err = srcs && ids ? wd_config_build_join(cfg, t, srcs, ids, &join) : wd_error_nomem();
+    wd_join_destroy(join);
+    for (size_t i = 0; srcs && i < cfg->sources.n; i++) wd_source_destroy(srcs[i]);
+    free(srcs);
+    free(ids);
   }
   if (err) {
     fprintf(stderr, "widen config check: %s\n", err->message);

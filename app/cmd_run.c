@@ -16,6 +16,7 @@
 #include "app/config.h"
 #include "app/interleaving.h"
 #include "app/fingerprint.h"
+#include "app/join_config.h"
 #include "app/pipeline.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
@@ -323,9 +324,17 @@ int wd_cmd_rows(int argc, char **argv) {
   if (!err) err = wd_store_open_rocksdb(sdir, NULL, &st);
   if (!err && !(state = wd_state_new(t, st, 0))) err = wd_error_nomem();
   if (!err) err = wd_state_check_table(state, sdir);
+  /* the visible rows: with lookup or required sources (join/lookup.h) rows that lack a required
+   * side are stored but not listed */
+  wd_join_t *join = NULL;
+  wd_source_t **srcs = cfg ? calloc(cfg->sources.n + 1, sizeof(*srcs)) : NULL;
+  int *ids = cfg ? calloc(cfg->sources.n + 1, sizeof(*ids)) : NULL;
+  if (!err && (!srcs || !ids)) err = wd_error_nomem();
+  if (!err) err = wd_config_build_join(cfg, t, srcs, ids, &join);
+  if (!err) err = wd_join_start(join, state, st);
   if (!err) {
     schema = wd_table_schema(t);
-    err = wd_state_rows_sorted(state, &rows, &nrows);
+    err = wd_join_rows_sorted(join, &rows, &nrows);
   }
   if (!err) {
     for (size_t i = 0; i < nrows; i++) {
@@ -342,6 +351,10 @@ int wd_cmd_rows(int argc, char **argv) {
   if (err) fprintf(stderr, "widen rows: %s\n", err->message);
   wd_error_destroy(err);
   if (state) wd_state_rows_free(state, rows, nrows);
+  wd_join_destroy(join);
+  for (size_t i = 0; srcs && i < cfg->sources.n; i++) wd_source_destroy(srcs[i]);
+  free(srcs);
+  free(ids);
   wd_buf_free(&buf);
   wd_state_destroy(state);
   wd_store_close(st);

@@ -73,6 +73,21 @@ static const wd_config_option_t SOURCE_OPTS[] = {
      "be mapped."},
     {"options", WD_CONFIG_PAIRS, offsetof(wd_config_source_t, options), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Source options (see \"Source options\" below)."},
+    {"lookup", WD_CONFIG_ENUM, offsetof(wd_config_source_t, lookup), "false", NULL, 0, 0, "false|true", 0, NULL,
+     "A lookup (dimension) source: its rows are kept by its own `key` and joined to the wide rows whose `on` "
+     "columns equal it; its `columns` always hold the current lookup row's values, or NULL when there is none. "
+     "One process per table for now (README \"Joins on other keys\")."},
+    {"key", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, key), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Lookup only: where the lookup's primary key comes from, one mapping path per `on` column (`id`, `$key.id`)."},
+    {"on", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, on), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Lookup only: the wide columns the lookup's key is joined on (`payment_id`); filled by a main source, or by "
+     "another lookup for a chain."},
+    {"required", WD_CONFIG_ENUM, offsetof(wd_config_source_t, required), "false", NULL, 0, 0, "false|true", 0, NULL,
+     "INNER join: a wide row is visible (emitted, listed by `widen rows`) only while this source contributes to "
+     "it (+I when the last required side arrives, -D when one goes). `false`: LEFT."},
+    {"sequence", WD_CONFIG_STRING, offsetof(wd_config_source_t, sequence), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "Lookup only: mapping path of an integer field ordering its versions (`$.source.lsn`, `$.source.ts_ms`); "
+     "without it the latest arrival wins."},
     END_OPT,
 };
 
@@ -979,6 +994,23 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
                       schema->n);
       }
     }
+    if (!src->lookup && (src->key.line || src->on.line || src->sequence))
+      return cfg_err(ld, src->key.line ? src->key.line : src->on.line ? src->on.line : src->line,
+                     "source '%s' has `key:`, `on:` or `sequence:`, which only lookup sources take; add `lookup: true` "
+                     "or remove them", src->name);
+    if (src->lookup && (src->on.n == 0 || src->key.n != src->on.n))
+      return cfg_err(ld, src->on.line ? src->on.line : src->line,
+                     "lookup source '%s' needs `on:` (the wide columns it joins on) and as many `key:` paths (its own "
+                     "key fields), one per `on` column; it has %zu and %zu", src->name, src->on.n, src->key.n);
+    for (size_t i = 0; src->lookup && i < src->on.n; i++) {
+      bool found = false;
+      for (size_t c = 0; c < schema->n; c++) found |= !strcmp(schema->names[c], src->on.v[i]);
+      if (!found) {
+        char subject[400];
+        snprintf(subject, sizeof(subject), "lookup source '%s' joins on '%s', which", src->name, src->on.v[i]);
+        return not_in(ld, src->on.lines[i], subject, src->on.v[i], "table.schema", schema->names, schema->n);
+      }
+    }
     snprintf(path, sizeof(path), "sources[%zu].options", s);
     if ((err = check_source_options(ld, src, path))) return err;
   }
@@ -1245,6 +1277,14 @@ wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_sc
   for (size_t k = 0; k < cs->topics.n; k++) {
     line = cs->topics.lines[k];
     if ((err = wd_source_add_topic(src, cs->topics.v[k]))) goto done;
+  }
+  for (size_t k = 0; cs->lookup && k < cs->on.n && k < cs->key.n; k++) { /* the lookup's key, named like `on` */
+    line = cs->key.lines[k];
+    if ((err = wd_source_add_column(src, schema, cs->on.v[k], cs->key.v[k]))) goto done;
+  }
+  if (cs->lookup && cs->sequence) {
+    line = cs->line;
+    if ((err = wd_source_add_column(src, schema, "_seq", cs->sequence))) goto done;
   }
   for (size_t k = 0; k < cs->columns.n; k++) {
     line = cs->columns.v[k].line;

@@ -88,6 +88,11 @@ typedef struct wd_config_source {
   wd_source_format_t format;
   wd_config_pairs_t columns; /* (wide column, mapping spec) in file order */
   wd_config_pairs_t options; /* source options (wd_source_options[]) */
+  int lookup;                /* 0/1: a lookup (dimension) source with its own key (join/lookup.h) */
+  wd_config_strings_t key;   /* lookup: mapping specs of its key fields, parallel to `on` */
+  wd_config_strings_t on;    /* lookup: the wide columns its key is joined on */
+  int required;              /* 0/1: INNER (rows are visible only while this source contributes) */
+  char *sequence;            /* lookup: mapping spec of its sequence field (BIGINT), or NULL */
   int line;
 } wd_config_source_t;
 
@@ -226,7 +231,9 @@ const char *wd_config_pairs_get(const wd_config_pairs_t *pairs, const char *key)
 wd_error_t *wd_config_build_table(const wd_config_t *cfg, wd_table_t **out);
 
 /* Builds source i (< cfg->sources.n) against the table's schema (borrowed; the one of the table
- * built by wd_config_build_table): its topics, format, column mapping and options, then
+ * built by wd_config_build_table; for a lookup source the lookup schema of join/lookup.h, whose
+ * key columns are named like its `on` columns and filled from its `key` specs, and whose `_seq`
+ * column is filled from `sequence`): its topics, format, column mapping and options, then
  * wd_source_check. On success *out is a new source owned by the caller.
  * Errors: the C_... ids of ingest/source.h with "<file>:<line>: " after the id (the line of the
  * failing mapping or option, else of the source). */

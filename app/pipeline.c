@@ -2,6 +2,7 @@
  * app/pipeline.c — the main job's loop (see pipeline.h for the per-batch order).
  */
 #include "app/pipeline.h"
+#include "app/join_config.h"
 #include "app/table_config.h"
 #include "app/commit.h"
 #include "app/history.h"
@@ -35,6 +36,8 @@ typedef struct {
   bool applied;
   bool tombstone;      /* a Kafka tombstone (null value), skipped */
   bool skipped;        /* replay --from: older than the point in time */
+  bool lookup;         /* a lookup source's message: its records are p->lk.recs[first .. first+count) */
+  int src;             /* index of its source (cfg->sources), -1 when none */
 } wd_bmsg_t;
 
 struct wd_pipeline {
@@ -106,6 +109,16 @@ struct wd_pipeline {
   wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
   double last_tick;
   uint64_t m_hits, m_misses; /* cache counts already added to the metrics */
+  /* joins on other keys (join/lookup.h): the join layer, each source's id in it, and the records
+   * of the batch's lookup messages (rows of their lookup schemas) */
+  struct {
+    wd_join_t *join;
+    int *ids;
+    wd_changes_t *changes; /* per source (lookups only) */
+    wd_row_t **recs;
+    const wd_schema_t **schemas; /* per record */
+    size_t n, cap;
+  } lk;
 };
 
 static uint64_t now_ms(void) {
@@ -407,12 +420,15 @@ static void log_once(wd_pipeline_t *p, const wd_kmsg_t *m, const wd_error_t *err
                   wd_ratelog_field_of(err->message, field, sizeof(field)), err->message);
 }
 
-static wd_error_t *trace_message(wd_pipeline_t *p, size_t first, size_t count) {
-  for (size_t i = first; i < first + count; i++) {
+static wd_error_t *trace_message(wd_pipeline_t *p, const wd_bmsg_t *b) {
+  for (size_t i = b->first; i < b->first + b->count; i++) {
     json_t *j = json_object();
-    json_object_set_new(j, "op", json_string(wd_row_kind_str(p->recs[i]->kind)));
-    json_object_set_new(j, "row", wd_row_to_json(p->schema, p->recs[i]));
+    const wd_row_t *row = b->lookup ? p->lk.recs[i] : p->recs[i];
+    json_object_set_new(j, "op", json_string(wd_row_kind_str(row->kind)));
+    json_object_set_new(j, "row", wd_row_to_json(b->lookup ? p->lk.schemas[i] : p->schema, row));
     json_object_set_new(j, "message", json_integer((json_int_t)p->trace_msg));
+    if (p->lk.join && wd_join_active(p->lk.join) && b->src >= 0) /* the case format's "source" (tests/cases) */
+      json_object_set_new(j, "source", json_string(p->sources[b->src]->name));
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!s) return wd_error_nomem();
@@ -525,13 +541,14 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
 /* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
  * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
  * is stopped: a record is never dead-lettered for it. */
-static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_kafka_meta_t *meta,
-                                 const wd_kmsg_t *m) {
+static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_schema_t *schema,
+                                 wd_changes_t *changes, const wd_kafka_meta_t *meta, const wd_kmsg_t *m) {
   const wd_format_t *f = wd_format_of(src->format);
   void *state = (size_t)src->format < p->nfmt ? p->fmt_state[src->format] : NULL;
   for (unsigned attempt = 0;; attempt++) {
-    wd_error_t *err = f->decode(state, src, p->schema, meta, m->value, m->value_len, &p->changes);
-    if (!err) return wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
+    wd_error_t *err = f->decode(state, src, schema, meta, m->value, m->value_len, changes);
+    /* a lookup's rows (join/lookup.h) are ordered by its own table, not by the wide one */
+    if (!err) return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
     if (!err->retriable || p->stop) return err;
     long ms = wd_registry_backoff_ms(attempt);
     wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
@@ -542,6 +559,70 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
     if (wd_commit_batch_invalid(p->commit)) return err; /* the batch is abandoned */
     wd_error_destroy(err);
   }
+}
+
+/* ---- joins on other keys (join/lookup.h): decoding a lookup message, applying a message ---- */
+
+static int source_index(const wd_pipeline_t *p, const wd_source_t *src) {
+  for (size_t i = 0; i < p->nsources; i++)
+    if (p->sources[i] == src) return (int)i;
+  return -1;
+}
+
+static bool is_lookup(const wd_pipeline_t *p, int si) {
+  return si >= 0 && p->lk.join && wd_join_is_lookup(p->lk.join, p->lk.ids[si]);
+}
+
+/* Decodes a lookup source's record into rows of its lookup schema, kept in p->lk.recs (a decode
+ * error goes to b->err, as for main sources). */
+static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta, const wd_kmsg_t *m,
+                                 wd_bmsg_t *b) {
+  const wd_schema_t *schema = wd_join_source_schema(p->lk.join, p->lk.ids[si]);
+  wd_changes_t *ch = &p->lk.changes[si];
+  b->lookup = true;
+  b->first = p->lk.n;
+  wd_error_t *derr = decode_record(p, p->sources[si], schema, ch, meta, m);
+  if (derr) {
+    if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
+    b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
+    return NULL;
+  }
+  if (ch->flags & WD_CHANGES_TOMBSTONE) {
+    p->st.skipped_tombstones++;
+    return NULL;
+  }
+  for (size_t k = 0; k < ch->count; k++) {
+    if (p->lk.n == p->lk.cap) {
+      size_t cap = p->lk.cap ? p->lk.cap * 2 : 256;
+      wd_row_t **r = realloc(p->lk.recs, cap * sizeof(*r));
+      if (r) p->lk.recs = r;
+      const wd_schema_t **sc = realloc(p->lk.schemas, cap * sizeof(*sc));
+      if (sc) p->lk.schemas = sc;
+      if (!r || !sc) return wd_error_nomem();
+      p->lk.cap = cap;
+    }
+    wd_row_t *row = wd_changes_take(ch, k);
+    if (!row) return wd_error_nomem();
+    p->lk.schemas[p->lk.n] = schema;
+    p->lk.recs[p->lk.n++] = row;
+  }
+  b->count = p->lk.n - b->first;
+  p->st.changes_in += b->count;
+  return NULL;
+}
+
+/* Applies message b through the join layer (main or lookup source), or straight through the merge
+ * engine when the config has no lookup and no required source. */
+static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, wd_merge_stats_t *ms) {
+  if (!p->lk.join || !wd_join_active(p->lk.join) || b->src < 0)
+    return wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + b->first, b->count, &p->cl, ms);
+  wd_row_t *const *recs = b->lookup ? p->lk.recs + b->first : p->recs + b->first;
+  return wd_join_apply(p->lk.join, p->lk.ids[b->src], recs, b->count, &p->cl, ms);
+}
+
+static void release_lookup_recs(wd_pipeline_t *p) {
+  for (size_t i = 0; i < p->lk.n; i++) wd_row_destroy(p->lk.schemas[i], p->lk.recs[i]);
+  p->lk.n = 0;
 }
 
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
@@ -568,7 +649,17 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
-    wd_error_t *derr = decode_record(p, src, &meta, m);
+    b->src = source_index(p, src);
+    if (is_lookup(p, b->src)) {
+      err = decode_lookup(p, b->src, &meta, m, b);
+      if (wd_commit_batch_invalid(p->commit)) {
+        wd_error_destroy(err);
+        return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
+      }
+      if (err) return err;
+      continue;
+    }
+    wd_error_t *derr = decode_record(p, src, p->schema, &p->changes, &meta, m);
     if (wd_commit_batch_invalid(p->commit)) {
       wd_error_destroy(derr);
       return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
@@ -621,8 +712,9 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     if (b->err || b->count == 0) continue;
     size_t cl_before = p->cl.n;
-    wd_state_set_task(p->state, p->rec_task[b->first]);
-    wd_error_t *merr = wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + b->first, b->count, &p->cl, &ms);
+    if (!b->lookup) wd_state_set_task(p->state, p->rec_task[b->first]);
+    if (p->lk.join && !b->lookup) wd_join_set_task(p->lk.join, p->rec_task[b->first]);
+    wd_error_t *merr = apply_message(p, b, &ms);
     if (merr) {
       if (merr->cls != WD_ERR_RECORD) return merr;
       b->err = wd_error_wrap(merr, "%s[%d]@%" PRId64 " record %d", p->msgs[i].topic, p->msgs[i].partition,
@@ -638,7 +730,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       p->cap_cl_src = cap;
     }
     for (size_t j = cl_before; j < p->cl.n; j++) p->cl_src[j] = i; /* which message each row came from */
-    if (p->trace && (err = trace_message(p, b->first, b->count))) return err;
+    if (p->trace && (err = trace_message(p, b))) return err;
   }
   /* 4. produce the changelog and the dead letters into the open commit */
   if ((err = produce_changelog(p))) return err;
@@ -693,6 +785,7 @@ static void release_batch(wd_pipeline_t *p, size_t n) {
   }
   for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
   p->nrecs = 0;
+  release_lookup_recs(p);
   wd_kmsg_release(p->msgs, n);
 }
 
@@ -1065,15 +1158,14 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
   if (!p->sources) goto nomem;
   size_t ntopics = 0;
-  for (size_t i = 0; i < cfg->sources.n; i++) {
-    if ((err = wd_config_build_source(cfg, i, p->schema, &p->sources[i]))) goto fail;
-    if ((err = wd_table_config_check_source(p->table, p->sources[i]))) {
-      p->nsources++;
-      goto fail;
-    }
-    p->nsources++;
-    ntopics += p->sources[i]->ntopics;
-  }
+  p->lk.ids = calloc(cfg->sources.n + 1, sizeof(*p->lk.ids));
+  p->lk.changes = calloc(cfg->sources.n + 1, sizeof(*p->lk.changes));
+  if (!p->lk.ids || !p->lk.changes) goto nomem;
+  for (size_t i = 0; i < cfg->sources.n; i++) wd_changes_init(&p->lk.changes[i]);
+  err = wd_config_build_join(cfg, p->table, p->sources, p->lk.ids, &p->lk.join);
+  p->nsources = cfg->sources.n; /* the built ones are non-NULL */
+  if (err) goto fail;
+  for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
   p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
   p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
   if (!p->sink_fmt || !p->key_fmt) {
@@ -1105,6 +1197,15 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if ((err = metrics_setup(p))) goto fail; /* issue 13 */
+  if ((err = wd_join_start(p->lk.join, p->state, p->store))) goto fail;
+  if (wd_join_active(p->lk.join) && !p->opts.replay)
+    for (size_t i = 0; i < p->nsources; i++)
+      if (is_lookup(p, (int)i)) {
+        wd_log(WD_LOG_WARN, "pipeline", "lookup source '%s' is read through the consumer group like the others: run "
+               "one process for this table (several would each see part of the lookup table; README \"Joins on "
+               "other keys\")", p->sources[i]->name);
+        break;
+      }
   size_t max = (size_t)cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
   p->bm = calloc(max, sizeof(*p->bm));
@@ -1226,6 +1327,13 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     if (p->fmt_state[i] && f->close) f->close(p->fmt_state[i]);
   }
   free(p->fmt_state);
+  release_lookup_recs(p);
+  wd_join_destroy(p->lk.join); /* before the state it hooks into */
+  for (size_t i = 0; p->lk.changes && i < p->nsources; i++) wd_changes_free(&p->lk.changes[i]);
+  free(p->lk.changes);
+  free(p->lk.ids);
+  free(p->lk.recs);
+  free(p->lk.schemas);
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
   wd_commit_destroy(p->commit);

@@ -16,6 +16,7 @@
 #include "app/simulate.h"
 #include "app/table_config.h"
 #include "common/json.h"
+#include "join/lookup.h"
 #include "join/state.h"
 
 static json_t *error_json(const char *stage, const wd_error_t *err, long index) {
@@ -24,6 +25,80 @@ static json_t *error_json(const char *stage, const wd_error_t *err, long index) 
   if (index >= 0) json_object_set_new(e, "index", json_integer(index));
   json_object_set_new(e, "message", json_string(err->message));
   return e;
+}
+
+/* Strings of a JSON array (or one string) into names[0..*n) (borrowed from j); -1 when not. */
+static int json_names(const json_t *j, const char **names, size_t max, size_t *n) {
+  *n = 0;
+  if (json_is_string(j)) {
+    names[(*n)++] = json_string_value(j);
+    return 0;
+  }
+  if (!json_is_array(j) || json_array_size(j) > max) return -1;
+  for (size_t i = 0; i < json_array_size(j); i++) {
+    if (!json_is_string(json_array_get(j, i))) return -1;
+    names[(*n)++] = json_string_value(json_array_get(j, i));
+  }
+  return 0;
+}
+
+/* The case's "sources" (this repository's extension of the case format, tests/cases/README.md):
+ * [{"name", "columns": [wide columns], "required", "lookup", "on": [wide columns], "sequence"}],
+ * declared into the join layer in order; ids[i] is source i's id. A main source without
+ * "columns" fills every column no lookup fills. */
+static wd_error_t *declare_sources(wd_join_t *jn, const wd_schema_t *schema, const json_t *srcs, int *ids,
+                                   wd_state_t *state, wd_store_t *st) {
+  size_t ns = json_array_size(srcs);
+  const char *names[256];
+  bool *lookup_col = calloc(schema->ncols + 1, sizeof(bool));
+  bool *mapped = calloc(schema->ncols + 1, sizeof(bool));
+  wd_error_t *err = NULL;
+  if (!lookup_col || !mapped) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  for (int pass = 0; pass < 2 && !err; pass++)
+    for (size_t i = 0; i < ns && !err; i++) {
+      const json_t *js = json_array_get(srcs, i);
+      const char *name = json_string_value(json_object_get(js, "name"));
+      bool lk = json_is_true(json_object_get(js, "lookup")), req = json_is_true(json_object_get(js, "required"));
+      const char *on[16];
+      size_t ncols = 0, non = 0;
+      if (!name || json_names(json_object_get(js, "columns"), names, 256, &ncols) ||
+          (lk && json_names(json_object_get(js, "on"), on, 16, &non))) {
+        err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "sources[%zu]: needs \"name\", \"columns\" (and \"on\" for a "
+                           "lookup) as strings or lists of strings", i);
+        break;
+      }
+      if (pass == 0) { /* the columns lookups fill, for main sources without "columns" */
+        for (size_t c = 0; lk && c < ncols; c++) {
+          int k = wd_schema_find(schema, names[c]);
+          if (k >= 0) lookup_col[k] = true;
+        }
+        continue;
+      }
+      if (lk) {
+        err = wd_join_add_lookup(jn, name, on, non, names, ncols, json_is_true(json_object_get(js, "sequence")), req,
+                                 &ids[i]);
+        continue;
+      }
+      bool has_cols = json_object_get(js, "columns") != NULL;
+      for (size_t c = 0; c < schema->ncols; c++) mapped[c] = !has_cols && !lookup_col[c];
+      for (size_t c = 0; c < ncols; c++) {
+        int k = wd_schema_find(schema, names[c]);
+        if (k < 0) {
+          err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_COLUMN", "source '%s': '%s' is not a column", name, names[c]);
+          break;
+        }
+        mapped[k] = true;
+      }
+      if (!err) err = wd_join_add_main(jn, name, mapped, req, &ids[i]);
+    }
+  if (!err) err = wd_join_start(jn, state, st);
+done:
+  free(lookup_col);
+  free(mapped);
+  return err;
 }
 
 static void usage(FILE *f) {
@@ -50,6 +125,9 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
   wd_store_t *st = NULL;
   wd_state_t *state = NULL;
   wd_store_batch_t *b = NULL;
+  wd_join_t *jn = NULL;
+  const wd_schema_t *recs_schema = NULL; /* the schema of recs[0..nrecs) */
+  int *ids = NULL;
   wd_error_t *err = NULL, *first_rec_err = NULL;
   long first_rec_index = -1;
   wd_changelog_t cl = {0};
@@ -86,6 +164,35 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
     goto fail;
   }
 
+  /* the join layer: main sources and lookups of the case's "sources" (none: one main source) */
+  json_t *srcs = json_object_get(cs, "sources");
+  size_t nsrcs = json_array_size(srcs);
+  if ((err = wd_join_new(t, &jn))) goto fail;
+  if (!(ids = calloc(nsrcs + 1, sizeof(*ids)))) {
+    err = wd_error_nomem();
+    goto fail;
+  }
+  if (nsrcs) {
+    if ((err = declare_sources(jn, schema, srcs, ids, state, st))) {
+      if (err->cls != WD_ERR_CONFIG) goto fail;
+      json_object_set_new(out, "error", error_json("config", err, -1));
+      json_object_set_new(out, "rows", json_array());
+      json_object_set_new(out, "changelog", json_array());
+      rc = 2;
+      goto print;
+    }
+  } else {
+    bool *all = calloc(schema->ncols + 1, sizeof(bool));
+    if (!all) {
+      err = wd_error_nomem();
+      goto fail;
+    }
+    for (size_t c = 0; c < schema->ncols; c++) all[c] = true;
+    err = wd_join_add_main(jn, "input", all, false, &ids[0]);
+    free(all);
+    if (err || (err = wd_join_start(jn, state, st))) goto fail;
+  }
+
   json_t *input = json_object_get(cs, "input");
   if (input && !json_is_array(input)) {
     fprintf(stderr, "widen simulate: \"input\" must be an array of {op, row[, message]}\n");
@@ -101,15 +208,27 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
   for (size_t i = 0; i < ninput;) {
     /* one message: consecutive entries with the same "message" value (spec §10.1) */
     json_t *mv = json_object_get(json_array_get(input, i), "message");
+    const char *sname = json_string_value(json_object_get(json_array_get(input, i), "source"));
     size_t j = i + 1;
     if (mv && !json_is_null(mv))
       while (j < ninput && json_equal(json_object_get(json_array_get(input, j), "message"), mv)) j++;
     wd_error_t *rerr = NULL;
     long bad = -1;
+    int sid = ids[0];
+    for (size_t q = 0; q < nsrcs; q++)
+      if (sname && !strcmp(sname, json_string_value(json_object_get(json_array_get(srcs, q), "name")) ?: ""))
+        sid = ids[q];
+    if (sname && nsrcs && sid == ids[0] &&
+        strcmp(sname, json_string_value(json_object_get(json_array_get(srcs, 0), "name")) ?: "")) {
+      fprintf(stderr, "widen simulate: input %zu: unknown source '%s'\n", i, sname);
+      goto done;
+    }
+    const wd_schema_t *rschema = wd_join_source_schema(jn, sid);
+    recs_schema = rschema;
     nrecs = 0;
     for (size_t k = i; k < j && !rerr; k++) {
       json_t *in = json_array_get(input, k);
-      wd_row_t *row = wd_row_new(schema);
+      wd_row_t *row = wd_row_new(rschema);
       if (!row) {
         err = wd_error_nomem();
         goto fail;
@@ -119,17 +238,17 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
       if (!op || wd_row_kind_parse(op, &row->kind)) {
         rerr = wd_error_new(WD_ERR_RECORD, "E_DECODE", "input %zu: op must be +I, -U, +U or -D", k);
         bad = (long)k;
-      } else if ((rerr = wd_row_from_json(schema, json_object_get(in, "row"), row))) {
+      } else if ((rerr = wd_row_from_json(rschema, json_object_get(in, "row"), row))) {
         rerr = wd_error_wrap(rerr, "input %zu", k);
         row->kind = WD_INSERT;
         bad = (long)k;
       }
     }
     if (!rerr) {
-      rerr = wd_message_apply(t, wd_state_ops(), state, recs, nrecs, &cl, NULL);
+      rerr = wd_join_apply(jn, sid, recs, nrecs, &cl, NULL);
       if (rerr) bad = (long)i + (rerr->index >= 0 ? rerr->index : 0);
     }
-    for (size_t k = 0; k < nrecs; k++) wd_row_destroy(schema, recs[k]);
+    for (size_t k = 0; k < nrecs; k++) wd_row_destroy(rschema, recs[k]);
     nrecs = 0;
     if (rerr) {
       if (rerr->cls != WD_ERR_RECORD && rerr->cls != WD_ERR_DECODE) {
@@ -153,14 +272,18 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
     json_object_set_new(e, "row", wd_row_to_json(schema, cl.rows[i]));
     json_array_append_new(changelog, e);
   }
-  /* final rows: read back from the store, sorted by primary key */
+  /* final rows: read back from the store, sorted by primary key (the visible ones, with lookups) */
+  wd_join_destroy(jn);
+  jn = NULL;
   wd_state_destroy(state);
   state = wd_state_new(t, st, 0);
   if (!state) {
     err = wd_error_nomem();
     goto fail;
   }
-  if ((err = wd_state_rows_sorted(state, &rows, &nrows))) goto fail;
+  if ((err = wd_join_new(t, &jn))) goto fail;
+  if ((err = nsrcs ? declare_sources(jn, schema, srcs, ids, state, st) : wd_join_start(jn, state, st))) goto fail;
+  if ((err = wd_join_rows_sorted(jn, &rows, &nrows))) goto fail;
   json_t *jrows = json_array();
   for (size_t i = 0; i < nrows; i++) json_array_append_new(jrows, wd_row_to_json(schema, rows[i]));
   json_object_set_new(out, "rows", jrows);
@@ -176,7 +299,9 @@ fail:
   rc = 1;
 done:
   if (state) wd_state_rows_free(state, rows, nrows);
-  for (size_t k = 0; k < nrecs; k++) wd_row_destroy(t ? wd_table_schema(t) : NULL, recs[k]); /* a failed message */
+  for (size_t k = 0; k < nrecs; k++) wd_row_destroy(recs_schema ? recs_schema : t ? wd_table_schema(t) : NULL, recs[k]); /* a failed message */
+  wd_join_destroy(jn);
+  free(ids);
   free(recs);
   if (t) wd_changelog_free(t, &cl);
   wd_error_destroy(err);

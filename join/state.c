@@ -41,6 +41,7 @@ struct wd_state {
   wd_cached_t *map;
   wd_buf_t buf;
   uint32_t task;     /* the task (source partition) of get/put: the key prefix's number */
+  uint8_t ns;        /* the key prefix's namespace byte: WD_STATE_ROW_NS, or another layer's */
   wd_buf_t kbuf;     /* scratch: a full key (prefix + primary key) */
   wd_buf_t pkeys;    /* scratch: the full keys of a prefetch, back to back */
   size_t *pkoff;
@@ -58,6 +59,8 @@ struct wd_state {
   size_t cap_pend;
   size_t base_ncols;     /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
   uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
+  const wd_state_hooks_t *hooks; /* borrowed, may be NULL */
+  void *hooks_ctx;
 };
 
 void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses) {
@@ -66,6 +69,12 @@ void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses
 }
 
 #define BASE_NCOLS_KEY "table/base-ncols"
+
+
+void wd_state_set_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx) {
+  s->hooks = hooks;
+  s->hooks_ctx = ctx;
+}
 
 wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached) {
   wd_state_t *s = calloc(1, sizeof(*s));
@@ -86,6 +95,7 @@ wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached)
     s->base_ncols = (size_t)strtoull(buf, NULL, 10);
   }
   free(v);
+  s->ns = WD_STATE_ROW_NS;
   return s;
 }
 
@@ -117,9 +127,12 @@ void wd_state_set_now(wd_state_t *s, uint64_t now_ms) { s->now_ms = now_ms; }
 
 void wd_state_set_task(wd_state_t *s, uint32_t task) { s->task = task; }
 
-/* Appends the key prefix of task to out: WD_STATE_ROW_NS, then the task big-endian. */
-static int put_prefix(wd_buf_t *out, uint32_t task) {
-  uint8_t x[WD_STATE_PREFIX_LEN] = {WD_STATE_ROW_NS, (uint8_t)(task >> 24), (uint8_t)(task >> 16), (uint8_t)(task >> 8),
+void wd_state_set_namespace(wd_state_t *s, uint8_t ns) { s->ns = ns; }
+
+/* Appends the key prefix of task to out: the namespace (WD_STATE_ROW_NS unless set), then the
+ * task big-endian. */
+static int put_prefix(const wd_state_t *s, wd_buf_t *out, uint32_t task) {
+  uint8_t x[WD_STATE_PREFIX_LEN] = {s->ns, (uint8_t)(task >> 24), (uint8_t)(task >> 16), (uint8_t)(task >> 8),
                                     (uint8_t)task};
   return wd_buf_append(out, x, sizeof(x));
 }
@@ -127,7 +140,7 @@ static int put_prefix(wd_buf_t *out, uint32_t task) {
 /* s->kbuf = the full key of pk[0..klen) in task. 0, or -1 on no memory. */
 static int full_key(wd_state_t *s, uint32_t task, const uint8_t *pk, size_t klen) {
   wd_buf_reset(&s->kbuf);
-  return put_prefix(&s->kbuf, task) || (klen && wd_buf_append(&s->kbuf, pk, klen));
+  return put_prefix(s, &s->kbuf, task) || (klen && wd_buf_append(&s->kbuf, pk, klen));
 }
 void wd_state_set_memory_budget(wd_state_t *s, size_t bytes) { s->max_bytes = bytes; }
 size_t wd_state_cached_bytes(const wd_state_t *s) { return s->bytes; }
@@ -242,7 +255,7 @@ wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tas
   wd_buf_reset(&s->pkeys);
   for (size_t i = 0; i < n; i++) {
     s->pkoff[i] = s->pkeys.len;
-    if (put_prefix(&s->pkeys, tasks ? tasks[i] : s->task) || (klens[i] && wd_buf_append(&s->pkeys, keys[i], klens[i])))
+    if (put_prefix(s, &s->pkeys, tasks ? tasks[i] : s->task) || (klens[i] && wd_buf_append(&s->pkeys, keys[i], klens[i])))
       return wd_error_nomem();
   }
   s->pkoff[n] = s->pkeys.len;
@@ -336,6 +349,10 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
       return wd_error_nomem();
     set_est(s, c, s->buf.len);
   }
+  if (s->hooks && s->hooks->snapshot) {
+    wd_error_t *err = s->hooks->snapshot(s->hooks_ctx, b, n);
+    if (err) return err;
+  }
   for (size_t i = 0; i < s->ndirty; i++) {
     s->dirty[i]->dirty = false;
     s->dirty[i]->snap = n;
@@ -349,6 +366,7 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
 void wd_state_written(wd_state_t *s, uint64_t snap) {
   wd_cached_t *c, *tmp;
   if (snap > s->written) s->written = snap;
+  if (s->hooks && s->hooks->written) s->hooks->written(s->hooks_ctx, snap);
   bool over_bytes = s->max_bytes && s->bytes > s->max_bytes;
   if (HASH_COUNT(s->map) <= s->max_cached && !over_bytes) return;
   /* trim to 90% of the budgets, second-chance style: an entry used since the last trim is kept
@@ -383,12 +401,14 @@ wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
 
 void wd_state_drop_clean(wd_state_t *s) {
   wd_cached_t *c, *tmp;
+  if (s->hooks && s->hooks->drop_clean) s->hooks->drop_clean(s->hooks_ctx);
   HASH_ITER(hh, s->map, c, tmp) {
     if (!c->dirty && c->snap <= s->written) drop(s, c);
   }
 }
 
 void wd_state_discard(wd_state_t *s) {
+  if (s->hooks && s->hooks->discard) s->hooks->discard(s->hooks_ctx);
   for (size_t i = 0; i < s->ndirty; i++) drop(s, s->dirty[i]);
   s->ndirty = 0;
 }

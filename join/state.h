@@ -87,6 +87,27 @@ void wd_state_drop_clean(wd_state_t *s);
 /* Key lookups of wd_state_prefetch (and of reads that miss the cache) since wd_state_new: found
  * in the cache (*hits) or read from the store (*misses), for the cache hit rate. */
 void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses);
+/* Other layers' entries in the same store batch (join/lookup.h): hooks called by the state at
+ * the points where its own entries move, so that they are written in the same RocksDB write as
+ * the wide rows and the offsets without the callers knowing of them.
+ *   snapshot: from wd_state_snapshot (and so wd_state_flush) after the state's own entries were
+ *             added to b, with the snapshot's number; an error fails the snapshot.
+ *   written:  from wd_state_written with the number of the last snapshot now in the store.
+ *   drop_clean: from wd_state_drop_clean.  discard: from wd_state_discard.
+ * Any may be NULL. ctx is borrowed (it must outlive the state or be unset with hooks NULL). */
+typedef struct wd_state_hooks {
+  wd_error_t *(*snapshot)(void *ctx, wd_store_batch_t *b, uint64_t snap);
+  void (*written)(void *ctx, uint64_t snap);
+  void (*drop_clean)(void *ctx);
+  void (*discard)(void *ctx);
+} wd_state_hooks_t;
+void wd_state_set_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx);
+
+/* Sets the namespace byte of this state's keys (default WD_STATE_ROW_NS): another layer keeping
+ * its own entries in a wd_state (join/lookup.h: lookup rows under 'L', the task being the lookup)
+ * uses another byte, so that wd_state_scan_rows and wd_state_drop_task of the wide state never see
+ * them. Set it before the first use. */
+void wd_state_set_namespace(wd_state_t *s, uint8_t ns);
 
 /* Number of dirty entries and of cached entries. */
 size_t wd_state_dirty(const wd_state_t *s);

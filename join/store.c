@@ -307,6 +307,13 @@ wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
   return st->ops->scan(st, cb, ctx);
 }
 
+wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
+                                 void *ctx) {
+  if (!st || !cb || (!prefix && plen))
+    return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan_prefix: NULL store, callback or prefix");
+  return st->ops->scan_prefix(st, prefix, plen, cb, ctx);
+}
+
 uint64_t wd_store_disk_bytes(wd_store_t *st) { return st ? st->ops->disk_bytes(st) : 0; }
 
 wd_error_t *wd_store_compact(wd_store_t *st) {

@@ -108,6 +108,14 @@ wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t parti
 typedef int (*wd_store_scan_cb)(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
 wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx);
 
+/* Calls cb for every entry whose key starts with prefix[0..plen), in key order, until cb returns
+ * non-zero (RocksDB: one iterator seek, then next while the prefix matches, filling the block
+ * cache since these scans are on the hot path of join/lookup.c's fan-out; memory: a pass over
+ * every entry, then sorted). cb must not write to the store. Errors: WD_ERR_IO "E_STORE_READ";
+ * E_NOMEM (memory store). */
+wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
+                                 void *ctx);
+
 /* Approximate bytes on disk (RocksDB: SST + WAL); 0 for memory. */
 uint64_t wd_store_disk_bytes(wd_store_t *st);
 

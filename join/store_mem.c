@@ -336,6 +336,28 @@ cleanup:
   return err;
 }
 
+/* The scan_prefix callback: the entries whose key starts with prefix, sorted, as wd_mem_scan. */
+static wd_error_t *wd_mem_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
+                                      void *ctx) {
+  wd_store_mem_t *ms = (wd_store_mem_t *)st;
+  wd_mem_entry_t **all = NULL;
+  size_t n = 0;
+  if (ms->state.count == 0) return NULL;
+  all = malloc(ms->state.count * sizeof(*all));
+  if (!all)
+    return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "memory store: out of memory scanning %zu entries",
+                        ms->state.count);
+  for (size_t i = 0; i < ms->state.cap; i++) {
+    wd_mem_entry_t *e = ms->state.slots[i];
+    if (e && e->klen >= plen && (!plen || memcmp(e->data, prefix, plen) == 0)) all[n++] = e;
+  }
+  if (n > 1) qsort(all, n, sizeof(*all), wd_mem_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (cb(ctx, all[i]->data, all[i]->klen, all[i]->data + all[i]->klen, all[i]->vlen)) break;
+  free(all);
+  return NULL;
+}
+
 /* Nothing to compact in memory. */
 static wd_error_t *wd_mem_compact(wd_store_t *st) {
   (void)st;
@@ -360,6 +382,7 @@ static const wd_store_ops_t wd_store_mem_ops = {
     .write = wd_mem_write,
     .meta_get = wd_mem_meta_get,
     .scan = wd_mem_scan,
+    .scan_prefix = wd_mem_scan_prefix,
     .compact = wd_mem_compact,
     .disk_bytes = wd_mem_disk_bytes,
     .close = wd_mem_close,

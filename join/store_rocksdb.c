@@ -520,6 +520,43 @@ cleanup:
 }
 
 /*
+ * The scan_prefix callback: an iterator seeked to prefix, in key order while keys start with it.
+ * Errors: WD_ERR_IO "E_STORE_READ". The thread that uses st.
+ */
+static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
+                                      void *ctx) {
+  wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
+  wd_error_t *err = NULL;
+  char *rerr = NULL;
+  /* an upper bound (the prefix plus one) stops the iterator at the prefix's end instead of skipping
+   * the deletes after it until the next live key */
+  char *upper = malloc(plen + 1);
+  size_t ulen = plen;
+  if (!upper) return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "scanning the state store: out of memory");
+  memcpy(upper, prefix, plen);
+  while (ulen && (uint8_t)upper[ulen - 1] == 0xFF) ulen--;
+  if (ulen) upper[ulen - 1] = (char)((uint8_t)upper[ulen - 1] + 1);
+  rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+  if (ulen) rocksdb_readoptions_set_iterate_upper_bound(ro, upper, ulen);
+  rocksdb_iterator_t *it = rocksdb_create_iterator_cf(rs->db, ro, rs->cf[WD_CF_STATE]);
+  for (rocksdb_iter_seek(it, (const char *)prefix, plen); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+    size_t klen = 0, vlen = 0;
+    const char *k = rocksdb_iter_key(it, &klen);
+    if (klen < plen || (plen && memcmp(k, prefix, plen) != 0)) break;
+    const char *v = rocksdb_iter_value(it, &vlen);
+    if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
+  }
+  rocksdb_iter_get_error(it, &rerr);
+  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+cleanup:
+  rocksdb_iter_destroy(it);
+  rocksdb_readoptions_destroy(ro);
+  free(upper);
+  rocksdb_free(rerr);
+  return err;
+}
+
+/*
  * The compact callback: a full manual compaction of "state" then "meta" (it flushes the memtables
  * first and, with a compaction filter set, includes the bottommost level), then checks
  * rocksdb.background-errors. Blocks. Errors: WD_ERR_IO "E_STORE_WRITE".
@@ -562,6 +599,7 @@ static const wd_store_ops_t wd_store_rdb_ops = {
     .write = wd_rdb_write,
     .meta_get = wd_rdb_meta_get,
     .scan = wd_rdb_scan,
+    .scan_prefix = wd_rdb_scan_prefix,
     .compact = wd_rdb_compact,
     .disk_bytes = wd_rdb_disk_bytes,
     .close = wd_rdb_close,

@@ -13,6 +13,7 @@
 
 #include "app/config.h"
 #include "ingest/format.h"
+#include "app/join_config.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -165,14 +166,21 @@ Test(config, every_shipped_config_loads_and_builds) {
     wd_table_t *t = NULL;
     err = wd_config_build_table(cfg, &t);
     cr_assert_null(err, "%s: %s", path, err ? err->message : "");
+    /* every source against its schema (a lookup's: its key, named like `on`, and _seq first) */
+    wd_source_t *srcs[64] = {0};
+    int ids[64];
+    wd_join_t *join = NULL;
+    cr_assert_lt(cfg->sources.n, 64);
+    err = wd_config_build_join(cfg, t, srcs, ids, &join);
+    cr_assert_null(err, "%s: %s", path, err ? err->message : "");
     for (size_t i = 0; i < cfg->sources.n; i++) {
-      wd_source_t *src = NULL;
-      err = wd_config_build_source(cfg, i, wd_table_schema(t), &src);
-      cr_assert_null(err, "%s source %zu: %s", path, i, err ? err->message : "");
-      cr_assert_str_eq(src->name, cfg->sources.v[i].name);
-      cr_assert_eq(src->ncols, cfg->sources.v[i].columns.n);
-      wd_source_destroy(src);
+      const wd_config_source_t *cs = &cfg->sources.v[i];
+      cr_assert_str_eq(srcs[i]->name, cs->name);
+      cr_assert_eq(srcs[i]->ncols, cs->columns.n + (cs->lookup ? cs->on.n + (cs->sequence ? 1 : 0) : 0));
+      cr_assert_eq(wd_join_is_lookup(join, ids[i]), cs->lookup != 0);
+      wd_source_destroy(srcs[i]);
     }
+    wd_join_destroy(join);
     wd_table_destroy(t);
     wd_config_destroy(cfg);
     count++;
@@ -672,4 +680,63 @@ Test(config, group_field_typo_and_unknown_type_say_what_is_meant) {
               "field 'aa' can not be found in table schema; did you mean 'a'?");
   build_fails(minimal_with(8, "    - {name: a, type: STRNG}"), "C_BAD_TYPE", 8,
               "the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT");
+}
+
+/* Lookup sources (join/lookup.h): key:/on: only with lookup: true, one key path per on column,
+ * and the join's refusals carry the file and the sources' line. */
+Test(config, lookup_source_options) {
+  wd_config_t *cfg = NULL;
+  const char *not_lookup = "  - name: s\n    topic: in\n    columns: {id: id, a: a, v: $.source.ts_ms}\n"
+                           "  - name: d\n    topic: dim\n    key: id\n    columns: {a: x}";
+  assert_error_at(wd_config_load(write_yaml(minimal_range(15, 17, not_lookup)), &cfg), "C_CONFIG", 20,
+                  "only lookup sources take");
+  /* on without as many key paths */
+  const char *two =
+      "  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
+      "  - name: d\n    topic: dim\n    lookup: true\n    on: [v]\n    key: [id, x]\n    columns: {a: name}";
+  assert_error_at(wd_config_load(write_yaml(minimal_range(15, 17, two)), &cfg), "C_CONFIG", 21, "as many `key:` paths");
+  /* a valid lookup: its source is built against the lookup schema [v, a] */
+  const char *ok =
+      "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
+      "  - name: d\n    topic: dim\n    lookup: true\n    on: v\n    key: id\n    required: true\n    columns: {a: name}";
+  cfg = load_ok(minimal_range(13, 17, ok)); /* no sequence group: a is filled by the lookup */
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_config_build_table(cfg, &t));
+  wd_source_t *srcs[2] = {0};
+  int ids[2];
+  wd_join_t *j = NULL;
+  wd_error_t *err = wd_config_build_join(cfg, t, srcs, ids, &j);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_assert(wd_join_is_lookup(j, ids[1]) && !wd_join_is_lookup(j, ids[0]));
+  const wd_schema_t *ls = wd_join_source_schema(j, ids[1]);
+  cr_assert_eq(ls->ncols, 2);
+  cr_assert_str_eq(ls->cols[0].name, "v");
+  cr_assert_str_eq(ls->cols[1].name, "a");
+  cr_assert_eq(srcs[1]->ncols, 2);
+  wd_join_destroy(j);
+  wd_source_destroy(srcs[0]);
+  wd_source_destroy(srcs[1]);
+  wd_table_destroy(t);
+  wd_config_destroy(cfg);
+}
+
+/* Lookups with per-partition tasks are refused, naming the source's line. */
+Test(config, lookup_source_with_per_partition_tasks_refused) {
+  const char *y =
+      "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
+      "  - name: d\n    topic: dim\n    lookup: true\n    on: v\n    key: id\n    columns: {a: name}";
+  char buf[8192];
+  snprintf(buf, sizeof(buf), "%spipeline:\n  tasks: per-partition\n", minimal_range(13, 17, y));
+  wd_config_t *cfg = load_ok(buf);
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_config_build_table(cfg, &t));
+  wd_source_t *srcs[2] = {0};
+  int ids[2];
+  wd_join_t *j = NULL;
+  assert_error_at(wd_config_build_join(cfg, t, srcs, ids, &j), "C_LOOKUP_TASKS", 17, "'d'");
+  cr_assert_null(j);
+  wd_source_destroy(srcs[0]);
+  wd_source_destroy(srcs[1]);
+  wd_table_destroy(t);
+  wd_config_destroy(cfg);
 }
