@@ -503,9 +503,14 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   wd_error_t *err = NULL;
   wd_tp_offset_t *g = NULL;
   wd_store_batch_t *b = NULL;
-  bool *drop = NULL;
+  bool *drop = NULL, *lead = NULL; /* the task goes / the first assigned partition of a task that goes */
+  int64_t *stored = NULL;          /* the stored offset of each partition */
   c->in_callback++;
   if (c->in_batch) c->batch_invalid = true;
+  if (!(stored = calloc(n ? n : 1, sizeof(*stored)))) {
+    keep_cb_error(c, wd_error_nomem());
+    goto done;
+  }
   if (c->ntps + n > c->cap_tps) {
     size_t cap = (c->ntps + n) * 2;
     wd_ctp_t *t = realloc(c->tps, cap * sizeof(*t));
@@ -522,7 +527,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     t->topic = parts[i].topic;
     t->partition = parts[i].partition;
     t->restore_end = -1;
-    int64_t s = stored_offset(c, parts[i].topic, parts[i].partition);
+    int64_t s = stored[i] = stored_offset(c, parts[i].topic, parts[i].partition);
     if (!c->conf.group)
       t->start = c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
     else
@@ -539,7 +544,8 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     goto done;
   }
   /* exactly-once: local state is trusted only at exactly the group's committed position */
-  if (!(g = calloc(n, sizeof(*g))) || !(drop = calloc(n, sizeof(*drop))) || !(b = wd_store_batch_new())) {
+  if (!(g = calloc(n, sizeof(*g))) || !(drop = calloc(n, sizeof(*drop))) || !(lead = calloc(n, sizeof(*lead))) ||
+      !(b = wd_store_batch_new())) {
     keep_cb_error(c, wd_error_nomem());
     goto done;
   }
@@ -550,8 +556,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   }
   size_t ntasks_restore = 0, restoring = 0;
   for (size_t i = 0; i < n; i++) {
-    int64_t s = stored_offset(c, parts[i].topic, parts[i].partition);
-    if (s != g[i].offset) {
+    if (stored[i] != g[i].offset) {
       /* the whole task goes: mark every assigned partition of it */
       uint32_t task = task_of(c, parts[i].partition);
       for (size_t k = 0; k < n; k++)
@@ -559,15 +564,17 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     }
   }
   for (size_t i = 0; i < n; i++) {
+    lead[i] = drop[i];
+    for (size_t k = 0; k < i && lead[i]; k++)
+      if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) lead[i] = false;
+  }
+  for (size_t i = 0; i < n; i++) {
     wd_ctp_t *t = &c->tps[first + i];
     if (!drop[i]) {
       t->start = g[i].offset >= 0 ? g[i].offset : WD_OFFSET_BEGINNING;
       continue;
     }
-    bool first_of_task = true;
-    for (size_t k = 0; k < i; k++)
-      if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) first_of_task = false;
-    if (first_of_task) {
+    if (lead[i]) {
       ntasks_restore++;
       if (!c->conf.changelog_topic && (err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), b))) {
         keep_cb_error(c, err);
@@ -611,10 +618,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       goto done;
     }
     for (size_t i = 0; i < n && !err; i++) {
-      bool first_of_task = drop[i];
-      for (size_t k = 0; k < i && first_of_task; k++)
-        if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) first_of_task = false;
-      if (!first_of_task) continue;
+      if (!lead[i]) continue;
       wd_store_batch_clear(rows);
       if ((err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), rows)) ||
           (err = wd_store_write_sync(c->store, rows)) || (err = restore_task(c, task_of(c, parts[i].partition))))
@@ -644,6 +648,8 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
 done:
   free(g);
   free(drop);
+  free(lead);
+  free(stored);
   wd_store_batch_destroy(b);
   c->in_callback--;
 }
@@ -867,6 +873,17 @@ static void note_restored(wd_commit_t *c) {
   }
 }
 
+/* An abortable error (txn_requires_abort, not fenced or fatal) aborts the open commit: the abort's
+ * own error (or NULL) is returned in its place and *aborted set; any other error is returned as
+ * it is. Takes err. */
+static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *aborted) {
+  if (!err || !err->txn_requires_abort || err->fenced || err->fatal) return err;
+  wd_error_t *aerr = wd_commit_abort(c, err->message);
+  wd_error_destroy(err);
+  if (aborted) *aborted = true;
+  return aerr;
+}
+
 /* Step 3 under exactly-once: commit_transaction, retried while its outcome is unknown. Returns
  * with c->phase COMMITTED on success, IDLE when aborted (or completed by a nested run inside a
  * rebalance callback while it waited). */
@@ -885,13 +902,7 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
       c->phase = WD_PHASE_COMMITTED;
       return NULL;
     }
-    if (err->fenced || err->fatal) return err;
-    if (err->txn_requires_abort) {
-      wd_error_t *aerr = wd_commit_abort(c, err->message);
-      wd_error_destroy(err);
-      if (aborted) *aborted = true;
-      return aerr;
-    }
+    if (err->fenced || err->fatal || err->txn_requires_abort) return abort_if_abortable(c, err, aborted);
     if (!err->retriable) return err;
     if (stop && *stop >= 2) {
       wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
@@ -977,14 +988,8 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         /* the commit's row changes to the state changelog, in the same transaction */
         if ((err = wd_commit_begin(c))) break;
         if (wd_store_batch_foreach_state(c->b, send_changelog, c)) {
-          err = c->send_err;
+          err = abort_if_abortable(c, c->send_err, &ab);
           c->send_err = NULL;
-          if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
-            wd_error_t *aerr = wd_commit_abort(c, err->message);
-            wd_error_destroy(err);
-            err = aerr;
-            ab = true;
-          }
           break;
         }
         c->changelog_sent = true;
@@ -1035,12 +1040,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       }
       wd_group_meta_destroy(gm);
       if (!err && c->phase == WD_PHASE_PREPARED) c->phase = WD_PHASE_OFFSETS_SENT;
-      if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
-        wd_error_t *aerr = wd_commit_abort(c, err->message);
-        wd_error_destroy(err);
-        err = aerr;
-        ab = true;
-      }
+      err = abort_if_abortable(c, err, &ab);
       break;
     }
     case WD_PHASE_OFFSETS_SENT:

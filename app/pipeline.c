@@ -366,7 +366,6 @@ static void on_committed(void *ctx, uint64_t number) {
   }
   hist_reset(p); /* issue 13 */
   p->busy_end = mono_s();
-  p->st.batches++;
   p->st.commits++;
   if (p->trace && p->trace_buf.len) fwrite(p->trace_buf.data, 1, p->trace_buf.len, p->trace);
   wd_buf_reset(&p->trace_buf);
@@ -454,20 +453,26 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
   wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
   for (size_t i = 0; i < p->cl.n;) {
     const wd_row_t *keyrow = NULL;
+    size_t src = p->cl_src[i];
+    if (p->opts.no_output || p->restoring[src]) {
+      /* nothing is sent: skip the rows of this source message (they are contiguous) unencoded */
+      size_t at = i;
+      while (i < p->cl.n && p->cl_src[i] == src) i++;
+      if (!p->restoring[src]) p->st.changes_out += i - at;
+      continue;
+    }
     wd_buf_reset(&p->kbuf);
     wd_buf_reset(&p->vbuf);
     size_t at = i;
     err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
-    bool silent = p->opts.no_output || p->restoring[p->cl_src[i - 1]];
-    if (!p->restoring[p->cl_src[i - 1]]) p->st.changes_out += i - at;
+    p->st.changes_out += i - at;
     if (!err) err = encode_key(p, &sc, keyrow);
-    if (!err && !silent && !(err = wd_commit_begin(p->commit)))
+    if (!err && !(err = wd_commit_begin(p->commit)))
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
     if (err && !strcmp(err->id, "E_SINK_PRODUCE") && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
-      size_t src = p->cl_src[i - 1];
-      wd_kmsg_t *m = &p->msgs[src];
+      wd_kmsg_t *m = &p->msgs[src]; /* the rows encoded are this source message's */
       wd_log(WD_LOG_ERROR, "pipeline", "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
              "message.max.bytes; dead-lettered (raise message.max.bytes under sink.properties and the topic's "
              "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len);
@@ -481,7 +486,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
       continue;
     }
     if (err) return err;
-    if (!silent) p->st.messages_out++;
+    p->st.messages_out++;
   }
   return NULL;
 }
@@ -755,6 +760,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   }
   /* counters, once the batch is taken */
   p->st.records_in += n;
+  p->st.batches++;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     p->st.changes_in += b->count;
@@ -810,11 +816,11 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           "widen: summary: %" PRIu64 " Kafka records in (%" PRIu64 " change records after decoding: an update is -U "
           "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
           " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
-          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " commits (%s)%s; %.2f s in "
-          "all, %.0f records/s while input flowed",
+          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " commits (%s) of %" PRIu64
+          " batches; %.2f s in all, %.0f records/s while input flowed",
           p->st.records_in, p->st.changes_in, p->st.changes_out, p->st.messages_out, p->st.dead_lettered,
-          p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.batches,
-          p->exactly_once ? "exactly-once" : "at-least-once", "", seconds,
+          p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.commits,
+          p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);

@@ -381,6 +381,19 @@ int wd_kmsg_header(const wd_kmsg_t *m, size_t i, const char **name, const void *
   return rd_kafka_header_get_all(h, i, name, value, len) ? -1 : 0;
 }
 
+/* Fills m from rkm, which m then owns (released by wd_kmsg_release). */
+static void wd_kmsg_wrap(wd_kmsg_t *m, rd_kafka_message_t *rkm) {
+  m->topic = rd_kafka_topic_name(rkm->rkt);
+  m->partition = rkm->partition;
+  m->offset = rkm->offset;
+  m->timestamp = rd_kafka_message_timestamp(rkm, NULL);
+  m->key = rkm->key;
+  m->key_len = rkm->key_len;
+  m->value = rkm->payload;
+  m->value_len = rkm->len;
+  m->rkm = rkm;
+}
+
 /* Group mode: starts the subscription once (the first poll). */
 static wd_error_t *wd_consumer_subscribe(wd_consumer_t *c) {
   if (!c->group_mode || c->subscribed) return NULL;
@@ -414,19 +427,7 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
   c->batch = msgs;
   c->batch_n = n;
   size_t from_held = 0;
-  while (*n < max && from_held < c->nheld) {
-    rd_kafka_message_t *h = c->held[from_held++];
-    wd_kmsg_t *m = &msgs[(*n)++];
-    m->topic = rd_kafka_topic_name(h->rkt);
-    m->partition = h->partition;
-    m->offset = h->offset;
-    m->timestamp = rd_kafka_message_timestamp(h, NULL);
-    m->key = h->key;
-    m->key_len = h->key_len;
-    m->value = h->payload;
-    m->value_len = h->len;
-    m->rkm = h;
-  }
+  while (*n < max && from_held < c->nheld) wd_kmsg_wrap(&msgs[(*n)++], c->held[from_held++]);
   if (from_held) {
     memmove(c->held, c->held + from_held, (c->nheld - from_held) * sizeof(*c->held));
     c->nheld -= from_held;
@@ -466,18 +467,8 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
     }
     wd_kafka_broker_ok("ingest", &c->waiting);
     c->last_err = 0;
-    wd_kmsg_t *m = &msgs[*n];
-    m->topic = rd_kafka_topic_name(rkm->rkt);
-    m->partition = rkm->partition;
-    m->offset = rkm->offset;
-    m->timestamp = rd_kafka_message_timestamp(rkm, NULL);
-    m->key = rkm->key;
-    m->key_len = rkm->key_len;
-    m->value = rkm->payload;
-    m->value_len = rkm->len;
-    m->rkm = rkm;
+    wd_kmsg_wrap(&msgs[(*n)++], rkm);
     rkm = NULL;
-    (*n)++;
   }
 cleanup:
   if (rkm) rd_kafka_message_destroy(rkm);

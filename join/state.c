@@ -45,6 +45,8 @@ struct wd_state {
   wd_buf_t kbuf;     /* scratch: a full key (prefix + primary key) */
   wd_buf_t pkeys;    /* scratch: the full keys of a prefetch, back to back */
   size_t *pkoff;
+  const uint8_t **pk; /* scratch: pointers to the full keys of a prefetch, and their lengths */
+  size_t *pl;
   size_t cap_pkoff;
   /* the dirty entries, in order of first put since the last flush (ndirty of them), so a flush
    * visits only what the batch changed, not the whole cache */
@@ -114,6 +116,8 @@ void wd_state_destroy(wd_state_t *s) {
   wd_buf_free(&s->kbuf);
   wd_buf_free(&s->pkeys);
   free(s->pkoff);
+  free(s->pk);
+  free(s->pl);
   free(s->dirty);
   free(s->pend);
   free(s->mk);
@@ -248,8 +252,12 @@ wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tas
   if (n + 1 > s->cap_pkoff) {
     size_t cap = (n + 1) * 2;
     size_t *o = realloc(s->pkoff, cap * sizeof(*o));
-    if (!o) return wd_error_nomem();
-    s->pkoff = o;
+    if (o) s->pkoff = o;
+    const uint8_t **k = realloc(s->pk, cap * sizeof(*k));
+    if (k) s->pk = k;
+    size_t *l = realloc(s->pl, cap * sizeof(*l));
+    if (l) s->pl = l;
+    if (!o || !k || !l) return wd_error_nomem();
     s->cap_pkoff = cap;
   }
   wd_buf_reset(&s->pkeys);
@@ -259,21 +267,11 @@ wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tas
       return wd_error_nomem();
   }
   s->pkoff[n] = s->pkeys.len;
-  const uint8_t **fk = malloc(n * sizeof(*fk));
-  size_t *fl = malloc(n * sizeof(*fl));
-  wd_error_t *err = NULL;
-  if (!fk || !fl) {
-    err = wd_error_nomem();
-  } else {
-    for (size_t i = 0; i < n; i++) {
-      fk[i] = s->pkeys.data + s->pkoff[i];
-      fl[i] = s->pkoff[i + 1] - s->pkoff[i];
-    }
-    err = prefetch_full(s, n, fk, fl);
+  for (size_t i = 0; i < n; i++) {
+    s->pk[i] = s->pkeys.data + s->pkoff[i];
+    s->pl[i] = s->pkoff[i + 1] - s->pkoff[i];
   }
-  free(fk);
-  free(fl);
-  return err;
+  return prefetch_full(s, n, s->pk, s->pl);
 }
 
 wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *keys, const size_t *klens) {
