@@ -28,21 +28,10 @@
 #include "ingest/consumer.h"
 #include "join/state.h"
 #include "sink/producer.h"
+#include "tests/support/integration.h"
 #include "tests/support/json_same.h"
 
 extern char **environ;
-
-static const char *brokers(void) {
-  const char *b = getenv("WIDEN_TEST_BROKERS");
-  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
-  return b;
-}
-
-static const char *widen_bin(void) {
-  const char *b = getenv("WIDEN_BIN");
-  cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
-  return b;
-}
 
 typedef struct {
   char dir[256];
@@ -90,35 +79,18 @@ static const char *const YAML =
     "  processing-guarantee: GUARANTEE\n"
     "  tasks: TASKS\n";
 
-/* Replaces every occurrence of from in s by to (s is freed; the result is new). */
-static char *replace(char *s, const char *from, const char *to) {
-  size_t fl = strlen(from), tl = strlen(to);
-  wd_buf_t out = {0};
-  for (const char *at = s, *hit; *at; at = hit + fl) {
-    if (!(hit = strstr(at, from))) {
-      cr_assert_eq(wd_buf_append(&out, at, strlen(at)), 0);
-      break;
-    }
-    cr_assert_eq(wd_buf_append(&out, at, (size_t)(hit - at)), 0);
-    cr_assert_eq(wd_buf_append(&out, to, tl), 0);
-  }
-  cr_assert_eq(wd_buf_putc(&out, 0), 0);
-  free(s);
-  return (char *)out.data;
-}
-
 /* Writes e's config: e->prefix, e->state and the member's instance id set. */
 static const char *extra_props = "";
 
 static void write_config(const env_t *e, const char *instance, const char *guarantee, const char *tasks) {
   char *y = strdup(YAML);
-  y = replace(y, "EXTRA_PROPS", extra_props);
-  y = replace(y, "INSTANCE", instance);
-  y = replace(y, "PREFIX", e->prefix);
-  y = replace(y, "BROKERS", brokers());
-  y = replace(y, "STATE", e->state);
-  y = replace(y, "GUARANTEE", guarantee);
-  y = replace(y, "TASKS", tasks);
+  y = wd_it_replace(y, "EXTRA_PROPS", extra_props);
+  y = wd_it_replace(y, "INSTANCE", instance);
+  y = wd_it_replace(y, "PREFIX", e->prefix);
+  y = wd_it_replace(y, "BROKERS", wd_it_brokers());
+  y = wd_it_replace(y, "STATE", e->state);
+  y = wd_it_replace(y, "GUARANTEE", guarantee);
+  y = wd_it_replace(y, "TASKS", tasks);
   FILE *f = fopen(e->cfg, "w");
   cr_assert_not_null(f);
   fputs(y, f);
@@ -159,8 +131,8 @@ static void env_done(env_t *e) {
 
 /* Starts `widen run`, stopping after idle_ms without input; fault (WIDEN_FAULT) may be NULL. */
 static pid_t spawn_widen(const env_t *e, const char *fault, const char *idle_ms) {
-  const char *argv[] = {widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   if (fault) setenv("WIDEN_FAULT", fault, 1);
   else unsetenv("WIDEN_FAULT");
   pid_t pid;
@@ -188,7 +160,7 @@ static int run_widen(const env_t *e, const char *fault) {
 static void create_topic(const char *topic, int partitions) {
   char errstr[256];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
   cr_assert_not_null(rk, "%s", errstr);
   rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
@@ -213,7 +185,7 @@ static void create_topic(const char *topic, int partitions) {
 static void produce_orders(const env_t *const *envs, size_t nenvs, uint64_t records, uint64_t seed, uint64_t skip) {
   wd_kafka_conf_t kc = {0};
   wd_producer_t *p = NULL;
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_producer_new(&kc, &p));
   wd_kafka_conf_clear(&kc);
   const char *streams[] = {"orders"};
@@ -244,46 +216,17 @@ static void produce_orders(const env_t *const *envs, size_t nenvs, uint64_t reco
 /* The output topic read read_committed (librdkafka consumer, assign mode), as an object
  * key -> array of {"op","row"} in order. */
 static json_t *changelog_by_key(const char *topic, size_t *total) {
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "isolation.level", "read_committed"));
-  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
-  cr_assert_null(err, "%s", err ? err->message : "");
-  json_t *out = json_object();
-  wd_buf_t b = {0};
-  wd_kmsg_t msgs[500];
-  int idle = 0;
-  *total = 0;
-  while (idle < 4) {
-    size_t n = 0;
-    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
-    idle = n ? 0 : idle + 1;
-    for (size_t i = 0; i < n; i++) {
-      wd_buf_reset(&b);
-      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
-                                              msgs[i].value, msgs[i].value_len, &b, NULL));
-      for (char *line = (char *)b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        json_t *j = json_loads(line, 0, NULL);
-        cr_assert_not_null(j, "bad tail line %s", line);
-        char *key = json_dumps(json_object_get(j, "key"), JSON_COMPACT | JSON_SORT_KEYS);
-        json_t *seq = json_object_get(out, key);
-        if (!seq) json_object_set_new(out, key, seq = json_array());
-        json_t *rec = json_pack("{s:O,s:O}", "op", json_object_get(j, "op"), "row", json_object_get(j, "row"));
-        json_array_append_new(seq, rec);
-        (*total)++;
-        free(key);
-        json_decref(j);
-      }
-    }
-    wd_kmsg_release(msgs, n);
+  json_t *lines = wd_it_read_changelog(topic), *out = json_object(), *j;
+  size_t i;
+  *total = json_array_size(lines);
+  json_array_foreach(lines, i, j) {
+    char *key = json_dumps(json_object_get(j, "key"), JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *seq = json_object_get(out, key);
+    if (!seq) json_object_set_new(out, key, seq = json_array());
+    json_array_append_new(seq, json_pack("{s:O,s:O}", "op", json_object_get(j, "op"), "row", json_object_get(j, "row")));
+    free(key);
   }
-  wd_buf_free(&b);
-  wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
+  json_decref(lines);
   return out;
 }
 
@@ -544,8 +487,8 @@ Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
   produce_orders(both, 2, 1000, 21, 0);
   char log[400];
   snprintf(log, sizeof(log), "%s/a.log", a.dir);
-  const char *argv[] = {widen_bin(), "run", "--config", a.cfg, "--quiet", "--max-idle-ms", "15000", NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", a.cfg, "--quiet", "--max-idle-ms", "15000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);

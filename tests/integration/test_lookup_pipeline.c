@@ -27,51 +27,10 @@
 #include "ingest/consumer.h"
 #include "sink/producer.h"
 #include "tests/support/invoice_workload.h"
+#include "tests/support/integration.h"
 #include "tests/support/json_same.h"
 
 extern char **environ;
-
-static const char *brokers(void) {
-  const char *b = getenv("WIDEN_TEST_BROKERS");
-  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
-  return b;
-}
-
-static const char *widen_bin(void) {
-  const char *b = getenv("WIDEN_BIN");
-  cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
-  return b;
-}
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
-
-static char *replace(char *s, const char *from, const char *to) {
-  size_t fl = strlen(from), tl = strlen(to), n = 0;
-  for (const char *p = strstr(s, from); p; p = strstr(p + fl, from)) n++;
-  char *out = malloc(strlen(s) + n * (tl > fl ? tl - fl : 0) + 1), *o = out;
-  const char *p = s;
-  for (const char *q = strstr(p, from); q; q = strstr(p, from)) {
-    memcpy(o, p, (size_t)(q - p));
-    o += q - p;
-    memcpy(o, to, tl);
-    o += tl;
-    p = q + fl;
-  }
-  strcpy(o, p);
-  free(s);
-  return out;
-}
 
 typedef struct {
   char dir[256], prefix[96], cfg[320], trace[320], state[320];
@@ -90,12 +49,12 @@ static void env_init(env_t *e, const char *name) {
   const char *f = __FILE__;
   snprintf(path, sizeof(path), "%.*sconfigs/invoice-wide.yaml", (int)(strstr(f, "tests/integration/") - f), f);
   snprintf(group, sizeof(group), "  group.id: %sgroup\n", e->prefix);
-  char *y = read_file(path);
-  y = replace(y, "billing.", e->prefix);
-  y = replace(y, "./state/invoice", e->state);
-  y = replace(y, "  group.id: widen-invoice\n", group);
-  y = replace(y, "\"DECIMAL(12,2)\"", "BIGINT");
-  y = replace(y, "batch-size: 1000", "batch-size: 50");
+  char *y = wd_it_read_file(path);
+  y = wd_it_replace(y, "billing.", e->prefix);
+  y = wd_it_replace(y, "./state/invoice", e->state);
+  y = wd_it_replace(y, "  group.id: widen-invoice\n", group);
+  y = wd_it_replace(y, "\"DECIMAL(12,2)\"", "BIGINT");
+  y = wd_it_replace(y, "batch-size: 1000", "batch-size: 50");
   FILE *o = fopen(e->cfg, "w");
   cr_assert_not_null(o);
   fputs(y, o);
@@ -114,7 +73,7 @@ static void env_done(env_t *e) {
 static void produce_events(const env_t *e, const wl_workload_t *w, size_t from, size_t to) {
   wd_kafka_conf_t kc = {0};
   wd_producer_t *p = NULL;
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_producer_new(&kc, &p));
   wd_kafka_conf_clear(&kc);
   for (size_t i = from; i < to; i++) {
@@ -138,8 +97,8 @@ static void produce_events(const env_t *e, const wl_workload_t *w, size_t from, 
 }
 
 static pid_t spawn_widen_cfg(const char *cfg, const char *trace, const char *idle_ms) {
-  const char *argv[] = {widen_bin(), "run", "--config", cfg, "--quiet", "--trace", trace, "--max-idle-ms", idle_ms, NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", cfg, "--quiet", "--trace", trace, "--max-idle-ms", idle_ms, NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   return pid;
@@ -153,47 +112,11 @@ static int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Every record of the output topic as tail's {"op","key","row"}, in partition order. */
-static json_t *read_changelog(const char *topic) {
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
-  cr_assert_null(wd_consumer_new(&kc, topics, 1, NULL, NULL, &c));
-  json_t *out = json_array();
-  wd_buf_t b = {0};
-  wd_kmsg_t msgs[500];
-  int idle = 0;
-  while (idle < 4) {
-    size_t n = 0;
-    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
-    idle = n ? 0 : idle + 1;
-    for (size_t i = 0; i < n; i++) {
-      wd_buf_reset(&b);
-      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
-                                              msgs[i].value, msgs[i].value_len, &b, NULL));
-      for (char *line = (char *)b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        json_t *j = json_loads(line, 0, NULL);
-        cr_assert_not_null(j, "bad tail line %s", line);
-        json_array_append_new(out, j);
-      }
-    }
-    wd_kmsg_release(msgs, n);
-  }
-  wd_buf_free(&b);
-  wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
-  return out;
-}
-
 /* `widen rows --config` (the visible rows, one JSON object a line, sorted by key). */
 static json_t *widen_rows_cfg(const env_t *e, const char *cfg) {
   char cmd[1200], out[400];
   snprintf(out, sizeof(out), "%s/rows.jsonl", e->dir);
-  snprintf(cmd, sizeof(cmd), "'%s' rows --config '%s' > '%s'", widen_bin(), cfg, out);
+  snprintf(cmd, sizeof(cmd), "'%s' rows --config '%s' > '%s'", wd_it_widen_bin(), cfg, out);
   cr_assert_eq(system(cmd), 0, "widen rows failed");
   FILE *f = fopen(out, "r");
   json_t *rows = json_array();
@@ -268,7 +191,7 @@ static void check_all(const env_t *e, const wl_workload_t *w) {
   cr_assert_not_null(want);
   char out_topic[200], *why = NULL;
   snprintf(out_topic, sizeof(out_topic), "%sinvoice_wide", e->prefix);
-  json_t *cl = read_changelog(out_topic), *replayed = NULL;
+  json_t *cl = wd_it_read_changelog(out_topic), *replayed = NULL;
   why = wl_replay(cl, "invoice_id", &replayed);
   cr_assert_null(why, "output topic: %s", why);
   cr_assert(wl_rows_equal(replayed, want, &why), "output topic replayed vs SQL join: %s", why);

@@ -20,20 +20,9 @@
 #include "common/buf.h"
 #include "common/kafka_conf.h"
 #include "ingest/consumer.h"
+#include "tests/support/integration.h"
 
 extern char **environ;
-
-static const char *brokers(void) {
-  const char *b = getenv("WIDEN_TEST_BROKERS");
-  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
-  return b;
-}
-
-static const char *widen_bin(void) {
-  const char *b = getenv("WIDEN_BIN");
-  cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
-  return b;
-}
 
 typedef struct {
   char dir[256];
@@ -60,7 +49,7 @@ static char *sh(int *rc, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(cmd, sizeof(cmd), fmt, ap);
   va_end(ap);
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p, "popen %s", cmd);
   char *out = slurp(p);
@@ -118,15 +107,15 @@ static void env_done(env_t *e) {
 
 static void produce(const env_t *e, int keys, int records, int seed) {
   int rc;
-  char *out = sh(&rc, "'%s' produce --generate --topic-prefix %s --keys %d --records %d --seed %d 2>&1", widen_bin(),
+  char *out = sh(&rc, "'%s' produce --generate --topic-prefix %s --keys %d --records %d --seed %d 2>&1", wd_it_widen_bin(),
                  e->prefix, keys, records, seed);
   cr_assert_eq(rc, 0, "produce failed: %s", out);
   free(out);
 }
 
 static pid_t spawn_run(const env_t *e, const char *idle_ms) {
-  const char *argv[] = {widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   return pid;
@@ -167,7 +156,7 @@ static double metric_sum(const char *text, const char *name, const char *label_h
 /* The commit history as printed by `widen status --no-kafka`: a JSON array of the records. */
 static json_t *history(const env_t *e) {
   int rc;
-  char *out = sh(&rc, "'%s' status --config '%s' --no-kafka --last 100000 2>/dev/null", widen_bin(), e->cfg);
+  char *out = sh(&rc, "'%s' status --config '%s' --no-kafka --last 100000 2>/dev/null", wd_it_widen_bin(), e->cfg);
   cr_assert_eq(rc, 0, "widen status failed: %s", out);
   json_t *a = json_array();
   for (char *l = out, *nl; l && *l; l = nl ? nl + 1 : NULL) {
@@ -186,7 +175,7 @@ static json_t *changelog(const env_t *e) {
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
   const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
   wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
   cr_assert_null(err, "%s", err ? err->message : "");
@@ -296,7 +285,7 @@ static json_t *net(json_t *a, json_t *b) {
 /* `widen changes` output as sorted {"op","row"} lines. */
 static json_t *changes(const env_t *e, const char *from, const char *to) {
   int rc;
-  char *out = sh(&rc, "'%s' changes --config '%s' --from %s --to %s 2>/dev/null", widen_bin(), e->cfg, from, to);
+  char *out = sh(&rc, "'%s' changes --config '%s' --from %s --to %s 2>/dev/null", wd_it_widen_bin(), e->cfg, from, to);
   cr_assert_eq(rc, 0, "widen changes --from %s --to %s failed", from, to);
   json_t *a = json_array();
   for (char *l = out, *nl; l && *l; l = nl ? nl + 1 : NULL) {
@@ -315,7 +304,7 @@ static json_t *changes(const env_t *e, const char *from, const char *to) {
 /* `widen rows` as key -> row. */
 static json_t *rows(const env_t *e, const char *dir) {
   int rc;
-  char *out = sh(&rc, "'%s' rows --config '%s' --state-dir '%s' 2>/dev/null", widen_bin(), e->cfg, dir);
+  char *out = sh(&rc, "'%s' rows --config '%s' --state-dir '%s' 2>/dev/null", wd_it_widen_bin(), e->cfg, dir);
   cr_assert_eq(rc, 0, "widen rows failed");
   json_t *t = json_object();
   for (char *l = out, *nl; l && *l; l = nl ? nl + 1 : NULL) {
@@ -380,7 +369,7 @@ Test(ops, metrics_scrape_and_status_during_run, .timeout = 240) {
   free(text);
 
   /* widen status while widen run holds the state */
-  char *st = sh(&rc, "'%s' status --config '%s' 2>&1", widen_bin(), e.cfg);
+  char *st = sh(&rc, "'%s' status --config '%s' 2>&1", wd_it_widen_bin(), e.cfg);
   cr_assert_eq(rc, 0, "widen status during the run failed: %s", st);
   cr_expect(strstr(st, "lag: 0 (group"), "%s", st);
   json_int_t in = 0, n = 0, last = 0;
@@ -479,7 +468,7 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   free(sh(&rc, "sed -e 's/ship_version.sequence-group: carrier,ship_status,shipped_at/ship_version.sequence-group: "
                "carrier,ship_status/' '%s' > '%s'", e.cfg, e2.cfg));
   /* fail (the default) names the item */
-  char *err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 500 2>&1", widen_bin(), e2.cfg);
+  char *err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 500 2>&1", wd_it_widen_bin(), e2.cfg);
   cr_expect_neq(rc, 0);
   cr_expect(strstr(err, "C_STATE_DEFINITION") && strstr(err, "table option fields.ship_version.sequence-group"), "%s",
             err);
@@ -489,13 +478,13 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   snprintf(e3.cfg, sizeof(e3.cfg), "%s/widen3.yaml", e.dir);
   free(sh(&rc, "sed -e 's/  batch-timeout-ms: 50/  batch-timeout-ms: 50\\n  status-interval-s: 9/' '%s' > '%s'", e.cfg,
           e3.cfg));
-  err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 500 2>&1", widen_bin(), e3.cfg);
+  err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 500 2>&1", wd_it_widen_bin(), e3.cfg);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect(strstr(err, "compatible definition change: pipeline.status-interval-s: 5 -> 9"), "%s", err);
   free(err);
   /* rebuild */
   free(sh(&rc, "sed -i -e 's#^state:#state:\\n  on-incompatible-change: rebuild#' '%s'", e2.cfg));
-  err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 1500 2>&1", widen_bin(), e2.cfg);
+  err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 1500 2>&1", wd_it_widen_bin(), e2.cfg);
   cr_assert_eq(rc, 0, "%s", err);
   cr_expect(strstr(err, "emitted the difference"), "%s", err);
   free(err);
@@ -504,7 +493,7 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   char fresh[400];
   snprintf(fresh, sizeof(fresh), "%s/fresh", e.dir);
   free(sh(&rc, "'%s' replay --config '%s' --from earliest --state-dir '%s' --no-output --quiet 2>/dev/null",
-          widen_bin(), e2.cfg, fresh));
+          wd_it_widen_bin(), e2.cfg, fresh));
   cr_assert_eq(rc, 0);
   json_t *fresh_rows = rows(&e2, fresh);
   assert_same(new_rows, fresh_rows, "rebuilt state vs fresh replay");

@@ -31,21 +31,10 @@
 #include "ingest/consumer.h"
 #include "join/state.h"
 #include "sink/producer.h"
+#include "tests/support/integration.h"
 #include "tests/support/json_same.h"
 
 extern char **environ;
-
-static const char *brokers(void) {
-  const char *b = getenv("WIDEN_TEST_BROKERS");
-  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
-  return b;
-}
-
-static const char *widen_bin(void) {
-  const char *b = getenv("WIDEN_BIN");
-  cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
-  return b;
-}
 
 /* The source tree, from this file's path (tests/integration/test_pipeline.c). */
 static void source_path(char *out, size_t n, const char *rel) {
@@ -63,37 +52,6 @@ typedef struct {
   char state[320];
 } env_t;
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
-
-/* Replaces every occurrence of from in s by to (s is freed). */
-static char *replace(char *s, const char *from, const char *to) {
-  size_t fl = strlen(from), tl = strlen(to), count = 0;
-  for (char *p = strstr(s, from); p; p = strstr(p + fl, from)) count++;
-  char *out = malloc(strlen(s) + count * (tl + 1) + 1), *o = out;
-  const char *p = s;
-  for (const char *q = strstr(p, from); q; q = strstr(p, from)) {
-    memcpy(o, p, (size_t)(q - p));
-    o += q - p;
-    memcpy(o, to, tl);
-    o += tl;
-    p = q + fl;
-  }
-  strcpy(o, p);
-  free(s);
-  return out;
-}
-
 /* A fresh directory and topic prefix; the config is `yaml` with "shop." replaced by the prefix,
  * "STATE_DIR" by the state directory and "GROUP" by a unique group id. */
 static void env_init(env_t *e, const char *name, char *yaml) {
@@ -105,9 +63,9 @@ static void env_init(env_t *e, const char *name, char *yaml) {
   snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
   char group[200];
   snprintf(group, sizeof(group), "%sgroup", e->prefix);
-  yaml = replace(yaml, "shop.", e->prefix);
-  yaml = replace(yaml, "STATE_DIR", e->state);
-  yaml = replace(yaml, "GROUP", group);
+  yaml = wd_it_replace(yaml, "shop.", e->prefix);
+  yaml = wd_it_replace(yaml, "STATE_DIR", e->state);
+  yaml = wd_it_replace(yaml, "GROUP", group);
   FILE *f = fopen(e->cfg, "w");
   cr_assert_not_null(f);
   fputs(yaml, f);
@@ -126,25 +84,25 @@ static void env_done(env_t *e) {
 static char *demo_yaml(const char *instance, bool order_independent) {
   char path[512];
   source_path(path, sizeof(path), "configs/demo.yaml");
-  char *y = read_file(path);
+  char *y = wd_it_read_file(path);
   char props[300];
   snprintf(props, sizeof(props),
            "  group.id: GROUP\n  properties:\n    session.timeout.ms: 6000\n    group.instance.id: %s\n", instance);
-  y = replace(y, "  group.id: widen-demo\n", props);
-  y = replace(y, "./state/demo", "STATE_DIR");
-  y = replace(y, "batch-size: 1000", "batch-size: 100");
+  y = wd_it_replace(y, "  group.id: widen-demo\n", props);
+  y = wd_it_replace(y, "./state/demo", "STATE_DIR");
+  y = wd_it_replace(y, "batch-size: 1000", "batch-size: 100");
   /* remove-record-on-sequence-group couples the groups (spec §14): without it the final rows do
    * not depend on how the streams interleave */
-  if (order_independent) y = replace(y, "    partial-update.remove-record-on-sequence-group: order_version\n", "");
+  if (order_independent) y = wd_it_replace(y, "    partial-update.remove-record-on-sequence-group: order_version\n", "");
   return y;
 }
 
 static pid_t spawn_widen(const env_t *e, const char *const *extra) {
-  const char *argv[16] = {widen_bin(), "run", "--config", e->cfg, "--quiet", "--trace", e->trace};
+  const char *argv[16] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--trace", e->trace};
   size_t n = 7;
   for (size_t i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
   argv[n] = NULL;
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   return pid;
@@ -165,7 +123,7 @@ static void run_to_idle(const env_t *e) {
 static wd_producer_t *producer(void) {
   wd_kafka_conf_t kc = {0};
   wd_producer_t *p = NULL;
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   wd_error_t *err = wd_producer_new(&kc, &p);
   cr_assert_null(err, "%s", err ? err->message : "");
   wd_kafka_conf_clear(&kc);
@@ -218,44 +176,6 @@ static void produce_lines(const char *topic, const char *const *keys, const char
                                     values[i] ? strlen(values[i]) : 0, NULL, 0));
   cr_assert_null(wd_producer_wait_acked(p, 60000));
   wd_producer_destroy(p);
-}
-
-/* Reads every record of topic (all partitions, from the beginning) as `widen tail` lines:
- * a JSON array of {"op","key","row"} in partition order (one key's records are in order). */
-static json_t *read_changelog(const char *topic) {
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
-  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
-  cr_assert_null(err, "%s", err ? err->message : "");
-  json_t *out = json_array();
-  wd_buf_t b = {0};
-  wd_kmsg_t msgs[500];
-  int idle = 0;
-  while (idle < 4) {
-    size_t n = 0;
-    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
-    idle = n ? 0 : idle + 1;
-    for (size_t i = 0; i < n; i++) {
-      wd_buf_reset(&b);
-      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
-                                              msgs[i].value, msgs[i].value_len, &b, NULL));
-      for (char *line = (char *)b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        json_t *j = json_loads(line, 0, NULL);
-        cr_assert_not_null(j, "bad tail line %s", line);
-        json_array_append_new(out, j);
-      }
-    }
-    wd_kmsg_release(msgs, n);
-  }
-  wd_buf_free(&b);
-  wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
-  return out;
 }
 
 /* The table of the env's config as a simulate case without input. */
@@ -409,7 +329,7 @@ static void check_against_simulate(const env_t *e, const char *out_topic, const 
   cr_assert(json_is_null(json_object_get(sim, "error")), "simulate reported an error");
   json_t *rows = state_rows(e);
   assert_json_eq(rows, json_object_get(sim, "rows"), "final state rows vs simulate");
-  json_t *out = read_changelog(out_topic);
+  json_t *out = wd_it_read_changelog(out_topic);
   json_t *got = by_key_seq(out, keycol), *want = by_key_seq(json_object_get(sim, "changelog"), keycol);
   assert_json_eq(got, want, "output changelog per key vs simulate");
   cr_log_info("%zu rows, %zu changelog records checked", json_array_size(rows), json_array_size(out));
@@ -524,7 +444,7 @@ Test(pipeline, kill9_restart_loses_nothing, .timeout = 280) {
   char fresh[300], trace2[300];
   snprintf(fresh, sizeof(fresh), "%s/replayed", e.dir);
   snprintf(trace2, sizeof(trace2), "%s/trace-replay.jsonl", e.dir);
-  const char *argv[] = {widen_bin(), "replay", "--config", e.cfg, "--from", "beginning", "--state-dir", fresh,
+  const char *argv[] = {wd_it_widen_bin(), "replay", "--config", e.cfg, "--from", "beginning", "--state-dir", fresh,
                         "--quiet", "--trace", trace2, NULL};
   pid_t rp;
   cr_assert_eq(posix_spawn(&rp, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
@@ -540,7 +460,7 @@ Test(pipeline, kill9_restart_loses_nothing, .timeout = 280) {
   /* the output's last record per key is the final row (or a delete when the key is gone) */
   char out_topic[200];
   snprintf(out_topic, sizeof(out_topic), "%sorders_wide", e.prefix);
-  json_t *outlist = read_changelog(out_topic);
+  json_t *outlist = wd_it_read_changelog(out_topic);
   json_t *out = by_key_seq(outlist, "order_id");
   json_decref(outlist);
   size_t i;
@@ -575,7 +495,7 @@ static const char *const PRODUCTS_YAML =
 
 static char *products_yaml(const char *options) {
   char *y = strdup(PRODUCTS_YAML);
-  return replace(y, "OPTIONS", options);
+  return wd_it_replace(y, "OPTIONS", options);
 }
 
 /* Sends the 16 Debezium MySQL events of ../shared/data (products 101-111: inserts, updates, one
@@ -586,7 +506,7 @@ static size_t produce_products(const env_t *e) {
   cr_assert_not_null(shared);
   snprintf(path, sizeof(path), "%s/data/flink-json/debezium-data-schema-exclude.txt", shared);
   snprintf(topic, sizeof(topic), "%sproducts", e->prefix);
-  char *text = read_file(path);
+  char *text = wd_it_read_file(path);
   const char *keys[64], *vals[64];
   size_t n = 0;
   char *save = NULL;
@@ -642,7 +562,7 @@ Test(pipeline, delete_policy_aggregation_remove_record_on_delete, .timeout = 120
 static json_t *read_dead_letters(const char *topic) {
   char errstr[256];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", brokers(), errstr, sizeof(errstr));
+  rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr));
   rd_kafka_conf_set(conf, "group.id", topic, errstr, sizeof(errstr));
   rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", errstr, sizeof(errstr));
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
@@ -751,7 +671,7 @@ static size_t shared_lines(const char *rel, char **text, const char **lines, siz
   const char *shared = getenv("WIDEN_SHARED");
   cr_assert_not_null(shared);
   snprintf(path, sizeof(path), "%s/%s", shared, rel);
-  *text = read_file(path);
+  *text = wd_it_read_file(path);
   size_t n = 0;
   char *save = NULL;
   for (char *line = strtok_r(*text, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save))
@@ -795,7 +715,7 @@ Test(pipeline, chained_wide_then_aggregation, .timeout = 200) {
   env_init(&e1, "chain1", strdup(WIDE_YAML));
   char upstream[120];
   snprintf(upstream, sizeof(upstream), "%.*s", (int)strlen(e1.prefix) - 1, e1.prefix);
-  env_init(&e2, "chain2", replace(strdup(AGG_YAML), "UPSTREAM", upstream));
+  env_init(&e2, "chain2", wd_it_replace(strdup(AGG_YAML), "UPSTREAM", upstream));
   char *text;
   const char *lines[32], *keys[32];
   size_t n = shared_lines("data/flink-json/canal-data.txt", &text, lines, 32);
@@ -889,7 +809,7 @@ Test(pipeline, sources_without_before_images, .timeout = 150) {
   /* every update in the changelog has a full before row */
   char out[200];
   snprintf(out, sizeof(out), "%sweights", e.prefix);
-  json_t *cl = read_changelog(out);
+  json_t *cl = wd_it_read_changelog(out);
   size_t i, nu = 0;
   json_t *l;
   json_array_foreach(cl, i, l) {
@@ -916,7 +836,7 @@ static const char *const NOSEQ_YAML =
  * delete applies), dead-letter (E_DELETE_NO_SEQUENCE), ignore (the row stays). */
 static void run_noseq(const char *name, const char *option, size_t want_rows, size_t want_dlq) {
   env_t e;
-  env_init(&e, name, replace(strdup(NOSEQ_YAML), "OPTIONS", option));
+  env_init(&e, name, wd_it_replace(strdup(NOSEQ_YAML), "OPTIONS", option));
   const char *keys[] = {"{\"id\":1}", "{\"id\":2}", "{\"id\":1}"};
   const char *vals[] = {"{\"op\":\"c\",\"before\":null,\"after\":{\"id\":1,\"v\":3,\"note\":\"a\"}}",
                         "{\"op\":\"c\",\"before\":null,\"after\":{\"id\":2,\"v\":1,\"note\":\"b\"}}",

@@ -35,16 +35,11 @@
 #include "ingest/schema_registry.h"
 #include "join/state.h"
 #include "sink/producer.h"
+#include "tests/support/integration.h"
 #include "tests/support/json_same.h"
 #include "tests/support/registry_standin.h"
 
 extern char **environ;
-
-static const char *brokers(void) {
-  const char *b = getenv("WIDEN_TEST_BROKERS");
-  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
-  return b;
-}
 
 static char *fixture(const char *name, size_t *len) {
   char path[512];
@@ -76,7 +71,7 @@ static void read_topic(const char *topic, recs_t *r) {
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
   const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
   wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
   cr_assert_null(err, "%s", err ? err->message : "");
@@ -180,7 +175,7 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   static const char *const KEYS[] = {"key_1.bin", "key_2.bin", "key_3.bin", "key_1.bin", "key_1.bin"};
   wd_kafka_conf_t kc = {0};
   wd_producer_t *p = NULL;
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_producer_new(&kc, &p));
   wd_kafka_conf_clear(&kc);
   char *v3 = NULL;
@@ -204,7 +199,7 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   const char *bin = getenv("WIDEN_BIN");
   cr_assert(bin && access(bin, X_OK) == 0);
   const char *argv[] = {bin, "run", "--config", cfgpath, "--quiet", "--max-idle-ms", "2500", NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   int status = 0;
@@ -434,7 +429,7 @@ static void produce_avro_stream(const char *topic, json_t *schemas, uint64_t nke
   }
   wd_kafka_conf_t kc = {0};
   wd_producer_t *p = NULL;
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_producer_new(&kc, &p));
   wd_kafka_conf_clear(&kc);
   uint64_t *cur = calloc(nkeys, sizeof(uint64_t)); /* seed of the key's current image, 0 = absent */
@@ -588,7 +583,7 @@ static json_t *read_avro_changelog(const char *topic, const char *vschema, int32
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
   const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
   wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
   cr_assert_null(err, "%s", err ? err->message : "");
@@ -777,7 +772,7 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   const char *bin = getenv("WIDEN_BIN");
   cr_assert(bin && access(bin, X_OK) == 0);
   const char *argv[] = {bin, "run", "--config", cfgpath, "--quiet", "--trace", trace, "--max-idle-ms", "2500", NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   int status = 0;
@@ -884,7 +879,7 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   const char *bin = getenv("WIDEN_BIN");
   cr_assert(bin && access(bin, X_OK) == 0);
   const char *argv[] = {bin, "run", "--config", cfgpath, "--max-idle-ms", "8000", NULL};
-  setenv("WIDEN_BROKERS", brokers(), 1);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 2, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -899,7 +894,7 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   static const char *const KEYS[] = {"key_1.bin", "key_2.bin", "key_1.bin"};
   wd_kafka_conf_t kc = {0};
   wd_producer_t *p = NULL;
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_producer_new(&kc, &p));
   wd_kafka_conf_clear(&kc);
   for (size_t i = 0; i < 3; i++) {

@@ -1,0 +1,107 @@
+/*
+ * tests/support/integration.h — helpers the integration tests (tests/integration/, on the real
+ * broker) share: the broker and the widen binary from the environment, text substitution in
+ * config templates, whole-file reads, and an output topic read back as `widen tail` lines.
+ * Header-only (static inline): they fail the calling Criterion test through cr_assert.
+ */
+#ifndef WD_TEST_INTEGRATION_H
+#define WD_TEST_INTEGRATION_H
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "changelog/changelog.h"
+#include "common/buf.h"
+#include "common/kafka_conf.h"
+#include "ingest/consumer.h"
+
+/* The broker of the tests (WIDEN_TEST_BROKERS; scripts/test and .ci/run set it). */
+static inline const char *wd_it_brokers(void) {
+  const char *b = getenv("WIDEN_TEST_BROKERS");
+  cr_assert(b && *b, "WIDEN_TEST_BROKERS is not set: start a broker with scripts/kafka start (scripts/test does)");
+  return b;
+}
+
+/* The widen binary (WIDEN_BIN, set by ctest). */
+static inline const char *wd_it_widen_bin(void) {
+  const char *b = getenv("WIDEN_BIN");
+  cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
+  return b;
+}
+
+/* The whole file at path, NUL-terminated (malloc'd; the caller frees). */
+static inline char *wd_it_read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+/* s with every occurrence of from replaced by to: s is freed, the result is new (malloc'd). */
+static inline char *wd_it_replace(char *s, const char *from, const char *to) {
+  size_t fl = strlen(from), tl = strlen(to), count = 0;
+  for (char *p = strstr(s, from); p; p = strstr(p + fl, from)) count++;
+  char *out = malloc(strlen(s) + count * (tl + 1) + 1), *o = out;
+  const char *p = s;
+  for (const char *q = strstr(p, from); q; q = strstr(p, from)) {
+    memcpy(o, p, (size_t)(q - p));
+    o += q - p;
+    memcpy(o, to, tl);
+    o += tl;
+    p = q + fl;
+  }
+  strcpy(o, p);
+  free(s);
+  return out;
+}
+
+/* Reads every record of topic (all partitions, from the beginning, read_committed) as `widen
+ * tail` lines: a JSON array of {"op","key","row"} in partition order (one key's records are in
+ * order). The caller owns the array. */
+static inline json_t *wd_it_read_changelog(const char *topic) {
+  wd_kafka_conf_t kc = {0};
+  wd_consumer_t *c = NULL;
+  const char *topics[] = {topic};
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
+  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  json_t *out = json_array();
+  wd_buf_t b = {0};
+  wd_kmsg_t msgs[500];
+  int idle = 0;
+  while (idle < 4) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
+    idle = n ? 0 : idle + 1;
+    for (size_t i = 0; i < n; i++) {
+      wd_buf_reset(&b);
+      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
+                                              msgs[i].value, msgs[i].value_len, &b, NULL));
+      for (char *line = (char *)b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        json_t *j = json_loads(line, 0, NULL);
+        cr_assert_not_null(j, "bad tail line %s", line);
+        json_array_append_new(out, j);
+      }
+    }
+    wd_kmsg_release(msgs, n);
+  }
+  wd_buf_free(&b);
+  wd_consumer_destroy(c);
+  wd_kafka_conf_clear(&kc);
+  return out;
+}
+
+#endif
