@@ -397,6 +397,12 @@ static wd_ctp_t *find_tp(const wd_commit_t *c, const char *topic, int32_t partit
   return NULL;
 }
 
+static bool is_stateless(const wd_commit_t *c, const char *topic) {
+  for (size_t i = 0; i < c->conf.nstateless; i++)
+    if (!strcmp(c->conf.stateless_topics[i], topic)) return true;
+  return false;
+}
+
 static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
   return c->conf.per_partition ? (uint32_t)partition : 0;
 }
@@ -504,6 +510,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   wd_tp_offset_t *g = NULL;
   wd_store_batch_t *b = NULL;
   bool *drop = NULL, *lead = NULL; /* the task goes / the first assigned partition of a task that goes */
+  bool *stateless = NULL;          /* the partition is only forwarded (conf.stateless_topics) */
   int64_t *stored = NULL;          /* the stored offset of each partition */
   c->in_callback++;
   if (c->in_batch) c->batch_invalid = true;
@@ -533,9 +540,31 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     else
       t->start = s >= 0 ? s : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
   }
+  /* stateless partitions (forwarded to a repartition topic): the group's committed offset */
+  if (!(stateless = calloc(n ? n : 1, sizeof(*stateless)))) {
+    keep_cb_error(c, wd_error_nomem());
+    goto done;
+  }
+  size_t nstateless = 0;
+  for (size_t i = 0; i < n; i++) nstateless += stateless[i] = is_stateless(c, parts[i].topic);
+  if (nstateless && c->conf.group) {
+    if (!(g = calloc(n, sizeof(*g)))) {
+      keep_cb_error(c, wd_error_nomem());
+      goto done;
+    }
+    memcpy(g, parts, n * sizeof(*g));
+    if ((err = group_offsets(c, g, n))) {
+      keep_cb_error(c, err);
+      goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+      if (stateless[i])
+        c->tps[first + i].start =
+            g[i].offset >= 0 ? g[i].offset : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+  }
   if (!c->conf.exactly_once || !c->conf.group) {
     size_t fresh = 0;
-    for (size_t i = first; i < c->ntps; i++) fresh += c->tps[i].start < 0;
+    for (size_t i = first; i < c->ntps; i++) fresh += c->tps[i].start < 0 && !stateless[i - first];
     if (fresh)
       wd_log(WD_LOG_INFO, "commit",
              "%zu of %zu assigned partitions have no state in this directory: read from the %s to build their rows "
@@ -544,23 +573,26 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     goto done;
   }
   /* exactly-once: local state is trusted only at exactly the group's committed position */
-  if (!(g = calloc(n, sizeof(*g))) || !(drop = calloc(n, sizeof(*drop))) || !(lead = calloc(n, sizeof(*lead))) ||
-      !(b = wd_store_batch_new())) {
+  if ((!g && !(g = calloc(n, sizeof(*g)))) || !(drop = calloc(n, sizeof(*drop))) ||
+      !(lead = calloc(n, sizeof(*lead))) || !(b = wd_store_batch_new())) {
     keep_cb_error(c, wd_error_nomem());
     goto done;
   }
-  memcpy(g, parts, n * sizeof(*g));
-  if ((err = group_offsets(c, g, n))) {
-    keep_cb_error(c, err);
-    goto done;
+  if (!nstateless) {
+    memcpy(g, parts, n * sizeof(*g));
+    if ((err = group_offsets(c, g, n))) {
+      keep_cb_error(c, err);
+      goto done;
+    }
   }
   size_t ntasks_restore = 0, restoring = 0;
   for (size_t i = 0; i < n; i++) {
+    if (stateless[i]) continue;
     if (stored[i] != g[i].offset) {
       /* the whole task goes: mark every assigned partition of it */
       uint32_t task = task_of(c, parts[i].partition);
       for (size_t k = 0; k < n; k++)
-        if (task_of(c, parts[k].partition) == task) drop[k] = true;
+        if (!stateless[k] && task_of(c, parts[k].partition) == task) drop[k] = true;
     }
   }
   for (size_t i = 0; i < n; i++) {
@@ -570,6 +602,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   }
   for (size_t i = 0; i < n; i++) {
     wd_ctp_t *t = &c->tps[first + i];
+    if (stateless[i]) continue; /* started at the group's offset above */
     if (!drop[i]) {
       t->start = g[i].offset >= 0 ? g[i].offset : WD_OFFSET_BEGINNING;
       continue;
@@ -650,6 +683,7 @@ done:
   free(drop);
   free(lead);
   free(stored);
+  free(stateless);
   wd_store_batch_destroy(b);
   c->in_callback--;
 }
@@ -1065,7 +1099,9 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
              c->records, c->nin, (mono_s() - c->t0) * 1000.0);
       reset_open(c);
       if (c->conf.hooks.committed) c->conf.hooks.committed(c->conf.hooks.ctx, c->number);
-      group_commit(c, stop && *stop);
+      /* at once when stopping or in a rebalance (in_callback): the next owner of a stateless
+       * partition starts at the group's offset */
+      group_commit(c, (stop && *stop) || c->in_callback);
       break;
     }
   }

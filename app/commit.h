@@ -76,8 +76,14 @@ typedef struct wd_commit_conf {
   int txn_timeout_ms;     /* transaction.timeout.ms: how long a commit's outcome may stay unknown */
   bool replay_from_stored; /* assign mode: start at the stored offsets, else at the beginning */
   bool latest_when_empty; /* auto.offset.reset=latest: a partition with no state starts at the end */
-  const char *const *topics; /* the source topics (borrowed) */
+  const char *const *topics; /* the topics of the tasks (borrowed): co-partitioned source topics and
+                              * repartition topics (app/repartition.h) */
   size_t ntopics;
+  /* the stateless topics (borrowed): source topics whose records are only forwarded to a
+   * repartition topic. Their partitions belong to no task: each starts at the group's committed
+   * offset (never at an offset kept in this process's state) and never makes a task restore. */
+  const char *const *stateless_topics;
+  size_t nstateless;
   /* per-partition tasks: the compacted state changelog topic (partition i = task i; one record per
    * row change of a commit: the stored entry, or a tombstone), written in the commit (under
    * exactly-once in its transaction), from which a task without matching local state is restored.

@@ -88,6 +88,15 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"sequence", WD_CONFIG_STRING, offsetof(wd_config_source_t, sequence), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Lookup only: mapping path of an integer field ordering its versions (`$.source.lsn`, `$.source.ts_ms`); "
      "without it the latest arrival wins."},
+    {"repartition", WD_CONFIG_ENUM, offsetof(wd_config_source_t, repartition), "auto", NULL, 0, 0, "auto|true|false", 0,
+     NULL,
+     "With `pipeline.tasks: per-partition`: whether this source goes through an internal repartition topic "
+     "(`<group.id>-<table>-<source>-repartition`, keyed by the wide key, murmur2 over the table's partition count, "
+     "produced in the same transaction). `auto`: when its partition count differs from the table's; `true`: always "
+     "(set it when the Kafka key is not the wide key, e.g. payments keyed by `payment_id` feeding an `order_id` "
+     "table; widen stops with C_SOURCE_KEYING when it sees such a key on a source that is not repartitioned); "
+     "`false`: never. Once one source goes through a repartition topic every main source does (a repartition topic "
+     "is partitioned by widen's key bytes, a source topic by its producer's). Ignored with `pipeline.tasks: single`."},
     END_OPT,
 };
 
@@ -181,7 +190,11 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
      "sources keyed any way; a process whose local state does not match the group's committed offsets rebuilds all "
      "its partitions), `per-partition` makes partition i of every source topic task i with its own key range "
      "(only a moved partition is rebuilt; every source must be keyed by the wide table's primary key with the same "
-     "partition count)."},
+     "partition count, or go through a repartition topic: see `sources[].repartition`)."},
+    {"partitions", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, partitions), "0", NULL, 0, 100000, NULL, 0, NULL,
+     "With `pipeline.tasks: per-partition`: the wide table's partition count (its number of tasks, of partitions of "
+     "the state changelog and repartition topics). 0: the largest partition count of the sources not forced through "
+     "a repartition topic."},
     {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000,
      NULL, 0, NULL, "Longest wait, in milliseconds, for a batch to fill before it is processed."},
     {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400,

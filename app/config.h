@@ -82,6 +82,14 @@ typedef struct wd_config_table {
   int line;
 } wd_config_table_t;
 
+/* sources[].repartition: whether a source goes through an internal repartition topic keyed by
+ * the wide key (pipeline.tasks per-partition; app/repartition.h). */
+typedef enum wd_config_repartition {
+  WD_CONFIG_REPARTITION_AUTO = 0, /* "auto": when its partition count differs from the table's */
+  WD_CONFIG_REPARTITION_TRUE,     /* "true": always (its Kafka key is not the wide key) */
+  WD_CONFIG_REPARTITION_FALSE     /* "false": never (refused when the partition count differs) */
+} wd_config_repartition_t;
+
 typedef struct wd_config_source {
   char *name;
   wd_config_strings_t topics;
@@ -93,6 +101,7 @@ typedef struct wd_config_source {
   wd_config_strings_t on;    /* lookup: the wide columns its key is joined on */
   int required;              /* 0/1: INNER (rows are visible only while this source contributes) */
   char *sequence;            /* lookup: mapping spec of its sequence field (BIGINT), or NULL */
+  int repartition;           /* wd_config_repartition_t (per-partition tasks: app/repartition.h) */
   int line;
 } wd_config_source_t;
 
@@ -175,6 +184,7 @@ typedef struct wd_config_pipeline {
   int64_t commit_interval_ms;
   int64_t commit_max_records;
   int tasks;                 /* wd_config_tasks_t */
+  int64_t partitions;        /* per-partition tasks: the table's partition count (0: from the sources) */
   int line;
 } wd_config_pipeline_t;
 

@@ -7,6 +7,7 @@
 #include "app/commit.h"
 #include "app/history.h"
 #include "app/metrics.h"
+#include "app/repartition.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -37,6 +38,7 @@ typedef struct {
   bool tombstone;      /* a Kafka tombstone (null value), skipped */
   bool skipped;        /* replay --from: older than the point in time */
   bool lookup;         /* a lookup source's message: its records are p->lk.recs[first .. first+count) */
+  bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
   int src;             /* index of its source (cfg->sources), -1 when none */
 } wd_bmsg_t;
 
@@ -107,6 +109,21 @@ struct wd_pipeline {
         *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
   } m;
   wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
+  /* issue 10: sources not keyed by the wide key go through repartition topics (app/repartition.h) */
+  struct {
+    int32_t partitions; /* the table's partition count N (per-partition tasks), else 0 */
+    bool *on;           /* per source: repartitioned */
+    char **topic;       /* per source: its repartition topic (owned), NULL when not repartitioned */
+    bool forward;       /* a live run: records of repartitioned sources are forwarded (replay: the task
+                         * is computed here from the key, as the repartition topic would place it) */
+    bool *checked;      /* per source: its Kafka key was checked against the wide key */
+    const char **task_topics; /* the topics of the tasks (co-partitioned sources', repartition topics) */
+    size_t ntask;
+    const char **stateless; /* the topics whose records are only forwarded */
+    size_t nstateless;
+    wd_buf_t key, val;
+    wd_repartition_rec_t rec;
+  } rp;
   double last_tick;
   uint64_t m_hits, m_misses; /* cache counts already added to the metrics */
   /* joins on other keys (join/lookup.h): the join layer, each source's id in it, and the records
@@ -378,19 +395,41 @@ static void on_aborted(void *ctx) {
   p->st.aborted_commits++;
 }
 
-static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
-  for (size_t i = 0; i < p->nsources; i++)
+/* What a topic is to the pipeline (issue 10). */
+typedef enum { WD_TOPIC_NONE = 0, WD_TOPIC_DIRECT, WD_TOPIC_RAW, WD_TOPIC_REPARTITION } wd_topic_kind_t;
+
+/* The kind of topic, its source's index (*si) and the pipeline's own copy of its name (*canon,
+ * valid for the pipeline's life, unlike a message's). */
+static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int *si, const char **canon) {
+  for (size_t i = 0; i < p->nsources; i++) {
     for (size_t t = 0; t < p->sources[i]->ntopics; t++)
-      if (strcmp(p->sources[i]->topics[t], topic) == 0) return p->sources[i];
-  return NULL;
+      if (strcmp(p->sources[i]->topics[t], topic) == 0) {
+        *si = (int)i;
+        *canon = p->sources[i]->topics[t];
+        return p->rp.on && p->rp.on[i] ? WD_TOPIC_RAW : WD_TOPIC_DIRECT;
+      }
+    if (p->rp.topic && p->rp.topic[i] && !strcmp(p->rp.topic[i], topic)) {
+      *si = (int)i;
+      *canon = p->rp.topic[i];
+      return WD_TOPIC_REPARTITION;
+    }
+  }
+  *si = -1;
+  *canon = NULL;
+  return WD_TOPIC_NONE;
 }
 
-/* The sources' own copy of a topic name (valid for the pipeline's life, unlike a message's). */
+static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
+  int si;
+  const char *canon;
+  return topic_kind(p, topic, &si, &canon) ? p->sources[si] : NULL;
+}
+
 static const char *canon_topic(const wd_pipeline_t *p, const char *topic) {
-  for (size_t i = 0; i < p->nsources; i++)
-    for (size_t t = 0; t < p->sources[i]->ntopics; t++)
-      if (strcmp(p->sources[i]->topics[t], topic) == 0) return p->sources[i]->topics[t];
-  return NULL;
+  int si;
+  const char *canon;
+  (void)topic_kind(p, topic, &si, &canon);
+  return canon;
 }
 
 static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
@@ -568,11 +607,6 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
 
 /* ---- joins on other keys (join/lookup.h): decoding a lookup message, applying a message ---- */
 
-static int source_index(const wd_pipeline_t *p, const wd_source_t *src) {
-  for (size_t i = 0; i < p->nsources; i++)
-    if (p->sources[i] == src) return (int)i;
-  return -1;
-}
 
 static bool is_lookup(const wd_pipeline_t *p, int si) {
   return si >= 0 && p->lk.join && wd_join_is_lookup(p->lk.join, p->lk.ids[si]);
@@ -618,16 +652,113 @@ static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t
 
 /* Applies message b through the join layer (main or lookup source), or straight through the merge
  * engine when the config has no lookup and no required source. */
-static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, wd_merge_stats_t *ms) {
+static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, size_t first, size_t count,
+                                 wd_merge_stats_t *ms) {
   if (!p->lk.join || !wd_join_active(p->lk.join) || b->src < 0)
-    return wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + b->first, b->count, &p->cl, ms);
-  wd_row_t *const *recs = b->lookup ? p->lk.recs + b->first : p->recs + b->first;
-  return wd_join_apply(p->lk.join, p->lk.ids[b->src], recs, b->count, &p->cl, ms);
+    return wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + first, count, &p->cl, ms);
+  wd_row_t *const *recs = b->lookup ? p->lk.recs + first : p->recs + first;
+  return wd_join_apply(p->lk.join, p->lk.ids[b->src], recs, count, &p->cl, ms);
 }
 
 static void release_lookup_recs(wd_pipeline_t *p) {
   for (size_t i = 0; i < p->lk.n; i++) wd_row_destroy(p->lk.schemas[i], p->lk.recs[i]);
   p->lk.n = 0;
+}
+
+/* ---- issue 10: repartition topics (app/repartition.h) ---------------------------------------- */
+
+/* Forwards the change records of p->changes (decoded from a record of repartitioned source si) to
+ * its repartition topic: one record per wide key, in the order of their first change record, at
+ * partition murmur2(key) mod N, inside the open commit. */
+static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta) {
+  size_t n = p->changes.count;
+  wd_error_t *err = NULL;
+  bool *sent = calloc(n ? n : 1, sizeof(*sent));
+  wd_row_t **group = calloc(n ? n : 1, sizeof(*group));
+  size_t *off = calloc(n + 1, sizeof(*off));
+  if (!sent || !group || !off) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  wd_buf_reset(&p->rp.key);
+  for (size_t k = 0; k < n; k++) {
+    off[k] = p->rp.key.len;
+    if (wd_row_key_encode(p->schema, p->changes.rows[k], &p->rp.key)) {
+      err = wd_error_nomem();
+      goto done;
+    }
+  }
+  off[n] = p->rp.key.len;
+  for (size_t k = 0; k < n && !err; k++) {
+    if (sent[k]) continue;
+    const uint8_t *key = p->rp.key.data + off[k];
+    size_t klen = off[k + 1] - off[k], ng = 0;
+    for (size_t j = k; j < n; j++)
+      if (!sent[j] && off[j + 1] - off[j] == klen && !memcmp(p->rp.key.data + off[j], key, klen)) {
+        sent[j] = true;
+        group[ng++] = p->changes.rows[j];
+      }
+    wd_buf_reset(&p->rp.val);
+    if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, group, ng, &p->rp.val)) {
+      err = wd_error_nomem();
+      break;
+    }
+    int32_t part = wd_producer_partition_of(key, klen, p->rp.partitions);
+    if (!(err = wd_commit_begin(p->commit)))
+      err = wd_producer_send_to(p->prod, p->rp.topic[si], part, key, klen, p->rp.val.data, p->rp.val.len);
+    if (!err) p->st.repartitioned++;
+  }
+done:
+  free(sent);
+  free(group);
+  free(off);
+  return err;
+}
+
+/* Decodes a record of the repartition topic of source si into change records of task
+ * m->partition; bytes that are not a repartition record go to the dead-letter topic. */
+static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_t *m, wd_bmsg_t *b) {
+  wd_repartition_rec_t *rec = &p->rp.rec;
+  wd_error_t *derr = wd_repartition_decode(p->schema, m->value, m->value_len, rec);
+  if (derr) {
+    if (derr->cls != WD_ERR_DECODE) return derr;
+    b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
+    return NULL;
+  }
+  for (size_t k = 0; k < rec->n; k++) {
+    if (push_rec(p, rec->rows[k])) {
+      wd_repartition_rec_free(p->schema, rec);
+      return wd_error_nomem();
+    }
+    rec->rows[k] = NULL; /* the batch owns it now */
+    p->rec_task[p->nrecs - 1] = (uint32_t)m->partition;
+    p->key_off[p->nrecs - 1] = p->keys.len;
+    if (wd_row_key_encode(p->schema, p->recs[p->nrecs - 1], &p->keys)) {
+      wd_repartition_rec_free(p->schema, rec);
+      return wd_error_nomem();
+    }
+  }
+  wd_repartition_rec_free(p->schema, rec);
+  p->key_off[p->nrecs] = p->keys.len;
+  b->src = si;
+  b->count = p->nrecs - b->first;
+  return NULL;
+}
+
+/* A co-partitioned source's first record in this process: its Kafka key must be the wide key
+ * (app/repartition.h), else its records would be merged in the wrong task. */
+static wd_error_t *check_keying(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
+  if (!p->rp.checked || p->rp.checked[si] || !p->rp.forward) return NULL;
+  p->rp.checked[si] = true;
+  char *why = wd_repartition_key_mismatch(p->sources[si], p->schema, m->key, m->key_len);
+  if (!why) return NULL;
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                                 "source '%s' (%s[%d]@%" PRId64 "): %s, so one wide key's records are spread over "
+                                 "partitions and tasks; set `repartition: true` on this source (its records then go "
+                                 "through a repartition topic keyed by the wide key)",
+                                 p->sources[si]->name, m->topic, m->partition, m->offset, why);
+  free(why);
+  return err;
 }
 
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
@@ -654,7 +785,15 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
-    b->src = source_index(p, src);
+    int si = -1;
+    const char *canon = NULL;
+    wd_topic_kind_t kind = topic_kind(p, m->topic, &si, &canon);
+    b->src = si;
+    if (kind == WD_TOPIC_REPARTITION) { /* issue 10: change records of task m->partition */
+      if ((err = decode_repartitioned(p, si, m, b))) return err;
+      continue;
+    }
+    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) && (err = check_keying(p, si, m))) return err;
     if (is_lookup(p, b->src)) {
       err = decode_lookup(p, b->src, &meta, m, b);
       if (wd_commit_batch_invalid(p->commit)) {
@@ -678,6 +817,11 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       b->tombstone = true;
       continue;
     }
+    if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
+      if ((err = forward_changes(p, si, &meta))) return err;
+      b->forwarded = true;
+      continue;
+    }
     uint32_t task = p->per_partition ? (uint32_t)m->partition : 0;
     for (size_t k = 0; k < p->changes.count; k++) {
       wd_row_t *row = wd_changes_take(&p->changes, k);
@@ -685,9 +829,14 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
         wd_row_destroy(p->schema, row);
         return wd_error_nomem();
       }
-      p->rec_task[p->nrecs - 1] = task;
-      p->key_off[p->nrecs - 1] = p->keys.len;
+      size_t at = p->keys.len;
+      p->key_off[p->nrecs - 1] = at;
       if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
+      /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
+      p->rec_task[p->nrecs - 1] =
+          kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
+                                                                     p->rp.partitions)
+                               : task;
     }
     p->key_off[p->nrecs] = p->keys.len;
     b->count = p->nrecs - b->first;
@@ -717,9 +866,19 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     if (b->err || b->count == 0) continue;
     size_t cl_before = p->cl.n;
-    if (!b->lookup) wd_state_set_task(p->state, p->rec_task[b->first]);
-    if (p->lk.join && !b->lookup) wd_join_set_task(p->lk.join, p->rec_task[b->first]);
-    wd_error_t *merr = apply_message(p, b, &ms);
+    wd_error_t *merr = NULL;
+    /* the message's change records in runs of one task (several only for a repartitioned
+     * source read in a replay, whose records of one message may belong to several tasks) */
+    for (size_t r = b->first, e; r < b->first + b->count && !merr; r = e) {
+      e = r + 1;
+      if (!b->lookup)
+        while (e < b->first + b->count && p->rec_task[e] == p->rec_task[r]) e++;
+      else
+        e = b->first + b->count;
+      if (!b->lookup) wd_state_set_task(p->state, p->rec_task[r]);
+      if (p->lk.join && !b->lookup) wd_join_set_task(p->lk.join, p->rec_task[r]);
+      merr = apply_message(p, b, r, e - r, &ms);
+    }
     if (merr) {
       if (merr->cls != WD_ERR_RECORD) return merr;
       b->err = wd_error_wrap(merr, "%s[%d]@%" PRId64 " record %d", p->msgs[i].topic, p->msgs[i].partition,
@@ -824,6 +983,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
+  if (p->st.repartitioned)
+    fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
   if (p->st.deletes_without_sequence)
     fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
   if (p->opts.replay && p->opts.from_ms >= 0)
@@ -889,15 +1050,17 @@ static void check_copartitioning(wd_pipeline_t *p) {
     free(a);
     return;
   }
-  /* a bitmask of partitions 0..63 per topic (more partitions are not checked) */
-  const char *first = a[0].topic;
+  /* a bitmask of partitions 0..63 per topic (more partitions are not checked), over the topics
+   * of the tasks (a repartitioned source's own topics are only forwarded: any assignment works) */
+  const char *first = p->rp.ntask ? p->rp.task_topics[0] : a[0].topic;
   uint64_t ref = 0;
   for (size_t i = 0; i < n; i++)
     if (a[i].topic == first || !strcmp(a[i].topic, first))
       if (a[i].partition >= 0 && a[i].partition < 64) ref |= UINT64_C(1) << a[i].partition;
   for (size_t t = 0; t < p->nsources; t++)
-    for (size_t k = 0; k < p->sources[t]->ntopics; k++) {
-      const char *topic = p->sources[t]->topics[k];
+    for (size_t k = 0; k < p->sources[t]->ntopics + 1; k++) {
+      const char *topic = k < p->sources[t]->ntopics ? p->sources[t]->topics[k] : p->rp.topic ? p->rp.topic[t] : NULL;
+      if (!topic || (p->rp.on && p->rp.on[t] && k < p->sources[t]->ntopics)) continue;
       uint64_t mask = 0;
       for (size_t i = 0; i < n; i++)
         if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
@@ -1124,31 +1287,81 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
   return wd_kafka_conf_set(pconf, "transactional.id", p->txn_id);
 }
 
-/* Creates the state changelog topic when missing: compacted, one partition per task (the
- * sources' largest partition count); refuses per-partition tasks over sources whose partition
- * counts differ (C_TASKS_NOT_COPARTITIONED). */
-static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
-  wd_tp_offset_t *ends = NULL;
-  size_t n = 0;
-  wd_error_t *err = wd_consumer_end_offsets(p->cons, 30000, &ends, &n);
+/* Creates an internal topic of the table (N partitions) when missing; refuses one that exists
+ * with another partition count (C_INTERNAL_TOPIC_PARTITIONS). */
+static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, const char *const *cfgs,
+                                         const char *what) {
+  int have = 0;
+  wd_error_t *err = wd_producer_partition_count(p->prod, topic, 30000, &have);
   if (err) return err;
-  int maxp = 0;
-  for (size_t t = 0; t < p->nsources && !err; t++)
-    for (size_t k = 0; k < p->sources[t]->ntopics && !err; k++) {
-      int cnt = 0;
-      for (size_t i = 0; i < n; i++) cnt += !strcmp(ends[i].topic, p->sources[t]->topics[k]);
-      if (maxp && cnt != maxp)
-        err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_NOT_COPARTITIONED",
-                           "pipeline.tasks is per-partition but source topic %s has %d partitions and another has "
-                           "%d: per-partition tasks need co-partitioned sources (the same partition count, keyed by "
-                           "the primary key); use pipeline.tasks: single",
-                           p->sources[t]->topics[k], cnt, maxp);
-      if (cnt > maxp) maxp = cnt;
+  if (have && have != p->rp.partitions)
+    return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
+                        "%s %s has %d partitions but the table has %d (one per task): delete the topic (with every "
+                        "process of group %s stopped) so that widen creates it again, or set pipeline.partitions: %d",
+                        what, topic, have, p->rp.partitions, p->cfg->kafka.group_id, have);
+  return have ? NULL : wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000);
+}
+
+/* issue 10: the table's partition count and which sources go through a repartition topic
+ * (app/repartition.h), said at start; in a live run the repartition topics are created. */
+static wd_error_t *plan_repartition(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  size_t n = p->nsources;
+  wd_repartition_input_t *in = calloc(n ? n : 1, sizeof(*in));
+  int **counts = calloc(n ? n : 1, sizeof(*counts));
+  char *why = NULL;
+  p->rp.on = calloc(n ? n : 1, sizeof(*p->rp.on));
+  p->rp.topic = calloc(n ? n : 1, sizeof(*p->rp.topic));
+  p->rp.checked = calloc(n ? n : 1, sizeof(*p->rp.checked));
+  p->rp.forward = !p->opts.replay;
+  if (!in || !counts || !p->rp.on || !p->rp.topic || !p->rp.checked) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  for (size_t i = 0; i < n && !err; i++) {
+    const wd_source_t *src = p->sources[i];
+    if (!(counts[i] = calloc(src->ntopics ? src->ntopics : 1, sizeof(int)))) {
+      err = wd_error_nomem();
+      break;
     }
-  free(ends);
-  if (err) return err;
+    for (size_t k = 0; k < src->ntopics && !err; k++)
+      err = wd_producer_partition_count(p->prod, src->topics[k], 30000, &counts[i][k]);
+    in[i] = (wd_repartition_input_t){src->name, p->cfg->sources.v[i].repartition, is_lookup(p, (int)i), src->ntopics,
+                                     (const char *const *)src->topics, counts[i]};
+  }
+  if (err || (err = wd_repartition_plan(in, n, p->cfg->pipeline.partitions, &p->rp.partitions, p->rp.on, &why)))
+    goto done;
+  size_t nrp = 0;
+  for (size_t i = 0; i < n; i++) nrp += p->rp.on[i];
+  wd_log(WD_LOG_INFO, "pipeline", "per-partition tasks: the table has %d partitions (tasks)%s", p->rp.partitions,
+         nrp ? "" : "; every source is co-partitioned");
+  for (char *line = why, *nl; line && *line; line = nl + 1) {
+    if (!(nl = strchr(line, '\n'))) break;
+    *nl = 0;
+    wd_log(WD_LOG_INFO, "pipeline", "%s", line);
+  }
+  for (size_t i = 0; i < n && !err && p->rp.forward; i++) {
+    if (!p->rp.on[i]) continue;
+    if (!(p->rp.topic[i] = wd_repartition_topic(p->cfg->kafka.group_id, p->cfg->table.name, p->sources[i]->name))) {
+      err = wd_error_nomem();
+      break;
+    }
+    err = ensure_internal_topic(p, p->rp.topic[i], NULL, "repartition topic");
+    if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
+             p->rp.topic[i]);
+  }
+done:
+  for (size_t i = 0; counts && i < n; i++) free(counts[i]);
+  free(counts);
+  free(in);
+  free(why);
+  return err;
+}
+
+static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
   static const char *const cfgs[] = {"cleanup.policy", "compact", NULL};
-  return wd_producer_ensure_topic(p->prod, p->changelog_topic, maxp ? maxp : 1, cfgs, 30000);
+  return ensure_internal_topic(p, p->changelog_topic, cfgs, "the state changelog topic");
 }
 
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
@@ -1246,10 +1459,23 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!err) err = wd_producer_new(&p->pconf, &p->prod);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
-  if (!(p->topics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
+  if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
+  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
+      !(p->rp.task_topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
+      !(p->rp.stateless = calloc(ntopics + 1, sizeof(char *))))
+    goto nomem;
   size_t nt = 0;
-  for (size_t i = 0; i < p->nsources; i++)
-    for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->topics[nt++] = p->sources[i]->topics[t];
+  for (size_t i = 0; i < p->nsources; i++) {
+    bool raw = p->rp.on && p->rp.on[i] && p->rp.forward;
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
+      p->topics[nt++] = p->sources[i]->topics[t];
+      if (raw)
+        p->rp.stateless[p->rp.nstateless++] = p->sources[i]->topics[t];
+      else
+        p->rp.task_topics[p->rp.ntask++] = p->sources[i]->topics[t];
+    }
+    if (raw) p->topics[nt++] = p->rp.task_topics[p->rp.ntask++] = p->rp.topic[i];
+  }
   /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
    * consumer's config (at-least-once trusts the local state: no changelog) */
   if (p->per_partition && !p->opts.replay && p->exactly_once) {
@@ -1276,8 +1502,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .txn_timeout_ms = txn_timeout_ms,
       .replay_from_stored = true,
       .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
-      .topics = p->topics,
-      .ntopics = nt,
+      .topics = p->rp.task_topics,
+      .ntopics = p->rp.ntask,
+      .stateless_topics = p->rp.stateless,
+      .nstateless = p->rp.nstateless,
       .changelog_topic = p->changelog_topic,
       .restore_conf = &p->rconf,
       .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
@@ -1345,6 +1573,14 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_commit_destroy(p->commit);
   wd_state_destroy(p->state);
   free(p->topics);
+  free(p->rp.task_topics);
+  free(p->rp.stateless);
+  for (size_t i = 0; p->rp.topic && i < p->nsources; i++) free(p->rp.topic[i]);
+  free(p->rp.topic);
+  free(p->rp.on);
+  free(p->rp.checked);
+  wd_buf_free(&p->rp.key);
+  wd_buf_free(&p->rp.val);
   free(p->txn_id);
   free(p->restoring);
   free(p->rec_task);

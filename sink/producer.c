@@ -440,3 +440,25 @@ done:
   rd_kafka_NewTopic_destroy(nt);
   return err;
 }
+
+wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int timeout_ms, int *count) {
+  *count = 0;
+  /* all topics: a request naming the topic would make a broker with auto.create.topics.enable
+   * create it with its default partition count */
+  const struct rd_kafka_metadata *md = NULL;
+  rd_kafka_resp_err_t rerr = rd_kafka_metadata(p->rk, 1, NULL, &md, timeout_ms);
+  if (rerr) {
+    wd_error_t *err = wd_kafka_error(p->rk, rerr, "E_TOPIC_METADATA", "reading the metadata of topic '%s'", topic);
+    err->retriable = true;
+    return err;
+  }
+  for (int t = 0; t < md->topic_cnt; t++)
+    if (!strcmp(md->topics[t].topic, topic) && !md->topics[t].err) *count = md->topics[t].partition_cnt;
+  rd_kafka_metadata_destroy(md);
+  return NULL;
+}
+
+int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions) {
+  /* librdkafka's own murmur2 partitioner (public API); it reads neither the topic nor the opaques */
+  return rd_kafka_msg_partitioner_murmur2(NULL, key, klen, partitions, NULL, NULL);
+}

@@ -79,6 +79,17 @@ wd_error_t *wd_producer_send_to(wd_producer_t *p, const char *topic, int32_t par
 wd_error_t *wd_producer_ensure_topic(wd_producer_t *p, const char *topic, int partitions, const char *const *configs,
                                      int timeout_ms);
 
+/* The partition count of topic from the broker's metadata (*count = 0 when the topic does not
+ * exist; asking never creates it). Blocks up to timeout_ms. Errors: "E_TOPIC_METADATA" (retriable) when the broker did not
+ * answer in time. */
+wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int timeout_ms, int *count);
+
+/* The partition of a record keyed by key[0..klen) in a topic of `partitions` partitions, as the
+ * Java client's default partitioner and librdkafka's murmur2 partitioner choose it (murmur2 of the
+ * key bytes, positive, modulo the count): the repartition topics (app/repartition.h) and the tasks
+ * of a replay compute the same number. partitions > 0. */
+int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions);
+
 /* Sends a rejected input record to the dead-letter topic dlq_topic: src's key and value bytes
  * unchanged (src borrowed; its rkm is not used) with the string headers widen.error.id
  * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),

@@ -82,8 +82,10 @@ static const char *const YAML =
 /* Writes e's config: e->prefix, e->state and the member's instance id set. */
 static const char *extra_props = "";
 
+static const char *yaml_template = YAML; /* the repartition suite sets YAML3 */
+
 static void write_config(const env_t *e, const char *instance, const char *guarantee, const char *tasks) {
-  char *y = strdup(YAML);
+  char *y = strdup(yaml_template);
   y = wd_it_replace(y, "EXTRA_PROPS", extra_props);
   y = wd_it_replace(y, "INSTANCE", instance);
   y = wd_it_replace(y, "PREFIX", e->prefix);
@@ -521,4 +523,291 @@ Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
   env_done(&clean);
   env_done(&a);
   env_done(&b);
+}
+
+/* ---- scale-out with repartition topics (issue 10, test b) ----------------------------------- */
+
+/* Three streams into the demo's interleaving-independent partial-update table (one sequence
+ * group per stream): orders co-partitioned (6 partitions, keyed by order_id), payments with 3
+ * partitions (repartitioned: auto), shipments with 6 partitions but keyed by a shipment id
+ * (repartition: true). */
+static const char *const YAML3 =
+    "kafka:\n"
+    "  bootstrap.servers: BROKERS\n"
+    "  group.id: PREFIXgroup\n"
+    "  properties:\n"
+    "    session.timeout.ms: 6000\n"
+    "    group.instance.id: PREFIXINSTANCE\n"
+    "table:\n"
+    "  name: wide\n"
+    "  schema:\n"
+    "    - {name: order_id, type: BIGINT NOT NULL}\n"
+    "    - {name: customer, type: STRING}\n"
+    "    - {name: amount, type: \"DECIMAL(10,2)\"}\n"
+    "    - {name: order_version, type: BIGINT}\n"
+    "    - {name: pay_status, type: STRING}\n"
+    "    - {name: pay_version, type: BIGINT}\n"
+    "    - {name: ship_status, type: STRING}\n"
+    "    - {name: ship_version, type: BIGINT}\n"
+    "  primary-key: [order_id]\n"
+    "  options:\n"
+    "    merge-engine: partial-update\n"
+    "    fields.order_version.sequence-group: customer,amount\n"
+    "    fields.pay_version.sequence-group: pay_status\n"
+    "    fields.ship_version.sequence-group: ship_status\n"
+    "    changelog-producer: lookup\n"
+    "    changelog-producer.row-deduplicate: true\n"
+    "sources:\n"
+    "  - name: orders\n"
+    "    topic: PREFIXorders\n"
+    "    columns: [order_id, customer, amount, order_version]\n"
+    "  - name: payments\n"
+    "    topic: PREFIXpayments\n"
+    "    columns: [order_id, pay_status, pay_version]\n"
+    "  - name: shipments\n"
+    "    topic: PREFIXshipments\n"
+    "    repartition: REPARTITION\n"
+    "    columns: [order_id, ship_status, ship_version]\n"
+    "sink:\n"
+    "  topic: PREFIXout\n"
+    "state:\n"
+    "  dir: STATE\n"
+    "pipeline:\n"
+    "  batch-size: 50\n"
+    "  commit-max-records: 150\n"
+    "  processing-guarantee: GUARANTEE\n"
+    "  tasks: TASKS\n";
+
+static void env3(env_t *e, const char *name, const char *repartition) {
+  const char *saved = yaml_template;
+  char *y = wd_it_replace(strdup(YAML3), "REPARTITION", repartition);
+  yaml_template = y;
+  env_init_tasks(e, name, "exactly-once", "per-partition");
+  yaml_template = saved;
+  free(y);
+}
+
+static void member3(const env_t *base, env_t *m, const char *name) {
+  const char *saved = yaml_template;
+  char *y = wd_it_replace(strdup(YAML3), "REPARTITION", "true");
+  yaml_template = y;
+  env_member(base, m, name, "exactly-once", "per-partition");
+  yaml_template = saved;
+  free(y);
+}
+
+static void create_topics3(const env_t *e, int payment_partitions) {
+  char t[200];
+  snprintf(t, sizeof(t), "%sorders", e->prefix);
+  create_topic(t, 6);
+  snprintf(t, sizeof(t), "%spayments", e->prefix);
+  create_topic(t, payment_partitions);
+  snprintf(t, sizeof(t), "%sshipments", e->prefix);
+  create_topic(t, 6);
+}
+
+/* Records [skip, records) of the generator's three streams (seed) to each env's topics;
+ * shipments keyed by {"shipment_id": 7 * order_id + 3} (one order's shipments stay in one
+ * partition, but not in its order's partition). */
+static void produce3(const env_t *const *envs, size_t nenvs, uint64_t records, uint64_t seed, uint64_t skip) {
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  wd_gen_opts_t go = {0};
+  go.seed = seed;
+  go.keys = 200;
+  go.records = records;
+  go.delete_ratio = 0.02;
+  wd_gen_t *g = NULL;
+  cr_assert_null(wd_gen_new(&go, &g));
+  wd_gen_msg_t m;
+  char topic[200], key[64];
+  for (uint64_t i = 0; wd_gen_next(g, &m); i++) {
+    if (i < skip) continue;
+    const char *k = m.key;
+    size_t klen = m.key_len;
+    if (!strcmp(m.stream, "shipments")) {
+      long long id = 0;
+      cr_assert_eq(sscanf(m.key, "{\"order_id\":%lld}", &id), 1, "%.*s", (int)m.key_len, m.key);
+      klen = (size_t)snprintf(key, sizeof(key), "{\"shipment_id\":%lld}", 7 * id + 3);
+      k = key;
+    }
+    for (size_t e = 0; e < nenvs; e++) {
+      snprintf(topic, sizeof(topic), "%s%s", envs[e]->prefix, m.stream);
+      cr_assert_null(wd_producer_send(p, topic, k, klen, m.value, m.value_len, NULL, 0));
+    }
+  }
+  wd_error_t *err = wd_producer_wait_acked(p, 60000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_gen_destroy(g);
+  wd_producer_destroy(p);
+}
+
+/* Per key, the changelog must be one a consumer can explain (+I of an absent key, -U equal to
+ * the current row followed by +U, -D of the current row), and each stream's version column
+ * must never go back in the rows emitted (a repeated or reordered change would); the rows it
+ * ends at are returned (key -> row) for comparison with the final table. */
+static json_t *replay_checked(json_t *by_key) {
+  static const char *const versions[] = {"order_version", "pay_version", "ship_version"};
+  json_t *final = json_object(), *seq;
+  const char *key;
+  size_t bad = 0;
+  json_object_foreach(by_key, key, seq) {
+    json_t *cur = NULL, *ch;
+    bool pending_after = false;
+    long long last[3] = {0, 0, 0};
+    size_t i;
+    json_array_foreach(seq, i, ch) {
+      const char *op = json_string_value(json_object_get(ch, "op"));
+      json_t *row = json_object_get(ch, "row");
+      const char *why = NULL;
+      if (!strcmp(op, "+I")) {
+        if (cur || pending_after) why = "+I of a present key";
+        cur = row;
+      } else if (!strcmp(op, "-U")) {
+        if (!cur || !wd_test_json_same(cur, row)) why = "-U that is not the current row";
+        pending_after = true;
+        cur = NULL;
+      } else if (!strcmp(op, "+U")) {
+        if (!pending_after) why = "+U without its -U";
+        pending_after = false;
+        cur = row;
+      } else if (!strcmp(op, "-D")) {
+        if (!cur || !wd_test_json_same(cur, row)) why = "-D that is not the current row";
+        cur = NULL;
+      }
+      for (int v = 0; v < 3 && !why && row && op[0] == '+'; v++) {
+        json_t *x = json_object_get(row, versions[v]);
+        if (json_is_integer(x)) {
+          if (json_integer_value(x) < last[v]) why = "a stream's version went back";
+          last[v] = json_integer_value(x);
+        }
+      }
+      if (why && bad++ < 5) {
+        char *s = json_dumps(seq, JSON_COMPACT);
+        fprintf(stderr, "key %s change %zu: %s\n  %s\n", key, i, why, s);
+        free(s);
+      }
+    }
+    if (cur) json_object_set(final, key, cur);
+  }
+  cr_assert_eq(bad, 0, "%zu changes a consumer cannot explain", bad);
+  return final;
+}
+
+/* The final rows of a state as key -> row (the keys as the changelog's are written). */
+static json_t *rows_by_key(json_t *rows) {
+  json_t *out = json_object(), *r;
+  size_t i;
+  json_array_foreach(rows, i, r) {
+    json_t *k = json_pack("{s:O}", "order_id", json_object_get(r, "order_id"));
+    char *ks = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
+    json_object_set(out, ks, r);
+    free(ks);
+    json_decref(k);
+  }
+  return out;
+}
+
+/* Test (b) of issue 10: three members in one group over three sources with 6 partitions, two of
+ * them through repartition topics; while input flows one member is killed (SIGKILL), one is added
+ * and one restarted. Read read_committed, every key's changelog is explainable with no stream
+ * version going back, and it ends at the final table of a single-process run over the same input. */
+Test(repartition, three_members_kill_add_restart, .timeout = 400) {
+  env_t clean, a, b, c, d;
+  env3(&clean, "rclean", "true");
+  env3(&a, "rA", "true");
+  member3(&a, &b, "rB");
+  member3(&a, &c, "rC");
+  member3(&a, &d, "rD");
+  create_topics3(&clean, 3);
+  create_topics3(&a, 3);
+  const env_t *both[] = {&clean, &a};
+  produce3(both, 2, 1500, 77, 0);
+  pid_t pa = spawn_widen(&a, NULL, "15000"), pb = spawn_widen(&b, NULL, "15000"), pc = spawn_widen(&c, NULL, "15000");
+  usleep(5000 * 1000); /* all three joined */
+  for (uint64_t at = 1500; at < 3000; at += 300) {
+    produce3(both, 2, at + 300, 77, at);
+    usleep(300 * 1000);
+  }
+  cr_assert_eq(kill(pc, SIGKILL), 0);
+  cr_assert_eq(wait_exit(pc), 128 + SIGKILL);
+  produce3(both, 2, 3750, 77, 3000);
+  pid_t pd = spawn_widen(&d, NULL, "15000");
+  produce3(both, 2, 4500, 77, 3750);
+  usleep(2000 * 1000);
+  cr_assert_eq(kill(pa, SIGTERM), 0);
+  cr_assert_eq(wait_exit(pa), 0);
+  pa = spawn_widen(&a, NULL, "15000");
+  for (uint64_t at = 4500; at < 6000; at += 300) {
+    produce3(both, 2, at + 300, 77, at);
+    usleep(300 * 1000);
+  }
+  cr_assert_eq(wait_exit(pa), 0);
+  cr_assert_eq(wait_exit(pb), 0);
+  cr_assert_eq(wait_exit(pd), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  cr_assert_gt(nc, 1000, "the single run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(y);
+  json_t *rows = state_rows(&clean), *want = rows_by_key(rows);
+  cr_assert_gt(json_object_size(want), 150);
+  cr_assert(wd_test_json_same(fx, want), "the single run's changelog does not end at its table");
+  const char *k;
+  json_t *v;
+  size_t bad = 0;
+  json_object_foreach(want, k, v) {
+    json_t *g = json_object_get(fy, k);
+    if ((!g || !wd_test_json_same(g, v)) && bad++ < 5) {
+      char *s1 = json_dumps(v, JSON_COMPACT), *s2 = g ? json_dumps(g, JSON_COMPACT) : strdup("(none)");
+      fprintf(stderr, "key %s: table %s\n  output ends at %s\n", k, s1, s2);
+      free(s1);
+      free(s2);
+    }
+  }
+  cr_assert_eq(bad, 0, "%zu keys end elsewhere than the single run's table", bad);
+  cr_assert_eq(json_object_size(fy), json_object_size(want));
+  json_decref(x);
+  json_decref(y);
+  json_decref(fx);
+  json_decref(fy);
+  json_decref(rows);
+  json_decref(want);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+  env_done(&c);
+  env_done(&d);
+}
+
+/* A source whose Kafka key is not the wide key, left co-partitioned (`repartition: auto` with the
+ * table's partition count), stops widen at its first record with C_SOURCE_KEYING naming the
+ * source, the record and the fix. */
+Test(repartition, a_source_keyed_otherwise_is_refused, .timeout = 120) {
+  env_t e;
+  env3(&e, "rkey", "auto");
+  create_topics3(&e, 6); /* every source co-partitioned by count */
+  const env_t *one[] = {&e};
+  produce3(one, 1, 300, 5, 0);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", e.dir);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e.cfg, "--quiet", "--max-idle-ms", "3000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int rc = wait_exit(pid);
+  char *text = wd_it_read_file(log);
+  cr_assert_neq(rc, 0, "widen accepted a source keyed by shipment_id:\n%s", text);
+  cr_assert(strstr(text, "C_SOURCE_KEYING") && strstr(text, "source 'shipments'") && strstr(text, "shipment_id") &&
+                strstr(text, "repartition: true"),
+            "%s", text);
+  free(text);
+  env_done(&e);
 }
