@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/standby.h"
 #include "common/buf.h"
 #include "common/log.h"
 
@@ -423,16 +424,19 @@ static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint
 
 typedef struct {
   int32_t partition;
+  int64_t from;
 } wd_restore_ctx_t;
 
 static int64_t restore_on_assign(void *ctx, const char *topic, int32_t partition) {
   (void)topic;
-  return partition == ((wd_restore_ctx_t *)ctx)->partition ? WD_OFFSET_BEGINNING : WD_OFFSET_END;
+  const wd_restore_ctx_t *r = ctx;
+  return partition == r->partition ? (r->from > 0 ? r->from : WD_OFFSET_BEGINNING) : WD_OFFSET_END;
 }
 
-/* Restores task `task` from its changelog partition (read_committed, to its end) into the store
- * (its key range was deleted before). */
-static wd_error_t *restore_task(wd_commit_t *c, uint32_t task) {
+/* Restores task `task` from its changelog partition (read_committed, from offset `from` — 0: the
+ * beginning, its key range deleted before; else a standby copy's position — to its end) into the
+ * store. */
+static wd_error_t *restore_task(wd_commit_t *c, uint32_t task, int64_t from) {
   wd_error_t *err = NULL;
   wd_consumer_t *rc = NULL;
   wd_tp_offset_t *ends = NULL, *pos = NULL;
@@ -440,7 +444,7 @@ static wd_error_t *restore_task(wd_commit_t *c, uint32_t task) {
   uint64_t records = 0;
   wd_store_batch_t *b = wd_store_batch_new();
   wd_kmsg_t *msgs = calloc(1000, sizeof(*msgs));
-  wd_restore_ctx_t rctx = {(int32_t)task};
+  wd_restore_ctx_t rctx = {(int32_t)task, from};
   const char *topics[] = {c->conf.changelog_topic};
   double t0 = mono_s(), last_progress = t0;
   if (!b || !msgs) {
@@ -452,6 +456,7 @@ static wd_error_t *restore_task(wd_commit_t *c, uint32_t task) {
   int64_t end = 0;
   for (size_t i = 0; i < nends; i++)
     if (ends[i].partition == (int32_t)task) end = ends[i].offset;
+  if (from > 0 && from >= end) end = 0; /* the standby copy is at the end already */
   for (;;) {
     size_t n = 0;
     if (end > 0) {
@@ -492,8 +497,8 @@ static wd_error_t *restore_task(wd_commit_t *c, uint32_t task) {
   }
   if (nb && (err = wd_store_write(c->store, b))) goto done;
   c->restored_records += records;
-  wd_log(WD_LOG_INFO, "commit", "task %u restored from %s[%u]: %" PRIu64 " records in %.2f s", task,
-         c->conf.changelog_topic, task, records, mono_s() - t0);
+  wd_log(WD_LOG_INFO, "commit", "task %u %s from %s[%u]: %" PRIu64 " records in %.2f s", task,
+         from > 0 ? "caught up (standby copy)" : "restored", c->conf.changelog_topic, task, records, mono_s() - t0);
 done:
   free(ends);
   free(pos);
@@ -540,6 +545,8 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     else
       t->start = s >= 0 ? s : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
   }
+  for (size_t i = 0; i < n && c->conf.standby; i++)
+    if (!is_stateless(c, parts[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, parts[i].partition), true);
   /* stateless partitions (forwarded to a repartition topic): the group's committed offset */
   if (!(stateless = calloc(n ? n : 1, sizeof(*stateless)))) {
     keep_cb_error(c, wd_error_nomem());
@@ -652,10 +659,13 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     }
     for (size_t i = 0; i < n && !err; i++) {
       if (!lead[i]) continue;
+      uint32_t task = task_of(c, parts[i].partition);
+      int64_t from = wd_standby_position(c->conf.standby, task);
       wd_store_batch_clear(rows);
-      if ((err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), rows)) ||
-          (err = wd_store_write_sync(c->store, rows)) || (err = restore_task(c, task_of(c, parts[i].partition))))
-        break;
+      /* the cached entries go either way; the rows too unless a standby copy is caught up */
+      if ((err = wd_state_drop_task(c->state, task, rows))) break;
+      if (from > 0) wd_store_batch_clear(rows);
+      if ((err = wd_store_write_sync(c->store, rows)) || (err = restore_task(c, task, from > 0 ? from : 0))) break;
     }
     wd_store_batch_destroy(rows);
     if (err) {
@@ -723,6 +733,8 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
     }
   }
   if (c->in_batch) c->batch_invalid = true;
+  for (size_t i = 0; i < c->ntps && c->conf.standby; i++) /* their copies are kept warm from now on */
+    if (!is_stateless(c, c->tps[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, c->tps[i].partition), false);
   c->ntps = 0;
   c->nrestoring = 0;
   c->paused = false;

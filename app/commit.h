@@ -90,6 +90,9 @@ typedef struct wd_commit_conf {
    * NULL: no changelog (tasks are rebuilt from the sources instead). */
   const char *changelog_topic;
   const wd_kafka_conf_t *restore_conf; /* brokers and client properties of the restore consumer */
+  /* standby replicas (app/standby.h), borrowed, or NULL: told which tasks are owned here; a task
+   * assigned here is caught up from its copy's position instead of restored from the beginning */
+  struct wd_standby *standby;
   wd_commit_hooks_t hooks;
 } wd_commit_conf_t;
 

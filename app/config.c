@@ -195,6 +195,13 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
      "With `pipeline.tasks: per-partition`: the wide table's partition count (its number of tasks, of partitions of "
      "the state changelog and repartition topics). 0: the largest partition count of the sources not forced through "
      "a repartition topic."},
+    {"num-standby-replicas", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, num_standby_replicas), "0", NULL, 0, 100,
+     NULL, 0, NULL,
+     "With `pipeline.tasks: per-partition` under exactly-once (Kafka Streams' num.standby.replicas): above 0 this "
+     "process keeps a warm copy of every task it does not own by tailing the state changelog topic, so that a task "
+     "moving to it is caught up from its copy instead of restored from the beginning. librdkafka gives no view of the "
+     "other members, so any value above 0 keeps a copy of every other task (the process then stores the whole "
+     "table)."},
     {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000,
      NULL, 0, NULL, "Longest wait, in milliseconds, for a batch to fill before it is processed."},
     {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400,

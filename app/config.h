@@ -185,6 +185,7 @@ typedef struct wd_config_pipeline {
   int64_t commit_max_records;
   int tasks;                 /* wd_config_tasks_t */
   int64_t partitions;        /* per-partition tasks: the table's partition count (0: from the sources) */
+  int64_t num_standby_replicas; /* per-partition tasks: > 0 keeps warm copies of the other tasks (app/standby.h) */
   int line;
 } wd_config_pipeline_t;
 

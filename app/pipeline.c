@@ -8,6 +8,7 @@
 #include "app/history.h"
 #include "app/metrics.h"
 #include "app/repartition.h"
+#include "app/standby.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -109,6 +110,7 @@ struct wd_pipeline {
         *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
   } m;
   wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
+  wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/standby.h), or NULL */
   /* issue 10: sources not keyed by the wide key go through repartition topics (app/repartition.h) */
   struct {
     int32_t partitions; /* the table's partition count N (per-partition tasks), else 0 */
@@ -983,6 +985,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
+  if (p->standby)
+    fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
   if (p->st.repartitioned)
     fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
   if (p->st.deletes_without_sequence)
@@ -1155,6 +1159,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
+    if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
     metrics_tick(p, now); /* issue 13 */
     /* a status line every interval, idle or not (README "Guarantees and operations") */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
@@ -1510,11 +1515,19 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .restore_conf = &p->rconf,
       .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
   };
+  if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
+  if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
+    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)p->rp.partitions, p->store, p->state,
+                              &p->standby)))
+      goto fail;
+    cc.standby = p->standby;
+    wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
+           "(from %s)", p->changelog_topic);
+  }
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
-  if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
@@ -1571,6 +1584,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
   wd_commit_destroy(p->commit);
+  wd_standby_destroy(p->standby);
   wd_state_destroy(p->state);
   free(p->topics);
   free(p->rp.task_topics);

@@ -811,3 +811,65 @@ Test(repartition, a_source_keyed_otherwise_is_refused, .timeout = 120) {
   free(text);
   env_done(&e);
 }
+
+/* Standby replicas: two live members with `num-standby-replicas: 1` each keep a warm copy of the
+ * other's tasks; B is killed with SIGKILL and A takes B's tasks over by catching its copies up
+ * (logged "caught up (standby copy)") instead of restoring them from the beginning. Read
+ * read_committed, the output has per key exactly the changelog of a clean single run, and the
+ * table A ends with equals the clean run's. */
+Test(scale_out, standby_copies_take_over_after_a_kill, .timeout = 280) {
+  env_t clean, a, b;
+  extra_props = "";
+  env_init_tasks(&clean, "sclean", "exactly-once", "per-partition");
+  env_init_tasks(&a, "standA", "exactly-once", "per-partition");
+  env_member(&a, &b, "standB", "exactly-once", "per-partition");
+  for (env_t *e = &a; e; e = e == &a ? &b : NULL) { /* both members keep standby copies */
+    FILE *f = fopen(e->cfg, "a");
+    cr_assert_not_null(f);
+    fputs("  num-standby-replicas: 1\n", f);
+    fclose(f);
+  }
+  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 1000, 17, 0);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/a.log", a.dir);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", a.cfg, "--max-idle-ms", "14000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pa;
+  cr_assert_eq(posix_spawn(&pa, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  pid_t pb = spawn_widen(&b, NULL, "14000");
+  usleep(5000 * 1000); /* both joined: the tasks are shared, each copies the other's */
+  for (uint64_t at = 1000; at < 4000; at += 500) {
+    produce_orders(both, 2, at + 500, 17, at);
+    usleep(500 * 1000);
+  }
+  usleep(2000 * 1000); /* A's copies of B's tasks catch up */
+  cr_assert_eq(kill(pb, SIGKILL), 0);
+  cr_assert_eq(wait_exit(pb), 128 + SIGKILL);
+  produce_orders(both, 2, 5000, 17, 4000);
+  int rca = wait_exit(pa);
+  char *text = wd_it_read_file(log);
+  cr_assert_eq(rca, 0, "%s", text);
+  cr_assert(strstr(text, "caught up (standby copy)"), "A did not take B's tasks over from its standby copies:\n%s",
+            text);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  assert_same_changelog(x, y, nc, ng);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&a);
+  cr_assert(wd_test_json_same(ra, rb), "A's table after the take-over differs from the clean run's");
+  free(text);
+  json_decref(x);
+  json_decref(y);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
