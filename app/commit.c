@@ -423,47 +423,56 @@ static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint
 }
 
 typedef struct {
-  int32_t partition;
-  int64_t from;
+  size_t n;
+  const uint32_t *tasks;
+  const int64_t *from;
 } wd_restore_ctx_t;
 
 static int64_t restore_on_assign(void *ctx, const char *topic, int32_t partition) {
   (void)topic;
   const wd_restore_ctx_t *r = ctx;
-  return partition == r->partition ? (r->from > 0 ? r->from : WD_OFFSET_BEGINNING) : WD_OFFSET_END;
+  for (size_t i = 0; i < r->n; i++)
+    if ((int32_t)r->tasks[i] == partition) return r->from[i] > 0 ? r->from[i] : WD_OFFSET_BEGINNING;
+  return WD_OFFSET_END;
 }
 
-/* Restores task `task` from its changelog partition (read_committed, from offset `from` — 0: the
- * beginning, its key range deleted before; else a standby copy's position — to its end) into the
- * store. */
-static wd_error_t *restore_task(wd_commit_t *c, uint32_t task, int64_t from) {
+/* Restores tasks[0..n) from their changelog partitions together (one consumer, read_committed),
+ * each from offset from[i] — 0: the beginning, its key range deleted before; else a standby
+ * copy's position — to its end, into the store. */
+static wd_error_t *restore_tasks(wd_commit_t *c, const uint32_t *tasks, const int64_t *from, size_t ntasks) {
   wd_error_t *err = NULL;
   wd_consumer_t *rc = NULL;
   wd_tp_offset_t *ends = NULL, *pos = NULL;
   size_t nends = 0, npos = 0, nb = 0;
-  uint64_t records = 0;
   wd_store_batch_t *b = wd_store_batch_new();
   wd_kmsg_t *msgs = calloc(1000, sizeof(*msgs));
-  wd_restore_ctx_t rctx = {(int32_t)task, from};
+  int64_t *end = calloc(ntasks ? ntasks : 1, sizeof(*end));
+  uint64_t *records = calloc(ntasks ? ntasks : 1, sizeof(*records));
+  double *took = calloc(ntasks ? ntasks : 1, sizeof(*took)); /* s until the task reached its end */
+  wd_restore_ctx_t rctx = {ntasks, tasks, from};
   const char *topics[] = {c->conf.changelog_topic};
   double t0 = mono_s(), last_progress = t0;
-  if (!b || !msgs) {
+  if (!b || !msgs || !end || !records || !took) {
     err = wd_error_nomem();
     goto done;
   }
   if ((err = wd_consumer_new(c->conf.restore_conf, topics, 1, restore_on_assign, &rctx, &rc))) goto done;
   if ((err = wd_consumer_end_offsets(rc, 30000, &ends, &nends))) goto done;
-  int64_t end = 0;
-  for (size_t i = 0; i < nends; i++)
-    if (ends[i].partition == (int32_t)task) end = ends[i].offset;
-  if (from > 0 && from >= end) end = 0; /* the standby copy is at the end already */
-  for (;;) {
+  size_t left = 0; /* tasks still to read */
+  for (size_t t = 0; t < ntasks; t++) {
+    for (size_t i = 0; i < nends; i++)
+      if (ends[i].partition == (int32_t)tasks[t]) end[t] = ends[i].offset;
+    if (from[t] > 0 && from[t] >= end[t]) end[t] = 0; /* the standby copy is at the end already */
+    if (end[t] > 0) left++;
+    else took[t] = mono_s() - t0;
+  }
+  while (left) {
     size_t n = 0;
-    if (end > 0) {
-      if ((err = wd_consumer_poll_batch(rc, 1000, 100, msgs, &n))) goto done;
-    }
+    if ((err = wd_consumer_poll_batch(rc, 1000, 100, msgs, &n))) goto done;
     for (size_t i = 0; i < n; i++) {
-      if (msgs[i].partition != (int32_t)task) continue;
+      size_t t = 0;
+      while (t < ntasks && (int32_t)tasks[t] != msgs[i].partition) t++;
+      if (t == ntasks) continue;
       int r = msgs[i].value ? wd_store_batch_put(b, msgs[i].key, msgs[i].key_len, msgs[i].value, msgs[i].value_len)
                             : wd_store_batch_delete(b, msgs[i].key, msgs[i].key_len);
       if (r) {
@@ -472,7 +481,7 @@ static wd_error_t *restore_task(wd_commit_t *c, uint32_t task, int64_t from) {
         goto done;
       }
       nb++;
-      records++;
+      records[t]++;
     }
     wd_kmsg_release(msgs, n);
     if (n) last_progress = mono_s();
@@ -481,28 +490,37 @@ static wd_error_t *restore_task(wd_commit_t *c, uint32_t task, int64_t from) {
       wd_store_batch_clear(b);
       nb = 0;
     }
-    if (end <= 0) break;
     free(pos);
     pos = NULL;
     if ((err = wd_consumer_assignment(rc, &pos, &npos))) goto done;
-    bool reached = false;
-    for (size_t i = 0; i < npos; i++)
-      if (pos[i].partition == (int32_t)task && pos[i].offset >= end) reached = true;
-    if (reached && !nb) break;
-    if (mono_s() - last_progress > 60.0) {
-      err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring task %u from %s: no progress for 60 s", task,
+    left = 0;
+    for (size_t t = 0; t < ntasks; t++) {
+      bool reached = end[t] <= 0;
+      for (size_t i = 0; i < npos && !reached; i++)
+        if (pos[i].partition == (int32_t)tasks[t] && pos[i].offset >= end[t]) reached = true;
+      if (!reached || nb) left++;
+      else if (took[t] == 0) took[t] = mono_s() - t0;
+    }
+    if (left && mono_s() - last_progress > 60.0) {
+      err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring %zu task(s) from %s: no progress for 60 s", ntasks,
                          c->conf.changelog_topic);
       goto done;
     }
   }
   if (nb && (err = wd_store_write(c->store, b))) goto done;
-  c->restored_records += records;
-  wd_log(WD_LOG_INFO, "commit", "task %u %s from %s[%u]: %" PRIu64 " records in %.2f s", task,
-         from > 0 ? "caught up (standby copy)" : "restored", c->conf.changelog_topic, task, records, mono_s() - t0);
+  for (size_t t = 0; t < ntasks; t++) {
+    c->restored_records += records[t];
+    wd_log(WD_LOG_INFO, "commit", "task %u %s from %s[%u]: %" PRIu64 " records in %.2f s", tasks[t],
+           from[t] > 0 ? "caught up (standby copy)" : "restored", c->conf.changelog_topic, tasks[t], records[t],
+           took[t]);
+  }
 done:
   free(ends);
   free(pos);
   free(msgs);
+  free(end);
+  free(records);
+  free(took);
   wd_store_batch_destroy(b);
   if (rc) wd_consumer_destroy(rc);
   return err;
@@ -657,6 +675,10 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       keep_cb_error(c, wd_error_nomem());
       goto done;
     }
+    uint32_t *rtasks = calloc(n, sizeof(*rtasks));
+    int64_t *rfrom = calloc(n, sizeof(*rfrom));
+    size_t nr = 0;
+    if (!rtasks || !rfrom) err = wd_error_nomem();
     for (size_t i = 0; i < n && !err; i++) {
       if (!lead[i]) continue;
       uint32_t task = task_of(c, parts[i].partition);
@@ -665,8 +687,13 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       /* the cached entries go either way; the rows too unless a standby copy is caught up */
       if ((err = wd_state_drop_task(c->state, task, rows))) break;
       if (from > 0) wd_store_batch_clear(rows);
-      if ((err = wd_store_write_sync(c->store, rows)) || (err = restore_task(c, task, from > 0 ? from : 0))) break;
+      if ((err = wd_store_write_sync(c->store, rows))) break;
+      rtasks[nr] = task;
+      rfrom[nr++] = from > 0 ? from : 0;
     }
+    if (!err && nr) err = restore_tasks(c, rtasks, rfrom, nr); /* all of them at once */
+    free(rtasks);
+    free(rfrom);
     wd_store_batch_destroy(rows);
     if (err) {
       keep_cb_error(c, err);

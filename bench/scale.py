@@ -142,7 +142,7 @@ for l in lines(pb):
     m = re.search(r"task \d+ restored from \S+: (\d+) records in ([0-9.]+) s", l)
     if m:
         rec += int(m.group(1))
-        secs += float(m.group(2))
+        secs = max(secs, float(m.group(2)))  # the tasks are restored together
         last_restore = stamp(l)
     if first_assign is None and re.search(r"assigned \d+ partition", l):
         first_assign = stamp(l)
