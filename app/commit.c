@@ -398,6 +398,8 @@ static wd_ctp_t *find_tp(const wd_commit_t *c, const char *topic, int32_t partit
   return NULL;
 }
 
+static void group_commit(wd_commit_t *c, bool now);
+
 static bool is_stateless(const wd_commit_t *c, const char *topic) {
   for (size_t i = 0; i < c->conf.nstateless; i++)
     if (!strcmp(c->conf.stateless_topics[i], topic)) return true;
@@ -582,10 +584,15 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       keep_cb_error(c, err);
       goto done;
     }
-    for (size_t i = 0; i < n; i++)
-      if (stateless[i])
-        c->tps[first + i].start =
-            g[i].offset >= 0 ? g[i].offset : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+    for (size_t i = 0; i < n; i++) {
+      if (!stateless[i]) continue;
+      int64_t o = g[i].offset;
+      /* at-least-once commits the group's offsets at most once a second: the offset stored here is
+       * further when this process was the partition's last owner (nothing is skipped: records
+       * before it were forwarded by this process) */
+      if (!c->conf.exactly_once && stored[i] > o) o = stored[i];
+      c->tps[first + i].start = o >= 0 ? o : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+    }
   }
   if (!c->conf.exactly_once || !c->conf.group) {
     size_t fresh = 0;
@@ -759,6 +766,9 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       }
     }
   }
+  /* at-least-once: the group's offsets now, so that the next owner of a stateless partition
+   * (forwarded to a repartition topic) starts where this one stopped */
+  if (!lost && !c->conf.exactly_once) group_commit(c, true);
   if (c->in_batch) c->batch_invalid = true;
   for (size_t i = 0; i < c->ntps && c->conf.standby; i++) /* their copies are kept warm from now on */
     if (!is_stateless(c, c->tps[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, c->tps[i].partition), false);

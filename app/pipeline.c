@@ -1304,7 +1304,15 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
                         "%s %s has %d partitions but the table has %d (one per task): delete the topic (with every "
                         "process of group %s stopped) so that widen creates it again, or set pipeline.partitions: %d",
                         what, topic, have, p->rp.partitions, p->cfg->kafka.group_id, have);
-  return have ? NULL : wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000);
+  if (have) return NULL;
+  if ((err = wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000))) return err;
+  /* until the broker's metadata lists it: a group that assigns before would leave it out until the
+   * next metadata refresh (minutes) */
+  for (int i = 0; i < 100 && !err && have != p->rp.partitions; i++) {
+    if (i) sleep_ms(p, 100);
+    err = wd_producer_partition_count(p->prod, topic, 5000, &have);
+  }
+  return err;
 }
 
 /* issue 10: the table's partition count and which sources go through a repartition topic
