@@ -22,6 +22,9 @@ struct wd_standby {
   size_t cap;
   wd_store_batch_t *b;
   uint64_t applied;
+  bool seen;   /* a record was read (positions are known from then on) */
+  bool warm;   /* the copies were up to date at the last check (logged once per change) */
+  char *topic; /* owned */
 };
 
 static void meta_name(char *buf, size_t n, uint32_t t) { snprintf(buf, n, "standby/%" PRIu32, t); }
@@ -63,6 +66,10 @@ wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint3
   }
   sb->store = store;
   sb->state = state;
+  if (!(sb->topic = strdup(topic))) {
+    err = wd_error_nomem();
+    goto fail;
+  }
   sb->ntasks = tasks;
   for (uint32_t t = 0; t < tasks; t++) sb->pos[t] = stored_position(store, t);
   const char *topics[] = {topic};
@@ -80,6 +87,7 @@ void wd_standby_destroy(wd_standby_t *sb) {
   free(sb->owned);
   free(sb->pos);
   free(sb->msgs);
+  free(sb->topic);
   wd_store_batch_destroy(sb->b);
   free(sb);
 }
@@ -105,7 +113,18 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
   }
   size_t n = 0, done = 0;
   wd_error_t *err = wd_consumer_poll_batch(sb->cons, max, 0, sb->msgs, &n);
-  if (err || !n) return err;
+  if (err) return err;
+  if (!n) {
+    /* once the copies reach the changelog's end, say so (operators and bench/scale.py wait for it) */
+    bool warm = sb->seen && wd_consumer_lag(sb->cons) == 0;
+    if (warm && !sb->warm)
+      wd_log(WD_LOG_INFO, "standby", "standby copies are up to date with %s (%" PRIu64 " records applied so far)",
+             sb->topic, sb->applied);
+    sb->warm = warm;
+    return NULL;
+  }
+  sb->seen = true;
+  sb->warm = false;
   wd_store_batch_clear(sb->b);
   bool *touched = calloc(sb->ntasks ? sb->ntasks : 1, sizeof(*touched));
   if (!touched) {

@@ -158,9 +158,9 @@ cfg_a2, cfg_b2 = config("g1", "a", 1), config("g1", "b", 1)
 pa = start(cfg_a2, 120000, "standby-a")
 pb = start(cfg_b2, 120000, "standby-b")
 time.sleep(8)  # both joined; each tails the other's changelog partitions
-# warm: B's standby has read the changelog to its end (its consumer lag is not exposed: wait until
-# B's log is quiet and a generous bound for the copy passed)
-time.sleep(max(10, rec / 50000))
+# warm: B's standby has read the changelog to its end
+assert wait_for(pb, r"standby copies are up to date", 600), "B's copies never caught up (%s)" % pb.logpath
+time.sleep(2)
 pa.send_signal(signal.SIGKILL)
 pa.wait()
 kill_t = time.time()
