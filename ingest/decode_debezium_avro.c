@@ -1161,6 +1161,8 @@ static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_n
   case WD_TIMESTAMP_LTZ: {
     int64_t u = unit ? unit : path_unit ? path_unit : wd_av_opt_unit(x->src->timestamp_unit, t->precision);
     if (u == WD_AV_DAYS) {
+      if (iv > INT64_MAX / 86400000000 || iv < INT64_MIN / 86400000000)
+        return wd_av_type_error(x, f, n, "%" PRId64 " is out of range", iv);
       out->ts.us = iv * 86400 * 1000000;
       out->ts.ns = 0;
     } else {
