@@ -59,6 +59,9 @@ struct wd_av_node {
   int64_t size;        /* fixed: its size in bytes */
   int64_t fsize;       /* the binary encoding's length when it is the same for every value, else -1 */
   int fsize_state;     /* 0 not computed, 1 being computed (recursive types), 2 done */
+  int64_t unit;        /* wd_av_unit's answer, computed once */
+  bool is_decimal;     /* wd_av_is_decimal's answer */
+  bool is_vsd;         /* connect.name io.debezium.data.VariableScaleDecimal */
 };
 
 typedef struct {
@@ -355,6 +358,9 @@ static int64_t wd_av_fsize(wd_av_node_t *n) {
   return z;
 }
 
+static int64_t wd_av_unit(const wd_av_node_t *n);
+static bool wd_av_is_decimal(const wd_av_node_t *n);
+
 /* Parses writer schema JSON text into a new wd_av_schema_t with its avro-c objects. */
 static wd_error_t *wd_av_schema_parse(int32_t id, int role, const char *text, wd_av_schema_t **out) {
   *out = NULL;
@@ -376,7 +382,13 @@ static wd_error_t *wd_av_schema_parse(int32_t id, int role, const char *text, wd
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 ": %s", id, why);
     goto fail;
   }
-  for (size_t i = 0; i < s->nnodes; i++) wd_av_fsize(s->nodes[i]);
+  for (size_t i = 0; i < s->nnodes; i++) {
+    wd_av_node_t *n = s->nodes[i];
+    wd_av_fsize(n);
+    n->unit = wd_av_unit(n);
+    n->is_decimal = wd_av_is_decimal(n);
+    n->is_vsd = n->connect_name && !strcmp(n->connect_name, "io.debezium.data.VariableScaleDecimal");
+  }
   if (avro_schema_from_json_length(text, strlen(text), &s->schema)) {
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 " is refused by avro-c: %s", id,
                        avro_strerror());
@@ -549,6 +561,7 @@ static int wd_av_read(wd_av_schema_t *s, const uint8_t *p, size_t n) {
 typedef struct {
   wd_av_node_t *n;
   const uint8_t *p, *e;
+  int32_t fr; /* a record's frame (index in dec->frames) when known, else -1 */
 } wd_avb_t;
 
 #define WD_AVB_MAX_DEPTH 200 /* nesting levels of a value (recursive schemas) */
@@ -603,7 +616,7 @@ static int wd_avb_block(const uint8_t **pp, const uint8_t *e, int64_t min_item, 
   return 0;
 }
 
-static int wd_avb_skip(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth);
+static inline int wd_avb_skip(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth);
 
 /* The least number of bytes of n's encoding (for block counts). */
 static int64_t wd_avb_min_size(const wd_av_node_t *n) {
@@ -627,13 +640,20 @@ static int wd_avb_skip_items(const wd_av_node_t *n, const uint8_t **pp, const ui
   }
 }
 
+static int wd_avb_skip_var(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth);
+
 /* Skips one value of n at *pp, checking it as avro-c's read would. 0, or -1 when malformed. */
-static int wd_avb_skip(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth) {
+static inline int wd_avb_skip(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth) {
   if (n->fsize >= 0) {
     if (e - *pp < n->fsize) return -1;
     *pp += n->fsize;
     return 0;
   }
+  return wd_avb_skip_var(n, pp, e, depth);
+}
+
+/* wd_avb_skip of a variable-length n. */
+static int wd_avb_skip_var(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth) {
   if (depth > WD_AVB_MAX_DEPTH) return -1;
   int64_t l;
   int32_t i32;
@@ -664,14 +684,19 @@ static bool wd_avb_unwrap(wd_avb_t *v) {
     int64_t d;
     if (wd_avb_long(&v->p, v->e, &d) || d < 0 || (uint64_t)d >= v->n->n) return false;
     v->n = v->n->sub[d];
+    v->fr = -1;
   }
   return v->n->kind != WD_AV_NULL;
 }
 
-/* The frame of record value v (found or made). NULL on no memory. */
-static wd_avb_frame_t *wd_avb_frame(wd_avro_decoder_t *dec, const wd_avb_t *v) {
+/* The frame of record value v (v->fr, else found or made; v->fr is set). NULL on no memory. */
+static wd_avb_frame_t *wd_avb_frame(wd_avro_decoder_t *dec, wd_avb_t *v) {
+  if (v->fr >= 0) return &dec->frames[v->fr];
   for (size_t i = dec->nframes; i-- > 0;)
-    if (dec->frames[i].p == v->p && dec->frames[i].n == v->n) return &dec->frames[i];
+    if (dec->frames[i].p == v->p && dec->frames[i].n == v->n) {
+      v->fr = (int32_t)i;
+      return &dec->frames[i];
+    }
   if (dec->nframes == dec->capframes) {
     size_t cap = dec->capframes ? dec->capframes * 2 : 16;
     wd_avb_frame_t *f = realloc(dec->frames, cap * sizeof(*f));
@@ -688,6 +713,7 @@ static wd_avb_frame_t *wd_avb_frame(wd_avro_decoder_t *dec, const wd_avb_t *v) {
     dec->pos = p;
     dec->cappos = cap;
   }
+  v->fr = (int32_t)dec->nframes;
   wd_avb_frame_t *f = &dec->frames[dec->nframes++];
   f->n = v->n;
   f->p = v->p;
@@ -699,9 +725,9 @@ static wd_avb_frame_t *wd_avb_frame(wd_avro_decoder_t *dec, const wd_avb_t *v) {
   return f;
 }
 
-/* Field i of record frame f: *out set. 1 found, 0 malformed (cannot happen after the record's
- * check), -1 no memory. */
-static int wd_avb_field(wd_avro_decoder_t *dec, const wd_avb_t *rec, size_t i, wd_avb_t *out) {
+/* Field i of record value rec: *out set. 1 found, 0 malformed (cannot happen after the
+ * record's check), -1 no memory. */
+static int wd_avb_field(wd_avro_decoder_t *dec, wd_avb_t *rec, size_t i, wd_avb_t *out) {
   wd_avb_frame_t *f = wd_avb_frame(dec, rec);
   if (!f) return -1;
   const uint8_t **pos = dec->pos + f->off;
@@ -713,9 +739,44 @@ static int wd_avb_field(wd_avro_decoder_t *dec, const wd_avb_t *rec, size_t i, w
   out->n = f->n->sub[i];
   out->p = pos[i];
   out->e = f->e;
+  out->fr = -1;
   return 1;
 }
 
+/* Checks record value v end to end while making its frame complete (every field's start and
+ * its end; v->fr set); records that are fields of v (through unions) get theirs too, down to
+ * depth more levels. 0, -1 malformed, -2 no memory; *end: the first byte after v. */
+static int wd_avb_fill(wd_avro_decoder_t *dec, wd_avb_t *v, int depth, const uint8_t **end) {
+  wd_avb_frame_t *f = wd_avb_frame(dec, v);
+  if (!f) return -2;
+  size_t fr = (size_t)v->fr, off = f->off, nf = v->n->n;
+  const uint8_t *p = v->p;
+  for (size_t i = 0; i < nf; i++) {
+    dec->pos[off + i] = p;
+    wd_av_node_t *ft = v->n->sub[i];
+    if (depth > 0 && (ft->kind == WD_AV_RECORD || ft->kind == WD_AV_UNION) && ft->fsize < 0) {
+      wd_avb_t c = {ft, p, v->e, -1};
+      while (c.n->kind == WD_AV_UNION) {
+        int64_t d;
+        if (wd_avb_long(&c.p, c.e, &d) || d < 0 || (uint64_t)d >= c.n->n) return -1;
+        c.n = c.n->sub[d];
+      }
+      if (c.n->kind == WD_AV_RECORD && c.n->fsize < 0) {
+        int rc = wd_avb_fill(dec, &c, depth - 1, &p);
+        if (rc) return rc;
+      } else {
+        p = c.p;
+        if (wd_avb_skip(c.n, &p, c.e, 1)) return -1;
+      }
+      continue;
+    }
+    if (wd_avb_skip(ft, &p, v->e, 1)) return -1;
+  }
+  dec->pos[off + nf] = p;
+  dec->frames[fr].k = (uint32_t)nf + 1;
+  *end = p;
+  return 0;
+}
 /* The index of field name[0..len) of record n, trying *hint first (updated); -1 when absent. */
 static inline long wd_avb_field_index(const wd_av_node_t *n, const char *name, size_t len, uint32_t *hint) {
   if (hint && *hint < n->n && n->fnamelen[*hint] == len && memcmp(n->fname[*hint], name, len) == 0) return *hint;
@@ -1237,12 +1298,12 @@ static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n
   case WD_AV_INT: {
     int32_t i = 0;
     avro_value_get_int(v, &i);
-    return wd_av_long_into(x, f, n, i, wd_av_unit(n), path_unit, t, out);
+    return wd_av_long_into(x, f, n, i, n->unit, path_unit, t, out);
   }
   case WD_AV_LONG: {
     int64_t i = 0;
     avro_value_get_long(v, &i);
-    return wd_av_long_into(x, f, n, i, wd_av_unit(n), path_unit, t, out);
+    return wd_av_long_into(x, f, n, i, n->unit, path_unit, t, out);
   }
   case WD_AV_FLOAT: {
     float d = 0;
@@ -1263,7 +1324,7 @@ static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n
     else
       avro_value_get_fixed(v, &p, &len);
     if (t->id == WD_BYTES) return wd_av_set_bytes(out, p, len);
-    if (wd_av_is_decimal(n) || t->id == WD_DECIMAL) {
+    if (n->is_decimal || t->id == WD_DECIMAL) {
       wd_i128 u;
       if (wd_conv_be_to_i128(p, len, &u)) return wd_av_type_error(x, f, n, "the decimal has more than 128 bits");
       int scale = n->has_scale ? n->scale : t->id == WD_DECIMAL ? t->scale : 0;
@@ -1343,7 +1404,7 @@ static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n
     return NULL;
   }
   case WD_AV_RECORD: {
-    if (t->id == WD_DECIMAL || (n->connect_name && !strcmp(n->connect_name, "io.debezium.data.VariableScaleDecimal"))) {
+    if (t->id == WD_DECIMAL || n->is_vsd) {
       /* VariableScaleDecimal {scale: int, value: bytes} */
       wd_av_node_t *sn = n, *vn = n;
       avro_value_t sv = *v, vv = *v;
@@ -1433,12 +1494,12 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
   case WD_AV_INT: {
     int32_t i;
     if (wd_avb_int(&p, e, &i)) return wd_avb_malformed(x);
-    return wd_av_long_into(x, f, n, i, wd_av_unit(n), path_unit, t, out);
+    return wd_av_long_into(x, f, n, i, n->unit, path_unit, t, out);
   }
   case WD_AV_LONG: {
     int64_t i;
     if (wd_avb_long(&p, e, &i)) return wd_avb_malformed(x);
-    return wd_av_long_into(x, f, n, i, wd_av_unit(n), path_unit, t, out);
+    return wd_av_long_into(x, f, n, i, n->unit, path_unit, t, out);
   }
   case WD_AV_FLOAT:
     if (e - p < 4) return wd_avb_malformed(x);
@@ -1452,7 +1513,7 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
     size_t len = (size_t)n->size;
     if (n->kind == WD_AV_BYTES ? wd_avb_bytes(&p, e, &d, &len) : e - p < n->size) return wd_avb_malformed(x);
     if (t->id == WD_BYTES) return wd_av_set_bytes(out, d, len);
-    if (wd_av_is_decimal(n) || t->id == WD_DECIMAL) {
+    if (n->is_decimal || t->id == WD_DECIMAL) {
       wd_i128 u;
       if (wd_conv_be_to_i128(d, len, &u)) return wd_av_type_error(x, f, n, "the decimal has more than 128 bits");
       int scale = n->has_scale ? n->scale : t->id == WD_DECIMAL ? t->scale : 0;
@@ -1513,7 +1574,7 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
         }
       }
       for (int64_t i = 0; !err && i < c; i++) {
-        wd_avb_t item = {n->sub[0], p, e};
+        wd_avb_t item = {n->sub[0], p, e, -1};
         err = wd_avb_convert(x, f, item, t->elem, 0, &out->list.v[out->list.n]);
         out->list.n++;
         if (!err && wd_avb_skip(n->sub[0], &p, e, 0)) err = wd_avb_malformed(x);
@@ -1600,7 +1661,7 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
         if (ks != kb) free(ks);
       }
       if (!err) {
-        wd_avb_t item = {n->sub[0], ent[i].v, e};
+        wd_avb_t item = {n->sub[0], ent[i].v, e, -1};
         err = wd_avb_convert(x, f, item, t->val, 0, &out->map.v[i]);
       }
       if (err) wd_value_clear(t, out);
@@ -1609,7 +1670,7 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
     return err;
   }
   case WD_AV_RECORD: {
-    if (t->id == WD_DECIMAL || (n->connect_name && !strcmp(n->connect_name, "io.debezium.data.VariableScaleDecimal"))) {
+    if (t->id == WD_DECIMAL || n->is_vsd) {
       /* VariableScaleDecimal {scale: int, value: bytes} */
       wd_avb_t sv = v, vv = v;
       int rs = wd_avb_step(x->dec, &sv, "scale", 5, NULL), rv = rs == 1 ? wd_avb_step(x->dec, &vv, "value", 5, NULL) : 0;
@@ -1663,6 +1724,8 @@ static int wd_avb_path(wd_avx_t *x, size_t m, wd_avb_t *v) {
 
 /* ---- records ------------------------------------------------------------------------------ */
 
+static int wd_avb_check(wd_avro_decoder_t *dec, wd_avb_t *v);
+
 static wd_error_t *wd_av_load_key(wd_avx_t *x) {
   if (x->key_state) return NULL;
   x->key_state = -1;
@@ -1677,11 +1740,13 @@ static wd_error_t *wd_av_load_key(wd_avx_t *x) {
   if (err) return err;
   if (!x->dec->generic) {
     const uint8_t *p = (const uint8_t *)m->key + WD_WIRE_HEADER, *e = (const uint8_t *)m->key + m->key_len;
-    x->bkey = (wd_avb_t){s->root, p, e};
-    if (wd_avb_skip(s->root, &p, e, 0))
+    x->bkey = (wd_avb_t){s->root, p, e, -1};
+    int rc = wd_avb_check(x->dec, &x->bkey);
+    if (rc == -2) return wd_error_nomem();
+    if (rc)
       return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key does not read with schema id %" PRId32,
                           x->src->name, id);
-    x->key_state = wd_avb_unwrap(&x->bkey) ? 1 : -1;
+    x->key_state = x->bkey.n->kind != WD_AV_NULL ? 1 : -1;
     return NULL;
   }
   if (wd_av_read(s, (const uint8_t *)m->key + WD_WIRE_HEADER, m->key_len - WD_WIRE_HEADER))
@@ -1802,7 +1867,8 @@ static const wd_av_img_t *wd_av_image(wd_avx_t *x, const char *name, wd_av_img_t
 }
 
 /* Checks the value at v end to end (a union resolved first: v is left at its branch); for a
- * record, its frame then holds every field's start. 0, -1 malformed, -2 no memory. */
+ * record, its frame and those of its record fields then hold every field's start. 0, -1
+ * malformed, -2 no memory. */
 static int wd_avb_check(wd_avro_decoder_t *dec, wd_avb_t *v) {
   while (v->n->kind == WD_AV_UNION) {
     int64_t d;
@@ -1810,12 +1876,8 @@ static int wd_avb_check(wd_avro_decoder_t *dec, wd_avb_t *v) {
     v->n = v->n->sub[d];
   }
   const uint8_t *q = v->p;
-  if (v->n->kind != WD_AV_RECORD || v->n->n == 0) return wd_avb_skip(v->n, &q, v->e, 0) ? -1 : 0;
-  wd_avb_t last;
-  int rc = wd_avb_field(dec, v, v->n->n - 1, &last);
-  if (rc != 1) return rc == 0 ? -1 : -2;
-  q = last.p;
-  return wd_avb_skip(last.n, &q, last.e, 1) ? -1 : 0;
+  if (v->n->kind != WD_AV_RECORD) return wd_avb_skip(v->n, &q, v->e, 0) ? -1 : 0;
+  return wd_avb_fill(dec, v, 1, &q);
 }
 
 void wd_avro_decoder_set_generic(wd_avro_decoder_t *dec, bool generic) { dec->generic = generic; }
@@ -1893,7 +1955,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
   } else {
     dec->nframes = dec->npos = 0;
     x.hints = wd_avb_hints(dec, src);
-    x.broot = (wd_avb_t){s->root, (const uint8_t *)value + WD_WIRE_HEADER, (const uint8_t *)value + len};
+    x.broot = (wd_avb_t){s->root, (const uint8_t *)value + WD_WIRE_HEADER, (const uint8_t *)value + len, -1};
     int rc = wd_avb_check(dec, &x.broot);
     if (rc == -2) {
       err = wd_error_nomem();
@@ -1931,8 +1993,9 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
       err = wd_error_nomem();
       goto cleanup;
     }
-    if (r3 == 1 && bb.n->kind == WD_AV_RECORD) before = &bb;
-    if (r4 == 1 && ab.n->kind == WD_AV_RECORD) after = &ab;
+    /* the images' frames were made by the check: found once here, not per column */
+    if (r3 == 1 && bb.n->kind == WD_AV_RECORD) before = &bb, wd_avb_frame(dec, &bb);
+    if (r4 == 1 && ab.n->kind == WD_AV_RECORD) after = &ab, wd_avb_frame(dec, &ab);
   }
   if (!ops) {
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"op\" field: not a Debezium change event", src->name);
