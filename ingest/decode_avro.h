@@ -5,8 +5,9 @@
  * schema).
  *
  * This module owns the decoder object: the writer schemas it has parsed (per schema id, for the
- * process's life, on top of the registry's own cache of their JSON), avro-c's generic values that
- * it reads into, and the conversion of Avro values into wide-table values. It produces exactly
+ * process's life, on top of the registry's own cache of their JSON), its scratch for reading the
+ * binary encoding (and avro-c's generic values, when that path is selected), and the conversion
+ * of Avro values into wide-table values. It produces exactly
  * the records wd_decode_debezium_json produces for the same event (source.h: op c/r -> +I,
  * u -> -U/+U (or -D/+I when the key changed, +U alone without before), d -> -D), with the same
  * column mapping: row-image fields by name (nested records with `a.b`, array elements with

@@ -1,11 +1,19 @@
 /*
  * ingest/decode_debezium_avro.c — Debezium Avro (Confluent wire format) into change records.
  *
- * avro-c reads the bytes into a generic value of the writer schema. avro-c keeps no logical types
- * and no custom attributes, so the writer schema's JSON is also parsed here (jansson) into a
- * parallel tree of wd_av_node_t that carries them (logicalType, precision, scale, connect.name,
- * connect.parameters.scale); the two are walked together: a record field's index, a union's
- * discriminant and an array's items are the same in both.
+ * The writer schema of each id is parsed once (jansson) into a tree of wd_av_node_t that carries
+ * what avro-c keeps no trace of (logicalType, precision, scale, connect.name,
+ * connect.parameters.scale) plus what the binary walk needs (fixed sizes, constant encoded
+ * lengths, units), and once by avro-c (avro_schema_from_json: the schema must be one avro-c
+ * accepts). Records are then read one of two ways (wd_avro_decoder_set_generic):
+ *   - directly (the default, "the binary walk" below): the bytes are checked against the node
+ *     tree end to end without allocating, and only the fields the source maps are located and
+ *     converted (wd_avb_*);
+ *   - through avro-c's generic value of the whole record (wd_av_read), walked together with the
+ *     node tree (a record field's index, a union's discriminant and an array's items are the
+ *     same in both). This is the reference the tests hold the direct walk to
+ *     (tests/unit/test_avro_paths.c).
+ * Both feed the same conversions (wd_av_long_into, wd_av_decimal_into, wd_av_from_text, ...).
  */
 #include "ingest/decode_avro.h"
 #include "ingest/format.h"
