@@ -208,8 +208,13 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
     for (size_t i = 0; i < v->map.n && !rc; i++) {
       wd_buf_reset(&key);
       if (i) rc = wd_jc(out, ',');
-      if (!rc) rc = wd_value_format(t->elem, &v->map.k[i], &key);
-      if (!rc) rc = wd_changelog_put_string(out, key.len ? (const char *)key.data : "", key.len);
+      const wd_value_t *k = &v->map.k[i];
+      if (!rc && !k->is_null && wd_type_is_text(t->elem)) { /* its canonical text is itself: no copy */
+        rc = wd_changelog_put_string(out, k->s.n ? k->s.p : "", k->s.n);
+      } else {
+        if (!rc) rc = wd_value_format(t->elem, k, &key);
+        if (!rc) rc = wd_changelog_put_string(out, key.len ? (const char *)key.data : "", key.len);
+      }
       if (!rc) rc = wd_jc(out, ':');
       if (!rc) rc = wd_changelog_put_value(out, t->val, &v->map.v[i]);
     }
