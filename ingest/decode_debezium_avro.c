@@ -634,11 +634,15 @@ static int64_t wd_avb_min_size(const wd_av_node_t *n) {
 
 static int wd_avb_skip_items(const wd_av_node_t *n, const uint8_t **pp, const uint8_t *e, int depth) {
   bool map = n->kind == WD_AV_MAP;
-  int64_t min = wd_avb_min_size(n->sub[0]) + (map ? 1 : 0);
+  int64_t min = wd_avb_min_size(n->sub[0]) + (map ? 1 : 0), total = 0, limit = (e - *pp) + 65536;
   for (;;) {
     int64_t c;
     if (wd_avb_block(pp, e, min, &c)) return -1;
     if (c == 0) return 0;
+    if (min == 0) { /* items without bytes (null, empty records): counted, bounded as avro-c's allocation is */
+      if ((total += c) > limit) return -1;
+      continue;
+    }
     for (int64_t i = 0; i < c; i++) {
       const uint8_t *k;
       size_t kl;
