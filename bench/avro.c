@@ -1,7 +1,7 @@
 /*
  * bench/avro.c — Avro decode and encode rates, one thread, thread CPU time.
  *
- *   build-bench/bench/avro [--records 200000] [--keys 10000] [--runs 5] [--seed 1]
+ *   build-bench/bench/avro [--records 200000] [--keys 10000] [--runs 5] [--seed 1] [--generic]
  *
  * Input: N Debezium Avro envelope records in the Confluent wire format, generated here with
  * avro-c from the fixtures' writer schemas (tests/fixtures/avro/schemas.json: envelope ids 1 and
@@ -12,7 +12,8 @@
  *
  * decode: wd_decode_debezium_avro with the source mapping of tests/unit/test_avro.c (15 columns,
  *   `address.city`, `$.source.ts_ms`, `$.source.lsn`, `$key.id`) into one reused wd_changes_t.
- *   Rate = source records / CPU s.
+ *   Rate = source records / CPU s. --generic: the decoder reads with avro-c's generic value
+ *   (wd_avro_decoder_set_generic), the reference path, instead of its direct binary walk.
  * encode: the change rows the decode produced (+I, -U, +U, -D) through wd_avro_sink_encode_value
  *   (and, second figure, value + wd_avro_sink_encode_key as the pipeline does per row) into a
  *   reused buffer. Rate = changelog rows / CPU s.
@@ -65,8 +66,9 @@ static void report(const char *name, double *v, int n, const char *unit) {
 int main(int argc, char **argv) {
   uint64_t records = 200000, keys = 10000, seed = 1;
   int runs = 5;
-  static const struct option lo[] = {
-      {"records", 1, 0, 'r'}, {"keys", 1, 0, 'k'}, {"runs", 1, 0, 'n'}, {"seed", 1, 0, 's'}, {0, 0, 0, 0}};
+  bool generic = false;
+  static const struct option lo[] = {{"records", 1, 0, 'r'}, {"keys", 1, 0, 'k'},    {"runs", 1, 0, 'n'},
+                                     {"seed", 1, 0, 's'},    {"generic", 0, 0, 'g'}, {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
@@ -74,7 +76,8 @@ int main(int argc, char **argv) {
       case 'k': keys = strtoull(optarg, NULL, 10); break;
       case 'n': runs = atoi(optarg); break;
       case 's': seed = strtoull(optarg, NULL, 10); break;
-      default: fprintf(stderr, "usage: avro [--records N] [--keys K] [--runs R] [--seed S]\n"); return 2;
+      case 'g': generic = true; break;
+      default: fprintf(stderr, "usage: avro [--records N] [--keys K] [--runs R] [--seed S] [--generic]\n"); return 2;
     }
   }
   if (!records || !keys || runs < 1) return 2;
@@ -111,6 +114,7 @@ int main(int argc, char **argv) {
   wd_avro_decoder_t *dec = NULL;
   wd_avro_sink_t *sink = NULL;
   if ((err = wd_registry_new(&rc, &reg)) || (err = wd_avro_decoder_new(reg, &dec))) die("decoder", err);
+  wd_avro_decoder_set_generic(dec, generic);
   if ((err = wd_avro_sink_new(schema, "orders_wide", &sink))) die("sink", err);
   wd_avro_sink_set_ids(sink, 21, 22);
 

@@ -55,6 +55,39 @@ static size_t wd_utf8_len(const uint8_t *s, size_t n) {
   return len;
 }
 
+/* Appends to out as wd_buf_putc / wd_buf_append do (out->data[out->len] stays 0), without a call
+ * when out has room. */
+static inline int wd_jc(wd_buf_t *out, char c) {
+  if (out->len + 2 <= out->cap) {
+    out->data[out->len++] = (uint8_t)c;
+    out->data[out->len] = 0;
+    return 0;
+  }
+  return wd_buf_putc(out, (uint8_t)c);
+}
+
+static inline int wd_jw(wd_buf_t *out, const void *p, size_t n) {
+  if (out->len + n + 1 <= out->cap) {
+    memcpy(out->data + out->len, p, n);
+    out->len += n;
+    out->data[out->len] = 0;
+    return 0;
+  }
+  return wd_buf_append(out, p, n);
+}
+
+/* A literal: no strlen at run time. */
+#define WD_JLIT(out, lit) wd_jw((out), (lit), sizeof(lit) - 1)
+
+/* Whether any of the 8 bytes of w needs a look: < 0x20, '"', '\\' or >= 0x80 (SWAR). */
+static inline bool wd_j8_special(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  uint64_t lt20 = (w - ones * 0x20) & ~w;                /* high bit where a byte is < 0x20 */
+  uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+  uint64_t eq = ((q - ones) & ~q) | ((bs - ones) & ~bs); /* high bit where a byte is '"' or '\\' */
+  return ((lt20 | eq | w) & highs) != 0; /* w: bytes >= 0x80 */
+}
+
 int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const uint8_t *s = (const uint8_t *)p;
@@ -62,6 +95,11 @@ int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
   out->data[out->len++] = '"';
   size_t run = 0; /* start of the pending run of plain bytes */
   for (size_t i = 0; i < n;) {
+    uint64_t w;
+    if (n - i >= 8 && (memcpy(&w, s + i, 8), !wd_j8_special(w))) {
+      i += 8;
+      continue;
+    }
     uint8_t c = s[i];
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
       i++;
@@ -72,7 +110,7 @@ int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
       i += ulen;
       continue;
     }
-    if (i > run && wd_buf_append(out, s + run, i - run)) return -1;
+    if (i > run && wd_jw(out, s + run, i - run)) return -1;
     char esc[8];
     size_t elen = 2;
     esc[0] = '\\';
@@ -99,12 +137,13 @@ int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
         elen = 3;
       }
     }
-    if (wd_buf_append(out, esc, elen)) return -1;
+    if (wd_jw(out, esc, elen)) return -1;
     i++;
     run = i;
   }
-  if (n > run && wd_buf_append(out, s + run, n - run)) return -1;
-  return wd_buf_putc(out, '"');
+  /* the run and the closing quote: room was reserved for n + 3 bytes, and escapes grew it */
+  if (n > run && wd_jw(out, s + run, n - run)) return -1;
+  return wd_jc(out, '"');
 }
 
 /* Appends a decimal integer (faster than printf on the hot path). */
@@ -117,13 +156,13 @@ static int wd_put_i64(wd_buf_t *out, int64_t v) {
     u /= 10;
   } while (u);
   if (v < 0) tmp[sizeof(tmp) - 1 - n++] = '-';
-  return wd_buf_append(out, tmp + sizeof(tmp) - n, n);
+  return wd_jw(out, tmp + sizeof(tmp) - n, n);
 }
 
-static int wd_put_lit(wd_buf_t *out, const char *s) { return wd_buf_append(out, s, strlen(s)); }
+static int wd_put_lit(wd_buf_t *out, const char *s) { return wd_jw(out, s, strlen(s)); }
 
 int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *v) {
-  if (v->is_null) return wd_put_lit(out, "null");
+  if (v->is_null) return WD_JLIT(out, "null");
   switch (t->id) {
   case WD_BOOLEAN: return wd_put_lit(out, v->b ? "true" : "false");
   case WD_TINYINT:
@@ -132,7 +171,7 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
   case WD_BIGINT: return wd_put_i64(out, v->i);
   case WD_FLOAT:
   case WD_DOUBLE:
-    if (isnan(v->f)) return wd_put_lit(out, "\"NaN\"");
+    if (isnan(v->f)) return WD_JLIT(out, "\"NaN\"");
     if (isinf(v->f)) return wd_put_lit(out, v->f > 0 ? "\"Infinity\"" : "\"-Infinity\"");
     return wd_value_format(t, v, out);
   case WD_CHAR:
@@ -145,36 +184,41 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
   case WD_TIMESTAMP:
   case WD_TIMESTAMP_LTZ:
     /* canonical texts of these types are plain ASCII without '"' or '\' */
-    if (wd_buf_putc(out, '"') || wd_value_format(t, v, out)) return -1;
-    return wd_buf_putc(out, '"');
+    if (wd_jc(out, '"') || wd_value_format(t, v, out)) return -1;
+    return wd_jc(out, '"');
   case WD_ARRAY:
-    if (wd_buf_putc(out, '[')) return -1;
+    if (wd_jc(out, '[')) return -1;
     for (size_t i = 0; i < v->list.n; i++) {
-      if (i && wd_buf_putc(out, ',')) return -1;
+      if (i && wd_jc(out, ',')) return -1;
       if (wd_changelog_put_value(out, t->elem, &v->list.v[i])) return -1;
     }
-    return wd_buf_putc(out, ']');
+    return wd_jc(out, ']');
   case WD_ROW:
-    if (wd_buf_putc(out, '{')) return -1;
+    if (wd_jc(out, '{')) return -1;
     for (size_t i = 0; i < v->list.n && i < t->nfields; i++) {
-      if (i && wd_buf_putc(out, ',')) return -1;
-      if (wd_changelog_put_string(out, t->fields[i].name, strlen(t->fields[i].name)) || wd_buf_putc(out, ':') ||
+      if (i && wd_jc(out, ',')) return -1;
+      if (wd_changelog_put_string(out, t->fields[i].name, strlen(t->fields[i].name)) || wd_jc(out, ':') ||
           wd_changelog_put_value(out, t->fields[i].type, &v->list.v[i]))
         return -1;
     }
-    return wd_buf_putc(out, '}');
+    return wd_jc(out, '}');
   case WD_MAP: {
     wd_buf_t key = {0};
-    int rc = wd_buf_putc(out, '{');
+    int rc = wd_jc(out, '{');
     for (size_t i = 0; i < v->map.n && !rc; i++) {
       wd_buf_reset(&key);
-      if (i) rc = wd_buf_putc(out, ',');
-      if (!rc) rc = wd_value_format(t->elem, &v->map.k[i], &key);
-      if (!rc) rc = wd_changelog_put_string(out, key.len ? (const char *)key.data : "", key.len);
-      if (!rc) rc = wd_buf_putc(out, ':');
+      if (i) rc = wd_jc(out, ',');
+      const wd_value_t *k = &v->map.k[i];
+      if (!rc && !k->is_null && wd_type_is_text(t->elem)) { /* its canonical text is itself: no copy */
+        rc = wd_changelog_put_string(out, k->s.n ? k->s.p : "", k->s.n);
+      } else {
+        if (!rc) rc = wd_value_format(t->elem, k, &key);
+        if (!rc) rc = wd_changelog_put_string(out, key.len ? (const char *)key.data : "", key.len);
+      }
+      if (!rc) rc = wd_jc(out, ':');
       if (!rc) rc = wd_changelog_put_value(out, t->val, &v->map.v[i]);
     }
-    if (!rc) rc = wd_buf_putc(out, '}');
+    if (!rc) rc = wd_jc(out, '}');
     wd_buf_free(&key);
     return rc;
   }
@@ -183,28 +227,28 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
 }
 
 int wd_changelog_put_row(wd_buf_t *out, const wd_schema_t *schema, const wd_row_t *row) {
-  if (wd_buf_putc(out, '{')) return -1;
+  if (wd_jc(out, '{')) return -1;
   for (size_t i = 0; i < schema->ncols; i++) {
     const wd_field_t *c = &schema->cols[i];
-    if (i && wd_buf_putc(out, ',')) return -1;
-    if (wd_changelog_put_string(out, c->name, strlen(c->name)) || wd_buf_putc(out, ':') ||
+    if (i && wd_jc(out, ',')) return -1;
+    if (wd_changelog_put_string(out, c->name, strlen(c->name)) || wd_jc(out, ':') ||
         wd_changelog_put_value(out, c->type, &row->v[i]))
       return -1;
   }
-  return wd_buf_putc(out, '}');
+  return wd_jc(out, '}');
 }
 
 wd_error_t *wd_changelog_encode_key_json(const wd_schema_t *schema, const wd_row_t *row, wd_buf_t *out) {
   size_t mark = out->len;
-  int rc = wd_buf_putc(out, '{');
+  int rc = wd_jc(out, '{');
   for (size_t k = 0; k < schema->npk && !rc; k++) {
     const wd_field_t *c = &schema->cols[schema->pk[k]];
-    if (k) rc = wd_buf_putc(out, ',');
+    if (k) rc = wd_jc(out, ',');
     if (!rc) rc = wd_changelog_put_string(out, c->name, strlen(c->name));
-    if (!rc) rc = wd_buf_putc(out, ':');
+    if (!rc) rc = wd_jc(out, ':');
     if (!rc) rc = wd_changelog_put_value(out, c->type, &row->v[schema->pk[k]]);
   }
-  if (!rc) rc = wd_buf_putc(out, '}');
+  if (!rc) rc = wd_jc(out, '}');
   if (rc) {
     out->len = mark;
     return wd_error_nomem();
@@ -214,8 +258,8 @@ wd_error_t *wd_changelog_encode_key_json(const wd_schema_t *schema, const wd_row
 
 /* ,"ts_ms":N or null */
 static int wd_put_ts(wd_buf_t *out, int64_t ts_ms) {
-  if (wd_put_lit(out, "\"ts_ms\":")) return -1;
-  return ts_ms < 0 ? wd_put_lit(out, "null") : wd_put_i64(out, ts_ms);
+  if (WD_JLIT(out, "\"ts_ms\":")) return -1;
+  return ts_ms < 0 ? WD_JLIT(out, "null") : wd_put_i64(out, ts_ms);
 }
 
 wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
@@ -242,15 +286,15 @@ wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const c
                         "debezium-json: a -U is not a message of its own; pass it as before with its +U");
   }
   size_t mark = out->len;
-  int rc = wd_put_lit(out, "{\"before\":");
-  if (!rc) rc = before ? wd_changelog_put_row(out, schema, before) : wd_put_lit(out, "null");
-  if (!rc) rc = wd_put_lit(out, ",\"after\":");
-  if (!rc) rc = after ? wd_changelog_put_row(out, schema, after) : wd_put_lit(out, "null");
-  if (!rc) rc = wd_put_lit(out, ",\"op\":\"") || wd_put_lit(out, op) || wd_put_lit(out, "\",");
+  int rc = WD_JLIT(out, "{\"before\":");
+  if (!rc) rc = before ? wd_changelog_put_row(out, schema, before) : WD_JLIT(out, "null");
+  if (!rc) rc = WD_JLIT(out, ",\"after\":");
+  if (!rc) rc = after ? wd_changelog_put_row(out, schema, after) : WD_JLIT(out, "null");
+  if (!rc) rc = WD_JLIT(out, ",\"op\":\"") || wd_put_lit(out, op) || WD_JLIT(out, "\",");
   if (!rc) rc = wd_put_ts(out, ts_ms);
-  if (!rc) rc = wd_put_lit(out, ",\"source\":{\"name\":\"widen\",\"table\":");
-  if (!rc) rc = table ? wd_changelog_put_string(out, table, strlen(table)) : wd_put_lit(out, "null");
-  if (!rc) rc = wd_put_lit(out, "}}");
+  if (!rc) rc = WD_JLIT(out, ",\"source\":{\"name\":\"widen\",\"table\":");
+  if (!rc) rc = table ? wd_changelog_put_string(out, table, strlen(table)) : WD_JLIT(out, "null");
+  if (!rc) rc = WD_JLIT(out, "}}");
   if (rc) {
     out->len = mark;
     return wd_error_nomem();
@@ -261,18 +305,18 @@ wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const c
 wd_error_t *wd_changelog_encode_changelog_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
                                                const wd_row_t *row, wd_buf_t *out) {
   size_t mark = out->len;
-  int rc = wd_put_lit(out, "{\"op\":\"") || wd_put_lit(out, wd_row_kind_str(row->kind)) || wd_put_lit(out, "\"");
+  int rc = WD_JLIT(out, "{\"op\":\"") || wd_put_lit(out, wd_row_kind_str(row->kind)) || WD_JLIT(out, "\"");
   if (!rc && table) {
-    rc = wd_put_lit(out, ",\"table\":");
+    rc = WD_JLIT(out, ",\"table\":");
     if (!rc) rc = wd_changelog_put_string(out, table, strlen(table));
   }
   if (!rc && ts_ms >= 0) {
-    rc = wd_buf_putc(out, ',');
+    rc = wd_jc(out, ',');
     if (!rc) rc = wd_put_ts(out, ts_ms);
   }
-  if (!rc) rc = wd_put_lit(out, ",\"row\":");
+  if (!rc) rc = WD_JLIT(out, ",\"row\":");
   if (!rc) rc = wd_changelog_put_row(out, schema, row);
-  if (!rc) rc = wd_buf_putc(out, '}');
+  if (!rc) rc = wd_jc(out, '}');
   if (rc) {
     out->len = mark;
     return wd_error_nomem();

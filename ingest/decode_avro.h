@@ -5,8 +5,9 @@
  * schema).
  *
  * This module owns the decoder object: the writer schemas it has parsed (per schema id, for the
- * process's life, on top of the registry's own cache of their JSON), avro-c's generic values that
- * it reads into, and the conversion of Avro values into wide-table values. It produces exactly
+ * process's life, on top of the registry's own cache of their JSON), its scratch for reading the
+ * binary encoding (and avro-c's generic values, when that path is selected), and the conversion
+ * of Avro values into wide-table values. It produces exactly
  * the records wd_decode_debezium_json produces for the same event (source.h: op c/r -> +I,
  * u -> -U/+U (or -D/+I when the key changed, +U alone without before), d -> -D), with the same
  * column mapping: row-image fields by name (nested records with `a.b`, array elements with
@@ -44,6 +45,7 @@
 #ifndef WD_DECODE_AVRO_H
 #define WD_DECODE_AVRO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/error.h"
@@ -59,6 +61,14 @@ wd_error_t *wd_avro_decoder_new(wd_registry_t *reg, wd_avro_decoder_t **out);
 
 /* Releases dec and its parsed schemas; accepts NULL. */
 void wd_avro_decoder_destroy(wd_avro_decoder_t *dec);
+
+/* Selects how dec reads the Avro binary encoding. false (the default): directly, with the
+ * writer schema's node tree (parsed once per schema id): the record is checked end to end
+ * (lengths, union discriminants, varints, block counts; nothing allocated), then only the values
+ * the source maps are located and converted. true: avro-c's generic value of the whole record
+ * (avro_value_read), the reference the tests compare the direct path with. Both give the same
+ * records and the same errors for the same bytes. */
+void wd_avro_decoder_set_generic(wd_avro_decoder_t *dec, bool generic);
 
 /* Decodes one Kafka record value of a debezium-avro source into out (reset first), with the
  * same contract as wd_decode_debezium_json (source.h): src, schema and meta borrowed; a NULL or
