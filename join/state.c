@@ -163,6 +163,7 @@ size_t wd_state_cached(const wd_state_t *s) { return HASH_COUNT(s->map); }
 static wd_error_t *decode_entry(wd_state_t *s, const uint8_t *v, size_t vlen, wd_entry_t *e) {
   e->state = WD_ENTRY_ABSENT;
   e->row = NULL;
+  e->borrowed = false;
   if (!v) return NULL;
   bool tomb = false;
   wd_error_t *err = wd_row_decode_base(s->t->schema, s->base_ncols, v, vlen, &e->row, &tomb);
@@ -278,7 +279,8 @@ wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *key
   return wd_state_prefetch_tasks(s, n, NULL, keys, klens);
 }
 
-/* wd_state_ops_t.get: a copy of the cached entry, reading the store on a miss. */
+/* wd_state_ops_t.get: the cached entry, borrowed (state.h says how long it stays valid), reading
+ * the store on a miss. */
 static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entry_t *e) {
   wd_state_t *s = ctx;
   wd_cached_t *c = NULL;
@@ -294,11 +296,8 @@ static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
   }
   c->ref = true;
   e->state = c->e.state;
-  e->row = NULL;
-  if (c->e.row && !(e->row = wd_row_copy(s->t->schema, c->e.row))) {
-    e->state = WD_ENTRY_ABSENT;
-    return wd_error_nomem();
-  }
+  e->row = c->e.row;
+  e->borrowed = c->e.row != NULL;
   return NULL;
 }
 
@@ -318,10 +317,11 @@ static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
     s->dirty = d;
     s->cap_dirty = cap;
   }
-  wd_entry_clear(s->t, &c->e);
+  wd_entry_clear(s->t, &c->e); /* a row the changelog still shares stays alive there */
   c->e = *e;
   e->state = WD_ENTRY_ABSENT;
   e->row = NULL;
+  e->borrowed = false;
   if (!c->dirty) {
     c->dirty = true;
     s->dirty[s->ndirty++] = c;
