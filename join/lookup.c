@@ -766,7 +766,11 @@ static int on_key(lk_src_t *L, const wd_row_t *w, wd_buf_t *out) {
   return rc;
 }
 
+/* Appends a view of row (wd_row_view: shared, not copied; join/merge.h) with kind. row is not
+ * changed afterwards: a before row is the state's or a share of it, an after row goes to the state
+ * right after its changelog rows. Only its share count changes (hence the cast). */
 static int cl_add(const wd_schema_t *s, wd_changelog_t *cl, const wd_row_t *row, wd_row_kind_t kind) {
+  (void)s;
   if (cl->n == cl->cap) {
     size_t cap = cl->cap ? cl->cap * 2 : 16;
     wd_row_t **rows = realloc(cl->rows, cap * sizeof(*rows));
@@ -774,10 +778,9 @@ static int cl_add(const wd_schema_t *s, wd_changelog_t *cl, const wd_row_t *row,
     cl->rows = rows;
     cl->cap = cap;
   }
-  wd_row_t *copy = wd_row_copy(s, row);
-  if (!copy) return -1;
-  copy->kind = kind;
-  cl->rows[cl->n++] = copy;
+  wd_row_t *view = wd_row_view((wd_row_t *)row, kind);
+  if (!view) return -1;
+  cl->rows[cl->n++] = view;
   return 0;
 }
 
