@@ -56,8 +56,6 @@ struct wd_state {
   wd_cached_t **pend;
   const uint8_t **mk;
   size_t *ml;
-  uint8_t **vals;
-  size_t *vlens;
   size_t cap_pend;
   size_t base_ncols;     /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
   uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
@@ -122,8 +120,6 @@ void wd_state_destroy(wd_state_t *s) {
   free(s->pend);
   free(s->mk);
   free(s->ml);
-  free(s->vals);
-  free(s->vlens);
   free(s);
 }
 
@@ -197,13 +193,24 @@ static int pend_reserve(wd_state_t *s, size_t n) {
   if (mk) s->mk = mk;
   size_t *ml = realloc(s->ml, cap * sizeof(*ml));
   if (ml) s->ml = ml;
-  uint8_t **vals = realloc(s->vals, cap * sizeof(*vals));
-  if (vals) s->vals = vals;
-  size_t *vlens = realloc(s->vlens, cap * sizeof(*vlens));
-  if (vlens) s->vlens = vlens;
-  if (!pend || !mk || !ml || !vals || !vlens) return -1;
+  if (!pend || !mk || !ml) return -1;
   s->cap_pend = cap;
   return 0;
+}
+
+/* wd_store_multi_get_each's callback of prefetch_full: decodes entry i into s->pend[i]. */
+typedef struct {
+  wd_state_t *s;
+  size_t done; /* entries decoded */
+} pf_ctx_t;
+
+static wd_error_t *pf_decode(void *ctx, size_t i, const uint8_t *v, size_t vlen) {
+  pf_ctx_t *pc = ctx;
+  wd_error_t *err = decode_entry(pc->s, v, vlen, &pc->s->pend[i]->e);
+  if (err) return err;
+  set_est(pc->s, pc->s->pend[i], vlen);
+  pc->done = i + 1;
+  return NULL;
 }
 
 /* Reads the n full keys not yet cached with one multi-get. */
@@ -226,24 +233,17 @@ static wd_error_t *prefetch_full(wd_state_t *s, size_t n, const uint8_t *const *
     }
     s->pend[m] = c;
     s->mk[m] = c->key;
-    s->ml[m] = c->klen;
-    s->vals[m] = NULL;
-    s->vlens[m++] = 0;
+    s->ml[m++] = c->klen;
   }
   if (m == 0) return NULL;
-  if ((err = wd_store_multi_get(s->st, m, s->mk, s->ml, s->vals, s->vlens))) goto done;
-  for (; done < m; done++) {
-    if ((err = decode_entry(s, s->vals[done], s->vlens[done], &s->pend[done]->e))) break;
-    set_est(s, s->pend[done], s->vlens[done]);
-  }
+  /* each entry is decoded where the store holds it (no copy of the value) */
+  pf_ctx_t pc = {s, 0};
+  err = wd_store_multi_get_each(s->st, m, s->mk, s->ml, pf_decode, &pc);
+  done = pc.done;
 done:
   /* on error the entries not decoded are taken out again */
   if (err)
     for (size_t i = done; i < m; i++) drop(s, s->pend[i]);
-  for (size_t i = 0; i < m; i++) {
-    free(s->vals[i]);
-    s->vals[i] = NULL;
-  }
   return err;
 }
 
