@@ -128,9 +128,9 @@ void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl);
  * either a copy the caller owns, or the implementation's own entry, borrowed (it sets
  * e->borrowed; join/state.h says how long the row stays valid): the caller neither changes nor
  * frees a borrowed row (wd_entry_release). put hands the key's new entry over (takes e->row,
- * which the caller owns; e is left ABSENT); the row may be shared with the changelog (wd_row_share): whoever
- * keeps it does not change its values while the changelog holds it. Both return NULL or an error
- * (WD_ERR_IO/E_NOMEM), which aborts the message. */
+ * which the caller owns; e is left ABSENT); the row may be shared with the changelog
+ * (wd_row_share): whoever keeps it does not change its values while the changelog holds it. Both
+ * return NULL or an error (WD_ERR_IO/E_NOMEM), which aborts the message. */
 typedef struct wd_state_ops {
   wd_error_t *(*get)(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e);
   wd_error_t *(*put)(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e);

@@ -429,7 +429,8 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
                                rs->errs, false);
   for (size_t i = 0; i < n && !err; i++)
-    if (rs->errs[i]) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+    if (rs->errs[i])
+      err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
   for (size_t i = 0; i < n && !err; i++) {
     size_t len = 0;
     const char *p = rs->pins[i] ? rocksdb_pinnableslice_value(rs->pins[i], &len) : NULL;
