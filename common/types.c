@@ -1484,15 +1484,16 @@ int wd_row_kind_parse(const char *s, wd_row_kind_t *kind) {
   return -1;
 }
 
-/* A row and its values in one allocation (one malloc and one free per row on the hot path). */
+/* A row and its values in one allocation (one malloc and one free per row on the hot path),
+ * optionally followed by the bytes of its variable-length data (wd_row_new_extra, wd_row_pack). */
 typedef struct wd_row_block {
   wd_row_t row;
   wd_value_t v[];
 } wd_row_block_t;
 
-wd_row_t *wd_row_new(const wd_schema_t *schema) {
+wd_row_t *wd_row_new_extra(const wd_schema_t *schema, size_t extra, char **extra_out) {
   size_t n = schema->ncols ? schema->ncols : 1;
-  wd_row_block_t *b = malloc(sizeof(*b) + n * sizeof(wd_value_t));
+  wd_row_block_t *b = malloc(sizeof(*b) + n * sizeof(wd_value_t) + extra);
   if (!b) return NULL;
   wd_row_t *row = &b->row;
   row->v = b->v;
@@ -1500,9 +1501,16 @@ wd_row_t *wd_row_new(const wd_schema_t *schema) {
   row->n = schema->ncols;
   row->kind = WD_INSERT;
   row->absent = NULL;
+  row->shares = 0;
+  row->base = NULL;
+  row->blk = extra ? (char *)(b->v + n) : NULL;
+  row->blk_len = extra;
   for (size_t i = 0; i < row->n; i++) row->v[i].is_null = true;
+  if (extra_out) *extra_out = row->blk;
   return row;
 }
+
+wd_row_t *wd_row_new(const wd_schema_t *schema) { return wd_row_new_extra(schema, 0, NULL); }
 
 int wd_row_set_absent(wd_row_t *row, size_t col) {
   if (col >= row->n) return 0;
@@ -1524,15 +1532,142 @@ wd_row_t *wd_row_copy(const wd_schema_t *schema, const wd_row_t *row) {
   return c;
 }
 
+static bool wd_is_bytes_type(const wd_type_t *t) {
+  return t->id == WD_CHAR || t->id == WD_VARCHAR || t->id == WD_STRING || t->id == WD_BYTES;
+}
+
+wd_row_t *wd_row_pack(const wd_schema_t *schema, const wd_row_t *row) {
+  size_t n = schema->ncols < row->n ? schema->ncols : row->n;
+  size_t extra = 0;
+  bool nested = false;
+  for (size_t i = 0; i < n; i++) {
+    if (row->v[i].is_null) continue;
+    wd_type_id_t id = schema->cols[i].type->id;
+    if (id == WD_CHAR || id == WD_VARCHAR || id == WD_STRING || id == WD_BYTES) extra += row->v[i].s.n + 1;
+    else nested |= id == WD_ARRAY || id == WD_MAP || id == WD_ROW;
+  }
+  size_t nv = schema->ncols ? schema->ncols : 1;
+  wd_row_block_t *b = malloc(sizeof(*b) + nv * sizeof(wd_value_t) + extra);
+  if (!b) return NULL;
+  wd_row_t *c = &b->row;
+  c->kind = row->kind;
+  c->n = schema->ncols;
+  c->v = b->v;
+  c->absent = NULL;
+  c->shares = 0;
+  c->base = NULL;
+  c->blk = extra ? (char *)(b->v + nv) : NULL;
+  c->blk_len = extra;
+  /* the scalars as they are; then text into the block and nested values copied */
+  memcpy(c->v, row->v, n * sizeof(wd_value_t));
+  for (size_t i = n; i < c->n; i++) {
+    memset(&c->v[i], 0, sizeof(wd_value_t));
+    c->v[i].is_null = true;
+  }
+  char *blk = c->blk;
+  for (size_t i = 0; i < n; i++) {
+    wd_value_t *dst = &c->v[i];
+    if (dst->is_null) continue;
+    wd_type_id_t id = schema->cols[i].type->id;
+    if (id == WD_CHAR || id == WD_VARCHAR || id == WD_STRING || id == WD_BYTES) {
+      if (dst->s.n) memcpy(blk, dst->s.p, dst->s.n);
+      blk[dst->s.n] = 0;
+      dst->s.p = blk; /* in the row's block */
+      blk += dst->s.n + 1;
+    }
+  }
+  if (nested) {
+    for (size_t i = 0; i < n; i++) {
+      wd_type_id_t id = schema->cols[i].type->id;
+      if (c->v[i].is_null || !(id == WD_ARRAY || id == WD_MAP || id == WD_ROW)) continue;
+      if (wd_value_copy(schema->cols[i].type, &c->v[i], &row->v[i])) {
+        for (size_t j = i; j < n; j++) { /* the rest still points at row's values: not ours */
+          id = schema->cols[j].type->id;
+          if (id == WD_ARRAY || id == WD_MAP || id == WD_ROW) {
+            memset(&c->v[j], 0, sizeof(wd_value_t));
+            c->v[j].is_null = true;
+          }
+        }
+        wd_row_destroy(schema, c);
+        return NULL;
+      }
+    }
+  }
+  return c;
+}
+
+wd_row_t *wd_row_share(wd_row_t *row) {
+  row->shares++;
+  return row;
+}
+
+wd_row_t *wd_row_view(wd_row_t *row, wd_row_kind_t kind) {
+  wd_row_t *base = row->base ? row->base : row;
+  wd_row_t *v = malloc(sizeof(*v));
+  if (!v) return NULL;
+  v->kind = kind;
+  v->n = base->n;
+  v->v = base->v;
+  v->absent = NULL;
+  v->shares = 0;
+  v->base = wd_row_share(base);
+  v->blk = NULL;
+  v->blk_len = 0;
+  return v;
+}
+
 void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row) {
   if (!row) return;
-  wd_row_clear(schema, row);
+  if (row->shares) {
+    row->shares--;
+    return;
+  }
+  if (row->base) { /* a view: its values are the base's */
+    wd_row_destroy(schema, row->base);
+    free(row->absent);
+    free(row);
+    return;
+  }
+  /* what the values own (the values themselves go with the row): scalars nothing, text its bytes
+   * unless they are in the row's block, nested values everything below them */
+  for (size_t i = 0; i < row->n && i < schema->ncols; i++) {
+    wd_value_t *v = &row->v[i];
+    if (v->is_null) continue;
+    const wd_type_t *t = schema->cols[i].type;
+    switch (t->id) {
+      case WD_CHAR:
+      case WD_VARCHAR:
+      case WD_STRING:
+      case WD_BYTES:
+        if (!row->blk || (uintptr_t)v->s.p - (uintptr_t)row->blk >= row->blk_len) free(v->s.p);
+        break;
+      case WD_ARRAY:
+      case WD_MAP:
+      case WD_ROW:
+        wd_value_clear(t, v);
+        break;
+      default:
+        break;
+    }
+  }
+  free(row->absent);
   if (row->v != ((wd_row_block_t *)row)->v) free(row->v); /* values allocated apart (not by wd_row_new) */
   free(row);
 }
 
+void wd_row_clear_value(const wd_schema_t *schema, wd_row_t *row, size_t col) {
+  wd_value_t *v = &row->v[col];
+  if (row->blk && !v->is_null && wd_is_bytes_type(schema->cols[col].type) &&
+      (uintptr_t)v->s.p - (uintptr_t)row->blk < row->blk_len) {
+    memset(v, 0, sizeof(*v)); /* the bytes are the block's */
+    v->is_null = true;
+    return;
+  }
+  wd_value_clear(schema->cols[col].type, v);
+}
+
 void wd_row_clear(const wd_schema_t *schema, wd_row_t *row) {
-  for (size_t i = 0; i < row->n && i < schema->ncols; i++) wd_value_clear(schema->cols[i].type, &row->v[i]);
+  for (size_t i = 0; i < row->n && i < schema->ncols; i++) wd_row_clear_value(schema, row, i);
   free(row->absent);
   row->absent = NULL;
 }

@@ -22,7 +22,9 @@
  * A NULL value has is_null = true and no owned memory.
  *
  * Ownership: a wd_value_t owns everything it points to; wd_value_clear() frees it (given its type).
- * A wd_row_t owns its values. A wd_schema_t owns its fields and types.
+ * A wd_row_t owns its values; a packed row (wd_row_pack) keeps the bytes of its text/BYTES values
+ * in its own block instead: clear those with wd_row_clear_value, not wd_value_clear.
+ * A wd_schema_t owns its fields and types.
  */
 #ifndef WD_TYPES_H
 #define WD_TYPES_H
@@ -195,26 +197,55 @@ const char *wd_row_kind_str(wd_row_kind_t kind);           /* "+I" "-U" "+U" "-D
 int wd_row_kind_parse(const char *s, wd_row_kind_t *kind); /* 0, or -1 if not one of those */
 static inline bool wd_row_kind_is_add(wd_row_kind_t k) { return k == WD_INSERT || k == WD_UPDATE_AFTER; }
 
-/* A full-width row: one value per schema column, plus its row kind. */
+/* A full-width row: one value per schema column, plus its row kind.
+ *
+ * Sharing (the changelog refers to stored rows instead of copying them): a row may have several
+ * owners (wd_row_share); wd_row_destroy drops one and frees the row with the last. A view
+ * (wd_row_view) is a row of its own kind whose values are those of its base row (v == base->v),
+ * holding one share of the base. A shared row and a view are read-only: nobody changes their
+ * values (the view's kind is its own). */
 typedef struct wd_row {
   wd_row_kind_t kind;
   size_t n;      /* == schema->ncols */
-  wd_value_t *v; /* owned */
+  wd_value_t *v; /* owned (a view: the base's) */
   /* NULL, or n flags (owned, malloc'd): absent[i] when the source did not send column i's value
    * in this change record (a before image without it: Postgres updates without a before image,
    * key-only deletes, partial before images). Such a value is NULL here and is completed from
    * the stored row by the merge (join/merge.h, wd_message_apply). Not copied by wd_row_copy. */
   bool *absent;
+  uint32_t shares;      /* owners beyond the first (wd_row_share); 0 for a row with one owner */
+  struct wd_row *base;  /* a view: the row whose values it shows (one share of it); else NULL */
+  /* a packed row's block (in the row's own allocation): text/BYTES values whose s.p points into
+   * [blk, blk + blk_len) are not freed one by one. NULL/0 for other rows. */
+  char *blk;
+  size_t blk_len;
 } wd_row_t;
 
 /* A new all-NULL +I row for schema; NULL on no memory. */
 wd_row_t *wd_row_new(const wd_schema_t *schema);
+/* Deep copy: every value owned (one allocation per string). NULL on no memory. */
 wd_row_t *wd_row_copy(const wd_schema_t *schema, const wd_row_t *row);
-void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row); /* accepts NULL */
+/* Deep copy in one allocation: the row, its values and the bytes of its top-level text/BYTES
+ * values (in the row's block, see wd_row_t.blk; nested ARRAY/MAP/ROW values are owned copies as
+ * in wd_row_copy); absent flags are not copied. A value of it is changed through
+ * wd_row_clear_value (which leaves the block alone) and then set like any value. NULL on no memory. */
+wd_row_t *wd_row_pack(const wd_schema_t *schema, const wd_row_t *row);
+/* A new all-NULL +I row with a block of extra bytes in the same allocation (row->blk, also in
+ * *extra_out; for the row's own text/BYTES bytes, see wd_row_t.blk). NULL on no memory. */
+wd_row_t *wd_row_new_extra(const wd_schema_t *schema, size_t extra, char **extra_out);
+/* wd_value_clear of column col of row, except that bytes in the row's block are not freed. */
+void wd_row_clear_value(const wd_schema_t *schema, wd_row_t *row, size_t col);
+/* Adds an owner to row (read-only from now on, until only one owner is left); returns row. */
+wd_row_t *wd_row_share(wd_row_t *row);
+/* A new row of the given kind showing row's values (a view, see above: it takes a share of
+ * row, or of row's base when row is itself a view); NULL on no memory. */
+wd_row_t *wd_row_view(wd_row_t *row, wd_row_kind_t kind);
+/* Drops one owner of row; the last frees it (a view: drops its share of the base). Accepts NULL. */
+void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row);
 /* Marks column col of row absent (see wd_row_t.absent), allocating the flags on first use.
  * 0, or -1 on no memory. */
 int wd_row_set_absent(wd_row_t *row, size_t col);
-/* Sets every value NULL and drops the absent flags (kind unchanged). */
+/* Sets every value NULL and drops the absent flags (kind unchanged). Not for shared rows or views. */
 void wd_row_clear(const wd_schema_t *schema, wd_row_t *row);
 /* Equality over all columns except those with ignore[i] true (ignore may be NULL). Kinds are not
  * compared. */

@@ -766,7 +766,11 @@ static int on_key(lk_src_t *L, const wd_row_t *w, wd_buf_t *out) {
   return rc;
 }
 
+/* Appends a view of row (wd_row_view: shared, not copied; join/merge.h) with kind. row is not
+ * changed afterwards: a before row is the state's or a share of it, an after row goes to the state
+ * right after its changelog rows. Only its share count changes (hence the cast). */
 static int cl_add(const wd_schema_t *s, wd_changelog_t *cl, const wd_row_t *row, wd_row_kind_t kind) {
+  (void)s;
   if (cl->n == cl->cap) {
     size_t cap = cl->cap ? cl->cap * 2 : 16;
     wd_row_t **rows = realloc(cl->rows, cap * sizeof(*rows));
@@ -774,10 +778,9 @@ static int cl_add(const wd_schema_t *s, wd_changelog_t *cl, const wd_row_t *row,
     cl->rows = rows;
     cl->cap = cap;
   }
-  wd_row_t *copy = wd_row_copy(s, row);
-  if (!copy) return -1;
-  copy->kind = kind;
-  cl->rows[cl->n++] = copy;
+  wd_row_t *view = wd_row_view((wd_row_t *)row, kind);
+  if (!view) return -1;
+  cl->rows[cl->n++] = view;
   return 0;
 }
 
@@ -840,11 +843,15 @@ static wd_error_t *refresh(wd_join_t *j, const uint8_t *tk, size_t tklen, wd_ent
       for (size_t c = 0; c < L->ncols; c++) {
         wd_value_t *dst = &after->row->v[L->cols[c]];
         const wd_type_t *ty = j->ws->cols[L->cols[c]].type;
-        wd_value_clear(ty, dst);
-        if (match) wd_value_move(ty, dst, &le.row->v[L->non + c]);
+        wd_row_clear_value(j->ws, after->row, (size_t)L->cols[c]); /* after may be packed (join/merge.h) */
+        if (match && wd_value_copy(ty, dst, &le.row->v[L->non + c])) { /* le is borrowed from the state */
+          wd_entry_release(L->table, &le);
+          err = wd_error_nomem();
+          goto done;
+        }
       }
       if (match) new_lks |= 1ull << L->bit;
-      wd_entry_clear(L->table, &le);
+      wd_entry_release(L->table, &le);
     }
     /* the index: move W from the old on value to the new one */
     wd_buf_reset(&j->kb);
@@ -936,12 +943,12 @@ static wd_error_t *cap_get(void *ctx, const uint8_t *key, size_t klen, wd_entry_
   cap_t *c = &j->cap[j->ncap++];
   wd_buf_reset(&c->key);
   c->touched = false;
-  c->before.state = e->state;
+  c->before.state = WD_ENTRY_ABSENT;
   c->before.row = NULL;
-  if (wd_buf_append(&c->key, key, klen) || (e->row && !(c->before.row = wd_row_copy(j->ws, e->row)))) {
-    c->before.state = WD_ENTRY_ABSENT;
-    return wd_error_nomem();
-  }
+  c->before.borrowed = false;
+  if (wd_buf_append(&c->key, key, klen)) return wd_error_nomem();
+  c->before.state = e->state;
+  if (e->row) c->before.row = wd_row_share(e->row); /* kept past the put that replaces it (no copy) */
   return NULL;
 }
 
@@ -1060,7 +1067,7 @@ static wd_error_t *apply_lookup(wd_join_t *j, lk_src_t *L, wd_row_t *const *recs
       wd_state_set_task(j->wide, tk_task(k));
       if ((err = wd_state_ops()->get(j->wide, k + 4, klen - 4, &before))) break;
       if (before.state != WD_ENTRY_ROW) { /* cannot happen: the index follows the rows */
-        wd_entry_clear(j->t, &before);
+        wd_entry_release(j->t, &before);
         continue;
       }
       after.state = WD_ENTRY_ROW;
@@ -1070,7 +1077,7 @@ static wd_error_t *apply_lookup(wd_join_t *j, lk_src_t *L, wd_row_t *const *recs
       }
       err = refresh(j, k, klen, &before, &after, -1, NULL, 0, out);
       j->fanout++;
-      wd_entry_clear(j->t, &before);
+      wd_entry_release(j->t, &before);
       wd_entry_clear(j->t, &after);
     }
     free(woff);
@@ -1079,7 +1086,7 @@ static wd_error_t *apply_lookup(wd_join_t *j, lk_src_t *L, wd_row_t *const *recs
   }
 out:
   if (j->wide) wd_state_set_task(j->wide, j->task);
-  wd_entry_clear(j->t, &before);
+  wd_entry_release(j->t, &before);
   wd_entry_clear(j->t, &after);
   wd_changelog_reset(L->table, &j->lcl);
   free(doff);
@@ -1121,17 +1128,22 @@ static int rows_cb(void *ctx, const uint8_t *key, size_t klen, const uint8_t *va
       size_t cap = r->cap ? r->cap * 2 : 64;
       wd_row_t **rows = realloc(r->rows, cap * sizeof(*rows));
       if (!rows) {
-        wd_entry_clear(j->t, &e);
+        wd_entry_release(j->t, &e);
         r->err = wd_error_nomem();
         return 1;
       }
       r->rows = rows;
       r->cap = cap;
     }
+    if (e.borrowed && !(e.row = wd_row_copy(j->ws, e.row))) { /* borrowed from the state: the caller's copy */
+      r->err = wd_error_nomem();
+      return 1;
+    }
     r->rows[r->n++] = e.row;
     e.row = NULL;
+    e.borrowed = false;
   }
-  wd_entry_clear(j->t, &e);
+  wd_entry_release(j->t, &e);
   return 0;
 }
 

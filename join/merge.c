@@ -18,7 +18,10 @@ typedef struct {
   bool tombstone;
 } wd_mrec_t;
 
-/* The merge state of §7: working row, flags. */
+/* The merge state of §7: working row, flags. The working row W borrows its values from the
+ * records it merges (the stored row and the change record, both alive for the whole merge) and
+ * owns only what the aggregate functions compute; the new entry's row is W packed once at the end
+ * (wd_row_pack: one allocation for the row and its text values). */
 typedef struct {
   wd_row_t *w;
   bool insert_seen;
@@ -31,6 +34,80 @@ void wd_entry_clear(const wd_table_t *t, wd_entry_t *e) {
   wd_row_destroy(t->schema, e->row);
   e->row = NULL;
   e->state = WD_ENTRY_ABSENT;
+  e->borrowed = false;
+}
+
+void wd_entry_release(const wd_table_t *t, wd_entry_t *e) {
+  if (e->borrowed) e->row = NULL;
+  wd_entry_clear(t, e);
+}
+
+/* A working row W on the caller's stack for up to WD_WORK_SMALL columns (allocated beyond). Its
+ * values are borrowed (borrowed[c]: a shallow copy of a value of a record being merged, which
+ * outlives the merge) or owned (what an aggregate function computed). Every change of W goes
+ * through set_value / null_value / own_value / work_reset; work_clear frees what W owns. The
+ * work row is the first member, so a wd_row_t * of W leads back to it. */
+#define WD_WORK_SMALL 64
+typedef struct {
+  wd_row_t row;
+  bool *borrowed;
+  bool owns; /* some column may be owned (own_value ran): work_reset has values to free */
+  wd_value_t small[WD_WORK_SMALL];
+  bool bsmall[WD_WORK_SMALL];
+} wd_work_t;
+
+static const wd_value_t WD_NULL_VALUE = {.is_null = true};
+
+static wd_row_t *work_init(const wd_schema_t *s, wd_work_t *wk) {
+  memset(&wk->row, 0, sizeof(wk->row));
+  wk->row.n = s->ncols;
+  if (s->ncols <= WD_WORK_SMALL) {
+    wk->row.v = wk->small;
+    wk->borrowed = wk->bsmall;
+  } else {
+    wk->row.v = calloc(s->ncols, sizeof(wd_value_t));
+    wk->borrowed = calloc(s->ncols, sizeof(bool));
+    if (!wk->row.v || !wk->borrowed) {
+      free(wk->row.v);
+      free(wk->borrowed);
+      wk->row.v = NULL;
+      return NULL;
+    }
+  }
+  /* a NULL value owns nothing: every column starts as "borrowed" (nothing to free) */
+  for (size_t c = 0; c < s->ncols; c++) wk->row.v[c] = WD_NULL_VALUE;
+  memset(wk->borrowed, 1, s->ncols * sizeof(bool));
+  wk->owns = false;
+  return &wk->row;
+}
+
+/* Forgets or frees W's column c (NULL afterwards). */
+static inline void work_forget(const wd_schema_t *s, wd_work_t *wk, size_t c) {
+  if (!wk->borrowed[c]) {
+    wd_value_clear(s->cols[c].type, &wk->row.v[c]);
+    wk->borrowed[c] = true;
+  }
+  wk->row.v[c] = WD_NULL_VALUE;
+}
+
+static void work_reset(const wd_schema_t *s, wd_work_t *wk) {
+  if (wk->owns) {
+    for (size_t c = 0; c < s->ncols; c++)
+      if (!wk->borrowed[c]) wd_value_clear(s->cols[c].type, &wk->row.v[c]);
+    memset(wk->borrowed, 1, s->ncols * sizeof(bool));
+    wk->owns = false;
+  }
+  for (size_t c = 0; c < s->ncols; c++) wk->row.v[c] = WD_NULL_VALUE;
+}
+
+static void work_clear(const wd_schema_t *s, wd_work_t *wk) {
+  if (!wk->row.v) return;
+  work_reset(s, wk);
+  if (wk->row.v != wk->small) {
+    free(wk->row.v);
+    free(wk->borrowed);
+  }
+  wk->row.v = NULL;
 }
 
 static bool is_retract(wd_row_kind_t k) { return k == WD_UPDATE_BEFORE || k == WD_DELETE; }
@@ -67,13 +144,33 @@ static bool group_empty(const wd_seq_group_t *g, const wd_row_t *r) {
   return true;
 }
 
-static int set_value(const wd_table_t *t, wd_row_t *w, int c, const wd_value_t *v) {
-  const wd_type_t *ty = t->schema->cols[c].type;
-  wd_value_clear(ty, &w->v[c]);
-  return wd_value_copy(ty, &w->v[c], v);
+/* W's column c = v, borrowed (no copy: v outlives the merge). Returns 0 (an int for the callers'
+ * error paths, which the copying version had). w is a work row (wd_work_t). */
+static inline int set_value(const wd_table_t *t, wd_row_t *w, int c, const wd_value_t *v) {
+  wd_work_t *wk = (wd_work_t *)w;
+  if (&w->v[c] == v) return 0;
+  if (!wk->borrowed[c]) {
+    wd_value_clear(t->schema->cols[c].type, &w->v[c]);
+    wk->borrowed[c] = true;
+  }
+  w->v[c] = *v;
+  return 0;
 }
 
-static void null_value(const wd_table_t *t, wd_row_t *w, int c) { wd_value_clear(t->schema->cols[c].type, &w->v[c]); }
+/* Makes W's column c its own (a copy of a borrowed value) before an aggregate function changes it
+ * in place. 0, or -1 on no memory. */
+static int own_value(const wd_table_t *t, wd_row_t *w, int c) {
+  wd_work_t *wk = (wd_work_t *)w;
+  if (!wk->borrowed[c]) return 0;
+  wd_value_t tmp;
+  if (wd_value_copy(t->schema->cols[c].type, &tmp, &w->v[c])) return -1;
+  w->v[c] = tmp;
+  wk->borrowed[c] = false;
+  wk->owns = true;
+  return 0;
+}
+
+static void null_value(const wd_table_t *t, wd_row_t *w, int c) { work_forget(t->schema, (wd_work_t *)w, (size_t)c); }
 
 /* W takes only the key and ordering columns of a retraction (§7, D8). */
 static int take_ordering(const wd_table_t *t, wd_row_t *w, const wd_row_t *r) {
@@ -90,7 +187,7 @@ static int take_key(const wd_table_t *t, wd_row_t *w, const wd_row_t *r) {
 
 /* Empties the working row and the aggregates' "first in this merge" flags (D1). */
 static void reset_working(const wd_table_t *t, wd_mstate_t *m) {
-  wd_row_clear(t->schema, m->w);
+  work_reset(t->schema, (wd_work_t *)m->w);
   memset(m->seen, 0, t->schema->ncols * sizeof(bool));
 }
 
@@ -111,6 +208,7 @@ static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *
       int c = gr->fields[k];
       const wd_agg_spec_t *a = &t->agg[c];
       if (a->fn != WD_AGG_NONE) {
+        if (own_value(t, w, c)) return wd_error_nomem();
         err = newer ? wd_agg_add(a, &w->v[c], &r->v[c], &m->seen[c]) : wd_agg_add_older(a, &w->v[c], &r->v[c], &m->seen[c]);
         if (err) return err;
       } else if (newer && set_value(t, w, c, &r->v[c])) {
@@ -176,6 +274,7 @@ static wd_error_t *pu_retract(const wd_table_t *t, wd_mstate_t *m, const wd_mrec
       int c = gr->fields[k];
       const wd_agg_spec_t *a = &t->agg[c];
       if (a->fn != WD_AGG_NONE) {
+        if (own_value(t, w, c)) return wd_error_nomem();
         if ((err = wd_agg_retract(a, &w->v[c], &r->v[c]))) return err;
       } else if (newer) {
         null_value(t, w, c);
@@ -205,6 +304,7 @@ static wd_error_t *agg_apply(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_
   for (size_t c = 0; c < s->ncols; c++) {
     const wd_agg_spec_t *a = &t->agg[c];
     if (a->fn == WD_AGG_NONE) continue;
+    if (own_value(t, w, (int)c)) return wd_error_nomem();
     if (is_retract(x->kind))
       err = wd_agg_retract(a, &w->v[c], &r->v[c]);
     else
@@ -228,22 +328,26 @@ static wd_error_t *check_not_null(const wd_table_t *t, const wd_row_t *r) {
 
 /* Builds the tombstone row (key + ordering columns of src, D7) with the given kind. */
 static wd_row_t *make_tombstone(const wd_table_t *t, const wd_row_t *src, wd_row_kind_t kind) {
-  wd_row_t *tb = wd_row_new(t->schema);
-  if (!tb) return NULL;
-  if (take_ordering(t, tb, src)) {
-    wd_row_destroy(t->schema, tb);
-    return NULL;
-  }
-  tb->kind = kind;
+  wd_work_t wk;
+  wd_row_t *w = work_init(t->schema, &wk);
+  wd_row_t *tb = w && !take_ordering(t, w, src) ? wd_row_pack(t->schema, w) : NULL;
+  work_clear(t->schema, &wk);
+  if (tb) tb->kind = kind;
   return tb;
 }
 
-wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *rec, bool *dropped,
-                           wd_merge_stats_t *stats) {
+/* One record step (wd_merge_apply): reads e (not changed) and, when the record changes the entry,
+ * sets *changed and *out to the key's new entry (owned, e's row not referenced). */
+static wd_error_t *merge_step(const wd_table_t *t, const wd_entry_t *e, const wd_row_t *rec, bool *dropped,
+                              wd_merge_stats_t *stats, wd_entry_t *out, bool *changed) {
   const wd_schema_t *s = t->schema;
   wd_error_t *err = NULL;
   wd_mstate_t m = {0};
+  wd_work_t wk;
   bool seen_small[64]; /* the aggregate flags without an allocation for up to 64 columns */
+  wk.row.v = NULL;
+  *changed = false;
+  memset(out, 0, sizeof(*out));
   if (dropped) *dropped = false;
 
   /* 1. row-kind filter */
@@ -266,11 +370,11 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
       return NULL;
     }
     if ((err = check_not_null(t, rec))) return err;
-    wd_row_t *row = wd_row_copy(s, rec);
+    wd_row_t *row = wd_row_pack(s, rec);
     if (!row) return wd_error_nomem();
-    wd_entry_clear(t, e);
-    e->state = WD_ENTRY_ROW;
-    e->row = row;
+    out->state = WD_ENTRY_ROW;
+    out->row = row;
+    *changed = true;
     return NULL;
   }
   if (t->engine == WD_ENGINE_DEDUPLICATE && wd_row_kind_is_add(rec->kind) && (err = check_not_null(t, rec)))
@@ -307,10 +411,10 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
     if (is_retract(last->kind)) {
       removal_src = last->row;
     } else {
-      if (!(result = wd_row_copy(s, last->row))) return wd_error_nomem();
+      if (!(result = wd_row_pack(s, last->row))) return wd_error_nomem();
     }
   } else {
-    m.w = wd_row_new(s);
+    m.w = work_init(s, &wk);
     if (s->ncols <= 64) {
       memset(seen_small, 0, sizeof(seen_small));
       m.seen = seen_small;
@@ -342,36 +446,43 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
     if (m.removal || !m.insert_seen) {
       /* D7 removal row: the last record if it requested removal, else W (key + ordering) */
       removal_src = m.removal ? list[n - 1].row : m.w;
-    } else {
-      result = m.w;
-      m.w = NULL;
-      result->kind = WD_INSERT;
+    } else if (!(result = wd_row_pack(s, m.w))) { /* the new row, built once */
+      err = wd_error_nomem();
+      goto done;
     }
   }
 
   /* 5-6. new entry */
   if (result) {
     result->kind = WD_INSERT;
-    wd_entry_clear(t, e);
-    e->state = WD_ENTRY_ROW;
-    e->row = result;
+    out->state = WD_ENTRY_ROW;
+    out->row = result;
   } else if (t->has_ordering) {
     wd_row_t *tb = make_tombstone(t, removal_src, any_delete ? WD_DELETE : WD_UPDATE_BEFORE);
     if (!tb) {
       err = wd_error_nomem();
       goto done;
     }
-    wd_entry_clear(t, e);
-    e->state = WD_ENTRY_TOMBSTONE;
-    e->row = tb;
+    out->state = WD_ENTRY_TOMBSTONE;
+    out->row = tb;
     if (stats) stats->tombstones++;
-  } else {
-    wd_entry_clear(t, e);
   }
+  *changed = true;
 done:
-  wd_row_destroy(s, m.w);
+  work_clear(s, &wk);
   if (m.seen != seen_small) free(m.seen);
   return err;
+}
+
+wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *rec, bool *dropped,
+                           wd_merge_stats_t *stats) {
+  wd_entry_t ne;
+  bool changed = false;
+  wd_error_t *err = merge_step(t, e, rec, dropped, stats, &ne, &changed);
+  if (err || !changed) return err;
+  wd_entry_clear(t, e);
+  *e = ne;
+  return NULL;
 }
 
 /* ---- messages (§10.1) ----------------------------------------------------------------- */
@@ -388,8 +499,8 @@ void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl) {
   cl->cap = 0;
 }
 
-/* Appends a copy of row with kind; 0 or -1 on no memory. */
-static int cl_push(const wd_table_t *t, wd_changelog_t *cl, const wd_row_t *row, wd_row_kind_t kind) {
+/* Appends a view of row with kind (wd_row_view: it shares row, no copy); 0 or -1 on no memory. */
+static int cl_push(wd_changelog_t *cl, wd_row_t *row, wd_row_kind_t kind) {
   if (cl->n == cl->cap) {
     size_t cap = cl->cap ? cl->cap * 2 : 16;
     wd_row_t **rows = realloc(cl->rows, cap * sizeof(*rows));
@@ -397,15 +508,15 @@ static int cl_push(const wd_table_t *t, wd_changelog_t *cl, const wd_row_t *row,
     cl->rows = rows;
     cl->cap = cap;
   }
-  wd_row_t *copy = wd_row_copy(t->schema, row);
-  if (!copy) return -1;
-  copy->kind = kind;
-  cl->rows[cl->n++] = copy;
+  wd_row_t *view = wd_row_view(row, kind);
+  if (!view) return -1;
+  cl->rows[cl->n++] = view;
   return 0;
 }
 
 /* Appends *row (moved: *row becomes NULL) with kind; 0 or -1 on no memory (*row unchanged). */
 static int cl_push_move(wd_changelog_t *cl, wd_row_t **row, wd_row_kind_t kind) {
+  if ((*row)->shares || (*row)->base) return cl_push(cl, *row, kind); /* shared: its kind is not ours to set */
   if (cl->n == cl->cap) {
     size_t cap = cl->cap ? cl->cap * 2 : 16;
     wd_row_t **rows = realloc(cl->rows, cap * sizeof(*rows));
@@ -419,18 +530,29 @@ static int cl_push_move(wd_changelog_t *cl, wd_row_t **row, wd_row_kind_t kind) 
   return 0;
 }
 
-/* A copy of rec whose absent columns (wd_row_t.absent) are filled from the key's current entry
- * e (a row, or a tombstone's ordering columns); NULL on no memory. The copy has no absent
- * flags; with an absent entry the absent columns stay NULL. */
+/* rec with its absent columns (wd_row_t.absent) filled from the key's current entry e (a row,
+ * or a tombstone's ordering columns); NULL on no memory. The new row borrows every value from rec
+ * and e (valid while both are; no copy) and has no absent flags; with an absent entry the absent
+ * columns stay NULL. */
 static wd_row_t *complete_from_entry(const wd_table_t *t, const wd_entry_t *e, const wd_row_t *rec) {
-  wd_row_t *r = wd_row_copy(t->schema, rec);
-  if (!r || e->state == WD_ENTRY_ABSENT || !e->row) return r;
+  wd_row_t *r = wd_row_new(t->schema);
+  if (!r) return NULL;
+  r->kind = rec->kind;
+  bool from_e = e->state != WD_ENTRY_ABSENT && e->row;
   for (size_t c = 0; c < t->schema->ncols; c++)
-    if (rec->absent[c] && set_value(t, r, (int)c, &e->row->v[c])) {
-      wd_row_destroy(t->schema, r);
-      return NULL;
-    }
+    if (!rec->absent[c]) r->v[c] = rec->v[c];
+    else if (from_e) r->v[c] = e->row->v[c];
   return r;
+}
+
+/* Frees a row of complete_from_entry (its values are not its own). */
+static void forget_completed(const wd_table_t *t, wd_row_t *r) {
+  if (!r) return;
+  for (size_t c = 0; c < r->n; c++) {
+    memset(&r->v[c], 0, sizeof(wd_value_t));
+    r->v[c].is_null = true;
+  }
+  wd_row_destroy(t->schema, r);
 }
 
 /* Whether rec is an -U that carries only its key (an update whose source sent no before image:
@@ -448,9 +570,11 @@ static bool skip_key_only_update_before(const wd_table_t *t, const wd_row_t *rec
   return true;
 }
 
-/* One key touched by a message: its key bytes, entry before and working entry. */
+/* One key touched by a message: its key bytes, entry before and working entry. before is
+ * borrowed from the state when the ops lend it; cur starts as an alias of before (borrowed, no
+ * copy) and owns each new entry the merge builds. */
 typedef struct {
-  wd_buf_t key;
+  size_t koff, klen; /* the key bytes in the message's key buffer */
   wd_entry_t before;
   wd_entry_t cur;
   bool touched;
@@ -468,43 +592,44 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
   wd_entry_t *undo = NULL; /* entries before the message, to put back (several keys only) */
   if (!keys) return wd_error_nomem();
   memset(keys, 0, (n <= 4 ? 4 : n) * sizeof(*keys));
-  wd_buf_t kb = {0};
+  wd_buf_t kb = {0}; /* the message's keys, back to back */
 
   for (size_t i = 0; i < n; i++) {
-    wd_buf_reset(&kb);
+    size_t koff = kb.len;
     if (wd_row_key_encode(s, recs[i], &kb)) {
       err = wd_error_nomem();
       goto done;
     }
+    size_t klen = kb.len - koff;
     size_t k = 0;
-    while (k < nkeys && !(keys[k].key.len == kb.len && memcmp(keys[k].key.data, kb.data, kb.len) == 0)) k++;
-    if (k == nkeys) {
-      if (wd_buf_append(&keys[k].key, kb.data, kb.len)) {
-        err = wd_error_nomem();
-        goto done;
-      }
+    while (k < nkeys && !(keys[k].klen == klen && memcmp(kb.data + keys[k].koff, kb.data + koff, klen) == 0)) k++;
+    if (k < nkeys) {
+      kb.len = koff; /* seen: its bytes are there already */
+    } else {
+      keys[k].koff = koff;
+      keys[k].klen = klen;
       nkeys++;
-      if ((err = ops->get(ctx, kb.data, kb.len, &keys[k].before))) goto done;
-      if (keys[k].before.state != WD_ENTRY_ABSENT) {
-        keys[k].cur.state = keys[k].before.state;
-        if (!(keys[k].cur.row = wd_row_copy(s, keys[k].before.row))) {
-          err = wd_error_nomem();
-          goto done;
-        }
-      }
+      if ((err = ops->get(ctx, kb.data + koff, klen, &keys[k].before))) goto done;
+      keys[k].cur = keys[k].before;
+      keys[k].cur.borrowed = true; /* an alias of before until the merge builds a new entry */
     }
-    bool dropped = false;
+    bool dropped = false, changed = false;
     if (skip_key_only_update_before(t, recs[i])) continue;
     wd_row_t *filled = recs[i]->absent ? complete_from_entry(t, &keys[k].cur, recs[i]) : NULL;
     if (recs[i]->absent && !filled) {
       err = wd_error_nomem();
       goto done;
     }
-    err = wd_merge_apply(t, &keys[k].cur, filled ? filled : recs[i], &dropped, &local);
-    wd_row_destroy(s, filled);
+    wd_entry_t ne;
+    err = merge_step(t, &keys[k].cur, filled ? filled : recs[i], &dropped, &local, &ne, &changed);
+    forget_completed(t, filled);
     if (err) {
       err->index = (int)i;
       goto done;
+    }
+    if (changed) {
+      wd_entry_release(t, &keys[k].cur);
+      keys[k].cur = ne;
     }
     keys[k].touched |= !dropped; /* dropped records touch no key (§10.1) */
   }
@@ -522,37 +647,43 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     for (size_t k = 0; k < nkeys; k++) {
       if (!keys[k].touched || keys[k].before.state == WD_ENTRY_ABSENT) continue;
       undo[k].state = keys[k].before.state;
-      if (keys[k].before.row && !(undo[k].row = wd_row_copy(s, keys[k].before.row))) {
-        err = wd_error_nomem();
-        goto done;
-      }
+      if (keys[k].before.row) undo[k].row = wd_row_share(keys[k].before.row); /* kept alive, not copied */
     }
   }
-  /* diff per key, in order of first touch (§10 table) */
+  /* diff per key, in order of first touch (§10 table). The changelog refers to the rows before
+   * and after (views sharing them, no copies): a borrowed before row is shared (the state keeps it
+   * alive as long as the changelog does), an owned one moves in (freed at the end otherwise); the
+   * after row is shared with the entry put. */
   for (size_t k = 0; k < nkeys; k++) {
     if (!keys[k].touched) continue;
-    wd_entry_t *b = &keys[k].before; /* its row moves into the changelog (freed at the end otherwise) */
+    wd_entry_t *b = &keys[k].before;
     const wd_entry_t *a = &keys[k].cur;
     bool b_row = b->state == WD_ENTRY_ROW, a_row = a->state == WD_ENTRY_ROW;
     int rc = 0;
     if (!b_row && a_row) {
-      rc = cl_push(t, out, a->row, t->engine == WD_ENGINE_FIRST_ROW ? a->row->kind : WD_INSERT);
+      rc = cl_push(out, a->row, t->engine == WD_ENGINE_FIRST_ROW ? a->row->kind : WD_INSERT);
     } else if (b_row && !a_row) {
-      rc = cl_push_move(out, &b->row, WD_DELETE);
+      rc = b->borrowed ? cl_push(out, b->row, WD_DELETE) : cl_push_move(out, &b->row, WD_DELETE);
     } else if (b_row && a_row) {
       if (!(t->row_dedup && wd_row_eq(s, b->row, a->row, t->row_dedup_ignore)))
-        rc = cl_push_move(out, &b->row, WD_UPDATE_BEFORE) || cl_push(t, out, a->row, WD_UPDATE_AFTER);
+        rc = (b->borrowed ? cl_push(out, b->row, WD_UPDATE_BEFORE) : cl_push_move(out, &b->row, WD_UPDATE_BEFORE)) ||
+             cl_push(out, a->row, WD_UPDATE_AFTER);
     }
     if (rc) {
       err = wd_error_nomem();
       goto done;
     }
   }
-  for (size_t k = 0; k < nkeys; k++)
-    if (keys[k].touched && (err = ops->put(ctx, keys[k].key.data, keys[k].key.len, &keys[k].cur))) {
+  for (size_t k = 0; k < nkeys; k++) {
+    if (!keys[k].touched) continue;
+    if (keys[k].cur.borrowed) { /* cannot happen (a record that touches a key builds its entry): own it */
+      if (keys[k].cur.row) wd_row_share(keys[k].cur.row);
+      keys[k].cur.borrowed = false;
+    }
+    if ((err = ops->put(ctx, kb.data + keys[k].koff, keys[k].klen, &keys[k].cur))) {
       for (size_t j = 0; j < k && undo; j++) { /* put the earlier keys' entries back */
         if (!keys[j].touched) continue;
-        wd_error_t *e2 = ops->put(ctx, keys[j].key.data, keys[j].key.len, &undo[j]);
+        wd_error_t *e2 = ops->put(ctx, kb.data + keys[j].koff, keys[j].klen, &undo[j]);
         if (e2) {
           err = wd_error_wrap(err, "putting back the entry of an earlier key of the message failed too (%s)",
                               e2->message);
@@ -562,6 +693,7 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
       }
       goto done;
     }
+  }
   if (stats) {
     stats->dropped += local.dropped;
     stats->ignored_update_before += local.ignored_update_before;
@@ -574,9 +706,8 @@ done:
     while (out->n > cl_start) wd_row_destroy(s, out->rows[--out->n]);
   }
   for (size_t k = 0; k < nkeys; k++) {
-    wd_buf_free(&keys[k].key);
-    wd_entry_clear(t, &keys[k].before);
-    wd_entry_clear(t, &keys[k].cur);
+    wd_entry_release(t, &keys[k].before);
+    wd_entry_release(t, &keys[k].cur);
     if (undo) wd_entry_clear(t, &undo[k]);
   }
   free(undo);

@@ -73,11 +73,18 @@ typedef struct wd_entry {
   wd_entry_state_t state;
   /* ROW: the stored row; its kind is +I, or for first-row the kind of the creating record.
    * TOMBSTONE: key and ordering columns (all else NULL); kind -D or -U: the kind that made it (D7).
-   * ABSENT: NULL. Owned by the entry. */
+   * ABSENT: NULL. Owned by the entry unless borrowed. */
   wd_row_t *row;
+  /* set by wd_state_ops_t.get when row is lent by the state: read it, never change or free it.
+   * Read only for entries that get filled (zeroed before); an entry the caller builds is owned. */
+  bool borrowed;
 } wd_entry_t;
 
-void wd_entry_clear(const wd_table_t *t, wd_entry_t *e); /* frees row, state = ABSENT */
+/* Frees row, state = ABSENT, borrowed = false. For an owned entry. */
+void wd_entry_clear(const wd_table_t *t, wd_entry_t *e);
+/* For an entry filled by wd_state_ops_t.get: forgets a borrowed row, frees an owned one
+ * (wd_entry_clear). */
+void wd_entry_release(const wd_table_t *t, wd_entry_t *e);
 
 /* Counters the engine reports per applied record (summed by the caller). */
 typedef struct wd_merge_stats {
@@ -95,6 +102,8 @@ typedef struct wd_merge_stats {
 
 /* Applies one change record rec (borrowed; its kind is the row kind) to the key's entry e
  * (in/out; the entry's key must equal rec's key), per spec §1.2 and the engine sections §5-§9.
+ * The new row is built once, in one allocation for the row and its text values (wd_row_pack);
+ * the old one is freed (e is owned, as wd_entry_clear frees it).
  * On error e is unchanged. Errors: WD_ERR_RECORD with E_PU_DELETE_NOT_ACCEPTED,
  * E_FIRST_ROW_RETRACT, E_AGG_NO_RETRACT, E_ARITH_OVERFLOW, E_NESTED_KEY_NULL, E_NOT_NULL;
  * E_NOMEM. *dropped (may be NULL) is set when the record was dropped at the entrance. */
@@ -103,7 +112,10 @@ wd_error_t *wd_merge_apply(const wd_table_t *t, wd_entry_t *e, const wd_row_t *r
 
 /* ---- messages and the changelog (spec §10, §10.1) ---------------------------------------- */
 
-/* A list of emitted changelog rows, each a full row with its row kind. Owned; reusable. */
+/* A list of emitted changelog rows, each a full row with its row kind. Owned; reusable. The rows
+ * wd_message_apply appends are views (wd_row_view) of the entries before and after the message:
+ * they share the stored rows instead of copying them, keep them alive until the changelog is
+ * reset, and are read-only. */
 typedef struct wd_changelog {
   wd_row_t **rows;
   size_t n;
@@ -112,8 +124,12 @@ typedef struct wd_changelog {
 void wd_changelog_reset(const wd_table_t *t, wd_changelog_t *cl); /* frees the rows, keeps capacity */
 void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl);
 
-/* How a message reaches stored entries. get fills *e with a copy of the key's entry (the caller
- * keeps its own); put hands the key's new entry over (takes e->row; e is left ABSENT). Both
+/* How a message reaches stored entries. get fills *e (zeroed by the caller) with the key's entry:
+ * either a copy the caller owns, or the implementation's own entry, borrowed (it sets
+ * e->borrowed; join/state.h says how long the row stays valid): the caller neither changes nor
+ * frees a borrowed row (wd_entry_release). put hands the key's new entry over (takes e->row,
+ * which the caller owns; e is left ABSENT); the row may be shared with the changelog
+ * (wd_row_share): whoever keeps it does not change its values while the changelog holds it. Both
  * return NULL or an error (WD_ERR_IO/E_NOMEM), which aborts the message. */
 typedef struct wd_state_ops {
   wd_error_t *(*get)(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e);

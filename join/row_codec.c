@@ -309,7 +309,10 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
       goto cleanup;
     }
   }
-  out = wd_row_new(schema);
+  /* one allocation for the row, its values and the bytes of its top-level text/BYTES columns
+   * (each at most the bytes left, plus its terminating 0): no allocation per string */
+  char *blk = NULL;
+  out = wd_row_new_extra(schema, (size_t)(r.end - r.p) + ncols, &blk);
   if (!out) {
     err = wd_error_nomem();
     goto cleanup;
@@ -317,7 +320,24 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
   out->kind = (wd_row_kind_t)((flags & WD_CODEC_KIND_MASK) >> WD_CODEC_KIND_SHIFT);
   for (size_t i = 0; i < ncols; i++) { /* columns after ncols (added since) stay NULL */
     if (bitmap[i / 8] & (1u << (i % 8))) continue;
-    int rc = wd_codec_get_value(schema->cols[i].type, &r, &out->v[i]);
+    const wd_type_t *ty = schema->cols[i].type;
+    int rc;
+    if (ty->id == WD_CHAR || ty->id == WD_VARCHAR || ty->id == WD_STRING || ty->id == WD_BYTES) {
+      uint64_t len;
+      const uint8_t *sp;
+      rc = WD_CODEC_CORRUPT;
+      if (!wd_reader_varint(&r, &len) && len <= (uint64_t)(r.end - r.p) && !wd_reader_bytes(&r, (size_t)len, &sp)) {
+        if (len) memcpy(blk, sp, (size_t)len);
+        blk[len] = 0;
+        out->v[i].is_null = false; /* in the row's block */
+        out->v[i].s.p = blk;
+        out->v[i].s.n = (size_t)len;
+        blk += len + 1;
+        rc = 0;
+      }
+    } else {
+      rc = wd_codec_get_value(ty, &r, &out->v[i]);
+    }
     if (rc == WD_CODEC_NOMEM) {
       err = wd_error_nomem();
       goto cleanup;

@@ -56,8 +56,6 @@ struct wd_state {
   wd_cached_t **pend;
   const uint8_t **mk;
   size_t *ml;
-  uint8_t **vals;
-  size_t *vlens;
   size_t cap_pend;
   size_t base_ncols;     /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
   uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
@@ -122,8 +120,6 @@ void wd_state_destroy(wd_state_t *s) {
   free(s->pend);
   free(s->mk);
   free(s->ml);
-  free(s->vals);
-  free(s->vlens);
   free(s);
 }
 
@@ -163,6 +159,7 @@ size_t wd_state_cached(const wd_state_t *s) { return HASH_COUNT(s->map); }
 static wd_error_t *decode_entry(wd_state_t *s, const uint8_t *v, size_t vlen, wd_entry_t *e) {
   e->state = WD_ENTRY_ABSENT;
   e->row = NULL;
+  e->borrowed = false;
   if (!v) return NULL;
   bool tomb = false;
   wd_error_t *err = wd_row_decode_base(s->t->schema, s->base_ncols, v, vlen, &e->row, &tomb);
@@ -196,13 +193,24 @@ static int pend_reserve(wd_state_t *s, size_t n) {
   if (mk) s->mk = mk;
   size_t *ml = realloc(s->ml, cap * sizeof(*ml));
   if (ml) s->ml = ml;
-  uint8_t **vals = realloc(s->vals, cap * sizeof(*vals));
-  if (vals) s->vals = vals;
-  size_t *vlens = realloc(s->vlens, cap * sizeof(*vlens));
-  if (vlens) s->vlens = vlens;
-  if (!pend || !mk || !ml || !vals || !vlens) return -1;
+  if (!pend || !mk || !ml) return -1;
   s->cap_pend = cap;
   return 0;
+}
+
+/* wd_store_multi_get_each's callback of prefetch_full: decodes entry i into s->pend[i]. */
+typedef struct {
+  wd_state_t *s;
+  size_t done; /* entries decoded */
+} pf_ctx_t;
+
+static wd_error_t *pf_decode(void *ctx, size_t i, const uint8_t *v, size_t vlen) {
+  pf_ctx_t *pc = ctx;
+  wd_error_t *err = decode_entry(pc->s, v, vlen, &pc->s->pend[i]->e);
+  if (err) return err;
+  set_est(pc->s, pc->s->pend[i], vlen);
+  pc->done = i + 1;
+  return NULL;
 }
 
 /* Reads the n full keys not yet cached with one multi-get. */
@@ -225,24 +233,17 @@ static wd_error_t *prefetch_full(wd_state_t *s, size_t n, const uint8_t *const *
     }
     s->pend[m] = c;
     s->mk[m] = c->key;
-    s->ml[m] = c->klen;
-    s->vals[m] = NULL;
-    s->vlens[m++] = 0;
+    s->ml[m++] = c->klen;
   }
   if (m == 0) return NULL;
-  if ((err = wd_store_multi_get(s->st, m, s->mk, s->ml, s->vals, s->vlens))) goto done;
-  for (; done < m; done++) {
-    if ((err = decode_entry(s, s->vals[done], s->vlens[done], &s->pend[done]->e))) break;
-    set_est(s, s->pend[done], s->vlens[done]);
-  }
+  /* each entry is decoded where the store holds it (no copy of the value) */
+  pf_ctx_t pc = {s, 0};
+  err = wd_store_multi_get_each(s->st, m, s->mk, s->ml, pf_decode, &pc);
+  done = pc.done;
 done:
   /* on error the entries not decoded are taken out again */
   if (err)
     for (size_t i = done; i < m; i++) drop(s, s->pend[i]);
-  for (size_t i = 0; i < m; i++) {
-    free(s->vals[i]);
-    s->vals[i] = NULL;
-  }
   return err;
 }
 
@@ -278,7 +279,8 @@ wd_error_t *wd_state_prefetch(wd_state_t *s, size_t n, const uint8_t *const *key
   return wd_state_prefetch_tasks(s, n, NULL, keys, klens);
 }
 
-/* wd_state_ops_t.get: a copy of the cached entry, reading the store on a miss. */
+/* wd_state_ops_t.get: the cached entry, borrowed (state.h says how long it stays valid), reading
+ * the store on a miss. */
 static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entry_t *e) {
   wd_state_t *s = ctx;
   wd_cached_t *c = NULL;
@@ -294,11 +296,8 @@ static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
   }
   c->ref = true;
   e->state = c->e.state;
-  e->row = NULL;
-  if (c->e.row && !(e->row = wd_row_copy(s->t->schema, c->e.row))) {
-    e->state = WD_ENTRY_ABSENT;
-    return wd_error_nomem();
-  }
+  e->row = c->e.row;
+  e->borrowed = c->e.row != NULL;
   return NULL;
 }
 
@@ -318,10 +317,11 @@ static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
     s->dirty = d;
     s->cap_dirty = cap;
   }
-  wd_entry_clear(s->t, &c->e);
+  wd_entry_clear(s->t, &c->e); /* a row the changelog still shares stays alive there */
   c->e = *e;
   e->state = WD_ENTRY_ABSENT;
   e->row = NULL;
+  e->borrowed = false;
   if (!c->dirty) {
     c->dirty = true;
     s->dirty[s->ndirty++] = c;

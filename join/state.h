@@ -32,7 +32,17 @@ void wd_state_set_memory_budget(wd_state_t *s, size_t bytes);
 /* The cache's estimated memory use in bytes. */
 size_t wd_state_cached_bytes(const wd_state_t *s);
 
-/* The callbacks for wd_message_apply (ctx = the wd_state_t *). */
+/* The callbacks for wd_message_apply (ctx = the wd_state_t *).
+ *   get: lends the cached entry (e->borrowed set; no copy), reading the store on a miss. The row
+ *        is valid until the next put of that key, or until the cache may evict it: the next
+ *        wd_state_written / wd_state_flush / wd_state_drop_clean / wd_state_discard /
+ *        wd_state_drop_task (the end of the batch at the latest); the caller must not change it.
+ *        A caller that keeps it longer takes a share (wd_row_share) or a copy (wd_row_copy).
+ *   put: takes the new entry's row (no copy); the replaced row is released, and stays alive as
+ *        long as a changelog row still shares it (wd_row_view). Cached rows are never
+ *        changed in place.
+ * Rows decoded from the store and the rows the merge builds are packed (wd_row_pack): the row,
+ * its values and its text in one allocation. */
 const wd_state_ops_t *wd_state_ops(void);
 
 /* Reads the n keys (encoded primary keys, in the current task) not yet cached with one multi-get.

@@ -258,6 +258,24 @@ cleanup:
   return err;
 }
 
+/* Dispatches to the backend's multi_get_each, or reads copies with multi_get and hands them to cb
+ * (freed after). The thread that uses st. */
+wd_error_t *wd_store_multi_get_each(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
+                                    wd_store_value_cb cb, void *ctx) {
+  if (n == 0) return NULL;
+  if (!st || !keys || !klens || !cb)
+    return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "multi_get_each: NULL store, key arrays or callback");
+  if (st->ops->multi_get_each) return st->ops->multi_get_each(st, n, keys, klens, cb, ctx);
+  uint8_t **vals = calloc(n, sizeof(*vals));
+  size_t *vlens = calloc(n, sizeof(*vlens));
+  wd_error_t *err = !vals || !vlens ? wd_error_nomem() : wd_store_multi_get(st, n, keys, klens, vals, vlens);
+  for (size_t i = 0; i < n && !err; i++) err = cb(ctx, i, vals[i], vlens[i]);
+  for (size_t i = 0; vals && i < n; i++) free(vals[i]);
+  free(vals);
+  free(vlens);
+  return err;
+}
+
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b) {
   if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
   if (b->n == 0) return NULL;

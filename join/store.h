@@ -51,6 +51,16 @@ void wd_store_close(wd_store_t *st);
 wd_error_t *wd_store_multi_get(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
                                uint8_t **vals, size_t *vlens);
 
+/* Called by wd_store_multi_get_each for key i: its entry val[0..vlen) (NULL/0 when absent),
+ * borrowed for the call only (RocksDB's pinned block, no copy). Returns NULL, or an error that
+ * stops the lookups and is returned by wd_store_multi_get_each. */
+typedef wd_error_t *(*wd_store_value_cb)(void *ctx, size_t i, const uint8_t *val, size_t vlen);
+/* As wd_store_multi_get, but each entry is handed to cb where it lies instead of being copied
+ * (for a decoder: join/state.c). cb is called once per key, in key order, after all were read.
+ * Errors: those of wd_store_multi_get (then cb is not called), or cb's. */
+wd_error_t *wd_store_multi_get_each(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
+                                    wd_store_value_cb cb, void *ctx);
+
 /* A batch of writes applied atomically by wd_store_write. */
 wd_store_batch_t *wd_store_batch_new(void); /* NULL on no memory */
 void wd_store_batch_destroy(wd_store_batch_t *b);

@@ -69,6 +69,9 @@ typedef struct wd_store_ops {
   const char *name; /* "rocksdb", "memory" */
   wd_error_t *(*multi_get)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
                            uint8_t **vals, size_t *vlens);
+  /* Optional (NULL: multi_get and a copy per value): see wd_store_multi_get_each. */
+  wd_error_t *(*multi_get_each)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
+                                wd_store_value_cb cb, void *ctx);
   wd_error_t *(*write)(wd_store_t *st, const wd_store_batch_t *b, bool sync);
   /* Looks up a "meta" key; *val is malloc'd (caller frees) or NULL when absent. */
   wd_error_t *(*meta_get)(wd_store_t *st, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen);

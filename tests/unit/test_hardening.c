@@ -229,3 +229,67 @@ Test(hardening, state_cache_memory_budget) {
   wd_store_close(st);
   wd_table_destroy(t);
 }
+
+/* The state lends its cached rows (no copy) and the changelog shares them: an update's -U is the
+ * row the cache held before it, its +U the row the cache holds after it, and both stay readable
+ * after the cache dropped them. */
+Test(hardening, state_lends_rows_and_changelog_shares_them) {
+  const char *names[] = {"k", "v"};
+  const char *types[] = {"INT", "STRING"};
+  const char *pk[] = {"k"};
+  wd_schema_t *sc = NULL;
+  cr_assert_null(wd_schema_new(2, names, types, 1, pk, &sc));
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_table_new(sc, 0, NULL, &t));
+  const wd_schema_t *s = wd_table_schema(t);
+  wd_store_t *st = NULL;
+  cr_assert_null(wd_store_open_memory(&st));
+  wd_state_t *state = wd_state_new(t, st, 10);
+  wd_store_batch_t *b = wd_store_batch_new();
+  wd_changelog_t cl = {0};
+  const wd_state_ops_t *ops = wd_state_ops();
+  uint8_t key[64];
+  const wd_value_t *lent[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    wd_row_t *r = wd_row_new(s);
+    r->v[0].is_null = false;
+    r->v[0].i = 7;
+    cr_assert_eq(wd_value_set_bytes(&r->v[1], i ? "second" : "first", i ? 6 : 5), 0);
+    cr_assert_null(wd_message_apply(t, ops, state, &r, 1, &cl, NULL));
+    wd_row_destroy(s, r);
+    wd_buf_t kb = {0};
+    wd_row_t *probe = wd_row_new(s);
+    probe->v[0].is_null = false;
+    probe->v[0].i = 7;
+    cr_assert_eq(wd_row_key_encode(s, probe, &kb), 0);
+    wd_row_destroy(s, probe);
+    cr_assert_lt(kb.len, sizeof(key));
+    memcpy(key, kb.data, kb.len);
+    wd_entry_t e = {0};
+    cr_assert_null(ops->get(state, key, kb.len, &e));
+    cr_assert(e.borrowed, "the state lends its entry");
+    cr_assert_eq(e.state, WD_ENTRY_ROW);
+    lent[i] = e.row->v;
+    wd_entry_release(t, &e);
+    wd_buf_free(&kb);
+  }
+  /* +I first, then -U first / +U second */
+  cr_assert_eq(cl.n, 3);
+  cr_assert_eq(cl.rows[0]->kind, WD_INSERT);
+  cr_assert_eq(cl.rows[1]->kind, WD_UPDATE_BEFORE);
+  cr_assert_eq(cl.rows[2]->kind, WD_UPDATE_AFTER);
+  cr_assert_eq(cl.rows[0]->v, lent[0], "the +I shares the row the cache held");
+  cr_assert_eq(cl.rows[1]->v, lent[0], "the -U is the row the cache held before the update");
+  cr_assert_eq(cl.rows[2]->v, lent[1], "the +U is the row the cache holds after it");
+  /* the cache lets go of its rows; the changelog's stay valid */
+  cr_assert_null(wd_state_flush(state, b));
+  wd_state_drop_clean(state);
+  cr_assert_eq(wd_state_cached(state), 0);
+  cr_assert_str_eq(cl.rows[1]->v[1].s.p, "first");
+  cr_assert_str_eq(cl.rows[2]->v[1].s.p, "second");
+  wd_changelog_free(t, &cl);
+  wd_store_batch_destroy(b);
+  wd_state_destroy(state);
+  wd_store_close(st);
+  wd_table_destroy(t);
+}

@@ -191,6 +191,56 @@ static void check_multi_get(backend_t be) {
 Test(store_mem, multi_get_binary) { check_multi_get(BACKEND_MEM); }
 Test(store_rdb, multi_get_binary, .init = mk_tmp, .fini = rm_tmp) { check_multi_get(BACKEND_RDB); }
 
+/* ---------- multi_get_each: values handed over where they lie ---------- */
+
+typedef struct {
+  size_t calls, stop_at;
+  size_t idx[8];
+  char val[8][8];
+  size_t vlen[8];
+  bool present[8];
+} each_t;
+
+static wd_error_t *each_cb(void *ctx, size_t i, const uint8_t *val, size_t vlen) {
+  each_t *e = ctx;
+  if (e->calls == e->stop_at) return wd_error_new(WD_ERR_IO, "E_TEST_STOP", "stop at %zu", i);
+  e->idx[e->calls] = i;
+  e->present[e->calls] = val != NULL;
+  e->vlen[e->calls] = vlen;
+  if (val && vlen <= sizeof(e->val[0])) memcpy(e->val[e->calls], val, vlen);
+  e->calls++;
+  return NULL;
+}
+
+static void check_multi_get_each(backend_t be) {
+  wd_store_t *st = open_store(be, -1);
+  static const char k0[] = {'a', 0, 'b'}, k1[] = {'a', 0, 'c'};
+  put(st, k0, 3, "v0", 2);
+  put(st, "z", 1, "zz", 2);
+  const uint8_t *keys[4] = {(const uint8_t *)k0, (const uint8_t *)k1, (const uint8_t *)"z", (const uint8_t *)k0};
+  size_t klens[4] = {3, 3, 1, 3};
+  each_t e = {.stop_at = 100};
+  ok(wd_store_multi_get_each(st, 4, keys, klens, each_cb, &e));
+  cr_assert_eq(e.calls, 4);
+  for (size_t i = 0; i < 4; i++) cr_assert_eq(e.idx[i], i, "in key order");
+  cr_assert(e.present[0] && e.vlen[0] == 2 && !memcmp(e.val[0], "v0", 2));
+  cr_assert(!e.present[1] && e.vlen[1] == 0, "absent: NULL");
+  cr_assert(e.present[2] && e.vlen[2] == 2 && !memcmp(e.val[2], "zz", 2));
+  cr_assert(e.present[3] && !memcmp(e.val[3], "v0", 2));
+  each_t stop = {.stop_at = 1}; /* the callback's error ends the lookups and is returned */
+  wd_error_t *err = wd_store_multi_get_each(st, 4, keys, klens, each_cb, &stop);
+  cr_assert_not_null(err);
+  cr_assert_str_eq(err->id, "E_TEST_STOP");
+  cr_assert_eq(stop.calls, 1);
+  wd_error_destroy(err);
+  ok(wd_store_multi_get_each(st, 0, keys, klens, each_cb, &e)); /* n = 0 is a no-op */
+  cr_assert_eq(e.calls, 4);
+  wd_store_close(st);
+}
+
+Test(store_mem, multi_get_each) { check_multi_get_each(BACKEND_MEM); }
+Test(store_rdb, multi_get_each, .init = mk_tmp, .fini = rm_tmp) { check_multi_get_each(BACKEND_RDB); }
+
 /* ---------- offsets ---------- */
 
 static int count_cb(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {

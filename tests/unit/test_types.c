@@ -684,3 +684,58 @@ Test(row, kinds) {
   cr_assert(!wd_row_kind_is_add(WD_DELETE));
   cr_assert(!wd_row_kind_is_add(WD_UPDATE_BEFORE));
 }
+
+/* wd_row_pack: one allocation, text in the row's block, nested values owned; a packed value is
+ * changed through wd_row_clear_value; views and shares keep a row alive until the last owner. */
+Test(row, pack_share_view) {
+  const char *names[] = {"k", "s", "b", "a", "n"};
+  const char *types[] = {"INT", "STRING", "BYTES", "ARRAY<INT>", "STRING"};
+  const char *pk[] = {"k"};
+  wd_schema_t *s = NULL;
+  cr_assert_null(wd_schema_new(5, names, types, 1, pk, &s));
+  wd_row_t *r = wd_row_new(s);
+  r->v[0] = vint(42);
+  cr_assert_eq(wd_value_set_bytes(&r->v[1], "hello", 5), 0);
+  cr_assert_eq(wd_value_set_bytes(&r->v[2], "", 0), 0);
+  int a[] = {3, 4, 5};
+  r->v[3] = varr(a, 3);
+  r->kind = WD_UPDATE_AFTER;
+  wd_row_t *p = wd_row_pack(s, r);
+  cr_assert_not_null(p);
+  cr_assert_eq(p->kind, WD_UPDATE_AFTER);
+  cr_assert(wd_row_eq(s, r, p, NULL));
+  cr_assert(p->v[4].is_null);
+  /* the text is in the block (5 + 1 and 0 + 1 bytes), not the source's; the array is a copy */
+  cr_assert_eq(p->blk_len, 7);
+  cr_assert(p->v[1].s.p >= p->blk && p->v[1].s.p < p->blk + p->blk_len);
+  cr_assert(p->v[2].s.p >= p->blk && p->v[2].s.p < p->blk + p->blk_len);
+  cr_assert_str_eq(p->v[1].s.p, "hello");
+  cr_assert_eq(p->v[2].s.p[0], 0);
+  cr_assert_neq(p->v[3].list.v, r->v[3].list.v);
+  wd_row_destroy(s, r); /* the packed row stands alone */
+  cr_assert_eq(p->v[3].list.v[2].i, 5);
+  /* change a packed text value: cleared without freeing the block, then set owned */
+  wd_row_clear_value(s, p, 1);
+  cr_assert(p->v[1].is_null);
+  cr_assert_eq(wd_value_set_bytes(&p->v[1], "world", 5), 0);
+  wd_row_clear_value(s, p, 3);
+  cr_assert(p->v[3].is_null);
+  /* a view has its own kind and shares the values; the base lives until the view goes */
+  wd_row_t *v = wd_row_view(p, WD_UPDATE_BEFORE);
+  cr_assert_not_null(v);
+  cr_assert_eq(v->kind, WD_UPDATE_BEFORE);
+  cr_assert_eq(p->kind, WD_UPDATE_AFTER);
+  cr_assert_eq(v->v, p->v);
+  wd_row_t *v2 = wd_row_view(v, WD_DELETE); /* a view of a view shares the base */
+  cr_assert_eq(v2->base, p);
+  cr_assert_eq(p->shares, 2);
+  wd_row_destroy(s, wd_row_share(p)); /* a share and its release */
+  cr_assert_eq(p->shares, 2);
+  wd_row_destroy(s, p); /* the first owner leaves: the views keep it */
+  cr_assert_str_eq(v->v[1].s.p, "world");
+  cr_assert_eq(v2->v[0].i, 42);
+  wd_row_destroy(s, v);
+  cr_assert_str_eq(v2->v[1].s.p, "world");
+  wd_row_destroy(s, v2); /* the last owner frees the row (ASan would report a leak otherwise) */
+  wd_schema_destroy(s);
+}
