@@ -72,6 +72,12 @@ struct wd_commit {
   bool changelog_sent; /* the open commit's changelog records are produced */
   wd_error_t *send_err;
   uint64_t restored_records; /* changelog records restored (all tasks, this process) */
+  /* scale-out with lookups (wd_commit_set_global): the global inputs of the open commit, the
+   * per-process group and its marker partition */
+  wd_consumer_t *gcons;
+  const char *marker_topic;
+  wd_tp_offset_t *gin;
+  size_t ngin, cap_gin;
   /* fault hook */
   char fault[32];
   long fault_left;
@@ -142,6 +148,7 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->t);
   free(c->tps);
   free(c->gc);
+  free(c->gin);
   wd_error_destroy(c->cb_err);
   wd_error_destroy(c->send_err);
   free(c);
@@ -222,15 +229,30 @@ static int64_t stored_offset(wd_commit_t *c, const char *topic, int32_t partitio
 
 /* The group's committed offsets of parts[0..n) into parts[i].offset (-1: none), retried for up
  * to about 60 s while the coordinator does not answer. */
-static wd_error_t *group_offsets(wd_commit_t *c, wd_tp_offset_t *parts, size_t n) {
+static wd_error_t *group_offsets_of(wd_consumer_t *cons, wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
   for (int attempt = 0; attempt < 12; attempt++) {
     wd_error_destroy(err);
-    if (!(err = wd_consumer_committed(c->cons, parts, n, 5000))) return NULL;
+    if (!(err = wd_consumer_committed(cons, parts, n, 5000))) return NULL;
     if (!err->retriable) break;
     wd_log(WD_LOG_WARN, "commit", "reading the group's committed offsets: %s; retrying", err->message);
   }
   return err ? wd_error_wrap(err, "E_RECOVER: cannot read the consumer group's committed offsets") : NULL;
+}
+
+static wd_error_t *group_offsets(wd_commit_t *c, wd_tp_offset_t *parts, size_t n) {
+  return group_offsets_of(c->cons, parts, n);
+}
+
+/* Scale-out with lookups: whether the transaction of commit `number` committed, by the marker
+ * offset of the per-process group (commit.h wd_commit_set_global). *yes false when not enabled. */
+static wd_error_t *marker_committed(wd_commit_t *c, uint64_t number, bool *yes) {
+  *yes = false;
+  if (!c->gcons) return NULL;
+  wd_tp_offset_t m = {c->marker_topic, 0, -1};
+  wd_error_t *err = group_offsets_of(c->gcons, &m, 1);
+  if (!err) *yes = m.offset == (int64_t)number;
+  return err;
 }
 
 /* ---- the prepared record ------------------------------------------------------------------ */
@@ -365,6 +387,7 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     free(g);
     if (err) goto done;
   }
+  if (!committed && (err = marker_committed(c, pr.number, &committed))) goto done;
   if (!(b = wd_store_batch_new())) {
     err = wd_error_nomem();
     goto done;
@@ -419,6 +442,7 @@ static uint32_t task_of_key(const uint8_t *key, size_t klen) {
 
 static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
   wd_commit_t *c = ctx;
+  if (c->conf.hooks.changelog_skip && c->conf.hooks.changelog_skip(key, klen)) return 0; /* no task's */
   c->send_err = wd_producer_send_to(c->prod, c->conf.changelog_topic, (int32_t)task_of_key(key, klen), key, klen, val,
                                     val ? vlen : 0);
   return c->send_err ? 1 : 0;
@@ -842,6 +866,7 @@ static void reset_open(wd_commit_t *c) {
   c->txn_begun = false;
   c->records = 0;
   c->nin = 0;
+  c->ngin = 0;
   wd_store_batch_clear(c->b);
 }
 
@@ -1007,7 +1032,7 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   /* the outcome stayed unknown past transaction.timeout.ms: a new producer with the same
    * transactional.id resolves it (init_transactions completes or aborts the transaction), then
    * the group's committed offsets say which */
-  if (!c->conf.hooks.reopen_producer || !c->nt)
+  if (!c->conf.hooks.reopen_producer || (!c->nt && !c->gcons))
     return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
                               "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
   wd_log(WD_LOG_WARN, "commit", "the outcome of commit %" PRIu64 " is not known after %d ms (%s): re-creating the "
@@ -1023,6 +1048,7 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   bool committed = false;
   for (size_t i = 0; !err && i < c->nt && !committed; i++) committed = g[i].offset == c->t[i].offset;
   free(g);
+  if (!err && !committed) err = marker_committed(c, c->number + 1, &committed);
   if (err) return err;
   if (committed) {
     wd_log(WD_LOG_INFO, "commit", "commit %" PRIu64 ": the transaction had committed", c->number + 1);
@@ -1053,6 +1079,8 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       c->snapped = true;
       for (size_t i = 0; i < c->nin; i++)
         if (wd_store_batch_set_offset(c->b, c->in[i].topic, c->in[i].partition, c->in[i].offset)) goto nomem;
+      for (size_t i = 0; i < c->ngin; i++) /* the global inputs' positions: local state only */
+        if (wd_store_batch_set_offset(c->b, c->gin[i].topic, c->gin[i].partition, c->gin[i].offset)) goto nomem;
       if (put_number(c->b, c->number + 1)) goto nomem;
       if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, c->b))
         goto nomem;
@@ -1077,8 +1105,9 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         }
         c->changelog_sent = true;
       }
-      if (c->conf.exactly_once && c->nt) {
-        /* 1. prepare: durable before the transaction can commit */
+      if (c->conf.exactly_once && (c->nt || (c->gcons && c->txn_begun))) {
+        /* 1. prepare: durable before the transaction can commit (with a marker to decide it by
+         * when there are no input offsets in the transaction: global inputs only) */
         wd_buf_reset(&rec);
         if (!pb && !(pb = wd_store_batch_new())) goto nomem;
         wd_store_batch_clear(pb);
@@ -1115,6 +1144,12 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
       for (int attempt = 0;; attempt++) {
         err = wd_producer_txn_send_offsets(c->prod, c->t, c->nt, gm, 10000);
+        if (!err && c->gcons) { /* scale-out with lookups: the commit's marker (wd_commit_set_global) */
+          wd_group_meta_t *pm = NULL;
+          wd_tp_offset_t m = {c->marker_topic, 0, (int64_t)(c->number + 1)};
+          if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_producer_txn_send_offsets(c->prod, &m, 1, pm, 10000);
+          wd_group_meta_destroy(pm);
+        }
         if (!err || !err->retriable || attempt >= 30 || (stop && *stop >= 2)) break;
         wd_error_destroy(err);
         err = NULL;
@@ -1163,4 +1198,36 @@ done:
   wd_buf_free(&rec);
   wd_store_batch_destroy(pb);
   return err;
+}
+
+/* ---- scale-out with lookups ------------------------------------------------------------------- */
+
+void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char *marker_topic) {
+  c->gcons = group_cons;
+  c->marker_topic = marker_topic;
+}
+
+int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (c->phase == WD_PHASE_IDLE) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = mono_s();
+  }
+  c->records++;
+  for (size_t i = 0; i < c->ngin; i++)
+    if (c->gin[i].partition == partition && c->gin[i].topic == topic) {
+      if (offset + 1 > c->gin[i].offset) c->gin[i].offset = offset + 1;
+      return 0;
+    }
+  if (c->ngin == c->cap_gin) {
+    size_t cap = c->cap_gin ? c->cap_gin * 2 : 16;
+    wd_tp_offset_t *g = realloc(c->gin, cap * sizeof(*g));
+    if (!g) return -1;
+    c->gin = g;
+    c->cap_gin = cap;
+  }
+  c->gin[c->ngin].topic = topic;
+  c->gin[c->ngin].partition = partition;
+  c->gin[c->ngin].offset = offset + 1;
+  c->ngin++;
+  return 0;
 }

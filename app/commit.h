@@ -65,6 +65,10 @@ typedef struct wd_commit_hooks {
    * record with the output offsets from the delivery reports (issue 13). A commit that recovery
    * applies after a crash keeps what before_finalize added. May be NULL. 0, or -1 on no memory. */
   int (*before_write)(void *ctx, uint64_t number, wd_store_batch_t *b);
+  /* Per-partition tasks: whether a state entry of the commit's batch belongs to no task and is
+   * left out of the state changelog topic (join/lookup.h wd_join_global_key: lookup rows and the
+   * index, which every process keeps for itself). May be NULL (every entry is a task's). */
+  bool (*changelog_skip)(const uint8_t *key, size_t klen);
 } wd_commit_hooks_t;
 
 typedef struct wd_commit_conf {
@@ -161,6 +165,24 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);
 /* A wait inside a batch (schema registry retries): pauses the partitions and serves the consumer
  * for about ms milliseconds (outside consumer callbacks; inside them it only sleeps). */
 void wd_commit_wait(wd_commit_t *c, int ms);
+
+/* Scale-out with lookups (app/global_table.h, docs/lookups-scale-out.md): inputs read outside the
+ * group (the lookup topics, read whole by every process) whose positions are this process's own.
+ *
+ * wd_commit_set_global: group_cons is a consumer in a group of this process alone (borrowed; never
+ * subscribed: used for its committed offsets and group metadata), marker_topic an existing topic
+ * (borrowed). From then on every exactly-once commit whose transaction carries output is prepared
+ * (also without input offsets, e.g. only lookup changes or a reconcile) and sends, besides the
+ * group's input offsets, the offset (marker_topic, 0) = its commit number to group_cons's group in
+ * the same transaction; recovery (wd_commit_recover, and an outcome that stays unknown) takes a
+ * prepared commit as committed when that marker equals its number. Call before wd_commit_recover.
+ *
+ * wd_commit_note_global: as wd_commit_note_input for a global input (topic valid for the
+ * coordinator's life): its next offset is written with the commit's state (meta offset/<topic>/
+ * <partition>, read back by the global consumer at start) and never sent to the group. 0, or -1
+ * on no memory. */
+void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char *marker_topic);
+int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
 
 /* Changelog records restored into the state by this process so far. */
 uint64_t wd_commit_restored_records(const wd_commit_t *c);

@@ -54,16 +54,6 @@ wd_error_t *wd_config_build_join(const wd_config_t *cfg, const wd_table_t *t, wd
     for (size_t k = 0; k < sources[i]->ncols; k++) mapped[sources[i]->cols[k].col] = true;
     if ((err = wd_join_add_main(j, cs->name, mapped, cs->required != 0, &ids[i]))) err = at(err, cfg->path, cs->line);
   }
-  /* per-partition tasks keep a state changelog topic partitioned by task and restore a task from
-   * it; the lookups' rows and index are not a task's (join/lookup.h), so they are refused there */
-  for (size_t i = 0; !err && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && i < cfg->sources.n; i++)
-    if (cfg->sources.v[i].lookup)
-      err = at(wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_TASKS",
-                            "lookup source '%s' with pipeline.tasks: per-partition: lookup rows belong to no "
-                            "partition's task (nor to the state changelog topic that restores one); use "
-                            "tasks: single (the default) with lookup sources",
-                            cfg->sources.v[i].name),
-               cfg->path, cfg->sources.v[i].line);
   if (!err) {
     err = wd_join_check(j);
     if (err) err = at(err, cfg->path, cfg->sources.line);

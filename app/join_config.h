@@ -17,8 +17,8 @@
  * schema, or for a lookup against its lookup schema (so its decoder yields lookup rows), and
  * ids[i] is its id in *out (a new join owned by the caller, not yet started: wd_join_start).
  * Errors: those of wd_config_build_source and wd_table_config_check_source; the C_LOOKUP_... ids of
- * wd_join_add_lookup and wd_join_check (the sources checked together), and C_LOOKUP_TASKS for a
- * lookup source with pipeline.tasks: per-partition; each with "<file>:<line>: " after the id;
+ * wd_join_add_lookup and wd_join_check (the sources checked together), each with "<file>:<line>: "
+ * after the id;
  * E_NOMEM. */
 wd_error_t *wd_config_build_join(const wd_config_t *cfg, const wd_table_t *t, wd_source_t **sources, int *ids,
                                  wd_join_t **out);

@@ -2,6 +2,7 @@
  * app/pipeline.c — the main job's loop (see pipeline.h for the per-batch order).
  */
 #include "app/pipeline.h"
+#include "app/global_table.h"
 #include "app/join_config.h"
 #include "app/table_config.h"
 #include "app/commit.h"
@@ -138,6 +139,11 @@ struct wd_pipeline {
     const wd_schema_t **schemas; /* per record */
     size_t n, cap;
   } lk;
+  /* issue 11 point 4: lookups under per-partition tasks (app/global_table.h): the lookup topics
+   * read whole by this process, outside the group; NULL otherwise */
+  wd_gtable_t *gt;
+  const char **gtopics; /* the lookup topics (the sources' copies) */
+  char *pos_group;      /* the per-process group of the commit marker, owned */
 };
 
 static uint64_t now_ms(void) {
@@ -163,6 +169,7 @@ static void on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   wd_pipeline_t *p = ctx;
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
   wd_commit_on_assign_all(p->commit, parts, n);
+  if (p->gt) wd_gtable_on_assign(p->gt, parts, n); /* owned now; reconciled before their first record */
 }
 
 static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
@@ -177,6 +184,7 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
          lost ? "lost" : "revoked");
   wd_commit_on_revoke(p->commit, lost);
   wd_state_drop_clean(p->state); /* the keys may belong to another process now */
+  if (p->gt) wd_gtable_on_revoke(p->gt);
 }
 
 /* Commit hook: a new producer with the same configuration (transactional.id), transactions
@@ -395,6 +403,14 @@ static void on_aborted(void *ctx) {
   hist_reset(p); /* issue 13: its output was discarded */
   wd_buf_reset(&p->trace_buf);
   p->st.aborted_commits++;
+  if (p->gt) { /* what the commit took of the lookup topics is read again; its reconciles redone */
+    wd_error_t *err = wd_gtable_rewind(p->gt, true);
+    if (err) {
+      wd_log(WD_LOG_ERROR, "pipeline", "rewinding the lookup topics after an abort: %s", err->message);
+      wd_error_destroy(err);
+    }
+    wd_gtable_reconcile_all(p->gt);
+  }
 }
 
 /* What a topic is to the pipeline (issue 10). */
@@ -916,7 +932,12 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_kmsg_t *m = &p->msgs[i];
     const char *topic = canon_topic(p, m->topic);
     if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
-    if (topic && wd_commit_note_input(p->commit, topic, m->partition, m->offset)) return wd_error_nomem();
+    if (topic && p->gt && wd_gtable_has_topic(p->gt, topic)) { /* a lookup topic: positions of this process */
+      if (wd_commit_note_global(p->commit, topic, m->partition, m->offset) ||
+          wd_gtable_taken(p->gt, topic, m->partition, m->offset))
+        return wd_error_nomem();
+    } else if (topic && wd_commit_note_input(p->commit, topic, m->partition, m->offset))
+      return wd_error_nomem();
     if (topic && hist_note(p, topic, m->partition, m->offset)) return wd_error_nomem(); /* issue 13 */
   }
   /* counters, once the batch is taken */
@@ -1062,7 +1083,7 @@ static void check_copartitioning(wd_pipeline_t *p) {
     if (a[i].topic == first || !strcmp(a[i].topic, first))
       if (a[i].partition >= 0 && a[i].partition < 64) ref |= UINT64_C(1) << a[i].partition;
   for (size_t t = 0; t < p->nsources; t++)
-    for (size_t k = 0; k < p->sources[t]->ntopics + 1; k++) {
+    for (size_t k = 0; k < p->sources[t]->ntopics + 1 && !(p->gtopics && is_lookup(p, (int)t)); k++) {
       const char *topic = k < p->sources[t]->ntopics ? p->sources[t]->topics[k] : p->rp.topic ? p->rp.topic[t] : NULL;
       if (!topic || (p->rp.on && p->rp.on[t] && k < p->sources[t]->ntopics)) continue;
       uint64_t mask = 0;
@@ -1081,6 +1102,68 @@ static void check_copartitioning(wd_pipeline_t *p) {
       }
     }
   free(a);
+}
+
+/* ---- issue 11 point 4: lookups under per-partition tasks (app/global_table.h) ----------------- */
+
+/* Reconciles every newly assigned task (join/lookup.h wd_join_reconcile_task) before its first
+ * record: its rows' lookup columns recomputed from this process's lookup tables, the differences
+ * produced into the open commit (docs/lookups-scale-out.md). */
+static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
+  uint32_t task;
+  wd_error_t *err = NULL;
+  while (!err && wd_gtable_next_reconcile(p->gt, &task)) {
+    size_t rows = 0;
+    wd_changelog_reset(p->table, &p->cl);
+    if ((err = wd_join_reconcile_task(p->lk.join, task, &p->cl, &rows))) break;
+    if (p->cl.n) {
+      /* produced as if from one message: index 0 of a batch that holds none */
+      if (p->cl.n > p->cap_cl_src) {
+        size_t *c = realloc(p->cl_src, p->cl.n * 2 * sizeof(*c));
+        if (!c) return wd_error_nomem();
+        p->cl_src = c;
+        p->cap_cl_src = p->cl.n * 2;
+      }
+      memset(p->cl_src, 0, p->cl.n * sizeof(*p->cl_src));
+      /* slot 0 may hold the polled batch's first record (reconcile runs before it): kept aside */
+      wd_kmsg_t m0 = p->msgs[0];
+      wd_bmsg_t b0 = p->bm[0];
+      bool r0 = p->restoring[0];
+      memset(&p->bm[0], 0, sizeof(p->bm[0]));
+      memset(&p->msgs[0], 0, sizeof(p->msgs[0]));
+      p->msgs[0].topic = "(reconcile)";
+      p->restoring[0] = false;
+      err = produce_changelog(p);
+      wd_error_destroy(p->bm[0].err); /* an output over message.max.bytes: logged, not dead-lettered */
+      p->msgs[0] = m0;
+      p->bm[0] = b0;
+      p->restoring[0] = r0;
+    }
+    wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes",
+           task, rows, p->cl.n);
+    wd_changelog_reset(p->table, &p->cl);
+  }
+  return err;
+}
+
+/* Takes the records of the lookup topics already fetched, as one batch of the open commit.
+ * *n: how many. A batch abandoned by a rebalance is read again (the global consumer rewound). */
+static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
+  *n = 0;
+  wd_error_t *err = reconcile_tasks(p);
+  if (!err) err = wd_gtable_poll(p->gt, (size_t)p->cfg->pipeline.batch_size, p->msgs, n);
+  if (err || !*n) return err;
+  wd_commit_batch_begin(p->commit);
+  err = process_batch(p, *n);
+  bool abandoned = wd_commit_batch_invalid(p->commit);
+  if (!err && !abandoned) metrics_batch(p, *n);
+  wd_commit_batch_end(p->commit);
+  release_batch(p, *n);
+  if (abandoned || (err && !strcmp(err->id, "E_BATCH_ABANDONED"))) {
+    wd_error_destroy(err);
+    return wd_gtable_rewind(p->gt, false); /* an abort meanwhile rewound it to the stored positions */
+  }
+  return err;
 }
 
 /* Completes the open commit; an aborted one is counted and the pipeline goes on. */
@@ -1113,6 +1196,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (p->assigned) {
       p->assigned = false;
       if (!p->opts.replay) check_copartitioning(p);
+    }
+    if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
+      release_batch(p, n);
+      break;
     }
     if (n) {
       last_input = now;
@@ -1150,6 +1237,22 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         break;
       }
       if (err) break;
+    }
+    if (p->gt) { /* issue 11 point 4: the lookup topics, read outside the group */
+      size_t ng = 0;
+      err = global_batch(p, &ng);
+      if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
+      if (err) break;
+      if (ng) {
+        last_input = mono_s();
+        if (p->busy_start == 0) p->busy_start = now;
+        n += ng;
+      }
     }
     if (wd_commit_due(p->commit) || (!n && wd_commit_pending(p->commit))) {
       if ((err = complete_commit(p))) break;
@@ -1430,7 +1533,13 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if ((err = metrics_setup(p))) goto fail; /* issue 13 */
   if ((err = wd_join_start(p->lk.join, p->state, p->store))) goto fail;
-  if (wd_join_active(p->lk.join) && !p->opts.replay)
+  /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
+   * (app/global_table.h), read whole by this process outside the group */
+  bool global = false;
+  for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
+    global = global || is_lookup(p, (int)i);
+  if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
+  if (wd_join_active(p->lk.join) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
         wd_log(WD_LOG_WARN, "pipeline", "lookup source '%s' is read through the consumer group like the others: run "
@@ -1477,8 +1586,12 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       !(p->rp.task_topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
       !(p->rp.stateless = calloc(ntopics + 1, sizeof(char *))))
     goto nomem;
-  size_t nt = 0;
+  size_t nt = 0, ngt = 0;
   for (size_t i = 0; i < p->nsources; i++) {
+    if (p->gtopics && is_lookup(p, (int)i)) { /* issue 11 point 4: a global table's, not the group's */
+      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[ngt++] = p->sources[i]->topics[t];
+      continue;
+    }
     bool raw = p->rp.on && p->rp.on[i] && p->rp.forward;
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
       p->topics[nt++] = p->sources[i]->topics[t];
@@ -1532,14 +1645,25 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
            "(from %s)", p->changelog_topic);
   }
+  if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
+  if (p->gtopics) { /* issue 11 point 4: the global table, its commit marker in a group of this process */
+    if (p->exactly_once && asprintf(&p->pos_group, "%s.lookups", p->txn_id) < 0) {
+      p->pos_group = NULL;
+      goto nomem;
+    }
+    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) goto fail;
+    if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
+    wd_join_set_owner(p->lk.join, wd_gtable_owned, p->gt);
+  }
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
   if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
+  if (p->gt && (err = wd_gtable_start(p->gt))) goto fail; /* at the positions recovery left */
   if (p->exactly_once)
     wd_log(WD_LOG_INFO, "pipeline", "exactly-once: transactional.id %s; consumers of %s must read with "
            "isolation.level=read_committed", p->txn_id, cfg->sink.topic);
@@ -1560,6 +1684,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     wd_error_destroy(err);
     wd_consumer_destroy(p->cons);
   }
+  wd_gtable_destroy(p->gt);
+  free(p->gtopics);
+  free(p->pos_group);
   wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
   free(p->hc.in);
   if (p->prod) {

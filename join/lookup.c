@@ -98,6 +98,11 @@ struct wd_join {
   uint64_t fanout;
   uint64_t written; /* the last snapshot known to be in the store */
   uint32_t task;    /* the task of main messages (wd_join_set_task) */
+  /* scale-out (wd_join_set_owner): lookup changes refresh rows of owned tasks only; reconcile
+   * mode (wd_join_reconcile_task): refresh writes the index entries and emits only differences */
+  bool (*owned)(void *ctx, uint32_t task);
+  void *owned_ctx;
+  bool reconciling;
   /* the overlay's entries changed since the last snapshot, and those snapshotted but not yet
    * known written: the hooks visit these only, not the whole overlay */
   kv_ent_t **dirty, **pending;
@@ -862,7 +867,9 @@ static wd_error_t *refresh(wd_join_t *j, const uint8_t *tk, size_t tklen, wd_ent
       goto done;
     }
     bool same = orc == nrc && (orc == 1 || (j->kb.len == j->kb2.len && !memcmp(j->kb.data, j->kb2.data, j->kb.len)));
-    if (same) continue;
+    if (same && !(j->reconciling && nrc == 0)) continue; /* reconcile: the index is rebuilt (not in the
+                                                           state changelog topic) */
+    if (same) orc = 1;
     wd_buf_t ik = {0};
     if (orc == 0) {
       if (lk_key(&ik, NS_INDEX, L->bit, j->kb.data, j->kb.len, tk, tklen) ||
@@ -889,7 +896,9 @@ static wd_error_t *refresh(wd_join_t *j, const uint8_t *tk, size_t tklen, wd_ent
   } else if (old_vis && !new_vis) {
     rc = cl_add(j->ws, out, before->row, WD_DELETE);
   } else if (old_vis && new_vis) {
-    if (!(j->t->row_dedup && wd_row_eq(j->ws, before->row, after->row, j->t->row_dedup_ignore)))
+    if (j->reconciling && wd_row_eq(j->ws, before->row, after->row, NULL)) {
+      /* reconcile: nothing changed, nothing to say */
+    } else if (!(j->t->row_dedup && wd_row_eq(j->ws, before->row, after->row, j->t->row_dedup_ignore)))
       rc = cl_add(j->ws, out, before->row, WD_UPDATE_BEFORE) || cl_add(j->ws, out, after->row, WD_UPDATE_AFTER);
   }
   if (rc) {
@@ -1053,22 +1062,47 @@ static wd_error_t *apply_lookup(wd_join_t *j, lk_src_t *L, wd_row_t *const *recs
       size_t klen = woff[w + 1] - woff[w];
       if (w % CHUNK == 0 && nw > 1) {
         size_t c = 0;
-        for (; c < CHUNK && w + c < nw; c++) {
-          ctk[c] = wk + woff[w + c];
-          ctl[c] = woff[w + c + 1] - woff[w + c];
+        for (size_t x = 0; x < CHUNK && w + x < nw; x++) {
+          ctk[c] = wk + woff[w + x];
+          ctl[c] = woff[w + x + 1] - woff[w + x];
+          if (ctl[c] < 4) continue;
           ct[c] = tk_task(ctk[c]);
+          if (j->owned && !j->owned(j->owned_ctx, ct[c])) continue; /* not refreshed: not read */
           ck[c] = ctk[c] + 4;
           cl[c] = ctl[c] - 4;
+          c++;
         }
         if ((err = wd_state_prefetch_tasks(j->wide, c, ct, ck, cl)) || (err = kv_prefetch_flags(j, c, ctk, ctl)))
           break;
       }
       if (klen < 4) continue; /* not a task-qualified key: cannot happen */
+      if (j->owned && !j->owned(j->owned_ctx, tk_task(k))) continue; /* another process's row now */
       wd_state_set_task(j->wide, tk_task(k));
       if ((err = wd_state_ops()->get(j->wide, k + 4, klen - 4, &before))) break;
-      if (before.state != WD_ENTRY_ROW) { /* cannot happen: the index follows the rows */
+      if (before.state != WD_ENTRY_ROW) { /* a row of a dropped task (join/lookup.h) */
         wd_entry_release(j->t, &before);
         continue;
+      }
+      if (j->owned) {
+        /* an entry left by a task that was dropped and restored with another on value: it goes */
+        int orc = on_key(L, before.row, &j->kb2);
+        if (orc < 0) {
+          err = wd_error_nomem();
+          break;
+        }
+        size_t dl = doff[d + 1] - doff[d];
+        if (orc == 1 || j->kb2.len != dl || memcmp(j->kb2.data, done.data + doff[d], dl) != 0) {
+          wd_entry_release(j->t, &before);
+          wd_buf_t ik = {0};
+          if (lk_key(&ik, NS_INDEX, L->bit, done.data + doff[d], dl, k, klen) ||
+              (err = kv_set(j, ik.data, ik.len, ik.len - klen, NULL, 0, false))) {
+            wd_buf_free(&ik);
+            if (!err) err = wd_error_nomem();
+            break;
+          }
+          wd_buf_free(&ik);
+          continue;
+        }
       }
       after.state = WD_ENTRY_ROW;
       if (!(after.row = wd_row_copy(j->ws, before.row))) {
@@ -1177,4 +1211,88 @@ wd_error_t *wd_join_rows_sorted(wd_join_t *j, wd_row_t ***rows, size_t *n) {
   *rows = r.rows;
   *n = r.n;
   return NULL;
+}
+
+/* ---- scale-out: owned tasks, reconcile, the keys of no task ------------------------------------ */
+
+void wd_join_set_owner(wd_join_t *j, bool (*owned)(void *ctx, uint32_t task), void *ctx) {
+  j->owned = owned;
+  j->owned_ctx = ctx;
+}
+
+bool wd_join_global_key(const uint8_t *key, size_t klen) {
+  return klen > 0 && (key[0] == NS_LROW || key[0] == NS_INDEX);
+}
+
+static int collect_cb(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
+  (void)val;
+  (void)vlen;
+  scan_t *sc = ctx;
+  if (add_wkey(sc->j, key + sc->plen, klen - sc->plen)) return sc->nomem = true;
+  return 0;
+}
+
+wd_error_t *wd_join_reconcile_task(wd_join_t *j, uint32_t task, wd_changelog_t *out, size_t *rows) {
+  if (rows) *rows = 0;
+  if (!j->active) return NULL;
+  /* the task's flags cached before it was assigned (restored since, in the store) go */
+  uint8_t fp[5] = {NS_FLAGS, (uint8_t)(task >> 24), (uint8_t)(task >> 16), (uint8_t)(task >> 8), (uint8_t)task};
+  kv_ent_t *e, *etmp;
+  HASH_ITER(hh, j->kv, e, etmp)
+  if (!e->plen && !e->in_dirty && !e->in_pending && e->klen >= 5 && !memcmp(e->key, fp, 5)) kv_free(j, e);
+  /* the task's stored wide keys (the cache holds none that the store lacks: reconcile runs before
+   * the task's first record) */
+  uint8_t prefix[WD_STATE_PREFIX_LEN] = {WD_STATE_ROW_NS, (uint8_t)(task >> 24), (uint8_t)(task >> 16),
+                                         (uint8_t)(task >> 8), (uint8_t)task};
+  wd_buf_reset(&j->wkeys);
+  j->nwoff = 0;
+  if (add_wkey(j, NULL, 0)) return wd_error_nomem();
+  j->nwoff = 0;
+  j->woff[0] = 0;
+  scan_t sc = {j, sizeof(prefix), false};
+  wd_error_t *err = wd_store_scan_prefix(j->st, prefix, sizeof(prefix), collect_cb, &sc);
+  if (err) return err;
+  if (sc.nomem) return wd_error_nomem();
+  size_t nw = j->nwoff;
+  size_t *woff = malloc((nw + 1) * sizeof(*woff));
+  uint8_t *wk = malloc(j->wkeys.len + 1);
+  if (!woff || !wk) {
+    free(woff);
+    free(wk);
+    return wd_error_nomem();
+  }
+  memcpy(woff, j->woff, (nw + 1) * sizeof(*woff));
+  if (j->wkeys.len) memcpy(wk, j->wkeys.data, j->wkeys.len);
+  wd_entry_t before = {0}, after = {0};
+  wd_buf_t tk = {0};
+  j->reconciling = true;
+  wd_state_set_task(j->wide, task);
+  for (size_t w = 0; w < nw && !err; w++) {
+    const uint8_t *k = wk + woff[w];
+    size_t klen = woff[w + 1] - woff[w];
+    wd_state_set_task(j->wide, task);
+    if ((err = wd_state_ops()->get(j->wide, k, klen, &before))) break;
+    if (before.state != WD_ENTRY_ROW) { /* an ordering tombstone */
+      wd_entry_release(j->t, &before);
+      continue;
+    }
+    after.state = WD_ENTRY_ROW;
+    wd_buf_reset(&tk);
+    if (!(after.row = wd_row_copy(j->ws, before.row)) || tk_put(&tk, task, k, klen)) {
+      err = wd_error_nomem();
+      break;
+    }
+    err = refresh(j, tk.data, tk.len, &before, &after, -1, NULL, 0, out);
+    if (rows) (*rows)++;
+    wd_entry_release(j->t, &before);
+    wd_entry_clear(j->t, &after);
+  }
+  j->reconciling = false;
+  wd_state_set_task(j->wide, j->task);
+  wd_entry_release(j->t, &before);
+  wd_entry_clear(j->t, &after);
+  wd_buf_free(&tk);
+  free(woff);
+  free(wk);
+  return err;
 }

@@ -130,6 +130,34 @@ wd_error_t *wd_join_rows_sorted(wd_join_t *j, wd_row_t ***rows, size_t *n);
  * the flags name every wide row with its task, so a lookup change refreshes rows of any task. */
 void wd_join_set_task(wd_join_t *j, uint32_t task);
 
+/* ---- Scale-out (app/global_table.h, docs/lookups-scale-out.md) ---------------------------------
+ * With per-partition tasks every process holds the whole lookup tables (read outside the group)
+ * but only its own tasks' wide rows. The lookup rows ('L') and the index (0xF2) belong to no task:
+ * wd_join_global_key says which store keys they are, so that the state changelog topic (which
+ * restores one task) leaves them out. The flags (0xF3 + task + key) are a task's and go with it. */
+
+/* Sets the filter of lookup fan-out: a lookup change refreshes a wide row of task t only when
+ * owned(ctx, t) (the process's current assignment); rows of other tasks stay as they are in the
+ * local store (stale: another process owns them; reconciled when they come back). An index entry
+ * of an owned row whose on value is no longer the entry's (left by a dropped and restored task)
+ * is deleted instead of refreshing the row. owned NULL (the default): every task. ctx borrowed. */
+void wd_join_set_owner(wd_join_t *j, bool (*owned)(void *ctx, uint32_t task), void *ctx);
+
+/* Whether key (a "state" store key) is one of the layer's entries that belong to no task: a lookup
+ * row or an index entry. */
+bool wd_join_global_key(const uint8_t *key, size_t klen);
+
+/* Reconciles task `task` after it was assigned (restored from the state changelog topic or
+ * resumed from local state): every stored wide row of the task gets its lookup columns recomputed
+ * from this process's current lookup rows (as `refresh` does for a lookup change), its index
+ * entries written (the index is not in the state changelog topic) and its flags updated; rows that
+ * differ are appended to out: -U (the stored row, which is what the task's previous owner emitted
+ * last) and +U (the recomputed one); +I when an INNER lookup now matches a row that was not
+ * visible, -D when one stops matching; nothing for rows that are equal. Call it before the task's
+ * first record is applied, in the commit whose transaction carries out. *rows (may be NULL): the
+ * rows examined. Errors: E_STORE_READ, E_STATE_CORRUPT, E_NOMEM. No-op when !wd_join_active. */
+wd_error_t *wd_join_reconcile_task(wd_join_t *j, uint32_t task, wd_changelog_t *out, size_t *rows);
+
 /* Counters: wide rows refreshed because a lookup row changed (fan-out). */
 uint64_t wd_join_fanout_rows(const wd_join_t *j);
 
