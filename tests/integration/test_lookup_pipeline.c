@@ -389,3 +389,57 @@ Test(lookup_scale_out, two_members_with_a_kill_equal_sql, .timeout = 240) {
   wl_free(&w);
   env_done(&e);
 }
+
+/* A commit that carries only lookup changes (their -U/+U, no input offsets in the transaction)
+ * killed after its transaction committed (WIDEN_FAULT=after-commit:1, before the state is final):
+ * recovery must find it committed by the per-process marker (app/commit.h wd_commit_set_global)
+ * and apply its state, or the restart would emit those changes again from rows they already
+ * changed (a -U that is not the current row). */
+static void lookup_only_commit_killed(const char *fault) {
+  env_t e;
+  env_init(&e, "lkck");
+  static const char *const tables[] = {"invoice", "payment", "reconciliation", "customer"};
+  for (int t = 0; t < 4; t++) {
+    char topic[200];
+    snprintf(topic, sizeof(topic), "%s%s", e.prefix, tables[t]);
+    create_topic(topic, t ? 2 : 3);
+  }
+  char cfg[400], log[400];
+  member_config(&e, "one", cfg, sizeof(cfg));
+  snprintf(log, sizeof(log), "%s/one.log", e.dir);
+  wl_workload_t w;
+  wl_generate(&w, 1200, 50, 31);
+  unsigned lookups = (1u << WL_PAYMENT) | (1u << WL_RECON) | (1u << WL_CUSTOMER);
+  produce_tables(&e, &w, 0, w.n, 1u << WL_INVOICE);
+  produce_tables(&e, &w, 0, w.n / 2, lookups);
+  int rc = wait_exit(spawn_member(cfg, log, "2500"));
+  cr_assert_eq(rc, 0, "first run exited with %d", rc);
+  produce_tables(&e, &w, w.n / 2, w.n, lookups);
+  setenv("WIDEN_FAULT", fault, 1);
+  rc = wait_exit(spawn_member(cfg, log, "2500"));
+  unsetenv("WIDEN_FAULT");
+  cr_assert_eq(rc, 128 + SIGKILL, "the fault hook did not kill the run (%d)", rc);
+  rc = wait_exit(spawn_member(cfg, log, "9000")); /* the killed member's session expires first */
+  cr_assert_eq(rc, 0, "the run after the kill exited with %d", rc);
+  cr_assert(log_has(log, "recovered commit"), "no prepared commit was left to recover");
+  json_t *want = wl_sql_join(&w, true);
+  char out_topic[200], *why = NULL;
+  snprintf(out_topic, sizeof(out_topic), "%sinvoice_wide", e.prefix);
+  json_t *cl = wd_it_read_changelog(out_topic), *replayed = NULL;
+  why = wl_replay(cl, "invoice_id", &replayed);
+  cr_assert_null(why, "output topic after %s: %s", fault, why);
+  cr_assert(wl_rows_equal(replayed, want, &why), "output topic replayed vs SQL join: %s", why);
+  cr_assert_gt(json_array_size(want), 5, "the workload leaves too few rows to mean anything");
+  json_decref(replayed);
+  json_decref(cl);
+  json_decref(want);
+  wl_free(&w);
+  env_done(&e);
+}
+
+Test(lookup_scale_out, lookup_only_commit_killed_after_commit, .timeout = 120) {
+  lookup_only_commit_killed("after-commit:1");
+}
+Test(lookup_scale_out, lookup_only_commit_killed_during_commit, .timeout = 120) {
+  lookup_only_commit_killed("during-commit:1");
+}
