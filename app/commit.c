@@ -78,6 +78,8 @@ struct wd_commit {
   const char *marker_topic;
   wd_tp_offset_t *gin;
   size_t ngin, cap_gin;
+  uint32_t *kept;      /* the tasks of the assignment revoked last (not lost): owned continuously */
+  size_t nkept, cap_kept;
   /* fault hook */
   char fault[32];
   long fault_left;
@@ -149,6 +151,7 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->tps);
   free(c->gc);
   free(c->gin);
+  free(c->kept);
   wd_error_destroy(c->cb_err);
   wd_error_destroy(c->send_err);
   free(c);
@@ -433,6 +436,38 @@ static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
   return c->conf.per_partition ? (uint32_t)partition : 0;
 }
 
+/* Scale-out with lookups (wd_commit_set_global): whether this process owned task continuously up
+ * to this assignment. Lookup changes (and reconciles) change a task's rows without moving its
+ * input offsets, so the stored offsets equal to the group's do not prove the local rows current:
+ * another process may have owned the task meanwhile. Only a task this process kept across the
+ * rebalance (it owned it in the assignment revoked last, which was not lost) is trusted; any other
+ * is restored from the state changelog topic. Without global inputs: always true. */
+static bool kept_task(const wd_commit_t *c, uint32_t task) {
+  if (!c->gcons || !c->conf.changelog_topic) return true;
+  for (size_t i = 0; i < c->nkept; i++)
+    if (c->kept[i] == task) return true;
+  return false;
+}
+
+/* On revoke: the revoked assignment's tasks become the kept ones (none when it was lost). */
+static void keep_tasks(wd_commit_t *c, bool lost) {
+  c->nkept = 0;
+  if (!c->gcons || lost) return;
+  if (c->ntps > c->cap_kept) {
+    uint32_t *k = realloc(c->kept, c->ntps * sizeof(*k));
+    if (!k) return; /* no memory: nothing kept, every task is restored (correct, slower) */
+    c->kept = k;
+    c->cap_kept = c->ntps;
+  }
+  for (size_t i = 0; i < c->ntps; i++) {
+    if (is_stateless(c, c->tps[i].topic)) continue; /* a raw topic forwarded: no task's */
+    uint32_t t = task_of(c, c->tps[i].partition);
+    bool dup = false;
+    for (size_t k = 0; k < c->nkept && !dup; k++) dup = c->kept[k] == t;
+    if (!dup) c->kept[c->nkept++] = t;
+  }
+}
+
 /* ---- the state changelog topic --------------------------------------------------------------- */
 
 static uint32_t task_of_key(const uint8_t *key, size_t klen) {
@@ -644,7 +679,8 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   size_t ntasks_restore = 0, restoring = 0;
   for (size_t i = 0; i < n; i++) {
     if (stateless[i]) continue;
-    if (stored[i] != g[i].offset) {
+    /* (a task the group never committed has no rows anywhere: nothing to restore) */
+    if (stored[i] != g[i].offset || (g[i].offset >= 0 && !kept_task(c, task_of(c, parts[i].partition)))) {
       /* the whole task goes: mark every assigned partition of it */
       uint32_t task = task_of(c, parts[i].partition);
       for (size_t k = 0; k < n; k++)
@@ -796,6 +832,7 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
   if (c->in_batch) c->batch_invalid = true;
   for (size_t i = 0; i < c->ntps && c->conf.standby; i++) /* their copies are kept warm from now on */
     if (!is_stateless(c, c->tps[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, c->tps[i].partition), false);
+  keep_tasks(c, lost);
   c->ntps = 0;
   c->nrestoring = 0;
   c->paused = false;

@@ -165,11 +165,13 @@ void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) {
 /* The consumer's callbacks go to the commit coordinator, which decides per task where each
  * partition starts (docs/exactly-once.md, "Recovery") and completes the open commit before
  * partitions are given up. */
+static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t n);
+
 static void on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   wd_pipeline_t *p = ctx;
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
   wd_commit_on_assign_all(p->commit, parts, n);
-  if (p->gt) wd_gtable_on_assign(p->gt, parts, n); /* owned now; reconciled before their first record */
+  if (p->gt) gtable_assign(p, parts, n); /* owned now; reconciled before their first record */
 }
 
 static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
@@ -435,6 +437,20 @@ static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int
   *si = -1;
   *canon = NULL;
   return WD_TOPIC_NONE;
+}
+
+/* issue 11 point 4: the tasks of an assignment to the global table (raw topics forwarded to a
+ * repartition topic are no task's). */
+static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t n) {
+  wd_tp_offset_t *own = calloc(n ? n : 1, sizeof(*own));
+  size_t m = 0;
+  for (size_t i = 0; own && i < n; i++) {
+    int si;
+    const char *canon;
+    if (topic_kind(p, parts[i].topic, &si, &canon) != WD_TOPIC_RAW) own[m++] = parts[i];
+  }
+  if (own) wd_gtable_on_assign(p->gt, own, m); /* no memory: nothing owned, lookup changes skip the rows */
+  free(own);
 }
 
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
@@ -1259,7 +1275,9 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     } else if (!n) {
       wd_producer_poll(p->prod);
       /* before the first input, allow 10 s more for the group join */
-      double idle_ms = (double)p->opts.max_idle_ms + (p->st.records_in ? 0.0 : 10000.0);
+      uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
+      uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
+      double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
     if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
