@@ -1215,6 +1215,12 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
     if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
       release_batch(p, n);
+      if (err->txn_requires_abort && !err->fenced && !err->fatal) { /* the batch is read again */
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
       break;
     }
     if (n) {
