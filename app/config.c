@@ -190,7 +190,8 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
      "sources keyed any way; a process whose local state does not match the group's committed offsets rebuilds all "
      "its partitions), `per-partition` makes partition i of every source topic task i with its own key range "
      "(only a moved partition is rebuilt; every source must be keyed by the wide table's primary key with the same "
-     "partition count, or go through a repartition topic: see `sources[].repartition`)."},
+     "partition count, or go through a repartition topic: see `sources[].repartition`; lookup sources are no "
+     "task's: every process reads them whole, as a global table, docs/lookups-scale-out.md)."},
     {"partitions", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, partitions), "0", NULL, 0, 100000, NULL, 0, NULL,
      "With `pipeline.tasks: per-partition`: the wide table's partition count (its number of tasks, of partitions of "
      "the state changelog and repartition topics). 0: the largest partition count of the sources not forced through "

@@ -15,6 +15,9 @@
  * exactly-once it prepares the state batch, sends the input offsets to the transaction and
  * commits it, then finalizes the state; under at-least-once it waits for the acknowledgements and
  * writes the state with its offsets. Rows changed several times in a commit are written once.
+ * With lookup sources and per-partition tasks the lookup topics are read outside the group by
+ * app/global_table.h between the group's polls, in the same commits; each newly assigned task is
+ * reconciled with this process's lookup tables before its first record (docs/lookups-scale-out.md).
  *
  * Thread: one thread runs a pipeline; wd_pipeline_stop() may be called from a signal handler.
  */
