@@ -67,7 +67,9 @@ static inline char *wd_it_replace(char *s, const char *from, const char *to) {
 
 /* Reads every record of topic (all partitions, from the beginning, read_committed) as `widen
  * tail` lines: a JSON array of {"op","key","row"} in partition order (one key's records are in
- * order). The caller owns the array. */
+ * order). It reads until every partition's position reaches the end offset it had when the read
+ * began (a loaded broker may pause longer than any idle bound), for at most 180 s. The caller
+ * owns the array. */
 static inline json_t *wd_it_read_changelog(const char *topic) {
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
@@ -79,11 +81,29 @@ static inline json_t *wd_it_read_changelog(const char *topic) {
   json_t *out = json_array();
   wd_buf_t b = {0};
   wd_kmsg_t msgs[500];
+  wd_tp_offset_t *ends = NULL, *pos = NULL;
+  size_t nends = 0, npos = 0;
+  err = wd_consumer_end_offsets(c, 30000, &ends, &nends);
+  cr_assert_null(err, "%s", err ? err->message : "");
   int idle = 0;
-  while (idle < 4) {
+  for (int round = 0; round < 360; round++) {
     size_t n = 0;
     cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
     idle = n ? 0 : idle + 1;
+    if (!n && idle >= 2) { /* at every end offset? (positions pass transaction markers too) */
+      free(pos);
+      pos = NULL;
+      cr_assert_null(wd_consumer_assignment(c, &pos, &npos));
+      bool done = true;
+      for (size_t e = 0; e < nends && done; e++) {
+        if (ends[e].offset <= 0) continue;
+        bool reached = false;
+        for (size_t k = 0; k < npos; k++)
+          if (pos[k].partition == ends[e].partition && pos[k].offset >= ends[e].offset) reached = true;
+        done = reached;
+      }
+      if (done) break;
+    }
     for (size_t i = 0; i < n; i++) {
       wd_buf_reset(&b);
       cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
@@ -98,6 +118,8 @@ static inline json_t *wd_it_read_changelog(const char *topic) {
     }
     wd_kmsg_release(msgs, n);
   }
+  free(ends);
+  free(pos);
   wd_buf_free(&b);
   wd_consumer_destroy(c);
   wd_kafka_conf_clear(&kc);
