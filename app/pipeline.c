@@ -795,6 +795,19 @@ static wd_error_t *check_keying(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
   return err;
 }
 
+/* A record of a co-partitioned source whose change records have more than one wide key (a
+ * key-changing update: -D or -U of the old key, +I or +U of the new one): the old key's row is in
+ * the task of the partition the old key's own records are in, which this topic's keying does not
+ * tell, so the record cannot be applied in its own partition's task (the old row would stay). */
+static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
+  return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                      "source '%s' (%s[%d]@%" PRId64 "): a key-changing update (its change records have more than "
+                      "one primary key) in a co-partitioned source: the old key's row belongs to the task of the "
+                      "partition the old key's own records are in, not to this record's; set `repartition: true` on "
+                      "this source (its change records then go through a repartition topic, each by its own key)",
+                      p->sources[si]->name, m->topic, m->partition, m->offset);
+}
+
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
  * Returns E_BATCH_ABANDONED (retriable) when a rebalance or an abort came while the batch was in
  * hand: nothing of it was noted, and its records are read again. */
@@ -871,6 +884,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
           kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
                                                                      p->rp.partitions)
                                : task;
+      if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
+          (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
+           memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
+        return key_change_error(p, si, m);
     }
     p->key_off[p->nrecs] = p->keys.len;
     b->count = p->nrecs - b->first;

@@ -183,6 +183,9 @@ static void create_topic(const char *topic, int partitions) {
   rd_kafka_destroy(rk);
 }
 
+/* The share of key-changing updates produce_orders generates (0: none; a test sets it). */
+static double key_change_ratio = 0;
+
 /* Produces the generator's orders stream (records [skip, records) of seed) to both envs' topics. */
 static void produce_orders(const env_t *const *envs, size_t nenvs, uint64_t records, uint64_t seed, uint64_t skip) {
   wd_kafka_conf_t kc = {0};
@@ -198,6 +201,7 @@ static void produce_orders(const env_t *const *envs, size_t nenvs, uint64_t reco
   go.streams = streams;
   go.nstreams = 1;
   go.delete_ratio = 0.04;
+  go.key_change_ratio = key_change_ratio;
   wd_gen_t *g = NULL;
   cr_assert_null(wd_gen_new(&go, &g));
   wd_gen_msg_t m;
@@ -900,4 +904,71 @@ Test(repartition, at_least_once_restarts_end_at_the_same_table, .timeout = 200) 
   json_decref(rb);
   env_done(&clean);
   env_done(&e);
+}
+
+/* A key-changing update (one record: -D of the old key, +I of the new one, keyed by the new key)
+ * cannot be placed by a co-partitioned source: the old key's row lives in the task of the
+ * partition the old key's own records are in, which is not this record's partition. widen stops
+ * with C_SOURCE_KEYING naming the record and the fix (before, the -D went to the new key's task
+ * and the old row stayed); with `repartition: true` each change record goes to its own key's
+ * task, and three tasks give per key the changelog and the table of a single-task run. */
+Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
+  env_t clean, co, rp;
+  key_change_ratio = 0.05;
+  env_init(&clean, "kclean", "exactly-once");
+  env_init_tasks(&co, "kco", "exactly-once", "per-partition");
+  const char *saved = yaml_template;
+  char *yrp = wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
+  yaml_template = yrp;
+  env_init_tasks(&rp, "krp", "exactly-once", "per-partition");
+  yaml_template = saved;
+  free(yrp);
+  FILE *f = fopen(rp.cfg, "a");
+  cr_assert_not_null(f);
+  fputs("  partitions: 3\n", f); /* 3 tasks over a 1-partition source */
+  fclose(f);
+  /* one partition for the single run and the repartitioned one, so that each key's records (its
+   * key changes included) have one order in both (across partitions the order is anyone's) */
+  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 1);
+  create_topic(strcat(strcpy((char[200]){0}, co.prefix), "orders"), 3);
+  create_topic(strcat(strcpy((char[200]){0}, rp.prefix), "orders"), 1);
+  const env_t *all[] = {&clean, &co, &rp};
+  produce_orders(all, 3, 2500, 31, 0);
+  key_change_ratio = 0;
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", co.dir);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", co.cfg, "--quiet", "--max-idle-ms", "2000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int rc = wait_exit(pid);
+  char *text = wd_it_read_file(log);
+  cr_assert_neq(rc, 0, "a key-changing update in a co-partitioned source was accepted:\n%s", text);
+  cr_assert(strstr(text, "C_SOURCE_KEYING") && strstr(text, "source 'orders'") && strstr(text, "key-changing") &&
+                strstr(text, "repartition: true"),
+            "%s", text);
+  free(text);
+  cr_assert_eq(run_widen(&rp, NULL), 0);
+  json_t *sa = state_rows(&clean), *sb = state_rows(&rp), *ra = rows_by_key(sa), *rb = rows_by_key(sb);
+  cr_assert_gt(json_object_size(ra), 50);
+  cr_assert_eq(json_array_size(sb), json_object_size(rb), "a key is in more than one task");
+  cr_assert(wd_test_json_same(ra, rb), "the repartitioned run's table differs from the single-task run's");
+  json_decref(sa);
+  json_decref(sb);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(rp.out, &ng);
+  cr_assert_gt(nc, 1000);
+  assert_same_changelog(x, y, nc, ng);
+  json_decref(x);
+  json_decref(y);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&co);
+  env_done(&rp);
 }
