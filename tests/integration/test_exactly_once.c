@@ -972,3 +972,33 @@ Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
   env_done(&co);
   env_done(&rp);
 }
+
+/* Members with standby replicas started together on a new group: the first to start creates the
+ * state changelog topic, and each one's standby consumer (assign mode) must find its partitions
+ * although the broker's metadata shows a new topic only some milliseconds after CreateTopics
+ * answers (before, both members stopped with E_KAFKA_UNKNOWN_TOPIC "has no partitions"). */
+Test(scale_out, standby_members_start_together, .timeout = 200) {
+  env_t a, b, c;
+  env_init_tasks(&a, "togA", "exactly-once", "per-partition");
+  env_member(&a, &b, "togB", "exactly-once", "per-partition");
+  env_member(&a, &c, "togC", "exactly-once", "per-partition");
+  for (env_t *e = &a; e; e = e == &a ? &b : e == &b ? &c : NULL) {
+    FILE *f = fopen(e->cfg, "a");
+    cr_assert_not_null(f);
+    fputs("  num-standby-replicas: 1\n", f);
+    fclose(f);
+  }
+  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 3);
+  const env_t *one[] = {&a};
+  produce_orders(one, 1, 600, 19, 0);
+  pid_t pa = spawn_widen(&a, NULL, "6000"), pb = spawn_widen(&b, NULL, "6000"), pc = spawn_widen(&c, NULL, "6000");
+  int ra = wait_exit(pa), rb = wait_exit(pb), rc = wait_exit(pc);
+  cr_assert(ra == 0 && rb == 0 && rc == 0, "members started together exited with %d, %d, %d", ra, rb, rc);
+  size_t n = 0;
+  json_t *x = changelog_by_key(a.out, &n);
+  cr_assert_gt(n, 300);
+  json_decref(x);
+  env_done(&a);
+  env_done(&b);
+  env_done(&c);
+}
