@@ -1002,3 +1002,81 @@ Test(scale_out, standby_members_start_together, .timeout = 200) {
   env_done(&b);
   env_done(&c);
 }
+
+/* Runs `widen run` on e with its stderr in <e.dir>/<name>.log; returns the exit status and the
+ * log's text in *text (caller frees). */
+static int run_logged(const env_t *e, const char *name, char **text) {
+  char log[400];
+  snprintf(log, sizeof(log), "%s/%s.log", e->dir, name);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", "2000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int rc = wait_exit(pid);
+  *text = wd_it_read_file(log);
+  return rc;
+}
+
+/* Gives topic `partitions` partitions (the admin API's CreatePartitions). */
+static void grow_topic(const char *topic, int partitions) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  cr_assert_not_null(rk, "%s", errstr);
+  rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)partitions, errstr, sizeof(errstr));
+  cr_assert_not_null(np, "%s", errstr);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+  cr_assert_not_null(ev, "CreatePartitions timed out");
+  size_t n = 0;
+  const rd_kafka_topic_result_t **tr =
+      rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+  cr_assert(n == 1 && rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR, "growing %s", topic);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewPartitions_destroy(np);
+  rd_kafka_destroy(rk);
+}
+
+/* The state's rows are split into tasks by a layout (N, and which sources go through repartition
+ * topics): a source topic that gains partitions with pipeline.partitions kept makes every source
+ * go through a repartition topic, whose tasks hold other keys; so does switching pipeline.tasks.
+ * Before, such a start resumed the old rows as the new tasks (keys in two tasks, +I of present
+ * keys downstream); now it stops with C_TASKS_LAYOUT naming both layouts and what to do. */
+Test(repartition, a_changed_task_layout_is_refused, .timeout = 200) {
+  env_t e;
+  env_init_tasks(&e, "layout", "exactly-once", "per-partition");
+  FILE *f = fopen(e.cfg, "a");
+  cr_assert_not_null(f);
+  fputs("  partitions: 3\n", f);
+  fclose(f);
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  create_topic(topic, 3);
+  const env_t *one[] = {&e};
+  produce_orders(one, 1, 600, 23, 0);
+  char *text = NULL;
+  int rc = run_logged(&e, "first", &text);
+  cr_assert_eq(rc, 0, "%s", text);
+  free(text);
+  grow_topic(topic, 4);
+  produce_orders(one, 1, 900, 23, 600);
+  rc = run_logged(&e, "grown", &text);
+  cr_assert_neq(rc, 0, "a start with another task layout was accepted:\n%s", text);
+  cr_assert(strstr(text, "C_TASKS_LAYOUT") && strstr(text, "\"per-partition 3; orders direct\"") &&
+                strstr(text, "\"per-partition 3; orders repartitioned\""),
+            "%s", text);
+  free(text);
+  write_config(&e, "instance", "exactly-once", "single");
+  rc = run_logged(&e, "single", &text);
+  cr_assert_neq(rc, 0, "a start with pipeline.tasks switched was accepted:\n%s", text);
+  cr_assert(strstr(text, "C_TASKS_LAYOUT") && strstr(text, "\"single\""), "%s", text);
+  free(text);
+  env_done(&e);
+}
