@@ -776,6 +776,19 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
   p->key_off[p->nrecs] = p->keys.len;
   b->src = si;
   b->count = p->nrecs - b->first;
+  /* every change record must belong to this partition's task: a record placed by another
+   * partition count (or by hand) would put its key in a second task */
+  for (size_t r = b->first; r < p->nrecs; r++) {
+    int32_t want = wd_producer_partition_of(p->keys.data + p->key_off[r], p->key_off[r + 1] - p->key_off[r],
+                                            p->rp.partitions);
+    if (want == m->partition) continue;
+    b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
+                          "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
+                          "(written with another partition count, or not by widen)",
+                          m->topic, m->partition, m->offset, want, p->rp.partitions);
+    b->count = 0; /* its rows stay in the batch (released with it) but are applied nowhere */
+    break;
+  }
   return NULL;
 }
 

@@ -1080,3 +1080,83 @@ Test(repartition, a_changed_task_layout_is_refused, .timeout = 200) {
   free(text);
   env_done(&e);
 }
+
+/* Counts the records of every partition of topic (assign mode, from the beginning,
+ * read_committed); the first one of partition `part` (if any, and when key is not NULL) is copied
+ * into *key, *klen and *val, *vlen (malloc'd, caller frees). */
+static size_t count_records(const char *topic, int32_t part, char **key, size_t *klen, char **val, size_t *vlen) {
+  wd_kafka_conf_t kc = {0};
+  wd_consumer_t *c = NULL;
+  const char *topics[] = {topic};
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
+  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  static wd_kmsg_t msgs[500];
+  size_t got = 0;
+  for (int idle = 0; idle < 4;) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
+    idle = n ? 0 : idle + 1;
+    for (size_t i = 0; i < n && key; i++)
+      if (msgs[i].partition == part && !*key) {
+        *key = malloc(msgs[i].key_len + 1);
+        *val = malloc(msgs[i].value_len + 1);
+        memcpy(*key, msgs[i].key, *klen = msgs[i].key_len);
+        memcpy(*val, msgs[i].value, *vlen = msgs[i].value_len);
+      }
+    got += n;
+    wd_kmsg_release(msgs, n); /* before the consumer goes: it waits for its messages */
+  }
+  wd_consumer_destroy(c);
+  wd_kafka_conf_clear(&kc);
+  return got;
+}
+
+/* A well-formed repartition record in a partition its key does not belong to (written with
+ * another partition count, or copied by hand) goes to the dead-letter topic: applied there it
+ * would put its key in a second task (before, it was applied: the key was in two tasks). */
+Test(repartition, a_misplaced_repartition_record_is_dead_lettered, .timeout = 200) {
+  env_t e;
+  const char *saved = yaml_template;
+  char *yrp = wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
+  yaml_template = yrp;
+  env_init_tasks(&e, "misplaced", "exactly-once", "per-partition");
+  yaml_template = saved;
+  free(yrp);
+  char topic[200], rpt[300], dlq[220];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  snprintf(rpt, sizeof(rpt), "%sgroup-orders_t-orders-repartition", e.prefix);
+  snprintf(dlq, sizeof(dlq), "%s.dlq", e.out);
+  create_topic(topic, 3);
+  const env_t *one[] = {&e};
+  produce_orders(one, 1, 600, 29, 0);
+  char *text = NULL;
+  cr_assert_eq(run_logged(&e, "first", &text), 0, "%s", text);
+  free(text);
+  char *key = NULL, *val = NULL;
+  size_t klen = 0, vlen = 0;
+  cr_assert_gt(count_records(rpt, 0, &key, &klen, &val, &vlen), 0);
+  cr_assert_not_null(key, "no record in partition 0 of %s", rpt);
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  cr_assert_null(wd_producer_send_to(p, rpt, 1, key, klen, val, vlen)); /* its key belongs to partition 0 */
+  wd_error_t *err = wd_producer_wait_acked(p, 30000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_producer_destroy(p);
+  free(key);
+  free(val);
+  produce_orders(one, 1, 900, 29, 600);
+  cr_assert_eq(run_logged(&e, "second", &text), 0, "%s", text);
+  free(text);
+  size_t n = count_records(dlq, -1, NULL, NULL, NULL, NULL);
+  cr_assert_eq(n, 1, "%zu dead letters, want the misplaced record", n);
+  json_t *rows = state_rows(&e), *by_key = rows_by_key(rows);
+  cr_assert_eq(json_array_size(rows), json_object_size(by_key), "a key is in more than one task");
+  json_decref(rows);
+  json_decref(by_key);
+  env_done(&e);
+}
