@@ -195,7 +195,8 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
     {"partitions", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, partitions), "0", NULL, 0, 100000, NULL, 0, NULL,
      "With `pipeline.tasks: per-partition`: the wide table's partition count (its number of tasks, of partitions of "
      "the state changelog and repartition topics). 0: the largest partition count of the sources not forced through "
-     "a repartition topic."},
+     "a repartition topic. Fixed for a state: a start whose tasks would be split otherwise (another count, or a "
+     "source read directly instead of through its repartition topic) stops with C_TASKS_LAYOUT."},
     {"num-standby-replicas", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, num_standby_replicas), "0", NULL, 0, 100,
      NULL, 0, NULL,
      "With `pipeline.tasks: per-partition` under exactly-once (Kafka Streams' num.standby.replicas): above 0 this "

@@ -776,6 +776,19 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
   p->key_off[p->nrecs] = p->keys.len;
   b->src = si;
   b->count = p->nrecs - b->first;
+  /* every change record must belong to this partition's task: a record placed by another
+   * partition count (or by hand) would put its key in a second task */
+  for (size_t r = b->first; r < p->nrecs; r++) {
+    int32_t want = wd_producer_partition_of(p->keys.data + p->key_off[r], p->key_off[r + 1] - p->key_off[r],
+                                            p->rp.partitions);
+    if (want == m->partition) continue;
+    b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
+                          "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
+                          "(written with another partition count, or not by widen)",
+                          m->topic, m->partition, m->offset, want, p->rp.partitions);
+    b->count = 0; /* its rows stay in the batch (released with it) but are applied nowhere */
+    break;
+  }
   return NULL;
 }
 
@@ -793,6 +806,19 @@ static wd_error_t *check_keying(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
                                  p->sources[si]->name, m->topic, m->partition, m->offset, why);
   free(why);
   return err;
+}
+
+/* A record of a co-partitioned source whose change records have more than one wide key (a
+ * key-changing update: -D or -U of the old key, +I or +U of the new one): the old key's row is in
+ * the task of the partition the old key's own records are in, which this topic's keying does not
+ * tell, so the record cannot be applied in its own partition's task (the old row would stay). */
+static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
+  return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                      "source '%s' (%s[%d]@%" PRId64 "): a key-changing update (its change records have more than "
+                      "one primary key) in a co-partitioned source: the old key's row belongs to the task of the "
+                      "partition the old key's own records are in, not to this record's; set `repartition: true` on "
+                      "this source (its change records then go through a repartition topic, each by its own key)",
+                      p->sources[si]->name, m->topic, m->partition, m->offset);
 }
 
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
@@ -871,6 +897,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
           kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
                                                                      p->rp.partitions)
                                : task;
+      if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
+          (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
+           memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
+        return key_change_error(p, si, m);
     }
     p->key_off[p->nrecs] = p->keys.len;
     b->count = p->nrecs - b->first;
@@ -1428,9 +1458,11 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
   if (err) return err;
   if (have && have != p->rp.partitions)
     return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
-                        "%s %s has %d partitions but the table has %d (one per task): delete the topic (with every "
-                        "process of group %s stopped) so that widen creates it again, or set pipeline.partitions: %d",
-                        what, topic, have, p->rp.partitions, p->cfg->kafka.group_id, have);
+                        "%s %s has %d partitions but the table has %d (one per task): set pipeline.partitions: %d "
+                        "(the count the table was built with); another count needs the table built anew (stop every "
+                        "process of group %s, delete their state directories and the group's internal topics, and "
+                        "start with a new group.id), since every task's rows would hold other keys",
+                        what, topic, have, p->rp.partitions, have, p->cfg->kafka.group_id);
   if (have) return NULL;
   if ((err = wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000))) return err;
   /* until the broker's metadata lists it: a group that assigns before would leave it out until the
@@ -1496,6 +1528,58 @@ done:
   free(counts);
   free(in);
   free(why);
+  return err;
+}
+
+/* The task layout the state's rows are split by (meta "tasks/layout"): "single", or
+ * "per-partition N; <source> direct|repartitioned; ..." for the main sources. Rows, stored offsets
+ * and the state changelog topic are laid out by it: a task of another layout (another N, a source
+ * read directly instead of through its repartition topic, or the other way round) holds other
+ * keys, and resuming it would keep keys in two tasks. A state without one (new, or made before
+ * this check) gets the current one; another one stops the start with C_TASKS_LAYOUT. */
+static wd_error_t *check_layout(wd_pipeline_t *p, const char *dir) {
+  static const char *const key = "tasks/layout";
+  wd_buf_t now = {0};
+  wd_error_t *err = NULL;
+  uint8_t *was = NULL;
+  size_t wlen = 0;
+  if (!p->per_partition) {
+    if (wd_buf_printf(&now, "single")) goto nomem;
+  } else {
+    if (wd_buf_printf(&now, "per-partition %d", p->rp.partitions)) goto nomem;
+    for (size_t i = 0; i < p->nsources; i++)
+      if (!is_lookup(p, (int)i) &&
+          wd_buf_printf(&now, "; %s %s", p->sources[i]->name, p->rp.on[i] ? "repartitioned" : "direct"))
+        goto nomem;
+  }
+  if ((err = wd_store_get_meta(p->store, key, &was, &wlen))) goto done;
+  if (!was) {
+    wd_store_batch_t *b = wd_store_batch_new();
+    if (!b || wd_store_batch_set_meta(b, key, now.data, now.len)) {
+      wd_store_batch_destroy(b);
+      goto nomem;
+    }
+    err = wd_store_write_sync(p->store, b);
+    wd_store_batch_destroy(b);
+    goto done;
+  }
+  if (wlen == now.len && !memcmp(was, now.data, wlen)) goto done;
+  err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_LAYOUT",
+                     "the state in %s was split into tasks as \"%.*s\", this start would split it as \"%.*s\" (a "
+                     "source topic's partition count, pipeline.partitions, pipeline.tasks or a repartition setting "
+                     "changed): its rows, and the state changelog topic, hold other keys per task than the new "
+                     "layout puts there. Restore the old layout (e.g. pipeline.partitions, or `repartition: true` "
+                     "where a source went through a repartition topic), or build the table anew for the new one: "
+                     "stop every process of group %s, delete their state directories and the group's internal "
+                     "topics (-changelog, -repartition), and start with a new group.id (downstream then receives the "
+                     "table again from the beginning)",
+                     dir, (int)wlen, (const char *)was, (int)now.len, (const char *)now.data, p->cfg->kafka.group_id);
+  goto done;
+nomem:
+  err = wd_error_nomem();
+done:
+  free(was);
+  wd_buf_free(&now);
   return err;
 }
 
@@ -1606,6 +1690,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
   if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
+  if ((err = check_layout(p, dir))) goto fail; /* issue 10: the rows are split by it */
   if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
       !(p->rp.task_topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
       !(p->rp.stateless = calloc(ntopics + 1, sizeof(char *))))

@@ -183,6 +183,9 @@ static void create_topic(const char *topic, int partitions) {
   rd_kafka_destroy(rk);
 }
 
+/* The share of key-changing updates produce_orders generates (0: none; a test sets it). */
+static double key_change_ratio = 0;
+
 /* Produces the generator's orders stream (records [skip, records) of seed) to both envs' topics. */
 static void produce_orders(const env_t *const *envs, size_t nenvs, uint64_t records, uint64_t seed, uint64_t skip) {
   wd_kafka_conf_t kc = {0};
@@ -198,6 +201,7 @@ static void produce_orders(const env_t *const *envs, size_t nenvs, uint64_t reco
   go.streams = streams;
   go.nstreams = 1;
   go.delete_ratio = 0.04;
+  go.key_change_ratio = key_change_ratio;
   wd_gen_t *g = NULL;
   cr_assert_null(wd_gen_new(&go, &g));
   wd_gen_msg_t m;
@@ -899,5 +903,260 @@ Test(repartition, at_least_once_restarts_end_at_the_same_table, .timeout = 200) 
   json_decref(ra);
   json_decref(rb);
   env_done(&clean);
+  env_done(&e);
+}
+
+/* A key-changing update (one record: -D of the old key, +I of the new one, keyed by the new key)
+ * cannot be placed by a co-partitioned source: the old key's row lives in the task of the
+ * partition the old key's own records are in, which is not this record's partition. widen stops
+ * with C_SOURCE_KEYING naming the record and the fix (before, the -D went to the new key's task
+ * and the old row stayed); with `repartition: true` each change record goes to its own key's
+ * task, and three tasks give per key the changelog and the table of a single-task run. */
+Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
+  env_t clean, co, rp;
+  key_change_ratio = 0.05;
+  env_init(&clean, "kclean", "exactly-once");
+  env_init_tasks(&co, "kco", "exactly-once", "per-partition");
+  const char *saved = yaml_template;
+  char *yrp = wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
+  yaml_template = yrp;
+  env_init_tasks(&rp, "krp", "exactly-once", "per-partition");
+  yaml_template = saved;
+  free(yrp);
+  FILE *f = fopen(rp.cfg, "a");
+  cr_assert_not_null(f);
+  fputs("  partitions: 3\n", f); /* 3 tasks over a 1-partition source */
+  fclose(f);
+  /* one partition for the single run and the repartitioned one, so that each key's records (its
+   * key changes included) have one order in both (across partitions the order is anyone's) */
+  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 1);
+  create_topic(strcat(strcpy((char[200]){0}, co.prefix), "orders"), 3);
+  create_topic(strcat(strcpy((char[200]){0}, rp.prefix), "orders"), 1);
+  const env_t *all[] = {&clean, &co, &rp};
+  produce_orders(all, 3, 2500, 31, 0);
+  key_change_ratio = 0;
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", co.dir);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", co.cfg, "--quiet", "--max-idle-ms", "2000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int rc = wait_exit(pid);
+  char *text = wd_it_read_file(log);
+  cr_assert_neq(rc, 0, "a key-changing update in a co-partitioned source was accepted:\n%s", text);
+  cr_assert(strstr(text, "C_SOURCE_KEYING") && strstr(text, "source 'orders'") && strstr(text, "key-changing") &&
+                strstr(text, "repartition: true"),
+            "%s", text);
+  free(text);
+  cr_assert_eq(run_widen(&rp, NULL), 0);
+  json_t *sa = state_rows(&clean), *sb = state_rows(&rp), *ra = rows_by_key(sa), *rb = rows_by_key(sb);
+  cr_assert_gt(json_object_size(ra), 50);
+  cr_assert_eq(json_array_size(sb), json_object_size(rb), "a key is in more than one task");
+  cr_assert(wd_test_json_same(ra, rb), "the repartitioned run's table differs from the single-task run's");
+  json_decref(sa);
+  json_decref(sb);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(rp.out, &ng);
+  cr_assert_gt(nc, 1000);
+  assert_same_changelog(x, y, nc, ng);
+  json_decref(x);
+  json_decref(y);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&co);
+  env_done(&rp);
+}
+
+/* Members with standby replicas started together on a new group: the first to start creates the
+ * state changelog topic, and each one's standby consumer (assign mode) must find its partitions
+ * although the broker's metadata shows a new topic only some milliseconds after CreateTopics
+ * answers (before, both members stopped with E_KAFKA_UNKNOWN_TOPIC "has no partitions"). */
+Test(scale_out, standby_members_start_together, .timeout = 200) {
+  env_t a, b, c;
+  env_init_tasks(&a, "togA", "exactly-once", "per-partition");
+  env_member(&a, &b, "togB", "exactly-once", "per-partition");
+  env_member(&a, &c, "togC", "exactly-once", "per-partition");
+  for (env_t *e = &a; e; e = e == &a ? &b : e == &b ? &c : NULL) {
+    FILE *f = fopen(e->cfg, "a");
+    cr_assert_not_null(f);
+    fputs("  num-standby-replicas: 1\n", f);
+    fclose(f);
+  }
+  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 3);
+  const env_t *one[] = {&a};
+  produce_orders(one, 1, 600, 19, 0);
+  pid_t pa = spawn_widen(&a, NULL, "6000"), pb = spawn_widen(&b, NULL, "6000"), pc = spawn_widen(&c, NULL, "6000");
+  int ra = wait_exit(pa), rb = wait_exit(pb), rc = wait_exit(pc);
+  cr_assert(ra == 0 && rb == 0 && rc == 0, "members started together exited with %d, %d, %d", ra, rb, rc);
+  size_t n = 0;
+  json_t *x = changelog_by_key(a.out, &n);
+  cr_assert_gt(n, 300);
+  json_decref(x);
+  env_done(&a);
+  env_done(&b);
+  env_done(&c);
+}
+
+/* Runs `widen run` on e with its stderr in <e.dir>/<name>.log; returns the exit status and the
+ * log's text in *text (caller frees). */
+static int run_logged(const env_t *e, const char *name, char **text) {
+  char log[400];
+  snprintf(log, sizeof(log), "%s/%s.log", e->dir, name);
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", "2000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int rc = wait_exit(pid);
+  *text = wd_it_read_file(log);
+  return rc;
+}
+
+/* Gives topic `partitions` partitions (the admin API's CreatePartitions). */
+static void grow_topic(const char *topic, int partitions) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  cr_assert_not_null(rk, "%s", errstr);
+  rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)partitions, errstr, sizeof(errstr));
+  cr_assert_not_null(np, "%s", errstr);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+  cr_assert_not_null(ev, "CreatePartitions timed out");
+  size_t n = 0;
+  const rd_kafka_topic_result_t **tr =
+      rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+  cr_assert(n == 1 && rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR, "growing %s", topic);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewPartitions_destroy(np);
+  rd_kafka_destroy(rk);
+}
+
+/* The state's rows are split into tasks by a layout (N, and which sources go through repartition
+ * topics): a source topic that gains partitions with pipeline.partitions kept makes every source
+ * go through a repartition topic, whose tasks hold other keys; so does switching pipeline.tasks.
+ * Before, such a start resumed the old rows as the new tasks (keys in two tasks, +I of present
+ * keys downstream); now it stops with C_TASKS_LAYOUT naming both layouts and what to do. */
+Test(repartition, a_changed_task_layout_is_refused, .timeout = 200) {
+  env_t e;
+  env_init_tasks(&e, "layout", "exactly-once", "per-partition");
+  FILE *f = fopen(e.cfg, "a");
+  cr_assert_not_null(f);
+  fputs("  partitions: 3\n", f);
+  fclose(f);
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  create_topic(topic, 3);
+  const env_t *one[] = {&e};
+  produce_orders(one, 1, 600, 23, 0);
+  char *text = NULL;
+  int rc = run_logged(&e, "first", &text);
+  cr_assert_eq(rc, 0, "%s", text);
+  free(text);
+  grow_topic(topic, 4);
+  produce_orders(one, 1, 900, 23, 600);
+  rc = run_logged(&e, "grown", &text);
+  cr_assert_neq(rc, 0, "a start with another task layout was accepted:\n%s", text);
+  cr_assert(strstr(text, "C_TASKS_LAYOUT") && strstr(text, "\"per-partition 3; orders direct\"") &&
+                strstr(text, "\"per-partition 3; orders repartitioned\""),
+            "%s", text);
+  free(text);
+  write_config(&e, "instance", "exactly-once", "single");
+  rc = run_logged(&e, "single", &text);
+  cr_assert_neq(rc, 0, "a start with pipeline.tasks switched was accepted:\n%s", text);
+  cr_assert(strstr(text, "C_TASKS_LAYOUT") && strstr(text, "\"single\""), "%s", text);
+  free(text);
+  env_done(&e);
+}
+
+/* Counts the records of every partition of topic (assign mode, from the beginning,
+ * read_committed); the first one of partition `part` (if any, and when key is not NULL) is copied
+ * into *key, *klen and *val, *vlen (malloc'd, caller frees). */
+static size_t count_records(const char *topic, int32_t part, char **key, size_t *klen, char **val, size_t *vlen) {
+  wd_kafka_conf_t kc = {0};
+  wd_consumer_t *c = NULL;
+  const char *topics[] = {topic};
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
+  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  static wd_kmsg_t msgs[500];
+  size_t got = 0;
+  for (int idle = 0; idle < 4;) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 500, 500, msgs, &n));
+    idle = n ? 0 : idle + 1;
+    for (size_t i = 0; i < n && key; i++)
+      if (msgs[i].partition == part && !*key) {
+        *key = malloc(msgs[i].key_len + 1);
+        *val = malloc(msgs[i].value_len + 1);
+        memcpy(*key, msgs[i].key, *klen = msgs[i].key_len);
+        memcpy(*val, msgs[i].value, *vlen = msgs[i].value_len);
+      }
+    got += n;
+    wd_kmsg_release(msgs, n); /* before the consumer goes: it waits for its messages */
+  }
+  wd_consumer_destroy(c);
+  wd_kafka_conf_clear(&kc);
+  return got;
+}
+
+/* A well-formed repartition record in a partition its key does not belong to (written with
+ * another partition count, or copied by hand) goes to the dead-letter topic: applied there it
+ * would put its key in a second task (before, it was applied: the key was in two tasks). */
+Test(repartition, a_misplaced_repartition_record_is_dead_lettered, .timeout = 200) {
+  env_t e;
+  const char *saved = yaml_template;
+  char *yrp = wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
+  yaml_template = yrp;
+  env_init_tasks(&e, "misplaced", "exactly-once", "per-partition");
+  yaml_template = saved;
+  free(yrp);
+  char topic[200], rpt[300], dlq[220];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  snprintf(rpt, sizeof(rpt), "%sgroup-orders_t-orders-repartition", e.prefix);
+  snprintf(dlq, sizeof(dlq), "%s.dlq", e.out);
+  create_topic(topic, 3);
+  const env_t *one[] = {&e};
+  produce_orders(one, 1, 600, 29, 0);
+  char *text = NULL;
+  cr_assert_eq(run_logged(&e, "first", &text), 0, "%s", text);
+  free(text);
+  char *key = NULL, *val = NULL;
+  size_t klen = 0, vlen = 0;
+  cr_assert_gt(count_records(rpt, 0, &key, &klen, &val, &vlen), 0);
+  cr_assert_not_null(key, "no record in partition 0 of %s", rpt);
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  cr_assert_null(wd_producer_send_to(p, rpt, 1, key, klen, val, vlen)); /* its key belongs to partition 0 */
+  wd_error_t *err = wd_producer_wait_acked(p, 30000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_producer_destroy(p);
+  free(key);
+  free(val);
+  produce_orders(one, 1, 900, 29, 600);
+  cr_assert_eq(run_logged(&e, "second", &text), 0, "%s", text);
+  free(text);
+  size_t n = count_records(dlq, -1, NULL, NULL, NULL, NULL);
+  cr_assert_eq(n, 1, "%zu dead letters, want the misplaced record", n);
+  json_t *rows = state_rows(&e), *by_key = rows_by_key(rows);
+  cr_assert_eq(json_array_size(rows), json_object_size(by_key), "a key is in more than one task");
+  json_decref(rows);
+  json_decref(by_key);
   env_done(&e);
 }
