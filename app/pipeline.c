@@ -1410,7 +1410,16 @@ static bool producer_only(const char *name) {
 static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, int *txn_timeout_ms) {
   wd_error_t *err = NULL;
   const char *tt = wd_kafka_conf_get(pconf, "transaction.timeout.ms");
-  if (tt) *txn_timeout_ms = atoi(tt);
+  if (tt) {
+    *txn_timeout_ms = atoi(tt);
+  } else {
+    /* 10 s, as Kafka Streams under exactly-once (librdkafka's default is 60 s): the open
+     * transaction of a process killed for good (not restarted with its transactional.id) holds
+     * every read_committed reader of the partitions it wrote to (the other members' repartition
+     * topics and changelog restores, downstream consumers) until the broker aborts it */
+    *txn_timeout_ms = 10000;
+    if ((err = wd_kafka_conf_set(pconf, "transaction.timeout.ms", "10000"))) return err;
+  }
   const char *tid = wd_kafka_conf_get(pconf, "transactional.id");
   if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
   char inst[64] = "";
