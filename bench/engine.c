@@ -35,6 +35,7 @@
 #include "app/generate.h"
 #include "bench/bench_util.h"
 #include "common/buf.h"
+#include "common/hash.h"
 #include "ingest/source.h"
 #include "join/merge.h"
 #include "join/state.h"
@@ -98,12 +99,6 @@ static int pool_add(void *ctx, const uint8_t *key, size_t klen, const uint8_t *v
   return 0;
 }
 
-static uint64_t fnv(const uint8_t *p, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
-
 typedef struct {
   double secs, cpu, p50, p99;
   uint64_t records, batches;
@@ -164,7 +159,7 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
     for (size_t r = s; r < tr->batch_end[b]; r++) {
       const char *k = (const char *)tr->bytes.data + tr->off[r];
       size_t kl = tr->off[r + 1] - tr->off[r];
-      size_t h = fnv((const uint8_t *)k, kl) & (hcap - 1);
+      size_t h = wd_hash_bytes(k, kl, 0) & (hcap - 1);
       bool dup = false;
       while (ht[h] >= 0) {
         if (klens[ht[h]] == kl && !memcmp(keys[ht[h]], k, kl)) {
@@ -192,7 +187,7 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
       }
     }
     for (size_t i = 0; i < m; i++) {
-      size_t pi = fnv((const uint8_t *)keys[i], klens[i]) % pool->n;
+      size_t pi = wd_hash_bytes(keys[i], klens[i], 0) % pool->n;
       rocksdb_writebatch_put_cf(wb, cf, keys[i], klens[i], (const char *)pool->v[pi], pool->len[pi]);
     }
     for (int t = 0; t < 3; t++)

@@ -5,6 +5,7 @@
  * threads do not modify the same value, row or schema at the same time.
  */
 #include "common/types.h"
+#include "common/hash.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -741,48 +742,29 @@ bool wd_value_eq(const wd_type_t *t, const wd_value_t *a, const wd_value_t *b) {
   }
 }
 
-/* A 64-bit finaliser (splitmix64). */
-static uint64_t wd_mix64(uint64_t x) {
-  x += UINT64_C(0x9e3779b97f4a7c15);
-  x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return x ^ (x >> 31);
-}
-
-/* FNV-1a over bytes, finalised. */
-static uint64_t wd_hash_bytes(const void *p, size_t n, uint64_t seed) {
-  const uint8_t *s = p;
-  uint64_t h = UINT64_C(0xcbf29ce484222325) ^ seed;
-  for (size_t i = 0; i < n; i++) {
-    h ^= s[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return wd_mix64(h);
-}
-
 uint64_t wd_value_hash(const wd_type_t *t, const wd_value_t *v) {
   if (v->is_null) return UINT64_C(0x6e756c6c);
   uint64_t h = (uint64_t)t->id * UINT64_C(0x100000001b3);
   switch (t->id) {
     case WD_BOOLEAN:
-      return wd_mix64(h ^ (uint64_t)v->b);
+      return wd_hash_mix64(h ^ (uint64_t)v->b);
     case WD_TINYINT:
     case WD_SMALLINT:
     case WD_INT:
     case WD_BIGINT:
     case WD_DATE:
     case WD_TIME:
-      return wd_mix64(h ^ (uint64_t)v->i);
+      return wd_hash_mix64(h ^ (uint64_t)v->i);
     case WD_FLOAT:
     case WD_DOUBLE:
-      return wd_mix64(h ^ (uint64_t)wd_double_bits(v->f));
+      return wd_hash_mix64(h ^ (uint64_t)wd_double_bits(v->f));
     case WD_DECIMAL: {
       unsigned __int128 u = (unsigned __int128)v->dec;
-      return wd_mix64(wd_mix64(h ^ (uint64_t)u) ^ (uint64_t)(u >> 64));
+      return wd_hash_mix64(wd_hash_mix64(h ^ (uint64_t)u) ^ (uint64_t)(u >> 64));
     }
     case WD_TIMESTAMP:
     case WD_TIMESTAMP_LTZ:
-      return wd_mix64(wd_mix64(h ^ (uint64_t)v->ts.us) ^ (uint64_t)(uint32_t)v->ts.ns);
+      return wd_hash_mix64(wd_hash_mix64(h ^ (uint64_t)v->ts.us) ^ (uint64_t)(uint32_t)v->ts.ns);
     case WD_CHAR:
     case WD_VARCHAR:
     case WD_STRING:
@@ -790,10 +772,10 @@ uint64_t wd_value_hash(const wd_type_t *t, const wd_value_t *v) {
       return wd_hash_bytes(v->s.p, v->s.n, h);
     case WD_ARRAY:
     case WD_ROW:
-      h = wd_mix64(h ^ v->list.n);
+      h = wd_hash_mix64(h ^ v->list.n);
       for (size_t i = 0; i < v->list.n; i++) {
         const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
-        h = wd_mix64(h ^ wd_value_hash(et, &v->list.v[i]));
+        h = wd_hash_mix64(h ^ wd_value_hash(et, &v->list.v[i]));
       }
       return h;
     case WD_MAP: {
@@ -802,9 +784,9 @@ uint64_t wd_value_hash(const wd_type_t *t, const wd_value_t *v) {
       for (size_t i = 0; i < v->map.n; i++) {
         uint64_t hk = wd_value_hash(t->elem, &v->map.k[i]);
         uint64_t hv = wd_value_hash(t->val, &v->map.v[i]);
-        sum += wd_mix64(hk ^ ((hv << 17) | (hv >> 47)));
+        sum += wd_hash_mix64(hk ^ ((hv << 17) | (hv >> 47)));
       }
-      return wd_mix64(h ^ sum ^ v->map.n);
+      return wd_hash_mix64(h ^ sum ^ v->map.n);
     }
   }
   return h;

@@ -5,16 +5,6 @@
 
 #include <string.h>
 
-uint32_t wd_conv_hash(const void *p, size_t n) {
-  const uint8_t *b = p;
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 16777619u;
-  }
-  return h;
-}
-
 static int wd_b64_val(unsigned char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;

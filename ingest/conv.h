@@ -1,7 +1,7 @@
 /*
  * ingest/conv.h — private helpers of the decoders: text and number conversions that do not
  * depend on a JSON library (base64, exact integer/decimal parsing, big-endian decimals, ISO
- * dates/times/timestamps, a string hash). Not part of the public API of ingest/.
+ * dates/times/timestamps). Not part of the public API of ingest/.
  */
 #ifndef WD_INGEST_CONV_H
 #define WD_INGEST_CONV_H
@@ -11,9 +11,6 @@
 #include <stdint.h>
 
 #include "common/types.h"
-
-/* FNV-1a over n bytes. */
-uint32_t wd_conv_hash(const void *p, size_t n);
 
 /* Decodes standard base64 (padding optional, no whitespace) from p[0..n) into out, which must
  * hold n / 4 * 3 + 3 bytes; *outn is the decoded length. 0, or -1 on a bad character/length. */

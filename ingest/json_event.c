@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/json.h"
 #include "ingest/conv.h"
 #include "ingest/json_event.h"
@@ -1232,7 +1233,7 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
       kp = (const char *)x->sc->buf.data;
       kn = (size_t)r;
     }
-    size_t pos = wd_conv_hash(kp, kn) & (src->hcap - 1);
+    size_t pos = (size_t)wd_hash_bytes(kp, kn, 0) & (src->hcap - 1);
     while (src->hash[pos] >= 0) {
       const wd_source_col_t *c = &src->cols[src->hash[pos]];
       if (c->seglen[0] == kn && memcmp(c->seg[0], kp, kn) == 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "ingest/conv.h"
 #include "ingest/format.h"
 
@@ -205,7 +206,7 @@ static int wd_source_rehash(wd_source_t *src) {
   for (size_t i = 0; i < src->ncols; i++) {
     wd_source_col_t *c = &src->cols[i];
     if (c->kind != WD_MAP_IMAGE) continue;
-    size_t pos = wd_conv_hash(c->seg[0], c->seglen[0]) & (cap - 1);
+    size_t pos = (size_t)wd_hash_bytes(c->seg[0], c->seglen[0], 0) & (cap - 1);
     for (;;) {
       if (h[pos] < 0) {
         h[pos] = (int)i;

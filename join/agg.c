@@ -11,6 +11,7 @@
  * Pure functions: no global state; any thread may call them on values it owns.
  */
 #include "join/agg.h"
+#include "common/hash.h"
 #include "common/text.h"
 
 #include <gmp.h>
@@ -224,10 +225,6 @@ static uint64_t agg_hash(const wd_type_t *t, const wd_value_t *v) {
   return v->is_null ? UINT64_C(0x6a09e667f3bcc909) : wd_value_hash(t, v);
 }
 
-static uint64_t agg_mix(uint64_t h, uint64_t x) {
-  h ^= x + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
-  return h;
-}
 
 /* ==== hash set over values or ROW key projections ========================================== */
 
@@ -240,10 +237,10 @@ typedef struct agg_keyspec {
 
 static uint64_t agg_key_hash(const agg_keyspec_t *ks, const wd_value_t *v) {
   if (ks->nidx == 0) return agg_hash(ks->t, v);
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  uint64_t h = ks->nidx;
   for (size_t j = 0; j < ks->nidx; j++) {
     int f = ks->idx[j];
-    h = agg_mix(h, agg_hash(ks->t->fields[f].type, &v->list.v[f]));
+    h = wd_hash_mix64(h ^ agg_hash(ks->t->fields[f].type, &v->list.v[f]));
   }
   return h;
 }
@@ -841,12 +838,6 @@ typedef struct agg_spanset {
   size_t mask;
 } agg_spanset_t;
 
-static uint64_t agg_span_hash(const char *p, size_t n) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * UINT64_C(0x100000001b3);
-  return h;
-}
-
 static void agg_spanset_free(agg_spanset_t *s) {
   free(s->e);
   free(s->h);
@@ -872,7 +863,7 @@ static int agg_spanset_init(agg_spanset_t *s, size_t cap) {
 
 /* Adds the span unless present; returns true when it was added. */
 static bool agg_spanset_add(agg_spanset_t *s, const char *p, size_t n) {
-  uint64_t h = agg_span_hash(p, n);
+  uint64_t h = wd_hash_bytes(p, n, 0);
   size_t i;
   for (i = (size_t)h & s->mask; s->slot[i]; i = (i + 1) & s->mask) {
     size_t e = s->slot[i] - 1;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "join/store.h"
 #include "join/store_impl.h"
 
@@ -32,20 +33,8 @@ typedef struct wd_store_mem {
   wd_mem_table_t meta;
 } wd_store_mem_t;
 
-/* FNV-1a over the key, finished with a 64-bit mixer so the low bits (the slot) are spread. */
-static uint64_t wd_mem_hash(const uint8_t *key, size_t klen) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < klen; i++) {
-    h ^= key[i];
-    h *= 0x100000001b3ULL;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
+/* The slot hash of a key (XXH3, common/hash.h; its low bits are well spread). */
+static uint64_t wd_mem_hash(const uint8_t *key, size_t klen) { return wd_hash_bytes(key, klen, 0); }
 
 /*
  * Finds key in t. Returns the slot index holding it (*found = 1) or the empty slot where it would

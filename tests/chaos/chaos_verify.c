@@ -46,6 +46,7 @@
 
 #include "changelog/changelog.h"
 #include "common/buf.h"
+#include "common/hash.h"
 
 #define CV_MAX_GROUPS 8
 #define CV_MAX_COLS 64
@@ -86,25 +87,19 @@ static int cv_group_add(const char *spec) {
   return 0;
 }
 
-static uint64_t cv_fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
-  return h;
-}
-
 /* Hash of group g's columns of row (NULL = absent = every column null). */
 static uint64_t cv_project(const cv_group_t *g, const json_t *row) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = 0;
   for (size_t c = 0; c < g->ncols; c++) {
     json_t *v = row ? json_object_get(row, g->cols[c]) : NULL;
     char *text = v && !json_is_null(v) ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS) : NULL;
     if (text) {
-      h = cv_fnv(h, "v", 1);
-      h = cv_fnv(h, text, strlen(text));
+      h = wd_hash_bytes("v", 1, h);
+      h = wd_hash_bytes(text, strlen(text), h);
     } else {
-      h = cv_fnv(h, "n", 1);
+      h = wd_hash_bytes("n", 1, h);
     }
-    h = cv_fnv(h, "\x1f", 1);
+    h = wd_hash_bytes("\x1f", 1, h);
     free(text);
   }
   return h;

@@ -9,25 +9,20 @@
 #include <string.h>
 
 #include "app/generate.h"
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
-  const uint8_t *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
-  return h;
-}
+#include "common/hash.h"
 
 /* Hash of every topic, key and value of a run. */
 static uint64_t run_hash(const wd_gen_opts_t *opts, uint64_t *count) {
   wd_gen_t *g = NULL;
   wd_error_t *err = wd_gen_new(opts, &g);
   cr_assert_null(err, "%s", err ? err->message : "");
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = 0;
   wd_gen_msg_t m;
   *count = 0;
   while (wd_gen_next(g, &m)) {
-    h = fnv1a(h, m.topic, strlen(m.topic) + 1);
-    h = fnv1a(h, m.key, m.key_len);
-    h = fnv1a(h, m.value, m.value_len);
+    h = wd_hash_bytes(m.topic, strlen(m.topic) + 1, h);
+    h = wd_hash_bytes(m.key, m.key_len, h);
+    h = wd_hash_bytes(m.value, m.value_len, h);
     (*count)++;
   }
   cr_assert(!wd_gen_failed(g));
