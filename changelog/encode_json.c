@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "changelog/changelog.h"
+#include "common/text.h"
 
 const char *wd_changelog_format_name(wd_changelog_format_t format) {
   switch (format) {
@@ -26,33 +27,6 @@ wd_error_t *wd_changelog_format_parse(const char *text, wd_changelog_format_t *o
   }
   return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
                       "changelog format '%s' is not one of debezium-json, changelog-json", text ? text : "(null)");
-}
-
-/* Length of the valid UTF-8 sequence at s[0..n) (s[0] >= 0x80), or 0. */
-static size_t wd_utf8_len(const uint8_t *s, size_t n) {
-  uint8_t c = s[0];
-  size_t len;
-  uint32_t cp;
-  if (c >= 0xc2 && c <= 0xdf) {
-    len = 2;
-    cp = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    cp = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (n < len) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return len;
 }
 
 /* Appends to out as wd_buf_putc / wd_buf_append do (out->data[out->len] stays 0), without a call
@@ -106,7 +80,7 @@ int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
       continue;
     }
     size_t ulen = 0;
-    if (c >= 0x80 && (ulen = wd_utf8_len(s + i, n - i)) != 0) {
+    if (c >= 0x80 && (ulen = wd_utf8_decode(s + i, n - i, NULL)) != 0) {
       i += ulen;
       continue;
     }

@@ -4,6 +4,7 @@
  * Pure functions: any thread may call them (jansson values are not shared between threads here).
  */
 #include "common/json.h"
+#include "common/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -275,26 +276,6 @@ wd_error_t *wd_value_from_json(const wd_type_t *t, const json_t *j, wd_value_t *
   return err;
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not valid. */
-static size_t wd_utf8_seq(const uint8_t *s, size_t n) {
-  uint8_t c = s[0];
-  size_t len;
-  uint32_t cp;
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
-  else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
-  else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
-  else return 0;
-  if (n < len) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return len;
-}
-
 /*
  * A JSON string of the bytes p[0..n): as is when they are UTF-8, else with each invalid byte
  * replaced by U+FFFD (JSON text must be Unicode). New reference, NULL on no memory.
@@ -305,7 +286,7 @@ static json_t *wd_json_text(const char *p, size_t n) {
   wd_buf_t b = {0};
   int rc = 0;
   for (size_t i = 0; i < n && !rc;) {
-    size_t len = wd_utf8_seq((const uint8_t *)p + i, n - i);
+    size_t len = wd_utf8_decode((const uint8_t *)p + i, n - i, NULL);
     if (len) {
       rc = wd_buf_append(&b, p + i, len);
       i += len;
@@ -322,7 +303,7 @@ static json_t *wd_json_text(const char *p, size_t n) {
 /* True when p[0..n) is valid UTF-8. */
 static bool wd_utf8_valid(const char *p, size_t n) {
   for (size_t i = 0; i < n;) {
-    size_t len = wd_utf8_seq((const uint8_t *)p + i, n - i);
+    size_t len = wd_utf8_decode((const uint8_t *)p + i, n - i, NULL);
     if (!len) return false;
     i += len;
   }

@@ -45,3 +45,68 @@ const char *wd_closest(const char *word, const char *const *cands, size_t n) {
   return best && bestd <= limit ? best : NULL;
 }
 
+
+size_t wd_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
+  uint8_t c = s[0];
+  size_t len;
+  uint32_t v;
+  if (c < 0x80) {
+    len = 1;
+    v = c;
+  } else if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    v = c & 0x1fu;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    v = c & 0x0fu;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    v = c & 0x07u;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    v = (v << 6) | (s[i] & 0x3fu);
+  }
+  if ((len == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (len == 4 && (v < 0x10000 || v > 0x10ffff)))
+    return 0;
+  if (cp) *cp = v;
+  return len;
+}
+
+/* The 6-bit value of base64 character c in mode, or -1. */
+static int wd_b64_val(unsigned char c, wd_base64_mode_t mode) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || (c == '-' && mode == WD_BASE64_LENIENT)) return 62;
+  if (c == '/' || (c == '_' && mode == WD_BASE64_LENIENT)) return 63;
+  return -1;
+}
+
+int wd_base64_decode(const char *p, size_t n, wd_base64_mode_t mode, uint8_t *out, size_t *outn) {
+  size_t pad = 0;
+  while (n > 0 && p[n - 1] == '=' && (mode == WD_BASE64_LENIENT || pad < 2)) {
+    n--;
+    pad++;
+  }
+  if (mode == WD_BASE64_STRICT && pad && (n + pad) % 4 != 0) return -1;
+  if (n % 4 == 1) return -1;
+  size_t o = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    int v = wd_b64_val((unsigned char)p[i], mode);
+    if (v < 0) return -1;
+    acc = ((acc << 6) | (uint32_t)v) & 0xffffffu; /* at most 14 bits are pending */
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (uint8_t)(acc >> bits);
+    }
+  }
+  *outn = o;
+  return 0;
+}

@@ -6,6 +6,7 @@
  */
 #include "common/types.h"
 #include "common/hash.h"
+#include "common/text.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -802,25 +803,30 @@ wd_i128 wd_pow10(int n) {
   return r;
 }
 
-/* Appends the decimal text of the unscaled value dec at scale s ("-12.30"). */
-static int wd_decimal_put(wd_i128 dec, int s, wd_buf_t *out) {
-  char digits[48];
+size_t wd_decimal_text(wd_i128 v, int s, char *buf) {
+  char digits[40];
   int n = 0;
-  bool neg = dec < 0;
-  unsigned __int128 u = neg ? (unsigned __int128)0 - (unsigned __int128)dec : (unsigned __int128)dec;
+  bool neg = v < 0;
+  unsigned __int128 u = neg ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
   do {
     digits[n++] = (char)('0' + (int)(u % 10));
     u /= 10;
   } while (u);
-  while (n <= s) digits[n++] = '0'; /* at least one integer digit */
-  char text[64];
+  while (n <= s && n < (int)sizeof(digits)) digits[n++] = '0'; /* at least one integer digit */
   size_t len = 0;
-  if (neg) text[len++] = '-';
+  if (neg) buf[len++] = '-';
   for (int i = n - 1; i >= 0; i--) {
-    if (i == s - 1) text[len++] = '.';
-    text[len++] = digits[i];
+    if (i == s - 1) buf[len++] = '.';
+    buf[len++] = digits[i];
   }
-  return wd_buf_append(out, text, len);
+  buf[len] = 0;
+  return len;
+}
+
+/* Appends the decimal text of the unscaled value dec at scale s ("-12.30"). */
+static int wd_decimal_put(wd_i128 dec, int s, wd_buf_t *out) {
+  char text[WD_DECIMAL_TEXT_MAX];
+  return wd_buf_append(out, text, wd_decimal_text(dec, s, text));
 }
 
 /*
@@ -925,41 +931,17 @@ static int wd_base64_put(const uint8_t *p, size_t n, wd_buf_t *out) {
   return 0;
 }
 
-static int wd_b64_val(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
-  return -1;
-}
-
 /*
  * Decodes base64 text (standard or URL alphabet, padding optional) into a new value v.
  * Returns 0, -1 on bad text, -2 on no memory.
  */
 static int wd_base64_parse(const char *s, size_t n, wd_value_t *v) {
-  while (n && s[n - 1] == '=') n--;
-  if (n % 4 == 1) return -1;
-  size_t cap = n / 4 * 3 + 3;
-  uint8_t *buf = malloc(cap + 1);
+  uint8_t *buf = malloc(n / 4 * 3 + 4);
   if (!buf) return -2;
-  size_t len = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; i++) {
-    int d = wd_b64_val(s[i]);
-    if (d < 0) {
-      free(buf);
-      return -1;
-    }
-    acc = (acc << 6) | (uint32_t)d;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      buf[len++] = (uint8_t)(acc >> bits);
-      acc &= (1u << bits) - 1;
-    }
+  size_t len;
+  if (wd_base64_decode(s, n, WD_BASE64_LENIENT, buf, &len)) {
+    free(buf);
+    return -1;
   }
   buf[len] = 0;
   memset(v, 0, sizeof(*v));
@@ -981,8 +963,8 @@ static void wd_civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
   *y = yoe + era * 400 + (*m <= 2);
 }
 
-/* Days since 1970-01-01 of a civil date. */
-static int64_t wd_days_from_civil(int64_t y, int m, int d) {
+/* see types.h */
+int64_t wd_days_from_civil(int64_t y, int m, int d) {
   y -= m <= 2;
   int64_t era = (y >= 0 ? y : y - 399) / 400;
   int64_t yoe = y - era * 400;
@@ -991,7 +973,7 @@ static int64_t wd_days_from_civil(int64_t y, int m, int d) {
   return era * 146097 + doe - 719468;
 }
 
-static int wd_days_in_month(int64_t y, int m) {
+int wd_days_in_month(int64_t y, int m) {
   static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
   return dm[m - 1];
@@ -1043,9 +1025,6 @@ static int wd_time_put(int64_t ns_of_day, int digits, wd_buf_t *out) {
   }
   return rc ? -1 : 0;
 }
-
-/* Floor division and modulo for int64. */
-static int64_t wd_floordiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
 /* Shortest "%.{n}g" text of d that reads back exactly (as a float when as_float). */
 static int wd_float_put(double d, bool as_float, wd_buf_t *out) {

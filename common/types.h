@@ -163,8 +163,26 @@ wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, 
  * HALF_UP when more fraction digits are given; error "E_TYPE" on junk, "E_ARITH_OVERFLOW" when
  * the value does not fit precision p. */
 wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *out);
-/* 10^n for 0 <= n <= 38. */
+/* 10^n for 0 <= n <= 38 (n > 38 gives 10^38). */
 wd_i128 wd_pow10(int n);
+/* Bytes wd_decimal_text needs: 39 digits, a sign, a point and the NUL, rounded up. */
+#define WD_DECIMAL_TEXT_MAX 48
+/* Writes the unscaled decimal v at scale s (0..38) as text into buf (WD_DECIMAL_TEXT_MAX bytes):
+ * an optional '-', at least one integer digit, and exactly s fraction digits after a '.' when
+ * s > 0 ("-12.30", "0.05", "7"); NUL-terminated. Returns the length. The text of spec §12.2. */
+size_t wd_decimal_text(wd_i128 v, int s, char *buf);
+
+/* ---- calendar and integer helpers ----------------------------------------------------- */
+
+/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (m 1..12, d 1..31; not checked
+ * against the month's length), by H. Hinnant's days_from_civil
+ * (https://howardhinnant.github.io/date_algorithms.html). Any int64 year whose result fits. */
+int64_t wd_days_from_civil(int64_t y, int m, int d);
+/* Number of days of month m (1..12) of year y in the proleptic Gregorian calendar. */
+int wd_days_in_month(int64_t y, int m);
+/* Floor division and modulo (rounding toward negative infinity) for b > 0. */
+static inline int64_t wd_floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static inline int64_t wd_floormod(int64_t a, int64_t b) { return a - wd_floordiv(a, b) * b; }
 
 /* ---- schemas and rows ----------------------------------------------------------------- */
 

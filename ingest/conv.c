@@ -5,40 +5,6 @@
 
 #include <string.h>
 
-static int wd_b64_val(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-int wd_conv_base64_decode(const char *p, size_t n, uint8_t *out, size_t *outn) {
-  size_t pad = 0;
-  while (n > 0 && p[n - 1] == '=' && pad < 2) {
-    n--;
-    pad++;
-  }
-  if (pad && (n + pad) % 4 != 0) return -1;
-  if (n % 4 == 1) return -1;
-  size_t o = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; i++) {
-    int v = wd_b64_val((unsigned char)p[i]);
-    if (v < 0) return -1;
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (uint8_t)(acc >> bits);
-    }
-  }
-  *outn = o;
-  return 0;
-}
-
 bool wd_conv_is_json_number(const char *p, size_t n) {
   size_t i = 0;
   if (i < n && p[i] == '-') i++;
@@ -139,19 +105,13 @@ int wd_conv_be_to_i128(const uint8_t *b, size_t n, wd_i128 *out) {
 
 static const wd_i128 wd_i128_max = (wd_i128)(~(unsigned __int128)0 >> 1);
 
-static wd_i128 wd_conv_pow10(int n) {
-  wd_i128 r = 1;
-  while (n-- > 0) r *= 10;
-  return r;
-}
-
 int wd_conv_rescale(wd_i128 v, int from, int to, wd_i128 *out) {
   if (from == to) {
     *out = v;
     return 0;
   }
   if (to > from) {
-    wd_i128 m = wd_conv_pow10(to - from);
+    wd_i128 m = wd_pow10(to - from);
     if (v > wd_i128_max / m || v < -(wd_i128_max / m)) return -1;
     *out = v * m;
     return 0;
@@ -160,42 +120,12 @@ int wd_conv_rescale(wd_i128 v, int from, int to, wd_i128 *out) {
     *out = 0;
     return 0;
   }
-  wd_i128 d = wd_conv_pow10(from - to);
+  wd_i128 d = wd_pow10(from - to);
   wd_i128 q = v / d, r = v % d;
   if (r < 0) r = -r;
   if (r >= d - r) q += v < 0 ? -1 : 1; /* HALF_UP: away from zero on ties */
   *out = q;
   return 0;
-}
-
-size_t wd_conv_decimal_text(wd_i128 v, int scale, char *buf) {
-  char tmp[48];
-  size_t n = 0;
-  bool neg = v < 0;
-  unsigned __int128 u = neg ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
-  do {
-    tmp[n++] = (char)('0' + (int)(u % 10));
-    u /= 10;
-  } while (u);
-  while ((int)n <= scale) tmp[n++] = '0';
-  size_t o = 0;
-  if (neg) buf[o++] = '-';
-  for (size_t i = n; i-- > 0;) {
-    buf[o++] = tmp[i];
-    if (scale > 0 && i == (size_t)scale) buf[o++] = '.';
-  }
-  buf[o] = 0;
-  return o;
-}
-
-int64_t wd_conv_days_from_civil(int64_t y, int m, int d) {
-  /* Howard Hinnant's days_from_civil */
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 static int wd_digits(const char *p, size_t n, size_t at, size_t count, int *out) {
@@ -210,12 +140,6 @@ static int wd_digits(const char *p, size_t n, size_t at, size_t count, int *out)
   return 0;
 }
 
-static int wd_days_in_month(int y, int m) {
-  static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return 29;
-  return dim[m - 1];
-}
-
 /* Parses "YYYY-MM-DD" at p[0..10). */
 static int wd_parse_ymd(const char *p, size_t n, int64_t *days) {
   int y, m, d;
@@ -223,7 +147,7 @@ static int wd_parse_ymd(const char *p, size_t n, int64_t *days) {
       wd_digits(p, n, 8, 2, &d))
     return -1;
   if (m < 1 || m > 12 || d < 1 || d > wd_days_in_month(y, m)) return -1;
-  *days = wd_conv_days_from_civil(y, m, d);
+  *days = wd_days_from_civil(y, m, d);
   return 0;
 }
 

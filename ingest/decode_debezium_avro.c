@@ -1087,7 +1087,7 @@ static void wd_av_ts_truncate(int p, int64_t *us, int32_t *ns) {
   *ns = 0;
   int64_t q = 1;
   for (int i = p; i < 6; i++) q *= 10;
-  *us = wd_conv_floordiv(*us, q) * q;
+  *us = wd_floordiv(*us, q) * q;
 }
 
 static wd_error_t *wd_av_check_precision(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n,
@@ -1095,7 +1095,7 @@ static wd_error_t *wd_av_check_precision(const wd_avx_t *x, const wd_avf_t *f, c
   wd_i128 a = u < 0 ? -u : u;
   if (a >= wd_pow10(t->precision)) {
     char buf[48];
-    wd_conv_decimal_text(u, t->scale, buf);
+    wd_decimal_text(u, t->scale, buf);
     return wd_av_type_error(x, f, n, "%s does not fit DECIMAL(%d,%d)", buf, t->precision, t->scale);
   }
   return NULL;
@@ -1165,11 +1165,11 @@ static wd_error_t *wd_av_decimal_into(wd_avx_t *x, const wd_avf_t *f, const wd_a
   case WD_BIGINT: {
     wd_i128 r;
     if (wd_conv_rescale(u, scale, 0, &r) || (scale > 0 && r * wd_pow10(scale) != u)) {
-      wd_conv_decimal_text(u, scale, buf);
+      wd_decimal_text(u, scale, buf);
       return wd_av_type_error(x, f, n, "%s is not an integer", buf);
     }
     if (r < wd_type_int_min(t) || r > wd_type_int_max(t)) {
-      wd_conv_decimal_text(u, scale, buf);
+      wd_decimal_text(u, scale, buf);
       return wd_av_type_error(x, f, n, "%s is out of range", buf);
     }
     out->i = (int64_t)r;
@@ -1177,14 +1177,14 @@ static wd_error_t *wd_av_decimal_into(wd_avx_t *x, const wd_avf_t *f, const wd_a
   }
   case WD_FLOAT:
   case WD_DOUBLE:
-    wd_conv_decimal_text(u, scale, buf);
+    wd_decimal_text(u, scale, buf);
     out->f = strtod(buf, NULL);
     if (t->id == WD_FLOAT) out->f = (float)out->f;
     break;
   case WD_CHAR:
   case WD_VARCHAR:
   case WD_STRING: {
-    size_t len = wd_conv_decimal_text(u, scale, buf);
+    size_t len = wd_decimal_text(u, scale, buf);
     return wd_av_set_bytes(out, buf, len);
   }
   default: return wd_av_type_error(x, f, n, "a decimal cannot go into this type");

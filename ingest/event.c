@@ -85,7 +85,7 @@ wd_error_t *wd_event_kafka_value(const wd_source_t *src, const wd_schema_t *sche
     if (p < 6) {
       int64_t q = 1;
       for (int i = p; i < 6; i++) q *= 10;
-      us -= wd_conv_floormod(us, q);
+      us -= wd_floormod(us, q);
     }
     v->ts.us = us;
     v->ts.ns = 0;

@@ -30,6 +30,7 @@
 
 #include "common/hash.h"
 #include "common/json.h"
+#include "common/text.h"
 #include "ingest/conv.h"
 #include "ingest/json_event.h"
 #include "ingest/source.h"
@@ -531,7 +532,7 @@ static wd_error_t *wd_read_b64_decimal(wd_dbz_t *x, const wd_fld_t *f, int tok, 
   wd_error_t *err = NULL;
   size_t bn = 0;
   if (!bytes) return wd_error_nomem();
-  if (wd_conv_base64_decode(p, n, bytes, &bn)) {
+  if (wd_base64_decode(p, n, WD_BASE64_STRICT, bytes, &bn)) {
     err = wd_type_error(x, f, tok, "not base64 (Debezium decimal bytes)");
     goto cleanup;
   }
@@ -625,8 +626,7 @@ static wd_error_t *wd_to_integer(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_typ
     int scale;
     if ((err = wd_read_bytes_decimal(x, f, tok, 0, true, &is_dec, &u, &scale))) return err;
     if (is_dec) {
-      wd_i128 p10 = 1;
-      for (int i = 0; i < scale; i++) p10 *= 10;
+      wd_i128 p10 = wd_pow10(scale);
       if (u % p10 != 0) return wd_type_error(x, f, tok, "not an integer (decimal with scale %d)", scale);
       u /= p10;
       if (u < INT64_MIN || u > INT64_MAX) return wd_type_error(x, f, tok, "out of range");
@@ -666,7 +666,7 @@ static wd_error_t *wd_to_float(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_
     int scale;
     if ((err = wd_read_bytes_decimal(x, f, tok, 0, true, &is_dec, &u, &scale))) return err;
     if (is_dec) {
-      n = wd_conv_decimal_text(u, scale, dtext);
+      n = wd_decimal_text(u, scale, dtext);
       p = dtext;
     } else {
       if (k->type != JSMN_STRING) return wd_type_error(x, f, tok, "an object is not a number");
@@ -744,12 +744,6 @@ static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_typ
 
 /* ---- temporal ------------------------------------------------------------------------------- */
 
-static int64_t wd_p10_64(int n) {
-  int64_t r = 1;
-  while (n-- > 0) r *= 10;
-  return r;
-}
-
 /* The unit of an integer TIME/TIMESTAMP value: schema name first, then a path suffix, then
  * the source option, then the precision rule. */
 static wd_time_unit_t wd_int_unit(wd_dbz_t *x, wd_fld_t *f, const wd_type_t *t, wd_time_unit_t opt, bool *days) {
@@ -821,7 +815,7 @@ static wd_error_t *wd_to_time(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
     return wd_type_error(x, f, tok, "expected an integer or \"hh:mm:ss\"");
   }
   int p = t->precision < 0 ? 0 : t->precision > 9 ? 9 : t->precision;
-  *out = ns - ns % wd_p10_64(9 - p);
+  *out = ns - ns % (int64_t)wd_pow10(9 - p);
   return NULL;
 }
 
@@ -830,11 +824,11 @@ static void wd_ts_truncate(int p, int64_t *us, int32_t *ns) {
   if (p < 0) p = 0;
   if (p >= 9) return;
   if (p > 6) {
-    *ns -= (int32_t)(*ns % wd_p10_64(9 - p));
+    *ns -= (int32_t)(*ns % (int64_t)wd_pow10(9 - p));
     return;
   }
   *ns = 0;
-  *us -= wd_conv_floormod(*us, wd_p10_64(6 - p));
+  *us -= wd_floormod(*us, (int64_t)wd_pow10(6 - p));
 }
 
 static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *us,
@@ -857,8 +851,8 @@ static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_t
     } else if (u == WD_UNIT_MICROS) {
       *us = v;
     } else {
-      *us = wd_conv_floordiv(v, 1000);
-      *ns = (int32_t)wd_conv_floormod(v, 1000);
+      *us = wd_floordiv(v, 1000);
+      *ns = (int32_t)wd_floormod(v, 1000);
     }
   } else if (d->t[tok].type == JSMN_STRING) {
     const char *p;
@@ -1019,7 +1013,7 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
     char *b = malloc(n / 4 * 3 + 4);
     size_t bn;
     if (!b) return wd_error_nomem();
-    if (wd_conv_base64_decode(p, n, (uint8_t *)b, &bn)) {
+    if (wd_base64_decode(p, n, WD_BASE64_STRICT, (uint8_t *)b, &bn)) {
       free(b);
       return wd_type_error(x, f, tok, "not base64");
     }

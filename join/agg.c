@@ -524,12 +524,6 @@ static wd_error_t *agg_dec_result(const wd_agg_spec_t *spec, const mpz_t z, cons
   return NULL;
 }
 
-static wd_i128 agg_pow10(int n) {
-  wd_i128 r = 1;
-  for (int i = 0; i < n; i++) r *= 10;
-  return r;
-}
-
 /* Rounds a float computation to binary32: FLOAT columns hold binary32 values (types.h). Doing
  * one +, -, * or / in double and rounding once gives the binary32 IEEE result. */
 static double agg_round_float(const wd_type_t *t, double x) { return t->id == WD_FLOAT ? (double)(float)x : x; }
@@ -568,7 +562,7 @@ static wd_error_t *agg_sum(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_
     return wd_error_new(WD_ERR_INTERNAL, NULL, "sum on a non-numeric column %s", agg_col(spec));
   {
     wd_i128 a = acc->is_null ? 0 : acc->dec, r;
-    wd_i128 lim = agg_pow10(t->precision);
+    wd_i128 lim = wd_pow10(t->precision);
     bool ovf = retract ? __builtin_sub_overflow(a, in->dec, &r) : __builtin_add_overflow(a, in->dec, &r);
     if (!ovf && r < lim && r > -lim) {
       acc->is_null = false;
@@ -730,39 +724,9 @@ static wd_error_t *agg_first(const wd_agg_spec_t *spec, wd_value_t *acc, const w
 /* Decodes one code point at p[*i] (strict UTF-8: no overlongs, no surrogates, <= U+10FFFF);
  * an invalid byte decodes as U+FFFD and advances by one, as Java's decoder replaces it. */
 static uint32_t agg_utf8_next(const uint8_t *p, size_t n, size_t *i) {
-  uint8_t c = p[*i];
   uint32_t cp;
-  size_t len;
-  if (c < 0x80) {
-    (*i)++;
-    return c;
-  }
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-    cp = c & 0x1Fu;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    cp = c & 0x0Fu;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    cp = c & 0x07u;
-  } else {
-    (*i)++;
-    return 0xFFFD;
-  }
-  if (*i + len > n) {
-    (*i)++;
-    return 0xFFFD;
-  }
-  for (size_t k = 1; k < len; k++) {
-    uint8_t cc = p[*i + k];
-    if ((cc & 0xC0) != 0x80) {
-      (*i)++;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (cc & 0x3Fu);
-  }
-  if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+  size_t len = wd_utf8_decode(p + *i, n - *i, &cp);
+  if (!len) {
     (*i)++;
     return 0xFFFD;
   }
