@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "app/commands.h"
+#include "common/clock.h"
 #include "app/config.h"
 #include "app/history.h"
 #include "app/netchange.h"
@@ -247,12 +248,6 @@ static int print_row(void *ctx, const wd_row_t *row) {
   return 0;
 }
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int wd_cmd_changes(int argc, char **argv) {
   static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                            {"from", required_argument, NULL, 'f'},
@@ -347,10 +342,10 @@ int wd_cmd_changes(int argc, char **argv) {
     if ((err = wd_consumer_new(&kc, &topic, 1, changes_on_assign, &ws, &cons))) goto done;
     if (!(msgs = calloc(500, sizeof(*msgs)))) goto nomem;
     size_t left = ws.n;
-    int64_t last_data = mono_ms();
+    int64_t last_data = wd_mono_ms();
     while (left) {
       if ((err = wd_consumer_poll_batch(cons, 500, 200, msgs, &nmsgs))) goto done;
-      if (nmsgs) last_data = mono_ms();
+      if (nmsgs) last_data = wd_mono_ms();
       for (size_t i = 0; i < nmsgs && !err; i++) {
         want_t *w = NULL;
         for (size_t k = 0; k < ws.n && !w; k++)
@@ -381,7 +376,7 @@ int wd_cmd_changes(int argc, char **argv) {
       wd_kmsg_release(msgs, nmsgs);
       nmsgs = 0;
       if (err) goto done;
-      if (left && mono_ms() - last_data > 30000) {
+      if (left && wd_mono_ms() - last_data > 30000) {
         err = wd_error_new(WD_ERR_KAFKA, "E_CHANGES_TIMEOUT",
                            "no records of %s for 30 s while %zu partition range(s) named by the history are not read "
                            "to their end (deleted by retention?)",

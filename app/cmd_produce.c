@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "app/commands.h"
+#include "common/clock.h"
 #include "app/generate.h"
 #include "common/kafka_conf.h"
 #include "common/log.h"
@@ -69,16 +70,10 @@ static void usage(FILE *f) {
           "  -h, --help           this help\n");
 }
 
-static double wd_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Sleeps until `sent` records fit the rate limit (no-op when rate <= 0). */
 static void wd_produce_throttle(double rate, double t0, uint64_t sent) {
   if (rate <= 0) return;
-  double due = t0 + (double)sent / rate, now = wd_now_s();
+  double due = t0 + (double)sent / rate, now = wd_mono_s();
   if (due <= now) return;
   double d = due - now;
   struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
@@ -178,7 +173,7 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
   size_t cap = 0;
   uint64_t lineno = 0, nokey = 0;
   wd_error_t *err = NULL;
-  double t0 = wd_now_s();
+  double t0 = wd_mono_s();
   bool is_stdin = strcmp(a->file, "-") == 0;
   if (!(f = is_stdin ? stdin : fopen(a->file, "r"))) {
     fprintf(stderr, "widen produce: %s: %s\n", a->file, strerror(errno));
@@ -269,7 +264,7 @@ static int wd_produce_generate(const wd_produce_args_t *a, wd_producer_t *prod, 
     fprintf(stderr, "widen produce: %s\n", err->message);
     goto cleanup;
   }
-  double t0 = wd_now_s();
+  double t0 = wd_mono_s();
   wd_gen_msg_t m;
   while (!wd_produce_stop && wd_gen_next(g, &m)) {
     wd_produce_throttle(a->rate, t0, *nsent);
@@ -427,10 +422,10 @@ int wd_cmd_produce(int argc, char **argv) {
   sigaction(SIGTERM, &sa, &old_term);
   handlers = true;
 
-  double t0 = wd_now_s();
+  double t0 = wd_mono_s();
   int sent_rc = a.generate ? wd_produce_generate(&a, prod, &nsent) : wd_produce_file(&a, prod, &nsent);
   err = wd_producer_wait_acked(prod, a.timeout_ms);
-  double dt = wd_now_s() - t0;
+  double dt = wd_mono_s() - t0;
   wd_producer_stats_t st;
   wd_producer_stats(prod, &st);
   printf("produced %" PRIu64 " messages, %" PRIu64 " bytes in %.3f s (%.0f msg/s, %.2f MB/s); acknowledged %" PRIu64

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "app/commands.h"
+#include "common/clock.h"
 #include "app/config.h"
 #include "app/interleaving.h"
 #include "app/fingerprint.h"
@@ -27,12 +28,6 @@ static wd_pipeline_t *running;
 static void on_signal(int sig) {
   (void)sig;
   if (running) wd_pipeline_stop(running);
-}
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Parses "beginning" (or "earliest", Kafka's word) or a timestamp: ms since the epoch, or "YYYY-MM-DD[THH:MM[:SS]]" (UTC). */
@@ -124,10 +119,10 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
     wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> %s (dead letters: %s), state %s", cfg->table.name,
            cfg->sources.n, cfg->sink.topic, cfg->sink.dead_letter_topic,
            opts->state_dir ? opts->state_dir : cfg->state.dir);
-  double t0 = mono_s();
+  double t0 = wd_mono_s();
   err = wd_pipeline_run(p);
   running = NULL;
-  wd_pipeline_print_summary(p, stderr, mono_s() - t0);
+  wd_pipeline_print_summary(p, stderr, wd_mono_s() - t0);
   if (opts->replay) {
     wd_pipeline_stats_t ps;
     wd_pipeline_get_stats(p, &ps);

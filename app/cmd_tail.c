@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "app/commands.h"
+#include "common/clock.h"
 #include "changelog/changelog.h"
 #include "common/buf.h"
 #include "common/kafka_conf.h"
@@ -56,12 +57,6 @@ static void usage(FILE *f) {
           "  --group G            consume in consumer group G\n"
           "  -X, --property K=V   librdkafka consumer property (repeatable)\n"
           "  -h, --help           this help\n");
-}
-
-static int64_t wd_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int64_t wd_tail_on_assign(void *ctx, const char *topic, int32_t partition) {
@@ -299,17 +294,17 @@ int wd_cmd_tail(int argc, char **argv) {
 
   long long printed = 0;
   int undecodable = 0;
-  int64_t last_data = wd_now_ms();
+  int64_t last_data = wd_mono_ms();
   bool done = false;
   while (!done && !wd_tail_stop) {
     int wait = 200;
     if (timeout_ms >= 0) {
-      int64_t left = last_data + timeout_ms - wd_now_ms();
+      int64_t left = last_data + timeout_ms - wd_mono_ms();
       if (left <= 0) break;
       if (left < wait) wait = (int)left;
     }
     if ((err = wd_consumer_poll_batch(c, WD_TAIL_BATCH, wait, msgs, &nmsgs))) goto cleanup;
-    if (nmsgs) last_data = wd_now_ms();
+    if (nmsgs) last_data = wd_mono_ms();
     for (size_t i = 0; i < nmsgs && !done; i++) {
       const wd_kmsg_t *m = &msgs[i];
       int dl = 0;

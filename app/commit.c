@@ -2,6 +2,7 @@
  * app/commit.c — the commit coordinator (see commit.h and docs/exactly-once.md).
  */
 #include "app/commit.h"
+#include "common/clock.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -85,17 +86,6 @@ struct wd_commit {
   long fault_left;
 };
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /* The fault hook (docs/exactly-once.md): whether the configured point is reached for the n-th
  * time now; fault_kill then kills the process. */
 static bool fault_due(wd_commit_t *c, const char *point) {
@@ -176,7 +166,7 @@ static void keep_cb_error(wd_commit_t *c, wd_error_t *err) {
 static void serve(wd_commit_t *c, int ms) {
   if (c->in_callback || !c->conf.group) {
     wd_producer_poll(c->prod);
-    sleep_ms(ms);
+    wd_sleep_ms(ms);
     return;
   }
   if (!c->paused) {
@@ -512,7 +502,7 @@ static wd_error_t *restore_tasks(wd_commit_t *c, const uint32_t *tasks, const in
   double *took = calloc(ntasks ? ntasks : 1, sizeof(*took)); /* s until the task reached its end */
   wd_restore_ctx_t rctx = {ntasks, tasks, from};
   const char *topics[] = {c->conf.changelog_topic};
-  double t0 = mono_s(), last_progress = t0;
+  double t0 = wd_mono_s(), last_progress = t0;
   if (!b || !msgs || !end || !records || !took) {
     err = wd_error_nomem();
     goto done;
@@ -525,7 +515,7 @@ static wd_error_t *restore_tasks(wd_commit_t *c, const uint32_t *tasks, const in
       if (ends[i].partition == (int32_t)tasks[t]) end[t] = ends[i].offset;
     if (from[t] > 0 && from[t] >= end[t]) end[t] = 0; /* the standby copy is at the end already */
     if (end[t] > 0) left++;
-    else took[t] = mono_s() - t0;
+    else took[t] = wd_mono_s() - t0;
   }
   while (left) {
     size_t n = 0;
@@ -545,7 +535,7 @@ static wd_error_t *restore_tasks(wd_commit_t *c, const uint32_t *tasks, const in
       records[t]++;
     }
     wd_kmsg_release(msgs, n);
-    if (n) last_progress = mono_s();
+    if (n) last_progress = wd_mono_s();
     if (nb >= 5000 || (n == 0 && nb)) {
       if ((err = wd_store_write(c->store, b))) goto done;
       wd_store_batch_clear(b);
@@ -560,9 +550,9 @@ static wd_error_t *restore_tasks(wd_commit_t *c, const uint32_t *tasks, const in
       for (size_t i = 0; i < npos && !reached; i++)
         if (pos[i].partition == (int32_t)tasks[t] && pos[i].offset >= end[t]) reached = true;
       if (!reached || nb) left++;
-      else if (took[t] == 0) took[t] = mono_s() - t0;
+      else if (took[t] == 0) took[t] = wd_mono_s() - t0;
     }
-    if (left && mono_s() - last_progress > 60.0) {
+    if (left && wd_mono_s() - last_progress > 60.0) {
       err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring %zu task(s) from %s: no progress for 60 s", ntasks,
                          c->conf.changelog_topic);
       goto done;
@@ -853,7 +843,7 @@ bool wd_commit_batch_invalid(const wd_commit_t *c) { return c->batch_invalid; }
 wd_error_t *wd_commit_begin(wd_commit_t *c) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
-    c->opened = mono_s();
+    c->opened = wd_mono_s();
   }
   if (!c->conf.exactly_once || c->txn_begun) return NULL;
   fault_point(c, "before-begin");
@@ -866,7 +856,7 @@ wd_error_t *wd_commit_begin(wd_commit_t *c) {
 int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
-    c->opened = mono_s();
+    c->opened = wd_mono_s();
   }
   c->records++;
   for (size_t i = 0; i < c->nin; i++)
@@ -894,7 +884,7 @@ bool wd_commit_pending(const wd_commit_t *c) { return c->phase != WD_PHASE_IDLE;
 bool wd_commit_due(const wd_commit_t *c) {
   if (c->phase == WD_PHASE_IDLE) return false;
   if (c->conf.max_records && c->records >= c->conf.max_records) return true;
-  return (mono_s() - c->opened) * 1000.0 >= (double)c->conf.interval_ms;
+  return (wd_mono_s() - c->opened) * 1000.0 >= (double)c->conf.interval_ms;
 }
 
 static void reset_open(wd_commit_t *c) {
@@ -909,7 +899,7 @@ static void reset_open(wd_commit_t *c) {
 
 /* The group commit of at-least-once (monitoring only), at most once a second unless now. */
 static void group_commit(wd_commit_t *c, bool now) {
-  double t = mono_s();
+  double t = wd_mono_s();
   if (!c->conf.group || !c->ngc || (!now && t - c->last_gc < 1.0)) return;
   wd_error_t *err = wd_consumer_commit(c->cons, c->gc, c->ngc);
   if (err) {
@@ -1034,7 +1024,7 @@ static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *abo
  * rebalance callback while it waited). */
 static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted) {
   wd_error_t *err = NULL;
-  double deadline = mono_s() + c->conf.txn_timeout_ms / 1000.0;
+  double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
   if (fault_due(c, "during-commit")) {
     /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
     wd_error_destroy(wd_producer_txn_commit(c->prod, 1));
@@ -1055,7 +1045,7 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
       wd_error_destroy(err);
       return e;
     }
-    if (mono_s() > deadline) break;
+    if (wd_mono_s() > deadline) break;
     if (!told) {
       wd_log(WD_LOG_WARN, "commit", "waiting to commit the transaction: %s", err->message);
       told = true;
@@ -1111,7 +1101,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
     case WD_PHASE_IDLE: break;
     case WD_PHASE_OPEN: {
       /* the commit's state: every dirty row once, the offsets, the commit number */
-      c->t0 = mono_s();
+      c->t0 = wd_mono_s();
       if ((err = wd_state_snapshot(c->state, c->b, &c->snap))) break;
       c->snapped = true;
       for (size_t i = 0; i < c->nin; i++)
@@ -1217,7 +1207,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         for (size_t i = 0; i < c->nin; i++) note_gc(c, &c->in[i]);
       note_restored(c);
       wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %" PRIu64 " records, %zu partitions, %.1f ms", c->number,
-             c->records, c->nin, (mono_s() - c->t0) * 1000.0);
+             c->records, c->nin, (wd_mono_s() - c->t0) * 1000.0);
       reset_open(c);
       if (c->conf.hooks.committed) c->conf.hooks.committed(c->conf.hooks.ctx, c->number);
       /* at once when stopping or in a rebalance (in_callback): the next owner of a stateless
@@ -1247,7 +1237,7 @@ void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char 
 int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
-    c->opened = mono_s();
+    c->opened = wd_mono_s();
   }
   c->records++;
   for (size_t i = 0; i < c->ngin; i++)

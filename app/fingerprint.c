@@ -3,6 +3,7 @@
  * (see fingerprint.h).
  */
 #include "app/fingerprint.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -445,12 +446,6 @@ typedef struct {
   size_t rows;
 } emitter_t;
 
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int emit_row(void *ctx, const wd_row_t *row) {
   emitter_t *e = ctx;
   const wd_config_t *cfg = e->cfg;
@@ -463,7 +458,7 @@ static int emit_row(void *ctx, const wd_row_t *row) {
   }
   wd_buf_reset(&e->k);
   wd_buf_reset(&e->v);
-  int64_t ts = wall_ms();
+  int64_t ts = wd_wall_ms();
   if (dbz)
     e->err = wd_changelog_encode_debezium_json(e->schema, cfg->table.name, ts, row->kind,
                                                row->kind == WD_DELETE ? row : e->pending_before,
@@ -490,12 +485,6 @@ static bool dir_exists(const char *d) {
   return stat(d, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static wd_error_t *rebuild(const wd_config_t *cfg, const char *dir, const char *old_def, size_t old_len) {
   wd_error_t *err = NULL;
   char newdir[4096], olddir[4096];
@@ -511,7 +500,7 @@ static wd_error_t *rebuild(const wd_config_t *cfg, const char *dir, const char *
   wd_store_batch_t *b = NULL;
   wd_commit_range_t *in = NULL, *out = NULL;
   size_t nin = 0, nout = 0;
-  double t0 = mono_s();
+  double t0 = wd_mono_s();
   wd_pipeline_stats_t ps = {0};
   if (rm_rf(newdir)) {
     err = wd_error_new(WD_ERR_IO, "E_REBUILD", "cannot remove the unfinished rebuild %s: %s", newdir, strerror(errno));
@@ -605,8 +594,8 @@ static wd_error_t *rebuild(const wd_config_t *cfg, const char *dir, const char *
   for (size_t i = 0; i < npr; i++) out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
   char numtext[32]; /* the commit coordinator numbers on from here (app/commit.c "commit/number") */
   int numlen = snprintf(numtext, sizeof(numtext), "%" PRIu64, last + 1);
-  wd_commit_info_t ci = {last + 1, wall_ms(), "rebuild", in, nin, out, nout,
-                         ps.records_in, em.rows, ps.dead_lettered, (mono_s() - t0) * 1000.0};
+  wd_commit_info_t ci = {last + 1, wd_wall_ms(), "rebuild", in, nin, out, nout,
+                         ps.records_in, em.rows, ps.dead_lettered, (wd_mono_s() - t0) * 1000.0};
   if (!(b = wd_store_batch_new()) || wd_history_add(b, &ci, (size_t)cfg->state.history_size) ||
       add_definition(cfg, b) || wd_store_batch_set_meta(b, REBUILD_DONE_KEY, (const uint8_t *)"1", 1) ||
       wd_store_batch_set_meta(b, COMMIT_NUMBER_KEY, (const uint8_t *)numtext, (size_t)numlen))

@@ -3,6 +3,7 @@
  */
 #include "app/pipeline.h"
 #include "app/global_table.h"
+#include "common/clock.h"
 #include "app/join_config.h"
 #include "app/table_config.h"
 #include "app/commit.h"
@@ -146,18 +147,6 @@ struct wd_pipeline {
   char *pos_group;      /* the per-process group of the commit marker, owned */
 };
 
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = p->stop < 2 ? p->stop + 1 : 2; }
 
 void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) { *stats = p->st; }
@@ -220,7 +209,7 @@ static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
  * once the output is complete (acknowledged / transaction committed), with the output offsets
  * from the delivery reports and the duration; the later put replaces the earlier. */
 static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int64_t offset) {
-  if (!p->hc.nin && !p->hc.records_in) p->hc.t0 = mono_s();
+  if (!p->hc.nin && !p->hc.records_in) p->hc.t0 = wd_mono_s();
   for (size_t i = 0; i < p->hc.nin; i++)
     if (p->hc.in[i].partition == partition && p->hc.in[i].topic == topic) {
       if (offset < p->hc.in[i].from) p->hc.in[i].from = offset;
@@ -253,11 +242,11 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
   for (size_t i = 0; i < npr; i++) /* the changelog's partitions only (not the dead-letter topic's) */
     if (!strcmp(pr[i].topic, p->cfg->sink.topic))
       out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
-  p->hc.last_duration_s = p->hc.t0 > 0 ? mono_s() - p->hc.t0 : 0;
+  p->hc.last_duration_s = p->hc.t0 > 0 ? wd_mono_s() - p->hc.t0 : 0;
   const char *mode = p->opts.replay ? "rebuild"
                      : p->hc.records_in && p->hc.restored == p->hc.records_in ? "restore"
                                                                               : "incremental";
-  wd_commit_info_t ci = {number, (int64_t)now_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
+  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
                          p->hc.changes_out, p->hc.dead_letters, p->hc.last_duration_s * 1000.0};
   int rc = wd_history_add(b, &ci, (size_t)p->cfg->state.history_size);
   free(out);
@@ -394,7 +383,7 @@ static void on_committed(void *ctx, uint64_t number) {
     wd_metric_add(p->m.commits, NULL, 1);
   }
   hist_reset(p); /* issue 13 */
-  p->busy_end = mono_s();
+  p->busy_end = wd_mono_s();
   p->st.commits++;
   if (p->trace && p->trace_buf.len) fwrite(p->trace_buf.data, 1, p->trace_buf.len, p->trace);
   wd_buf_reset(&p->trace_buf);
@@ -488,7 +477,7 @@ static void log_once(wd_pipeline_t *p, const wd_kmsg_t *m, const wd_error_t *err
   const wd_source_t *src = source_of(p, m->topic);
   char field[128];
   p->rlog.interval = 10.0;
-  wd_ratelog_note(&p->rlog, mono_s(), WD_LOG_WARN, "pipeline", src ? src->name : m->topic, err->id,
+  wd_ratelog_note(&p->rlog, wd_mono_s(), WD_LOG_WARN, "pipeline", src ? src->name : m->topic, err->id,
                   wd_ratelog_field_of(err->message, field, sizeof(field)), err->message);
 }
 
@@ -522,7 +511,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   const char *topic = p->cfg->sink.topic;
   const char *tname = p->cfg->table.name;
-  int64_t ts = (int64_t)now_ms();
+  int64_t ts = wd_wall_ms();
   wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
   for (size_t i = 0; i < p->cl.n;) {
     const wd_row_t *keyrow = NULL;
@@ -568,8 +557,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
 static void sleep_ms(wd_pipeline_t *p, long ms) {
   while (ms > 0 && !p->stop) {
     long slice = ms > 100 ? 100 : ms;
-    struct timespec ts = {0, slice * 1000000L};
-    nanosleep(&ts, NULL);
+    wd_sleep_ms(slice);
     ms -= slice;
   }
 }
@@ -1008,7 +996,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   p->st.ignored_update_before += ms.ignored_update_before;
   p->st.tombstones += ms.tombstones;
   p->st.dropped += ms.dropped;
-  wd_state_set_now(p->state, now_ms());
+  wd_state_set_now(p->state, (uint64_t)wd_wall_ms());
   return NULL;
 }
 
@@ -1223,7 +1211,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   size_t max = (size_t)p->cfg->pipeline.batch_size;
   int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
   int interval = (int)p->cfg->pipeline.commit_interval_ms;
-  double start = mono_s(), last_status = start, last_input = start;
+  double start = wd_mono_s(), last_status = start, last_input = start;
   uint64_t last_in = 0;
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
   if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err; /* issue 13 */
@@ -1238,7 +1226,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       release_batch(p, n);
       break;
     }
-    double now = mono_s();
+    double now = wd_mono_s();
     if (p->assigned) {
       p->assigned = false;
       if (!p->opts.replay) check_copartitioning(p);
@@ -1258,12 +1246,12 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (p->busy_start == 0) p->busy_start = now;
       wd_commit_batch_begin(p->commit);
       err = process_batch(p, n);
-      last_input = mono_s(); /* idle counts from the end of the batch (it may have waited long) */
+      last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
       if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
-      last_input = mono_s(); /* a batch that waited long (a registry outage) is not idle time */
+      last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
       if (err && (abandoned || !strcmp(err->id, "E_BATCH_ABANDONED"))) {
         /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
          * aborted in the callback; the batch's records are read again by their owner */
@@ -1301,7 +1289,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       }
       if (err) break;
       if (ng) {
-        last_input = mono_s();
+        last_input = wd_mono_s();
         if (p->busy_start == 0) p->busy_start = now;
         n += ng;
       }
@@ -1335,7 +1323,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   p->st.lag = wd_consumer_lag(p->cons);
   if (p->metrics) { /* issue 13: the final values */
     p->last_tick = 0;
-    metrics_tick(p, mono_s());
+    metrics_tick(p, wd_mono_s());
     if (p->opts.replay && !err) wd_metric_set(p->m.restore, NULL, 1.0);
   }
   (void)start;
@@ -1438,7 +1426,7 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
     if (!inst[0]) {
       uint64_t r = 0;
       FILE *f = fopen("/dev/urandom", "rb");
-      if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)now_ms() ^ ((uint64_t)getpid() << 32);
+      if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
       if (f) fclose(f);
       snprintf(inst, sizeof(inst), "%016" PRIx64, r);
       wd_store_batch_t *b = wd_store_batch_new();

@@ -4,6 +4,7 @@
  * assign mode over all partitions without a group join.
  */
 #include "ingest/consumer.h"
+#include "common/clock.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,12 +46,6 @@ struct wd_consumer {
   rd_kafka_message_t **held;
   size_t nheld, cap_held;
 };
-
-static int64_t wd_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The consumer's own copy of a topic name (stable until destroy), or NULL. */
 static const char *wd_consumer_topic(const wd_consumer_t *c, const char *name) {
@@ -217,14 +212,14 @@ static wd_error_t *wd_consumer_partitions(wd_consumer_t *c, int timeout_ms, rd_k
   wd_error_t *err = NULL;
   rd_kafka_topic_t *rkt = NULL;
   const struct rd_kafka_metadata *md = NULL;
-  int64_t deadline = wd_now_ms() + timeout_ms;
+  int64_t deadline = wd_mono_ms() + timeout_ms;
   for (size_t i = 0; i < c->ntopics; i++) {
     if (!(rkt = rd_kafka_topic_new(c->rk, c->topics[i], NULL))) {
       err = wd_kafka_error(c->rk, rd_kafka_last_error(), "E_KAFKA", "topic handle for '%s'", c->topics[i]);
       goto cleanup;
     }
     for (;;) {
-      int64_t left = deadline - wd_now_ms();
+      int64_t left = deadline - wd_mono_ms();
       rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(left > 1000 ? left : 1000));
       if (rerr) {
         err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
@@ -238,7 +233,7 @@ static wd_error_t *wd_consumer_partitions(wd_consumer_t *c, int timeout_ms, rd_k
       }
       rd_kafka_resp_err_t terr = mt ? mt->err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
       if (terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || terr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
-          wd_now_ms() >= deadline) {
+          wd_mono_ms() >= deadline) {
         err = wd_kafka_error(c->rk, terr, terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? "E_KAFKA_UNKNOWN_TOPIC"
                                                                                         : "E_KAFKA_METADATA",
                              "topic '%s' has no partitions", c->topics[i]);
@@ -418,7 +413,7 @@ static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
 wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n) {
   wd_error_t *err = NULL;
   rd_kafka_message_t *rkm = NULL;
-  int64_t deadline = wd_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t deadline = wd_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   *n = 0;
   if ((err = wd_consumer_subscribe(c))) {
     *n = 0;
@@ -437,7 +432,7 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
       err = wd_kafka_error(c->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "consumer");
       goto cleanup;
     }
-    int64_t left = deadline - wd_now_ms();
+    int64_t left = deadline - wd_mono_ms();
     rkm = rd_kafka_consumer_poll(c->rk, left > 0 ? (int)left : 0);
     if (!rkm) {
       if (left <= 0) break;
@@ -546,7 +541,7 @@ cleanup:
 
 int64_t wd_consumer_lag(wd_consumer_t *c) {
   rd_kafka_topic_partition_list_t *list = NULL;
-  int64_t now = wd_now_ms();
+  int64_t now = wd_mono_ms();
   if (c->lag_at_ms && now - c->lag_at_ms < 1000) return c->lag;
   int64_t lag = 0;
   if (rd_kafka_assignment(c->rk, &list) || !list) goto cleanup;

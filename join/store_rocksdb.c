@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "join/store.h"
 #include "join/store_impl.h"
 
@@ -73,13 +74,6 @@ typedef struct wd_store_rdb {
 
 static const wd_store_ops_t wd_store_rdb_ops;
 
-/* Wall-clock milliseconds since the epoch (the clock the tombstones are stamped with). */
-static uint64_t wd_rdb_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /*
  * The compaction filter callback (RocksDB background threads): returns 1 to drop an entry of
  * "state" that is a version-1 tombstone written more than retention_ms ago. Rows, unknown
@@ -99,7 +93,7 @@ static unsigned char wd_rdb_filter(void *state, int level, const char *key, size
   if (p[0] != WD_RDB_ENTRY_VERSION || !(p[1] & WD_RDB_ENTRY_TOMBSTONE)) return 0;
   uint64_t written = 0;
   for (int i = 7; i >= 0; i--) written = (written << 8) | p[2 + i];
-  uint64_t now = wd_rdb_now_ms();
+  uint64_t now = (uint64_t)wd_wall_ms();
   return (now > written && now - written > r->retention_ms) ? 1 : 0;
 }
 

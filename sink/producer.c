@@ -3,6 +3,7 @@
  * dead-letter topic (see producer.h).
  */
 #include "sink/producer.h"
+#include "common/clock.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -46,12 +47,6 @@ struct wd_producer {
 };
 
 #define WD_EPOCH_SLOT(e) ((e) % WD_PRODUCER_EPOCHS)
-
-static int64_t wd_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Delivery report: runs inside rd_kafka_poll/flush on the producer's thread. */
 /* Notes an acknowledged offset (a failed allocation loses only that range: bookkeeping). */
@@ -273,9 +268,9 @@ static wd_error_t *wd_producer_result(wd_producer_t *p) {
 }
 
 wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms) {
-  int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_now_ms() + timeout_ms;
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_mono_ms() + timeout_ms;
   while (p->sent != p->acked + p->failed && !p->fatal) {
-    int64_t left = deadline - wd_now_ms();
+    int64_t left = deadline - wd_mono_ms();
     if (left <= 0) break;
     rd_kafka_flush(p->rk, left > 200 ? 200 : (int)left);
   }
@@ -297,13 +292,13 @@ size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **o
 void wd_producer_offsets_reset(wd_producer_t *p) { p->delivered.n = 0; }
 
 wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout_ms) {
-  int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_now_ms() + timeout_ms;
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_mono_ms() + timeout_ms;
   for (;;) {
     bool done = true;
     uint64_t first = epoch + 1 > WD_PRODUCER_EPOCHS ? epoch + 1 - WD_PRODUCER_EPOCHS : 0;
     for (uint64_t e = first; e <= epoch && done; e++) done = p->pending[WD_EPOCH_SLOT(e)] == 0;
     if (done || p->fatal || p->failed) break;
-    int64_t left = deadline - wd_now_ms();
+    int64_t left = deadline - wd_mono_ms();
     if (left <= 0) {
       uint64_t n = 0;
       for (uint64_t e = first; e <= epoch; e++) n += p->pending[WD_EPOCH_SLOT(e)];
