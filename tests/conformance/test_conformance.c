@@ -17,6 +17,7 @@
 
 #include "app/simulate.h"
 #include "tests/support/json_same.h"
+#include "../support/shared.h"
 
 static char **files;
 static size_t nfiles;
@@ -33,11 +34,6 @@ static int add_file(const char *path, const struct stat *sb, int type, struct FT
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static const char *shared_dir(void) {
-  const char *s = getenv("WIDEN_SHARED");
-  return s ? s : "../shared";
-}
 
 static int row_eq(json_t *got, json_t *want, json_t *schema) {
   for (size_t i = 0; i < json_array_size(schema); i++) {
@@ -188,7 +184,7 @@ static void run_all(const char *root, int with_xfail) {
 
 Test(conformance, every_case_file, .timeout = 900) {
   char root[4096];
-  snprintf(root, sizeof(root), "%s/cases", shared_dir());
+  snprintf(root, sizeof(root), "%s/cases", wd_test_shared_dir());
   run_all(root, 1);
 }
 

@@ -158,31 +158,6 @@ static int run_widen(const env_t *e, const char *fault) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Creates topic with `partitions` partitions (one replica) through the admin API. */
-static void create_topic(const char *topic, int partitions) {
-  char errstr[256];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-  cr_assert_not_null(rk, "%s", errstr);
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
-  cr_assert_not_null(nt, "%s", errstr);
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
-  cr_assert_not_null(ev, "CreateTopics timed out");
-  const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-  size_t n = 0;
-  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &n);
-  cr_assert_eq(n, 1);
-  cr_assert(rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR, "creating %s: %s", topic,
-            rd_kafka_topic_result_error_string(tr[0]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_destroy(rk);
-}
-
 /* The share of key-changing updates produce_orders generates (0: none; a test sets it). */
 static double key_change_ratio = 0;
 
@@ -295,8 +270,8 @@ static void crash_point(const char *point, int n) {
   snprintf(name, sizeof(name), "c%.20s", point);
   env_init(&clean, "clean", "exactly-once");
   env_init(&crash, name, "exactly-once");
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
-  create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
   const env_t *both[] = {&clean, &crash};
   produce_orders(both, 2, 2000, 42, 0);
   char fault[64];
@@ -336,8 +311,8 @@ static void lost_state(const char *tasks) {
   env_t clean, lost;
   env_init_tasks(&clean, "clean", "exactly-once", tasks);
   env_init_tasks(&lost, "lost", "exactly-once", tasks);
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
-  create_topic(strcat(strcpy((char[200]){0}, lost.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, lost.prefix), "orders"), 3);
   const env_t *both[] = {&clean, &lost};
   produce_orders(both, 2, 2000, 7, 0);
   cr_assert_eq(run_widen(&lost, NULL), 0);
@@ -380,8 +355,8 @@ Test(exactly_once, at_least_once_repeats_after_a_kill, .timeout = 200) {
   env_t clean, crash;
   env_init(&clean, "aclean", "at-least-once");
   env_init(&crash, "acrash", "at-least-once");
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
-  create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
   const env_t *both[] = {&clean, &crash};
   produce_orders(both, 2, 3000, 9, 0);
   cr_assert_eq(run_widen(&crash, "after-commit:4"), 128 + SIGKILL);
@@ -413,8 +388,8 @@ static void members_take_turns(const char *tasks) {
   env_init_tasks(&clean, "tclean", "exactly-once", tasks);
   env_init_tasks(&a, "turnA", "exactly-once", tasks);
   env_member(&a, &b, "turnB", "exactly-once", tasks);
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
-  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
   produce_orders(both, 2, 1500, 11, 0);
   cr_assert_eq(run_widen(&a, NULL), 0);
@@ -448,8 +423,8 @@ Test(scale_out, live_members_with_a_kill, .timeout = 280) {
   env_init_tasks(&clean, "lclean", "exactly-once", "per-partition");
   env_init_tasks(&a, "liveA", "exactly-once", "per-partition");
   env_member(&a, &b, "liveB", "exactly-once", "per-partition");
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
-  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
   produce_orders(both, 2, 1000, 13, 0);
   pid_t pa = spawn_widen(&a, NULL, "12000"), pb = spawn_widen(&b, NULL, "12000");
@@ -487,8 +462,8 @@ Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
   env_init(&a, "fenceA", "exactly-once");
   env_member(&a, &b, "fenceB", "exactly-once", "single");
   extra_props = "";
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 2);
-  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 2);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 2);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 2);
   const env_t *both[] = {&clean, &a};
   produce_orders(both, 2, 1000, 21, 0);
   char log[400];
@@ -607,11 +582,11 @@ static void member3(const env_t *base, env_t *m, const char *name) {
 static void create_topics3(const env_t *e, int payment_partitions) {
   char t[200];
   snprintf(t, sizeof(t), "%sorders", e->prefix);
-  create_topic(t, 6);
+  wd_it_create_topic(t, 6);
   snprintf(t, sizeof(t), "%spayments", e->prefix);
-  create_topic(t, payment_partitions);
+  wd_it_create_topic(t, payment_partitions);
   snprintf(t, sizeof(t), "%sshipments", e->prefix);
-  create_topic(t, 6);
+  wd_it_create_topic(t, 6);
 }
 
 /* Records [skip, records) of the generator's three streams (seed) to each env's topics;
@@ -837,8 +812,8 @@ Test(scale_out, standby_copies_take_over_after_a_kill, .timeout = 280) {
     fputs("  num-standby-replicas: 1\n", f);
     fclose(f);
   }
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
-  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
   produce_orders(both, 2, 1000, 17, 0);
   char log[400];
@@ -929,9 +904,9 @@ Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
   fclose(f);
   /* one partition for the single run and the repartitioned one, so that each key's records (its
    * key changes included) have one order in both (across partitions the order is anyone's) */
-  create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 1);
-  create_topic(strcat(strcpy((char[200]){0}, co.prefix), "orders"), 3);
-  create_topic(strcat(strcpy((char[200]){0}, rp.prefix), "orders"), 1);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 1);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, co.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, rp.prefix), "orders"), 1);
   const env_t *all[] = {&clean, &co, &rp};
   produce_orders(all, 3, 2500, 31, 0);
   key_change_ratio = 0;
@@ -988,7 +963,7 @@ Test(scale_out, standby_members_start_together, .timeout = 200) {
     fputs("  num-standby-replicas: 1\n", f);
     fclose(f);
   }
-  create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 3);
   const env_t *one[] = {&a};
   produce_orders(one, 1, 600, 19, 0);
   pid_t pa = spawn_widen(&a, NULL, "6000"), pb = spawn_widen(&b, NULL, "6000"), pc = spawn_widen(&c, NULL, "6000");
@@ -1058,7 +1033,7 @@ Test(repartition, a_changed_task_layout_is_refused, .timeout = 200) {
   fclose(f);
   char topic[200];
   snprintf(topic, sizeof(topic), "%sorders", e.prefix);
-  create_topic(topic, 3);
+  wd_it_create_topic(topic, 3);
   const env_t *one[] = {&e};
   produce_orders(one, 1, 600, 23, 0);
   char *text = NULL;
@@ -1128,7 +1103,7 @@ Test(repartition, a_misplaced_repartition_record_is_dead_lettered, .timeout = 20
   snprintf(topic, sizeof(topic), "%sorders", e.prefix);
   snprintf(rpt, sizeof(rpt), "%sgroup-orders_t-orders-repartition", e.prefix);
   snprintf(dlq, sizeof(dlq), "%s.dlq", e.out);
-  create_topic(topic, 3);
+  wd_it_create_topic(topic, 3);
   const env_t *one[] = {&e};
   produce_orders(one, 1, 600, 29, 0);
   char *text = NULL;

@@ -15,23 +15,9 @@
 #include "common/kafka_conf.h"
 #include "ingest/consumer.h"
 #include "sink/producer.h"
+#include "tests/support/integration.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static const char *brokers(void) {
-  const char *b = getenv("WIDEN_TEST_BROKERS");
-  cr_assert(b && *b,
-            "WIDEN_TEST_BROKERS is not set: the integration tests need a real Kafka broker. "
-            "Run `scripts/kafka start` and `export WIDEN_TEST_BROKERS=127.0.0.1:9092` "
-            "(scripts/test and .ci/run do both)");
-  return b;
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Java's org.apache.kafka.common.utils.Utils.murmur2, written out independently of librdkafka. */
 static int32_t java_murmur2(const void *key, size_t len) {
@@ -75,55 +61,9 @@ static void unique_topic(char *buf, size_t n, const char *what) {
   snprintf(buf, n, "wdtest.clients-%s-%ld-%lld%03ld", what, (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec / 1000000);
 }
 
-/* Creates topic with npart partitions through the Admin API and waits for its metadata. */
-static void create_topic(const char *topic, int npart) {
-  char errstr[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", brokers(), errstr, sizeof errstr), RD_KAFKA_CONF_OK);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  cr_assert_not_null(rk, "rd_kafka_new: %s", errstr);
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, npart, 1, errstr, sizeof errstr);
-  cr_assert_not_null(nt, "NewTopic: %s", errstr);
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  rd_kafka_AdminOptions_set_operation_timeout(opt, 30000, errstr, sizeof errstr);
-  rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
-  cr_assert_not_null(ev, "CreateTopics: no result within 60 s from %s", brokers());
-  const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-  cr_assert_not_null(res, "CreateTopics: %s", rd_kafka_event_error_string(ev));
-  size_t cnt;
-  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
-  cr_assert_eq(cnt, 1);
-  cr_assert_eq(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR, "CreateTopics %s: %s", topic,
-               rd_kafka_topic_result_error_string(tr[0]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_AdminOptions_destroy(opt);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_queue_destroy(q);
-  /* wait until the metadata shows every partition with a leader */
-  rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-  int64_t deadline = now_ms() + 30000;
-  for (;;) {
-    const struct rd_kafka_metadata *md = NULL;
-    bool ok = false;
-    if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-        md->topics[0].err == 0 && md->topics[0].partition_cnt == npart) {
-      ok = true;
-      for (int i = 0; i < npart; i++) ok = ok && md->topics[0].partitions[i].leader >= 0;
-    }
-    if (md) rd_kafka_metadata_destroy(md);
-    if (ok) break;
-    cr_assert_lt(now_ms(), deadline, "topic %s has no leaders after 30 s", topic);
-    usleep(100 * 1000);
-  }
-  rd_kafka_topic_destroy(rkt);
-  rd_kafka_destroy(rk);
-}
-
 static void conf_init(wd_kafka_conf_t *kc, const char *group) {
   memset(kc, 0, sizeof(*kc));
-  cr_assert_null(wd_kafka_conf_set_brokers(kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(kc, wd_it_brokers()));
   if (group) cr_assert_null(wd_kafka_conf_set_group(kc, group));
   cr_assert_null(wd_kafka_conf_set(kc, "session.timeout.ms", "6000"));
 }
@@ -136,7 +76,7 @@ static wd_producer_t *new_producer(void) {
   wd_kafka_conf_t kc;
   wd_producer_t *p = NULL;
   memset(&kc, 0, sizeof(kc));
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, brokers()));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   check(wd_producer_new(&kc, &p), "wd_producer_new");
   wd_kafka_conf_clear(&kc);
   return p;
@@ -161,8 +101,8 @@ typedef struct got {
 static size_t poll_n(wd_consumer_t *c, got_t *out, size_t want, int timeout_ms) {
   wd_kmsg_t msgs[64];
   size_t have = 0;
-  int64_t deadline = now_ms() + timeout_ms;
-  while (have < want && now_ms() < deadline) {
+  int64_t deadline = wd_mono_ms() + timeout_ms;
+  while (have < want && wd_mono_ms() < deadline) {
     size_t n = 0, max = want - have < 64 ? want - have : 64;
     check(wd_consumer_poll_batch(c, max, 200, msgs, &n), "poll_batch");
     for (size_t i = 0; i < n; i++) {
@@ -207,7 +147,7 @@ Test(murmur2, matches_java_reference_values) {
 Test(producer, partitions_keys_like_java, .timeout = 120) {
   char topic[128];
   unique_topic(topic, sizeof topic, "murmur2");
-  create_topic(topic, 3);
+  wd_it_create_topic(topic, 3);
   wd_producer_t *p = new_producer();
   enum { N = 40 };
   char keys[N][32], vals[N][32];
@@ -259,7 +199,7 @@ static void assert_header(rd_kafka_headers_t *hdrs, const char *name, const char
 Test(producer, dead_letter_keeps_bytes_and_sets_headers, .timeout = 120) {
   char topic[128];
   unique_topic(topic, sizeof topic, "dlq");
-  create_topic(topic, 1);
+  wd_it_create_topic(topic, 1);
   wd_producer_t *p = new_producer();
   static const uint8_t key[] = {'{', '"', 'i', 'd', '"', ':', '7', '}'};
   static const uint8_t value[] = {0x00, 0xff, 'n', 'o', 't', ' ', 'j', 's', 'o', 'n', 0x01};
@@ -278,8 +218,8 @@ Test(producer, dead_letter_keeps_bytes_and_sets_headers, .timeout = 120) {
   check(wd_consumer_new(&kc, topics, 1, start_beginning, NULL, &c), "wd_consumer_new");
   wd_kmsg_t msgs[2];
   size_t have = 0;
-  int64_t deadline = now_ms() + 30000;
-  while (have < 2 && now_ms() < deadline) {
+  int64_t deadline = wd_mono_ms() + 30000;
+  while (have < 2 && wd_mono_ms() < deadline) {
     size_t n = 0;
     check(wd_consumer_poll_batch(c, 2 - have, 200, msgs + have, &n), "poll_batch");
     have += n;
@@ -390,7 +330,7 @@ Test(consumer, on_assign_offset_is_where_reading_starts, .timeout = 120) {
   char topic[128], group[160];
   unique_topic(topic, sizeof topic, "assign");
   snprintf(group, sizeof group, "%s-g", topic);
-  create_topic(topic, 3);
+  wd_it_create_topic(topic, 3);
   enum { N = 10 };
   char keys[N][32], vals[N][32];
   keys_for_partition(keys, N, 0, 3);
@@ -433,7 +373,7 @@ Test(consumer, end_offsets_commit_committed_and_lag, .timeout = 180) {
   char topic[128], group[160];
   unique_topic(topic, sizeof topic, "commit");
   snprintf(group, sizeof group, "%s-g", topic);
-  create_topic(topic, 3);
+  wd_it_create_topic(topic, 3);
   /* 12 messages on partition 0, 4 on partition 1, none on partition 2 */
   char keys[16][32], vals[16][32];
   keys_for_partition(keys, 12, 0, 3);
@@ -464,7 +404,7 @@ Test(consumer, end_offsets_commit_committed_and_lag, .timeout = 180) {
   free(end);
 
   got_t got[16];
-  int64_t deadline = now_ms() + 60000;
+  int64_t deadline = wd_mono_ms() + 60000;
   for (;;) {
     wd_tp_offset_t *asg = NULL;
     size_t nasg = 0;
@@ -472,7 +412,7 @@ Test(consumer, end_offsets_commit_committed_and_lag, .timeout = 180) {
     check(wd_consumer_assignment(c, &asg, &nasg), "assignment");
     free(asg);
     if (nasg == 3) break;
-    cr_assert_lt(now_ms(), deadline, "no assignment after 60 s");
+    cr_assert_lt(wd_mono_ms(), deadline, "no assignment after 60 s");
   }
   wd_tp_offset_t offs[] = {{topic, 0, 7}, {topic, 1, 3}};
   check(wd_consumer_commit(c, offs, 2), "commit");
@@ -521,7 +461,7 @@ Test(consumer, end_offsets_commit_committed_and_lag, .timeout = 180) {
 Test(consumer, lag_counts_unread_messages, .timeout = 120) {
   char topic[128];
   unique_topic(topic, sizeof topic, "lag");
-  create_topic(topic, 1);
+  wd_it_create_topic(topic, 1);
   enum { N = 10 };
   char keys[N][32], vals[N][32];
   for (int i = 0; i < N; i++) {

@@ -1,7 +1,8 @@
 /*
  * tests/support/integration.h — helpers the integration tests (tests/integration/, on the real
- * broker) share: the broker and the widen binary from the environment, text substitution in
- * config templates, whole-file reads, and an output topic read back as `widen tail` lines.
+ * broker) share: the broker and the widen binary from the environment, creating a topic with a
+ * given partition count, text substitution in config templates, whole-file reads, and an output
+ * topic read back as `widen tail` lines.
  * Header-only (static inline): they fail the calling Criterion test through cr_assert.
  */
 #ifndef WD_TEST_INTEGRATION_H
@@ -9,6 +10,7 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 
 #include "changelog/changelog.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/kafka_conf.h"
 #include "ingest/consumer.h"
 
@@ -31,6 +34,55 @@ static inline const char *wd_it_widen_bin(void) {
   const char *b = getenv("WIDEN_BIN");
   cr_assert(b && access(b, X_OK) == 0, "WIDEN_BIN (the widen binary) is not set or not executable");
   return b;
+}
+
+/* Creates topic with npart partitions and one replica (Kafka's CreateTopics through librdkafka's
+ * admin API; an existing topic fails the test) and waits until the metadata shows every partition
+ * with a leader, at most 30 s. sink/topics.h creates widen's own output topics instead with the
+ * broker's defaults and best effort; a test needs its partition count and a failure it sees. */
+static inline void wd_it_create_topic(const char *topic, int npart) {
+  char errstr[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  cr_assert_not_null(rk, "rd_kafka_new: %s", errstr);
+  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, npart, 1, errstr, sizeof errstr);
+  cr_assert_not_null(nt, "NewTopic: %s", errstr);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_operation_timeout(opt, 30000, errstr, sizeof errstr);
+  rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+  cr_assert_not_null(ev, "CreateTopics: no result within 60 s from %s", wd_it_brokers());
+  const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
+  cr_assert_not_null(res, "CreateTopics: %s", rd_kafka_event_error_string(ev));
+  size_t cnt;
+  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
+  cr_assert_eq(cnt, 1);
+  cr_assert_eq(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR, "CreateTopics %s: %s", topic,
+               rd_kafka_topic_result_error_string(tr[0]));
+  rd_kafka_event_destroy(ev);
+  rd_kafka_AdminOptions_destroy(opt);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  /* wait until the metadata shows every partition with a leader */
+  rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+  int64_t deadline = wd_mono_ms() + 30000;
+  for (;;) {
+    const struct rd_kafka_metadata *md = NULL;
+    bool ok = false;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+        md->topics[0].err == 0 && md->topics[0].partition_cnt == npart) {
+      ok = true;
+      for (int i = 0; i < npart; i++) ok = ok && md->topics[0].partitions[i].leader >= 0;
+    }
+    if (md) rd_kafka_metadata_destroy(md);
+    if (ok) break;
+    cr_assert_lt(wd_mono_ms(), deadline, "topic %s has no leaders after 30 s", topic);
+    usleep(100 * 1000);
+  }
+  rd_kafka_topic_destroy(rkt);
+  rd_kafka_destroy(rk);
 }
 
 /* The whole file at path, NUL-terminated (malloc'd; the caller frees). */

@@ -13,14 +13,9 @@
 #include "common/buf.h"
 #include "common/types.h"
 #include "ingest/source.h"
+#include "../support/shared.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-/* The shared folder: $WIDEN_SHARED (ctest sets it to ../shared next to the source tree). */
-static const char *shared_dir(void) {
-  const char *s = getenv("WIDEN_SHARED");
-  return s && *s ? s : "../shared";
-}
 
 typedef struct lines {
   char *data;
@@ -32,9 +27,9 @@ typedef struct lines {
 /* Reads shared/<rel> and splits it at '\n' (a final newline does not start another line). */
 static void lines_load(const char *rel, lines_t *f) {
   char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", shared_dir(), rel);
+  snprintf(path, sizeof(path), "%s/%s", wd_test_shared_dir(), rel);
   char data_dir[1024];
-  snprintf(data_dir, sizeof(data_dir), "%s/data", shared_dir());
+  snprintf(data_dir, sizeof(data_dir), "%s/data", wd_test_shared_dir());
   if (access(data_dir, R_OK) != 0) /* a clone without ../shared: say so (test `shared` fails) */
     cr_skip_test("needs the project's shared data, %s, which is missing (see the test `shared`)", data_dir);
   FILE *fp = fopen(path, "rb");

@@ -14,17 +14,13 @@
 #include "common/types.h"
 #include "ingest/format.h"
 #include "ingest/source.h"
-
-static const char *shared_dir(void) {
-  const char *s = getenv("WIDEN_SHARED");
-  return s && *s ? s : "/work/main/../shared";
-}
+#include "../support/shared.h"
 
 /* The lines of shared/<rel> that are JSON objects (a license header and blank lines skipped),
  * NUL-terminated copies; *n their count. */
 static char **load_records(const char *rel, size_t *n) {
   char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", shared_dir(), rel);
+  snprintf(path, sizeof(path), "%s/%s", wd_test_shared_dir(), rel);
   FILE *fp = fopen(path, "rb");
   cr_assert_not_null(fp, "cannot open %s", path);
   char **out = NULL;

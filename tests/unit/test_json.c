@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/json.h"
+#include "../support/shared.h"
 
 static wd_type_t *parse_ok(const char *text) {
   wd_type_t *t = NULL;
@@ -298,19 +299,6 @@ Test(json, rows) {
 
 /* ---- every case file's rows ---------------------------------------------------------- */
 
-/* The shared folder: $WIDEN_SHARED, else ../shared next to the source tree. */
-static void shared_dir(char *buf, size_t n) {
-  const char *env = getenv("WIDEN_SHARED");
-  if (env && *env) {
-    snprintf(buf, n, "%s", env);
-    return;
-  }
-  snprintf(buf, n, "%s", __FILE__);
-  char *p = strstr(buf, "/tests/unit/");
-  if (p) snprintf(p, n - (size_t)(p - buf), "/../shared");
-  else snprintf(buf, n, "/work/shared");
-}
-
 /* Round-trips one row object of a case; returns 1 if it was checked. */
 static int check_case_row(const char *file, const wd_schema_t *s, const json_t *obj) {
   wd_row_t *row = wd_row_new(s);
@@ -381,15 +369,14 @@ static int check_case(const char *path) {
 }
 
 Test(json, every_case_row_round_trips, .timeout = 120) {
-  char base[1024], dir[1200], path[1600];
-  shared_dir(base, sizeof(base));
-  snprintf(dir, sizeof(dir), "%s/cases", base);
+  char dir[1200], path[1600];
+  snprintf(dir, sizeof(dir), "%s/cases", wd_test_shared_dir());
   if (access(dir, R_OK) != 0) /* a clone without ../shared: say so (test `shared` fails) */
     cr_skip_test("needs the project's conformance cases, %s, which are missing (see the test `shared`)", dir);
   static const char *const engines[] = {"deduplicate", "first-row", "partial-update", "aggregation"};
   int files = 0, rows = 0;
   for (size_t e = 0; e < 4; e++) {
-    snprintf(dir, sizeof(dir), "%s/cases/%s", base, engines[e]);
+    snprintf(dir, sizeof(dir), "%s/cases/%s", wd_test_shared_dir(), engines[e]);
     DIR *d = opendir(dir);
     cr_assert_not_null(d, "no cases at %s", dir);
     struct dirent *de;
