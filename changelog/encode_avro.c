@@ -5,23 +5,11 @@
  * with an independent encoder's fixtures.
  */
 #include "changelog/avro.h"
+#include "common/wire.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-
-#define WD_AVRO_HEADER 5
-
-/* The Confluent wire-format header: magic byte 0, the schema id big-endian. */
-static void wd_avro_header(int32_t id, uint8_t h[WD_AVRO_HEADER]) {
-  uint32_t u = (uint32_t)id;
-  h[0] = 0;
-  h[1] = (uint8_t)(u >> 24);
-  h[2] = (uint8_t)(u >> 16);
-  h[3] = (uint8_t)(u >> 8);
-  h[4] = (uint8_t)u;
-}
 
 struct wd_avro_sink {
   const wd_schema_t *schema;
@@ -298,8 +286,8 @@ static wd_error_t *wd_avro_put_error(const wd_avro_sink_t *s, int r, int col, wd
 
 wd_error_t *wd_avro_sink_encode_value(const wd_avro_sink_t *s, const wd_row_t *row, wd_buf_t *out) {
   size_t len0 = out->len;
-  uint8_t h[WD_AVRO_HEADER];
-  wd_avro_header(s->value_id, h);
+  uint8_t h[WD_WIRE_HEADER];
+  wd_wire_header(s->value_id, h);
   const char *kind = wd_row_kind_str(row->kind);
   if (wd_buf_append(out, h, sizeof(h)) || wd_avro_put_bytes(out, kind, strlen(kind))) {
     out->len = len0;
@@ -316,8 +304,8 @@ wd_error_t *wd_avro_sink_encode_value(const wd_avro_sink_t *s, const wd_row_t *r
 
 wd_error_t *wd_avro_sink_encode_key(const wd_avro_sink_t *s, const wd_row_t *row, wd_buf_t *out) {
   size_t len0 = out->len;
-  uint8_t h[WD_AVRO_HEADER];
-  wd_avro_header(s->key_id, h);
+  uint8_t h[WD_WIRE_HEADER];
+  wd_wire_header(s->key_id, h);
   if (wd_buf_append(out, h, sizeof(h))) return wd_error_nomem();
   for (size_t k = 0; k < s->schema->npk; k++) {
     int col = s->schema->pk[k];

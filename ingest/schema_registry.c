@@ -80,22 +80,6 @@ void wd_registry_stats(const wd_registry_t *reg, uint64_t *requests, uint64_t *c
   if (cache_hits) *cache_hits = reg->hits;
 }
 
-int wd_wire_parse(const void *p, size_t n, int32_t *id) {
-  const uint8_t *b = p;
-  if (!b || n < WD_WIRE_HEADER || b[0] != 0) return -1;
-  *id = (int32_t)(((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) | (uint32_t)b[4]);
-  return 0;
-}
-
-void wd_wire_header(int32_t id, uint8_t out[WD_WIRE_HEADER]) {
-  uint32_t u = (uint32_t)id;
-  out[0] = 0;
-  out[1] = (uint8_t)(u >> 24);
-  out[2] = (uint8_t)(u >> 16);
-  out[3] = (uint8_t)(u >> 8);
-  out[4] = (uint8_t)u;
-}
-
 static size_t wd_reg_write(char *ptr, size_t size, size_t nmemb, void *ud) {
   wd_buf_t *b = ud;
   if (wd_buf_append(b, ptr, size * nmemb)) return 0;

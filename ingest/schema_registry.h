@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/wire.h" /* the wire format's header: wd_wire_parse, wd_wire_header */
 
 /* Settings; every string is borrowed for the duration of wd_registry_new (which copies). */
 typedef struct wd_registry_conf {
@@ -64,15 +65,5 @@ long wd_registry_backoff_ms(unsigned attempt);
 
 /* Counters since wd_registry_new: HTTP requests made and cache hits of wd_registry_get_schema. */
 void wd_registry_stats(const wd_registry_t *reg, uint64_t *requests, uint64_t *cache_hits);
-
-/* ---- the Confluent wire format ---------------------------------------------------------- */
-
-#define WD_WIRE_HEADER 5
-
-/* Reads the header of p[0..n): 0 and *id, or -1 when n < 5 or the magic byte is not 0. */
-int wd_wire_parse(const void *p, size_t n, int32_t *id);
-
-/* Writes the 5-byte header for id into out[0..5). */
-void wd_wire_header(int32_t id, uint8_t out[WD_WIRE_HEADER]);
 
 #endif
