@@ -1,13 +1,8 @@
 /*
  * changelog/decode_json.c — decoders of widen's JSON output formats (see changelog.h):
- * verbatim tail lines (jsmn: the rows are copied as they are in the message, so numbers keep
+ * verbatim tail lines (jsmn, common/jsmn_doc.h: the rows are copied as they are in the message, so numbers keep
  * their text) and typed rows (jansson + wd_row_from_json, the inverse of the encoders).
  */
-#define JSMN_STATIC
-#define JSMN_PARENT_LINKS
-#define JSMN_STRICT
-#include <jsmn.h>
-
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -15,6 +10,7 @@
 #include <string.h>
 
 #include "changelog/changelog.h"
+#include "common/jsmn_doc.h"
 #include "common/json.h"
 
 /* ---- a small jsmn document ---------------------------------------------------------------- */
@@ -37,53 +33,24 @@ static int wd_cdoc_load(wd_cdoc_t *d, const char *js, size_t len) {
   while (b < e && wd_cspace(js[b])) b++;
   while (e > b && wd_cspace(js[e - 1])) e--;
   if (b == e || js[b] != '{' || len >= INT_MAX) return -1;
-  unsigned cap = 64;
-  jsmn_parser p;
-  jsmn_init(&p);
-  if (!(d->t = malloc(cap * sizeof(*d->t)))) return -2;
-  for (;;) {
-    int r = jsmn_parse(&p, js, len, d->t, cap);
-    if (r >= 0) break;
-    if (r != JSMN_ERROR_NOMEM) return -1;
-    if (cap > UINT_MAX / 2) return -2;
-    jsmntok_t *t = realloc(d->t, (size_t)cap * 2 * sizeof(*t));
-    if (!t) return -2;
-    d->t = t;
-    cap *= 2;
-  }
-  d->n = (int)p.toknext;
+  unsigned cap = 0, pos;
+  jsmntok_t *t = NULL;
+  int r = wd_jsmn_tokenize(js, len, &t, &cap, &pos);
+  d->t = t;
+  if (r == WD_JSMN_NOMEM) return -2;
+  if (r < 0) return -1;
+  d->n = r;
   if (d->n < 1 || d->t[0].type != JSMN_OBJECT || (size_t)d->t[0].end != e) return -1;
   return 0;
 }
 
-static int wd_cnext(const wd_cdoc_t *d, int i) {
-  int j = i + 1;
-  while (j < d->n && d->t[j].start < d->t[i].end) j++;
-  return j;
-}
-
-/* Value token of key s in object i, or -1 (keys compared raw: the formats use plain keys). */
+/* The helpers of common/jsmn_doc.h on document d. */
 static int wd_cget(const wd_cdoc_t *d, int i, const char *s) {
-  if (i < 0 || d->t[i].type != JSMN_OBJECT) return -1;
-  size_t n = strlen(s);
-  int found = -1, j = i + 1;
-  for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
-    if (d->t[j].type == JSMN_STRING && (size_t)(d->t[j].end - d->t[j].start) == n &&
-        memcmp(d->js + d->t[j].start, s, n) == 0)
-      found = j + 1;
-    j = wd_cnext(d, j + 1);
-  }
-  return found;
+  return wd_jsmn_get(d->js, d->t, d->n, i, s, strlen(s));
 }
-
-static bool wd_cis_null(const wd_cdoc_t *d, int i) {
-  return i < 0 || (d->t[i].type == JSMN_PRIMITIVE && d->t[i].end - d->t[i].start == 4 &&
-                   memcmp(d->js + d->t[i].start, "null", 4) == 0);
-}
-
+static bool wd_cis_null(const wd_cdoc_t *d, int i) { return wd_jsmn_is_null(d->js, d->t, i); }
 static bool wd_cstr_is(const wd_cdoc_t *d, int i, const char *s) {
-  return i >= 0 && d->t[i].type == JSMN_STRING && (size_t)(d->t[i].end - d->t[i].start) == strlen(s) &&
-         memcmp(d->js + d->t[i].start, s, strlen(s)) == 0;
+  return i >= 0 && wd_jsmn_str_eq(d->js, d->t, i, s, strlen(s));
 }
 
 static bool wd_is_tombstone(const void *value, size_t len) {

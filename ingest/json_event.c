@@ -3,10 +3,10 @@
  * record value tokenised once, row images read through the source's mapping, values converted
  * by the table of source.h.
  *
- * The value is tokenised once with jsmn (strict mode, parent links; the only file of ingest/
- * that includes jsmn.h). Row-image fields are found in one pass over the image object through
- * the source's hash of first path segments; envelope and key paths, and the envelope schema
- * hints (field name, parameters.scale, type), are looked up only when a mapping needs them.
+ * The value is tokenised once with jsmn (common/jsmn_doc.h: strict mode, parent links).
+ * Row-image fields are found in one pass over the image object through the source's hash of
+ * first path segments; envelope and key paths, and the envelope schema hints (field name,
+ * parameters.scale, type), are looked up only when a mapping needs them.
  * Values are converted straight from the token text (see source.h for the rules).
  *
  * The {"schema":S,"payload":P} envelope: S is usually byte-identical from one message to the
@@ -15,10 +15,7 @@
  * (once per distinct S) only when a column needs a schema hint. Any other shape takes the
  * general path: the whole message is tokenised.
  */
-#define JSMN_STATIC
-#define JSMN_PARENT_LINKS
-#define JSMN_STRICT
-#include <jsmn.h>
+#include "common/jsmn_doc.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -75,126 +72,15 @@ typedef struct wd_jdoc {
   int schema; /* the envelope's schema struct, or -1 */
 } wd_jdoc_t;
 
-/* Index of the first token after the subtree rooted at i. */
-static int wd_jnext(const wd_jdoc_t *d, int i) {
-  int end = d->t[i].end;
-  int j = i + 1;
-  while (j < d->n && d->t[j].start < end) j++;
-  return j;
-}
-
-static bool wd_jis_null(const wd_jdoc_t *d, int i) {
-  return i < 0 || (d->t[i].type == JSMN_PRIMITIVE && d->t[i].end - d->t[i].start == 4 &&
-                   memcmp(d->js + d->t[i].start, "null", 4) == 0);
-}
-
-static int wd_hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-static int wd_hex4(const char *p, size_t n, size_t i, uint32_t *out) {
-  if (i + 4 > n) return -1;
-  uint32_t v = 0;
-  for (size_t k = 0; k < 4; k++) {
-    int h = wd_hexval(p[i + k]);
-    if (h < 0) return -1;
-    v = (v << 4) | (uint32_t)h;
-  }
-  *out = v;
-  return 0;
-}
-
-/* Unescapes JSON string content p[0..n) into out (room for n bytes; the result is never longer).
- * Returns the length, or -1 on a bad escape or a lone surrogate. */
-static long wd_json_unescape(const char *p, size_t n, char *out) {
-  size_t o = 0;
-  for (size_t i = 0; i < n;) {
-    char c = p[i];
-    if (c != '\\') {
-      out[o++] = c;
-      i++;
-      continue;
-    }
-    if (i + 1 >= n) return -1;
-    char e = p[i + 1];
-    i += 2;
-    switch (e) {
-    case '"': out[o++] = '"'; break;
-    case '\\': out[o++] = '\\'; break;
-    case '/': out[o++] = '/'; break;
-    case 'b': out[o++] = '\b'; break;
-    case 'f': out[o++] = '\f'; break;
-    case 'n': out[o++] = '\n'; break;
-    case 'r': out[o++] = '\r'; break;
-    case 't': out[o++] = '\t'; break;
-    case 'u': {
-      uint32_t cp;
-      if (wd_hex4(p, n, i, &cp)) return -1;
-      i += 4;
-      if (cp >= 0xD800 && cp <= 0xDBFF) {
-        uint32_t lo;
-        if (i + 6 > n || p[i] != '\\' || p[i + 1] != 'u' || wd_hex4(p, n, i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-          return -1;
-        i += 6;
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-        return -1;
-      }
-      if (cp < 0x80) {
-        out[o++] = (char)cp;
-      } else if (cp < 0x800) {
-        out[o++] = (char)(0xC0 | (cp >> 6));
-        out[o++] = (char)(0x80 | (cp & 0x3F));
-      } else if (cp < 0x10000) {
-        out[o++] = (char)(0xE0 | (cp >> 12));
-        out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[o++] = (char)(0x80 | (cp & 0x3F));
-      } else {
-        out[o++] = (char)(0xF0 | (cp >> 18));
-        out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[o++] = (char)(0x80 | (cp & 0x3F));
-      }
-      break;
-    }
-    default: return -1;
-    }
-  }
-  return (long)o;
-}
-
-/* Whether string token i equals s[0..n) after unescaping. */
+/* The helpers of common/jsmn_doc.h on document d. */
+static int wd_jnext(const wd_jdoc_t *d, int i) { return wd_jsmn_next(d->t, d->n, i); }
+static bool wd_jis_null(const wd_jdoc_t *d, int i) { return wd_jsmn_is_null(d->js, d->t, i); }
 static bool wd_jstr_eq(const wd_jdoc_t *d, int i, const char *s, size_t n) {
-  const jsmntok_t *t = &d->t[i];
-  if (t->type != JSMN_STRING) return false;
-  size_t rn = (size_t)(t->end - t->start);
-  const char *rp = d->js + t->start;
-  if (!memchr(rp, '\\', rn)) return rn == n && memcmp(rp, s, n) == 0;
-  if (rn < n) return false;
-  char stack[256];
-  char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
-  if (!tmp) return false;
-  long m = wd_json_unescape(rp, rn, tmp);
-  bool eq = m >= 0 && (size_t)m == n && memcmp(tmp, s, n) == 0;
-  if (tmp != stack) free(tmp);
-  return eq;
+  return wd_jsmn_str_eq(d->js, d->t, i, s, n);
 }
-
-/* The value token of key s in object i (the last one if repeated), or -1. */
 static int wd_jget(const wd_jdoc_t *d, int i, const char *s, size_t n) {
-  if (i < 0 || d->t[i].type != JSMN_OBJECT) return -1;
-  int found = -1;
-  int j = i + 1;
-  for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
-    if (wd_jstr_eq(d, j, s, n)) found = j + 1;
-    j = wd_jnext(d, j + 1);
-  }
-  return found;
+  return wd_jsmn_get(d->js, d->t, d->n, i, s, n);
 }
-
 static int wd_jgets(const wd_jdoc_t *d, int i, const char *s) { return wd_jget(d, i, s, strlen(s)); }
 
 /* Element idx of array i, or -1. */
@@ -224,7 +110,7 @@ static int wd_jpath(const wd_jdoc_t *d, int i, const wd_source_col_t *c, size_t 
   return i;
 }
 
-#define WD_JTOK_NOMEM (-100)
+#define WD_JTOK_NOMEM WD_JSMN_NOMEM
 #define WD_JTOK_DEEP (-101)
 /* Nesting deeper than this is refused before tokenising: jsmn closes a bracket by walking up
  * from the last token, so deep nesting costs time quadratic in the depth (a 400 KB record of
@@ -257,29 +143,8 @@ static unsigned wd_json_depth(const char *js, size_t len, unsigned limit) {
 /* Tokenises js[0..len) into *tok (grown as needed). Returns the token count, JSMN_ERROR_INVAL or
  * JSMN_ERROR_PART (*errpos: the byte offset), or WD_JTOK_NOMEM. */
 static int wd_jtokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos) {
-  jsmn_parser p;
-  jsmn_init(&p);
   if (wd_json_depth(js, len, WD_JSON_MAX_DEPTH) > WD_JSON_MAX_DEPTH) return WD_JTOK_DEEP;
-  if (!*tok) {
-    *cap = 256;
-    if (!(*tok = malloc(*cap * sizeof(**tok)))) {
-      *cap = 0;
-      return WD_JTOK_NOMEM;
-    }
-  }
-  for (;;) {
-    int r = jsmn_parse(&p, js, len, *tok, *cap);
-    if (r >= 0) return (int)p.toknext;
-    if (r != JSMN_ERROR_NOMEM) {
-      *errpos = p.pos;
-      return r;
-    }
-    if (*cap > UINT_MAX / 2) return WD_JTOK_NOMEM;
-    jsmntok_t *t = realloc(*tok, (size_t)*cap * 2 * sizeof(**tok));
-    if (!t) return WD_JTOK_NOMEM;
-    *tok = t;
-    *cap *= 2;
-  }
+  return wd_jsmn_tokenize(js, len, tok, cap, errpos);
 }
 
 /* ---- the decoding context ----------------------------------------------------------------- */

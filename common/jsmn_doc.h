@@ -1,0 +1,60 @@
+/*
+ * common/jsmn_doc.h — helpers over a JSON text tokenised by jsmn (Debian's libjsmn-dev,
+ * https://github.com/zserge/jsmn; strict mode, parent links), shared by the JSON source decoders
+ * (ingest/json_event.c) and the changelog's tail decoder (changelog/decode_json.c): growing the
+ * token array, walking subtrees, looking keys up, comparing and unescaping string tokens.
+ * Tokens are indexes into an array t[0..n) of a text js; a token's text is js[t[i].start ..
+ * t[i].end) (strings without their quotes, still escaped). Nothing is allocated except by
+ * wd_jsmn_tokenize. Pure; any thread.
+ *
+ * Include this header instead of <jsmn.h>: it fixes the jsmn options (the token layout depends
+ * on them) for every file, and common/jsmn_doc.c holds the one copy of jsmn's parser.
+ */
+#ifndef WD_JSMN_DOC_H
+#define WD_JSMN_DOC_H
+
+#define JSMN_HEADER
+#define JSMN_PARENT_LINKS
+#define JSMN_STRICT
+#include <jsmn.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+/* wd_jsmn_tokenize's result when the token array cannot grow (no memory). */
+#define WD_JSMN_NOMEM (-100)
+
+/* Tokenises js[0..len) into *tok (malloc'd on first use with room for 256 tokens, doubled as
+ * needed; *cap is its capacity; the caller frees *tok, also after an error). Returns the token
+ * count; JSMN_ERROR_INVAL or JSMN_ERROR_PART (not JSON, or cut short) with *errpos the byte
+ * offset where jsmn stopped; or WD_JSMN_NOMEM. */
+int wd_jsmn_tokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos);
+
+/* Index of the first token after the subtree rooted at token i. */
+static inline int wd_jsmn_next(const jsmntok_t *t, int n, int i) {
+  int end = t[i].end;
+  int j = i + 1;
+  while (j < n && t[j].start < end) j++;
+  return j;
+}
+
+/* Whether token i is absent (i < 0) or the literal null. */
+static inline bool wd_jsmn_is_null(const char *js, const jsmntok_t *t, int i) {
+  return i < 0 ||
+         (t[i].type == JSMN_PRIMITIVE && t[i].end - t[i].start == 4 && memcmp(js + t[i].start, "null", 4) == 0);
+}
+
+/* Unescapes JSON string content p[0..n) into out (room for n bytes; the result is never longer),
+ * \uXXXX (with surrogate pairs) as UTF-8. Returns the length, or -1 on a bad escape or a lone
+ * surrogate. */
+long wd_json_unescape(const char *p, size_t n, char *out);
+
+/* Whether token i is a string equal to s[0..n) after unescaping. */
+bool wd_jsmn_str_eq(const char *js, const jsmntok_t *t, int i, const char *s, size_t n);
+
+/* The value token of key s[0..len) in object token i (the last one if the key repeats; keys are
+ * compared unescaped), or -1 when i < 0, i is not an object or the key is not there. */
+int wd_jsmn_get(const char *js, const jsmntok_t *t, int n, int i, const char *s, size_t len);
+
+#endif
