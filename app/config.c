@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "app/table_config.h"
+#include "join/table_options.h"
 
 /* ---- the option table ------------------------------------------------------------------------- */
 
@@ -1347,6 +1348,19 @@ static const char *type_doc(const wd_config_option_t *o) {
   return "?";
 }
 
+/* The '|'-separated values as a Markdown list in code font ("`a`, `b`") into out[0..n). */
+static void doc_values(const char *values, char *out, size_t n) {
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", values);
+  out[0] = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+    if (out[0]) strncat(out, ", ", n - strlen(out) - 1);
+    strncat(out, "`", n - strlen(out) - 1);
+    strncat(out, tok, n - strlen(out) - 1);
+    strncat(out, "`", n - strlen(out) - 1);
+  }
+}
+
 /* One table row per option of sec (recursing into sub-sections), keys prefixed with prefix. */
 static void doc_rows(FILE *f, const wd_config_section_t *sec, const char *prefix) {
   for (const wd_config_option_t *o = sec->options; o->name; o++) {
@@ -1369,14 +1383,7 @@ static void doc_rows(FILE *f, const wd_config_section_t *sec, const char *prefix
       else
         snprintf(range, sizeof(range), "%lld .. %lld%s", (long long)o->min, (long long)o->max, unit);
     } else if (o->type == WD_CONFIG_ENUM) {
-      char buf[256];
-      snprintf(buf, sizeof(buf), "%s", o->values);
-      for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
-        if (range[0]) strncat(range, ", ", sizeof(range) - strlen(range) - 1);
-        strncat(range, "`", sizeof(range) - strlen(range) - 1);
-        strncat(range, tok, sizeof(range) - strlen(range) - 1);
-        strncat(range, "`", sizeof(range) - strlen(range) - 1);
-      }
+      doc_values(o->values, range, sizeof(range));
     } else if (o->flags & WD_CONFIG_NONEMPTY) {
       snprintf(range, sizeof(range), "at least one");
     }
@@ -1432,34 +1439,26 @@ int wd_config_write_doc(FILE *f) {
           "Interpreted by the source's decoder (ingest/source.h).\n\n"
           "| key | values | default | description |\n|---|---|---|---|\n");
   for (const wd_source_option_t *o = wd_source_options; o->name; o++) {
-    char vals[256] = "", buf[256];
-    snprintf(buf, sizeof(buf), "%s", o->values);
-    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
-      if (vals[0]) strncat(vals, ", ", sizeof(vals) - strlen(vals) - 1);
-      strncat(vals, "`", sizeof(vals) - strlen(vals) - 1);
-      strncat(vals, tok, sizeof(vals) - strlen(vals) - 1);
-      strncat(vals, "`", sizeof(vals) - strlen(vals) - 1);
-    }
+    char vals[256];
+    doc_values(o->values, vals, sizeof(vals));
     fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->name, vals, o->def, o->description);
   }
   fprintf(f,
           "\n## Table options (`table.options`)\n\n"
-          "Apache Paimon's option names and values, validated when the table is built (join/merge_spec.c); the\n"
-          "full list with defaults and meaning is section 3 of the merge-semantics spec. Any other key is refused\n"
-          "with `C_UNKNOWN_OPTION`, a bad value with `C_BAD_OPTION_VALUE`. The most used ones:\n\n"
-          "| key | example | meaning |\n|---|---|---|\n"
-          "| `merge-engine` | `partial-update` | `deduplicate` (default), `partial-update`, `aggregation`, "
-          "`first-row` |\n"
-          "| `sequence.field` | `updated_at` | columns that order records: the largest wins |\n"
-          "| `fields.<seq>.sequence-group` | `fields.order_ver.sequence-group: status,amount` | partial-update: "
-          "the sequence column that orders a group of columns |\n"
-          "| `fields.<f>.aggregate-function` | `sum` | aggregation: the column's function (sum, max, "
-          "last_non_null_value, listagg, collect, ...) |\n"
-          "| `fields.default-aggregate-function` | `last_non_null_value` | function of columns without their "
-          "own |\n"
-          "| `ignore-delete` | `true` | drop every -U and -D at the entrance |\n"
-          "| `partial-update.remove-record-on-delete` | `true` | a -D removes the whole row |\n"
-          "| `changelog-producer.row-deduplicate` | `true` | no -U/+U when the row did not change |\n");
+          "Apache Paimon's option names and values, validated when the table is built (join/merge_spec.c, from\n"
+          "the table this list is generated from); section 3 of the merge-semantics spec defines them. Any other\n"
+          "key is refused with `C_UNKNOWN_OPTION`, a bad value with `C_BAD_OPTION_VALUE`. Booleans are `true` or\n"
+          "`false`; lists are comma-separated and each item is trimmed.\n\n"
+          "| key | values | default | applies to | meaning |\n|---|---|---|---|---|\n");
+  wd_table_option_doc_t td;
+  for (size_t i = 0; wd_table_option_doc(i, &td); i++) {
+    char vals[256];
+    doc_values(td.values, vals, sizeof(vals));
+    /* a default that is a value in code font; "none" and phrases as text */
+    bool code = !strchr(td.def, ' ') && (strcmp(td.def, "none") != 0 || strstr(td.values, "none"));
+    fprintf(f, "| `%s` | %s | %s%s%s | %s | %s |\n", td.key, vals, code ? "`" : "", td.def, code ? "`" : "", td.applies,
+            td.description);
+  }
   wd_interleaving_doc(f);
   return ferror(f) ? -1 : 0;
 }

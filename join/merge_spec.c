@@ -10,6 +10,7 @@
 
 #include "common/text.h"
 #include "join/merge_int.h"
+#include "join/table_options.h"
 
 /* ---- small helpers -------------------------------------------------------------------- */
 
@@ -90,26 +91,161 @@ static wd_error_t *bool_opt(size_t nopts, const wd_option_t *opts, const char *k
   return v ? parse_bool(key, v, out) : NULL;
 }
 
-/* The per-field option suffixes of spec §3 (fields.<f>.<suffix>). */
-static const char *const FIELD_SUFFIXES[] = {
-    "sequence-group", "aggregate-function", "ignore-retract", "distinct",     "list-agg-delimiter",
-    "nested-key",     "nested-key-null-strategy", "nested-sequence-field", "count-limit", "ts-field"};
+/* ---- the option tables ------------------------------------------------------------------ */
 
-static const char *const TABLE_KEYS[] = {"merge-engine",
-                                         "sequence.field",
-                                         "sequence.field.sort-order",
-                                         "ignore-delete",
-                                         "first-row.ignore-delete",
-                                         "deduplicate.ignore-delete",
-                                         "partial-update.ignore-delete",
-                                         "ignore-update-before",
-                                         "partial-update.remove-record-on-delete",
-                                         "partial-update.remove-record-on-sequence-group",
-                                         "fields.default-aggregate-function",
-                                         "aggregation.remove-record-on-delete",
-                                         "changelog-producer",
-                                         "changelog-producer.row-deduplicate",
-                                         "changelog-producer.row-deduplicate-ignore-fields"};
+/* How an option's value is read. */
+typedef enum {
+  TOPT_BOOL,       /* true / false (ASCII case-insensitive, trimmed) */
+  TOPT_ENUM,       /* one of values ("a|b|c"; exact, trimmed); the index is the value */
+  TOPT_ENUM_ICASE, /* likewise, ASCII case-insensitive */
+  TOPT_LIST,       /* comma-separated column or field names (trimmed, empty items dropped) */
+  TOPT_TEXT,       /* any text */
+  TOPT_INT,        /* an integer from 1 to 2147483647 */
+  TOPT_FUNCTION    /* an aggregate function name (join/agg.h) */
+} topt_kind_t;
+
+/* One option of spec §3: a table key, or the suffix of a per-field key fields.<f>.<suffix>. */
+typedef struct {
+  const char *name;
+  topt_kind_t kind;
+  /* TOPT_BOOL: offsetof the flag in wd_table_t (table keys) or wd_agg_spec_t (suffixes), set by
+   * the generic loops below; -1 when wd_table_new or parse_aggs read the option themselves */
+  ptrdiff_t flag;
+  const char *values; /* TOPT_ENUM*: the values, '|'-separated, in the order of their C enum */
+  /* the reference (join/table_options.h): the key as documented (NULL: name), the default,
+   * where it applies, what it does (spec §3); `widen config doc` prints it */
+  const char *doc_key, *def, *applies, *description;
+} topt_t;
+
+/* The table keys (spec §3), in the order unknown-option suggestions consider them. */
+static const topt_t TABLE_OPTS[] = {
+    {"merge-engine", TOPT_ENUM, -1, "deduplicate|partial-update|aggregation|first-row",
+     NULL, "deduplicate", "all",
+     "How the records of one key merge (spec sections 5 to 8)."}, /* wd_merge_engine_t */
+    {"sequence.field", TOPT_LIST, -1, NULL,
+     NULL, "none", "all except first-row",
+     "Comma list of columns that order the records of a key (spec section 4); without it arrival order does."},
+    {"sequence.field.sort-order", TOPT_ENUM_ICASE, -1, "ascending|descending",
+     NULL, "ascending", "with sequence.field",
+     "`ascending`: the largest sequence wins; `descending`: the smallest."},
+    {"ignore-delete", TOPT_BOOL, -1, NULL,
+     NULL, "false", "all",
+     "Drop every -U and -D at the entrance."}, /* with the three legacy aliases that follow */
+    {"first-row.ignore-delete", TOPT_BOOL, -1, NULL,
+     NULL, "false", "all",
+     "Legacy alias of `ignore-delete`, read when that is absent."},
+    {"deduplicate.ignore-delete", TOPT_BOOL, -1, NULL,
+     NULL, "false", "all",
+     "Legacy alias of `ignore-delete`, read when that is absent."},
+    {"partial-update.ignore-delete", TOPT_BOOL, -1, NULL,
+     NULL, "false", "all",
+     "Legacy alias of `ignore-delete`, read when that is absent."},
+    {"ignore-update-before", TOPT_BOOL, offsetof(wd_table_t, ignore_update_before), NULL,
+     NULL, "false", "all",
+     "Drop every -U at the entrance."},
+    {"partial-update.remove-record-on-delete", TOPT_BOOL, offsetof(wd_table_t, pu_remove_on_delete), NULL,
+     NULL, "false", "partial-update without sequence groups",
+     "A -D removes the whole row; -U is ignored."},
+    {"partial-update.remove-record-on-sequence-group", TOPT_LIST, -1, NULL,
+     NULL, "none", "partial-update with sequence groups",
+     "Comma list of group sequence fields; a not-older -D for such a group removes the row."},
+    {"fields.default-aggregate-function", TOPT_FUNCTION, -1, NULL,
+     NULL, "none", "aggregation, partial-update",
+     "Function of every non-key, non-sequence column without its own (spec section 9)."},
+    {"aggregation.remove-record-on-delete", TOPT_BOOL, offsetof(wd_table_t, agg_remove_on_delete), NULL,
+     NULL, "false", "aggregation",
+     "A -D removes the whole row; -U still retracts."},
+    {"changelog-producer", TOPT_ENUM, -1, "none|input|lookup|full-compaction",
+     NULL, "none", "all",
+     "Accepted for Paimon compatibility: the changelog is always lookup-style. first-row accepts only `none` "
+     "or `lookup`."},
+    {"changelog-producer.row-deduplicate", TOPT_BOOL, offsetof(wd_table_t, row_dedup), NULL,
+     NULL, "false", "all",
+     "No -U/+U pair when the row did not change."},
+    {"changelog-producer.row-deduplicate-ignore-fields", TOPT_LIST, -1, NULL,
+     NULL, "none", "with row-deduplicate",
+     "Columns that the row-deduplicate comparison ignores."},
+};
+#define N_TABLE_OPTS (sizeof(TABLE_OPTS) / sizeof(*TABLE_OPTS))
+
+/* The per-field option suffixes of spec §3 (fields.<f>.<suffix>); indexes are the SUF_ below. */
+static const topt_t FIELD_OPTS[] = {
+    {"sequence-group", TOPT_LIST, -1, NULL,
+     "fields.<seq>[,<seq2>...].sequence-group", "none", "partial-update",
+     "Comma list of the columns that the sequence columns `<seq>` protect (spec section 7.2)."},
+    {"aggregate-function", TOPT_FUNCTION, -1, NULL,
+     "fields.<f>.aggregate-function", "none", "aggregation, partial-update",
+     "The column's function: sum, max, min, last_value, last_non_null_value, listagg, collect, ... (spec "
+     "section 9)."},
+    {"ignore-retract", TOPT_BOOL, offsetof(wd_agg_spec_t, ignore_retract), NULL,
+     "fields.<f>.ignore-retract", "false", "aggregate functions",
+     "Retractions leave the column unchanged."},
+    {"distinct", TOPT_BOOL, offsetof(wd_agg_spec_t, distinct), NULL,
+     "fields.<f>.distinct", "false", "collect, listagg",
+     "De-duplicate elements or tokens."},
+    {"list-agg-delimiter", TOPT_TEXT, -1, NULL,
+     "fields.<f>.list-agg-delimiter", ",", "listagg",
+     "Separator string."},
+    {"nested-key", TOPT_LIST, -1, NULL,
+     "fields.<f>.nested-key", "none", "nested_update, nested_partial_update",
+     "Comma list of the ROW fields that form the nested key."},
+    {"nested-key-null-strategy", TOPT_ENUM_ICASE, -1, "merge|ignore|error",
+     "fields.<f>.nested-key-null-strategy", "merge", "nested functions",
+     "What a nested row with a NULL key part does (spec section 9.2)."}, /* wd_nested_null_t */
+    {"nested-sequence-field", TOPT_LIST, -1, NULL,
+     "fields.<f>.nested-sequence-field", "none", "nested_update",
+     "Comma list of the ROW fields that order nested rows."},
+    {"count-limit", TOPT_INT, -1, NULL,
+     "fields.<f>.count-limit", "2147483647", "nested_update",
+     "Most nested rows kept (1 to 2147483647)."},
+    {"ts-field", TOPT_TEXT, -1, NULL,
+     "fields.<f>.ts-field", "the last ROW field", "merge_map_with_keytime",
+     "ROW field holding the per-entry timestamp."},
+};
+#define N_FIELD_OPTS (sizeof(FIELD_OPTS) / sizeof(*FIELD_OPTS))
+
+enum { SUF_SEQ_GROUP = 0, SUF_AGG, SUF_IGNORE_RETRACT, SUF_DISTINCT, SUF_DELIM, SUF_NESTED_KEY, SUF_NESTED_NULL,
+       SUF_NESTED_SEQ, SUF_COUNT_LIMIT, SUF_TS_FIELD };
+
+/* The table option called name (one of TABLE_OPTS). */
+static const topt_t *table_opt(const char *name) {
+  for (size_t i = 0; i < N_TABLE_OPTS; i++)
+    if (strcmp(TABLE_OPTS[i].name, name) == 0) return &TABLE_OPTS[i];
+  return NULL;
+}
+
+/* Reads value v of option key as one of o->values into *out (its index). C_BAD_OPTION_VALUE
+ * lists the values ("use a, b or c"). */
+static wd_error_t *parse_enum(const topt_t *o, const char *key, const char *v, int *out) {
+  char *x = trim_dup(v, strlen(v));
+  if (!x) return wd_error_nomem();
+  char use[256] = "";
+  size_t nvals = 1;
+  for (const char *c = o->values; *c; c++) nvals += *c == '|';
+  int idx = 0, found = -1;
+  for (const char *a = o->values; found < 0; idx++) {
+    const char *bar = strchr(a, '|');
+    size_t n = bar ? (size_t)(bar - a) : strlen(a);
+    if (strlen(x) == n && (o->kind == TOPT_ENUM_ICASE ? strncasecmp(x, a, n) : strncmp(x, a, n)) == 0) found = idx;
+    size_t at = strlen(use);
+    snprintf(use + at, sizeof(use) - at, "%s%.*s", idx == 0 ? "" : (size_t)idx + 1 == nvals ? " or " : ", ", (int)n,
+             a);
+    if (!bar) break;
+    a = bar + 1;
+  }
+  free(x);
+  if (found < 0)
+    return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "option '%s' = '%s': use %s", key, v, use);
+  *out = found;
+  return NULL;
+}
+
+/* The value of enum option name (a TABLE_OPTS key) into *out; *out = -1 when it is not set. */
+static wd_error_t *enum_opt(size_t nopts, const wd_option_t *opts, const char *name, int *out) {
+  const char *v = opt_get(nopts, opts, name);
+  *out = -1;
+  return v ? parse_enum(table_opt(name), name, v, out) : NULL;
+}
 
 /* Splits "fields.<f>.<suffix>" into f (allocated) and the suffix index; -1 if key is not of
  * that form with a known suffix. */
@@ -118,18 +254,15 @@ static int field_option(const char *key, char **field) {
   if (strncmp(key, "fields.", 7) != 0) return -1;
   const char *rest = key + 7;
   size_t rlen = strlen(rest);
-  for (size_t i = 0; i < sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES); i++) {
-    size_t slen = strlen(FIELD_SUFFIXES[i]);
-    if (rlen > slen + 1 && rest[rlen - slen - 1] == '.' && strcmp(rest + rlen - slen, FIELD_SUFFIXES[i]) == 0) {
+  for (size_t i = 0; i < N_FIELD_OPTS; i++) {
+    size_t slen = strlen(FIELD_OPTS[i].name);
+    if (rlen > slen + 1 && rest[rlen - slen - 1] == '.' && strcmp(rest + rlen - slen, FIELD_OPTS[i].name) == 0) {
       *field = trim_dup(rest, rlen - slen - 1);
       return *field ? (int)i : -2;
     }
   }
   return -1;
 }
-
-enum { SUF_SEQ_GROUP = 0, SUF_AGG, SUF_IGNORE_RETRACT, SUF_DISTINCT, SUF_DELIM, SUF_NESTED_KEY, SUF_NESTED_NULL,
-       SUF_NESTED_SEQ, SUF_COUNT_LIMIT, SUF_TS_FIELD };
 
 static bool seq_type_ok_for_order(const wd_type_t *t) {
   return t->id != WD_ARRAY && t->id != WD_MAP && t->id != WD_ROW;
@@ -421,10 +554,8 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
         break;
       }
       case SUF_IGNORE_RETRACT:
-        if ((err = parse_bool(opts[i].key, v, &a->ignore_retract))) return err;
-        break;
       case SUF_DISTINCT:
-        if ((err = parse_bool(opts[i].key, v, &a->distinct))) return err;
+        if ((err = parse_bool(opts[i].key, v, (bool *)((char *)a + FIELD_OPTS[suf].flag)))) return err;
         break;
       case SUF_DELIM:
         free(a->delimiter);
@@ -442,19 +573,9 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
         break;
       }
       case SUF_NESTED_NULL: {
-        char *m = trim_dup(v, strlen(v));
-        if (!m) return wd_error_nomem();
-        if (strcasecmp(m, "merge") == 0)
-          a->nested_null = WD_NESTED_NULL_MERGE;
-        else if (strcasecmp(m, "ignore") == 0)
-          a->nested_null = WD_NESTED_NULL_IGNORE;
-        else if (strcasecmp(m, "error") == 0)
-          a->nested_null = WD_NESTED_NULL_ERROR;
-        else
-          err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
-                             "option '%s' = '%s': use merge, ignore or error", opts[i].key, v);
-        free(m);
-        if (err) return err;
+        int m;
+        if ((err = parse_enum(&FIELD_OPTS[suf], opts[i].key, v, &m))) return err;
+        a->nested_null = (wd_nested_null_t)m;
         break;
       }
       default:
@@ -548,14 +669,14 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
 /* C_UNKNOWN_OPTION for key, suggesting the closest option name (a table key, or
  * fields.<f>.<suffix> with the same <f>) when it looks like a typo. */
 static wd_error_t *unknown_option(const char *key) {
-  const char *cands[sizeof(TABLE_KEYS) / sizeof(*TABLE_KEYS) + sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES)];
-  char fbuf[sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES)][256];
+  const char *cands[N_TABLE_OPTS + N_FIELD_OPTS];
+  char fbuf[N_FIELD_OPTS][256];
   size_t n = 0;
-  for (size_t i = 0; i < sizeof(TABLE_KEYS) / sizeof(*TABLE_KEYS); i++) cands[n++] = TABLE_KEYS[i];
+  for (size_t i = 0; i < N_TABLE_OPTS; i++) cands[n++] = TABLE_OPTS[i].name;
   const char *last = strrchr(key, '.');
   if (strncmp(key, "fields.", 7) == 0 && last && last > key + 7)
-    for (size_t i = 0; i < sizeof(FIELD_SUFFIXES) / sizeof(*FIELD_SUFFIXES); i++) {
-      snprintf(fbuf[i], sizeof(fbuf[i]), "%.*s.%s", (int)(last - key), key, FIELD_SUFFIXES[i]);
+    for (size_t i = 0; i < N_FIELD_OPTS; i++) {
+      snprintf(fbuf[i], sizeof(fbuf[i]), "%.*s.%s", (int)(last - key), key, FIELD_OPTS[i].name);
       cands[n++] = fbuf[i];
     }
   const char *near = wd_closest(key, cands, n);
@@ -571,9 +692,7 @@ static wd_error_t *unknown_option(const char *key) {
 static wd_error_t *check_keys(wd_table_t *t, size_t nopts, const wd_option_t *opts) {
   for (size_t i = 0; i < nopts; i++) {
     const char *key = opts[i].key;
-    bool known = false;
-    for (size_t k = 0; k < sizeof(TABLE_KEYS) / sizeof(*TABLE_KEYS); k++) known |= strcmp(key, TABLE_KEYS[k]) == 0;
-    if (known) continue;
+    if (table_opt(key)) continue;
     char *field = NULL;
     int suf = field_option(key, &field);
     if (suf == -2) return wd_error_nomem();
@@ -613,27 +732,9 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
   if ((err = check_keys(t, nopts, opts))) goto fail;
 
   /* merge-engine */
-  const char *v = opt_get(nopts, opts, "merge-engine");
-  if (v) {
-    char *e = trim_dup(v, strlen(v));
-    if (!e) {
-      err = wd_error_nomem();
-      goto fail;
-    }
-    if (strcmp(e, "deduplicate") == 0)
-      t->engine = WD_ENGINE_DEDUPLICATE;
-    else if (strcmp(e, "partial-update") == 0)
-      t->engine = WD_ENGINE_PARTIAL_UPDATE;
-    else if (strcmp(e, "aggregation") == 0)
-      t->engine = WD_ENGINE_AGGREGATION;
-    else if (strcmp(e, "first-row") == 0)
-      t->engine = WD_ENGINE_FIRST_ROW;
-    else
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
-                         "option 'merge-engine' = '%s': use deduplicate, partial-update, aggregation or first-row", v);
-    free(e);
-    if (err) goto fail;
-  }
+  int e;
+  if ((err = enum_opt(nopts, opts, "merge-engine", &e))) goto fail;
+  if (e >= 0) t->engine = (wd_merge_engine_t)e;
 
   /* booleans; ignore-delete with its legacy aliases (§3) */
   const char *id_key = "ignore-delete";
@@ -649,52 +750,27 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
       bool dummy;
       if ((err = parse_bool(opts[i].key, opts[i].value, &dummy))) goto fail;
     }
-  if ((err = bool_opt(nopts, opts, "ignore-update-before", &t->ignore_update_before))) goto fail;
-  if ((err = bool_opt(nopts, opts, "partial-update.remove-record-on-delete", &t->pu_remove_on_delete))) goto fail;
-  if ((err = bool_opt(nopts, opts, "aggregation.remove-record-on-delete", &t->agg_remove_on_delete))) goto fail;
-  if ((err = bool_opt(nopts, opts, "changelog-producer.row-deduplicate", &t->row_dedup))) goto fail;
+  /* the other booleans that only set a flag */
+  for (size_t i = 0; i < N_TABLE_OPTS; i++)
+    if (TABLE_OPTS[i].kind == TOPT_BOOL && TABLE_OPTS[i].flag >= 0 &&
+        (err = bool_opt(nopts, opts, TABLE_OPTS[i].name, (bool *)((char *)t + TABLE_OPTS[i].flag))))
+      goto fail;
 
-  /* changelog-producer */
-  v = opt_get(nopts, opts, "changelog-producer");
-  if (v) {
-    char *p = trim_dup(v, strlen(v));
-    if (!p) {
-      err = wd_error_nomem();
-      goto fail;
-    }
-    bool ok = !strcmp(p, "none") || !strcmp(p, "input") || !strcmp(p, "lookup") || !strcmp(p, "full-compaction");
-    bool fr_ok = !strcmp(p, "none") || !strcmp(p, "lookup");
-    free(p);
-    if (!ok) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
-                         "option 'changelog-producer' = '%s': use none, input, lookup or full-compaction", v);
-      goto fail;
-    }
-    if (t->engine == WD_ENGINE_FIRST_ROW && !fr_ok) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_CHANGELOG_PRODUCER",
-                         "Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine (got '%s')",
-                         v);
-      goto fail;
-    }
+  /* changelog-producer (none, input, lookup, full-compaction) */
+  int cp;
+  if ((err = enum_opt(nopts, opts, "changelog-producer", &cp))) goto fail;
+  if (cp >= 0 && t->engine == WD_ENGINE_FIRST_ROW && cp != 0 && cp != 2) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_CHANGELOG_PRODUCER",
+                       "Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine (got '%s')",
+                       opt_get(nopts, opts, "changelog-producer"));
+    goto fail;
   }
 
   /* sequence.field and its sort order (§4) */
-  v = opt_get(nopts, opts, "sequence.field.sort-order");
-  if (v) {
-    char *o = trim_dup(v, strlen(v));
-    if (!o) {
-      err = wd_error_nomem();
-      goto fail;
-    }
-    if (strcasecmp(o, "descending") == 0)
-      t->seq_descending = true;
-    else if (strcasecmp(o, "ascending") != 0)
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
-                         "option 'sequence.field.sort-order' = '%s': use ascending or descending", v);
-    free(o);
-    if (err) goto fail;
-  }
-  v = opt_get(nopts, opts, "sequence.field");
+  int order;
+  if ((err = enum_opt(nopts, opts, "sequence.field.sort-order", &order))) goto fail;
+  t->seq_descending = order == 1;
+  const char *v = opt_get(nopts, opts, "sequence.field");
   if (v) {
     if (t->engine == WD_ENGINE_FIRST_ROW) {
       err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_SEQUENCE_FIELD",
@@ -854,4 +930,19 @@ bool wd_table_is_sequence_column(const wd_table_t *t, int col) {
   for (size_t k = 0; k < t->nseq_fields; k++)
     if (t->seq_fields[k] == col) return true;
   return t->seq_group_of && t->seq_group_of[col] >= 0;
+}
+
+bool wd_table_option_doc(size_t i, wd_table_option_doc_t *out) {
+  const topt_t *o = NULL;
+  if (i < N_TABLE_OPTS)
+    o = &TABLE_OPTS[i];
+  else if (i < N_TABLE_OPTS + N_FIELD_OPTS)
+    o = &FIELD_OPTS[i - N_TABLE_OPTS];
+  if (!o) return false;
+  out->key = o->doc_key ? o->doc_key : o->name;
+  out->values = o->values ? o->values : o->kind == TOPT_BOOL ? "true|false" : "";
+  out->def = o->def;
+  out->applies = o->applies;
+  out->description = o->description;
+  return true;
 }
