@@ -36,6 +36,7 @@
 #include "bench/bench_util.h"
 #include "common/buf.h"
 #include "common/hash.h"
+#include "common/hindex.h"
 #include "ingest/source.h"
 #include "join/merge.h"
 #include "join/state.h"
@@ -99,6 +100,19 @@ static int pool_add(void *ctx, const uint8_t *key, size_t klen, const uint8_t *v
   return 0;
 }
 
+/* A key of the batch being deduplicated, and the keys kept so far. */
+typedef struct {
+  const char **keys;
+  const size_t *klens;
+  const char *k;
+  size_t kl;
+} key_probe_t;
+
+static bool key_eq(const void *ctx, size_t e) {
+  const key_probe_t *q = ctx;
+  return q->klens[e] == q->kl && memcmp(q->keys[e], q->k, q->kl) == 0;
+}
+
 typedef struct {
   double secs, cpu, p50, p99;
   uint64_t records, batches;
@@ -146,32 +160,25 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   size_t *klens = malloc((maxb + 1) * sizeof(*klens));
   rocksdb_pinnableslice_t **pins = malloc((maxb + 1) * sizeof(*pins));
   char **errs = malloc((maxb + 1) * sizeof(*errs));
-  size_t hcap = 4;
-  while (hcap < maxb * 2) hcap <<= 1;
-  int32_t *ht = malloc(hcap * sizeof(*ht));
+  wd_hindex_t ht;
+  if (wd_hindex_init(&ht, maxb)) {
+    fprintf(stderr, "ceiling: no memory\n");
+    exit(1);
+  }
   double *lat = malloc((tr->nb + 1) * sizeof(*lat));
   volatile size_t sink = 0;
   double t0 = bench_mono(), c0 = bench_cpu_self();
   for (size_t b = 0, s = 0; b < tr->nb; s = tr->batch_end[b++]) {
     double bt = bench_mono();
     size_t m = 0;
-    for (size_t i = 0; i < hcap; i++) ht[i] = -1;
+    wd_hindex_clear(&ht);
     for (size_t r = s; r < tr->batch_end[b]; r++) {
-      const char *k = (const char *)tr->bytes.data + tr->off[r];
-      size_t kl = tr->off[r + 1] - tr->off[r];
-      size_t h = wd_hash_bytes(k, kl, 0) & (hcap - 1);
-      bool dup = false;
-      while (ht[h] >= 0) {
-        if (klens[ht[h]] == kl && !memcmp(keys[ht[h]], k, kl)) {
-          dup = true;
-          break;
-        }
-        h = (h + 1) & (hcap - 1);
-      }
-      if (dup) continue;
-      ht[h] = (int32_t)m;
-      keys[m] = k;
-      klens[m++] = kl;
+      key_probe_t q = {keys, klens, (const char *)tr->bytes.data + tr->off[r], tr->off[r + 1] - tr->off[r]};
+      size_t slot;
+      if (wd_hindex_find(&ht, wd_hash_bytes(q.k, q.kl, 0), key_eq, &q, &slot) >= 0) continue; /* a repeat */
+      wd_hindex_put(&ht, slot, m);
+      keys[m] = q.k;
+      klens[m++] = q.kl;
     }
     rocksdb_batched_multi_get_cf(db, ro, cf, m, keys, klens, pins, errs, false);
     for (size_t i = 0; i < m; i++) {
@@ -214,7 +221,7 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   *disk = bench_dir_bytes(dir);
   (void)sink;
   free(lat);
-  free(ht);
+  wd_hindex_free(&ht);
   free(keys);
   free(klens);
   free(pins);

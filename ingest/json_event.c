@@ -1072,12 +1072,25 @@ static wd_error_t *wd_load_key(wd_dbz_t *x) {
 
 /* ---- row images ---------------------------------------------------------------------------- */
 
+/* What wd_fill_slots looks for: the IMAGE mapping whose first segment is p[0..n). */
+typedef struct wd_key_probe {
+  const wd_source_t *src;
+  const char *p;
+  size_t n;
+} wd_key_probe_t;
+
+static bool wd_key_eq(const void *ctx, size_t e) {
+  const wd_key_probe_t *q = ctx;
+  const wd_source_col_t *c = &q->src->cols[e];
+  return c->seglen[0] == q->n && memcmp(c->seg[0], q->p, q->n) == 0;
+}
+
 /* Sets x->sc->slot for the keys of object img (without clearing first): one pass over its keys
  * through the source's hash. */
 static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
   const wd_source_t *src = x->src;
   const wd_jdoc_t *d = &x->doc;
-  if (img < 0 || !src->hash || d->t[img].type != JSMN_OBJECT) return NULL;
+  if (img < 0 || !src->hash.slot || d->t[img].type != JSMN_OBJECT) return NULL;
   int j = img + 1;
   for (int k = 0; k < d->t[img].size && j + 1 < d->n; k++) {
     const char *kp = d->js + d->t[j].start;
@@ -1092,15 +1105,9 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
       kp = (const char *)x->sc->buf.data;
       kn = (size_t)r;
     }
-    size_t pos = (size_t)wd_hash_bytes(kp, kn, 0) & (src->hcap - 1);
-    while (src->hash[pos] >= 0) {
-      const wd_source_col_t *c = &src->cols[src->hash[pos]];
-      if (c->seglen[0] == kn && memcmp(c->seg[0], kp, kn) == 0) {
-        for (int mm = src->hash[pos]; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
-        break;
-      }
-      pos = (pos + 1) & (src->hcap - 1);
-    }
+    wd_key_probe_t q = {src, kp, kn};
+    ptrdiff_t first = wd_hindex_find(&src->hash, wd_hash_bytes(kp, kn, 0), wd_key_eq, &q, NULL);
+    for (int mm = (int)first; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
     j = wd_jnext(d, j + 1);
   }
   return NULL;

@@ -83,7 +83,7 @@ void wd_source_destroy(wd_source_t *src) {
   free(src->topics);
   for (size_t i = 0; i < src->ncols; i++) wd_source_col_clear(&src->cols[i]);
   free(src->cols);
-  free(src->hash);
+  wd_hindex_free(&src->hash);
   free(src->name);
   free(src);
 }
@@ -193,37 +193,42 @@ static bool wd_kafka_type_ok(wd_kafka_field_t f, const wd_type_t *t) {
 
 /* Rebuilds the hash over IMAGE first segments and the next_same chains. 0 or -1 (no memory;
  * the old table is kept). */
+/* What wd_source_rehash looks for: an IMAGE mapping with the first segment p[0..n). */
+typedef struct wd_seg_probe {
+  const wd_source_t *src;
+  const char *p;
+  size_t n;
+} wd_seg_probe_t;
+
+static bool wd_seg_eq(const void *ctx, size_t e) {
+  const wd_seg_probe_t *q = ctx;
+  const wd_source_col_t *o = &q->src->cols[e];
+  return o->seglen[0] == q->n && memcmp(o->seg[0], q->p, q->n) == 0;
+}
+
 static int wd_source_rehash(wd_source_t *src) {
   size_t nimg = 0;
   for (size_t i = 0; i < src->ncols; i++)
     if (src->cols[i].kind == WD_MAP_IMAGE) nimg++;
-  size_t cap = 8;
-  while (cap < nimg * 2) cap *= 2;
-  int *h = malloc(cap * sizeof(*h));
-  if (!h) return -1;
-  for (size_t i = 0; i < cap; i++) h[i] = -1;
+  wd_hindex_t h;
+  if (wd_hindex_init(&h, nimg)) return -1;
   for (size_t i = 0; i < src->ncols; i++) src->cols[i].next_same = -1;
   for (size_t i = 0; i < src->ncols; i++) {
     wd_source_col_t *c = &src->cols[i];
     if (c->kind != WD_MAP_IMAGE) continue;
-    size_t pos = (size_t)wd_hash_bytes(c->seg[0], c->seglen[0], 0) & (cap - 1);
-    for (;;) {
-      if (h[pos] < 0) {
-        h[pos] = (int)i;
-        break;
-      }
-      wd_source_col_t *o = &src->cols[h[pos]];
-      if (o->seglen[0] == c->seglen[0] && memcmp(o->seg[0], c->seg[0], c->seglen[0]) == 0) {
-        while (o->next_same >= 0) o = &src->cols[o->next_same];
-        o->next_same = (int)i;
-        break;
-      }
-      pos = (pos + 1) & (cap - 1);
+    wd_seg_probe_t q = {src, c->seg[0], c->seglen[0]};
+    size_t slot;
+    ptrdiff_t first = wd_hindex_find(&h, wd_hash_bytes(q.p, q.n, 0), wd_seg_eq, &q, &slot);
+    if (first < 0) {
+      wd_hindex_put(&h, slot, i);
+      continue;
     }
+    wd_source_col_t *o = &src->cols[first];
+    while (o->next_same >= 0) o = &src->cols[o->next_same];
+    o->next_same = (int)i;
   }
-  free(src->hash);
+  wd_hindex_free(&src->hash);
   src->hash = h;
-  src->hcap = cap;
   return 0;
 }
 

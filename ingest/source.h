@@ -90,6 +90,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/hindex.h"
 #include "common/types.h"
 
 /* ---- formats, options ------------------------------------------------------------------- */
@@ -182,9 +183,10 @@ typedef struct wd_source {
   bool decimal_encoding_set;  /* else the format's default (wd_format_decimal_encoding) */
   wd_delete_no_seq_t delete_without_sequence; /* option delete-without-sequence */
   size_t schema_ncols;        /* ncols of the schema the mapping was built for */
-  /* private: open-addressing table over the first segment of IMAGE mappings -> index in cols */
-  size_t hcap;
-  int *hash;
+  /* private: index (common/hindex.h) over the first segment of IMAGE mappings -> index in cols
+   * (the first of those sharing it; the others follow through next_same); slot NULL before the
+   * first IMAGE mapping */
+  wd_hindex_t hash;
 } wd_source_t;
 
 /* Creates an empty source named name (copied) of the given format. *out is owned by the

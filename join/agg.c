@@ -12,6 +12,7 @@
  */
 #include "join/agg.h"
 #include "common/hash.h"
+#include "common/hindex.h"
 #include "common/text.h"
 
 #include <gmp.h>
@@ -255,63 +256,64 @@ static bool agg_key_eq(const agg_keyspec_t *ks, const wd_value_t *a, const wd_va
   return true;
 }
 
-/* Open-addressing set of borrowed value pointers, sized up front (no growth), with a size_t
- * payload per entry (a position or a count). */
+/* A set of borrowed value pointers (common/hindex.h), sized up front (no growth), with a size_t
+ * payload per entry (a position or a count); entries in insertion order. */
 typedef struct agg_set {
   const agg_keyspec_t *ks;
   const wd_value_t **key;
   uint64_t *hash;
   size_t *aux;
   size_t n, cap;
-  size_t *slot; /* entry index + 1, 0 = empty */
-  size_t mask;
+  wd_hindex_t ix;
 } agg_set_t;
 
 static void agg_set_free(agg_set_t *s) {
   free(s->key);
   free(s->hash);
   free(s->aux);
-  free(s->slot);
+  wd_hindex_free(&s->ix);
   memset(s, 0, sizeof(*s));
 }
 
 /* Prepares a set for at most cap entries. 0, or -1 on no memory (s is then empty). */
 static int agg_set_init(agg_set_t *s, const agg_keyspec_t *ks, size_t cap) {
-  size_t nslot = 8;
   memset(s, 0, sizeof(*s));
   s->ks = ks;
   s->cap = cap;
-  while (nslot < 2 * cap + 1) nslot <<= 1;
   s->key = malloc((cap ? cap : 1) * sizeof(*s->key));
   s->hash = malloc((cap ? cap : 1) * sizeof(*s->hash));
   s->aux = malloc((cap ? cap : 1) * sizeof(*s->aux));
-  s->slot = calloc(nslot, sizeof(*s->slot));
-  s->mask = nslot - 1;
-  if (!s->key || !s->hash || !s->aux || !s->slot) {
+  if (wd_hindex_init(&s->ix, cap) || !s->key || !s->hash || !s->aux) {
     agg_set_free(s);
     return -1;
   }
   return 0;
 }
 
+/* What agg_set_find looks for. */
+typedef struct agg_set_probe {
+  const agg_set_t *s;
+  const wd_value_t *v;
+  uint64_t h;
+} agg_set_probe_t;
+
+static bool agg_set_eq(const void *ctx, size_t e) {
+  const agg_set_probe_t *q = ctx;
+  return q->s->hash[e] == q->h && agg_key_eq(q->s->ks, q->s->key[e], q->v);
+}
+
 static ptrdiff_t agg_set_find(const agg_set_t *s, const wd_value_t *v, uint64_t h) {
-  for (size_t i = (size_t)h & s->mask;; i = (i + 1) & s->mask) {
-    size_t e = s->slot[i];
-    if (!e) return -1;
-    if (s->hash[e - 1] == h && agg_key_eq(s->ks, s->key[e - 1], v)) return (ptrdiff_t)(e - 1);
-  }
+  agg_set_probe_t q = {s, v, h};
+  return wd_hindex_find(&s->ix, h, agg_set_eq, &q, NULL);
 }
 
 /* Adds v (not present; fewer than cap entries so far). Returns the entry index. */
 static size_t agg_set_add(agg_set_t *s, const wd_value_t *v, uint64_t h, size_t aux) {
   size_t e = s->n++;
-  size_t i;
   s->key[e] = v;
   s->hash[e] = h;
   s->aux[e] = aux;
-  for (i = (size_t)h & s->mask; s->slot[i]; i = (i + 1) & s->mask) {
-  }
-  s->slot[i] = e + 1;
+  wd_hindex_add(&s->ix, h, e);
   return e;
 }
 
@@ -794,49 +796,56 @@ typedef struct agg_span {
   size_t n;
 } agg_span_t;
 
+/* A set of borrowed spans (common/hindex.h), sized up front. */
 typedef struct agg_spanset {
   agg_span_t *e;
   uint64_t *h;
   size_t n, cap;
-  size_t *slot;
-  size_t mask;
+  wd_hindex_t ix;
 } agg_spanset_t;
 
 static void agg_spanset_free(agg_spanset_t *s) {
   free(s->e);
   free(s->h);
-  free(s->slot);
+  wd_hindex_free(&s->ix);
   memset(s, 0, sizeof(*s));
 }
 
 static int agg_spanset_init(agg_spanset_t *s, size_t cap) {
-  size_t nslot = 8;
   memset(s, 0, sizeof(*s));
-  while (nslot < 2 * cap + 1) nslot <<= 1;
   s->cap = cap;
   s->e = malloc((cap ? cap : 1) * sizeof(*s->e));
   s->h = malloc((cap ? cap : 1) * sizeof(*s->h));
-  s->slot = calloc(nslot, sizeof(*s->slot));
-  s->mask = nslot - 1;
-  if (!s->e || !s->h || !s->slot) {
+  if (wd_hindex_init(&s->ix, cap) || !s->e || !s->h) {
     agg_spanset_free(s);
     return -1;
   }
   return 0;
 }
 
+/* What agg_spanset_add looks for. */
+typedef struct agg_span_probe {
+  const agg_spanset_t *s;
+  const char *p;
+  size_t n;
+  uint64_t h;
+} agg_span_probe_t;
+
+static bool agg_span_eq(const void *ctx, size_t e) {
+  const agg_span_probe_t *q = ctx;
+  const agg_span_t *x = &q->s->e[e];
+  return q->s->h[e] == q->h && x->n == q->n && memcmp(x->p, q->p, q->n) == 0;
+}
+
 /* Adds the span unless present; returns true when it was added. */
 static bool agg_spanset_add(agg_spanset_t *s, const char *p, size_t n) {
-  uint64_t h = wd_hash_bytes(p, n, 0);
-  size_t i;
-  for (i = (size_t)h & s->mask; s->slot[i]; i = (i + 1) & s->mask) {
-    size_t e = s->slot[i] - 1;
-    if (s->h[e] == h && s->e[e].n == n && memcmp(s->e[e].p, p, n) == 0) return false;
-  }
+  agg_span_probe_t q = {s, p, n, wd_hash_bytes(p, n, 0)};
+  size_t slot;
+  if (wd_hindex_find(&s->ix, q.h, agg_span_eq, &q, &slot) >= 0) return false;
   s->e[s->n].p = p;
   s->e[s->n].n = n;
-  s->h[s->n] = h;
-  s->slot[i] = ++s->n;
+  s->h[s->n] = q.h;
+  wd_hindex_put(&s->ix, slot, s->n++);
   return true;
 }
 
