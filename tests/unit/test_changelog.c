@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_changelog.c — the changelog output formats (changelog/changelog.h): exact
  * encodings, encode/decode round trips of every scalar type (NULLs, NaN/Infinity, extremes,
- * unicode), the tail decoder and the pairing of -U/+U rows.
+ * unicode), the tail decoder, the pairing of -U/+U rows, and the changelog's JSON value writer
+ * agreeing with common/json.h's (wd_value_to_json) on random values of every type.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -12,6 +13,7 @@
 #include "changelog/changelog.h"
 #include "common/json.h"
 #include "common/types.h"
+#include "../support/random_rows.h"
 
 static wd_schema_t *schema_make(size_t n, const char *const *names, const char *const *types, size_t npk,
                                 const char *const *pk) {
@@ -453,4 +455,110 @@ Test(pair, formats) {
   cr_expect_str_eq(err->id, "C_BAD_OPTION_VALUE");
   wd_error_destroy(err);
   cr_expect_str_eq(wd_changelog_format_name(WD_CHANGELOG_JSON), "changelog-json");
+}
+
+/* ---- the two JSON value writers agree ---------------------------------------------------------- */
+
+/* Whether a (jansson's writer: wd_value_to_json) and b (the changelog's text writer, parsed back)
+ * are the same JSON for type t: equal JSON, except for numbers of FLOAT and DOUBLE columns, which
+ * are equal as numbers of the column's type. The writers differ there in form only: jansson
+ * writes a real with a fraction or exponent ("1.0", "-0.0") and a FLOAT as the double of its
+ * binary32 value, the changelog writer the shortest text that reads back as the column's value
+ * ("1", "-0", "3.14"), which a JSON reader may take as an integer (and "-0" as 0). */
+static bool same_json(const wd_type_t *t, const json_t *a, const json_t *b) {
+  if (json_is_null(a) || json_is_null(b)) return json_is_null(a) && json_is_null(b);
+  switch (t->id) {
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    if (!json_is_number(a) || !json_is_number(b)) return json_equal(a, b); /* "NaN", "Infinity" */
+    if (t->id == WD_FLOAT) return (float)json_number_value(a) == (float)json_number_value(b);
+    return json_number_value(a) == json_number_value(b);
+  case WD_ARRAY:
+    if (!json_is_array(a) || !json_is_array(b) || json_array_size(a) != json_array_size(b)) return false;
+    for (size_t i = 0; i < json_array_size(a); i++)
+      if (!same_json(t->elem, json_array_get(a, i), json_array_get(b, i))) return false;
+    return true;
+  case WD_ROW:
+    if (!json_is_object(a) || !json_is_object(b) || json_object_size(a) != json_object_size(b)) return false;
+    for (size_t i = 0; i < t->nfields; i++)
+      if (!same_json(t->fields[i].type, json_object_get(a, t->fields[i].name), json_object_get(b, t->fields[i].name)))
+        return false;
+    return true;
+  case WD_MAP: {
+    if (!json_is_object(a) || !json_is_object(b) || json_object_size(a) != json_object_size(b)) return false;
+    const char *k;
+    json_t *av;
+    json_object_foreach((json_t *)a, k, av) {
+      json_t *bv = json_object_get(b, k);
+      if (!bv || !same_json(t->val, av, bv)) return false;
+    }
+    return true;
+  }
+  default:
+    return json_equal(a, b);
+  }
+}
+
+/* Both writers on value v of type t. */
+static void writers_agree(const wd_type_t *t, const wd_value_t *v) {
+  json_t *a = wd_value_to_json(t, v);
+  cr_assert_not_null(a);
+  wd_buf_t text = {0};
+  cr_assert_eq(wd_changelog_put_value(&text, t, v), 0);
+  json_error_t je;
+  json_t *b = json_loadb(text.len ? (const char *)text.data : "", text.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  cr_assert_not_null(b, "the changelog writer's text is not JSON (%s): %.*s", je.text, (int)text.len, text.data);
+  char *at = json_dumps(a, JSON_ENCODE_ANY | JSON_COMPACT);
+  char *type = wd_type_to_string(t);
+  cr_assert(same_json(t, a, b), "%s: wd_value_to_json gives %.300s, the changelog writer %.300s", type, at,
+            (const char *)text.data);
+  free(type);
+  free(at);
+  json_decref(a);
+  json_decref(b);
+  wd_buf_free(&text);
+}
+
+Test(json_writers, agree_on_random_values, .timeout = 120) {
+  rng_t r = {UINT64_C(0x243f6a8885a308d3)};
+  for (int round = 0; round < 300; round++) {
+    wd_schema_t *s = gen_schema(&r);
+    wd_row_t *row = gen_row(&r, s);
+    for (size_t c = 0; c < s->ncols; c++) writers_agree(s->cols[c].type, &row->v[c]);
+    wd_row_destroy(s, row);
+    wd_schema_destroy(s);
+  }
+}
+
+Test(json_writers, agree_on_text_that_needs_escaping) {
+  /* controls, quotes, backslashes, DEL, valid multi-byte UTF-8, and invalid bytes (U+FFFD each) */
+  static const char *const texts[] = {"",
+                                      "plain",
+                                      "\"q\" \\ /",
+                                      "\b\f\n\r\t\x01\x1f\x7f",
+                                      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                                      "bad \xff\xfe end",
+                                      "\xc3",
+                                      "\xe2\x82",
+                                      "\xed\xa0\x80 surrogate",
+                                      "\xc0\xaf overlong"};
+  wd_type_t *st, *mt;
+  cr_assert_null(wd_type_parse("STRING", &st));
+  cr_assert_null(wd_type_parse("MAP<STRING, STRING>", &mt));
+  for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+    wd_value_t v = {0};
+    cr_assert_eq(wd_value_set_bytes(&v, texts[i], strlen(texts[i])), 0);
+    writers_agree(st, &v);
+    wd_value_t m = {0};
+    m.map.k = calloc(1, sizeof(wd_value_t));
+    m.map.v = calloc(1, sizeof(wd_value_t));
+    m.map.n = 1;
+    cr_assert_eq(wd_value_copy(st, &m.map.k[0], &v), 0);
+    cr_assert_eq(wd_value_copy(st, &m.map.v[0], &v), 0);
+    writers_agree(mt, &m); /* the text as a MAP key too */
+    wd_value_clear(mt, &m);
+    wd_value_clear(st, &v);
+  }
+  wd_type_destroy(st);
+  wd_type_destroy(mt);
 }
