@@ -42,6 +42,26 @@ int wd_buf_put_zigzag(wd_buf_t *b, int64_t v) {
   return wd_buf_put_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
+/* Appends the digits of u, zero-padded to width, and a leading '-' when neg: one append, so a
+ * failure leaves b unchanged. */
+static int wd_buf_put_digits(wd_buf_t *b, uint64_t u, int width, int neg) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[sizeof(tmp) - 1 - n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  while ((int)n < width && n < sizeof(tmp) - 1) tmp[sizeof(tmp) - 1 - n++] = '0';
+  if (neg) tmp[sizeof(tmp) - 1 - n++] = '-';
+  return wd_buf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+int wd_buf_put_uint(wd_buf_t *b, uint64_t v, int width) { return wd_buf_put_digits(b, v, width, 0); }
+
+int wd_buf_put_int(wd_buf_t *b, int64_t v) {
+  return wd_buf_put_digits(b, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, 0, v < 0);
+}
+
 int wd_buf_printf(wd_buf_t *b, const char *fmt, ...) {
   va_list ap, ap2;
   va_start(ap, fmt);

@@ -20,6 +20,10 @@ int wd_buf_append(wd_buf_t *b, const void *p, size_t n);
 int wd_buf_putc(wd_buf_t *b, uint8_t c);
 int wd_buf_put_varint(wd_buf_t *b, uint64_t v);   /* LEB128 */
 int wd_buf_put_zigzag(wd_buf_t *b, int64_t v);    /* zig-zag + LEB128 */
+/* v as decimal digits, zero-padded to at least width digits (width <= 20); no printf: this is on
+ * the output path of every changelog row. */
+int wd_buf_put_uint(wd_buf_t *b, uint64_t v, int width);
+int wd_buf_put_int(wd_buf_t *b, int64_t v); /* decimal, '-' for a negative v */
 int wd_buf_printf(wd_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wd_buf_reset(wd_buf_t *b); /* len = 0, keeps memory */
 void wd_buf_free(wd_buf_t *b);

@@ -979,35 +979,13 @@ int wd_days_in_month(int64_t y, int m) {
   return dm[m - 1];
 }
 
-/* Appends v as decimal digits, zero-padded to at least width (no printf: this is on the output
- * path of every changelog row). v >= 0. */
-static int wd_put_uint(wd_buf_t *out, uint64_t v, int width) {
-  char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  while (n < width && n < (int)sizeof(tmp)) tmp[n++] = '0';
-  if (wd_buf_reserve(out, (size_t)n + 1)) return -1;
-  for (int i = 0; i < n; i++) out->data[out->len + (size_t)i] = (uint8_t)tmp[n - 1 - i];
-  out->len += (size_t)n;
-  out->data[out->len] = 0;
-  return 0;
-}
-
-static int wd_put_int(wd_buf_t *out, int64_t v) {
-  if (v < 0) return wd_buf_putc(out, '-') || wd_put_uint(out, (uint64_t)0 - (uint64_t)v, 0);
-  return wd_put_uint(out, (uint64_t)v, 0);
-}
-
 static int wd_date_put(int64_t days, wd_buf_t *out) {
   int64_t y;
   int m, d;
   wd_civil_from_days(days, &y, &m, &d);
   int rc = y < 0 ? wd_buf_putc(out, '-') : 0;
-  rc = rc || wd_put_uint(out, (uint64_t)(y < 0 ? -y : y), 4) || wd_buf_putc(out, '-') ||
-       wd_put_uint(out, (uint64_t)m, 2) || wd_buf_putc(out, '-') || wd_put_uint(out, (uint64_t)d, 2);
+  rc = rc || wd_buf_put_uint(out, (uint64_t)(y < 0 ? -y : y), 4) || wd_buf_putc(out, '-') ||
+       wd_buf_put_uint(out, (uint64_t)m, 2) || wd_buf_putc(out, '-') || wd_buf_put_uint(out, (uint64_t)d, 2);
   return rc ? -1 : 0;
 }
 
@@ -1015,13 +993,13 @@ static int wd_date_put(int64_t days, wd_buf_t *out) {
 static int wd_time_put(int64_t ns_of_day, int digits, wd_buf_t *out) {
   int64_t secs = ns_of_day / 1000000000;
   int64_t frac = ns_of_day % 1000000000;
-  int rc = wd_put_uint(out, (uint64_t)(secs / 3600), 2) || wd_buf_putc(out, ':') ||
-           wd_put_uint(out, (uint64_t)(secs / 60 % 60), 2) || wd_buf_putc(out, ':') ||
-           wd_put_uint(out, (uint64_t)(secs % 60), 2);
+  int rc = wd_buf_put_uint(out, (uint64_t)(secs / 3600), 2) || wd_buf_putc(out, ':') ||
+           wd_buf_put_uint(out, (uint64_t)(secs / 60 % 60), 2) || wd_buf_putc(out, ':') ||
+           wd_buf_put_uint(out, (uint64_t)(secs % 60), 2);
   if (!rc && digits > 0) {
     int64_t f = frac;
     for (int i = digits; i < 9; i++) f /= 10;
-    rc = wd_buf_putc(out, '.') || wd_put_uint(out, (uint64_t)f, digits);
+    rc = wd_buf_putc(out, '.') || wd_buf_put_uint(out, (uint64_t)f, digits);
   }
   return rc ? -1 : 0;
 }
@@ -1047,7 +1025,7 @@ int wd_value_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
     case WD_SMALLINT:
     case WD_INT:
     case WD_BIGINT:
-      return wd_put_int(out, v->i);
+      return wd_buf_put_int(out, v->i);
     case WD_FLOAT:
       return wd_float_put(v->f, true, out);
     case WD_DOUBLE:

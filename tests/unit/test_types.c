@@ -739,3 +739,24 @@ Test(row, pack_share_view) {
   wd_row_destroy(s, v2); /* the last owner frees the row (ASan would report a leak otherwise) */
   wd_schema_destroy(s);
 }
+
+/* common/buf.h's decimal writers (the changelog's integers, dates and times). */
+Test(buf, decimal_integers) {
+  wd_buf_t b = {0};
+  cr_assert_eq(wd_buf_put_int(&b, 0), 0);
+  cr_assert_eq(wd_buf_putc(&b, ' '), 0);
+  cr_assert_eq(wd_buf_put_int(&b, -42), 0);
+  cr_assert_eq(wd_buf_putc(&b, ' '), 0);
+  cr_assert_eq(wd_buf_put_int(&b, INT64_MIN), 0);
+  cr_assert_eq(wd_buf_putc(&b, ' '), 0);
+  cr_assert_eq(wd_buf_put_int(&b, INT64_MAX), 0);
+  cr_assert_eq(wd_buf_putc(&b, ' '), 0);
+  cr_assert_eq(wd_buf_put_uint(&b, 7, 3), 0);
+  cr_assert_eq(wd_buf_putc(&b, ' '), 0);
+  cr_assert_eq(wd_buf_put_uint(&b, 12345, 2), 0);
+  cr_assert_eq(wd_buf_putc(&b, ' '), 0);
+  cr_assert_eq(wd_buf_put_uint(&b, UINT64_MAX, 0), 0);
+  cr_assert_str_eq((const char *)b.data,
+                   "0 -42 -9223372036854775808 9223372036854775807 007 12345 18446744073709551615");
+  wd_buf_free(&b);
+}
