@@ -21,8 +21,6 @@ typedef struct wd_cdoc {
   int n;
 } wd_cdoc_t;
 
-static bool wd_cspace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 /* Tokenises js[0..len) (trimmed) and requires one object spanning it. 0; -1 not a single JSON
  * object; -2 no memory. d->t is malloc'd (free it also after -1). */
 static int wd_cdoc_load(wd_cdoc_t *d, const char *js, size_t len) {
@@ -30,8 +28,8 @@ static int wd_cdoc_load(wd_cdoc_t *d, const char *js, size_t len) {
   d->t = NULL;
   d->n = 0;
   size_t b = 0, e = len;
-  while (b < e && wd_cspace(js[b])) b++;
-  while (e > b && wd_cspace(js[e - 1])) e--;
+  while (b < e && wd_json_space(js[b])) b++;
+  while (e > b && wd_json_space(js[e - 1])) e--;
   if (b == e || js[b] != '{' || len >= INT_MAX) return -1;
   unsigned cap = 0, pos;
   jsmntok_t *t = NULL;
@@ -57,8 +55,8 @@ static bool wd_is_tombstone(const void *value, size_t len) {
   const char *js = value;
   if (!js || len == 0) return true;
   size_t b = 0, e = len;
-  while (b < e && wd_cspace(js[b])) b++;
-  while (e > b && wd_cspace(js[e - 1])) e--;
+  while (b < e && wd_json_space(js[b])) b++;
+  while (e > b && wd_json_space(js[e - 1])) e--;
   return e - b == 4 && memcmp(js + b, "null", 4) == 0;
 }
 

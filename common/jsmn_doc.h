@@ -31,6 +31,9 @@
  * offset where jsmn stopped; or WD_JSMN_NOMEM. */
 int wd_jsmn_tokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos);
 
+/* Whether c is JSON whitespace (RFC 8259: space, tab, line feed, carriage return). */
+static inline bool wd_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 /* Index of the first token after the subtree rooted at token i. */
 static inline int wd_jsmn_next(const jsmntok_t *t, int n, int i) {
   int end = t[i].end;

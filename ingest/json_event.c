@@ -930,8 +930,6 @@ static void wd_envelope(wd_jdoc_t *d, bool *payload_null) {
   if (s >= 0 && d->t[s].type == JSMN_OBJECT) d->schema = s;
 }
 
-static bool wd_is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 /* The index after the JSON string starting at js[i] == '"', or 0 when it is not closed. */
 static size_t wd_skip_string(const char *js, size_t e, size_t i) {
   i++;
@@ -967,7 +965,7 @@ static size_t wd_skip_value(const char *js, size_t e, size_t i) {
     }
     return 0;
   }
-  while (i < e && js[i] != ',' && js[i] != '}' && js[i] != ']' && !wd_is_space(js[i])) i++;
+  while (i < e && js[i] != ',' && js[i] != '}' && js[i] != ']' && !wd_json_space(js[i])) i++;
   return i;
 }
 
@@ -980,9 +978,9 @@ static int wd_envelope_fast(wd_dbz_t *x, const char *js, size_t b, size_t e, siz
   wd_buf_t *st = &x->sc->schema_text;
   if (e - b < npre + 12 || memcmp(js + b, pre, npre) != 0 || js[e - 1] != '}') return 0;
   size_t i = b + npre, se;
-  while (i < e && wd_is_space(js[i])) i++;
+  while (i < e && wd_json_space(js[i])) i++;
   if (st->len && e - i > st->len && memcmp(js + i, st->data, st->len) == 0 &&
-      (js[i + st->len] == ',' || wd_is_space(js[i + st->len]))) {
+      (js[i + st->len] == ',' || wd_json_space(js[i + st->len]))) {
     se = i + st->len;
   } else {
     if (!(se = wd_skip_value(js, e, i))) return 0;
@@ -991,18 +989,18 @@ static int wd_envelope_fast(wd_dbz_t *x, const char *js, size_t b, size_t e, siz
     x->sc->snt = 0;
   }
   i = se;
-  while (i < e && wd_is_space(js[i])) i++;
+  while (i < e && wd_json_space(js[i])) i++;
   if (i >= e || js[i] != ',') return 0;
   i++;
-  while (i < e && wd_is_space(js[i])) i++;
+  while (i < e && wd_json_space(js[i])) i++;
   if (e - i < 10 || memcmp(js + i, "\"payload\"", 9) != 0) return 0;
   i += 9;
-  while (i < e && wd_is_space(js[i])) i++;
+  while (i < e && wd_json_space(js[i])) i++;
   if (i >= e || js[i] != ':') return 0;
   i++;
-  while (i < e && wd_is_space(js[i])) i++;
+  while (i < e && wd_json_space(js[i])) i++;
   size_t j = e - 1; /* the closing '}' of the envelope */
-  while (j > i && wd_is_space(js[j - 1])) j--;
+  while (j > i && wd_json_space(js[j - 1])) j--;
   if (j <= i) return 0;
   *pb = i;
   *pe = j;
@@ -1018,8 +1016,8 @@ static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **to
     return -1;
   }
   size_t b = 0, e = len;
-  while (b < e && wd_is_space(js[b])) b++;
-  while (e > b && wd_is_space(js[e - 1])) e--;
+  while (b < e && wd_json_space(js[b])) b++;
+  while (e > b && wd_json_space(js[e - 1])) e--;
   if (b == e) {
     snprintf(why, whycap, "the value is empty or whitespace only");
     return -1;
@@ -1215,8 +1213,8 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
     return 1;
   }
   size_t b = 0, e = len;
-  while (b < e && wd_is_space(js[b])) b++;
-  while (e > b && wd_is_space(js[e - 1])) e--;
+  while (b < e && wd_json_space(js[b])) b++;
+  while (e > b && wd_json_space(js[e - 1])) e--;
   if (e - b == 4 && memcmp(js + b, "null", 4) == 0) {
     out->flags |= WD_CHANGES_TOMBSTONE;
     return 1;
