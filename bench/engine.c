@@ -174,7 +174,7 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
     wd_hindex_clear(&ht);
     for (size_t r = s; r < tr->batch_end[b]; r++) {
       key_probe_t q = {keys, klens, (const char *)tr->bytes.data + tr->off[r], tr->off[r + 1] - tr->off[r]};
-      size_t slot;
+      size_t slot = 0;
       if (wd_hindex_find(&ht, wd_hash_bytes(q.k, q.kl, 0), key_eq, &q, &slot) >= 0) continue; /* a repeat */
       wd_hindex_put(&ht, slot, m);
       keys[m] = q.k;

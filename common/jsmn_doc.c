@@ -112,29 +112,3 @@ long wd_json_unescape(const char *p, size_t n, char *out) {
   }
   return (long)o;
 }
-
-bool wd_jsmn_str_eq(const char *js, const jsmntok_t *t, int i, const char *s, size_t n) {
-  if (t[i].type != JSMN_STRING) return false;
-  size_t rn = (size_t)(t[i].end - t[i].start);
-  const char *rp = js + t[i].start;
-  if (!memchr(rp, '\\', rn)) return rn == n && memcmp(rp, s, n) == 0;
-  if (rn < n) return false;
-  char stack[256];
-  char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
-  if (!tmp) return false;
-  long m = wd_json_unescape(rp, rn, tmp);
-  bool eq = m >= 0 && (size_t)m == n && memcmp(tmp, s, n) == 0;
-  if (tmp != stack) free(tmp);
-  return eq;
-}
-
-int wd_jsmn_get(const char *js, const jsmntok_t *t, int n, int i, const char *s, size_t len) {
-  if (i < 0 || t[i].type != JSMN_OBJECT) return -1;
-  int found = -1;
-  int j = i + 1;
-  for (int k = 0; k < t[i].size && j + 1 < n; k++) {
-    if (wd_jsmn_str_eq(js, t, j, s, len)) found = j + 1;
-    j = wd_jsmn_next(t, n, j + 1);
-  }
-  return found;
-}

@@ -5,7 +5,8 @@
  * token array, walking subtrees, looking keys up, comparing and unescaping string tokens.
  * Tokens are indexes into an array t[0..n) of a text js; a token's text is js[t[i].start ..
  * t[i].end) (strings without their quotes, still escaped). Nothing is allocated except by
- * wd_jsmn_tokenize. Pure; any thread.
+ * wd_jsmn_tokenize (and wd_jsmn_str_eq's scratch for an escaped string over 256 bytes). The small
+ * helpers are static inline: they run once per key of every decoded record. Pure; any thread.
  *
  * Include this header instead of <jsmn.h>: it fixes the jsmn options (the token layout depends
  * on them) for every file, and common/jsmn_doc.c holds the one copy of jsmn's parser.
@@ -20,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* wd_jsmn_tokenize's result when the token array cannot grow (no memory). */
@@ -54,10 +56,32 @@ static inline bool wd_jsmn_is_null(const char *js, const jsmntok_t *t, int i) {
 long wd_json_unescape(const char *p, size_t n, char *out);
 
 /* Whether token i is a string equal to s[0..n) after unescaping. */
-bool wd_jsmn_str_eq(const char *js, const jsmntok_t *t, int i, const char *s, size_t n);
+static inline bool wd_jsmn_str_eq(const char *js, const jsmntok_t *t, int i, const char *s, size_t n) {
+  if (t[i].type != JSMN_STRING) return false;
+  size_t rn = (size_t)(t[i].end - t[i].start);
+  const char *rp = js + t[i].start;
+  if (!memchr(rp, '\\', rn)) return rn == n && memcmp(rp, s, n) == 0;
+  if (rn < n) return false;
+  char stack[256];
+  char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
+  if (!tmp) return false;
+  long m = wd_json_unescape(rp, rn, tmp);
+  bool eq = m >= 0 && (size_t)m == n && memcmp(tmp, s, n) == 0;
+  if (tmp != stack) free(tmp);
+  return eq;
+}
 
 /* The value token of key s[0..len) in object token i (the last one if the key repeats; keys are
  * compared unescaped), or -1 when i < 0, i is not an object or the key is not there. */
-int wd_jsmn_get(const char *js, const jsmntok_t *t, int n, int i, const char *s, size_t len);
+static inline int wd_jsmn_get(const char *js, const jsmntok_t *t, int n, int i, const char *s, size_t len) {
+  if (i < 0 || t[i].type != JSMN_OBJECT) return -1;
+  int found = -1;
+  int j = i + 1;
+  for (int k = 0; k < t[i].size && j + 1 < n; k++) {
+    if (wd_jsmn_str_eq(js, t, j, s, len)) found = j + 1;
+    j = wd_jsmn_next(t, n, j + 1);
+  }
+  return found;
+}
 
 #endif

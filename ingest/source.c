@@ -217,7 +217,7 @@ static int wd_source_rehash(wd_source_t *src) {
     wd_source_col_t *c = &src->cols[i];
     if (c->kind != WD_MAP_IMAGE) continue;
     wd_seg_probe_t q = {src, c->seg[0], c->seglen[0]};
-    size_t slot;
+    size_t slot = 0;
     ptrdiff_t first = wd_hindex_find(&h, wd_hash_bytes(q.p, q.n, 0), wd_seg_eq, &q, &slot);
     if (first < 0) {
       wd_hindex_put(&h, slot, i);

@@ -840,7 +840,7 @@ static bool agg_span_eq(const void *ctx, size_t e) {
 /* Adds the span unless present; returns true when it was added. */
 static bool agg_spanset_add(agg_spanset_t *s, const char *p, size_t n) {
   agg_span_probe_t q = {s, p, n, wd_hash_bytes(p, n, 0)};
-  size_t slot;
+  size_t slot = 0;
   if (wd_hindex_find(&s->ix, q.h, agg_span_eq, &q, &slot) >= 0) return false;
   s->e[s->n].p = p;
   s->e[s->n].n = n;
