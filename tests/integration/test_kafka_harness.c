@@ -11,26 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "tests/support/integration.h"
+
 #define N_MSGS 10000
 #define N_PARTS 4
 #define COMMIT_AT 6000
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *brokers(void)
-{
-    const char *b = getenv("WIDEN_TEST_BROKERS");
-    cr_assert(b && *b,
-              "WIDEN_TEST_BROKERS is not set: the integration tests need a real Kafka broker. "
-              "Run `scripts/kafka start` and `export WIDEN_TEST_BROKERS=127.0.0.1:9092` "
-              "(scripts/test and .ci/run do both)");
-    return b;
-}
 
 static void set(rd_kafka_conf_t *conf, const char *name, const char *value)
 {
@@ -50,38 +36,12 @@ static rd_kafka_t *new_client(rd_kafka_type_t type, rd_kafka_conf_t *conf)
 static rd_kafka_conf_t *base_conf(void)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    set(conf, "bootstrap.servers", brokers());
+    set(conf, "bootstrap.servers", wd_it_brokers());
     set(conf, "reconnect.backoff.max.ms", "500");
     return conf;
 }
 
-/* Admin API on a producer handle: create or delete one topic, wait for the result. */
-static void create_topic(rd_kafka_t *rk, const char *topic)
-{
-    char errstr[512];
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, N_PARTS, 1, errstr, sizeof errstr);
-    cr_assert_not_null(nt, "NewTopic: %s", errstr);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(opt, 30000, errstr, sizeof errstr);
-    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
-    cr_assert_not_null(ev, "CreateTopics: no result within 60 s from %s", brokers());
-    cr_assert_eq(rd_kafka_event_error(ev), RD_KAFKA_RESP_ERR_NO_ERROR, "CreateTopics: %s",
-                 rd_kafka_event_error_string(ev));
-    const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-    cr_assert_not_null(res);
-    size_t n;
-    const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &n);
-    cr_assert_eq(n, 1);
-    cr_assert_eq(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR, "CreateTopics %s: %s",
-                 topic, rd_kafka_topic_result_error_string(tr[0]));
-    rd_kafka_event_destroy(ev);
-    rd_kafka_AdminOptions_destroy(opt);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-}
-
+/* Admin API on a producer handle: delete one topic, wait for the result. */
 static void delete_topic(rd_kafka_t *rk, const char *topic)
 {
     rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
@@ -144,13 +104,13 @@ static rd_kafka_t *new_consumer(const char *group, const char *topic)
 Test(kafka_harness, produce_commit_resume, .timeout = 240)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *bs = brokers();
+    const char *bs = wd_it_brokers();
     char topic[96], group[128];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(topic, sizeof topic, "wdtest.harness-%ld-%ld-%09ld", (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
     snprintf(group, sizeof group, "%s-group", topic);
-    double t0 = now_s();
+    double t0 = wd_mono_s();
 
     /* --- produce 10,000 keyed messages to a fresh 4-partition topic --- */
     rd_kafka_conf_t *pconf = base_conf();
@@ -158,8 +118,8 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
     set(pconf, "linger.ms", "5");
     rd_kafka_conf_set_dr_msg_cb(pconf, dr_cb);
     rd_kafka_t *prod = new_client(RD_KAFKA_PRODUCER, pconf);
-    create_topic(prod, topic);
-    double t_created = now_s();
+    wd_it_create_topic(topic, N_PARTS);
+    double t_created = wd_mono_s();
 
     for (int i = 0; i < N_MSGS; i++) {
         char key[16], val[32];
@@ -176,7 +136,7 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
     cr_assert_eq(rd_kafka_flush(prod, 60000), RD_KAFKA_RESP_ERR_NO_ERROR, "flush did not finish in 60 s");
     cr_assert_eq(delivery_errors, 0, "%d delivery errors", delivery_errors);
     cr_assert_eq(delivered, N_MSGS, "delivered %d of %d", delivered, N_MSGS);
-    double t_produced = now_s();
+    double t_produced = wd_mono_s();
 
     /* --- first consumer: read 6000 messages, commit their offsets synchronously, close --- */
     static int count[N_MSGS];
@@ -187,8 +147,8 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
 
     rd_kafka_t *c1 = new_consumer(group, topic);
     int got = 0;
-    double deadline = now_s() + 90;
-    while (got < COMMIT_AT && now_s() < deadline) {
+    double deadline = wd_mono_s() + 90;
+    while (got < COMMIT_AT && wd_mono_s() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c1, 500);
         if (!m)
             continue;
@@ -208,7 +168,7 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
         rd_kafka_message_destroy(m);
     }
     cr_assert_eq(got, COMMIT_AT, "consumer 1 read %d of %d messages within 90 s", got, COMMIT_AT);
-    double t_c1 = now_s();
+    double t_c1 = wd_mono_s();
 
     rd_kafka_topic_partition_list_t *commit = rd_kafka_topic_partition_list_new(N_PARTS);
     for (int p = 0; p < N_PARTS; p++)
@@ -242,10 +202,10 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
     for (int p = 0; p < N_PARTS; p++)
         first[p] = -1;
     int got2 = 0, below = 0;
-    deadline = now_s() + 90;
+    deadline = wd_mono_s() + 90;
     double quiet_until = 0;
     /* read the remaining 4000, then keep polling 2 s more to catch anything repeated or extra */
-    while (now_s() < deadline && (got2 < N_MSGS - COMMIT_AT || now_s() < quiet_until)) {
+    while (wd_mono_s() < deadline && (got2 < N_MSGS - COMMIT_AT || wd_mono_s() < quiet_until)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c2, 200);
         if (!m)
             continue;
@@ -264,10 +224,10 @@ Test(kafka_harness, produce_commit_resume, .timeout = 240)
         cr_assert(k >= 0, "consumer 2: unexpected key at %d/%" PRId64, p, m->offset);
         count[k]++;
         if (++got2 == N_MSGS - COMMIT_AT)
-            quiet_until = now_s() + 2;
+            quiet_until = wd_mono_s() + 2;
         rd_kafka_message_destroy(m);
     }
-    double t_c2 = now_s();
+    double t_c2 = wd_mono_s();
     cr_assert_eq(rd_kafka_consumer_close(c2), RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_destroy(c2);
 
@@ -304,7 +264,7 @@ Test(kafka_harness, broker_metadata, .timeout = 60)
     rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, base_conf());
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md, 10000);
-    cr_assert_eq(err, RD_KAFKA_RESP_ERR_NO_ERROR, "metadata from %s: %s", brokers(), rd_kafka_err2str(err));
+    cr_assert_eq(err, RD_KAFKA_RESP_ERR_NO_ERROR, "metadata from %s: %s", wd_it_brokers(), rd_kafka_err2str(err));
     cr_assert_geq(md->broker_cnt, 1);
     rd_kafka_metadata_destroy(md);
     rd_kafka_destroy(rk);
