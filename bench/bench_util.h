@@ -14,17 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static inline double bench_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static inline int64_t bench_wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "common/clock.h" /* wd_mono_s, wd_wall_ms */
 
 /* CPU seconds (user + system) of this process, all threads. */
 static inline double bench_cpu_self(void) {

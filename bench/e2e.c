@@ -105,15 +105,15 @@ static double produce(const char *prefix, uint64_t keys, uint64_t records, uint6
     sent->ts = malloc(records * sizeof(int64_t));
     sent->n = 0;
   }
-  double t0 = bench_mono();
+  double t0 = wd_mono_s();
   wd_gen_msg_t m;
   uint64_t n = 0;
   while (wd_gen_next(gen, &m)) {
     if (rate > 0) {
-      double due = t0 + (double)n / rate, now = bench_mono();
+      double due = t0 + (double)n / rate, now = wd_mono_s();
       if (due > now) usleep((useconds_t)((due - now) * 1e6));
     }
-    int64_t ts = bench_wall_ms();
+    int64_t ts = wd_wall_ms();
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]),
                                                 RD_KAFKA_V_KEY(m.key, m.key_len),
@@ -132,7 +132,7 @@ static double produce(const char *prefix, uint64_t keys, uint64_t records, uint6
     rd_kafka_poll(rk, 0);
   }
   if (rd_kafka_flush(rk, 120000)) bench_die("%s", "flush timed out");
-  double secs = bench_mono() - t0;
+  double secs = wd_mono_s() - t0;
   for (int i = 0; i < 3; i++) rd_kafka_topic_destroy(rkt[i]);
   rd_kafka_destroy(rk);
   wd_gen_destroy(gen);
@@ -155,7 +155,7 @@ static void read_output(const char *topic, outs_t *o) {
   o->key = malloc((end + 1) * sizeof(uint64_t));
   o->n = 0;
   bool at_end[4] = {false, false, false, false};
-  double deadline = bench_mono() + 120;
+  double deadline = wd_mono_s() + 120;
   rd_kafka_message_t *m;
   while ((m = bench_reader_next(rk, at_end, deadline))) {
     if ((int64_t)o->n < end) {
@@ -182,12 +182,12 @@ static void transport_ceiling(const char *prefix, uint64_t records, double *cpu,
     tp[i] = in[i];
   }
   snprintf(out, sizeof out, "%sceiling", prefix);
-  double c0 = bench_cpu_self(), t0 = bench_mono();
+  double c0 = bench_cpu_self(), t0 = wd_mono_s();
   rd_kafka_t *cons = bench_new_consumer(tp, 3);
   rd_kafka_t *prod = bench_new_producer();
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(prod, out, NULL);
   uint64_t n = 0;
-  while (n < records && bench_mono() - t0 < 300) {
+  while (n < records && wd_mono_s() - t0 < 300) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(cons, 100);
     if (!m) continue;
     if (!m->err) {
@@ -206,7 +206,7 @@ static void transport_ceiling(const char *prefix, uint64_t records, double *cpu,
     rd_kafka_message_destroy(m);
   }
   if (rd_kafka_flush(prod, 120000)) bench_die("%s", "ceiling flush timed out");
-  *wall = bench_mono() - t0;
+  *wall = wd_mono_s() - t0;
   *cpu = bench_cpu_self() - c0;
   rd_kafka_topic_destroy(rkt);
   rd_kafka_destroy(prod);
@@ -223,7 +223,7 @@ static void saturation(const char *widen, const char *demo, const char *work, co
                        uint64_t keys, uint64_t records, uint64_t seed, char *prefix, size_t plen, double *wcpu_out,
                        double *sat_out) {
   char group[160], cfgp[4300], state[4300], logp[4300], outt[256];
-  snprintf(prefix, plen, "bench%d-%" PRId64 "-sat-%.2s.", (int)getpid(), bench_wall_ms() % 100000000, guarantee);
+  snprintf(prefix, plen, "bench%d-%" PRId64 "-sat-%.2s.", (int)getpid(), wd_wall_ms() % 100000000, guarantee);
   bench_create_topics(prefix, names, 5);
   double psecs = produce(prefix, keys, records, seed, 0, NULL);
   fprintf(stderr, "e2e: produced %" PRIu64 " records in %.2f s (%.0f/s)\n", records, psecs, records / psecs);
@@ -232,10 +232,10 @@ static void saturation(const char *widen, const char *demo, const char *work, co
   snprintf(state, sizeof state, "%s/sat-state-%s", work, guarantee);
   snprintf(logp, sizeof logp, "%s/sat-%s.log", work, guarantee);
   write_config(demo, cfgp, prefix, group, state, guarantee, commit_ms);
-  double w0 = bench_mono();
+  double w0 = wd_mono_s();
   pid_t pid = bench_start_widen(widen, cfgp, logp);
   double wcpu = bench_wait_widen(pid);
-  double wwall_proc = bench_mono() - w0;
+  double wwall_proc = wd_mono_s() - w0;
   double wuser = bench_last_user_s, wsys = bench_last_sys_s;
   long wcs = bench_last_ctxsw;
   snprintf(outt, sizeof outt, "%sorders_wide", prefix);
@@ -264,7 +264,7 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
                         size_t *matched) {
   char prefix[128], group[160], cfgp[4300], state[4300], logp[4300], outt[256];
   uint64_t lrec = (uint64_t)(rate * lat_secs);
-  snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-lat-%.2s.", (int)getpid(), bench_wall_ms() % 100000000,
+  snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-lat-%.2s.", (int)getpid(), wd_wall_ms() % 100000000,
            guarantee);
   bench_create_topics(prefix, names, 5);
   snprintf(group, sizeof group, "%sgroup", prefix);

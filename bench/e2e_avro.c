@@ -54,7 +54,7 @@
 static double produce(const char *topic, const wd_bench_avro_input_t *in) {
   rd_kafka_t *rk = bench_new_producer();
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-  double t0 = bench_mono();
+  double t0 = wd_mono_s();
   for (uint64_t i = 0; i < in->n; i++) {
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -68,7 +68,7 @@ static double produce(const char *topic, const wd_bench_avro_input_t *in) {
     rd_kafka_poll(rk, 0);
   }
   if (rd_kafka_flush(rk, 120000)) bench_die("%s", "flush timed out");
-  double secs = bench_mono() - t0;
+  double secs = wd_mono_s() - t0;
   rd_kafka_topic_destroy(rkt);
   rd_kafka_destroy(rk);
   return secs;
@@ -82,7 +82,7 @@ static size_t read_output(const char *topic, int64_t *tmin, int64_t *tmax) {
   *tmin = INT64_MAX;
   *tmax = 0;
   bool at_end[4] = {false, false, false, false};
-  double deadline = bench_mono() + 120;
+  double deadline = wd_mono_s() + 120;
   rd_kafka_message_t *m;
   while ((m = bench_reader_next(rk, at_end, deadline))) {
     int64_t ts = rd_kafka_message_timestamp(m, NULL);
@@ -99,12 +99,12 @@ static size_t read_output(const char *topic, int64_t *tmin, int64_t *tmax) {
 /* The transport ceiling: copy every record of topic to out (bench/e2e.c phase 2). */
 static void transport_ceiling(const char *topic, const char *out, uint64_t records, double *cpu, double *wall) {
   const char *tp[1] = {topic};
-  double c0 = bench_cpu_self(), t0 = bench_mono();
+  double c0 = bench_cpu_self(), t0 = wd_mono_s();
   rd_kafka_t *cons = bench_new_consumer(tp, 1);
   rd_kafka_t *prod = bench_new_producer();
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(prod, out, NULL);
   uint64_t n = 0;
-  while (n < records && bench_mono() - t0 < 300) {
+  while (n < records && wd_mono_s() - t0 < 300) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(cons, 100);
     if (!m) continue;
     if (!m->err) {
@@ -123,7 +123,7 @@ static void transport_ceiling(const char *topic, const char *out, uint64_t recor
     rd_kafka_message_destroy(m);
   }
   if (rd_kafka_flush(prod, 120000)) bench_die("%s", "ceiling flush timed out");
-  *wall = bench_mono() - t0;
+  *wall = wd_mono_s() - t0;
   *cpu = bench_cpu_self() - c0;
   rd_kafka_topic_destroy(rkt);
   rd_kafka_destroy(prod);
@@ -206,15 +206,15 @@ int main(int argc, char **argv) {
   json_t *v;
   json_object_foreach(schemas, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
   wd_bench_avro_input_t in;
-  double g0 = bench_mono();
+  double g0 = wd_mono_s();
   wd_bench_avro_generate(schemas, records, keys, seed, &in);
   json_decref(schemas);
   fprintf(stderr, "e2e_avro: generated %" PRIu64 " records (%.0f B avg value, %.0f B avg key) in %.2f s\n", records,
-          (double)in.vals.len / records, (double)in.keys.len / records, bench_mono() - g0);
+          (double)in.vals.len / records, (double)in.keys.len / records, wd_mono_s() - g0);
 
   char prefix[128], group[160], cfgp[4300], state[4300], logp[4300], topic[256], outt[256], ceil_t[256];
   const char *names[4] = {"orders", "out", "out.dlq", "ceiling"};
-  snprintf(prefix, sizeof prefix, "benchavro%d-%" PRId64 ".", (int)getpid(), bench_wall_ms() % 100000000);
+  snprintf(prefix, sizeof prefix, "benchavro%d-%" PRId64 ".", (int)getpid(), wd_wall_ms() % 100000000);
   bench_create_topics(prefix, names, 4);
   snprintf(topic, sizeof topic, "%sorders", prefix);
   snprintf(outt, sizeof outt, "%sout", prefix);
@@ -229,10 +229,10 @@ int main(int argc, char **argv) {
   snprintf(logp, sizeof logp, "%s/sat.log", work);
   write_config(cfgp, prefix, group, state, wd_standin_url(srv), avro_sink);
   int req0 = wd_standin_requests(srv);
-  double w0 = bench_mono();
+  double w0 = wd_mono_s();
   pid_t pid = bench_start_widen(widen, cfgp, logp);
   double wcpu = bench_wait_widen(pid);
-  double wwall_proc = bench_mono() - w0;
+  double wwall_proc = wd_mono_s() - w0;
   int reqs = wd_standin_requests(srv) - req0;
   int64_t tmin = 0, tmax = 0;
   size_t nout = read_output(outt, &tmin, &tmax);

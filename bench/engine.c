@@ -167,9 +167,9 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   }
   double *lat = malloc((tr->nb + 1) * sizeof(*lat));
   volatile size_t sink = 0;
-  double t0 = bench_mono(), c0 = bench_cpu_self();
+  double t0 = wd_mono_s(), c0 = bench_cpu_self();
   for (size_t b = 0, s = 0; b < tr->nb; s = tr->batch_end[b++]) {
-    double bt = bench_mono();
+    double bt = wd_mono_s();
     size_t m = 0;
     wd_hindex_clear(&ht);
     for (size_t r = s; r < tr->batch_end[b]; r++) {
@@ -210,9 +210,9 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
       exit(1);
     }
     rocksdb_writebatch_clear(wb);
-    lat[b] = bench_mono() - bt;
+    lat[b] = wd_mono_s() - bt;
   }
-  ph->secs = bench_mono() - t0;
+  ph->secs = wd_mono_s() - t0;
   ph->cpu = bench_cpu_self() - c0;
   ph->records = nrec;
   ph->batches = tr->nb;
@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
   double step[5] = {0};
   for (;;) {
     /* generate + decode one batch (untimed) */
-    double d0 = bench_mono();
+    double d0 = wd_mono_s();
     size_t nm = 0;
     nrecs = 0;
     wd_gen_msg_t gm;
@@ -336,9 +336,9 @@ int main(int argc, char **argv) {
         if (!strcmp(srcs[i]->topics[0], gm.topic)) src = srcs[i];
       int part = (int)(gm.order_id % 4);
       wd_kafka_meta_t meta = {gm.topic, part, offsets[gm.stream_index][part]++, gm.ts_ms, gm.key, gm.key_len};
-      double dd = bench_mono();
+      double dd = wd_mono_s();
       err = wd_decode_debezium_json(src, schema, &meta, gm.value, gm.value_len, &changes);
-      decode_secs += bench_mono() - dd;
+      decode_secs += wd_mono_s() - dd;
       decode_bytes += gm.value_len;
       msg_first[nm++] = nrecs;
       if (err) {
@@ -365,7 +365,7 @@ int main(int argc, char **argv) {
     nchanges += nrecs;
 
     /* the engine (timed) */
-    double t0 = bench_mono(), c0 = bench_cpu_thread();
+    double t0 = wd_mono_s(), c0 = bench_cpu_thread();
     wd_buf_reset(&kbuf);
     for (size_t i = 0; i < nrecs; i++) {
       key_off[i] = kbuf.len;
@@ -376,9 +376,9 @@ int main(int argc, char **argv) {
       kp[i] = kbuf.data + key_off[i];
       kl[i] = key_off[i + 1] - key_off[i];
     }
-    double s1 = bench_mono();
+    double s1 = wd_mono_s();
     if (nrecs && (err = wd_state_prefetch(state, nrecs, kp, kl))) die_err("prefetch", err);
-    double s2 = bench_mono();
+    double s2 = wd_mono_s();
     for (size_t m = 0; m < nm; m++) {
       size_t f = msg_first[m], c = msg_first[m + 1] - f;
       if (!c) continue;
@@ -391,16 +391,16 @@ int main(int argc, char **argv) {
     }
     nout += cl.n;
     wd_changelog_reset(table, &cl);
-    double s3 = bench_mono();
+    double s3 = wd_mono_s();
     for (int t = 0; t < 3; t++)
       for (int p = 0; p < 4; p++)
         if (offsets[t][p] && wd_store_batch_set_offset(sb, srcs[t]->topics[0], p, offsets[t][p]))
           die_err("offset", NULL);
-    wd_state_set_now(state, (uint64_t)bench_wall_ms());
+    wd_state_set_now(state, (uint64_t)wd_wall_ms());
     if ((err = wd_state_flush(state, sb))) die_err("flush", err);
-    double s4 = bench_mono();
+    double s4 = wd_mono_s();
     for (size_t i = 0; i < nrecs; i++) wd_row_destroy(schema, recs[i]);
-    double dt = bench_mono() - t0;
+    double dt = wd_mono_s() - t0;
     step[0] += s1 - t0;
     step[1] += s2 - s1;
     step[2] += s3 - s2;

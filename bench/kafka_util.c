@@ -148,7 +148,7 @@ rd_kafka_t *bench_new_reader(const char *topic) {
 }
 
 rd_kafka_message_t *bench_reader_next(rd_kafka_t *rk, bool at_end[4], double deadline) {
-  while (!(at_end[0] && at_end[1] && at_end[2] && at_end[3]) && bench_mono() < deadline) {
+  while (!(at_end[0] && at_end[1] && at_end[2] && at_end[3]) && wd_mono_s() < deadline) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
     if (!m) continue;
     if (m->partition < 0 || m->partition >= 4) {

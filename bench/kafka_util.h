@@ -38,7 +38,7 @@ int64_t bench_topic_end(rd_kafka_t *rk, const char *topic);
 /* A read_committed assign-mode consumer of topic's 4 partitions from the beginning, with partition
  * EOF events; bench_reader_next returns its next message (the caller destroys it), or NULL once
  * every partition reported its end (the last stable offset: transaction markers take offsets, so
- * the high watermark is no message count under exactly-once) or at deadline (bench_mono() s).
+ * the high watermark is no message count under exactly-once) or at deadline (wd_mono_s() s).
  * at_end: per partition, all false at first. */
 rd_kafka_t *bench_new_reader(const char *topic);
 rd_kafka_message_t *bench_reader_next(rd_kafka_t *rk, bool at_end[4], double deadline);

@@ -190,7 +190,7 @@ static void throughput(int64_t keys, int64_t records, size_t batch, uint64_t see
       kp[q] = keyb.data + koff[q];
       kl[q] = (q + 1 < nk ? koff[q + 1] : keyb.len) - koff[q];
     }
-    double c0 = bench_cpu_thread(), w0 = bench_mono();
+    double c0 = bench_cpu_thread(), w0 = wd_mono_s();
     wd_error_t *err = wd_state_prefetch(s.state, nk, kp, kl);
     if (err) die("prefetch", err);
     for (size_t m = 0; m < nm; m++) {
@@ -204,7 +204,7 @@ static void throughput(int64_t keys, int64_t records, size_t batch, uint64_t see
     out += cl.n;
     wd_changelog_reset(s.t, &cl);
     cpu += bench_cpu_thread() - c0;
-    wall += bench_mono() - w0;
+    wall += wd_mono_s() - w0;
     nrec += nm;
     nchanges += nr;
   }
@@ -263,11 +263,11 @@ static void fanout(int64_t n) {
     set_str(msg[k], 2, k ? "paid" : "open");
     set_int(msg[k], 3, 1 + k);
   }
-  double c0 = bench_cpu_thread(), w0 = bench_mono();
+  double c0 = bench_cpu_thread(), w0 = wd_mono_s();
   if ((err = wd_join_apply(s.j, s.id[1], msg, 2, &cl, NULL))) die("change", err);
-  double c1 = bench_cpu_thread(), w1 = bench_mono();
+  double c1 = bench_cpu_thread(), w1 = wd_mono_s();
   if ((err = wd_state_flush(s.state, b))) die("flush", err);
-  double c2 = bench_cpu_thread(), w2 = bench_mono();
+  double c2 = bench_cpu_thread(), w2 = wd_mono_s();
   printf("fan-out %" PRId64 " rows: apply %.3f s (%.3f CPU s), flush %.3f s (%.3f CPU s), %zu changelog rows\n", n,
          w1 - w0, c1 - c0, w2 - w1, c2 - c1, cl.n);
   printf("RESULT mode=fanout rows=%" PRId64 " apply_s=%.4f apply_cpu_s=%.4f flush_s=%.4f total_s=%.4f "

@@ -121,7 +121,7 @@ static void prefill(const char *config, const char *dir, uint64_t keys) {
   size_t *ko = malloc((chunk * 2 + 1) * sizeof(*ko));
   const uint8_t **kp = malloc(chunk * 2 * sizeof(*kp));
   size_t *kl = malloc(chunk * 2 * sizeof(*kl));
-  double t0 = bench_mono();
+  double t0 = wd_mono_s();
   int64_t ts = 1700000000000;
   for (uint64_t k0 = 1; k0 <= keys; k0 += chunk) {
     size_t n = 0;
@@ -154,14 +154,14 @@ static void prefill(const char *config, const char *dir, uint64_t keys) {
     for (size_t i = 0; i < n; i++)
       if ((err = wd_message_apply(table, wd_state_ops(), state, recs + i, 1, &cl, NULL))) die_err("apply", err);
     wd_changelog_reset(table, &cl);
-    wd_state_set_now(state, (uint64_t)bench_wall_ms());
+    wd_state_set_now(state, (uint64_t)wd_wall_ms());
     if ((err = wd_state_flush(state, sb))) die_err("flush", err);
     for (size_t i = 0; i < n; i++) wd_row_destroy(schema, recs[i]);
     if ((k0 / chunk) % 100 == 0)
-      fprintf(stderr, "restart: prefill %" PRIu64 " / %" PRIu64 " keys (%.0f s)\n", k0 + n - 1, keys, bench_mono() - t0);
+      fprintf(stderr, "restart: prefill %" PRIu64 " / %" PRIu64 " keys (%.0f s)\n", k0 + n - 1, keys, wd_mono_s() - t0);
   }
   if ((err = wd_store_compact(store))) die_err("compact", err);
-  fprintf(stderr, "restart: prefilled %" PRIu64 " keys in %.1f s\n", keys, bench_mono() - t0);
+  fprintf(stderr, "restart: prefilled %" PRIu64 " keys in %.1f s\n", keys, wd_mono_s() - t0);
   free(recs);
   free(ko);
   free(kp);
@@ -210,7 +210,7 @@ static pid_t start_producer(const char *prefix, uint64_t keys, double rate, uint
     snprintf(t, sizeof t, "%s%s", prefix, streams[i]);
     rkt[i] = rd_kafka_topic_new(rk, t, NULL);
   }
-  double t0 = bench_mono();
+  double t0 = wd_mono_s();
   uint64_t n = 0, burst_left = 0;
   wd_gen_msg_t m;
   while (!prod_stop && wd_gen_next(gen, &m)) {
@@ -220,11 +220,11 @@ static pid_t start_producer(const char *prefix, uint64_t keys, double rate, uint
     }
     if (burst_left) {
       if (--burst_left == 0) {
-        t0 = bench_mono();
+        t0 = wd_mono_s();
         n = 0;
       }
     } else {
-      double due = t0 + (double)n / rate, now = bench_mono();
+      double due = t0 + (double)n / rate, now = wd_mono_s();
       if (due > now) usleep((useconds_t)((due - now) * 1e6));
       n++;
     }
@@ -277,11 +277,11 @@ static rd_kafka_t *new_reader(const char *topic) {
 /* Polls the reader until an output record with CreateTime >= since_ms arrives (returns the wall
  * ms of its arrival) or timeout_s passes (returns -1). */
 static int64_t wait_output(rd_kafka_t *rk, int64_t since_ms, double timeout_s, uint64_t *seen) {
-  double t0 = bench_mono();
-  while (bench_mono() - t0 < timeout_s) {
+  double t0 = wd_mono_s();
+  while (wd_mono_s() - t0 < timeout_s) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 20);
     if (!m) continue;
-    int64_t now = bench_wall_ms();
+    int64_t now = wd_wall_ms();
     bool hit = false;
     if (!m->err) {
       (*seen)++;
@@ -294,8 +294,8 @@ static int64_t wait_output(rd_kafka_t *rk, int64_t since_ms, double timeout_s, u
 }
 
 static void drain(rd_kafka_t *rk, double secs, uint64_t *seen) {
-  double t0 = bench_mono();
-  while (bench_mono() - t0 < secs) {
+  double t0 = wd_mono_s();
+  while (wd_mono_s() - t0 < secs) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
     if (!m) continue;
     if (!m->err) (*seen)++;
@@ -368,7 +368,7 @@ int main(int argc, char **argv) {
   if (system(cmd)) return 1;
   uint64_t disk0 = bench_dir_bytes(state);
 
-  snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-rs.", (int)getpid(), bench_wall_ms() % 100000000);
+  snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-rs.", (int)getpid(), wd_wall_ms() % 100000000);
   bench_create_topics(prefix, names, 5);
   snprintf(group, sizeof group, "%sgroup", prefix);
   snprintf(cfgp, sizeof cfgp, "%s/restart.yaml", work);
@@ -380,7 +380,7 @@ int main(int argc, char **argv) {
   uint64_t seen = 0;
 
   pid_t prod = start_producer(prefix, keys, rate, backlog);
-  int64_t s1 = bench_wall_ms();
+  int64_t s1 = wd_wall_ms();
   pid_t w1 = start_widen(widen, cfgp, log1);
   int64_t f1 = wait_output(reader, s1, 120, &seen);
   if (f1 < 0) bench_die("%s", "no output from the first widen run in 120 s");
@@ -397,7 +397,7 @@ int main(int argc, char **argv) {
     drain(reader, (double)backlog / 60000.0 + 1, &seen);
   }
 
-  int64_t t0 = bench_wall_ms();
+  int64_t t0 = wd_wall_ms();
   pid_t w2 = start_widen(widen, cfgp, log2);
   int64_t f2 = wait_output(reader, t0, 180, &seen);
   double restart_s = f2 < 0 ? -1 : (f2 - t0) / 1e3;

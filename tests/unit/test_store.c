@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "join/store.h"
 
 /* ---------- helpers ---------- */
@@ -106,12 +107,6 @@ static void expect_absent(wd_store_t *st, const char *k, size_t klen) {
   uint8_t *got = get1(st, k, klen, &got_len);
   cr_assert_null(got);
   cr_assert_eq(got_len, 0);
-}
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* ---------- round trip ---------- */
@@ -535,7 +530,7 @@ static void put_entry(wd_store_t *st, const char *key, uint8_t version, int tomb
 /* Writes rows and tombstones of several ages, compacts, and checks which ones remain. */
 static void check_retention(int64_t retention_ms, int expect_old_dropped) {
   wd_store_t *st = open_store(BACKEND_RDB, retention_ms);
-  uint64_t now = now_ms();
+  uint64_t now = (uint64_t)wd_wall_ms();
   put_entry(st, "row", 1, 0, 0);
   put_entry(st, "young-tomb", 1, 1, now);
   put_entry(st, "old-tomb", 1, 1, now - 3600 * 1000);
