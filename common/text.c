@@ -46,36 +46,6 @@ const char *wd_closest(const char *word, const char *const *cands, size_t n) {
 }
 
 
-size_t wd_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
-  uint8_t c = s[0];
-  size_t len;
-  uint32_t v;
-  if (c < 0x80) {
-    len = 1;
-    v = c;
-  } else if (c >= 0xc2 && c <= 0xdf) {
-    len = 2;
-    v = c & 0x1fu;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    v = c & 0x0fu;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    v = c & 0x07u;
-  } else {
-    return 0;
-  }
-  if (n < len) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80) return 0;
-    v = (v << 6) | (s[i] & 0x3fu);
-  }
-  if ((len == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (len == 4 && (v < 0x10000 || v > 0x10ffff)))
-    return 0;
-  if (cp) *cp = v;
-  return len;
-}
-
 /* The 6-bit value of base64 character c in mode, or -1. */
 static int wd_b64_val(unsigned char c, wd_base64_mode_t mode) {
   if (c >= 'A' && c <= 'Z') return c - 'A';

@@ -20,8 +20,37 @@ const char *wd_closest(const char *word, const char *const *cands, size_t n);
 /* Decodes the UTF-8 sequence at s[0..n) (n >= 1), strictly as RFC 3629 defines it: no overlong
  * forms, no surrogates (U+D800..U+DFFF), nothing above U+10FFFF. Returns its length 1..4 and sets
  * *cp to the code point (cp may be NULL), or returns 0 when s does not start with a valid
- * sequence (a bad lead byte, a missing or bad continuation byte, a truncated sequence). */
-size_t wd_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp);
+ * sequence (a bad lead byte, a missing or bad continuation byte, a truncated sequence). Inline:
+ * the changelog's string writer calls it for every non-ASCII character. */
+static inline size_t wd_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
+  uint8_t c = s[0];
+  size_t len;
+  uint32_t v;
+  if (c < 0x80) {
+    len = 1;
+    v = c;
+  } else if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    v = c & 0x1fu;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    v = c & 0x0fu;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    v = c & 0x07u;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    v = (v << 6) | (s[i] & 0x3fu);
+  }
+  if ((len == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (len == 4 && (v < 0x10000 || v > 0x10ffff)))
+    return 0;
+  if (cp) *cp = v;
+  return len;
+}
 
 /* How wd_base64_decode reads its text (RFC 4648). */
 typedef enum wd_base64_mode {
