@@ -262,29 +262,6 @@ Test(lookup_pipeline, restart_keeps_lookup_state, .timeout = 200) {
  * other (the last takes every task). The output topic read read_committed, replayed per key, must
  * show no change a consumer cannot explain and end equal to SQLite's join of the final tables. */
 
-static void create_topic(const char *topic, int partitions) {
-  char errstr[256];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-  cr_assert_not_null(rk, "%s", errstr);
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
-  cr_assert_not_null(nt, "%s", errstr);
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
-  cr_assert_not_null(ev, "CreateTopics timed out");
-  size_t n = 0;
-  const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-  cr_assert_eq(n, 1);
-  cr_assert(rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR, "creating %s: %s", topic,
-            rd_kafka_topic_result_error_string(tr[0]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_destroy(rk);
-}
-
 /* A member's config: e's topics and group, per-partition tasks, small commits, a short session
  * timeout (a killed member's tasks move after 6 s), its own state directory <dir>/state-<name>. */
 static void member_config(const env_t *e, const char *name, char *cfg, size_t cap) {
@@ -342,7 +319,7 @@ Test(lookup_scale_out, two_members_with_a_kill_equal_sql, .timeout = 240) {
   for (int t = 0; t < 4; t++) {
     char topic[200];
     snprintf(topic, sizeof(topic), "%s%s", e.prefix, tables[t]);
-    create_topic(topic, parts[t]);
+    wd_it_create_topic(topic, parts[t]);
   }
   char cfg_a[400], cfg_b[400], log_a[400], log_b[400];
   member_config(&e, "a", cfg_a, sizeof(cfg_a));
@@ -403,7 +380,7 @@ static void lookup_only_commit_killed(const char *fault) {
   for (int t = 0; t < 4; t++) {
     char topic[200];
     snprintf(topic, sizeof(topic), "%s%s", e.prefix, tables[t]);
-    create_topic(topic, t ? 2 : 3);
+    wd_it_create_topic(topic, t ? 2 : 3);
   }
   char cfg[400], log[400];
   member_config(&e, "one", cfg, sizeof(cfg));
