@@ -62,12 +62,7 @@ static wd_error_t *wd_json_err_at(wd_error_t *err, const char *fmt, const char *
 }
 
 /* Shortest decimal text of d that reads back as d (as a JSON writer most likely wrote it). */
-static void wd_json_real_text(double d, char *buf, size_t n) {
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, n, "%.*g", prec, d);
-    if (strtod(buf, NULL) == d) return;
-  }
-}
+static void wd_json_real_text(double d, char *buf, size_t n) { wd_float_shortest(d, false, buf, n); }
 
 /* Integer value of j for integer type t (range-checked). */
 static wd_error_t *wd_json_int(const wd_type_t *t, const json_t *j, int64_t *out) {

@@ -9,6 +9,7 @@
 #include "common/text.h"
 
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1005,15 +1006,44 @@ static int wd_time_put(int64_t ns_of_day, int digits, wd_buf_t *out) {
 }
 
 /* Shortest "%.{n}g" text of d that reads back exactly (as a float when as_float). */
+/* The significant digits of a "%g" text (sign, point, exponent and leading/trailing zeros left out). */
+static int wd_significant_digits(const char *s) {
+  int n = 0, zeros = 0;
+  bool started = false;
+  for (; *s && *s != 'e' && *s != 'E'; s++) {
+    if (*s < '0' || *s > '9') continue;
+    if (*s == '0') {
+      if (started) zeros++;
+      continue;
+    }
+    started = true;
+    n += zeros + 1;
+    zeros = 0;
+  }
+  return n ? n : 1;
+}
+
+void wd_float_shortest(double d, bool as_float, char *buf, size_t n) {
+  /* with at most 15 (FLOAT: 6) significant digits the shortest text is the one at that precision
+   * without its trailing zeros: d is within half an ulp of it, far less than half a step of that
+   * decimal grid; above, the precisions are tried in turn */
+  int prec = as_float ? 6 : 15;
+  if (d != 0 && fabs(d) < (as_float ? (double)FLT_MIN : DBL_MIN)) prec = 1; /* subnormal: fewer bits, try all */
+  for (; prec < 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, d);
+    if (as_float ? strtof(buf, NULL) == (float)d : strtod(buf, NULL) == d) break;
+  }
+  if (prec == 17) snprintf(buf, n, "%.17g", d);
+  int sig = wd_significant_digits(buf);
+  if (sig < prec) snprintf(buf, n, "%.*g", sig, d); /* "%g" at that precision: its exponent form too */
+}
+
 static int wd_float_put(double d, bool as_float, wd_buf_t *out) {
   if (isnan(d)) return wd_buf_printf(out, "NaN");
   if (isinf(d)) return wd_buf_printf(out, d > 0 ? "Infinity" : "-Infinity");
   char tmp[40];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(tmp, sizeof(tmp), "%.*g", prec, d);
-    if (as_float ? strtof(tmp, NULL) == (float)d : strtod(tmp, NULL) == d) break;
-  }
-  return wd_buf_printf(out, "%s", tmp);
+  wd_float_shortest(d, as_float, tmp, sizeof(tmp));
+  return wd_buf_append(out, tmp, strlen(tmp));
 }
 
 int wd_value_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {

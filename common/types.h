@@ -155,6 +155,11 @@ uint64_t wd_value_hash(const wd_type_t *t, const wd_value_t *v);
  * true/false, BYTES base64, text as is, FLOAT/DOUBLE shortest round-trip ("NaN", "Infinity",
  * "-Infinity"). Appends to out. 0, or -1 on no memory. */
 int wd_value_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out);
+/* The shortest "%.Ng" text of finite d that reads back as d (strtod; as_float: d is a FLOAT's
+ * value and strtof must give it back), into buf[0..n) (n >= 32). The same text as trying
+ * N = 1, 2, ... 17 in turn, in at most four formats: "%.15g" ("%.6g" for FLOAT) already has the
+ * shortest digits when they are that few, so their count gives N. */
+void wd_float_shortest(double d, bool as_float, char *buf, size_t n);
 /* Parses the canonical text of a scalar (the inverse of wd_value_format; also accepts ISO 'T'
  * separators and fewer fraction digits). Errors: WD_ERR_RECORD "E_TYPE" naming the type. */
 wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, wd_value_t *out);

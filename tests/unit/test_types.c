@@ -760,3 +760,53 @@ Test(buf, decimal_integers) {
                    "0 -42 -9223372036854775808 9223372036854775807 007 12345 18446744073709551615");
   wd_buf_free(&b);
 }
+
+/* The reference: try "%.Ng" for N = 1..17 and keep the first that reads back. */
+static void shortest_by_trying(double d, bool as_float, char *buf, size_t n) {
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, d);
+    if (as_float ? strtof(buf, NULL) == (float)d : strtod(buf, NULL) == d) return;
+  }
+}
+
+/* wd_float_shortest gives the reference's text for random bit patterns, decimal-looking values,
+ * powers of ten, integers and their neighbours, as DOUBLE and as FLOAT. */
+Test(value, float_shortest_matches_trying_every_precision) {
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  char a[40], b[40];
+  size_t checked = 0;
+  for (int i = 0; i < 200000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    double cand[6];
+    uint64_t bits = x;
+    memcpy(&cand[0], &bits, sizeof(double));
+    cand[1] = (double)(int64_t)(x % 2000001) / 1000.0 - 1000.0;         /* 3 decimals */
+    cand[2] = pow(10.0, (double)((int)(x % 617) - 308));               /* powers of ten */
+    cand[3] = (double)(x % 100000000000ull) * (x & 1 ? 1.0 : 1e10);    /* integers, round numbers */
+    cand[4] = nextafter(cand[3], INFINITY);
+    cand[5] = (double)(float)((double)(x % 1000000) / 64.0);
+    for (int c = 0; c < 6; c++) {
+      double d = cand[c];
+      if (!isfinite(d)) continue;
+      for (int f = 0; f < 2; f++) {
+        double v = f ? (double)(float)d : d;
+        if (!isfinite(v)) continue;
+        shortest_by_trying(v, f, a, sizeof(a));
+        wd_float_shortest(v, f, b, sizeof(b));
+        cr_assert_str_eq(b, a, "%.17g as %s", v, f ? "FLOAT" : "DOUBLE");
+        checked++;
+      }
+    }
+  }
+  const double edge[] = {0.0, -0.0, 0.1, 1e10, 1e15, 1e16, 1e17, 123456789012345678.0, 5e-324, 1.7976931348623157e308,
+                         2.2250738585072014e-308, 0.30000000000000004, 100.0, 1e21, 1e-5, 9.999999999999999e22};
+  for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
+    for (int f = 0; f < 2; f++) {
+      double v = f ? (double)(float)edge[i] : edge[i];
+      if (!isfinite(v)) continue;
+      shortest_by_trying(v, f, a, sizeof(a));
+      wd_float_shortest(v, f, b, sizeof(b));
+      cr_assert_str_eq(b, a, "%.17g as %s", v, f ? "FLOAT" : "DOUBLE");
+    }
+  cr_assert_gt(checked, 1000000);
+}
