@@ -734,7 +734,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     }
     uint32_t *rtasks = calloc(n, sizeof(*rtasks));
     int64_t *rfrom = calloc(n, sizeof(*rfrom));
-    size_t nr = 0;
+    size_t nr = 0, ncopies = 0;
     if (!rtasks || !rfrom) err = wd_error_nomem();
     for (size_t i = 0; i < n && !err; i++) {
       if (!lead[i]) continue;
@@ -747,6 +747,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       if ((err = wd_store_write_sync(c->store, rows))) break;
       rtasks[nr] = task;
       rfrom[nr++] = from > 0 ? from : 0;
+      ncopies += from > 0;
     }
     if (!err && nr) err = restore_tasks(c, rtasks, rfrom, nr); /* all of them at once */
     free(rtasks);
@@ -760,8 +761,9 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       keep_cb_error(c, err);
       goto done;
     }
-    wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment had no local state at the group's committed "
-           "position: restored from %s", ntasks_restore, c->conf.changelog_topic);
+    wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment were not at the group's committed position "
+           "here: %zu caught up from standby copies, %zu restored from the beginning of %s",
+           ntasks_restore, ncopies, ntasks_restore - ncopies, c->conf.changelog_topic);
   } else if (ntasks_restore) {
     if ((err = wd_store_write_sync(c->store, b))) {
       keep_cb_error(c, err);

@@ -103,7 +103,9 @@ static int order_sensitive(const char *fn) {
 int wd_interleaving_warnings(const wd_config_t *cfg, char ***out) {
   wlist_t w = {0};
   *out = NULL;
-  if (cfg->sources.n < 2) return 0;
+  size_t nmain = 0; /* lookup sources are joined by their own key, never merged into the row */
+  for (size_t i = 0; i < cfg->sources.n; i++) nmain += !cfg->sources.v[i].lookup;
+  if (nmain < 2) return 0;
   const wd_config_pair_t *engine = opt(cfg, "merge-engine");
   const char *e = engine && engine->value ? engine->value : "deduplicate";
   const wd_config_pair_t *p;
@@ -129,7 +131,7 @@ int wd_interleaving_warnings(const wd_config_t *cfg, char ***out) {
     add(&w, "%s:%d: merge-engine %s with %zu sources: each record replaces (%s) the whole row, so "
             "which source's row is kept depends on how the topics interleave%s; use partial-update with one "
             "sequence group per stream for a table whose result does not",
-        cfg->path, engine ? engine->line : line, e, cfg->sources.n, !strcmp(e, "first-row") ? "or, first-row, is ignored after the first" : "or not",
+        cfg->path, engine ? engine->line : line, e, nmain, !strcmp(e, "first-row") ? "or, first-row, is ignored after the first" : "or not",
         !strcmp(e, "deduplicate") && opt(cfg, "sequence.field") ? " when sequence.field values tie" : "");
   }
   /* columns filled by more than one source: the arrival order picks the value, unless a

@@ -23,7 +23,7 @@ struct wd_standby {
   wd_store_batch_t *b;
   uint64_t applied;
   bool seen;   /* a record was read (positions are known from then on) */
-  bool warm;   /* the copies were up to date at the last check (logged once per change) */
+  bool warm;   /* the copies reached the changelog's end once (logged then) */
   char *topic; /* owned */
 };
 
@@ -116,15 +116,14 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
   if (err) return err;
   if (!n) {
     /* once the copies reach the changelog's end, say so (operators and bench/scale.py wait for it) */
-    bool warm = sb->seen && wd_consumer_lag(sb->cons) == 0;
-    if (warm && !sb->warm)
-      wd_log(WD_LOG_INFO, "standby", "standby copies are up to date with %s (%" PRIu64 " records applied so far)",
+    if (!sb->warm && sb->seen && wd_consumer_lag(sb->cons) == 0) {
+      wd_log(WD_LOG_INFO, "standby", "standby copies are up to date with %s (%" PRIu64 " records applied)",
              sb->topic, sb->applied);
-    sb->warm = warm;
+      sb->warm = true; /* said once: later the copies follow the changelog as it grows */
+    }
     return NULL;
   }
   sb->seen = true;
-  sb->warm = false;
   wd_store_batch_clear(sb->b);
   bool *touched = calloc(sb->ntasks ? sb->ntasks : 1, sizeof(*touched));
   if (!touched) {

@@ -55,8 +55,8 @@ void wd_standby_set_owned(wd_standby_t *sb, uint32_t t, bool owned);
 int64_t wd_standby_position(const wd_standby_t *sb, uint32_t t);
 
 /* Applies what the consumer has fetched (up to max records, without waiting) to the copies of
- * the tasks not owned here, in one store write. When nothing is left to read it logs (INFO, once
- * per time it happens) "standby copies are up to date with <topic>". *applied (may be NULL) gets the number applied.
+ * the tasks not owned here, in one store write. The first time nothing is left to read it logs
+ * (INFO, once) "standby copies are up to date with <topic>". *applied (may be NULL) gets the number applied.
  * Errors: E_STORE_WRITE, the consumer's fatal errors, E_NOMEM. */
 wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied);
 
