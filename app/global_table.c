@@ -182,3 +182,28 @@ bool wd_gtable_next_reconcile(wd_gtable_t *gt, uint32_t *task) {
 }
 
 uint64_t wd_gtable_records(const wd_gtable_t *gt) { return gt->records; }
+
+wd_error_t *wd_gtable_end_offsets(wd_gtable_t *gt, wd_tp_offset_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  return gt->cons ? wd_consumer_end_offsets(gt->cons, 30000, out, n) : NULL;
+}
+
+bool wd_gtable_reached(wd_gtable_t *gt, const wd_tp_offset_t *ends, size_t n) {
+  if (!gt->cons) return true;
+  wd_tp_offset_t *pos = NULL;
+  size_t npos = 0;
+  wd_error_t *err = wd_consumer_assignment(gt->cons, &pos, &npos);
+  bool done = !err;
+  wd_error_destroy(err);
+  for (size_t e = 0; e < n && done; e++) {
+    if (ends[e].offset <= 0) continue;
+    bool reached = false;
+    for (size_t k = 0; k < npos && !reached; k++)
+      reached = pos[k].partition == ends[e].partition && !strcmp(pos[k].topic, ends[e].topic) &&
+                pos[k].offset >= ends[e].offset;
+    done = reached;
+  }
+  free(pos);
+  return done;
+}

@@ -84,6 +84,14 @@ bool wd_gtable_next_reconcile(wd_gtable_t *gt, uint32_t *task);
  * reconciled rows and index entries were discarded with it). */
 void wd_gtable_reconcile_all(wd_gtable_t *gt);
 
+/* The end offsets of every partition of the lookup topics now (*out malloc'd, caller frees), to
+ * read them to before the group is joined (wd_pipeline_run). Errors: those of
+ * wd_consumer_end_offsets. */
+wd_error_t *wd_gtable_end_offsets(wd_gtable_t *gt, wd_tp_offset_t **out, size_t *n);
+/* Whether the global consumer's position has reached ends[i] in every partition (empty ones
+ * count as reached; positions pass transaction markers). */
+bool wd_gtable_reached(wd_gtable_t *gt, const wd_tp_offset_t *ends, size_t n);
+
 /* Records read by the global consumer so far (statistics). */
 uint64_t wd_gtable_records(const wd_gtable_t *gt);
 

@@ -1200,6 +1200,45 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
   return err;
 }
 
+static wd_error_t *complete_commit(wd_pipeline_t *p);
+
+/* Before the group is joined: the lookup topics are read up to their end offsets of now, so that
+ * the tasks this process is given are reconciled against whole lookup tables (a process still
+ * loading them would emit -D of INNER rows whose lookup row it has not read yet, and +I when it
+ * does). Nothing is owned yet, so nothing is emitted; the positions are committed as usual. */
+static wd_error_t *preload_lookups(wd_pipeline_t *p) {
+  wd_tp_offset_t *ends = NULL;
+  size_t nends = 0;
+  wd_error_t *err = wd_gtable_end_offsets(p->gt, &ends, &nends);
+  if (err) return err;
+  double t0 = wd_mono_s(), last = t0;
+  uint64_t r0 = wd_gtable_records(p->gt);
+  while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
+    size_t n = 0;
+    err = global_batch(p, &n);
+    if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+      wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+      wd_error_destroy(err);
+      err = aerr;
+      continue;
+    }
+    if (!err && wd_commit_due(p->commit)) err = complete_commit(p);
+    if (n) last = wd_mono_s();
+    else sleep_ms(p, 5);
+    if (!err && wd_mono_s() - last > 60.0) {
+      wd_log(WD_LOG_WARN, "pipeline", "the lookup topics gave nothing for 60 s before their end offsets: joining "
+             "the group with the lookup tables as they are");
+      break;
+    }
+  }
+  if (!err) err = complete_commit(p);
+  free(ends);
+  if (!err)
+    wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
+           " records in %.2f s", wd_gtable_records(p->gt) - r0, wd_mono_s() - t0);
+  return err;
+}
+
 /* Completes the open commit; an aborted one is counted and the pipeline goes on. */
 static wd_error_t *complete_commit(wd_pipeline_t *p) {
   bool aborted = false;
@@ -1215,6 +1254,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   uint64_t last_in = 0;
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
   if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err; /* issue 13 */
+  if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* issue 11: before the group join */
   while (!p->stop) {
     if ((err = wd_commit_take_error(p->commit))) break;
     if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
