@@ -125,7 +125,11 @@ struct wd_pipeline {
     size_t ntask;
     const char **stateless; /* the topics whose records are only forwarded */
     size_t nstateless;
-    wd_buf_t key, val;
+    wd_buf_t key, val, row; /* forward_changes' scratch: key bytes, record value, one row's bytes */
+    bool *sent;             /* ... per change record of the message: forwarded already */
+    wd_row_t **group;       /* ... the change records of one key */
+    size_t *off;            /* ... where each record's key starts in key (n + 1) */
+    size_t cap;             /* entries of sent / group (off: cap + 1) */
     wd_repartition_rec_t rec;
   } rp;
   double last_tick;
@@ -694,23 +698,26 @@ static void release_lookup_recs(wd_pipeline_t *p) {
  * partition murmur2(key) mod N, inside the open commit. */
 static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta) {
   size_t n = p->changes.count;
-  wd_error_t *err = NULL;
-  bool *sent = calloc(n ? n : 1, sizeof(*sent));
-  wd_row_t **group = calloc(n ? n : 1, sizeof(*group));
-  size_t *off = calloc(n + 1, sizeof(*off));
-  if (!sent || !group || !off) {
-    err = wd_error_nomem();
-    goto done;
+  if (n > p->rp.cap) { /* grow-only scratch, kept across records */
+    bool *sent = realloc(p->rp.sent, n * sizeof(*sent));
+    if (sent) p->rp.sent = sent;
+    wd_row_t **group = realloc(p->rp.group, n * sizeof(*group));
+    if (group) p->rp.group = group;
+    size_t *off = realloc(p->rp.off, (n + 1) * sizeof(*off));
+    if (off) p->rp.off = off;
+    if (!sent || !group || !off) return wd_error_nomem();
+    p->rp.cap = n;
   }
+  bool *sent = p->rp.sent;
+  size_t *off = p->rp.off;
   wd_buf_reset(&p->rp.key);
   for (size_t k = 0; k < n; k++) {
+    sent[k] = false;
     off[k] = p->rp.key.len;
-    if (wd_row_key_encode(p->schema, p->changes.rows[k], &p->rp.key)) {
-      err = wd_error_nomem();
-      goto done;
-    }
+    if (wd_row_key_encode(p->schema, p->changes.rows[k], &p->rp.key)) return wd_error_nomem();
   }
-  off[n] = p->rp.key.len;
+  if (n) off[n] = p->rp.key.len;
+  wd_error_t *err = NULL;
   for (size_t k = 0; k < n && !err; k++) {
     if (sent[k]) continue;
     const uint8_t *key = p->rp.key.data + off[k];
@@ -718,22 +725,16 @@ static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta
     for (size_t j = k; j < n; j++)
       if (!sent[j] && off[j + 1] - off[j] == klen && !memcmp(p->rp.key.data + off[j], key, klen)) {
         sent[j] = true;
-        group[ng++] = p->changes.rows[j];
+        p->rp.group[ng++] = p->changes.rows[j];
       }
     wd_buf_reset(&p->rp.val);
-    if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, group, ng, &p->rp.val)) {
-      err = wd_error_nomem();
-      break;
-    }
+    if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, p->rp.group, ng, &p->rp.row, &p->rp.val))
+      return wd_error_nomem();
     int32_t part = wd_producer_partition_of(key, klen, p->rp.partitions);
     if (!(err = wd_commit_begin(p->commit)))
       err = wd_producer_send_to(p->prod, p->rp.topic[si], part, key, klen, p->rp.val.data, p->rp.val.len);
     if (!err) p->st.repartitioned++;
   }
-done:
-  free(sent);
-  free(group);
-  free(off);
   return err;
 }
 
@@ -1876,6 +1877,10 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->rp.checked);
   wd_buf_free(&p->rp.key);
   wd_buf_free(&p->rp.val);
+  wd_buf_free(&p->rp.row);
+  free(p->rp.sent);
+  free(p->rp.group);
+  free(p->rp.off);
   free(p->txn_id);
   free(p->restoring);
   free(p->rec_task);

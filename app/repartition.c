@@ -114,28 +114,21 @@ static int put_str(wd_buf_t *b, const char *s) {
 }
 
 int wd_repartition_encode(const wd_schema_t *schema, const char *source, const wd_kafka_meta_t *origin,
-                          wd_row_t *const *rows, size_t n, wd_buf_t *out) {
+                          wd_row_t *const *rows, size_t n, wd_buf_t *scratch, wd_buf_t *out) {
   if (wd_buf_append(out, WD_RP_MAGIC, 4) || put_str(out, source) || put_str(out, origin->topic) ||
       wd_buf_put_zigzag(out, origin->partition) || wd_buf_put_zigzag(out, origin->offset) ||
       wd_buf_put_zigzag(out, origin->timestamp) || wd_buf_put_varint(out, n))
     return -1;
-  wd_buf_t row = {0};
   for (size_t i = 0; i < n; i++) {
-    wd_buf_reset(&row);
+    wd_buf_reset(scratch);
     size_t nabsent = 0;
     for (size_t c = 0; rows[i]->absent && c < rows[i]->n; c++) nabsent += rows[i]->absent[c];
-    if (wd_row_encode(schema, rows[i], false, 0, &row) || wd_buf_put_varint(out, row.len) ||
-        wd_buf_append(out, row.data, row.len) || wd_buf_put_varint(out, nabsent)) {
-      wd_buf_free(&row);
+    if (wd_row_encode(schema, rows[i], false, 0, scratch) || wd_buf_put_varint(out, scratch->len) ||
+        wd_buf_append(out, scratch->data, scratch->len) || wd_buf_put_varint(out, nabsent))
       return -1;
-    }
     for (size_t c = 0; rows[i]->absent && c < rows[i]->n; c++)
-      if (rows[i]->absent[c] && wd_buf_put_varint(out, c)) {
-        wd_buf_free(&row);
-        return -1;
-      }
+      if (rows[i]->absent[c] && wd_buf_put_varint(out, c)) return -1;
   }
-  wd_buf_free(&row);
   return 0;
 }
 

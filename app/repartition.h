@@ -63,9 +63,10 @@ char *wd_repartition_topic(const char *group, const char *table, const char *sou
 
 /* Appends to out the value of one repartition record carrying rows[0..n) (rows of schema, all of
  * one wide key) of source `source` read from (origin topic, partition, offset, timestamp).
- * 0, or -1 on no memory. */
+ * scratch: the caller's buffer for one row's bytes (reset here; kept across calls so that
+ * encoding allocates nothing once it has grown). 0, or -1 on no memory. */
 int wd_repartition_encode(const wd_schema_t *schema, const char *source, const wd_kafka_meta_t *origin,
-                          wd_row_t *const *rows, size_t n, wd_buf_t *out);
+                          wd_row_t *const *rows, size_t n, wd_buf_t *scratch, wd_buf_t *out);
 
 /* A decoded repartition record. Owner: the caller, released with wd_repartition_rec_free(). */
 typedef struct wd_repartition_rec {

@@ -131,16 +131,25 @@ static void env_done(env_t *e) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", e->dir);
 }
 
-/* Starts `widen run`, stopping after idle_ms without input; fault (WIDEN_FAULT) may be NULL. */
-static pid_t spawn_widen(const env_t *e, const char *fault, const char *idle_ms) {
+/* Starts `widen run`, stopping after idle_ms without input; fault (WIDEN_FAULT) may be NULL; its
+ * stderr goes to the file log (truncated) when log is not NULL. */
+static pid_t spawn_widen_log(const env_t *e, const char *fault, const char *idle_ms, const char *log) {
   const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
   setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   if (fault) setenv("WIDEN_FAULT", fault, 1);
   else unsetenv("WIDEN_FAULT");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (log) posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
-  cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
   unsetenv("WIDEN_FAULT");
   return pid;
+}
+
+static pid_t spawn_widen(const env_t *e, const char *fault, const char *idle_ms) {
+  return spawn_widen_log(e, fault, idle_ms, NULL);
 }
 
 static int wait_exit(pid_t pid) {
@@ -468,14 +477,7 @@ Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
   produce_orders(both, 2, 1000, 21, 0);
   char log[400];
   snprintf(log, sizeof(log), "%s/a.log", a.dir);
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", a.cfg, "--quiet", "--max-idle-ms", "15000", NULL};
-  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pa;
-  cr_assert_eq(posix_spawn(&pa, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  pid_t pa = spawn_widen_log(&a, NULL, "15000", log);
   usleep(5000 * 1000);
   pid_t pb = spawn_widen(&b, NULL, "6000"); /* same transactional.id: fences A */
   for (uint64_t at = 1000; at < 3000; at += 250) {
@@ -777,14 +779,7 @@ Test(repartition, a_source_keyed_otherwise_is_refused, .timeout = 120) {
   produce3(one, 1, 300, 5, 0);
   char log[400];
   snprintf(log, sizeof(log), "%s/run.log", e.dir);
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e.cfg, "--quiet", "--max-idle-ms", "3000", NULL};
-  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  pid_t pid = spawn_widen_log(&e, NULL, "3000", log);
   int rc = wait_exit(pid);
   char *text = wd_it_read_file(log);
   cr_assert_neq(rc, 0, "widen accepted a source keyed by shipment_id:\n%s", text);
@@ -818,14 +813,7 @@ Test(scale_out, standby_copies_take_over_after_a_kill, .timeout = 280) {
   produce_orders(both, 2, 1000, 17, 0);
   char log[400];
   snprintf(log, sizeof(log), "%s/a.log", a.dir);
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", a.cfg, "--max-idle-ms", "14000", NULL};
-  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pa;
-  cr_assert_eq(posix_spawn(&pa, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  pid_t pa = spawn_widen_log(&a, NULL, "14000", log);
   pid_t pb = spawn_widen(&b, NULL, "14000");
   usleep(5000 * 1000); /* both joined: the tasks are shared, each copies the other's */
   for (uint64_t at = 1000; at < 4000; at += 500) {
@@ -913,14 +901,7 @@ Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
   cr_assert_eq(run_widen(&clean, NULL), 0);
   char log[400];
   snprintf(log, sizeof(log), "%s/run.log", co.dir);
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", co.cfg, "--quiet", "--max-idle-ms", "2000", NULL};
-  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  pid_t pid = spawn_widen_log(&co, NULL, "2000", log);
   int rc = wait_exit(pid);
   char *text = wd_it_read_file(log);
   cr_assert_neq(rc, 0, "a key-changing update in a co-partitioned source was accepted:\n%s", text);
@@ -983,14 +964,7 @@ Test(scale_out, standby_members_start_together, .timeout = 200) {
 static int run_logged(const env_t *e, const char *name, char **text) {
   char log[400];
   snprintf(log, sizeof(log), "%s/%s.log", e->dir, name);
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", "2000", NULL};
-  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  pid_t pid = spawn_widen_log(e, NULL, "2000", log);
   int rc = wait_exit(pid);
   *text = wd_it_read_file(log);
   return rc;

@@ -121,8 +121,9 @@ Test(repartition_record, round_trip_keeps_kinds_nulls_absent_and_origin) {
   b->v[2].s.n = 4;
   wd_row_t *rows[] = {a, b};
   wd_kafka_meta_t origin = {"payments", 2, 1234567, 1700000000123, NULL, 0};
-  wd_buf_t out = {0};
-  cr_assert_eq(wd_repartition_encode(s, "payments", &origin, rows, 2, &out), 0);
+  wd_buf_t out = {0}, scratch = {0};
+  cr_assert_eq(wd_repartition_encode(s, "payments", &origin, rows, 2, &scratch, &out), 0);
+  wd_buf_free(&scratch);
   wd_repartition_rec_t rec;
   wd_error_t *err = wd_repartition_decode(s, out.data, out.len, &rec);
   cr_assert_null(err, "%s", err ? err->message : "");
