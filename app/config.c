@@ -206,7 +206,9 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
      "other members, so any value above 0 keeps a copy of every other task (the process then stores the whole "
      "table)."},
     {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000,
-     NULL, 0, NULL, "Longest wait, in milliseconds, for a batch to fill before it is processed."},
+     NULL, 0, NULL, "Longest wait, in milliseconds, for the first record of a poll batch (idle polls wake this often). A batch "
+     "is then the records already fetched, up to `batch-size`, processed without waiting for more (as Kafka's "
+     "poll with max.poll.records): under load batches are full, at a low rate a record is not held back."},
     {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400,
      NULL, 0, NULL, "Seconds between status log lines (records, changes, lag); 0 turns them off."},
     END_OPT,

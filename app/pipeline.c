@@ -1262,7 +1262,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     size_t n = 0;
     /* with a commit open, wait no longer than its interval for more input */
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
-    if ((err = wd_consumer_poll_batch(p->cons, max, wait, p->msgs, &n))) break;
+    if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
     if ((err = wd_commit_take_error(p->commit))) {
       release_batch(p, n);
       break;

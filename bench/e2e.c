@@ -31,6 +31,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,10 +259,75 @@ static void saturation(const char *widen, const char *demo, const char *work, co
   *sat_out = sat;
 }
 
-/* Phase 3 under one guarantee at `rate` records/s for lat_secs: sets p50, p99 (ms) and matched. */
+/* The live reader of phase 3: follows the output topic read_committed from its beginning with
+ * short fetch waits (fetch.wait.max.ms 10), as a downstream consumer would, and notes for every
+ * record its key, its CreateTime (set by widen's producer) and the wall-clock ms it arrived. It
+ * runs until `stop` is set and every partition is at its end. */
+typedef struct {
+  const char *topic;
+  volatile int stop;
+  int64_t *ts, *recv;
+  uint64_t *key;
+  size_t n, cap;
+} follow_t;
+
+static void *follow_main(void *arg) {
+  follow_t *f = arg;
+  char errstr[512];
+  rd_kafka_conf_t *c = bench_base_conf();
+  bench_conf_set(c, "group.id", "widen-bench-follower");
+  bench_conf_set(c, "enable.auto.commit", "false");
+  bench_conf_set(c, "enable.partition.eof", "true");
+  bench_conf_set(c, "isolation.level", "read_committed");
+  bench_conf_set(c, "fetch.wait.max.ms", "10");
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
+  if (!rk) bench_die("follower: %s", errstr);
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+  for (int p = 0; p < 4; p++) rd_kafka_topic_partition_list_add(l, f->topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  bool at_end[4] = {false, false, false, false};
+  while (!(f->stop && at_end[0] && at_end[1] && at_end[2] && at_end[3])) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 20);
+    if (!m) continue;
+    int64_t now = wd_wall_ms();
+    if (m->partition >= 0 && m->partition < 4) {
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        at_end[m->partition] = true;
+      } else if (!m->err) {
+        at_end[m->partition] = false;
+        if (f->n == f->cap) {
+          f->cap = f->cap ? 2 * f->cap : 65536;
+          f->ts = realloc(f->ts, f->cap * sizeof(int64_t));
+          f->recv = realloc(f->recv, f->cap * sizeof(int64_t));
+          f->key = realloc(f->key, f->cap * sizeof(uint64_t));
+          if (!f->ts || !f->recv || !f->key) bench_die("%s", "follower: out of memory");
+        }
+        uint64_t k = 0;
+        const char *p = m->key;
+        size_t i = 0;
+        while (i < m->key_len && (p[i] < '0' || p[i] > '9')) i++;
+        while (i < m->key_len && p[i] >= '0' && p[i] <= '9') k = k * 10 + (uint64_t)(p[i++] - '0');
+        f->ts[f->n] = rd_kafka_message_timestamp(m, NULL);
+        f->recv[f->n] = now;
+        f->key[f->n++] = k;
+      }
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return NULL;
+}
+
+/* Phase 3 under one guarantee at `rate` records/s for lat_secs: sets p50, p99 (ms) and matched, from
+ * the output records' CreateTime (when widen produced them), and v50, v99: from the time the live
+ * reader got them (when a read_committed consumer can see them: under exactly-once after the
+ * transaction's commit). */
 static void latency_run(const char *widen, const char *demo, const char *work, const char *guarantee, long commit_ms,
                         uint64_t keys, uint64_t seed, double rate, double lat_secs, double *p50, double *p99,
-                        size_t *matched) {
+                        double *v50, double *v99, size_t *matched) {
   char prefix[128], group[160], cfgp[4300], state[4300], logp[4300], outt[256];
   uint64_t lrec = (uint64_t)(rate * lat_secs);
   snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-lat-%.2s.", (int)getpid(), wd_wall_ms() % 100000000,
@@ -272,14 +338,18 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
   snprintf(state, sizeof state, "%s/lat-state-%s", work, guarantee);
   snprintf(logp, sizeof logp, "%s/lat-%s.log", work, guarantee);
   write_config(demo, cfgp, prefix, group, state, guarantee, commit_ms);
+  snprintf(outt, sizeof outt, "%sorders_wide", prefix);
+  follow_t fo = {.topic = outt};
+  pthread_t fth;
+  if (pthread_create(&fth, NULL, follow_main, &fo)) bench_die("%s", "pthread_create failed");
   pid_t pid = bench_start_widen(widen, cfgp, logp);
   sleep(5); /* start-up and group join (group.initial.rebalance.delay.ms=0 on scripts/kafka) */
   sent_t sent = {0};
   double ls = produce(prefix, keys, lrec, seed + 1, rate, &sent);
   double lcpu = bench_wait_widen(pid);
-  snprintf(outt, sizeof outt, "%sorders_wide", prefix);
-  outs_t o = {0};
-  read_output(outt, &o);
+  fo.stop = 1;
+  pthread_join(fth, NULL);
+  outs_t o = {.ts = fo.ts, .key = fo.key, .n = fo.n};
   /* per key: indices of its source records in send order (linked newest first) */
   int64_t *head = malloc((keys + 1) * sizeof(int64_t));
   int64_t *prev = malloc((sent.n + 1) * sizeof(int64_t));
@@ -289,20 +359,26 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
     head[sent.key[i]] = (int64_t)i;
   }
   double *lat = malloc((o.n + 1) * sizeof(double));
+  double *vis = malloc((o.n + 1) * sizeof(double));
   size_t nlat = 0;
   for (size_t i = 0; i < o.n; i++) {
     if (o.key[i] > keys) continue;
     int64_t j = head[o.key[i]];
     while (j >= 0 && sent.ts[j] > o.ts[i]) j = prev[j];
     if (j < 0) continue;
-    lat[nlat++] = (double)(o.ts[i] - sent.ts[j]);
+    lat[nlat] = (double)(o.ts[i] - sent.ts[j]);
+    vis[nlat++] = (double)(fo.recv[i] - sent.ts[j]);
   }
   *p50 = bench_quantile(lat, nlat, 0.50);
   *p99 = bench_quantile(lat, nlat, 0.99);
+  *v50 = bench_quantile(vis, nlat, 0.50);
+  *v99 = bench_quantile(vis, nlat, 0.99);
   *matched = nlat;
-  printf("latency  [%s] %" PRIu64 " records at %.0f/s over %.1f s -> %zu outputs matched: p50 %.0f ms, p99 %.0f ms "
-         "(widen CPU %.2f s)\n",
-         guarantee, lrec, rate, ls, nlat, *p50, *p99, lcpu);
+  printf("latency  [%s] %" PRIu64 " records at %.0f/s over %.1f s -> %zu outputs matched: produced p50 %.0f ms, "
+         "p99 %.0f ms; visible to a read_committed reader p50 %.0f ms, p99 %.0f ms (widen CPU %.2f s)\n",
+         guarantee, lrec, rate, ls, nlat, *p50, *p99, *v50, *v99, lcpu);
+  free(vis);
+  free(fo.recv);
   free(head);
   free(prev);
   free(lat);
@@ -393,7 +469,7 @@ int main(int argc, char **argv) {
   }
 
   /* ---- phase 3: latency at the same fixed rate per guarantee: frac x the lower saturation rate ---- */
-  double p50[2] = {0, 0}, p99[2] = {0, 0}, rate = 0;
+  double p50[2] = {0, 0}, p99[2] = {0, 0}, v50[2] = {0, 0}, v99[2] = {0, 0}, rate = 0;
   size_t nlat[2] = {0, 0};
   double smin = sat[0];
   for (int g = 1; g < ng; g++)
@@ -401,7 +477,8 @@ int main(int argc, char **argv) {
   if (latency && smin > 0) {
     rate = frac * smin;
     for (int g = 0; g < ng; g++)
-      latency_run(widen, demo, work, gs[g], commit_ms, keys, seed, rate, lat_secs, &p50[g], &p99[g], &nlat[g]);
+      latency_run(widen, demo, work, gs[g], commit_ms, keys, seed, rate, lat_secs, &p50[g], &p99[g], &v50[g],
+                  &v99[g], &nlat[g]);
   }
   /* RESULT: the first guarantee's figures under the historical names, then per guarantee */
   printf("RESULT records=%" PRIu64 " widen_cpu_s=%.3f widen_rps_cpu=%.0f widen_rps_wall=%.0f ceiling_rps_cpu=%.0f "
@@ -410,8 +487,9 @@ int main(int argc, char **argv) {
          p50[0], p99[0], nlat[0]);
   for (int g = 0; g < ng; g++) {
     const char *t = !strcmp(gs[g], "exactly-once") ? "eo" : "alo";
-    printf(" %s_rps_cpu=%.0f %s_rps_wall=%.0f %s_p50_ms=%.0f %s_p99_ms=%.0f %s_user_s=%.2f %s_sys_s=%.2f", t,
-           records / wcpu[g], t, sat[g], t, p50[g], t, p99[g], t, usr[g], t, sys[g]);
+    printf(" %s_rps_cpu=%.0f %s_rps_wall=%.0f %s_p50_ms=%.0f %s_p99_ms=%.0f %s_vis_p50_ms=%.0f %s_vis_p99_ms=%.0f"
+           " %s_user_s=%.2f %s_sys_s=%.2f",
+           t, records / wcpu[g], t, sat[g], t, p50[g], t, p99[g], t, v50[g], t, v99[g], t, usr[g], t, sys[g]);
   }
   if (ng == 2) printf(" eo_over_alo=%.3f", strcmp(gs[0], "exactly-once") ? wcpu[0] / wcpu[1] : wcpu[1] / wcpu[0]);
   printf("\n");

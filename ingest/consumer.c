@@ -410,7 +410,10 @@ static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
          err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED || err == RD_KAFKA_RESP_ERR__AUTHENTICATION;
 }
 
-wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n) {
+/* The body of both polls: available = return as soon as the fetched queue is empty once a
+ * message is in hand (wd_consumer_poll_available), else wait for max or the deadline. */
+static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool available, wd_kmsg_t *msgs,
+                              size_t *n) {
   wd_error_t *err = NULL;
   rd_kafka_message_t *rkm = NULL;
   int64_t deadline = wd_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -433,9 +436,10 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
       goto cleanup;
     }
     int64_t left = deadline - wd_mono_ms();
-    rkm = rd_kafka_consumer_poll(c->rk, left > 0 ? (int)left : 0);
+    bool have = available && *n > 0; /* take what is fetched, wait for nothing more */
+    rkm = rd_kafka_consumer_poll(c->rk, left > 0 && !have ? (int)left : 0);
     if (!rkm) {
-      if (left <= 0) break;
+      if (left <= 0 || have) break;
       continue;
     }
     if (rkm->err) {
@@ -474,6 +478,14 @@ cleanup:
   c->batch = NULL;
   c->batch_n = NULL;
   return err;
+}
+
+wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n) {
+  return poll_batch(c, max, timeout_ms, false, msgs, n);
+}
+
+wd_error_t *wd_consumer_poll_available(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n) {
+  return poll_batch(c, max, timeout_ms, true, msgs, n);
 }
 
 wd_error_t *wd_consumer_commit(wd_consumer_t *c, const wd_tp_offset_t *offsets, size_t n) {

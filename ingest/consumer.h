@@ -93,6 +93,14 @@ void wd_consumer_set_assign_all_cb(wd_consumer_t *c, wd_consumer_assign_all_cb o
  * naming the topic and partition when it has one. */
 wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n);
 
+/* As wd_consumer_poll_batch, but the batch is whatever is there once the first message is in hand
+ * (the semantics of Kafka's poll with max.poll.records): waits up to timeout_ms for a first
+ * message, then takes the messages librdkafka has already fetched, up to max, without waiting for
+ * more. Under load the fetched queue holds more than max and batches are full; at a low rate a
+ * record is processed without waiting for the batch to fill (issue 14: latency at half of
+ * saturation). Same ownership and errors as wd_consumer_poll_batch. */
+wd_error_t *wd_consumer_poll_available(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n);
+
 /* Releases n messages from wd_consumer_poll_batch() (their rkm); each is left zeroed. Accepts
  * messages with a NULL rkm. */
 void wd_kmsg_release(wd_kmsg_t *msgs, size_t n);

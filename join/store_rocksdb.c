@@ -147,6 +147,22 @@ static void wd_rdb_free(wd_store_rdb_t *rs) {
   free(rs);
 }
 
+/* o with the RocksDB options string str applied on top (o is replaced: the result is the caller's).
+ * A string RocksDB refuses is reported on stderr, naming what, and o is returned unchanged. */
+static rocksdb_options_t *wd_rdb_options_string(rocksdb_options_t *o, const char *str, const char *what) {
+  char *oerr = NULL;
+  rocksdb_options_t *n = rocksdb_options_create();
+  rocksdb_get_options_from_string(o, str, n, &oerr);
+  if (oerr) {
+    fprintf(stderr, "widen: RocksDB options (%s) ignored: %s\n", what, oerr);
+    rocksdb_free(oerr);
+    rocksdb_options_destroy(n);
+    return o;
+  }
+  rocksdb_options_destroy(o);
+  return n;
+}
+
 /*
  * Builds the DB and per-CF options into rs (cache, table options and filter included).
  * compress: lz4 + zstd bottommost when true, none otherwise. Replaces any options built before.
@@ -182,22 +198,16 @@ static void wd_rdb_build_options(wd_store_rdb_t *rs, const wd_store_options_t *o
    * +40 % records per CPU s on a 10M-key space) */
   rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
   rocksdb_options_set_memtable_whole_key_filtering(o, 1);
+  /* memtable insert hints per key prefix (the 'R' namespace byte and the task: WD_STATE_PREFIX_LEN),
+   * which the C API offers only through an options string: the state writes each commit's rows in
+   * key order (join/state.c), and with a hint the skip list goes on from the previous insert's
+   * position instead of searching from the top (bench/README.md, "RocksDB options": the skip-list
+   * search -53 % of its instructions, the state write -29 %) */
+  o = wd_rdb_options_string(o, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.5", "built-in");
   /* benchmarks only (bench/README.md, "RocksDB options"): a RocksDB options string applied on top,
    * e.g. WIDEN_BENCH_ROCKSDB_OPTIONS="write_buffer_size=134217728;max_background_jobs=4" */
   const char *extra = getenv("WIDEN_BENCH_ROCKSDB_OPTIONS");
-  if (extra && *extra) {
-    char *oerr = NULL;
-    rocksdb_options_t *n = rocksdb_options_create();
-    rocksdb_get_options_from_string(o, extra, n, &oerr);
-    if (oerr) {
-      fprintf(stderr, "widen: WIDEN_BENCH_ROCKSDB_OPTIONS ignored: %s\n", oerr);
-      rocksdb_free(oerr);
-      rocksdb_options_destroy(n);
-    } else {
-      rocksdb_options_destroy(o);
-      o = n;
-    }
-  }
+  if (extra && *extra) o = wd_rdb_options_string(o, extra, "WIDEN_BENCH_ROCKSDB_OPTIONS");
   rs->db_opts = o;
   for (int i = 0; i < WD_CF_COUNT; i++) rs->cf_opts[i] = rocksdb_options_create_copy(o);
   if (rs->filter) rocksdb_options_set_compaction_filter(rs->cf_opts[WD_CF_STATE], rs->filter); /* borrows */
