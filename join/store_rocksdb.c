@@ -244,6 +244,11 @@ static int wd_mkdir_p(const char *dir) {
 }
 
 wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opts, wd_store_t **out) {
+  /* RocksDB's per-thread perf counters (kEnableCount by default) are never read here; counting
+   * them reaches the library's thread-local perf context on every operation (__tls_get_addr:
+   * ~2 % of the engine's instructions, bench/README.md). The level is the calling thread's, so
+   * this covers the thread that opens the store, the pipeline's. */
+  rocksdb_set_perf_level(rocksdb_disable);
   wd_error_t *err = NULL;
   wd_store_rdb_t *rs = NULL;
   char *rerr = NULL;
