@@ -5,7 +5,7 @@
  *       [--records 300000] [--keys 100000] [--latency-seconds 20] [--rate-fraction 0.5]
  *       [--config configs/demo.yaml] [--work /tmp/widen-bench-e2e] [--no-latency] [--no-ceiling]
  *       [--guarantee exactly-once|at-least-once|both (default)|at-least-once,exactly-once]
- *       [--commit-interval-ms N]
+ *       [--commit-interval-ms N] [--rate R]
  *
  * Phase 1, saturation: creates fresh topics <prefix>orders|payments|shipments (4 partitions
  *   each) and the output topic, produces --records generated Debezium JSON records (app/generate.h,
@@ -20,10 +20,13 @@
  *   (widen's producer settings) copy every record's key and value unchanged to another topic,
  *   then flush: records / CPU seconds of this process during the copy.
  * Phase 3, latency: fresh topics again; widen is started first, then records are produced at
- *   rate-fraction x the phase-1 wall rate for latency-seconds, each with its send time as the
- *   Kafka timestamp. Each output record is matched to the latest source record of the same
- *   key produced before it (keys are spread over --keys, so same-key records are seconds apart
- *   at these rates); latency = output record timestamp - source record timestamp (ms).
+ *   rate-fraction x the phase-1 wall rate (or at --rate R records/s) for latency-seconds, each
+ *   with its send time as the Kafka timestamp, while a live reader follows the output topic
+ *   (read_committed, fetch.wait.max.ms 10). Each output record is matched to the latest source
+ *   record of the same key produced before it (keys are spread over --keys, so same-key records
+ *   are seconds apart at these rates); latency = output record timestamp (widen's produce) -
+ *   source record timestamp (ms), and visible latency = the time the live reader received it -
+ *   source record timestamp (under exactly-once this includes the wait for the commit).
  *
  * Prints a `RESULT` line (key=value) for bench/run-e2e.
  */
@@ -393,14 +396,14 @@ int main(int argc, char **argv) {
   const char *guarantee = "both";
   long commit_ms = -1;
   uint64_t records = 300000, keys = 100000, seed = 1;
-  double lat_secs = 20, frac = 0.5;
+  double lat_secs = 20, frac = 0.5, fixed_rate = 0;
   bool latency = true, ceiling = true;
   static const struct option lo[] = {{"widen", 1, 0, 'w'},           {"records", 1, 0, 'r'}, {"keys", 1, 0, 'k'},
                                      {"latency-seconds", 1, 0, 'l'}, {"rate-fraction", 1, 0, 'f'},
                                      {"config", 1, 0, 'c'},          {"work", 1, 0, 'W'},    {"seed", 1, 0, 's'},
                                      {"no-latency", 0, 0, 'L'},      {"no-ceiling", 0, 0, 'N'},
                                      {"guarantee", 1, 0, 'g'},       {"commit-interval-ms", 1, 0, 'i'},
-                                     {0, 0, 0, 0}};
+                                     {"rate", 1, 0, 'R'},            {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
@@ -416,6 +419,7 @@ int main(int argc, char **argv) {
       case 'N': ceiling = false; break;
       case 'g': guarantee = optarg; break;
       case 'i': commit_ms = atol(optarg); break;
+      case 'R': fixed_rate = atof(optarg); break;
       default: fprintf(stderr, "usage: see bench/e2e.c\n"); return 2;
     }
   }
@@ -475,7 +479,7 @@ int main(int argc, char **argv) {
   for (int g = 1; g < ng; g++)
     if (sat[g] < smin) smin = sat[g];
   if (latency && smin > 0) {
-    rate = frac * smin;
+    rate = fixed_rate > 0 ? fixed_rate : frac * smin;
     for (int g = 0; g < ng; g++)
       latency_run(widen, demo, work, gs[g], commit_ms, keys, seed, rate, lat_secs, &p50[g], &p99[g], &v50[g],
                   &v99[g], &nlat[g]);

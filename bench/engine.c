@@ -51,7 +51,7 @@ static void die_err(const char *what, wd_error_t *err) {
   exit(1);
 }
 
-/* Key trace of the run: every record's encoded key, batch by batch (for the ceiling). */
+/* Key trace of the run: every record's full state key (prefix + encoded primary key), batch by batch (for the ceiling). */
 typedef struct {
   wd_buf_t bytes;
   size_t *off; /* per record: start in bytes; off[n] = end */
@@ -66,6 +66,9 @@ static void trace_key(trace_t *t, const uint8_t *k, size_t len) {
     t->off = realloc(t->off, t->cap * sizeof(*t->off));
   }
   t->off[t->n++] = t->bytes.len;
+  /* the state's key layout (join/state.h): the row namespace byte and task 0, then the key */
+  static const uint8_t prefix[5] = {'R', 0, 0, 0, 0};
+  wd_buf_append(&t->bytes, prefix, sizeof prefix);
   wd_buf_append(&t->bytes, k, len);
   t->off[t->n] = t->bytes.len;
 }
@@ -127,6 +130,18 @@ static void print_phase(const char *name, const phase_t *ph) {
 
 /* ---- the ceiling --------------------------------------------------------------------------- */
 
+typedef struct {
+  const char *k;
+  size_t kl;
+} ckey_t;
+
+/* RocksDB's bytewise order of two keys. */
+static int cmp_ckey(const void *a, const void *b) {
+  const ckey_t *x = a, *y = b;
+  int c = memcmp(x->k, y->k, x->kl < y->kl ? x->kl : y->kl);
+  return c ? c : (x->kl > y->kl) - (x->kl < y->kl);
+}
+
 static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, uint64_t nrec, phase_t *ph, uint64_t *disk) {
   char *rerr = NULL;
   rocksdb_cache_t *cache = rocksdb_cache_create_lru(64u << 20);
@@ -142,6 +157,21 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   rocksdb_options_set_block_based_table_factory(o, to);
   rocksdb_options_set_compression(o, rocksdb_lz4_compression);
   rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
+  /* as store_rocksdb.c: the memtable bloom, insert hints per 5-byte key prefix with the batch's
+   * keys written in order, no perf counters */
+  rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
+  rocksdb_options_set_memtable_whole_key_filtering(o, 1);
+  {
+    rocksdb_options_t *n = rocksdb_options_create();
+    rocksdb_get_options_from_string(o, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.5", n, &rerr);
+    if (rerr) {
+      fprintf(stderr, "ceiling: options: %s\n", rerr);
+      exit(1);
+    }
+    rocksdb_options_destroy(o);
+    o = n;
+  }
+  rocksdb_set_perf_level(rocksdb_disable);
   const char *cfn[1] = {"default"};
   const rocksdb_options_t *cfo[1] = {o};
   rocksdb_column_family_handle_t *cf = NULL;
@@ -160,6 +190,7 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   size_t *klens = malloc((maxb + 1) * sizeof(*klens));
   rocksdb_pinnableslice_t **pins = malloc((maxb + 1) * sizeof(*pins));
   char **errs = malloc((maxb + 1) * sizeof(*errs));
+  ckey_t *ord = malloc((maxb + 1) * sizeof(*ord));
   wd_hindex_t ht;
   if (wd_hindex_init(&ht, maxb)) {
     fprintf(stderr, "ceiling: no memory\n");
@@ -194,8 +225,13 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
       }
     }
     for (size_t i = 0; i < m; i++) {
-      size_t pi = wd_hash_bytes(keys[i], klens[i], 0) % pool->n;
-      rocksdb_writebatch_put_cf(wb, cf, keys[i], klens[i], (const char *)pool->v[pi], pool->len[pi]);
+      ord[i].k = keys[i];
+      ord[i].kl = klens[i];
+    }
+    qsort(ord, m, sizeof(*ord), cmp_ckey); /* in key order, as wd_state_snapshot writes */
+    for (size_t i = 0; i < m; i++) {
+      size_t pi = wd_hash_bytes(ord[i].k, ord[i].kl, 0) % pool->n;
+      rocksdb_writebatch_put_cf(wb, cf, ord[i].k, ord[i].kl, (const char *)pool->v[pi], pool->len[pi]);
     }
     for (int t = 0; t < 3; t++)
       for (int p = 0; p < 4; p++) {
@@ -222,6 +258,7 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   (void)sink;
   free(lat);
   wd_hindex_free(&ht);
+  free(ord);
   free(keys);
   free(klens);
   free(pins);
