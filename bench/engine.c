@@ -157,13 +157,13 @@ static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, 
   rocksdb_options_set_block_based_table_factory(o, to);
   rocksdb_options_set_compression(o, rocksdb_lz4_compression);
   rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
-  /* as store_rocksdb.c: the memtable bloom, insert hints per 5-byte key prefix with the batch's
+  /* as store_rocksdb.c: the memtable bloom, insert hints per 6-byte key prefix with the batch's
    * keys written in order, no perf counters */
   rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
   rocksdb_options_set_memtable_whole_key_filtering(o, 1);
   {
     rocksdb_options_t *n = rocksdb_options_create();
-    rocksdb_get_options_from_string(o, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.5", n, &rerr);
+    rocksdb_get_options_from_string(o, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.6", n, &rerr);
     if (rerr) {
       fprintf(stderr, "ceiling: options: %s\n", rerr);
       exit(1);

@@ -146,6 +146,7 @@ int wd_store_batch_delete_offset(wd_store_batch_t *b, const char *topic, int32_t
 
 int wd_store_batch_delete_range(wd_store_batch_t *b, const uint8_t *begin, size_t blen, const uint8_t *end,
                                 size_t elen) {
+  if (blen > WD_STORE_RANGE_BEGIN_MAX) return -1; /* store.h: the memtable insert hints */
   return wd_store_batch_add(b, WD_STORE_OP_DELETE_RANGE, begin, blen, end, elen);
 }
 

@@ -84,7 +84,13 @@ int wd_store_batch_delete_meta(wd_store_batch_t *b, const char *name);
 int wd_store_batch_delete_offset(wd_store_batch_t *b, const char *topic, int32_t partition);
 /* Removes the stored offsets of every partition of topic. 0, or -1. */
 int wd_store_batch_delete_offsets(wd_store_batch_t *b, const char *topic);
-/* Removes every "state" key k with begin <= k < end (bytewise order): one task's rows. 0, or -1. */
+/* Removes every "state" key k with begin <= k < end (bytewise order): one task's rows. begin is at
+ * most WD_STORE_RANGE_BEGIN_MAX bytes (a task's prefix, join/state.h): the RocksDB backend gives
+ * the memtable insert hints per prefix of the state keys' first WD_STORE_RANGE_BEGIN_MAX + 1 bytes,
+ * and in RocksDB 7.8 a range deletion whose begin key is in that domain shares the hints with the
+ * row keys and corrupts the memtable (facebook/rocksdb#5118, fixed in 9.x by #12558); a shorter begin
+ * key never takes a hint. 0, or -1 on no memory or a longer begin key. */
+#define WD_STORE_RANGE_BEGIN_MAX 5
 int wd_store_batch_delete_range(wd_store_batch_t *b, const uint8_t *begin, size_t blen, const uint8_t *end,
                                 size_t elen);
 /* Number of ops in b. */

@@ -198,18 +198,21 @@ static void wd_rdb_build_options(wd_store_rdb_t *rs, const wd_store_options_t *o
    * +40 % records per CPU s on a 10M-key space) */
   rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
   rocksdb_options_set_memtable_whole_key_filtering(o, 1);
-  /* memtable insert hints per key prefix (the 'R' namespace byte and the task: WD_STATE_PREFIX_LEN),
-   * which the C API offers only through an options string: the state writes each commit's rows in
-   * key order (join/state.c), and with a hint the skip list goes on from the previous insert's
-   * position instead of searching from the top (bench/README.md, "RocksDB options": the skip-list
-   * search -53 % of its instructions, the state write -29 %) */
-  o = wd_rdb_options_string(o, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.5", "built-in");
   /* benchmarks only (bench/README.md, "RocksDB options"): a RocksDB options string applied on top,
    * e.g. WIDEN_BENCH_ROCKSDB_OPTIONS="write_buffer_size=134217728;max_background_jobs=4" */
   const char *extra = getenv("WIDEN_BENCH_ROCKSDB_OPTIONS");
   if (extra && *extra) o = wd_rdb_options_string(o, extra, "WIDEN_BENCH_ROCKSDB_OPTIONS");
   rs->db_opts = o;
   for (int i = 0; i < WD_CF_COUNT; i++) rs->cf_opts[i] = rocksdb_options_create_copy(o);
+  /* memtable insert hints per prefix of the state keys (the namespace byte, the task and the first
+   * byte of the key), which the C API offers only through an options string: the state writes each
+   * commit's rows in key order (join/state.c), and with a hint the skip list goes on from the
+   * previous insert's position instead of searching from the top (bench/README.md, "RocksDB
+   * options": the skip-list search -53 % of its instructions, the state write -29 %). Only the
+   * state family, and range deletions there never take a hint (store.h WD_STORE_RANGE_BEGIN_MAX:
+   * RocksDB 7.8 shares the hints between row keys and range deletions). */
+  rs->cf_opts[WD_CF_STATE] = wd_rdb_options_string(
+      rs->cf_opts[WD_CF_STATE], "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.6", "built-in");
   if (rs->filter) rocksdb_options_set_compaction_filter(rs->cf_opts[WD_CF_STATE], rs->filter); /* borrows */
 }
 
@@ -516,6 +519,12 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b, bool 
         rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen);
         break;
       case WD_STORE_OP_DELETE_RANGE:
+        if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
+          rocksdb_writebatch_clear(rs->wb);
+          return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE",
+                              "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)",
+                              rs->dir, v.klen, WD_STORE_RANGE_BEGIN_MAX);
+        }
         rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen,
                                            (const char *)v.val, v.vlen);
         break;
