@@ -26,7 +26,8 @@
  *   record of the same key produced before it (keys are spread over --keys, so same-key records
  *   are seconds apart at these rates); latency = output record timestamp (widen's produce) -
  *   source record timestamp (ms), and visible latency = the time the live reader received it -
- *   source record timestamp (under exactly-once this includes the wait for the commit).
+ *   source record timestamp (under exactly-once this includes the wait for the commit). Records
+ *   sent in the first 2 s of the phase are not counted (warm-up: cold state, first commits).
  *
  * Prints a `RESULT` line (key=value) for bench/run-e2e.
  */
@@ -361,16 +362,23 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
     prev[i] = head[sent.key[i]];
     head[sent.key[i]] = (int64_t)i;
   }
+  /* E2E_DUMP=file: every match as "<guarantee> <sent ms> <produced ms> <received ms>" (wall clock) */
+  const char *dpath = getenv("E2E_DUMP");
+  FILE *dump = dpath && *dpath ? fopen(dpath, "a") : NULL;
   double *lat = malloc((o.n + 1) * sizeof(double));
   double *vis = malloc((o.n + 1) * sizeof(double));
   size_t nlat = 0;
+  /* steady state: records sent in the first 2 s (widen's first reads of cold state, the first
+   * commits) are not counted */
+  int64_t warm = sent.n ? sent.ts[0] + 2000 : 0;
   for (size_t i = 0; i < o.n; i++) {
     if (o.key[i] > keys) continue;
     int64_t j = head[o.key[i]];
     while (j >= 0 && sent.ts[j] > o.ts[i]) j = prev[j];
-    if (j < 0) continue;
+    if (j < 0 || sent.ts[j] < warm) continue;
     lat[nlat] = (double)(o.ts[i] - sent.ts[j]);
     vis[nlat++] = (double)(fo.recv[i] - sent.ts[j]);
+    if (dump) fprintf(dump, "%s %" PRId64 " %" PRId64 " %" PRId64 "\n", guarantee, sent.ts[j], o.ts[i], fo.recv[i]);
   }
   *p50 = bench_quantile(lat, nlat, 0.50);
   *p99 = bench_quantile(lat, nlat, 0.99);
@@ -380,6 +388,7 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
   printf("latency  [%s] %" PRIu64 " records at %.0f/s over %.1f s -> %zu outputs matched: produced p50 %.0f ms, "
          "p99 %.0f ms; visible to a read_committed reader p50 %.0f ms, p99 %.0f ms (widen CPU %.2f s)\n",
          guarantee, lrec, rate, ls, nlat, *p50, *p99, *v50, *v99, lcpu);
+  if (dump) fclose(dump);
   free(vis);
   free(fo.recv);
   free(head);
