@@ -1,7 +1,10 @@
 /*
  * common/jsmn_doc.c — see jsmn_doc.h; also the one copy of jsmn's parser (the header-only library
- * compiled here, its functions extern, declared through JSMN_HEADER by jsmn_doc.h).
+ * compiled here). Its functions are static (JSMN_STATIC): wd_jsmn_tokenize is their only caller,
+ * so the compiler inlines jsmn_parse into it and keeps the parser state (a local whose address
+ * does not escape) in registers instead of storing the position to memory at every byte.
  */
+#define JSMN_STATIC
 #define JSMN_PARENT_LINKS
 #define JSMN_STRICT
 #include <jsmn.h>

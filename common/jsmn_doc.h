@@ -36,12 +36,36 @@ int wd_jsmn_tokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap,
 /* Whether c is JSON whitespace (RFC 8259: space, tab, line feed, carriage return). */
 static inline bool wd_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* Index of the first token after the subtree rooted at token i. */
+/* Index of the first token after the subtree rooted at token i (n when it is the last subtree):
+ * the first j > i whose text starts at or after token i's end. Token starts increase along the
+ * array, so that is a binary search; strings and primitives end before the next token starts
+ * (a key's value follows its key), so for them it is i + 1. For a container the guess first
+ * tried is i + 1 + s (an array of s elements) or i + 1 + 2s (an object of s keys), the answer
+ * when no element is itself a container; it is taken only when the token before it is inside
+ * and it is not (jsmn also accepts some malformed text, "{"a" "b"}", whose sizes do not count
+ * tokens like that). */
 static inline int wd_jsmn_next(const jsmntok_t *t, int n, int i) {
+  if (t[i].type != JSMN_OBJECT && t[i].type != JSMN_ARRAY) return i + 1;
   int end = t[i].end;
-  int j = i + 1;
-  while (j < n && t[j].start < end) j++;
-  return j;
+  long g = (long)i + 1 + (t[i].type == JSMN_OBJECT ? 2L : 1L) * t[i].size;
+  int lo = i + 1, hi = n; /* the answer: the first j in [lo, hi] with j == n or t[j].start >= end */
+  if (g <= n) {
+    int j = (int)g;
+    if (j < n && t[j].start < end) {
+      lo = j + 1;
+    } else {
+      if (j == i + 1 || t[j - 1].start < end) return j;
+      hi = j - 1;
+    }
+  }
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (t[mid].start < end)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 /* Whether token i is absent (i < 0) or the literal null. */
@@ -55,13 +79,18 @@ static inline bool wd_jsmn_is_null(const char *js, const jsmntok_t *t, int i) {
  * surrogate. */
 long wd_json_unescape(const char *p, size_t n, char *out);
 
-/* Whether token i is a string equal to s[0..n) after unescaping. */
+/* Whether token i is a string equal to s[0..n) after unescaping. Unescaping never makes a string
+ * longer and shortens every string that has an escape (to one byte at least), so a token as long
+ * as s is equal only when it is s byte for byte without a backslash, a shorter one never is, and
+ * only a longer one with a backslash (and, unless that is its first byte, s's first byte first) is
+ * unescaped to compare. */
 static inline bool wd_jsmn_str_eq(const char *js, const jsmntok_t *t, int i, const char *s, size_t n) {
   if (t[i].type != JSMN_STRING) return false;
   size_t rn = (size_t)(t[i].end - t[i].start);
   const char *rp = js + t[i].start;
-  if (!memchr(rp, '\\', rn)) return rn == n && memcmp(rp, s, n) == 0;
   if (rn < n) return false;
+  if (rn == n) return memcmp(rp, s, n) == 0 && !memchr(rp, '\\', rn);
+  if (n == 0 || (rp[0] != '\\' && rp[0] != s[0]) || !memchr(rp, '\\', rn)) return false; /* unescaped, it starts with rp[0] */
   char stack[256];
   char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
   if (!tmp) return false;

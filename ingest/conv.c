@@ -33,6 +33,24 @@ bool wd_conv_is_json_number(const char *p, size_t n) {
 }
 
 int wd_conv_parse_int(const char *p, size_t n, int64_t *out) {
+  /* the common case first: an optional '-' and 1..18 digits without a leading zero (below 10^18,
+   * so no overflow); anything else (fractions, exponents, 19 digits and more) takes the general
+   * path below */
+  bool neg0 = n > 0 && p[0] == '-';
+  size_t d0 = neg0 ? 1 : 0;
+  if (n - d0 >= 1 && n - d0 <= 18 && (p[d0] != '0' || n - d0 == 1)) {
+    uint64_t v = 0;
+    size_t k = d0;
+    for (; k < n; k++) {
+      unsigned d = (unsigned)((unsigned char)p[k] - '0');
+      if (d > 9) break;
+      v = v * 10 + d;
+    }
+    if (k == n) {
+      *out = neg0 ? -(int64_t)v : (int64_t)v;
+      return 0;
+    }
+  }
   if (!wd_conv_is_json_number(p, n)) return -1;
   bool neg = p[0] == '-';
   size_t i = neg ? 1 : 0;

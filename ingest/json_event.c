@@ -64,12 +64,20 @@ static void wd_dbz_scratch_free(void *p) {
 
 /* ---- a tokenised JSON document ------------------------------------------------------------- */
 
+/* Most lookups are keys of one object, several times per record (the payload's op, ts_ms,
+ * before, after; the envelope check's op and payload): its key tokens are listed once, so a
+ * lookup compares keys without walking the values between them. */
+#define WD_JDOC_KEYS 32
+
 typedef struct wd_jdoc {
   const char *js;
   const jsmntok_t *t;
   int n;
   int root;   /* the payload object (the top object without an envelope) */
   int schema; /* the envelope's schema struct, or -1 */
+  int kobj;   /* the object whose keys key[0..nkey) are (the top object, then the payload), or -1 */
+  int nkey;
+  int key[WD_JDOC_KEYS];
 } wd_jdoc_t;
 
 /* The helpers of common/jsmn_doc.h on document d. */
@@ -78,8 +86,28 @@ static bool wd_jis_null(const wd_jdoc_t *d, int i) { return wd_jsmn_is_null(d->j
 static bool wd_jstr_eq(const wd_jdoc_t *d, int i, const char *s, size_t n) {
   return wd_jsmn_str_eq(d->js, d->t, i, s, n);
 }
+/* The value of key s[0..n) in object i, as wd_jsmn_get (the last one when the key repeats), from
+ * the key list when i is d->kobj. */
 static int wd_jget(const wd_jdoc_t *d, int i, const char *s, size_t n) {
-  return wd_jsmn_get(d->js, d->t, d->n, i, s, n);
+  if (i < 0 || i != d->kobj) return wd_jsmn_get(d->js, d->t, d->n, i, s, n);
+  for (int k = d->nkey - 1; k >= 0; k--)
+    if (wd_jsmn_str_eq(d->js, d->t, d->key[k], s, n)) return d->key[k] + 1;
+  return -1;
+}
+
+/* Lists the keys of object i in d (when it is an object of at most WD_JDOC_KEYS keys; else no
+ * list: lookups walk the object). */
+static void wd_jdoc_keys(wd_jdoc_t *d, int i) {
+  d->kobj = -1;
+  d->nkey = 0;
+  if (i < 0 || i >= d->n || d->t[i].type != JSMN_OBJECT || d->t[i].size > WD_JDOC_KEYS) return;
+  int j = i + 1, nk = 0;
+  for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
+    d->key[nk++] = j;
+    j = wd_jsmn_next(d->t, d->n, j + 1);
+  }
+  d->nkey = nk;
+  d->kobj = i;
 }
 static int wd_jgets(const wd_jdoc_t *d, int i, const char *s) { return wd_jget(d, i, s, strlen(s)); }
 
@@ -140,10 +168,35 @@ static unsigned wd_json_depth(const char *js, size_t len, unsigned limit) {
   return max;
 }
 
+/* Whether js[0..len) has more than limit bytes '{' or '[' (strings included). They bound the
+ * nesting depth from above, so a text without that many cannot be too deep and needs no exact
+ * scan. Sixteen bytes at a time (GCC vector extensions: SSE2 on x86-64, NEON on arm64): '{'
+ * (0x7B) and '[' (0x5B) are the bytes b with b | 0x20 == 0x7B; each lane of acc counts its
+ * matches (a true comparison is -1), folded into count at most every 255 blocks. */
+typedef unsigned char wd_u8x16 __attribute__((vector_size(16)));
+typedef signed char wd_s8x16 __attribute__((vector_size(16)));
+
+static bool wd_json_many_opens(const char *js, size_t len, size_t limit) {
+  size_t count = 0, i = 0;
+  while (len - i >= 16) {
+    wd_u8x16 acc = {0};
+    for (int k = 0; k < 255 && len - i >= 16; k++, i += 16) {
+      wd_u8x16 w;
+      memcpy(&w, js + i, 16);
+      acc -= (wd_u8x16)((w | 0x20) == 0x7B);
+    }
+    for (int l = 0; l < 16; l++) count += acc[l];
+    if (count > limit) return true;
+  }
+  for (; i < len; i++) count += js[i] == '{' || js[i] == '[';
+  return count > limit;
+}
+
 /* Tokenises js[0..len) into *tok (grown as needed). Returns the token count, JSMN_ERROR_INVAL or
  * JSMN_ERROR_PART (*errpos: the byte offset), or WD_JTOK_NOMEM. */
 static int wd_jtokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos) {
-  if (wd_json_depth(js, len, WD_JSON_MAX_DEPTH) > WD_JSON_MAX_DEPTH) return WD_JTOK_DEEP;
+  if (wd_json_many_opens(js, len, WD_JSON_MAX_DEPTH) && wd_json_depth(js, len, WD_JSON_MAX_DEPTH) > WD_JSON_MAX_DEPTH)
+    return WD_JTOK_DEEP;
   return wd_jsmn_tokenize(js, len, tok, cap, errpos);
 }
 
@@ -219,6 +272,7 @@ static const wd_jdoc_t *wd_fld_schema_root(wd_dbz_t *x, const wd_fld_t *f, int *
     x->sdoc.js = (const char *)sc->schema_text.data;
     x->sdoc.t = sc->stok;
     x->sdoc.n = sc->snt;
+    wd_jdoc_keys(&x->sdoc, 0);
   }
   if (sc->snt <= 0) return f->doc;
   x->sdoc.root = 0;
@@ -928,6 +982,7 @@ static void wd_envelope(wd_jdoc_t *d, bool *payload_null) {
   d->root = p;
   int s = wd_jgets(d, 0, "schema");
   if (s >= 0 && d->t[s].type == JSMN_OBJECT) d->schema = s;
+  wd_jdoc_keys(d, p);
 }
 
 /* The index after the JSON string starting at js[i] == '"', or 0 when it is not closed. */
@@ -1048,6 +1103,7 @@ static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **to
   d->js = js;
   d->t = *tok;
   d->n = n;
+  wd_jdoc_keys(d, 0);
   return 0;
 }
 
@@ -1194,6 +1250,7 @@ wd_error_t *wd_jev_start(wd_changes_t *out, const wd_source_t *src, const wd_sch
   x->meta = meta;
   x->sc = sc;
   x->img_schema[0] = x->img_schema[1] = -2;
+  x->doc.kobj = x->key.kobj = x->sdoc.kobj = -1;
   x->type_hints = -1;
   x->image_names[0] = "before";
   x->image_names[1] = "after";

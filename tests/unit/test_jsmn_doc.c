@@ -1,0 +1,481 @@
+/*
+ * tests/unit/test_jsmn_doc.c — the fast ways the JSON source decoders find things in a jsmn token
+ * array give the same answers as the straightforward ones (issue 14 point 4):
+ *  - wd_jsmn_next (the token after a subtree: i + 1 for scalars, the element-count lower bound,
+ *    then a binary search) against a linear scan of token starts;
+ *  - wd_jsmn_str_eq (length first, then bytes) against unescaping the token and comparing;
+ *  - wd_jsmn_get against a walk of the object's keys with both references;
+ *  - the decoder's key list of the payload object (wd_jev_get, json_event.c) against that walk;
+ *  - wd_conv_parse_int's fast path for plain integers against jansson's integers;
+ *  - the nesting-depth guard's bracket pre-count: a record is refused as too deep exactly when
+ *    its depth (strings skipped) exceeds 256.
+ * On the real CDC files of ../shared/data, the generator's events, random JSON documents (nested
+ * objects and arrays, escaped and repeated keys, big objects) and single-byte mutations of all
+ * of them that jsmn still accepts.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/generate.h"
+#include "common/buf.h"
+#include "common/jsmn_doc.h"
+#include "ingest/conv.h"
+#include "ingest/json_event.h"
+#include "ingest/source.h"
+#include "../support/shared.h"
+
+/* ---- references ------------------------------------------------------------------------------ */
+
+static int ref_next(const jsmntok_t *t, int n, int i) {
+  int end = t[i].end;
+  int j = i + 1;
+  while (j < n && t[j].start < end) j++;
+  return j;
+}
+
+static bool ref_str_eq(const char *js, const jsmntok_t *t, int i, const char *s, size_t n) {
+  if (t[i].type != JSMN_STRING) return false;
+  size_t rn = (size_t)(t[i].end - t[i].start);
+  char *tmp = malloc(rn + 1);
+  long m = wd_json_unescape(js + t[i].start, rn, tmp);
+  bool eq = m >= 0 && (size_t)m == n && memcmp(tmp, s, n) == 0;
+  free(tmp);
+  return eq;
+}
+
+static int ref_get(const char *js, const jsmntok_t *t, int n, int i, const char *s, size_t len) {
+  if (i < 0 || t[i].type != JSMN_OBJECT) return -1;
+  int found = -1, j = i + 1;
+  for (int k = 0; k < t[i].size && j + 1 < n; k++) {
+    if (ref_str_eq(js, t, j, s, len)) found = j + 1;
+    j = ref_next(t, n, j + 1);
+  }
+  return found;
+}
+
+/* The maximum nesting depth of js[0..len), strings skipped (the rule of the depth guard). */
+static unsigned ref_depth(const char *js, size_t len) {
+  unsigned depth = 0, max = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = js[i];
+    if (in_str) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max) max = depth;
+    } else if ((c == '}' || c == ']') && depth) {
+      depth--;
+    }
+  }
+  return max;
+}
+
+/* ---- inputs ------------------------------------------------------------------------------------- */
+
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static const char *const key_words[] = {"op", "before", "after", "ts_ms", "id", "a", "", "payload", "schema",
+                                        "source", "o\\u0070", "\\\"q\\\"", "\\u00e9t\\u00e9", "x\\\\y", "opp",
+                                        "\\n", "b\\/c", "\\ud83d\\ude00"};
+
+static void rand_string(wd_buf_t *b, uint64_t *r) {
+  wd_buf_putc(b, '"');
+  if (rnd(r) % 3 == 0) {
+    wd_buf_printf(b, "%s", key_words[rnd(r) % (sizeof(key_words) / sizeof(*key_words))]);
+  } else {
+    int n = (int)(rnd(r) % 12);
+    for (int i = 0; i < n; i++) {
+      int c = (int)(rnd(r) % 40);
+      if (c == 0)
+        wd_buf_printf(b, "\\n");
+      else if (c == 1)
+        wd_buf_printf(b, "\\u00%02x", (unsigned)(rnd(r) % 0x80 + 0x20) & 0x7f);
+      else if (c == 2)
+        wd_buf_printf(b, "{[");
+      else
+        wd_buf_putc(b, (char)('a' + c % 26));
+    }
+  }
+  wd_buf_putc(b, '"');
+}
+
+static void rand_value(wd_buf_t *b, uint64_t *r, int depth) {
+  int kind = (int)(rnd(r) % (depth > 4 ? 4 : 7));
+  switch (kind) {
+  case 0: wd_buf_printf(b, "%lld", (long long)(rnd(r) % 2000000) - 1000000); break;
+  case 1: rand_string(b, r); break;
+  case 2: wd_buf_printf(b, "%s", rnd(r) % 2 ? "null" : "true"); break;
+  case 3: wd_buf_printf(b, "%.3f", (double)(rnd(r) % 100000) / 7.0); break;
+  case 4:
+  case 5: {
+    int n = (int)(rnd(r) % (rnd(r) % 8 == 0 ? 40 : 6)); /* sometimes more keys than the key list holds */
+    wd_buf_putc(b, '{');
+    for (int i = 0; i < n; i++) {
+      if (i) wd_buf_putc(b, ',');
+      rand_string(b, r);
+      wd_buf_putc(b, ':');
+      rand_value(b, r, depth + 1);
+    }
+    wd_buf_putc(b, '}');
+    break;
+  }
+  default: {
+    int n = (int)(rnd(r) % 5);
+    wd_buf_putc(b, '[');
+    for (int i = 0; i < n; i++) {
+      if (i) wd_buf_putc(b, ',');
+      rand_value(b, r, depth + 1);
+    }
+    wd_buf_putc(b, ']');
+  }
+  }
+}
+
+/* A random top object, often shaped like a Debezium event or a Connect envelope. */
+static void rand_doc(wd_buf_t *b, uint64_t *r) {
+  wd_buf_reset(b);
+  int shape = (int)(rnd(r) % 3);
+  if (shape == 0) {
+    wd_buf_printf(b, "{\"schema\":");
+    rand_value(b, r, 3);
+    wd_buf_printf(b, ",\"payload\":");
+  }
+  wd_buf_putc(b, '{');
+  int n = 1 + (int)(rnd(r) % 8);
+  for (int i = 0; i < n; i++) {
+    if (i) wd_buf_putc(b, ',');
+    rand_string(b, r);
+    wd_buf_putc(b, ':');
+    rand_value(b, r, 0);
+  }
+  if (rnd(r) % 2) wd_buf_printf(b, ",\"op\":\"c\",\"after\":{\"id\":%d}", (int)(rnd(r) % 100));
+  wd_buf_putc(b, '}');
+  if (shape == 0) wd_buf_putc(b, '}');
+  wd_buf_putc(b, 0);
+  b->len--;
+}
+
+/* ---- the comparisons -------------------------------------------------------------------------- */
+
+typedef struct ctx {
+  jsmntok_t *tok;
+  unsigned cap;
+  size_t docs, lookups;
+  wd_schema_t *schema;
+  wd_source_t *src;
+  wd_changes_t ch;
+} ctx_t;
+
+/* Probe keys for object o: each of its keys unescaped, and the fixed words unescaped. */
+static void probes(const char *js, const jsmntok_t *t, int n, int o, char keys[][64], size_t *klen, int *nk) {
+  *nk = 0;
+  for (size_t w = 0; w < sizeof(key_words) / sizeof(*key_words); w++) {
+    char tmp[64];
+    long m = wd_json_unescape(key_words[w], strlen(key_words[w]), tmp);
+    if (m < 0) continue;
+    memcpy(keys[*nk], tmp, (size_t)m);
+    klen[(*nk)++] = (size_t)m;
+  }
+  if (o < 0 || t[o].type != JSMN_OBJECT) return;
+  int j = o + 1;
+  for (int k = 0; k < t[o].size && j + 1 < n && *nk < 96; k++) {
+    size_t rn = (size_t)(t[j].end - t[j].start);
+    if (rn < 64) {
+      long m = wd_json_unescape(js + t[j].start, rn, keys[*nk]);
+      if (m >= 0) {
+        klen[(*nk)++] = (size_t)m;
+        /* and a one-byte-longer and a one-byte-shorter neighbour */
+        if (m > 0 && *nk < 96) {
+          memcpy(keys[*nk], keys[*nk - 1], (size_t)m - 1);
+          klen[(*nk)++] = (size_t)m - 1;
+        }
+        if (m < 63 && *nk < 96) {
+          memcpy(keys[*nk], keys[*nk - 2 + (m == 0)], (size_t)m);
+          keys[*nk][m] = 'x';
+          klen[(*nk)++] = (size_t)m + 1;
+        }
+      }
+    }
+    j = ref_next(t, n, j + 1);
+  }
+}
+
+/* The text of token i of js ("(absent)" for -1), as wd_jev_text writes it. */
+static void tok_text(const char *js, const jsmntok_t *t, int i, char *out, size_t cap) {
+  if (i < 0) {
+    snprintf(out, cap, "(absent)");
+    return;
+  }
+  int s = t[i].start, e = t[i].end;
+  if (t[i].type == JSMN_STRING) {
+    s--;
+    e++;
+  }
+  if (e - s > 64)
+    snprintf(out, cap, "%.64s...", js + s);
+  else
+    snprintf(out, cap, "%.*s", e - s, js + s);
+}
+
+/* Checks one document (any bytes): the helpers against the references on every token, and the
+ * decoder's payload lookups. */
+static void check_doc(ctx_t *c, const char *js, size_t len) {
+  unsigned pos = 0;
+  int n = wd_jsmn_tokenize(js, len, &c->tok, &c->cap, &pos);
+  if (n <= 0) return;
+  const jsmntok_t *t = c->tok;
+  c->docs++;
+  static char keys[96][64];
+  static size_t klen[96];
+  int nk;
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(wd_jsmn_next(t, n, i), ref_next(t, n, i), "next(%d) in %.*s", i, (int)len, js);
+    if (t[i].type != JSMN_OBJECT) continue;
+    probes(js, t, n, i, keys, klen, &nk);
+    for (int k = 0; k < nk; k++) {
+      c->lookups++;
+      cr_assert_eq(wd_jsmn_get(js, t, n, i, keys[k], klen[k]), ref_get(js, t, n, i, keys[k], klen[k]),
+                   "get(%d, %.*s) in %.*s", i, (int)klen[k], keys[k], (int)len, js);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (t[i].type != JSMN_STRING) continue;
+    probes(js, t, n, -1, keys, klen, &nk);
+    for (int k = 0; k < nk; k++)
+      cr_assert_eq(wd_jsmn_str_eq(js, t, i, keys[k], klen[k]), ref_str_eq(js, t, i, keys[k], klen[k]),
+                   "str_eq(%d, %.*s) in %.*s", i, (int)klen[k], keys[k], (int)len, js);
+    size_t rn = (size_t)(t[i].end - t[i].start); /* the token's own unescaped text, and it cut by one */
+    char *u = malloc(rn + 1);
+    long m = wd_json_unescape(js + t[i].start, rn, u);
+    if (m >= 0) {
+      cr_assert(wd_jsmn_str_eq(js, t, i, u, (size_t)m));
+      if (m > 0) cr_assert_eq(wd_jsmn_str_eq(js, t, i, u, (size_t)m - 1), ref_str_eq(js, t, i, u, (size_t)m - 1));
+    }
+    free(u);
+  }
+  /* the decoder: its root is the payload of a {"schema","payload"} envelope without "op" at the
+   * top, else the top object (the general path tokenises the whole message, so token indexes
+   * match ours; the envelope fast path tokenises the payload alone, so compare token texts) */
+  if (t[0].type != JSMN_OBJECT || (size_t)t[0].end != len) return;
+  jsmntok_t *mine = malloc((size_t)n * sizeof(*mine));
+  memcpy(mine, t, (size_t)n * sizeof(*mine));
+  int root = 0;
+  if (ref_get(js, mine, n, 0, "op", 2) < 0) {
+    int p = ref_get(js, mine, n, 0, "payload", 7);
+    if (p >= 0) root = p;
+  }
+  wd_jev_t *x = NULL;
+  wd_error_t *err = NULL;
+  cr_assert_null(wd_jev_start(&c->ch, c->src, c->schema, NULL, NULL, &x));
+  int r = wd_jev_parse(x, js, len, true, &err);
+  if (r == 0 && mine[root].type == JSMN_OBJECT) {
+    probes(js, mine, n, root, keys, klen, &nk);
+    for (int k = 0; k < nk; k++) {
+      char key[65];
+      memcpy(key, keys[k], klen[k]);
+      key[klen[k]] = 0;
+      if (strlen(key) != klen[k]) continue; /* wd_jev_get takes C strings */
+      char want[80], got[80];
+      tok_text(js, mine, ref_get(js, mine, n, root, key, klen[k]), want, sizeof(want));
+      wd_jev_text(x, wd_jev_get(x, wd_jev_root(x), key), got, sizeof(got));
+      cr_assert_str_eq(got, want, "payload key %s in %.*s", key, (int)len, js);
+      c->lookups++;
+    }
+  }
+  wd_error_destroy(wd_jev_finish(x, err));
+  free(mine);
+}
+
+/* The document and its single-byte mutations (bytes that matter to JSON and to keys). */
+static void check_doc_mutated(ctx_t *c, const char *js, size_t len, uint64_t *r, int mutations) {
+  check_doc(c, js, len);
+  static const char bytes[] = "{}[]\",:\\0a- ";
+  char *m = malloc(len + 1);
+  for (int k = 0; k < mutations && len; k++) {
+    memcpy(m, js, len);
+    m[rnd(r) % len] = bytes[rnd(r) % (sizeof(bytes) - 1)];
+    check_doc(c, m, len);
+  }
+  free(m);
+}
+
+static void ctx_init(ctx_t *c) {
+  memset(c, 0, sizeof(*c));
+  const char *names[] = {"id", "v"};
+  const char *types[] = {"BIGINT NOT NULL", "STRING"};
+  const char *pk[] = {"id"};
+  cr_assert_null(wd_schema_new(2, names, types, 1, pk, &c->schema));
+  cr_assert_null(wd_source_new("t", WD_FMT_DEBEZIUM_JSON, &c->src));
+  cr_assert_null(wd_source_add_topic(c->src, "t"));
+  cr_assert_null(wd_source_add_column(c->src, c->schema, "id", NULL));
+  cr_assert_null(wd_source_add_column(c->src, c->schema, "v", NULL));
+  wd_changes_init(&c->ch);
+}
+
+static void ctx_free(ctx_t *c) {
+  free(c->tok);
+  wd_changes_free(&c->ch);
+  wd_source_destroy(c->src);
+  wd_schema_destroy(c->schema);
+}
+
+/* Every line of every file under shared/data (the CDC formats' real records). */
+static void check_shared_files(ctx_t *c, uint64_t *r) {
+  static const char *const files[] = {
+      "flink-json/debezium-data-schema-include.txt", "flink-json/debezium-data-schema-exclude.txt",
+      "flink-json/debezium-postgres-data-schema-include.txt", "flink-json/debezium-postgres-data-schema-exclude.txt",
+      "flink-json/debezium-postgres-data-replica-identity.txt", "flink-json/canal-data.txt",
+      "flink-json/maxwell-data.txt", "flink-json/ogg-data.txt",
+      "paimon-kafka-cdc/debezium-table-schema-alltype-debezium-data-1.txt",
+      "paimon-kafka-cdc/debezium-table-schema-include-debezium-data-1.txt",
+      "paimon-kafka-cdc/debezium-table-schemaevolution-debezium-data-1.txt"};
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%s/data", wd_test_shared_dir());
+  if (access(dir, R_OK) != 0) cr_skip_test("needs the project's shared data, %s (see the test `shared`)", dir);
+  for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/%s", dir, files[f]);
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "cannot open %s", path);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, fp)) > 0) {
+      while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+      if (n) check_doc_mutated(c, line, (size_t)n, r, 30);
+    }
+    free(line);
+    fclose(fp);
+  }
+}
+
+Test(jsmn_doc, helpers_match_references_on_real_and_random_documents) {
+  ctx_t c;
+  ctx_init(&c);
+  uint64_t r = 0x9E3779B97F4A7C15u;
+  check_shared_files(&c, &r);
+  /* the generator's events (demo.yaml's streams) */
+  wd_gen_opts_t go = {0};
+  go.keys = 50;
+  go.records = 300;
+  go.seed = 7;
+  go.topic_prefix = "shop.";
+  wd_gen_t *gen = NULL;
+  cr_assert_null(wd_gen_new(&go, &gen));
+  wd_gen_msg_t m;
+  while (wd_gen_next(gen, &m)) check_doc_mutated(&c, m.value, m.value_len, &r, 5);
+  wd_gen_destroy(gen);
+  /* random documents */
+  wd_buf_t b = {0};
+  for (int i = 0; i < 3000; i++) {
+    rand_doc(&b, &r);
+    check_doc_mutated(&c, (const char *)b.data, b.len, &r, 3);
+  }
+  wd_buf_free(&b);
+  cr_assert_gt(c.docs, 10000);
+  cr_assert_gt(c.lookups, 100000);
+  ctx_free(&c);
+}
+
+Test(jsmn_doc, parse_int_matches_jansson_integers) {
+  uint64_t r = 12345;
+  static const char alpha[] = "0123456789-";
+  char s[40];
+  for (int i = 0; i < 300000; i++) {
+    size_t n = (size_t)(rnd(&r) % 24);
+    if (i % 3 == 0) { /* plain integers of every length, both signs */
+      size_t d = 1 + (size_t)(rnd(&r) % 21);
+      size_t k = 0;
+      if (rnd(&r) % 2) s[k++] = '-';
+      for (size_t q = 0; q < d; q++) s[k++] = (char)('0' + (q == 0 && rnd(&r) % 8 ? 1 + rnd(&r) % 9 : rnd(&r) % 10));
+      n = k;
+    } else {
+      for (size_t k = 0; k < n; k++) s[k] = alpha[rnd(&r) % (sizeof(alpha) - 1)];
+    }
+    s[n] = 0;
+    int64_t got = 0;
+    int rc = wd_conv_parse_int(s, n, &got);
+    /* a JSON integer: -?(0|[1-9][0-9]*); jansson reads it (or says it is too big) */
+    size_t k = s[0] == '-';
+    bool integer = k < n && (s[k] != '0' || k + 1 == n);
+    for (size_t q = k; q < n && integer; q++) integer = s[q] >= '0' && s[q] <= '9';
+    json_error_t e;
+    json_t *j = integer ? json_loadb(s, n, JSON_DECODE_ANY, &e) : NULL;
+    if (!integer) {
+      cr_assert_eq(rc, -1, "'%s' (not a JSON number) -> %d", s, rc);
+    } else if (j) {
+      cr_assert(json_is_integer(j), "'%s'", s);
+      cr_assert_eq(rc, 0, "'%s' -> %d", s, rc);
+      cr_assert_eq(got, (int64_t)json_integer_value(j), "'%s'", s);
+    } else {
+      cr_assert(strstr(e.text, "too big") != NULL, "'%s': %s", s, e.text);
+      cr_assert_eq(rc, -3, "'%s' (out of range) -> %d", s, rc);
+    }
+    json_decref(j);
+  }
+  /* the edges of the fast path (18 digits) and of the range */
+  static const struct {
+    const char *s;
+    int rc;
+    int64_t v;
+  } edge[] = {{"999999999999999999", 0, 999999999999999999LL}, {"-999999999999999999", 0, -999999999999999999LL},
+              {"1000000000000000000", 0, 1000000000000000000LL}, {"9223372036854775807", 0, INT64_MAX},
+              {"-9223372036854775808", 0, INT64_MIN}, {"9223372036854775808", -3, 0}, {"-0", 0, 0}, {"0", 0, 0},
+              {"00", -1, 0}, {"-", -1, 0}, {"", -1, 0}, {"1.0", 0, 1}, {"1.5", -2, 0}, {"1e3", 0, 1000}};
+  for (size_t i = 0; i < sizeof(edge) / sizeof(*edge); i++) {
+    int64_t v = 0;
+    cr_assert_eq(wd_conv_parse_int(edge[i].s, strlen(edge[i].s), &v), edge[i].rc, "'%s'", edge[i].s);
+    if (edge[i].rc == 0) cr_assert_eq(v, edge[i].v, "'%s'", edge[i].s);
+  }
+}
+
+Test(jsmn_doc, depth_guard_refuses_exactly_the_too_deep) {
+  ctx_t c;
+  ctx_init(&c);
+  uint64_t r = 777;
+  wd_buf_t b = {0};
+  for (int i = 0; i < 600; i++) {
+    /* nesting around the limit, brackets in strings (counted by the pre-count, not the depth),
+     * padding so that the brackets fall anywhere in the 16-byte blocks, sometimes unclosed */
+    int depth = 240 + (int)(rnd(&r) % 30);
+    int in_strings = (int)(rnd(&r) % 600);
+    int pad = (int)(rnd(&r) % 40);
+    bool closed = rnd(&r) % 4 != 0;
+    wd_buf_reset(&b);
+    wd_buf_printf(&b, "{\"before\":null,\"op\":\"c\",\"s\":\"");
+    for (int k = 0; k < in_strings; k++) wd_buf_putc(&b, rnd(&r) % 2 ? '[' : '{');
+    wd_buf_printf(&b, "\",\"p\":\"%*s\",\"after\":{\"id\":1,\"x\":", pad, "");
+    for (int k = 0; k < depth - 2; k++) { /* an object every third level, arrays between */
+      if (k % 3)
+        wd_buf_putc(&b, '[');
+      else
+        wd_buf_printf(&b, "{\"k\":");
+    }
+    if (closed) {
+      wd_buf_printf(&b, "1");
+      for (int k = depth - 3; k >= 0; k--) wd_buf_putc(&b, k % 3 ? ']' : '}');
+      wd_buf_printf(&b, "}}");
+    }
+    unsigned want = ref_depth((const char *)b.data, b.len);
+    wd_error_t *err = wd_decode_debezium_json(c.src, c.schema, NULL, b.data, b.len, &c.ch);
+    bool deep = err && strstr(err->message, "nested deeper than 256 levels");
+    cr_assert_eq(deep, want > 256, "depth %u: %s", want, err ? err->message : "decoded");
+    wd_error_destroy(err);
+  }
+  wd_buf_free(&b);
+  ctx_free(&c);
+}
