@@ -34,6 +34,27 @@
 
 /* ---- scratch memory kept in wd_changes_t between messages ---------------------------------- */
 
+/* What the image keys at each position of the last images of a source mapped to: the next
+ * image (messages of one table come from one producer and list their keys in one order) takes
+ * the mapping of a key that is byte for byte the one remembered at its position without hashing
+ * it. Keyed by wd_source_t.serial (renewed when the mapping changes); a few sources per
+ * container (one pipeline decodes the messages of all its sources into one container). */
+#define WD_KC_SOURCES 4
+#define WD_KC_KEYS 32
+#define WD_KC_KEYLEN 30
+
+typedef struct wd_kc_key {
+  uint8_t len;              /* 0xff: nothing remembered here */
+  char key[WD_KC_KEYLEN];   /* the key's text (it had no escape) */
+  int first;                /* wd_hindex_find's answer for it: a mapping, or -1 */
+} wd_kc_key_t;
+
+typedef struct wd_kc {
+  uint64_t serial; /* the source; 0: unused */
+  uint64_t used;   /* when last used (the least recent one is replaced) */
+  wd_kc_key_t k[WD_KC_KEYS];
+} wd_kc_t;
+
 typedef struct wd_dbz_scratch {
   jsmntok_t *tok; /* tokens of the value */
   unsigned tokcap;
@@ -47,6 +68,8 @@ typedef struct wd_dbz_scratch {
   unsigned stokcap;
   int snt;              /* 0 not tokenised yet, > 0 token count, -1 not an object */
   struct wd_dbz *ctx;   /* the record being decoded */
+  wd_kc_t kc[WD_KC_SOURCES];
+  uint64_t kc_clock;
 } wd_dbz_scratch_t;
 
 static void wd_dbz_scratch_free(void *p) {
@@ -218,6 +241,7 @@ typedef struct wd_dbz {
   bool cached_schema;  /* the value's schema is sc->schema_text (fast path), not doc.schema */
   wd_jdoc_t sdoc;      /* sc->schema_text tokenised */
   int img_schema[2];   /* schema struct of the before [0] / after [1] image; -2 = not looked up */
+  wd_kc_t *kc;         /* the image key memory of src, NULL until an image is read */
 } wd_dbz_t;
 
 /* A value being converted: where it came from, for schema hints and messages. */
@@ -1149,7 +1173,15 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
   for (int k = 0; k < d->t[img].size && j + 1 < d->n; k++) {
     const char *kp = d->js + d->t[j].start;
     size_t kn = (size_t)(d->t[j].end - d->t[j].start);
+    wd_kc_key_t *ck = k < WD_KC_KEYS ? &x->kc->k[k] : NULL;
+    if (ck && ck->len == kn && memcmp(ck->key, kp, kn) == 0) { /* the key remembered here */
+      for (int mm = ck->first; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
+      j = wd_jnext(d, j + 1);
+      continue;
+    }
+    bool plain = true;
     if (memchr(kp, '\\', kn)) {
+      plain = false;
       wd_buf_reset(&x->sc->buf);
       if (wd_buf_reserve(&x->sc->buf, kn + 1)) return wd_error_nomem();
       long r = wd_json_unescape(kp, kn, (char *)x->sc->buf.data);
@@ -1162,9 +1194,33 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
     wd_key_probe_t q = {src, kp, kn};
     ptrdiff_t first = wd_hindex_find(&src->hash, wd_hash_bytes(kp, kn, 0), wd_key_eq, &q, NULL);
     for (int mm = (int)first; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
+    if (ck) {
+      ck->len = plain && kn <= WD_KC_KEYLEN ? (uint8_t)kn : 0xff;
+      if (ck->len != 0xff) memcpy(ck->key, kp, kn);
+      ck->first = (int)first;
+    }
     j = wd_jnext(d, j + 1);
   }
   return NULL;
+}
+
+/* The image key memory of x->src in the scratch (found, or the least recently used one taken
+ * and emptied). */
+static wd_kc_t *wd_kc_of(wd_dbz_t *x) {
+  wd_dbz_scratch_t *sc = x->sc;
+  wd_kc_t *kc = &sc->kc[0];
+  for (int i = 0; i < WD_KC_SOURCES; i++) {
+    if (x->src->serial && sc->kc[i].serial == x->src->serial) {
+      kc = &sc->kc[i];
+      kc->used = ++sc->kc_clock;
+      return kc;
+    }
+    if (sc->kc[i].used < kc->used) kc = &sc->kc[i];
+  }
+  kc->serial = x->src->serial;
+  kc->used = ++sc->kc_clock;
+  for (int k = 0; k < WD_KC_KEYS; k++) kc->k[k].len = 0xff;
+  return kc;
 }
 
 static wd_error_t *wd_jev_begin_image(void *ctx, int image, const void *img) {
@@ -1173,6 +1229,7 @@ static wd_error_t *wd_jev_begin_image(void *ctx, int image, const void *img) {
   wd_error_t *err = NULL;
   for (size_t m = 0; m < x->src->ncols; m++) x->sc->slot[m] = -1;
   if (!ji) return NULL;
+  if (!x->kc) x->kc = wd_kc_of(x);
   if ((err = wd_fill_slots(x, image, ji->obj))) return err;
   if (ji->overlay >= 0) err = wd_fill_slots(x, image, ji->overlay);
   return err;

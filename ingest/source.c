@@ -5,6 +5,7 @@
 #include "ingest/source.h"
 
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "common/hash.h"
@@ -54,6 +55,12 @@ static void wd_source_col_clear(wd_source_col_t *c) {
 
 /* ---- sources ------------------------------------------------------------------------------ */
 
+/* The next wd_source_t.serial (from 1; any thread). */
+static uint64_t wd_source_next_serial(void) {
+  static _Atomic uint64_t next;
+  return atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) + 1;
+}
+
 wd_error_t *wd_source_new(const char *name, wd_source_format_t format, wd_source_t **out) {
   wd_error_t *err = NULL;
   wd_source_t *src = NULL;
@@ -68,6 +75,7 @@ wd_error_t *wd_source_new(const char *name, wd_source_format_t format, wd_source
     goto cleanup;
   }
   src->format = format;
+  src->serial = wd_source_next_serial();
   src->time_unit = WD_UNIT_AUTO;
   src->timestamp_unit = WD_UNIT_AUTO;
   *out = src;
@@ -334,6 +342,7 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
     err = wd_error_nomem();
     goto cleanup;
   }
+  src->serial = wd_source_next_serial();
 cleanup:
   wd_source_col_clear(&c);
   return err;

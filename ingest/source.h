@@ -187,6 +187,9 @@ typedef struct wd_source {
    * (the first of those sharing it; the others follow through next_same); slot NULL before the
    * first IMAGE mapping */
   wd_hindex_t hash;
+  /* private: a number no other source (or earlier mapping of this one) had, renewed by each
+   * wd_source_add_column: decoders key what they remember of a source's mapping by it */
+  uint64_t serial;
 } wd_source_t;
 
 /* Creates an empty source named name (copied) of the given format. *out is owned by the
