@@ -90,7 +90,8 @@ static inline bool wd_jsmn_str_eq(const char *js, const jsmntok_t *t, int i, con
   const char *rp = js + t[i].start;
   if (rn < n) return false;
   if (rn == n) return memcmp(rp, s, n) == 0 && !memchr(rp, '\\', rn);
-  if (n == 0 || (rp[0] != '\\' && rp[0] != s[0]) || !memchr(rp, '\\', rn)) return false; /* unescaped, it starts with rp[0] */
+  /* unescaped, a string starts with its first byte unless that is a backslash */
+  if (n == 0 || (rp[0] != '\\' && rp[0] != s[0]) || !memchr(rp, '\\', rn)) return false;
   char stack[256];
   char *tmp = rn <= sizeof(stack) ? stack : malloc(rn);
   if (!tmp) return false;

@@ -3,11 +3,15 @@
  * record value tokenised once, row images read through the source's mapping, values converted
  * by the table of source.h.
  *
- * The value is tokenised once with jsmn (common/jsmn_doc.h: strict mode, parent links).
+ * The value is tokenised once with jsmn (common/jsmn_doc.h: strict mode, parent links), after a
+ * nesting-depth guard whose exact scan runs only when a count of '{'/'[' bytes says the depth
+ * could exceed its limit. The keys of the top object (then of the payload) are listed once, so
+ * the format's repeated lookups there (op, ts_ms, before, after) compare keys only.
  * Row-image fields are found in one pass over the image object through the source's hash of
- * first path segments; envelope and key paths, and the envelope schema hints (field name,
- * parameters.scale, type), are looked up only when a mapping needs them.
- * Values are converted straight from the token text (see source.h for the rules).
+ * first path segments, remembered per key position for the next image of the same source (a
+ * byte-identical key there takes the same mapping unhashed); envelope and key paths, and the
+ * envelope schema hints (field name, parameters.scale, type), are looked up only when a mapping
+ * needs them. Values are converted straight from the token text (see source.h for the rules).
  *
  * The {"schema":S,"payload":P} envelope: S is usually byte-identical from one message to the
  * next and several times larger than P. The last S is kept in the scratch memory; a message
