@@ -48,7 +48,7 @@
 #define WD_KC_KEYLEN 30
 
 typedef struct wd_kc_key {
-  uint8_t len;              /* 0xff: nothing remembered here */
+  uint8_t len;              /* the key's length (<= WD_KC_KEYLEN); 0xff: nothing remembered here */
   char key[WD_KC_KEYLEN];   /* the key's text (it had no escape) */
   int first;                /* wd_hindex_find's answer for it: a mapping, or -1 */
 } wd_kc_key_t;
@@ -1178,7 +1178,7 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
     const char *kp = d->js + d->t[j].start;
     size_t kn = (size_t)(d->t[j].end - d->t[j].start);
     wd_kc_key_t *ck = k < WD_KC_KEYS ? &x->kc->k[k] : NULL;
-    if (ck && ck->len == kn && memcmp(ck->key, kp, kn) == 0) { /* the key remembered here */
+    if (ck && kn <= WD_KC_KEYLEN && ck->len == kn && memcmp(ck->key, kp, kn) == 0) { /* the key remembered here */
       for (int mm = ck->first; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
       j = wd_jnext(d, j + 1);
       continue;

@@ -530,6 +530,11 @@ static void rand_image(wd_buf_t *b, uint64_t *r, uint64_t id) {
   }
   int n = 4 + (int)(rnd(r) % 8);
   wd_buf_printf(b, "{\"order_id\":%llu", (unsigned long long)id);
+  if (rnd(r) % 4 == 0) { /* a key longer than the memory keeps (255 bytes: its "nothing here" length) */
+    wd_buf_printf(b, ",\"");
+    for (int i = 0; i < (rnd(r) % 2 ? 255 : 31); i++) wd_buf_putc(b, 'k');
+    wd_buf_printf(b, "\":1");
+  }
   for (int i = 0; i < n; i++) {
     const char *k = keys[order[i]];
     wd_buf_printf(b, ",\"%s\":", k);
