@@ -66,10 +66,27 @@ int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const uint8_t *s = (const uint8_t *)p;
   if (wd_buf_reserve(out, n + 3)) return -1;
+  /* the common case first: nothing to escape (8 bytes at a time, the tail in one word padded
+   * with plain bytes), one copy between the quotes */
+  size_t i = 0;
+  uint64_t w;
+  while (n - i >= 8 && (memcpy(&w, s + i, 8), !wd_j8_special(w))) i += 8;
+  if (n - i < 8) {
+    w = 0x6161616161616161ULL; /* "aaaaaaaa" */
+    if (n > i) memcpy(&w, s + i, n - i);
+    if (!wd_j8_special(w)) {
+      uint8_t *d = out->data + out->len;
+      d[0] = '"';
+      if (n) memcpy(d + 1, s, n);
+      d[n + 1] = '"';
+      d[n + 2] = 0;
+      out->len += n + 2;
+      return 0;
+    }
+  }
   out->data[out->len++] = '"';
-  size_t run = 0; /* start of the pending run of plain bytes */
-  for (size_t i = 0; i < n;) {
-    uint64_t w;
+  size_t run = 0; /* start of the pending run of plain bytes (bytes before i are plain) */
+  while (i < n) {
     if (n - i >= 8 && (memcpy(&w, s + i, 8), !wd_j8_special(w))) {
       i += 8;
       continue;
@@ -133,6 +150,19 @@ static int wd_put_i64(wd_buf_t *out, int64_t v) {
   return wd_jw(out, tmp + sizeof(tmp) - n, n);
 }
 
+/* Appends the text of wd_scalar_text (types.h) of a non-NULL fixed-size value, in quotes when
+ * quoted, written in place (the same text as wd_value_format's). */
+static inline int wd_put_scalar(wd_buf_t *out, const wd_type_t *t, const wd_value_t *v, bool quoted) {
+  if (out->cap - out->len < WD_SCALAR_TEXT_MAX + 3 && wd_buf_reserve(out, WD_SCALAR_TEXT_MAX + 3)) return -1;
+  char *p = (char *)out->data + out->len;
+  if (quoted) *p++ = '"';
+  p += wd_scalar_text(t, v, p);
+  if (quoted) *p++ = '"';
+  *p = 0;
+  out->len = (size_t)((uint8_t *)p - out->data);
+  return 0;
+}
+
 static int wd_put_lit(wd_buf_t *out, const char *s) { return wd_jw(out, s, strlen(s)); }
 
 int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *v) {
@@ -142,7 +172,7 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
   case WD_TINYINT:
   case WD_SMALLINT:
   case WD_INT:
-  case WD_BIGINT: return wd_put_i64(out, v->i);
+  case WD_BIGINT: return wd_put_scalar(out, t, v, false);
   case WD_FLOAT:
   case WD_DOUBLE:
     if (isnan(v->f)) return WD_JLIT(out, "\"NaN\"");
@@ -152,12 +182,13 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
   case WD_VARCHAR:
   case WD_STRING: return wd_changelog_put_string(out, v->s.p, v->s.n);
   case WD_DECIMAL:
-  case WD_BYTES:
   case WD_DATE:
   case WD_TIME:
   case WD_TIMESTAMP:
   case WD_TIMESTAMP_LTZ:
     /* canonical texts of these types are plain ASCII without '"' or '\' */
+    return wd_put_scalar(out, t, v, true);
+  case WD_BYTES:
     if (wd_jc(out, '"') || wd_value_format(t, v, out)) return -1;
     return wd_jc(out, '"');
   case WD_ARRAY:
@@ -200,14 +231,40 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
   return -1;
 }
 
+/* Appends ',' (when comma) and column i's name as a JSON string and ':'. A plain name
+ * (schema->name_plain: nothing to escape) is copied as it is. */
+static inline int wd_put_col_key(wd_buf_t *out, const wd_schema_t *schema, size_t i, bool comma) {
+  const char *name = schema->cols[i].name;
+  size_t n = schema->name_len[i];
+  if (!schema->name_plain[i])
+    return (comma && wd_jc(out, ',')) || wd_changelog_put_string(out, name, n) || wd_jc(out, ':') ? -1 : 0;
+  if (out->cap - out->len < n + 5 && wd_buf_reserve(out, n + 5)) return -1;
+  uint8_t *d = out->data + out->len;
+  if (comma) *d++ = ',';
+  *d++ = '"';
+  memcpy(d, name, n);
+  d += n;
+  *d++ = '"';
+  *d++ = ':';
+  *d = 0;
+  out->len = (size_t)(d - out->data);
+  return 0;
+}
+
 int wd_changelog_put_row(wd_buf_t *out, const wd_schema_t *schema, const wd_row_t *row) {
   if (wd_jc(out, '{')) return -1;
   for (size_t i = 0; i < schema->ncols; i++) {
-    const wd_field_t *c = &schema->cols[i];
-    if (i && wd_jc(out, ',')) return -1;
-    if (wd_changelog_put_string(out, c->name, strlen(c->name)) || wd_jc(out, ':') ||
-        wd_changelog_put_value(out, c->type, &row->v[i]))
-      return -1;
+    if (wd_put_col_key(out, schema, i, i > 0)) return -1;
+    /* the common values here, the rest (and the same bytes) by wd_changelog_put_value */
+    const wd_type_t *t = schema->cols[i].type;
+    const wd_value_t *v = &row->v[i];
+    int rc;
+    if (v->is_null) rc = WD_JLIT(out, "null");
+    else if (t->id == WD_STRING || t->id == WD_VARCHAR || t->id == WD_CHAR) rc = wd_changelog_put_string(out, v->s.p, v->s.n);
+    else if (t->id >= WD_TINYINT && t->id <= WD_BIGINT) rc = wd_put_scalar(out, t, v, false);
+    else if (t->id == WD_DECIMAL || (t->id >= WD_DATE && t->id <= WD_TIMESTAMP_LTZ)) rc = wd_put_scalar(out, t, v, true);
+    else rc = wd_changelog_put_value(out, t, v);
+    if (rc) return -1;
   }
   return wd_jc(out, '}');
 }
@@ -217,9 +274,7 @@ wd_error_t *wd_changelog_encode_key_json(const wd_schema_t *schema, const wd_row
   int rc = wd_jc(out, '{');
   for (size_t k = 0; k < schema->npk && !rc; k++) {
     const wd_field_t *c = &schema->cols[schema->pk[k]];
-    if (k) rc = wd_jc(out, ',');
-    if (!rc) rc = wd_changelog_put_string(out, c->name, strlen(c->name));
-    if (!rc) rc = wd_jc(out, ':');
+    rc = wd_put_col_key(out, schema, (size_t)schema->pk[k], k > 0);
     if (!rc) rc = wd_changelog_put_value(out, c->type, &row->v[schema->pk[k]]);
   }
   if (!rc) rc = wd_jc(out, '}');

@@ -804,11 +804,27 @@ wd_i128 wd_pow10(int n) {
   return r;
 }
 
+static char *wd_put_udigits(char *p, uint64_t u, int width);
+
 size_t wd_decimal_text(wd_i128 v, int s, char *buf) {
   char digits[40];
   int n = 0;
   bool neg = v < 0;
   unsigned __int128 u = neg ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
+  if (!(u >> 64) && s >= 0 && s <= 19) {
+    /* a magnitude of 64 bits (nearly every value): its digits, at least s + 1 of them, in one
+     * pass of two digits per division, then the point before the last s */
+    char *p = buf;
+    if (neg) *p++ = '-';
+    char *end = wd_put_udigits(p, (uint64_t)u, s + 1);
+    if (s > 0) {
+      memmove(end - s + 1, end - s, (size_t)s);
+      end[-s] = '.';
+      end++;
+    }
+    *end = 0;
+    return (size_t)(end - buf);
+  }
   do {
     digits[n++] = (char)('0' + (int)(u % 10));
     u /= 10;
@@ -824,11 +840,6 @@ size_t wd_decimal_text(wd_i128 v, int s, char *buf) {
   return len;
 }
 
-/* Appends the decimal text of the unscaled value dec at scale s ("-12.30"). */
-static int wd_decimal_put(wd_i128 dec, int s, wd_buf_t *out) {
-  char text[WD_DECIMAL_TEXT_MAX];
-  return wd_buf_append(out, text, wd_decimal_text(dec, s, text));
-}
 
 /*
  * Parses decimal text exactly into the unscaled integer at scale s (see types.h). Accepts an
@@ -980,29 +991,101 @@ int wd_days_in_month(int64_t y, int m) {
   return dm[m - 1];
 }
 
-static int wd_date_put(int64_t days, wd_buf_t *out) {
+static const char WD_DIGIT_PAIRS[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                     "8081828384858687888990919293949596979899";
+
+/* Writes u in decimal, zero-padded to at least width digits (at most 23 in all), at p; returns
+ * the end (the digits of wd_buf_put_uint). Two digits per division. */
+static char *wd_put_udigits(char *p, uint64_t u, int width) {
+  int n = 1;
+  for (uint64_t x = u;;) {
+    if (x < 10) break;
+    if (x < 100) { n += 1; break; }
+    if (x < 1000) { n += 2; break; }
+    if (x < 10000) { n += 3; break; }
+    x /= 10000;
+    n += 4;
+  }
+  if (width > 23) width = 23;
+  for (; n < width; width--) *p++ = '0';
+  char *end = p + n, *q = end;
+  while (u >= 100) {
+    unsigned r = (unsigned)(u % 100);
+    u /= 100;
+    q -= 2;
+    q[0] = WD_DIGIT_PAIRS[2 * r];
+    q[1] = WD_DIGIT_PAIRS[2 * r + 1];
+  }
+  if (u >= 10) {
+    q -= 2;
+    q[0] = WD_DIGIT_PAIRS[2 * u];
+    q[1] = WD_DIGIT_PAIRS[2 * u + 1];
+  } else {
+    *--q = (char)('0' + u);
+  }
+  return end;
+}
+
+/* "[-]YYYY-MM-DD" of days since 1970-01-01 at p; returns the end (at most 27 bytes). */
+static char *wd_date_text(int64_t days, char *p) {
   int64_t y;
   int m, d;
   wd_civil_from_days(days, &y, &m, &d);
-  int rc = y < 0 ? wd_buf_putc(out, '-') : 0;
-  rc = rc || wd_buf_put_uint(out, (uint64_t)(y < 0 ? -y : y), 4) || wd_buf_putc(out, '-') ||
-       wd_buf_put_uint(out, (uint64_t)m, 2) || wd_buf_putc(out, '-') || wd_buf_put_uint(out, (uint64_t)d, 2);
-  return rc ? -1 : 0;
+  if (y < 0) *p++ = '-';
+  p = wd_put_udigits(p, (uint64_t)(y < 0 ? -y : y), 4);
+  *p++ = '-';
+  p = wd_put_udigits(p, (uint64_t)m, 2);
+  *p++ = '-';
+  return wd_put_udigits(p, (uint64_t)d, 2);
 }
 
-/* Appends "hh:mm:ss" and, if digits > 0, "." and that many digits of the nanoseconds. */
-static int wd_time_put(int64_t ns_of_day, int digits, wd_buf_t *out) {
+/* "hh:mm:ss" and, if digits > 0, "." and that many digits of the nanoseconds, at p; returns the
+ * end (at most 84 bytes, for any int64). */
+static char *wd_time_text(int64_t ns_of_day, int digits, char *p) {
   int64_t secs = ns_of_day / 1000000000;
   int64_t frac = ns_of_day % 1000000000;
-  int rc = wd_buf_put_uint(out, (uint64_t)(secs / 3600), 2) || wd_buf_putc(out, ':') ||
-           wd_buf_put_uint(out, (uint64_t)(secs / 60 % 60), 2) || wd_buf_putc(out, ':') ||
-           wd_buf_put_uint(out, (uint64_t)(secs % 60), 2);
-  if (!rc && digits > 0) {
+  p = wd_put_udigits(p, (uint64_t)(secs / 3600), 2);
+  *p++ = ':';
+  p = wd_put_udigits(p, (uint64_t)(secs / 60 % 60), 2);
+  *p++ = ':';
+  p = wd_put_udigits(p, (uint64_t)(secs % 60), 2);
+  if (digits > 0) {
     int64_t f = frac;
     for (int i = digits; i < 9; i++) f /= 10;
-    rc = wd_buf_putc(out, '.') || wd_buf_put_uint(out, (uint64_t)f, digits);
+    *p++ = '.';
+    p = wd_put_udigits(p, (uint64_t)f, digits);
   }
-  return rc ? -1 : 0;
+  return p;
+}
+
+size_t wd_scalar_text(const wd_type_t *t, const wd_value_t *v, char *buf) {
+  char *p = buf;
+  switch (t->id) {
+    case WD_TINYINT:
+    case WD_SMALLINT:
+    case WD_INT:
+    case WD_BIGINT:
+      if (v->i < 0) *p++ = '-';
+      return (size_t)(wd_put_udigits(p, v->i < 0 ? (uint64_t)0 - (uint64_t)v->i : (uint64_t)v->i, 0) - buf);
+    case WD_DECIMAL:
+      return wd_decimal_text(v->dec, t->scale, buf);
+    case WD_DATE:
+      return (size_t)(wd_date_text(v->i, p) - buf);
+    case WD_TIME:
+      return (size_t)(wd_time_text(v->i, t->precision, p) - buf);
+    case WD_TIMESTAMP:
+    case WD_TIMESTAMP_LTZ: {
+      int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
+      int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
+      int64_t us_of_day = v->ts.us - days * INT64_C(86400000000);
+      p = wd_date_text(days, p);
+      *p++ = ' ';
+      return (size_t)(wd_time_text(us_of_day * 1000 + v->ts.ns, digits, p) - buf);
+    }
+    default:
+      return 0;
+  }
 }
 
 /* Shortest "%.{n}g" text of d that reads back exactly (as a float when as_float). */
@@ -1061,27 +1144,19 @@ int wd_value_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
     case WD_DOUBLE:
       return wd_float_put(v->f, false, out);
     case WD_DECIMAL:
-      return wd_decimal_put(v->dec, t->scale, out);
+    case WD_DATE:
+    case WD_TIME:
+    case WD_TIMESTAMP:
+    case WD_TIMESTAMP_LTZ: {
+      char text[WD_SCALAR_TEXT_MAX];
+      return wd_buf_append(out, text, wd_scalar_text(t, v, text));
+    }
     case WD_CHAR:
     case WD_VARCHAR:
     case WD_STRING:
       return wd_buf_append(out, v->s.p, v->s.n);
     case WD_BYTES:
       return wd_base64_put((const uint8_t *)v->s.p, v->s.n, out);
-    case WD_DATE:
-      return wd_date_put(v->i, out);
-    case WD_TIME:
-      return wd_time_put(v->i, t->precision, out);
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ: {
-      int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
-      int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
-      int64_t us_of_day = v->ts.us - days * INT64_C(86400000000);
-      int rc = wd_date_put(days, out);
-      rc = rc ? rc : wd_buf_putc(out, ' ');
-      rc = rc ? rc : wd_time_put(us_of_day * 1000 + v->ts.ns, digits, out);
-      return rc;
-    }
     case WD_ARRAY: {
       /* not a case format; Flink's CAST(... AS STRING) style, for messages and logs */
       int rc = wd_buf_putc(out, '[');
@@ -1398,6 +1473,26 @@ wd_error_t *wd_schema_new(size_t ncols, const char *const *names, const char *co
     schema->pk[i] = col;
     schema->npk = i + 1;
   }
+  /* the derived per-column data (types.h) */
+  schema->var = calloc(ncols ? ncols : 1, sizeof(*schema->var));
+  schema->name_len = calloc(ncols ? ncols : 1, sizeof(*schema->name_len));
+  schema->name_plain = calloc(ncols ? ncols : 1, sizeof(*schema->name_plain));
+  if (!schema->var || !schema->name_len || !schema->name_plain) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
+  for (size_t i = 0; i < ncols; i++) {
+    wd_type_id_t id = schema->cols[i].type->id;
+    bool nested = id == WD_ARRAY || id == WD_MAP || id == WD_ROW;
+    if (nested || id == WD_CHAR || id == WD_VARCHAR || id == WD_STRING || id == WD_BYTES)
+      schema->var[schema->nvar++] = (int)i;
+    schema->nested |= nested;
+    const char *name = schema->cols[i].name;
+    schema->name_len[i] = strlen(name);
+    bool plain = true;
+    for (const char *c = name; *c && plain; c++) plain = *c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\';
+    schema->name_plain[i] = plain;
+  }
   *out = schema;
   schema = NULL;
 cleanup:
@@ -1413,6 +1508,9 @@ void wd_schema_destroy(wd_schema_t *schema) {
   }
   free(schema->cols);
   free(schema->pk);
+  free(schema->var);
+  free(schema->name_len);
+  free(schema->name_plain);
   free(schema);
 }
 
@@ -1474,6 +1572,7 @@ wd_row_t *wd_row_new_extra(const wd_schema_t *schema, size_t extra, char **extra
   row->base = NULL;
   row->blk = extra ? (char *)(b->v + n) : NULL;
   row->blk_len = extra;
+  row->blk_only = false;
   for (size_t i = 0; i < row->n; i++) row->v[i].is_null = true;
   if (extra_out) *extra_out = row->blk;
   return row;
@@ -1509,11 +1608,12 @@ wd_row_t *wd_row_pack(const wd_schema_t *schema, const wd_row_t *row) {
   size_t n = schema->ncols < row->n ? schema->ncols : row->n;
   size_t extra = 0;
   bool nested = false;
-  for (size_t i = 0; i < n; i++) {
+  /* only the columns that can own memory (schema->var, ascending) need a look */
+  for (size_t k = 0; k < schema->nvar && (size_t)schema->var[k] < n; k++) {
+    size_t i = (size_t)schema->var[k];
     if (row->v[i].is_null) continue;
-    wd_type_id_t id = schema->cols[i].type->id;
-    if (id == WD_CHAR || id == WD_VARCHAR || id == WD_STRING || id == WD_BYTES) extra += row->v[i].s.n + 1;
-    else nested |= id == WD_ARRAY || id == WD_MAP || id == WD_ROW;
+    if (wd_is_bytes_type(schema->cols[i].type)) extra += row->v[i].s.n + 1;
+    else nested = true;
   }
   size_t nv = schema->ncols ? schema->ncols : 1;
   wd_row_block_t *b = malloc(sizeof(*b) + nv * sizeof(wd_value_t) + extra);
@@ -1527,6 +1627,7 @@ wd_row_t *wd_row_pack(const wd_schema_t *schema, const wd_row_t *row) {
   c->base = NULL;
   c->blk = extra ? (char *)(b->v + nv) : NULL;
   c->blk_len = extra;
+  c->blk_only = !nested;
   /* the scalars as they are; then text into the block and nested values copied */
   memcpy(c->v, row->v, n * sizeof(wd_value_t));
   for (size_t i = n; i < c->n; i++) {
@@ -1534,16 +1635,13 @@ wd_row_t *wd_row_pack(const wd_schema_t *schema, const wd_row_t *row) {
     c->v[i].is_null = true;
   }
   char *blk = c->blk;
-  for (size_t i = 0; i < n; i++) {
-    wd_value_t *dst = &c->v[i];
-    if (dst->is_null) continue;
-    wd_type_id_t id = schema->cols[i].type->id;
-    if (id == WD_CHAR || id == WD_VARCHAR || id == WD_STRING || id == WD_BYTES) {
-      if (dst->s.n) memcpy(blk, dst->s.p, dst->s.n);
-      blk[dst->s.n] = 0;
-      dst->s.p = blk; /* in the row's block */
-      blk += dst->s.n + 1;
-    }
+  for (size_t k = 0; k < schema->nvar && (size_t)schema->var[k] < n; k++) {
+    wd_value_t *dst = &c->v[schema->var[k]];
+    if (dst->is_null || !wd_is_bytes_type(schema->cols[schema->var[k]].type)) continue;
+    if (dst->s.n) memcpy(blk, dst->s.p, dst->s.n);
+    blk[dst->s.n] = 0;
+    dst->s.p = blk; /* in the row's block */
+    blk += dst->s.n + 1;
   }
   if (nested) {
     for (size_t i = 0; i < n; i++) {
@@ -1582,8 +1680,28 @@ wd_row_t *wd_row_view(wd_row_t *row, wd_row_kind_t kind) {
   v->base = wd_row_share(base);
   v->blk = NULL;
   v->blk_len = 0;
+  v->blk_only = false;
   return v;
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+/* Sanitizer builds check the promise of a row flagged blk_only (types.h) before it is freed
+ * without a look at its values: a text value outside the block or a nested value would leak. */
+static void wd_row_check_blk_only(const wd_schema_t *schema, const wd_row_t *row) {
+  for (size_t i = 0; i < row->n && i < schema->ncols; i++) {
+    const wd_value_t *v = &row->v[i];
+    if (v->is_null) continue;
+    wd_type_id_t id = schema->cols[i].type->id;
+    bool outside = id == WD_ARRAY || id == WD_MAP || id == WD_ROW ||
+                   (wd_is_bytes_type(schema->cols[i].type) &&
+                    (!row->blk || (uintptr_t)v->s.p - (uintptr_t)row->blk >= row->blk_len));
+    if (outside) {
+      fprintf(stderr, "wd_row_destroy: a row flagged blk_only owns column %zu's value outside its block\n", i);
+      abort();
+    }
+  }
+}
+#endif
 
 void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row) {
   if (!row) return;
@@ -1597,26 +1715,23 @@ void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row) {
     free(row);
     return;
   }
+#if defined(__SANITIZE_ADDRESS__)
+  if (row->blk_only) wd_row_check_blk_only(schema, row);
+#endif
   /* what the values own (the values themselves go with the row): scalars nothing, text its bytes
-   * unless they are in the row's block, nested values everything below them */
-  for (size_t i = 0; i < row->n && i < schema->ncols; i++) {
-    wd_value_t *v = &row->v[i];
-    if (v->is_null) continue;
-    const wd_type_t *t = schema->cols[i].type;
-    switch (t->id) {
-      case WD_CHAR:
-      case WD_VARCHAR:
-      case WD_STRING:
-      case WD_BYTES:
+   * unless they are in the row's block, nested values everything below them; a blk_only row owns
+   * nothing of the kind, and only the columns of schema->var can */
+  if (!row->blk_only) {
+    size_t n = row->n < schema->ncols ? row->n : schema->ncols;
+    for (size_t k = 0; k < schema->nvar && (size_t)schema->var[k] < n; k++) {
+      wd_value_t *v = &row->v[schema->var[k]];
+      if (v->is_null) continue;
+      const wd_type_t *t = schema->cols[schema->var[k]].type;
+      if (wd_is_bytes_type(t)) {
         if (!row->blk || (uintptr_t)v->s.p - (uintptr_t)row->blk >= row->blk_len) free(v->s.p);
-        break;
-      case WD_ARRAY:
-      case WD_MAP:
-      case WD_ROW:
+      } else {
         wd_value_clear(t, v);
-        break;
-      default:
-        break;
+      }
     }
   }
   free(row->absent);
@@ -1626,6 +1741,7 @@ void wd_row_destroy(const wd_schema_t *schema, wd_row_t *row) {
 
 void wd_row_clear_value(const wd_schema_t *schema, wd_row_t *row, size_t col) {
   wd_value_t *v = &row->v[col];
+  row->blk_only = false; /* the value set next may be the row's own */
   if (row->blk && !v->is_null && wd_is_bytes_type(schema->cols[col].type) &&
       (uintptr_t)v->s.p - (uintptr_t)row->blk < row->blk_len) {
     memset(v, 0, sizeof(*v)); /* the bytes are the block's */
@@ -1636,7 +1752,15 @@ void wd_row_clear_value(const wd_schema_t *schema, wd_row_t *row, size_t col) {
 }
 
 void wd_row_clear(const wd_schema_t *schema, wd_row_t *row) {
-  for (size_t i = 0; i < row->n && i < schema->ncols; i++) wd_row_clear_value(schema, row, i);
+  size_t n = row->n < schema->ncols ? row->n : schema->ncols;
+  /* what the values own (schema->var), then every value NULL */
+  for (size_t k = 0; k < schema->nvar && (size_t)schema->var[k] < n; k++)
+    if (!row->v[schema->var[k]].is_null) wd_row_clear_value(schema, row, (size_t)schema->var[k]);
+  for (size_t i = 0; i < n; i++) {
+    memset(&row->v[i], 0, sizeof(wd_value_t));
+    row->v[i].is_null = true;
+  }
+  row->blk_only = false;
   free(row->absent);
   row->absent = NULL;
 }

@@ -176,6 +176,13 @@ wd_i128 wd_pow10(int n);
  * an optional '-', at least one integer digit, and exactly s fraction digits after a '.' when
  * s > 0 ("-12.30", "0.05", "7"); NUL-terminated. Returns the length. The text of spec §12.2. */
 size_t wd_decimal_text(wd_i128 v, int s, char *buf);
+/* Bytes wd_scalar_text needs (any value of its types). */
+#define WD_SCALAR_TEXT_MAX 128
+/* The text wd_value_format writes for the non-NULL value v of a fixed-size type t (TINYINT..BIGINT,
+ * DECIMAL, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ), into buf[0..WD_SCALAR_TEXT_MAX), without a
+ * terminating NUL; returns its length (0 for the other types: nothing written). No allocation
+ * and no stdio: the output path's writer of these values (changelog/encode_json.c). */
+size_t wd_scalar_text(const wd_type_t *t, const wd_value_t *v, char *buf);
 
 /* ---- calendar and integer helpers ----------------------------------------------------- */
 
@@ -196,6 +203,16 @@ typedef struct wd_schema {
   wd_field_t *cols; /* owned */
   size_t npk;
   int *pk;          /* indexes into cols, owned */
+  /* Derived from cols by wd_schema_new, for the per-row loops (owned, never changed after):
+   * var[0..nvar) the indexes (ascending) of the columns whose values can own memory (CHAR,
+   * VARCHAR, STRING, BYTES, ARRAY, MAP, ROW); nested: some column is an ARRAY, MAP or ROW;
+   * name_len[i] == strlen(cols[i].name); name_plain[i]: that name is printable ASCII without '"'
+   * and '\\' (a JSON string as it is). */
+  size_t nvar;
+  int *var;
+  bool nested;
+  size_t *name_len;
+  bool *name_plain;
 } wd_schema_t;
 
 /* Builds a schema from parallel arrays of names and type strings and the primary-key names.
@@ -242,6 +259,12 @@ typedef struct wd_row {
    * [blk, blk + blk_len) are not freed one by one. NULL/0 for other rows. */
   char *blk;
   size_t blk_len;
+  /* the row owns nothing outside its own allocation: every text/BYTES value's bytes are in the
+   * block and no value is an ARRAY, MAP or ROW (set by wd_row_pack and the stored-row decode of
+   * such rows); wd_row_destroy then frees the row without visiting its values. wd_row_clear_value
+   * and wd_row_clear drop the flag, so a value set after them is freed as usual; nobody sets a
+   * value of a row with the flag any other way. */
+  bool blk_only;
 } wd_row_t;
 
 /* A new all-NULL +I row for schema; NULL on no memory. */

@@ -24,6 +24,22 @@ static int wd_codec_put_le(wd_buf_t *out, uint64_t v, int nbytes) {
 
 static int wd_codec_put_value(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out);
 
+/* LEB128 of v at p (at most 10 bytes; the bytes of wd_buf_put_varint); returns the end. */
+static inline uint8_t *wd_codec_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* v little-endian at p (8 bytes); returns the end. */
+static inline uint8_t *wd_codec_le64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+  return p + 8;
+}
+
 /* Appends a null byte (1 = NULL) and, when not NULL, the value. */
 static int wd_codec_put_nullable(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
   if (wd_buf_putc(out, v->is_null ? 1 : 0)) return -1;
@@ -106,14 +122,59 @@ int wd_row_encode_base(const wd_schema_t *schema, size_t base_ncols, const wd_ro
   if (ncols && wd_buf_put_varint(out, schema->ncols)) goto fail;
   if (wd_buf_reserve(out, nbitmap + 1)) goto fail;
   size_t bitmap_at = out->len;
-  for (size_t i = 0; i < nbitmap; i++)
-    if (wd_buf_putc(out, 0)) goto fail;
+  memset(out->data + out->len, 0, nbitmap + 1);
+  out->len += nbitmap;
+  /* the values: the top-level scalars and text written in place (the bytes of
+   * wd_codec_put_value, which writes the nested ones) */
   for (size_t i = 0; i < schema->ncols; i++) {
-    if (row->v[i].is_null) {
+    const wd_value_t *v = &row->v[i];
+    if (v->is_null) {
       out->data[bitmap_at + i / 8] |= (uint8_t)(1u << (i % 8));
       continue;
     }
-    if (wd_codec_put_value(schema->cols[i].type, &row->v[i], out)) goto fail;
+    const wd_type_t *t = schema->cols[i].type;
+    bool text = t->id == WD_CHAR || t->id == WD_VARCHAR || t->id == WD_STRING || t->id == WD_BYTES;
+    if (t->id == WD_ARRAY || t->id == WD_MAP || t->id == WD_ROW) {
+      if (wd_codec_put_value(t, v, out)) goto fail;
+      continue;
+    }
+    /* at most 16 bytes for a scalar (DECIMAL), 10 + n for text, and the terminating 0 */
+    size_t need = (text ? 10 + v->s.n : 16) + 1;
+    if (out->cap - out->len < need && wd_buf_reserve(out, need)) goto fail;
+    uint8_t *p = out->data + out->len;
+    switch (t->id) {
+      case WD_BOOLEAN: *p++ = v->b ? 1 : 0; break;
+      case WD_TINYINT:
+      case WD_SMALLINT:
+      case WD_INT:
+      case WD_BIGINT:
+      case WD_DATE:
+      case WD_TIME: p = wd_codec_varint(p, ((uint64_t)v->i << 1) ^ (uint64_t)(v->i >> 63)); break;
+      case WD_FLOAT:
+      case WD_DOUBLE: {
+        uint64_t u;
+        memcpy(&u, &v->f, sizeof(u));
+        p = wd_codec_le64(p, u);
+        break;
+      }
+      case WD_DECIMAL: {
+        unsigned __int128 u = (unsigned __int128)v->dec;
+        p = wd_codec_le64(wd_codec_le64(p, (uint64_t)u), (uint64_t)(u >> 64));
+        break;
+      }
+      case WD_TIMESTAMP:
+      case WD_TIMESTAMP_LTZ:
+        p = wd_codec_varint(p, ((uint64_t)v->ts.us << 1) ^ (uint64_t)(v->ts.us >> 63));
+        p = wd_codec_varint(p, (uint64_t)(uint32_t)v->ts.ns);
+        break;
+      default: /* text */
+        p = wd_codec_varint(p, v->s.n);
+        if (v->s.n) memcpy(p, v->s.p, v->s.n);
+        p += v->s.n;
+        break;
+    }
+    *p = 0; /* as wd_buf_append leaves it */
+    out->len = (size_t)(p - out->data);
   }
   return 0;
 fail:
@@ -318,6 +379,7 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
     goto cleanup;
   }
   out->kind = (wd_row_kind_t)((flags & WD_CODEC_KIND_MASK) >> WD_CODEC_KIND_SHIFT);
+  bool owns = false; /* a nested value was decoded (owned apart from the block) */
   for (size_t i = 0; i < ncols; i++) { /* columns after ncols (added since) stay NULL */
     if (bitmap[i / 8] & (1u << (i % 8))) continue;
     const wd_type_t *ty = schema->cols[i].type;
@@ -337,6 +399,7 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
       }
     } else {
       rc = wd_codec_get_value(ty, &r, &out->v[i]);
+      owns |= ty->id == WD_ARRAY || ty->id == WD_MAP || ty->id == WD_ROW;
     }
     if (rc == WD_CODEC_NOMEM) {
       err = wd_error_nomem();
@@ -353,6 +416,7 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
     goto cleanup;
   }
   *tombstone = (flags & WD_ENTRY_FLAG_TOMBSTONE) != 0;
+  out->blk_only = !owns; /* text in the block, nothing else owned: freed without a walk */
   *row = out;
   out = NULL;
 cleanup:
