@@ -102,7 +102,9 @@ static void work_reset(const wd_schema_t *s, wd_work_t *wk) {
 
 static void work_clear(const wd_schema_t *s, wd_work_t *wk) {
   if (!wk->row.v) return;
-  work_reset(s, wk);
+  if (wk->owns) /* what W owns; its values are not looked at again */
+    for (size_t c = 0; c < s->ncols; c++)
+      if (!wk->borrowed[c]) wd_value_clear(s->cols[c].type, &wk->row.v[c]);
   if (wk->row.v != wk->small) {
     free(wk->row.v);
     free(wk->borrowed);
@@ -174,8 +176,8 @@ static void null_value(const wd_table_t *t, wd_row_t *w, int c) { work_forget(t-
 
 /* W takes only the key and ordering columns of a retraction (§7, D8). */
 static int take_ordering(const wd_table_t *t, wd_row_t *w, const wd_row_t *r) {
-  for (size_t c = 0; c < t->schema->ncols; c++)
-    if (t->ordering_col[c] && set_value(t, w, (int)c, &r->v[c])) return -1;
+  for (size_t k = 0; k < t->nordering; k++)
+    if (set_value(t, w, t->ordering[k], &r->v[t->ordering[k]])) return -1;
   return 0;
 }
 
@@ -194,7 +196,6 @@ static void reset_working(const wd_table_t *t, wd_mstate_t *m) {
 /* ---- partial-update (§7) -------------------------------------------------------------- */
 
 static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *x, wd_merge_stats_t *stats) {
-  const wd_schema_t *s = t->schema;
   wd_row_t *w = m->w;
   const wd_row_t *r = x->row;
   wd_error_t *err = NULL;
@@ -220,9 +221,9 @@ static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *
         if (set_value(t, w, gr->seq[k], &r->v[gr->seq[k]])) return wd_error_nomem();
   }
   /* ungrouped fields: non-NULL replaces (last_non_null_value is the same thing) */
-  for (size_t c = 0; c < s->ncols; c++) {
-    if (t->group_of[c] >= 0 || t->seq_group_of[c] >= 0 || wd_schema_is_pk(s, (int)c)) continue;
-    if (!r->v[c].is_null && set_value(t, w, (int)c, &r->v[c])) return wd_error_nomem();
+  for (size_t k = 0; k < t->nungrouped; k++) {
+    int c = t->ungrouped[k];
+    if (!r->v[c].is_null && set_value(t, w, c, &r->v[c])) return wd_error_nomem();
   }
   m->insert_seen = true;
   m->removal = false;
@@ -698,7 +699,9 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     stats->dropped += local.dropped;
     stats->ignored_update_before += local.ignored_update_before;
     stats->tombstones += local.tombstones;
-    for (size_t g = 0; g < WD_MERGE_STATS_GROUPS; g++) stats->older_in_group[g] += local.older_in_group[g];
+    /* only the slots of the table's groups are counted in (the last one holds those beyond) */
+    for (size_t g = 0; g < WD_MERGE_STATS_GROUPS && g < t->ngroups; g++)
+      stats->older_in_group[g] += local.older_in_group[g];
     stats->older_by_sequence_field += local.older_by_sequence_field;
   }
 done:

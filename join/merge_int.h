@@ -36,6 +36,10 @@ struct wd_table {
   int *group_of;      /* per column: index of the group protecting it, or -1 */
   int *seq_group_of;  /* per column: index of the group whose sequence field it is, or -1 */
   bool *ordering_col; /* per column: key, sequence.field or group sequence field (D7) */
+  int *ordering;      /* the columns with ordering_col, ascending (nordering of them) */
+  size_t nordering;
+  int *ungrouped;     /* the columns outside the key and every sequence group, ascending */
+  size_t nungrouped;
   wd_agg_spec_t *agg; /* per column; fn NONE = no function applies */
   bool has_ordering;
 };

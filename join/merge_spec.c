@@ -301,6 +301,8 @@ void wd_table_destroy(wd_table_t *t) {
   free(t->group_of);
   free(t->seq_group_of);
   free(t->ordering_col);
+  free(t->ordering);
+  free(t->ungrouped);
   wd_schema_destroy(t->schema);
   free(t);
 }
@@ -896,6 +898,18 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
   for (size_t k = 0; k < t->nseq_fields; k++) t->ordering_col[t->seq_fields[k]] = true;
   for (size_t c = 0; c < nc; c++)
     if (t->seq_group_of[c] >= 0) t->ordering_col[c] = true;
+  /* the same as lists, for the per-record loops */
+  t->ordering = malloc((nc ? nc : 1) * sizeof(int));
+  t->ungrouped = malloc((nc ? nc : 1) * sizeof(int));
+  if (!t->ordering || !t->ungrouped) {
+    err = wd_error_nomem();
+    goto fail;
+  }
+  for (size_t c = 0; c < nc; c++) {
+    if (t->ordering_col[c]) t->ordering[t->nordering++] = (int)c;
+    if (t->group_of[c] < 0 && t->seq_group_of[c] < 0 && !wd_schema_is_pk(schema, (int)c))
+      t->ungrouped[t->nungrouped++] = (int)c;
+  }
 
   *out = t;
   return NULL;

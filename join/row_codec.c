@@ -36,7 +36,11 @@ static inline uint8_t *wd_codec_varint(uint8_t *p, uint64_t v) {
 
 /* v little-endian at p (8 bytes); returns the end. */
 static inline uint8_t *wd_codec_le64(uint8_t *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(p, &v, 8);
+#else
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+#endif
   return p + 8;
 }
 

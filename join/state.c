@@ -59,6 +59,7 @@ struct wd_state {
   size_t cap_pend;
   size_t base_ncols;     /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
   uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
+  wd_cached_t *last; /* the entry of the last state_get (its put follows), NULL after a drop of it */
   const wd_state_hooks_t *hooks; /* borrowed, may be NULL */
   void *hooks_ctx;
 };
@@ -100,6 +101,7 @@ wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached)
 }
 
 static void drop(wd_state_t *s, wd_cached_t *c) {
+  if (s->last == c) s->last = NULL;
   s->bytes -= c->est;
   HASH_DEL(s->map, c);
   wd_entry_clear(s->t, &c->e);
@@ -168,18 +170,33 @@ static wd_error_t *decode_entry(wd_state_t *s, const uint8_t *v, size_t vlen, wd
   return NULL;
 }
 
-static wd_cached_t *insert(wd_state_t *s, const uint8_t *key, size_t klen) {
+/* A new (absent) cache entry for key, whose uthash hash value is hashv. */
+static wd_cached_t *insert_hashed(wd_state_t *s, const uint8_t *key, size_t klen, unsigned hashv) {
   wd_cached_t *c = calloc(1, sizeof(*c) + klen);
   if (!c) return NULL;
   c->klen = klen;
   memcpy(c->key, key, klen);
   wd_uthash_oom = 0;
-  HASH_ADD_KEYPTR(hh, s->map, c->key, klen, c);
+  HASH_ADD_KEYPTR_BYHASHVALUE(hh, s->map, c->key, klen, hashv, c);
   if (wd_uthash_oom) { /* not added: the bucket table could not be allocated */
     free(c);
     return NULL;
   }
   return c;
+}
+
+static wd_cached_t *insert(wd_state_t *s, const uint8_t *key, size_t klen) {
+  unsigned hashv;
+  HASH_VALUE(key, klen, hashv);
+  return insert_hashed(s, key, klen, hashv);
+}
+
+/* RocksDB's bytewise order (memcmp, then the shorter first) of two cache entries' keys. */
+static int cmp_dirty_key(const void *a, const void *b) {
+  const wd_cached_t *x = *(wd_cached_t *const *)a, *y = *(wd_cached_t *const *)b;
+  size_t n = x->klen < y->klen ? x->klen : y->klen;
+  int c = memcmp(x->key, y->key, n);
+  return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
 /* Grows the prefetch scratch to n keys; 0 or -1 on no memory. */
@@ -221,21 +238,28 @@ static wd_error_t *prefetch_full(wd_state_t *s, size_t n, const uint8_t *const *
   /* every key not cached gets an (absent) cache entry now: later duplicates of the batch find it */
   for (size_t i = 0; i < n; i++) {
     wd_cached_t *c = NULL;
-    HASH_FIND(hh, s->map, keys[i], klens[i], c);
+    unsigned hashv; /* once for the lookup and the insert */
+    HASH_VALUE(keys[i], klens[i], hashv);
+    HASH_FIND_BYHASHVALUE(hh, s->map, keys[i], klens[i], hashv, c);
     if (c) {
       s->hits++;
       continue;
     }
     s->misses++;
-    if (!(c = insert(s, keys[i], klens[i]))) {
+    if (!(c = insert_hashed(s, keys[i], klens[i], hashv))) {
       err = wd_error_nomem();
       goto done;
     }
-    s->pend[m] = c;
-    s->mk[m] = c->key;
-    s->ml[m++] = c->klen;
+    s->pend[m++] = c;
   }
   if (m == 0) return NULL;
+  /* in key order: the store's multi-get then need not sort them (RocksDB's MultiGet sorts its
+   * keys unless told they are sorted, which cost more than this sort; store_rocksdb.c checks) */
+  if (m > 1) qsort(s->pend, m, sizeof(*s->pend), cmp_dirty_key);
+  for (size_t i = 0; i < m; i++) {
+    s->mk[i] = s->pend[i]->key;
+    s->ml[i] = s->pend[i]->klen;
+  }
   /* each entry is decoded where the store holds it (no copy of the value) */
   pf_ctx_t pc = {s, 0};
   err = wd_store_multi_get_each(s->st, m, s->mk, s->ml, pf_decode, &pc);
@@ -295,6 +319,7 @@ static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
     if (!c) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "state cache lost a prefetched key");
   }
   c->ref = true;
+  s->last = c;
   e->state = c->e.state;
   e->row = c->e.row;
   e->borrowed = c->e.row != NULL;
@@ -308,7 +333,9 @@ static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
   if (full_key(s, s->task, pk, pklen)) return wd_error_nomem();
   const uint8_t *key = s->kbuf.data;
   size_t klen = s->kbuf.len;
-  HASH_FIND(hh, s->map, key, klen, c);
+  /* a message puts the keys it got: the last one is at hand without a hash lookup */
+  if (s->last && s->last->klen == klen && memcmp(s->last->key, key, klen) == 0) c = s->last;
+  else HASH_FIND(hh, s->map, key, klen, c);
   if (!c && !(c = insert(s, key, klen))) return wd_error_nomem();
   if (!c->dirty && s->ndirty == s->cap_dirty) {
     size_t cap = s->cap_dirty ? s->cap_dirty * 2 : 1024;
@@ -331,14 +358,6 @@ static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
 
 static const wd_state_ops_t WD_STATE_OPS = {state_get, state_put};
 const wd_state_ops_t *wd_state_ops(void) { return &WD_STATE_OPS; }
-
-/* RocksDB's bytewise order (memcmp, then the shorter first) of two dirty entries' keys. */
-static int cmp_dirty_key(const void *a, const void *b) {
-  const wd_cached_t *x = *(wd_cached_t *const *)a, *y = *(wd_cached_t *const *)b;
-  size_t n = x->klen < y->klen ? x->klen : y->klen;
-  int c = memcmp(x->key, y->key, n);
-  return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
-}
 
 wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap) {
   uint64_t n = s->snapshots + 1;

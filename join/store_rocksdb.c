@@ -382,6 +382,17 @@ static int wd_rdb_scratch(wd_store_rdb_t *rs, size_t n) {
   return 0;
 }
 
+/* Whether keys[0..n) are in the bytewise order of the "state" column family's comparator (equal
+ * keys allowed): then MultiGet is told so and does not sort them itself. */
+static bool wd_rdb_keys_sorted(size_t n, const uint8_t *const *keys, const size_t *klens) {
+  for (size_t i = 1; i < n; i++) {
+    size_t m = klens[i - 1] < klens[i] ? klens[i - 1] : klens[i];
+    int c = m ? memcmp(keys[i - 1], keys[i], m) : 0;
+    if (c > 0 || (c == 0 && klens[i - 1] > klens[i])) return false;
+  }
+  return true;
+}
+
 /*
  * The multi_get callback: one batched MultiGet on "state" with pinnable slices, whose values
  * are copied into malloc'd buffers. Errors: WD_ERR_IO "E_STORE_READ" with the first RocksDB error
@@ -397,7 +408,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
     goto cleanup;
   }
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
-                               rs->errs, false);
+                               rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   done = n;
   for (size_t i = 0; i < n; i++) {
     if (rs->errs[i]) {
@@ -439,7 +450,7 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
   wd_error_t *err = NULL;
   if (wd_rdb_scratch(rs, n)) return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading %zu keys", n);
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
-                               rs->errs, false);
+                               rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   for (size_t i = 0; i < n && !err; i++)
     if (rs->errs[i])
       err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);

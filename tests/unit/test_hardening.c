@@ -293,3 +293,66 @@ Test(hardening, state_lends_rows_and_changelog_shares_them) {
   wd_store_close(st);
   wd_table_destroy(t);
 }
+
+/* The state keeps the entry of its last get at hand for the put that follows: a put after that
+ * entry was dropped (drop_clean, a trim, a discard) finds or makes the key's entry anew (ASan
+ * reports a use after free otherwise), and a put of another key than the last get's finds its own
+ * entry. */
+Test(hardening, state_put_after_the_last_got_entry_went) {
+  const char *names[] = {"k", "v"};
+  const char *types[] = {"INT", "STRING"};
+  const char *pk[] = {"k"};
+  wd_schema_t *sc = NULL;
+  cr_assert_null(wd_schema_new(2, names, types, 1, pk, &sc));
+  wd_table_t *t = NULL;
+  cr_assert_null(wd_table_new(sc, 0, NULL, &t));
+  const wd_schema_t *s = wd_table_schema(t);
+  wd_store_t *st = NULL;
+  cr_assert_null(wd_store_open_memory(&st));
+  wd_state_t *state = wd_state_new(t, st, 10);
+  wd_store_batch_t *b = wd_store_batch_new();
+  const wd_state_ops_t *ops = wd_state_ops();
+  wd_buf_t ka = {0}, kb = {0};
+  wd_row_t *ra = wd_row_new(s), *rb = wd_row_new(s);
+  ra->v[0].is_null = rb->v[0].is_null = false;
+  ra->v[0].i = 1;
+  rb->v[0].i = 2;
+  cr_assert_eq(wd_row_key_encode(s, ra, &ka), 0);
+  cr_assert_eq(wd_row_key_encode(s, rb, &kb), 0);
+  for (int round = 0; round < 3; round++) {
+    wd_entry_t e = {0};
+    cr_assert_null(ops->get(state, ka.data, ka.len, &e));
+    wd_entry_release(t, &e);
+    if (round == 0) wd_state_drop_clean(state); /* the entry just got goes */
+    if (round == 1) wd_state_discard(state);
+    if (round == 2) { /* the last get is b's: a's put must find a's entry */
+      cr_assert_null(ops->get(state, kb.data, kb.len, &e));
+      wd_entry_release(t, &e);
+    }
+    wd_row_t *r = wd_row_new(s);
+    r->v[0] = ra->v[0];
+    char text[8];
+    snprintf(text, sizeof(text), "v%d", round);
+    cr_assert_eq(wd_value_set_bytes(&r->v[1], text, strlen(text)), 0);
+    wd_entry_t ne = {.state = WD_ENTRY_ROW, .row = r};
+    cr_assert_null(ops->put(state, ka.data, ka.len, &ne));
+    cr_assert_eq(wd_state_dirty(state), 1, "round %d: one key dirty", round);
+    cr_assert_null(wd_state_flush(state, b));
+    wd_state_drop_clean(state);
+    cr_assert_null(ops->get(state, ka.data, ka.len, &e)); /* read back from the store */
+    cr_assert_eq(e.state, WD_ENTRY_ROW);
+    cr_assert_str_eq(e.row->v[1].s.p, text);
+    wd_entry_release(t, &e);
+    cr_assert_null(ops->get(state, kb.data, kb.len, &e));
+    cr_assert_eq(e.state, WD_ENTRY_ABSENT, "b was never put");
+    wd_entry_release(t, &e);
+  }
+  wd_row_destroy(s, ra);
+  wd_row_destroy(s, rb);
+  wd_buf_free(&ka);
+  wd_buf_free(&kb);
+  wd_store_batch_destroy(b);
+  wd_state_destroy(state);
+  wd_store_close(st);
+  wd_table_destroy(t);
+}

@@ -236,6 +236,80 @@ static void check_multi_get_each(backend_t be) {
 Test(store_mem, multi_get_each) { check_multi_get_each(BACKEND_MEM); }
 Test(store_rdb, multi_get_each, .init = mk_tmp, .fini = rm_tmp) { check_multi_get_each(BACKEND_RDB); }
 
+/* The bytewise order RocksDB's MultiGet is told its keys are in (memcmp, then the shorter first). */
+static int key_cmp(const void *a, const void *b) {
+  const uint8_t *const *x = a, *const *y = b;
+  size_t lx = (*x)[0], ly = (*y)[0]; /* each key is its length byte, then its bytes */
+  size_t m = lx < ly ? lx : ly;
+  int c = m ? memcmp(*x + 1, *y + 1, m) : 0;
+  return c ? c : (lx > ly) - (lx < ly);
+}
+
+typedef struct {
+  const uint8_t *const *keys; /* length byte + bytes, as key_cmp */
+  size_t found, checked;
+} sorted_ctx_t;
+
+/* The value of key i is the key's bytes reversed when present (every second key of the set). */
+static wd_error_t *sorted_cb(void *ctx, size_t i, const uint8_t *val, size_t vlen) {
+  sorted_ctx_t *c = ctx;
+  const uint8_t *k = c->keys[i];
+  bool want = k[0] % 2 == 0 || (k[0] && k[1] % 2 == 0);
+  cr_assert_eq(val != NULL, want, "key %zu: present %d, want %d", i, val != NULL, want);
+  if (val) {
+    cr_assert_eq(vlen, k[0]);
+    for (size_t j = 0; j < vlen; j++) cr_assert_eq(val[j], k[k[0] - j]);
+    c->found++;
+  }
+  c->checked++;
+  return NULL;
+}
+
+/* multi_get_each gives every key its own value whether the keys come in key order (RocksDB is
+ * then told they are sorted and does not sort them; keys that are prefixes of others and repeated
+ * keys included) or not. */
+static void check_multi_get_sorted(backend_t be) {
+  wd_store_t *st = open_store(be, -1);
+  enum { N = 300 };
+  uint8_t raw[N][8];
+  const uint8_t *keys[N], *bare[N];
+  size_t klens[N];
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (size_t i = 0; i < N; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t len = i < 20 ? i % 4 : 1 + x % 6; /* short keys, prefixes of one another */
+    raw[i][0] = (uint8_t)len;
+    for (size_t j = 0; j < len; j++) raw[i][1 + j] = (uint8_t)(i < 20 ? 'a' : (x >> (8 * j)) & 3);
+    if (i % 7 == 0 && i) memcpy(raw[i], raw[i - 1], sizeof(raw[i])); /* repeated keys */
+    keys[i] = raw[i];
+  }
+  for (size_t i = 0; i < N; i++) {
+    const uint8_t *k = keys[i];
+    if (!(k[0] % 2 == 0 || (k[0] && k[1] % 2 == 0))) continue;
+    uint8_t v[8];
+    for (size_t j = 0; j < k[0]; j++) v[j] = k[k[0] - j];
+    wd_store_batch_t *b = wd_store_batch_new();
+    cr_assert_eq(wd_store_batch_put(b, k + 1, k[0], v, k[0]), 0);
+    ok(wd_store_write(st, b));
+    wd_store_batch_destroy(b);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) qsort(keys, N, sizeof(*keys), key_cmp); /* first as they came, then in key order */
+    for (size_t i = 0; i < N; i++) {
+      bare[i] = keys[i] + 1;
+      klens[i] = keys[i][0];
+    }
+    sorted_ctx_t c = {keys, 0, 0};
+    ok(wd_store_multi_get_each(st, N, bare, klens, sorted_cb, &c));
+    cr_assert_eq(c.checked, N);
+    cr_assert_gt(c.found, N / 4);
+  }
+  wd_store_close(st);
+}
+
+Test(store_mem, multi_get_sorted_and_unsorted) { check_multi_get_sorted(BACKEND_MEM); }
+Test(store_rdb, multi_get_sorted_and_unsorted, .init = mk_tmp, .fini = rm_tmp) { check_multi_get_sorted(BACKEND_RDB); }
+
 /* ---------- offsets ---------- */
 
 static int count_cb(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {

@@ -572,8 +572,27 @@ Test(schema, build_and_errors) {
   cr_assert(wd_schema_is_pk(s, 0));
   cr_assert(!wd_schema_is_pk(s, 1));
   cr_assert(s->cols[0].type->not_null);
+  /* the derived per-column data: the columns that can own memory, the names' lengths */
+  cr_assert_eq(s->nvar, 1);
+  cr_assert_eq(s->var[0], 2);
+  cr_assert(s->nested);
+  cr_assert_eq(s->name_len[0], 1);
+  cr_assert(s->name_plain[0] && s->name_plain[1] && s->name_plain[2]);
   wd_schema_destroy(s);
   wd_schema_destroy(NULL);
+  const char *odd[] = {"id", "q\"x", "b\\s", "caf\u00e9", "tab\t", "plain name"};
+  const char *odd_types[] = {"INT", "STRING", "INT", "DATE", "INT", "INT"};
+  const char *odd_pk[] = {"id"};
+  cr_assert_null(wd_schema_new(6, odd, odd_types, 1, odd_pk, &s));
+  cr_assert_eq(s->nvar, 1);
+  cr_assert_eq(s->var[0], 1);
+  cr_assert(!s->nested);
+  bool plain[] = {true, false, false, false, false, true};
+  for (size_t i = 0; i < 6; i++) {
+    cr_assert_eq(s->name_plain[i], plain[i], "column %zu", i);
+    cr_assert_eq(s->name_len[i], strlen(odd[i]));
+  }
+  wd_schema_destroy(s);
 
   const char *bad_types[] = {"INT", "DECIMAL(40,2)", "STRING"};
   err = wd_schema_new(3, names, bad_types, 1, pk, &s);
