@@ -137,19 +137,6 @@ int wd_changelog_put_string(wd_buf_t *out, const char *p, size_t n) {
   return wd_jc(out, '"');
 }
 
-/* Appends a decimal integer (faster than printf on the hot path). */
-static int wd_put_i64(wd_buf_t *out, int64_t v) {
-  char tmp[24];
-  size_t n = 0;
-  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  do {
-    tmp[sizeof(tmp) - 1 - n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0) tmp[sizeof(tmp) - 1 - n++] = '-';
-  return wd_jw(out, tmp + sizeof(tmp) - n, n);
-}
-
 /* Appends the text of wd_scalar_text (types.h) of a non-NULL fixed-size value, in quotes when
  * quoted, written in place (the same text as wd_value_format's). */
 static inline int wd_put_scalar(wd_buf_t *out, const wd_type_t *t, const wd_value_t *v, bool quoted) {
@@ -287,8 +274,11 @@ wd_error_t *wd_changelog_encode_key_json(const wd_schema_t *schema, const wd_row
 
 /* ,"ts_ms":N or null */
 static int wd_put_ts(wd_buf_t *out, int64_t ts_ms) {
+  static const wd_type_t bigint = {.id = WD_BIGINT};
   if (WD_JLIT(out, "\"ts_ms\":")) return -1;
-  return ts_ms < 0 ? WD_JLIT(out, "null") : wd_put_i64(out, ts_ms);
+  if (ts_ms < 0) return WD_JLIT(out, "null");
+  wd_value_t v = {.i = ts_ms};
+  return wd_put_scalar(out, &bigint, &v, false);
 }
 
 wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,

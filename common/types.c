@@ -804,7 +804,7 @@ wd_i128 wd_pow10(int n) {
   return r;
 }
 
-static char *wd_put_udigits(char *p, uint64_t u, int width);
+static inline char *wd_put_udigits(char *p, uint64_t u, int width);
 
 size_t wd_decimal_text(wd_i128 v, int s, char *buf) {
   char digits[40];
@@ -997,7 +997,26 @@ static const char WD_DIGIT_PAIRS[] = "000102030405060708091011121314151617181920
 
 /* Writes u in decimal, zero-padded to at least width digits (at most 23 in all), at p; returns
  * the end (the digits of wd_buf_put_uint). Two digits per division. */
-static char *wd_put_udigits(char *p, uint64_t u, int width) {
+static inline char *wd_put_udigits(char *p, uint64_t u, int width) {
+  /* the fixed widths of dates and times first: months, days, hours..., milliseconds, years */
+  if (width == 2 && u < 100) {
+    p[0] = WD_DIGIT_PAIRS[2 * u];
+    p[1] = WD_DIGIT_PAIRS[2 * u + 1];
+    return p + 2;
+  }
+  if (width == 3 && u < 1000) {
+    p[0] = (char)('0' + u / 100);
+    p[1] = WD_DIGIT_PAIRS[2 * (u % 100)];
+    p[2] = WD_DIGIT_PAIRS[2 * (u % 100) + 1];
+    return p + 3;
+  }
+  if (width == 4 && u < 10000) {
+    p[0] = WD_DIGIT_PAIRS[2 * (u / 100)];
+    p[1] = WD_DIGIT_PAIRS[2 * (u / 100) + 1];
+    p[2] = WD_DIGIT_PAIRS[2 * (u % 100)];
+    p[3] = WD_DIGIT_PAIRS[2 * (u % 100) + 1];
+    return p + 4;
+  }
   int n = 1;
   for (uint64_t x = u;;) {
     if (x < 10) break;
@@ -1051,8 +1070,9 @@ static char *wd_time_text(int64_t ns_of_day, int digits, char *p) {
   *p++ = ':';
   p = wd_put_udigits(p, (uint64_t)(secs % 60), 2);
   if (digits > 0) {
-    int64_t f = frac;
-    for (int i = digits; i < 9; i++) f /= 10;
+    /* frac / 10^(9 - digits), truncating toward zero as one division by ten at a time does */
+    static const int64_t DIV[] = {1000000000, 100000000, 10000000, 1000000, 100000, 10000, 1000, 100, 10, 1};
+    int64_t f = digits < 9 ? frac / DIV[digits] : frac;
     *p++ = '.';
     p = wd_put_udigits(p, (uint64_t)f, digits);
   }
