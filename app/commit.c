@@ -616,6 +616,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   }
   for (size_t i = 0; i < n && c->conf.standby; i++)
     if (!is_stateless(c, parts[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, parts[i].partition), true);
+  wd_standby_set_ready(c->conf.standby); /* the copies of the others' tasks from now on */
   /* stateless partitions (forwarded to a repartition topic): the group's committed offset */
   if (!(stateless = calloc(n ? n : 1, sizeof(*stateless)))) {
     keep_cb_error(c, wd_error_nomem());

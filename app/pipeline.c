@@ -1786,7 +1786,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
     if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)p->rp.partitions, p->store, p->state,
-                              &p->standby)))
+                              (const char *const *)p->rp.task_topics, p->rp.ntask, &p->standby)))
       goto fail;
     cc.standby = p->standby;
     wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "

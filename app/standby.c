@@ -24,6 +24,9 @@ struct wd_standby {
   uint64_t applied;
   bool seen;   /* a record was read (positions are known from then on) */
   bool warm;   /* the copies reached the changelog's end once (logged then) */
+  bool ready;  /* the group's assignment is known (wd_standby_set_ready): copies are kept */
+  const char *const *task_topics; /* borrowed: the topics whose partition t is task t */
+  size_t ntask_topics;
   char *topic; /* owned */
 };
 
@@ -55,7 +58,8 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
 }
 
 wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint32_t tasks, wd_store_t *store,
-                           wd_state_t *state, wd_standby_t **out) {
+                           wd_state_t *state, const char *const *task_topics, size_t ntask_topics,
+                           wd_standby_t **out) {
   *out = NULL;
   wd_error_t *err = NULL;
   wd_standby_t *sb = calloc(1, sizeof(*sb));
@@ -66,6 +70,8 @@ wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint3
   }
   sb->store = store;
   sb->state = state;
+  sb->task_topics = task_topics;
+  sb->ntask_topics = ntask_topics;
   if (!(sb->topic = strdup(topic))) {
     err = wd_error_nomem();
     goto fail;
@@ -96,6 +102,10 @@ void wd_standby_set_owned(wd_standby_t *sb, uint32_t t, bool owned) {
   if (sb && t < sb->ntasks) sb->owned[t] = owned;
 }
 
+void wd_standby_set_ready(wd_standby_t *sb) {
+  if (sb) sb->ready = true;
+}
+
 int64_t wd_standby_position(const wd_standby_t *sb, uint32_t t) {
   return sb && t < sb->ntasks ? sb->pos[t] : -1;
 }
@@ -111,6 +121,7 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
     sb->msgs = m;
     sb->cap = max;
   }
+  if (!sb->ready) return NULL; /* wd_standby_set_ready: not before the group's assignment */
   size_t n = 0, done = 0;
   wd_error_t *err = wd_consumer_poll_batch(sb->cons, max, 0, sb->msgs, &n);
   if (err) return err;
@@ -149,6 +160,13 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
     for (int i = 0; i < 8; i++) v[i] = (uint8_t)((uint64_t)sb->pos[t] >> (56 - 8 * i));
     meta_name(name, sizeof(name), t);
     if (wd_store_batch_set_meta(sb->b, name, v, sizeof(v))) err = wd_error_nomem();
+    /* the task's rows are a copy at this changelog position from now on, not the state at the
+     * task's source offsets: those go in the same write, so that a later assignment of the task
+     * catches it up from the copy's position instead of trusting offsets the rows no longer match
+     * (the rows of a task this process owned before are overwritten here with older records
+     * first) */
+    for (size_t i = 0; i < sb->ntask_topics && !err; i++)
+      if (wd_store_batch_delete_offset(sb->b, sb->task_topics[i], (int32_t)t)) err = wd_error_nomem();
   }
   free(touched);
   wd_kmsg_release(sb->msgs, n);

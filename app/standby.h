@@ -44,11 +44,20 @@ typedef struct wd_standby wd_standby_t;
  * (wd_standby_destroy). Errors: those of wd_consumer_new (E_KAFKA_METADATA,
  * E_KAFKA_UNKNOWN_TOPIC when the changelog topic does not exist), E_STORE_*, E_NOMEM. */
 wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint32_t tasks, wd_store_t *store,
-                           wd_state_t *state, wd_standby_t **out);
+                           wd_state_t *state, const char *const *task_topics, size_t ntask_topics,
+                           wd_standby_t **out);
 void wd_standby_destroy(wd_standby_t *sb); /* accepts NULL */
 
 /* Marks task t owned by this process (its records are then skipped) or not. */
 void wd_standby_set_owned(wd_standby_t *sb, uint32_t t, bool owned);
+
+/* Called once the group's assignment is known (after the tasks it gives were marked owned): the
+ * copies are kept from then on. Before it wd_standby_poll applies nothing: at a start, the local
+ * rows of the tasks this process owned before it stopped are its own, newer than any standby
+ * position, and must not be overwritten with a prefix of the changelog before the group says
+ * whether they come back (a task given back with its offsets equal to the group's is used as it
+ * is, without a catch-up). */
+void wd_standby_set_ready(wd_standby_t *sb);
 
 /* The next changelog offset of task t's local copy (its rows are the partition's records before
  * it), or -1 when there is no copy. */

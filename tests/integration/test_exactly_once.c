@@ -845,6 +845,72 @@ Test(scale_out, standby_copies_take_over_after_a_kill, .timeout = 280) {
   env_done(&b);
 }
 
+/* A member with standby replicas that owned every task, stopped and started again: before the
+ * group's assignment arrives its standby consumer must not copy changelog records into the rows
+ * of tasks it owned (they are newer than any standby position; a task given back with offsets
+ * equal to the group's is used as it is, so a copy half done when the assignment came left older
+ * rows behind). Alone in the group it gets every task back: its standby applies nothing, no task
+ * is restored, and the table equals a clean single run's. */
+Test(scale_out, standby_leaves_the_tasks_it_owned_alone_at_a_restart, .timeout = 200) {
+  env_t clean, a;
+  extra_props = "";
+  env_init_tasks(&clean, "sbclean", "exactly-once", "per-partition");
+  env_init_tasks(&a, "sbown", "exactly-once", "per-partition");
+  FILE *f = fopen(a.cfg, "a");
+  cr_assert_not_null(f);
+  fputs("  num-standby-replicas: 1\n", f);
+  fclose(f);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 1500, 23, 0);
+  /* owns all 4 tasks; its commits fill the changelog; killed, so that the group still counts the
+   * dead member until session.timeout.ms (6 s) and the restart's assignment comes only then: its
+   * standby consumer is polled all that time */
+  pid_t p0 = spawn_widen(&a, NULL, "30000");
+  usleep(6000 * 1000);
+  cr_assert_eq(kill(p0, SIGKILL), 0);
+  cr_assert_eq(wait_exit(p0), 128 + SIGKILL);
+  produce_orders(both, 2, 3000, 23, 1500);
+  /* another group.instance.id: the group waits for the dead one's session timeout before it
+   * assigns anything, while the restarted process polls its standby consumer */
+  char *cfg = wd_it_read_file(a.cfg);
+  cr_assert_not_null(cfg);
+  char *cfg2 = cfg;
+  char *idl = strstr(cfg2, "group.instance.id: ");
+  cr_assert_not_null(idl);
+  char *eol = strchr(idl, '\n');
+  cr_assert_not_null(eol);
+  FILE *cf = fopen(a.cfg, "w");
+  cr_assert_not_null(cf);
+  fprintf(cf, "%.*s-restarted%s", (int)(eol - cfg2), cfg2, eol);
+  fclose(cf);
+  free(cfg2);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/restart.log", a.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "12000", log);
+  int rca = wait_exit(pa);
+  char *text = wd_it_read_file(log);
+  cr_assert_eq(rca, 0, "%s", text);
+  const char *up = strstr(text, "standby copies are up to date");
+  if (up) {
+    const char *paren = strstr(up, "(");
+    cr_assert(paren && !strncmp(paren, "(0 records applied)", 19),
+              "the restarted member copied changelog records into the tasks it owned:\n%s", text);
+  }
+  cr_assert_null(strstr(text, "caught up (standby copy)"), "%s", text);
+  cr_assert_null(strstr(text, "restored"), "a task was restored although its offsets were the group's:\n%s", text);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&a);
+  cr_assert_gt(json_array_size(ra), 100);
+  cr_assert(wd_test_json_same(ra, rb), "the restarted member's table differs from the clean run's");
+  free(text);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&a);
+}
+
 /* At-least-once through repartition topics, stopped and restarted with input in between (the
  * forwarded partitions start where the last run stopped, the repartition topics created at the
  * first start are assigned at once): the final table equals an exactly-once single run's. */
