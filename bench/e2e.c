@@ -150,6 +150,16 @@ typedef struct {
   size_t n;
 } outs_t;
 
+/* The order number of an output record: the first run of digits of its key ({"order_id":N}). */
+static uint64_t key_number(const rd_kafka_message_t *m) {
+  uint64_t k = 0;
+  const char *p = m->key;
+  size_t i = 0;
+  while (i < m->key_len && (p[i] < '0' || p[i] > '9')) i++;
+  while (i < m->key_len && p[i] >= '0' && p[i] <= '9') k = k * 10 + (uint64_t)(p[i++] - '0');
+  return k;
+}
+
 /* Reads the whole output topic, read_committed (librdkafka's default isolation level): until every
  * partition reported its end (the last stable offset; transaction markers take offsets, so the
  * high watermark is not a message count under exactly-once). */
@@ -165,12 +175,7 @@ static void read_output(const char *topic, outs_t *o) {
   while ((m = bench_reader_next(rk, at_end, deadline))) {
     if ((int64_t)o->n < end) {
       o->ts[o->n] = rd_kafka_message_timestamp(m, NULL);
-      uint64_t k = 0;
-      const char *p = m->key;
-      size_t i = 0;
-      while (i < m->key_len && (p[i] < '0' || p[i] > '9')) i++;
-      while (i < m->key_len && p[i] >= '0' && p[i] <= '9') k = k * 10 + (uint64_t)(p[i++] - '0');
-      o->key[o->n++] = k;
+      o->key[o->n++] = key_number(m);
     }
     rd_kafka_message_destroy(m);
   }
@@ -277,20 +282,7 @@ typedef struct {
 
 static void *follow_main(void *arg) {
   follow_t *f = arg;
-  char errstr[512];
-  rd_kafka_conf_t *c = bench_base_conf();
-  bench_conf_set(c, "group.id", "widen-bench-follower");
-  bench_conf_set(c, "enable.auto.commit", "false");
-  bench_conf_set(c, "enable.partition.eof", "true");
-  bench_conf_set(c, "isolation.level", "read_committed");
-  bench_conf_set(c, "fetch.wait.max.ms", "10");
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
-  if (!rk) bench_die("follower: %s", errstr);
-  rd_kafka_poll_set_consumer(rk);
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
-  for (int p = 0; p < 4; p++) rd_kafka_topic_partition_list_add(l, f->topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_assign(rk, l);
-  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_t *rk = bench_new_reader(f->topic);
   bool at_end[4] = {false, false, false, false};
   while (!(f->stop && at_end[0] && at_end[1] && at_end[2] && at_end[3])) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 20);
@@ -308,14 +300,9 @@ static void *follow_main(void *arg) {
           f->key = realloc(f->key, f->cap * sizeof(uint64_t));
           if (!f->ts || !f->recv || !f->key) bench_die("%s", "follower: out of memory");
         }
-        uint64_t k = 0;
-        const char *p = m->key;
-        size_t i = 0;
-        while (i < m->key_len && (p[i] < '0' || p[i] > '9')) i++;
-        while (i < m->key_len && p[i] >= '0' && p[i] <= '9') k = k * 10 + (uint64_t)(p[i++] - '0');
         f->ts[f->n] = rd_kafka_message_timestamp(m, NULL);
         f->recv[f->n] = now;
-        f->key[f->n++] = k;
+        f->key[f->n++] = key_number(m);
       }
     }
     rd_kafka_message_destroy(m);

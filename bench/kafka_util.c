@@ -137,6 +137,7 @@ rd_kafka_t *bench_new_reader(const char *topic) {
   bench_conf_set(c, "enable.auto.commit", "false");
   bench_conf_set(c, "enable.partition.eof", "true");
   bench_conf_set(c, "isolation.level", "read_committed");
+  bench_conf_set(c, "fetch.wait.max.ms", "10"); /* a follower sees a commit within ~10 ms */
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
   if (!rk) bench_die("consumer: %s", errstr);
   rd_kafka_poll_set_consumer(rk);

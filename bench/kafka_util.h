@@ -36,7 +36,7 @@ rd_kafka_t *bench_new_consumer(const char *const *topics, int n);
 /* Sum of the high watermarks of topic's 4 partitions. */
 int64_t bench_topic_end(rd_kafka_t *rk, const char *topic);
 /* A read_committed assign-mode consumer of topic's 4 partitions from the beginning, with partition
- * EOF events; bench_reader_next returns its next message (the caller destroys it), or NULL once
+ * EOF events and short fetch waits (fetch.wait.max.ms 10: it may follow a topic live); bench_reader_next returns its next message (the caller destroys it), or NULL once
  * every partition reported its end (the last stable offset: transaction markers take offsets, so
  * the high watermark is no message count under exactly-once) or at deadline (wd_mono_s() s).
  * at_end: per partition, all false at first. */

@@ -256,24 +256,6 @@ static pid_t start_widen(const char *widen, const char *config, const char *log)
   return pid;
 }
 
-/* The output reader: read_committed, short fetch waits, from the beginning of all 4 partitions. */
-static rd_kafka_t *new_reader(const char *topic) {
-  char errstr[512];
-  rd_kafka_conf_t *c = bench_base_conf();
-  bench_conf_set(c, "group.id", "widen-bench-restart-reader");
-  bench_conf_set(c, "enable.auto.commit", "false");
-  bench_conf_set(c, "isolation.level", "read_committed");
-  bench_conf_set(c, "fetch.wait.max.ms", "10");
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
-  if (!rk) bench_die("reader: %s", errstr);
-  rd_kafka_poll_set_consumer(rk);
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
-  for (int p = 0; p < 4; p++) rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_assign(rk, l);
-  rd_kafka_topic_partition_list_destroy(l);
-  return rk;
-}
-
 /* Polls the reader until an output record with CreateTime >= since_ms arrives (returns the wall
  * ms of its arrival) or timeout_s passes (returns -1). */
 static int64_t wait_output(rd_kafka_t *rk, int64_t since_ms, double timeout_s, uint64_t *seen) {
@@ -376,7 +358,7 @@ int main(int argc, char **argv) {
   snprintf(log2, sizeof log2, "%s/restarted.log", work);
   write_config(demo, cfgp, prefix, group, state, cache_mb, cache_entries, static_member);
   snprintf(outt, sizeof outt, "%sorders_wide", prefix);
-  rd_kafka_t *reader = new_reader(outt);
+  rd_kafka_t *reader = bench_new_reader(outt);
   uint64_t seen = 0;
 
   pid_t prod = start_producer(prefix, keys, rate, backlog);

@@ -116,6 +116,14 @@ static void env_init(env_t *e, const char *name, const char *guarantee) {
 
 /* Another member m of base's group (same topics and group, its own state directory and
  * group.instance.id `name`). */
+/* Appends line to e's config (its last section is `pipeline:`, so "  key: value" sets a pipeline option). */
+static void env_append(const env_t *e, const char *line) {
+  FILE *f = fopen(e->cfg, "a");
+  cr_assert_not_null(f);
+  fputs(line, f);
+  fclose(f);
+}
+
 static void env_member(const env_t *base, env_t *m, const char *name, const char *guarantee, const char *tasks) {
   *m = *base;
   snprintf(m->dir, sizeof(m->dir), "/tmp/widen-eo-%s-XXXXXX", name);
@@ -801,12 +809,7 @@ Test(scale_out, standby_copies_take_over_after_a_kill, .timeout = 280) {
   env_init_tasks(&clean, "sclean", "exactly-once", "per-partition");
   env_init_tasks(&a, "standA", "exactly-once", "per-partition");
   env_member(&a, &b, "standB", "exactly-once", "per-partition");
-  for (env_t *e = &a; e; e = e == &a ? &b : NULL) { /* both members keep standby copies */
-    FILE *f = fopen(e->cfg, "a");
-    cr_assert_not_null(f);
-    fputs("  num-standby-replicas: 1\n", f);
-    fclose(f);
-  }
+  for (env_t *e = &a; e; e = e == &a ? &b : NULL) env_append(e, "  num-standby-replicas: 1\n"); /* both keep copies */
   wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
   wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
@@ -856,10 +859,7 @@ Test(scale_out, standby_leaves_the_tasks_it_owned_alone_at_a_restart, .timeout =
   extra_props = "";
   env_init_tasks(&clean, "sbclean", "exactly-once", "per-partition");
   env_init_tasks(&a, "sbown", "exactly-once", "per-partition");
-  FILE *f = fopen(a.cfg, "a");
-  cr_assert_not_null(f);
-  fputs("  num-standby-replicas: 1\n", f);
-  fclose(f);
+  env_append(&a, "  num-standby-replicas: 1\n");
   wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 4);
   wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
@@ -952,10 +952,7 @@ Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
   env_init_tasks(&rp, "krp", "exactly-once", "per-partition");
   yaml_template = saved;
   free(yrp);
-  FILE *f = fopen(rp.cfg, "a");
-  cr_assert_not_null(f);
-  fputs("  partitions: 3\n", f); /* 3 tasks over a 1-partition source */
-  fclose(f);
+  env_append(&rp, "  partitions: 3\n"); /* 3 tasks over a 1-partition source */
   /* one partition for the single run and the repartitioned one, so that each key's records (its
    * key changes included) have one order in both (across partitions the order is anyone's) */
   wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 1);
@@ -1004,12 +1001,7 @@ Test(scale_out, standby_members_start_together, .timeout = 200) {
   env_init_tasks(&a, "togA", "exactly-once", "per-partition");
   env_member(&a, &b, "togB", "exactly-once", "per-partition");
   env_member(&a, &c, "togC", "exactly-once", "per-partition");
-  for (env_t *e = &a; e; e = e == &a ? &b : e == &b ? &c : NULL) {
-    FILE *f = fopen(e->cfg, "a");
-    cr_assert_not_null(f);
-    fputs("  num-standby-replicas: 1\n", f);
-    fclose(f);
-  }
+  for (env_t *e = &a; e; e = e == &a ? &b : e == &b ? &c : NULL) env_append(e, "  num-standby-replicas: 1\n");
   wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 3);
   const env_t *one[] = {&a};
   produce_orders(one, 1, 600, 19, 0);
@@ -1067,10 +1059,7 @@ static void grow_topic(const char *topic, int partitions) {
 Test(repartition, a_changed_task_layout_is_refused, .timeout = 200) {
   env_t e;
   env_init_tasks(&e, "layout", "exactly-once", "per-partition");
-  FILE *f = fopen(e.cfg, "a");
-  cr_assert_not_null(f);
-  fputs("  partitions: 3\n", f);
-  fclose(f);
+  env_append(&e, "  partitions: 3\n");
   char topic[200];
   snprintf(topic, sizeof(topic), "%sorders", e.prefix);
   wd_it_create_topic(topic, 3);
@@ -1100,13 +1089,7 @@ Test(repartition, a_changed_task_layout_is_refused, .timeout = 200) {
  * read_committed); the first one of partition `part` (if any, and when key is not NULL) is copied
  * into *key, *klen and *val, *vlen (malloc'd, caller frees). */
 static size_t count_records(const char *topic, int32_t part, char **key, size_t *klen, char **val, size_t *vlen) {
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
-  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
-  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_consumer_t *c = wd_it_consumer(topic);
   static wd_kmsg_t msgs[500];
   size_t got = 0;
   for (int idle = 0; idle < 4;) {
@@ -1124,7 +1107,6 @@ static size_t count_records(const char *topic, int32_t part, char **key, size_t 
     wd_kmsg_release(msgs, n); /* before the consumer goes: it waits for its messages */
   }
   wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
   return got;
 }
 

@@ -172,13 +172,7 @@ static json_t *history(const env_t *e) {
 static json_t *changelog(const env_t *e) {
   char topic[200];
   snprintf(topic, sizeof(topic), "%sorders_wide", e->prefix);
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
-  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
-  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_consumer_t *c = wd_it_consumer(topic);
   json_t *out = json_array();
   wd_buf_t b = {0};
   static wd_kmsg_t msgs[500];
@@ -203,7 +197,6 @@ static json_t *changelog(const env_t *e) {
   }
   wd_buf_free(&b);
   wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
   return out;
 }
 

@@ -68,13 +68,7 @@ typedef struct {
 } recs_t;
 
 static void read_topic(const char *topic, recs_t *r) {
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
-  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
-  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_consumer_t *c = wd_it_consumer(topic);
   memset(r, 0, sizeof(*r));
   wd_kmsg_t msgs[64];
   int idle = 0;
@@ -93,7 +87,6 @@ static void read_topic(const char *topic, recs_t *r) {
     wd_kmsg_release(msgs, n);
   }
   wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
 }
 
 static void recs_free(recs_t *r) {
@@ -580,13 +573,7 @@ static json_t *read_avro_changelog(const char *topic, const char *vschema, int32
   avro_value_iface_t *iface = avro_generic_class_from_schema(as);
   avro_value_t val;
   cr_assert_eq(avro_generic_value_new(iface, &val), 0);
-  wd_kafka_conf_t kc = {0};
-  wd_consumer_t *c = NULL;
-  const char *topics[] = {topic};
-  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
-  cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
-  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
-  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_consumer_t *c = wd_it_consumer(topic);
   json_t *out = json_array();
   wd_kmsg_t msgs[500];
   int idle = 0;
@@ -623,7 +610,6 @@ static json_t *read_avro_changelog(const char *topic, const char *vschema, int32
     wd_kmsg_release(msgs, n);
   }
   wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
   avro_value_decref(&val);
   avro_value_iface_decref(iface);
   avro_schema_decref(as);

@@ -117,12 +117,10 @@ static inline char *wd_it_replace(char *s, const char *from, const char *to) {
   return out;
 }
 
-/* Reads every record of topic (all partitions, from the beginning, read_committed) as `widen
- * tail` lines: a JSON array of {"op","key","row"} in partition order (one key's records are in
- * order). It reads until every partition's position reaches the end offset it had when the read
- * began (a loaded broker may pause longer than any idle bound), for at most 180 s. The caller
- * owns the array. */
-static inline json_t *wd_it_read_changelog(const char *topic) {
+/* An assign-mode consumer of every partition of topic from the beginning (read_committed: the
+ * consumer's default), on the test broker; asserts on failure. The caller destroys it
+ * (wd_consumer_destroy). */
+static inline wd_consumer_t *wd_it_consumer(const char *topic) {
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
   const char *topics[] = {topic};
@@ -130,6 +128,18 @@ static inline json_t *wd_it_read_changelog(const char *topic) {
   cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
   wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
   cr_assert_null(err, "%s", err ? err->message : "");
+  wd_kafka_conf_clear(&kc); /* borrowed by wd_consumer_new for the call only */
+  return c;
+}
+
+/* Reads every record of topic (all partitions, from the beginning, read_committed) as `widen
+ * tail` lines: a JSON array of {"op","key","row"} in partition order (one key's records are in
+ * order). It reads until every partition's position reaches the end offset it had when the read
+ * began (a loaded broker may pause longer than any idle bound), for at most 180 s. The caller
+ * owns the array. */
+static inline json_t *wd_it_read_changelog(const char *topic) {
+  wd_consumer_t *c = wd_it_consumer(topic);
+  wd_error_t *err = NULL;
   json_t *out = json_array();
   wd_buf_t b = {0};
   wd_kmsg_t msgs[500];
@@ -174,7 +184,6 @@ static inline json_t *wd_it_read_changelog(const char *topic) {
   free(pos);
   wd_buf_free(&b);
   wd_consumer_destroy(c);
-  wd_kafka_conf_clear(&kc);
   return out;
 }
 
