@@ -2,6 +2,7 @@
  * app/commit.c — the commit coordinator (see commit.h and docs/exactly-once.md).
  */
 #include "app/commit.h"
+#include "app/tasks.h"
 #include "common/clock.h"
 
 #include <inttypes.h>
@@ -36,6 +37,8 @@ typedef struct wd_ctp {
   int32_t partition;
   int64_t start;       /* the starting offset on_assign answers */
   int64_t restore_end; /* records below it only rebuild state (no output); -1: none */
+  int64_t g_end;       /* the group's committed offset a rebuild started from (-1: none): offsets up
+                          to it are never sent to the transaction (they would move the group back) */
 } wd_ctp_t;
 
 struct wd_commit {
@@ -60,7 +63,11 @@ struct wd_commit {
   /* assignment */
   wd_ctp_t *tps;
   size_t ntps, cap_tps;
-  size_t nrestoring;
+  size_t nrestoring;   /* partitions of RESTORING tasks not yet running */
+  bool any_gend;       /* some assigned partition has a g_end */
+  wd_tasks_t *tasks;   /* the task table (app/tasks.h) */
+  size_t nholds;       /* task partitions held (wd_task_part_t.held_at >= 0) */
+  bool holds_dirty;    /* a record was held since the last wd_commit_after_batch */
   /* batch in hand */
   bool in_batch, batch_invalid;
   int in_callback; /* depth of consumer callbacks we are in */
@@ -106,7 +113,8 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_
                           wd_store_t *store, wd_commit_t **out) {
   *out = NULL;
   wd_commit_t *c = calloc(1, sizeof(*c));
-  if (!c || !(c->b = wd_store_batch_new())) {
+  if (!c || !(c->b = wd_store_batch_new()) || wd_tasks_new(&c->tasks)) {
+    if (c) wd_store_batch_destroy(c->b);
     free(c);
     return wd_error_nomem();
   }
@@ -142,6 +150,7 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->gc);
   free(c->gin);
   free(c->kept);
+  wd_tasks_destroy(c->tasks);
   wd_error_destroy(c->cb_err);
   wd_error_destroy(c->send_err);
   free(c);
@@ -458,6 +467,114 @@ static void keep_tasks(wd_commit_t *c, bool lost) {
   }
 }
 
+/* ---- the task table (app/tasks.h, docs/runtime.md) --------------------------------------------- */
+
+static void move_task(wd_commit_t *c, wd_task_t *task, wd_task_state_t to, const char *why) {
+  wd_error_t *err = wd_task_move(task, to, why);
+  if (err) keep_cb_error(c, err); /* an illegal move is a bug: the pipeline stops with it */
+}
+
+/* After an assignment: every task partition joins its task (CREATED), then each task is RESTORING
+ * while some partition must be rebuilt up to the group's offset, else RUNNING; a task revoked
+ * before and not assigned again becomes STANDBY (standby copies on) or CLOSED. */
+static void build_tasks(wd_commit_t *c) {
+  c->nholds = 0;
+  c->holds_dirty = false;
+  for (size_t i = 0; i < c->ntps; i++) {
+    if (is_stateless(c, c->tps[i].topic)) continue; /* a raw topic forwarded: no task's */
+    wd_task_t *task = wd_tasks_ensure(c->tasks, task_of(c, c->tps[i].partition));
+    if (!task) {
+      keep_cb_error(c, wd_error_nomem());
+      return;
+    }
+    if (task->state == WD_TASK_SUSPENDED || task->state == WD_TASK_CLOSED || task->state == WD_TASK_STANDBY)
+      move_task(c, task, WD_TASK_CREATED, "assigned");
+    if (!wd_task_add_partition(task, c->tps[i].topic, c->tps[i].partition, c->tps[i].restore_end)) {
+      keep_cb_error(c, wd_error_nomem());
+      return;
+    }
+  }
+  for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
+    wd_task_t *task = wd_tasks_at(c->tasks, i);
+    if (task->state == WD_TASK_CREATED) {
+      char why[96];
+      if (task->unreached) {
+        snprintf(why, sizeof(why), "%zu of its %zu partition(s) rebuilt up to the group's offsets", task->unreached,
+                 task->nparts);
+        move_task(c, task, WD_TASK_RESTORING, why);
+      } else {
+        move_task(c, task, WD_TASK_RUNNING, "its state is at the group's offsets");
+      }
+    } else if (task->state == WD_TASK_SUSPENDED) {
+      move_task(c, task, c->conf.standby ? WD_TASK_STANDBY : WD_TASK_CLOSED, "not assigned here");
+    }
+  }
+}
+
+/* A RESTORING task whose partitions all reached their restore end: it produces output from now
+ * on; its held partitions are released after the batch (wd_commit_after_batch). */
+static void task_now_running(wd_commit_t *c, wd_task_t *task) {
+  for (size_t k = 0; k < task->nparts; k++) {
+    wd_ctp_t *t = find_tp(c, task->parts[k].topic, task->parts[k].partition);
+    if (t && t->restore_end > 0) {
+      t->restore_end = -1;
+      c->nrestoring--;
+    }
+  }
+  wd_log(WD_LOG_INFO, "commit", "task %" PRIu32 ": state rebuilt up to the group's committed offsets of all its %zu "
+         "partition(s); producing output from here on", task->id, task->nparts);
+}
+
+wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (!c->nrestoring && !c->nholds) return WD_GATE_RUN;
+  if (is_stateless(c, topic)) return WD_GATE_RUN;
+  wd_task_t *task = wd_tasks_find(c->tasks, task_of(c, partition));
+  if (!task) return WD_GATE_RUN;
+  wd_task_part_t *part = wd_task_partition(task, topic, partition);
+  bool was_held = part && part->held_at >= 0, now_running = false;
+  wd_gate_t g = wd_task_gate(task, part, offset, &now_running);
+  if (now_running) task_now_running(c, task);
+  if (g == WD_GATE_HOLD) {
+    c->holds_dirty = true;
+    c->nholds += !was_held;
+  }
+  return g;
+}
+
+wd_error_t *wd_commit_after_batch(wd_commit_t *c) {
+  wd_error_t *err = NULL;
+  if (!c->cons || (!c->nrestoring && !c->nholds)) return NULL;
+  for (size_t i = 0; i < wd_tasks_count(c->tasks) && !err; i++) {
+    wd_task_t *task = wd_tasks_at(c->tasks, i);
+    /* a partition whose position reached its restore end without a record past it (idle, or a
+     * transaction marker last) */
+    for (size_t k = 0; k < task->nparts && task->state == WD_TASK_RESTORING; k++) {
+      wd_task_part_t *pt = &task->parts[k];
+      if (pt->reached) continue;
+      int64_t pos = wd_consumer_position(c->cons, pt->topic, pt->partition);
+      if (pos >= pt->restore_end && wd_task_part_reached(task, pt)) {
+        move_task(c, task, WD_TASK_RUNNING, "all its partitions reached the group's committed offsets");
+        task_now_running(c, task);
+      }
+    }
+    for (size_t k = 0; k < task->nparts && !err; k++) {
+      wd_task_part_t *pt = &task->parts[k];
+      if (pt->held_at < 0) continue;
+      if (task->state == WD_TASK_RUNNING) {
+        err = wd_consumer_release_partition(c->cons, pt->topic, pt->partition, pt->held_at);
+        wd_log(WD_LOG_DEBUG, "commit", "%s[%d] released at %" PRId64, pt->topic, pt->partition, pt->held_at);
+        pt->held_at = -1;
+        c->nholds--;
+      } else if (c->holds_dirty) {
+        /* read again from its first held record once the task runs */
+        err = wd_consumer_hold_partition(c->cons, pt->topic, pt->partition, pt->held_at);
+      }
+    }
+  }
+  c->holds_dirty = false;
+  return err;
+}
+
 /* ---- the state changelog topic --------------------------------------------------------------- */
 
 static uint32_t task_of_key(const uint8_t *key, size_t klen) {
@@ -608,6 +725,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     t->topic = parts[i].topic;
     t->partition = parts[i].partition;
     t->restore_end = -1;
+    t->g_end = -1;
     int64_t s = stored[i] = stored_offset(c, parts[i].topic, parts[i].partition);
     if (!c->conf.group)
       t->start = c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
@@ -721,6 +839,8 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     }
     t->restore_end = g[i].offset; /* -1: the group never committed: nothing to rebuild silently */
     if (t->restore_end > 0) {
+      t->g_end = t->restore_end;
+      c->any_gend = true;
       restoring++;
       c->nrestoring++;
     }
@@ -772,10 +892,12 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     }
     wd_log(WD_LOG_INFO, "commit",
            "%zu task(s) of this assignment have no local state at the group's committed position: their rows are "
-           "rebuilt from the beginning of %zu partition(s), without output until each reaches the committed offset",
+           "rebuilt from the beginning of %zu partition(s), without output until all of a task's partitions reach "
+           "the group's committed offsets (a partition that gets there first waits for the others)",
            ntasks_restore, restoring);
   }
 done:
+  build_tasks(c);
   free(g);
   free(drop);
   free(lead);
@@ -802,6 +924,11 @@ bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partit
   return t && offset < t->restore_end;
 }
 
+const char *wd_commit_task_state(wd_commit_t *c, uint32_t task) {
+  wd_task_t *t = wd_tasks_find(c->tasks, task);
+  return t ? wd_task_state_name(t->state) : NULL;
+}
+
 void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
   c->in_callback++;
   if (c->phase != WD_PHASE_IDLE) {
@@ -826,6 +953,16 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
   for (size_t i = 0; i < c->ntps && c->conf.standby; i++) /* their copies are kept warm from now on */
     if (!is_stateless(c, c->tps[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, c->tps[i].partition), false);
   keep_tasks(c, lost);
+  for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
+    wd_task_t *task = wd_tasks_at(c->tasks, i);
+    if (task->state == WD_TASK_CREATED) move_task(c, task, WD_TASK_CLOSED, lost ? "lost" : "revoked");
+    else if (task->state == WD_TASK_RESTORING || task->state == WD_TASK_RECONCILING || task->state == WD_TASK_RUNNING)
+      move_task(c, task, WD_TASK_SUSPENDED, lost ? "its partitions were lost" : "revoked");
+  }
+  wd_tasks_clear_partitions(c->tasks);
+  c->nholds = 0;
+  c->holds_dirty = false;
+  c->any_gend = false;
   c->ntps = 0;
   c->nrestoring = 0;
   c->paused = false;
@@ -990,26 +1127,13 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
 static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
   size_t n = 0;
   for (size_t i = 0; i < c->nin; i++) {
-    const wd_ctp_t *t = c->nrestoring ? find_tp(c, c->in[i].topic, c->in[i].partition) : NULL;
-    if (t && c->in[i].offset <= t->restore_end) continue;
+    const wd_ctp_t *t = c->any_gend ? find_tp(c, c->in[i].topic, c->in[i].partition) : NULL;
+    if (t && c->in[i].offset <= t->g_end) continue;
     out[n++] = c->in[i];
   }
   return n;
 }
 
-/* Finishes restores that reached their end. */
-static void note_restored(wd_commit_t *c) {
-  if (!c->nrestoring) return;
-  for (size_t i = 0; i < c->nin; i++) {
-    wd_ctp_t *t = find_tp(c, c->in[i].topic, c->in[i].partition);
-    if (t && t->restore_end > 0 && c->in[i].offset >= t->restore_end) {
-      wd_log(WD_LOG_INFO, "commit", "%s[%d]: state rebuilt up to the group's committed offset %" PRId64
-             "; producing output from here on", t->topic, t->partition, t->restore_end);
-      t->restore_end = -1;
-      c->nrestoring--;
-    }
-  }
-}
 
 /* An abortable error (txn_requires_abort, not fenced or fatal) aborts the open commit: the abort's
  * own error (or NULL) is returned in its place and *aborted set; any other error is returned as
@@ -1208,7 +1332,6 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       fault_point(c, "after-finalize");
       if (!c->conf.exactly_once)
         for (size_t i = 0; i < c->nin; i++) note_gc(c, &c->in[i]);
-      note_restored(c);
       wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %" PRIu64 " records, %zu partitions, %.1f ms", c->number,
              c->records, c->nin, (wd_mono_s() - c->t0) * 1000.0);
       reset_open(c);

@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/tasks.h"
 #include "common/error.h"
 #include "common/kafka_conf.h"
 #include "ingest/consumer.h"
@@ -139,6 +140,24 @@ wd_error_t *wd_commit_begin(wd_commit_t *c);
 /* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring
  * up to the group's committed offset): then it is merged but produces no output. */
 bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* The gate of a record (issue 21, docs/runtime.md): whether the record at offset of (topic,
+ * partition) is applied with output (WD_GATE_RUN), applied without output because its task is
+ * RESTORING below the group's committed offset (WD_GATE_RESTORE), or not taken at all
+ * (WD_GATE_HOLD: its partition reached the group's offset while another partition of its task has
+ * not; the record and every later one of the partition in this batch are left, and read again when
+ * the task runs). A task produces output only once all its partitions reached the group's offsets.
+ * Call in delivery order, once per record; then wd_commit_after_batch after the batch. */
+wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* After each poll (with or without records): a RESTORING task's partition whose consumer position
+ * reached its restore end counts as caught up; held partitions are moved back to their first held
+ * record and paused (task still RESTORING) or resumed (task RUNNING). Errors: "E_KAFKA" from the
+ * seek or pause (the pipeline stops: positions would be unknown), E_NOMEM. */
+wd_error_t *wd_commit_after_batch(wd_commit_t *c);
+
+/* The state name of task `task` ("RUNNING", ...; app/tasks.h), or NULL when it was never here. */
+const char *wd_commit_task_state(wd_commit_t *c, uint32_t task);
 
 /* Records that the open commit includes (topic, partition) up to offset (taken: applied or
  * dead-lettered). topic must stay valid for the coordinator's life (the sources' copy). 0, or -1

@@ -42,6 +42,7 @@ typedef struct {
   bool skipped;        /* replay --from: older than the point in time */
   bool lookup;         /* a lookup source's message: its records are p->lk.recs[first .. first+count) */
   bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
+  bool held;           /* issue 21: not taken (its task is restoring other partitions): read again */
   int src;             /* index of its source (cfg->sources), -1 when none */
 } wd_bmsg_t;
 
@@ -825,7 +826,12 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     memset(b, 0, sizeof(*b));
     b->first = p->nrecs;
-    p->restoring[i] = wd_commit_restoring(p->commit, m->topic, m->partition, m->offset);
+    wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
+    p->restoring[i] = gate == WD_GATE_RESTORE;
+    if (gate == WD_GATE_HOLD) { /* issue 21: read again once every partition of its task caught up */
+      b->held = true;
+      continue;
+    }
     const wd_source_t *src = source_of(p, m->topic);
     if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
         past_stop(p, m)) { /* issue 13: a rebuild stops where the old state stood */
@@ -967,6 +973,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_kmsg_t *m = &p->msgs[i];
     const char *topic = canon_topic(p, m->topic);
     if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
+    if (p->bm[i].held) continue;   /* issue 21: not taken (read again when its task runs) */
     if (topic && p->gt && wd_gtable_has_topic(p->gt, topic)) { /* a lookup topic: positions of this process */
       if (wd_commit_note_global(p->commit, topic, m->partition, m->offset) ||
           wd_gtable_taken(p->gt, topic, m->partition, m->offset))
@@ -976,7 +983,9 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (topic && hist_note(p, topic, m->partition, m->offset)) return wd_error_nomem(); /* issue 13 */
   }
   /* counters, once the batch is taken */
-  p->st.records_in += n;
+  size_t nheld = 0;
+  for (size_t i = 0; i < n; i++) nheld += p->bm[i].held;
+  p->st.records_in += n - nheld;
   p->st.batches++;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
@@ -987,7 +996,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     p->st.restored += p->restoring[i];
   }
   /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
-  p->hc.records_in += n;
+  p->hc.records_in += n - nheld;
   p->hc.changes_out += p->st.changes_out - changes0;
   for (size_t i = 0; i < n; i++) {
     p->hc.dead_letters += p->bm[i].err && !p->restoring[i];
@@ -1319,6 +1328,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       }
       if (err) break;
     }
+    if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
     if (p->gt) { /* issue 11 point 4: the lookup topics, read outside the group */
       size_t ng = 0;
       err = global_batch(p, &ng);

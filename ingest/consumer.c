@@ -45,6 +45,9 @@ struct wd_consumer {
    * effect): held in order and returned first by the next wd_consumer_poll_batch */
   rd_kafka_message_t **held;
   size_t nheld, cap_held;
+  /* partitions held by wd_consumer_hold_partition (paused until released, also across
+   * wd_consumer_pause(false)); cleared by every rebalance */
+  rd_kafka_topic_partition_list_t *holds;
 };
 
 /* The consumer's own copy of a topic name (stable until destroy), or NULL. */
@@ -85,6 +88,10 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   char summary[512];
   size_t len = 0;
   summary[0] = 0;
+  if (c->holds) { /* a rebalance clears the holds (wd_consumer_hold_partition) */
+    rd_kafka_topic_partition_list_destroy(c->holds);
+    c->holds = NULL;
+  }
   if (c->on_assign_all && parts->cnt > 0) {
     wd_tp_offset_t *arr = calloc((size_t)parts->cnt, sizeof(*arr));
     if (arr) {
@@ -141,6 +148,10 @@ static void wd_consumer_drop_held(wd_consumer_t *c, const rd_kafka_topic_partiti
 /* Drops the messages of the revoked partitions from the batch being filled. */
 static void wd_consumer_drop_revoked(wd_consumer_t *c, const rd_kafka_topic_partition_list_t *parts) {
   wd_consumer_drop_held(c, parts);
+  if (c->holds) { /* a rebalance clears the holds (wd_consumer_hold_partition) */
+    rd_kafka_topic_partition_list_destroy(c->holds);
+    c->holds = NULL;
+  }
   if (!c->batch) return;
   size_t keep = 0, dropped = 0;
   for (size_t i = 0; i < *c->batch_n; i++) {
@@ -712,6 +723,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   }
   wd_consumer_drop_held(c, NULL);
   free(c->held);
+  if (c->holds) rd_kafka_topic_partition_list_destroy(c->holds);
   free(c->group_id);
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
@@ -744,6 +756,7 @@ wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, si
   for (size_t i = 0; i < n; i++)
     rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset =
         offsets[i].offset >= 0 ? offsets[i].offset : RD_KAFKA_OFFSET_BEGINNING;
+  wd_consumer_drop_held(c, list); /* records fetched beyond the new positions are read again */
   if ((rerr = rd_kafka_seek_partitions(c->rk, list, 10000))) {
     err = wd_kafka_error_obj(c->rk, rerr, "E_KAFKA", "seeking %zu partitions", n);
     goto cleanup;
@@ -764,6 +777,9 @@ wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause) {
   rd_kafka_topic_partition_list_t *list = NULL;
   if (c->paused == pause) return NULL;
   rd_kafka_resp_err_t rerr = rd_kafka_assignment(c->rk, &list);
+  if (!rerr && !pause && c->holds) /* held partitions stay paused until released */
+    for (int i = 0; i < c->holds->cnt; i++)
+      rd_kafka_topic_partition_list_del(list, c->holds->elems[i].topic, c->holds->elems[i].partition);
   if (!rerr) rerr = pause ? rd_kafka_pause_partitions(c->rk, list) : rd_kafka_resume_partitions(c->rk, list);
   if (rerr) err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "%s the assigned partitions", pause ? "pausing" : "resuming");
   else c->paused = pause;
@@ -808,3 +824,57 @@ void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
 }
 
 uint64_t wd_consumer_generation(const wd_consumer_t *c) { return c->generation; }
+
+/* Seeks one partition (offset >= 0) after dropping its held records; pauses or resumes it. */
+static wd_error_t *wd_consumer_hold_one(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset,
+                                        bool pause) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+  if (!list) return wd_error_nomem();
+  rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
+  rd_kafka_resp_err_t rerr = pause ? rd_kafka_pause_partitions(c->rk, list) : RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (rerr) {
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "pausing %s [%" PRId32 "]", topic, partition);
+    goto done;
+  }
+  if (offset >= 0) {
+    wd_consumer_drop_held(c, list);
+    rd_kafka_error_t *serr = rd_kafka_seek_partitions(c->rk, list, 10000);
+    if (serr) {
+      err = wd_kafka_error_obj(c->rk, serr, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64, topic, partition, offset);
+      goto done;
+    }
+    if (list->elems[0].err) {
+      err = wd_kafka_error(c->rk, list->elems[0].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64, topic,
+                           partition, offset);
+      goto done;
+    }
+  }
+  if (!pause && !c->paused && (rerr = rd_kafka_resume_partitions(c->rk, list)))
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "resuming %s [%" PRId32 "]", topic, partition);
+done:
+  rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+wd_error_t *wd_consumer_hold_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (!c->holds && !(c->holds = rd_kafka_topic_partition_list_new(8))) return wd_error_nomem();
+  if (!rd_kafka_topic_partition_list_find(c->holds, topic, partition))
+    rd_kafka_topic_partition_list_add(c->holds, topic, partition);
+  return wd_consumer_hold_one(c, topic, partition, offset, true);
+}
+
+wd_error_t *wd_consumer_release_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (c->holds) rd_kafka_topic_partition_list_del(c->holds, topic, partition);
+  return wd_consumer_hold_one(c, topic, partition, offset, false);
+}
+
+int64_t wd_consumer_position(wd_consumer_t *c, const char *topic, int32_t partition) {
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+  if (!list) return -1;
+  rd_kafka_topic_partition_list_add(list, topic, partition);
+  int64_t off = -1;
+  if (!rd_kafka_position(c->rk, list) && !list->elems[0].err && list->elems[0].offset >= 0) off = list->elems[0].offset;
+  rd_kafka_topic_partition_list_destroy(list);
+  return off;
+}

@@ -169,6 +169,20 @@ wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, si
  * stopped. New assignments start resumed. Errors: "E_KAFKA". */
 wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause);
 
+/* Holds one assigned partition (issue 21, docs/runtime.md "the gate"): pauses it and, when
+ * offset >= 0, moves its position back to offset, dropping what was fetched of it beyond (held
+ * records included). It stays paused across wd_consumer_pause(false) until
+ * wd_consumer_release_partition or the next rebalance (which clears every hold). topic is copied.
+ * Errors: "E_KAFKA" (pause or seek refused, e.g. the partition is not assigned), E_NOMEM. */
+wd_error_t *wd_consumer_hold_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset);
+/* Releases a held partition: when offset >= 0 moves its position to offset first (dropping what was
+ * fetched beyond), then resumes it unless every partition is paused (wd_consumer_pause(true):
+ * the next wd_consumer_pause(false) resumes it). Errors: "E_KAFKA", E_NOMEM. */
+wd_error_t *wd_consumer_release_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset);
+/* The application's position of an assigned partition (the next offset it will deliver; past
+ * transaction markers the consumer skipped), or -1 when unknown. */
+int64_t wd_consumer_position(wd_consumer_t *c, const char *topic, int32_t partition);
+
 /* Polls once, up to timeout_ms, without taking records: for waits (schema registry, broker,
  * acknowledgements) while the partitions are paused (wd_consumer_pause), so that the group
  * does not evict the process. Rebalance callbacks run inside. A record that was already fetched

@@ -1157,3 +1157,135 @@ Test(repartition, a_misplaced_repartition_record_is_dead_lettered, .timeout = 20
   json_decref(by_key);
   env_done(&e);
 }
+
+/* ---- issue 21: output only once all of a task's partitions caught up ---------------------- */
+
+/* An env of the three-stream table (YAML3) with `tasks` (single: every source co-partitioned as
+ * it is, repartition auto; per-partition: shipments through its repartition topic). */
+static void env3t(env_t *e, const char *name, const char *tasks) {
+  const char *saved = yaml_template;
+  char *y = wd_it_replace(strdup(YAML3), "REPARTITION", strcmp(tasks, "single") ? "true" : "auto");
+  yaml_template = y;
+  env_init_tasks(e, name, "exactly-once", tasks);
+  yaml_template = saved;
+  free(y);
+}
+
+/* Compares the key -> row map an output ends at with a clean run's final table. */
+static void assert_ends_at(json_t *ends, const env_t *clean) {
+  json_t *rows = state_rows(clean), *want = rows_by_key(rows);
+  cr_assert_gt(json_object_size(want), 150);
+  const char *k;
+  json_t *v;
+  size_t bad = 0;
+  json_object_foreach(want, k, v) {
+    json_t *g = json_object_get(ends, k);
+    if ((!g || !wd_test_json_same(g, v)) && bad++ < 5) {
+      char *s1 = json_dumps(v, JSON_COMPACT), *s2 = g ? json_dumps(g, JSON_COMPACT) : strdup("(none)");
+      fprintf(stderr, "key %s: table %s\n  output ends at %s\n", k, s1, s2);
+      free(s1);
+      free(s2);
+    }
+  }
+  cr_assert_eq(bad, 0, "%zu keys end elsewhere than the clean run's table", bad);
+  cr_assert_eq(json_object_size(ends), json_object_size(want));
+  json_decref(rows);
+  json_decref(want);
+}
+
+/* A lost state directory with three streams (issue 21): the restarted process rebuilds (single
+ * task: from the sources; per-partition: from the state changelog topic) while new input of every
+ * stream waits behind the group's offsets. Every key's read_committed changelog is explainable
+ * (a row emitted before another stream's records up to the group's offset were applied shows as
+ * a -U that is not the current row) and the output ends at the clean run's table. */
+static void lost_state3(const char *tasks) {
+  env_t clean, lost;
+  env3t(&clean, "l3clean", tasks);
+  env3t(&lost, "l3lost", tasks);
+  create_topics3(&clean, 3);
+  create_topics3(&lost, 3);
+  const env_t *both[] = {&clean, &lost};
+  produce3(both, 2, 3000, 91, 0);
+  cr_assert_eq(run_widen(&lost, NULL), 0);
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", lost.state);
+  cr_assert_eq(system(cmd), 0);
+  produce3(both, 2, 6000, 91, 3000);
+  cr_assert_eq(run_widen(&lost, NULL), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(lost.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(y);
+  assert_ends_at(fx, &clean);
+  assert_ends_at(fy, &clean);
+  json_decref(x);
+  json_decref(y);
+  json_decref(fx);
+  json_decref(fy);
+  env_done(&clean);
+  env_done(&lost);
+}
+
+Test(exactly_once, lost_state_of_three_streams_single_task, .timeout = 300) { lost_state3("single"); }
+Test(scale_out, lost_state_of_three_streams_per_partition, .timeout = 300) { lost_state3("per-partition"); }
+
+/* A zombie (issue 21): member A is stopped (SIGSTOP) past its session timeout (6 s) and its
+ * transaction timeout (10 s) while input flows; B of the same group takes its tasks over; then A
+ * continues (SIGCONT), finds itself fenced or out of the group, and stops or rejoins. Read
+ * read_committed, every key's changelog is explainable with no stream version going back, and it
+ * ends at the clean run's table. */
+static void zombie(const char *tasks) {
+  env_t clean, a, b;
+  env3t(&clean, "zclean", tasks);
+  env3t(&a, "zA", tasks);
+  const char *saved = yaml_template;
+  char *y = wd_it_replace(strdup(YAML3), "REPARTITION", strcmp(tasks, "single") ? "true" : "auto");
+  yaml_template = y;
+  env_member(&a, &b, "zB", "exactly-once", tasks);
+  yaml_template = saved;
+  free(y);
+  create_topics3(&clean, 3);
+  create_topics3(&a, 3);
+  const env_t *both[] = {&clean, &a};
+  produce3(both, 2, 1500, 55, 0);
+  pid_t pa = spawn_widen(&a, NULL, "20000");
+  usleep(4000 * 1000);
+  pid_t pb = spawn_widen(&b, NULL, "20000");
+  usleep(4000 * 1000); /* both joined */
+  uint64_t at = 1500;
+  for (; at < 2400; at += 150) {
+    produce3(both, 2, at + 150, 55, at);
+    usleep(200 * 1000);
+  }
+  cr_assert_eq(kill(pa, SIGSTOP), 0);
+  for (int i = 0; i < 14; i++, at += 150) { /* 14 x 1.5 s = 21 s > session and transaction timeouts */
+    produce3(both, 2, at + 150, 55, at);
+    usleep(1500 * 1000);
+  }
+  cr_assert_eq(kill(pa, SIGCONT), 0);
+  for (; at < 6000; at += 150) {
+    produce3(both, 2, at + 150, 55, at);
+    usleep(200 * 1000);
+  }
+  int ra = wait_exit(pa), rb = wait_exit(pb);
+  cr_assert_eq(rb, 0, "member B exited with %d", rb);
+  fprintf(stderr, "zombie: member A exited with %d\n", ra);
+  if (ra != 0) cr_assert_eq(run_widen(&a, NULL), 0); /* whatever A left is taken up again */
+  cr_assert_eq(run_widen(&b, NULL), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *yy = changelog_by_key(a.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(yy);
+  assert_ends_at(fy, &clean);
+  json_decref(x);
+  json_decref(yy);
+  json_decref(fx);
+  json_decref(fy);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
+
+Test(repartition, a_stopped_member_past_its_timeouts_per_partition, .timeout = 400) { zombie("per-partition"); }

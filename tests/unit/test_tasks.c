@@ -1,0 +1,206 @@
+/*
+ * tests/unit/test_tasks.c — app/tasks.h: the table of legal task moves (every illegal move refused,
+ * the state kept), and the gate driven by a fake consumer: a RESTORING task produces nothing until
+ * all its partitions reached the group's offsets, and its held partitions, read again from their
+ * first held record, give every record exactly once and in order.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/tasks.h"
+
+static const wd_task_state_t S[] = {WD_TASK_CREATED, WD_TASK_RESTORING, WD_TASK_RECONCILING, WD_TASK_RUNNING,
+                                    WD_TASK_SUSPENDED, WD_TASK_STANDBY, WD_TASK_CLOSED};
+
+/* the table of app/tasks.h, written out again as pairs */
+static bool documented(wd_task_state_t a, wd_task_state_t b) {
+  static const struct { wd_task_state_t from, to; } legal[] = {
+      {WD_TASK_CREATED, WD_TASK_RESTORING},       {WD_TASK_CREATED, WD_TASK_RECONCILING},
+      {WD_TASK_CREATED, WD_TASK_RUNNING},         {WD_TASK_CREATED, WD_TASK_CLOSED},
+      {WD_TASK_RESTORING, WD_TASK_RECONCILING},   {WD_TASK_RESTORING, WD_TASK_RUNNING},
+      {WD_TASK_RESTORING, WD_TASK_SUSPENDED},     {WD_TASK_RESTORING, WD_TASK_CLOSED},
+      {WD_TASK_RECONCILING, WD_TASK_RUNNING},     {WD_TASK_RECONCILING, WD_TASK_SUSPENDED},
+      {WD_TASK_RECONCILING, WD_TASK_CLOSED},      {WD_TASK_RUNNING, WD_TASK_SUSPENDED},
+      {WD_TASK_RUNNING, WD_TASK_CLOSED},          {WD_TASK_SUSPENDED, WD_TASK_CREATED},
+      {WD_TASK_SUSPENDED, WD_TASK_STANDBY},       {WD_TASK_SUSPENDED, WD_TASK_CLOSED},
+      {WD_TASK_STANDBY, WD_TASK_CREATED},         {WD_TASK_STANDBY, WD_TASK_CLOSED},
+      {WD_TASK_CLOSED, WD_TASK_CREATED},          {WD_TASK_CLOSED, WD_TASK_STANDBY},
+  };
+  for (size_t i = 0; i < sizeof(legal) / sizeof(legal[0]); i++)
+    if (legal[i].from == a && legal[i].to == b) return true;
+  return false;
+}
+
+Test(tasks, every_move_is_legal_exactly_as_documented) {
+  size_t nlegal = 0;
+  for (size_t i = 0; i < 7; i++)
+    for (size_t j = 0; j < 7; j++) {
+      if (i == j) continue;
+      cr_assert_eq(wd_task_move_legal(S[i], S[j]), documented(S[i], S[j]), "%s -> %s", wd_task_state_name(S[i]),
+                   wd_task_state_name(S[j]));
+      nlegal += documented(S[i], S[j]);
+    }
+  cr_assert_eq(nlegal, 20);
+  cr_assert_not(wd_task_move_legal((wd_task_state_t)99, WD_TASK_RUNNING));
+  cr_assert_str_eq(wd_task_state_name((wd_task_state_t)99), "?");
+}
+
+/* Each illegal move, one by one: refused with E_TASK_TRANSITION, the task keeps its state. */
+Test(tasks, each_illegal_move_is_refused_and_the_state_kept) {
+  size_t refused = 0;
+  for (size_t i = 0; i < 7; i++)
+    for (size_t j = 0; j < 7; j++) {
+      if (i == j || documented(S[i], S[j])) continue;
+      wd_task_t task = {.id = 3, .state = S[i]};
+      wd_error_t *err = wd_task_move(&task, S[j], "test");
+      cr_assert_not_null(err, "%s -> %s was taken", wd_task_state_name(S[i]), wd_task_state_name(S[j]));
+      cr_assert_str_eq(err->id, "E_TASK_TRANSITION");
+      cr_assert_eq(err->cls, WD_ERR_INTERNAL);
+      cr_assert(strstr(err->message, wd_task_state_name(S[i])) && strstr(err->message, wd_task_state_name(S[j])),
+                "%s", err->message);
+      cr_assert_eq(task.state, S[i]);
+      wd_error_destroy(err);
+      refused++;
+    }
+  cr_assert_eq(refused, 42 - 20);
+}
+
+Test(tasks, a_lifecycle_of_legal_moves) {
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 7);
+  cr_assert_not_null(task);
+  cr_assert_eq(task->state, WD_TASK_CLOSED);
+  cr_assert_eq(wd_tasks_ensure(t, 7), task, "ensure finds the task it made");
+  const wd_task_state_t path[] = {WD_TASK_CREATED, WD_TASK_RESTORING, WD_TASK_RECONCILING, WD_TASK_RUNNING,
+                                  WD_TASK_SUSPENDED, WD_TASK_STANDBY, WD_TASK_CREATED, WD_TASK_RUNNING,
+                                  WD_TASK_CLOSED};
+  for (size_t i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
+    cr_assert_null(wd_task_move(task, path[i], NULL));
+    cr_assert_eq(task->state, path[i]);
+  }
+  /* pointers stay valid while the table grows */
+  for (uint32_t id = 100; id < 400; id++) cr_assert_not_null(wd_tasks_ensure(t, id));
+  cr_assert_eq(wd_tasks_find(t, 7), task);
+  cr_assert_eq(wd_tasks_count(t), 301);
+  cr_assert_null(wd_tasks_find(t, 99));
+  wd_tasks_destroy(t);
+}
+
+/* ---- the gate with a fake consumer ------------------------------------------------------------ */
+
+#define NP 4
+#define PER 40 /* records per partition */
+
+typedef struct {
+  int64_t pos[NP];   /* the next offset each partition delivers */
+  bool paused[NP];
+} fake_consumer_t;
+
+/* One partition's next record, or -1 when it has none left or is paused. */
+static int64_t fake_next(fake_consumer_t *fc, int p) {
+  if (fc->paused[p] || fc->pos[p] >= PER) return -1;
+  return fc->pos[p]++;
+}
+
+static void gate_run(unsigned seed, const int64_t *restore_end) {
+  const char *topics[NP] = {"orders", "payments", "shipments", "orders"};
+  const int32_t parts[NP] = {0, 0, 0, 1};
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 0);
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, "assigned"));
+  for (int p = 0; p < NP; p++) cr_assert_not_null(wd_task_add_partition(task, topics[p], parts[p], restore_end[p]));
+  cr_assert_null(wd_task_move(task, task->unreached ? WD_TASK_RESTORING : WD_TASK_RUNNING, NULL));
+  fake_consumer_t fc = {{0}, {false}};
+  int64_t taken[NP];              /* next offset the pipeline expects to take, per partition */
+  bool run_seen = false;
+  size_t restored = 0, ran = 0;
+  for (int p = 0; p < NP; p++) taken[p] = 0;
+  srand(seed);
+  for (int round = 0; round < 10000; round++) {
+    /* a batch: a few records of random partitions, in delivery order */
+    int batch = 1 + rand() % 12;
+    for (int k = 0; k < batch; k++) {
+      int p = rand() % NP;
+      int64_t off = fake_next(&fc, p);
+      if (off < 0) continue;
+      wd_task_part_t *pt = wd_task_partition(task, topics[p], parts[p]);
+      cr_assert_not_null(pt);
+      bool now = false;
+      wd_gate_t g = wd_task_gate(task, pt, off, &now);
+      if (g == WD_GATE_HOLD) {
+        cr_assert_neq(task->state == WD_TASK_RUNNING && pt->held_at < 0, true);
+        continue;
+      }
+      /* taken: exactly the next record of its partition, never one twice or out of order */
+      cr_assert_eq(off, taken[p], "partition %d: took %lld, expected %lld", p, (long long)off, (long long)taken[p]);
+      taken[p]++;
+      if (g == WD_GATE_RESTORE) {
+        cr_assert_not(run_seen, "a record rebuilt state after output began");
+        cr_assert_lt(off, restore_end[p]);
+        restored++;
+      } else {
+        /* output only once every partition has reached its restore end */
+        for (int q = 0; q < NP; q++)
+          cr_assert(taken[q] >= restore_end[q] || fc.pos[q] >= restore_end[q],
+                    "output at partition %d while partition %d is at %lld of %lld", p, q, (long long)taken[q],
+                    (long long)restore_end[q]);
+        run_seen = true;
+        ran++;
+      }
+    }
+    /* after the batch (wd_commit_after_batch): held partitions are moved back and paused, or,
+     * once the task runs, moved back and resumed; a partition whose position reached its restore
+     * end without a record past it counts as caught up */
+    for (size_t k = 0; k < task->nparts && task->state == WD_TASK_RESTORING; k++) {
+      wd_task_part_t *pt = &task->parts[k];
+      if (!pt->reached && taken[k] >= pt->restore_end && wd_task_part_reached(task, pt))
+        cr_assert_null(wd_task_move(task, WD_TASK_RUNNING, NULL));
+    }
+    for (size_t k = 0; k < task->nparts; k++) {
+      wd_task_part_t *pt = &task->parts[k];
+      if (pt->held_at < 0) continue;
+      fc.pos[k] = pt->held_at;
+      fc.paused[k] = task->state != WD_TASK_RUNNING;
+      if (task->state == WD_TASK_RUNNING) pt->held_at = -1;
+    }
+    bool done = true;
+    for (int p = 0; p < NP; p++) done = done && taken[p] == PER;
+    if (done) break;
+  }
+  for (int p = 0; p < NP; p++) cr_assert_eq(taken[p], PER, "partition %d ended at %lld", p, (long long)taken[p]);
+  size_t want_restored = 0;
+  for (int p = 0; p < NP; p++) want_restored += restore_end[p] > 0 ? (size_t)restore_end[p] : 0;
+  cr_assert_eq(restored, want_restored);
+  cr_assert_eq(ran, NP * PER - want_restored);
+  cr_assert_eq(task->state, WD_TASK_RUNNING);
+  wd_tasks_destroy(t);
+}
+
+Test(tasks, the_gate_gives_output_only_after_every_partition_caught_up) {
+  const int64_t ends[][NP] = {{10, 30, 5, 20}, {39, 1, 1, 1}, {0, 0, 25, 0}, {40, 40, 40, 40}, {0, 0, 0, 0}};
+  for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++)
+    for (unsigned seed = 1; seed <= 40; seed++) gate_run(seed * 7919u + (unsigned)e, ends[e]);
+}
+
+/* A partition re-added with another restore end is counted once. */
+Test(tasks, re_adding_a_partition_counts_it_once) {
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 1);
+  cr_assert_not_null(wd_task_add_partition(task, "a", 1, 10));
+  cr_assert_not_null(wd_task_add_partition(task, "a", 1, 12));
+  cr_assert_not_null(wd_task_add_partition(task, "b", 1, 0));
+  cr_assert_eq(task->nparts, 2);
+  cr_assert_eq(task->unreached, 1);
+  wd_task_part_t *pt = wd_task_partition(task, "a", 1);
+  cr_assert_eq(pt->restore_end, 12);
+  cr_assert(wd_task_part_reached(task, pt));
+  cr_assert_not(wd_task_part_reached(task, pt), "reached twice");
+  cr_assert_eq(task->unreached, 0);
+  wd_tasks_clear_partitions(t);
+  cr_assert_eq(task->nparts, 0);
+  wd_tasks_destroy(t);
+}
