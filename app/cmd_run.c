@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "common/clock.h"
@@ -25,9 +26,38 @@
 
 static wd_pipeline_t *running;
 
+static volatile sig_atomic_t signals;
+static volatile sig_atomic_t grace_settled = 1;
+
+/* The first SIGINT/SIGTERM stops the pipeline after the batch in hand and the open commit (every
+ * wait then bounded by transaction.timeout.ms: docs/runtime.md "Stop"); a second one leaves at
+ * once: what was committed is in Kafka and in the state's write-ahead log, and an open
+ * transaction is aborted by the broker (or fenced at the next start), as after a kill. */
 static void on_signal(int sig) {
   (void)sig;
-  if (running) wd_pipeline_stop(running);
+  if (++signals >= 2) {
+    static const char msg[] = "widen: second signal: leaving at once (the open commit, if any, is left to recovery)\n";
+    ssize_t w = write(2, msg, sizeof(msg) - 1);
+    (void)w;
+    _exit(130);
+  }
+  if (running) {
+    wd_pipeline_stop(running);
+    grace_settled = wd_pipeline_settled(running);
+    alarm(wd_pipeline_stop_grace_s(running)); /* the stop's bound, whatever librdkafka does */
+  }
+}
+
+/* The stop's time ran out (a client call that does not keep its timeout while the broker is away):
+ * leave as after a kill; exit 0 when no commit was open, else 3 (its records are read again). */
+static void on_alarm(int sig) {
+  (void)sig;
+  bool settled = running ? wd_pipeline_settled(running) : grace_settled;
+  static const char msg[] = "widen: the stop took longer than transaction.timeout.ms + 5 s (the broker does not "
+                            "answer): leaving now; recovery resolves what was open at the next start\n";
+  ssize_t w = write(2, msg, sizeof(msg) - 1);
+  (void)w;
+  _exit(settled ? 0 : 3);
 }
 
 /* Parses "beginning" (or "earliest", Kafka's word) or a timestamp: ms since the epoch, or "YYYY-MM-DD[THH:MM[:SS]]" (UTC). */
@@ -111,6 +141,8 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, NULL);
   if (opts->no_output)
     wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> state %s; nothing is written to Kafka (--output TOPIC "
            "writes the changelog and the dead letters)", cfg->table.name, cfg->sources.n,
@@ -121,6 +153,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
            opts->state_dir ? opts->state_dir : cfg->state.dir);
   double t0 = wd_mono_s();
   err = wd_pipeline_run(p);
+  grace_settled = wd_pipeline_settled(p); /* for a stop that runs out of time while closing */
   running = NULL;
   wd_pipeline_print_summary(p, stderr, wd_mono_s() - t0);
   if (opts->replay) {
@@ -137,6 +170,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
               cfg->sink.dead_letter_topic);
   }
   if (!err) rc = 0;
+  else if (!strcmp(err->id, "E_STOPPED")) rc = 3; /* stopped before its last commit was made: nothing lost */
 done:
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
@@ -156,7 +190,10 @@ static void run_usage(FILE *f) {
           "Consumes the config's source topics in its consumer group, merges every record into the\n"
           "RocksDB state (state.dir) with the table's merge engine, and produces the wide table's\n"
           "full-row changelog to sink.topic (bad input to sink.dead-letter-topic). Stops on SIGINT or\n"
-          "SIGTERM after finishing the batch in hand (exit 0).\n"
+          "SIGTERM after finishing the batch in hand and its open commit (exit 0); with the broker away\n"
+          "it gives up after transaction.timeout.ms (exit 3: the last commit was not made, its records\n"
+          "are read again on restart); a second signal leaves at once (exit 130), losing nothing\n"
+          "that was committed.\n"
           "  --config FILE     pipeline config (YAML; see configs/example.yaml)\n"
           "  --quiet           no status line every pipeline.status-interval-s seconds\n"
           "  --trace FILE      append every applied source message to FILE in apply order (JSON lines;\n"

@@ -77,6 +77,8 @@ struct wd_commit {
   size_t ngc, cap_gc;
   double last_gc;
   wd_error_t *cb_err; /* fatal error inside a callback */
+  volatile const int *stop; /* the pipeline's stop request (wd_commit_set_stop); may be NULL */
+  double stop_deadline;     /* monotonic s: a stop gives up waiting past it (0: not stopping yet) */
   bool changelog_sent; /* the open commit's changelog records are produced */
   wd_error_t *send_err;
   uint64_t restored_records; /* changelog records restored (all tasks, this process) */
@@ -170,6 +172,39 @@ static void keep_cb_error(wd_commit_t *c, wd_error_t *err) {
   else c->cb_err = err;
 }
 
+/* Whether a stop has used up its time (docs/runtime.md "Stop"): a second signal at once; a first
+ * one once transaction.timeout.ms has passed since a wait first saw it (past it the broker aborts
+ * the open transaction by itself, so waiting longer for a broker that is away gains nothing). */
+static bool stop_expired(wd_commit_t *c) {
+  if (!c->stop || !*c->stop) return false;
+  if (*c->stop >= 2) return true;
+  double now = wd_mono_s();
+  if (c->stop_deadline == 0) c->stop_deadline = now + (c->conf.txn_timeout_ms > 0 ? c->conf.txn_timeout_ms : 10000) / 1000.0;
+  return now >= c->stop_deadline;
+}
+
+/* ms left before a stop gives up (a long operation's timeout), at most cap_ms, at least 100. */
+static int stop_budget_ms(wd_commit_t *c, int cap_ms) {
+  if (!c->stop || !*c->stop) return cap_ms;
+  (void)stop_expired(c);
+  double left = (c->stop_deadline - wd_mono_s()) * 1000.0;
+  if (left < 100) return 100;
+  return left < cap_ms ? (int)left : cap_ms;
+}
+
+void wd_commit_set_stop(wd_commit_t *c, volatile const int *stop) { c->stop = stop; }
+
+void wd_commit_keep_error(wd_commit_t *c, wd_error_t *err) { keep_cb_error(c, err); }
+
+bool wd_commit_stop_expired(wd_commit_t *c) { return stop_expired(c); }
+
+static wd_error_t *stopped_error(wd_error_t *cause, const char *what) {
+  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while %s (%s): the last commit was not made; its "
+                               "records are read again on restart", what, cause ? cause->message : "stop requested");
+  wd_error_destroy(cause);
+  return e;
+}
+
 /* ---- serving the consumer while waiting ------------------------------------------------ */
 
 static void serve(wd_commit_t *c, int ms) {
@@ -218,32 +253,36 @@ void wd_commit_wait(wd_commit_t *c, int ms) {
 
 /* ---- the stored offsets and the group's --------------------------------------------------- */
 
-static int64_t stored_offset(wd_commit_t *c, const char *topic, int32_t partition) {
-  int64_t next = -1;
-  wd_error_t *err = wd_store_get_offset(c->store, topic, partition, &next);
+/* The offset stored with the state for (topic, partition) into *next (-1: none stored). A read
+ * error is an error, never "no state" (that would rebuild or re-emit history): the caller stops
+ * with it. Errors: E_STORE_READ (wrapped with the partition). */
+static wd_error_t *stored_offset(wd_commit_t *c, const char *topic, int32_t partition, int64_t *next) {
+  *next = -1;
+  wd_error_t *err = wd_store_get_offset(c->store, topic, partition, next);
   if (err) {
-    wd_log(WD_LOG_ERROR, "commit", "reading the stored offset of %s[%d]: %s", topic, partition, err->message);
-    wd_error_destroy(err);
-    return -1;
+    *next = -1;
+    return wd_error_wrap(err, "reading the stored offset of %s[%d] from the state directory (the process stops "
+                              "rather than take the partition for one without state)", topic, partition);
   }
-  return next;
+  return NULL;
 }
 
 /* The group's committed offsets of parts[0..n) into parts[i].offset (-1: none), retried for up
  * to about 60 s while the coordinator does not answer. */
-static wd_error_t *group_offsets_of(wd_consumer_t *cons, wd_tp_offset_t *parts, size_t n) {
+static wd_error_t *group_offsets_of(wd_commit_t *c, wd_consumer_t *cons, wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
   for (int attempt = 0; attempt < 12; attempt++) {
     wd_error_destroy(err);
-    if (!(err = wd_consumer_committed(cons, parts, n, 5000))) return NULL;
+    if (!(err = wd_consumer_committed(cons, parts, n, stop_budget_ms(c, 5000)))) return NULL;
     if (!err->retriable) break;
+    if (stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
     wd_log(WD_LOG_WARN, "commit", "reading the group's committed offsets: %s; retrying", err->message);
   }
   return err ? wd_error_wrap(err, "E_RECOVER: cannot read the consumer group's committed offsets") : NULL;
 }
 
 static wd_error_t *group_offsets(wd_commit_t *c, wd_tp_offset_t *parts, size_t n) {
-  return group_offsets_of(c->cons, parts, n);
+  return group_offsets_of(c, c->cons, parts, n);
 }
 
 /* Scale-out with lookups: whether the transaction of commit `number` committed, by the marker
@@ -252,7 +291,7 @@ static wd_error_t *marker_committed(wd_commit_t *c, uint64_t number, bool *yes) 
   *yes = false;
   if (!c->gcons) return NULL;
   wd_tp_offset_t m = {c->marker_topic, 0, -1};
-  wd_error_t *err = group_offsets_of(c->gcons, &m, 1);
+  wd_error_t *err = group_offsets_of(c, c->gcons, &m, 1);
   if (!err) *yes = m.offset == (int64_t)number;
   return err;
 }
@@ -361,7 +400,7 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
   /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
   for (int attempt = 0;; attempt++) {
     if (!(err = wd_producer_txn_init(c->prod, 30000))) break;
-    if (!err->retriable || attempt >= 4 || (stop && *stop)) goto done;
+    if (!err->retriable || attempt >= 4 || (stop && *stop) || stop_expired(c)) goto done;
     wd_log(WD_LOG_WARN, "commit", "%s; retrying", err->message);
     wd_error_destroy(err);
     err = NULL;
@@ -383,7 +422,8 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     memcpy(g, pr.t, pr.nt * sizeof(*g));
     err = group_offsets(c, g, pr.nt);
     for (size_t i = 0; !err && i < pr.nt && !committed; i++) {
-      int64_t s = stored_offset(c, pr.t[i].topic, pr.t[i].partition);
+      int64_t s = -1;
+      if ((err = stored_offset(c, pr.t[i].topic, pr.t[i].partition, &s))) break;
       committed = g[i].offset == pr.t[i].offset && pr.t[i].offset > s;
     }
     free(g);
@@ -726,7 +766,12 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     t->partition = parts[i].partition;
     t->restore_end = -1;
     t->g_end = -1;
-    int64_t s = stored[i] = stored_offset(c, parts[i].topic, parts[i].partition);
+    if ((err = stored_offset(c, parts[i].topic, parts[i].partition, &stored[i]))) {
+      keep_cb_error(c, err);
+      err = NULL;
+      goto done;
+    }
+    int64_t s = stored[i];
     if (!c->conf.group)
       t->start = c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
     else
@@ -911,7 +956,12 @@ int64_t wd_commit_on_assign(wd_commit_t *c, const char *topic, int32_t partition
   wd_ctp_t *t = find_tp(c, topic, partition);
   if (t) return t->start;
   /* not announced by on_assign_all (assign mode: replay, which assigns inside wd_consumer_new) */
-  int64_t s = stored_offset(c, topic, partition);
+  int64_t s = -1;
+  wd_error_t *err = stored_offset(c, topic, partition, &s);
+  if (err) {
+    keep_cb_error(c, err); /* the pipeline stops with it at its next step */
+    return WD_OFFSET_END;
+  }
   if (!c->conf.group) return c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
   return s >= 0 ? s : WD_OFFSET_STORED;
 }
@@ -1075,7 +1125,12 @@ static wd_error_t *rewind_consumer(wd_commit_t *c) {
   for (size_t i = 0; i < c->ntps; i++) {
     to[i].topic = c->tps[i].topic;
     to[i].partition = c->tps[i].partition;
-    int64_t s = stored_offset(c, c->tps[i].topic, c->tps[i].partition);
+    int64_t s = -1;
+    wd_error_t *err = stored_offset(c, c->tps[i].topic, c->tps[i].partition, &s);
+    if (err) {
+      free(to);
+      return err;
+    }
     to[i].offset = s >= 0 ? s : -1; /* -1: the beginning (wd_consumer_seek) */
   }
   wd_error_t *err = wd_consumer_seek(c->cons, to, c->ntps);
@@ -1091,7 +1146,8 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   if (c->txn_begun) {
     for (int attempt = 0; attempt < 10; attempt++) {
       wd_error_destroy(err);
-      if (!(err = wd_producer_txn_abort(c->prod, 30000)) || !err->retriable) break;
+      if (!(err = wd_producer_txn_abort(c->prod, stop_budget_ms(c, 30000))) || !err->retriable) break;
+      if (stop_expired(c)) break; /* the broker aborts it after transaction.timeout.ms */
       serve(c, 100);
     }
     if (err && (err->fatal || err->fenced)) return err;
@@ -1139,7 +1195,7 @@ static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
  * own error (or NULL) is returned in its place and *aborted set; any other error is returned as
  * it is. Takes err. */
 static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *aborted) {
-  if (!err || !err->txn_requires_abort || err->fenced || err->fatal) return err;
+  if (!wd_error_abortable(err)) return err;
   wd_error_t *aerr = wd_commit_abort(c, err->message);
   wd_error_destroy(err);
   if (aborted) *aborted = true;
@@ -1160,15 +1216,16 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   bool told = false;
   for (;;) {
     wd_error_destroy(err);
-    if (!(err = wd_producer_txn_commit(c->prod, 10000))) {
+    if (!(err = wd_producer_txn_commit(c->prod, stop_budget_ms(c, 10000)))) {
       c->phase = WD_PHASE_COMMITTED;
       return NULL;
     }
     if (err->fenced || err->fatal || err->txn_requires_abort) return abort_if_abortable(c, err, aborted);
     if (!err->retriable) return err;
-    if (stop && *stop >= 2) {
+    if ((stop && *stop >= 2) || stop_expired(c)) {
       wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
-                                   "confirmed (%s): recovery resolves it on restart", err->message);
+                                   "confirmed (%s): the last commit may not be made; recovery resolves it on "
+                                   "restart", err->message);
       wd_error_destroy(err);
       return e;
     }
@@ -1278,7 +1335,11 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         bool told = false;
         for (;;) {
           if (!(err = wd_producer_wait_acked(c->prod, 1000))) break;
-          if (!err->retriable || (stop && *stop >= 2)) break;
+          if (!err->retriable) break;
+          if ((stop && *stop >= 2) || stop_expired(c)) {
+            err = stopped_error(err, "the broker had not acknowledged the output");
+            break;
+          }
           if (!told) wd_log(WD_LOG_WARN, "commit", "waiting for the broker to acknowledge the output: %s", err->message);
           told = true;
           wd_error_destroy(err);
@@ -1304,7 +1365,11 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
           if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_producer_txn_send_offsets(c->prod, &m, 1, pm, 10000);
           wd_group_meta_destroy(pm);
         }
-        if (!err || !err->retriable || attempt >= 30 || (stop && *stop >= 2)) break;
+        if (!err || !err->retriable || attempt >= 30) break;
+        if ((stop && *stop >= 2) || stop_expired(c)) {
+          err = stopped_error(err, "sending the offsets to the transaction");
+          break;
+        }
         wd_error_destroy(err);
         err = NULL;
         serve(c, 100);

@@ -169,6 +169,21 @@ bool wd_commit_due(const wd_commit_t *c);
 /* Whether a commit is open (anything noted since the last one). */
 bool wd_commit_pending(const wd_commit_t *c);
 
+/* Keeps err (taken) as the error the pipeline stops with at its next wd_commit_take_error (the
+ * first one kept wins; later ones are freed): for failures inside consumer callbacks,
+ * which cannot return one. */
+void wd_commit_keep_error(wd_commit_t *c, wd_error_t *err);
+
+/* The pipeline's stop request (borrowed; read, never written; may be set from a signal
+ * handler): once it is set, every wait of the coordinator (acknowledgements, send_offsets,
+ * commit_transaction, abort_transaction, recovery) gives up when transaction.timeout.ms has passed
+ * since the first wait that saw it, or at once when it is >= 2 (a second signal), returning
+ * "E_STOPPED" (docs/runtime.md "Stop"). */
+void wd_commit_set_stop(wd_commit_t *c, volatile const int *stop);
+/* Whether the stop request has used up its time (see wd_commit_set_stop); false when not stopping.
+ * The first call that sees the request starts its clock. */
+bool wd_commit_stop_expired(wd_commit_t *c);
+
 /* Completes the open commit (docs/exactly-once.md steps 1-5); a no-op when none is open.
  * Waits (acknowledgements, a broker that is away) pause the partitions and serve the consumer.
  * *aborted (may be NULL) is set when the commit was aborted instead (abortable error): its output

@@ -138,14 +138,14 @@ static int add_task(uint32_t **v, size_t *n, size_t cap, uint32_t t) {
   return 0;
 }
 
-void wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n) {
+wd_error_t *wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n) {
   size_t need = gt->nowned + n;
   if (need > gt->cap_task) {
     uint32_t *o = realloc(gt->owned, need * sizeof(*o));
     if (o) gt->owned = o;
     uint32_t *t = realloc(gt->todo, need * sizeof(*t));
     if (t) gt->todo = t;
-    if (!o || !t) return; /* no memory: nothing more is owned (lookup changes skip those rows) */
+    if (!o || !t) return wd_error_nomem(); /* never a silently smaller ownership (issue 21) */
     gt->cap_task = need;
   }
   for (size_t i = 0; i < n; i++) {
@@ -156,6 +156,7 @@ void wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n)
     (void)add_task(&gt->owned, &gt->nowned, gt->cap_task, task);
     (void)add_task(&gt->todo, &gt->ntodo, gt->cap_task, task);
   }
+  return NULL;
 }
 
 void wd_gtable_reconcile_all(wd_gtable_t *gt) {

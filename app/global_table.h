@@ -69,8 +69,9 @@ wd_error_t *wd_gtable_rewind(wd_gtable_t *gt, bool to_stored);
 
 /* The assignment of the group's partitions parts[0..n) (the pipeline's on_assign_all): their
  * tasks (the partition, per-partition tasks) are owned from now on and each is to be reconciled.
- * wd_gtable_on_revoke: nothing is owned any more (eager rebalancing revokes everything). */
-void wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n);
+ * wd_gtable_on_revoke: nothing is owned any more (eager rebalancing revokes everything).
+ * Errors: E_NOMEM (the ownership is then incomplete: the caller stops, never goes on with it). */
+wd_error_t *wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n);
 void wd_gtable_on_revoke(wd_gtable_t *gt);
 
 /* Whether task is owned (the filter of join/lookup.h wd_join_set_owner; ctx is the wd_gtable_t). */

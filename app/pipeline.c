@@ -89,6 +89,8 @@ struct wd_pipeline {
   FILE *trace;
   uint64_t trace_msg;
   volatile sig_atomic_t stop;
+  volatile sig_atomic_t settled; /* no commit open (wd_pipeline_settled) */
+  unsigned stop_grace_s;         /* wd_pipeline_stop_grace_s */
   double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
   size_t *cl_src;              /* per changelog row: index of its source message in the batch */
   size_t cap_cl_src;
@@ -151,6 +153,9 @@ struct wd_pipeline {
   const char **gtopics; /* the lookup topics (the sources' copies) */
   char *pos_group;      /* the per-process group of the commit marker, owned */
 };
+
+unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p) { return p->stop_grace_s; }
+bool wd_pipeline_settled(const wd_pipeline_t *p) { return p->settled != 0; }
 
 void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = p->stop < 2 ? p->stop + 1 : 2; }
 
@@ -443,7 +448,10 @@ static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t 
     const char *canon;
     if (topic_kind(p, parts[i].topic, &si, &canon) != WD_TOPIC_RAW) own[m++] = parts[i];
   }
-  if (own) wd_gtable_on_assign(p->gt, own, m); /* no memory: nothing owned, lookup changes skip the rows */
+  /* no memory: the pipeline stops (an ownership with tasks missing would skip their rows' lookup
+   * changes: silently wrong output) */
+  wd_error_t *err = own ? wd_gtable_on_assign(p->gt, own, m) : wd_error_nomem();
+  if (err) wd_commit_keep_error(p->commit, wd_error_wrap(err, "recording the tasks of an assignment"));
   free(own);
 }
 
@@ -1212,6 +1220,15 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
 
 static wd_error_t *complete_commit(wd_pipeline_t *p);
 
+/* The producer's wait while its queue is full (sink/producer.h wd_producer_set_wait): the group is
+ * served meanwhile (partitions paused), and the send gives up when a stop has used its time or
+ * the batch in hand was abandoned by a rebalance. */
+static int producer_wait(void *ctx, int ms) {
+  wd_pipeline_t *p = ctx;
+  wd_commit_wait(p->commit, ms);
+  return wd_commit_stop_expired(p->commit) || wd_commit_batch_invalid(p->commit);
+}
+
 /* Before the group is joined: the lookup topics are read up to their end offsets of now, so that
  * the tasks this process is given are reconciled against whole lookup tables (a process still
  * loading them would emit -D of INNER rows whose lookup row it has not read yet, and +I when it
@@ -1226,7 +1243,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
-    if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+    if (wd_error_abortable(err)) {
       wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
       wd_error_destroy(err);
       err = aerr;
@@ -1283,7 +1300,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
     if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
       release_batch(p, n);
-      if (err->txn_requires_abort && !err->fenced && !err->fatal) { /* the batch is read again */
+      if (wd_error_abortable(err)) { /* the batch is read again */
         wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
         wd_error_destroy(err);
         if ((err = aerr)) break;
@@ -1295,7 +1312,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       last_input = now;
       if (p->busy_start == 0) p->busy_start = now;
       wd_commit_batch_begin(p->commit);
+      wd_producer_stats_t ps0, ps1;
+      wd_producer_stats(p->prod, &ps0);
       err = process_batch(p, n);
+      wd_producer_stats(p->prod, &ps1);
       last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
       if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
@@ -1311,16 +1331,30 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         err = NULL;
         continue;
       }
-      if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+      if (wd_error_abortable(err)) {
         wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
         wd_error_destroy(err);
         if ((err = aerr)) break;
         continue;
       }
       if (err && p->stop && err->retriable) {
-        /* stopped while waiting on something that comes back (the schema registry): nothing of
-         * this batch was merged or noted, so it is read again on restart; the open commit, with
-         * the batches before it, is completed below as on any stop */
+        /* stopped while waiting on something that comes back (the schema registry, a full
+         * producer queue): nothing of this batch was merged or noted, so it is read again on
+         * restart. If nothing of it was sent either, the open commit, with the batches before it,
+         * is completed below as on any stop; if some of its output was (records forwarded to a
+         * repartition topic while decoding, changes before the record that waited), that output
+         * must not be committed without the batch's source offsets: the open commit is aborted
+         * and all of it is read again (issue 21) */
+        if (ps1.sent != ps0.sent) {
+          wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
+                 "and its records are read again on restart", err->message);
+          wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
+          wd_error_destroy(err);
+          err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
+                                           "last commit was aborted; its records are read again on restart");
+          if (!aerr) err->retriable = true;
+          break;
+        }
         wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", err->message);
         wd_error_destroy(err);
         err = NULL;
@@ -1332,7 +1366,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (p->gt) { /* issue 11 point 4: the lookup topics, read outside the group */
       size_t ng = 0;
       err = global_batch(p, &ng);
-      if (err && err->txn_requires_abort && !err->fenced && !err->fatal) {
+      if (wd_error_abortable(err)) {
         wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
         wd_error_destroy(err);
         if ((err = aerr)) break;
@@ -1355,6 +1389,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
+    p->settled = !wd_commit_pending(p->commit);
     if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
     metrics_tick(p, now); /* issue 13 */
     /* a status line every interval, idle or not (README "Guarantees and operations") */
@@ -1366,7 +1401,9 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       last_in = p->st.records_in;
     }
   }
+  p->settled = 0;
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
+  p->settled = !err && !wd_commit_pending(p->commit);
   if (err && err->fenced)
     err = wd_error_wrap(err, "fenced: another widen process with transactional.id %s (or a newer member of group "
                              "%s) took over; this one stops without committing its open work (the other one "
@@ -1734,6 +1771,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   }
   int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
+  p->stop_grace_s = (unsigned)(txn_timeout_ms > 0 ? txn_timeout_ms : 60000) / 1000u + 5u;
+  p->settled = 1;
   if (!err) err = wd_producer_new(&p->pconf, &p->prod);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
@@ -1804,6 +1843,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
+  wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
+  wd_producer_set_wait(p->prod, producer_wait, p); /* a full producer queue serves the group */
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);

@@ -82,6 +82,16 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
  * E_TXN_UNKNOWN, E_SINK_DELIVERY (at-least-once), store errors, E_STOPPED. */
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p);
 
+/* Seconds a stop may take before the process leaves anyway (issue 21, docs/runtime.md "Stop"):
+ * transaction.timeout.ms, the bound of every wait once stopping, plus 5 s to close the clients
+ * (librdkafka's send_offsets_to_transaction does not keep its timeout while the coordinator is
+ * away: confluentinc/librdkafka#5456). Async-signal-safe. */
+unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p);
+
+/* Whether no commit is open: every commit taken was made (or aborted, its records left to be read
+ * again). Async-signal-safe: the exit code of a stop that ran out of time. */
+bool wd_pipeline_settled(const wd_pipeline_t *p);
+
 /* Asks the running pipeline to stop after the current batch (async-signal-safe). */
 void wd_pipeline_stop(wd_pipeline_t *p);
 

@@ -57,4 +57,11 @@ wd_error_t *wd_error_nomem(void);
 /* Releases err; accepts NULL. */
 void wd_error_destroy(wd_error_t *err);
 
+/* Whether err asks for the open transaction to be aborted and the work redone (docs/runtime.md
+ * "Errors by class"): txn_requires_abort, and neither fenced nor fatal. false for NULL. The one
+ * predicate for it: the coordinator, the collector and the pipeline ask this, not the bits. */
+static inline bool wd_error_abortable(const wd_error_t *err) {
+  return err && err->txn_requires_abort && !err->fenced && !err->fatal;
+}
+
 #endif

@@ -41,6 +41,10 @@ struct wd_producer {
   uint64_t epoch;
   uint64_t pending[WD_PRODUCER_EPOCHS];
   bool transactional; /* created with a transactional.id */
+  /* the wait while the local queue is full (wd_producer_set_wait): serves whatever must not
+   * starve meanwhile (the consumer group) and says when to give up (a stop) */
+  wd_producer_wait_fn wait;
+  void *wait_ctx;
   /* the acknowledged offsets per (topic, partition) since the last wd_producer_offsets_reset, from
    * delivery reports (the commit history's output ranges) */
   wd_range_list_t delivered;
@@ -209,6 +213,11 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
     if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       err = rerr == RD_KAFKA_RESP_ERR__FATAL ? wd_producer_fatal_error(p)
                                               : wd_kafka_error(p->rk, rerr, "E_SINK_PRODUCE", "produce to '%s'", topic);
+      /* A transactional producer refuses new messages with __STATE while its transaction is in
+       * an abortable error state (a delivery inside it failed): the transaction must be aborted
+       * and the work redone (librdkafka's transactions guide). Fatal states were taken above. */
+      if (p->transactional && rerr == RD_KAFKA_RESP_ERR__STATE && err != wd_error_nomem() && !err->fatal)
+        err->txn_requires_abort = true;
       goto cleanup;
     }
     /* Queue full: headers were not taken; serve delivery reports to make room and retry. */
@@ -219,7 +228,17 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
     wd_log(p->queue_full_logged ? WD_LOG_DEBUG : WD_LOG_WARN, "sink",
            "producer queue full (%" PRIu64 " in flight): waiting for deliveries", p->sent - p->acked - p->failed);
     p->queue_full_logged = true;
-    rd_kafka_poll(p->rk, 100);
+    if (p->wait) { /* the owner serves its consumer while deliveries drain, and may give up */
+      rd_kafka_poll(p->rk, 10);
+      if (p->wait(p->wait_ctx, 90)) {
+        err = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "produce to '%s': stopped while the producer queue was full",
+                           topic);
+        err->retriable = true;
+        goto cleanup;
+      }
+    } else {
+      rd_kafka_poll(p->rk, 100);
+    }
     if (p->fatal) {
       err = wd_producer_fatal_error(p);
       goto cleanup;
@@ -456,4 +475,9 @@ wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int
 int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions) {
   /* librdkafka's own murmur2 partitioner (public API); it reads neither the topic nor the opaques */
   return rd_kafka_msg_partitioner_murmur2(NULL, key, klen, partitions, NULL, NULL);
+}
+
+void wd_producer_set_wait(wd_producer_t *p, wd_producer_wait_fn fn, void *ctx) {
+  p->wait = fn;
+  p->wait_ctx = ctx;
 }

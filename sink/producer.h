@@ -48,6 +48,16 @@ typedef struct wd_producer_stats {
   uint64_t in_flight;
 } wd_producer_stats_t;
 
+/* The wait of a send while librdkafka's local queue is full (queue.buffering.max.messages /
+ * .kbytes): called between delivery-report polls with a budget of about ms milliseconds, in
+ * which it serves what must not starve (the pipeline polls its consumer, so the group does not
+ * evict it). Returns non-zero to give up: the send then fails with a retriable "E_STOPPED". */
+typedef int (*wd_producer_wait_fn)(void *ctx, int ms);
+
+/* Sets (fn NULL: clears) the queue-full wait of p; ctx is borrowed. Without one the send polls
+ * delivery reports in 100 ms steps until there is room (a fatal error ends it). */
+void wd_producer_set_wait(wd_producer_t *p, wd_producer_wait_fn fn, void *ctx);
+
 /* Creates a producer with conf (borrowed; conf->group_id is ignored). conf->props are passed to
  * librdkafka (compression.type, linger.ms, message.timeout.ms, security settings, ...); widen
  * fixes enable.idempotence=true, acks=all and partitioner=murmur2_random (refused as props).
@@ -59,10 +69,13 @@ wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out);
 /* Enqueues one message for topic: key[0..klen) (NULL = null key) and value[0..vlen) (NULL =
  * null value, a tombstone) are copied; headers[0..nheaders) are copied (may be NULL when
  * nheaders is 0). The partition comes from the key (murmur2). When librdkafka's queue is full,
- * serves delivery reports and retries until there is room (logging once that it waits).
+ * serves delivery reports and retries until there is room (logging once that it waits), calling
+ * the wait of wd_producer_set_wait between tries when one is set.
  * Errors (the message is not sent and not counted): WD_ERR_KAFKA "E_SINK_PRODUCE" naming the
  * topic and librdkafka's reason (e.g. MSG_SIZE_TOO_LARGE, UNKNOWN_TOPIC, a sticky topic error;
- * retriable when librdkafka's code is); "E_KAFKA_FATAL" (fatal = true) after a fatal producer
+ * retriable when librdkafka's code is; txn_requires_abort on a transactional producer whose
+ * transaction is in an abortable error state: librdkafka's _STATE); "E_STOPPED" (retriable) when
+ * the wait gave up on a full queue; "E_KAFKA_FATAL" (fatal = true) after a fatal producer
  * error (idempotence broken: the producer must be recreated); E_NOMEM. */
 wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *key, size_t klen, const void *value,
                              size_t vlen, const wd_header_t *headers, size_t nheaders);

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# tests/integration/stop_broker_down.sh — issue 21 point 5, on a real broker of its own (scripts/kafka
+# on KAFKA_PORT, default 19792, so the shared test broker is never stopped):
+#   1. SIGTERM while the broker is down, with a commit open, exits within transaction.timeout.ms
+#      (10 s) + 5 s + slack with rc 3 (the last commit was not made), never hanging;
+#   2. SIGTERM then SIGINT leaves at once (rc 130);
+#   3. with the broker back, a restart recovers and the table equals a replay of the sources into a
+#      fresh state directory: nothing that was committed was lost, nothing applied twice.
+# Usage: stop_broker_down.sh WIDEN_BIN REPO
+set -uo pipefail
+W=$1
+REPO=$2
+PORT=${STOP_TEST_PORT:-19792}
+T=$(mktemp -d /tmp/widen-stop-XXXXXX)
+export WIDEN_BROKERS=127.0.0.1:$PORT
+kafka() { KAFKA_PORT=$PORT KAFKA_DIR=$T/kafka KAFKA_STOP_TIMEOUT=2 "$REPO/scripts/kafka" "$@"; }
+fails=0
+check() { # check NAME CONDITION-RESULT MESSAGE
+  if [[ $2 == 0 ]]; then echo "stop_broker_down: ok   $1"; else echo "stop_broker_down: FAIL $1: $3"; fails=$((fails + 1)); fi
+}
+cleanup() {
+  pkill -KILL -f "widen run --config $T/" 2>/dev/null
+  [[ -n ${PP:-} ]] && kill "$PP" 2>/dev/null
+  kafka stop >/dev/null 2>&1
+  rm -rf "$T"
+}
+trap cleanup EXIT
+[[ -n ${KEEP:-} ]] && trap - EXIT
+
+sed -e "s#group.id: .*#group.id: wdstop-$$#" -e "s#dir: ./state/demo#dir: $T/state#" \
+  -e "s#shop\\.#wdstop$$.#g" "$REPO/configs/demo.yaml" > "$T/demo.yaml"
+grep -q "dir: $T/state" "$T/demo.yaml" || { echo "stop_broker_down: FAIL the config template changed"; exit 1; }
+# a commit stays open for minutes, so that one is open when the broker goes away
+sed -e "s#^pipeline:#pipeline:\n  commit-interval-ms: 600000\n  commit-max-records: 100000000#" "$T/demo.yaml" > "$T/open.yaml"
+grep -q "commit-interval-ms: 600000" "$T/open.yaml" || { echo "stop_broker_down: FAIL the config template changed"; exit 1; }
+kafka start >/dev/null || { echo "stop_broker_down: FAIL could not start a broker on $PORT"; exit 1; }
+"$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 2000 >/dev/null 2>&1 ||
+  { echo "stop_broker_down: FAIL produce"; exit 1; }
+
+# starts widen run in the background (log $T/run.N.log), waits until it has committed once
+start_run() {
+  local n=$1
+  "$W" run --config "$T/open.yaml" --quiet > "$T/run.$n.log" 2>&1 &
+  RUN=$!
+  for _ in $(seq 1 120); do
+    grep -q "assigned" "$T/run.$n.log" && break
+    sleep 0.5
+  done
+  sleep 3
+  (while true; do "$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 100 >/dev/null 2>&1; sleep 0.1; done) &
+  PP=$!
+  sleep 5
+}
+
+# the broker goes away under a running widen with input flowing, then SIGTERM (and maybe SIGINT)
+stop_with_broker_down() {
+  local second=$1
+  kill -KILL "$(cat "$T/kafka/kafka.pid")" 2>/dev/null # at once, with input flowing into the open commit
+  kafka stop >/dev/null 2>&1
+  kill "$PP" 2>/dev/null; wait "$PP" 2>/dev/null; PP=
+  sleep 1
+  local t0=$SECONDS
+  kill -TERM "$RUN"
+  if [[ $second == yes ]]; then sleep 1; kill -INT "$RUN"; fi
+  wait "$RUN"
+  RC=$?
+  TOOK=$((SECONDS - t0))
+}
+
+# 1. SIGTERM, broker down
+start_run 1
+stop_with_broker_down no
+[[ $TOOK -le 20 ]]; check "sigterm_with_the_broker_down_exits_within_the_bound" $? "took $TOOK s (bound 10 + 5 s)"
+[[ $RC == 3 ]]; check "sigterm_with_the_broker_down_says_the_last_commit_was_not_made" $? "rc $RC (want 3)"
+grep -qE "last commit was not made|leaving now" "$T/run.1.log"
+check "rc_3_is_explained" $? "$(tail -3 "$T/run.1.log")"
+
+# 2. SIGTERM then SIGINT: at once
+kafka start >/dev/null || { echo "stop_broker_down: FAIL broker restart"; exit 1; }
+start_run 2
+stop_with_broker_down yes
+[[ $RC == 130 ]]; check "a_second_signal_leaves_at_once" $? "rc $RC (want 130)"
+[[ $TOOK -le 4 ]]; check "a_second_signal_leaves_within_a_few_seconds" $? "took $TOOK s"
+
+# 3. restart with the broker back: nothing committed was lost, nothing repeated
+kafka start >/dev/null || { echo "stop_broker_down: FAIL broker restart"; exit 1; }
+"$W" run --config "$T/demo.yaml" --quiet --max-idle-ms 3000 > "$T/run.3.log" 2>&1
+rc=$?
+check "the_restart_recovers" $rc "rc $rc: $(tail -3 "$T/run.3.log")"
+"$W" rows --config "$T/demo.yaml" > "$T/rows.live" 2>"$T/rows.err"
+"$W" replay --config "$T/demo.yaml" --from beginning --state-dir "$T/replay" --quiet > "$T/replay.log" 2>&1
+"$W" rows --config "$T/demo.yaml" --state-dir "$T/replay" > "$T/rows.replay" 2>>"$T/rows.err"
+n=$(wc -l < "$T/rows.live")
+[[ $n -ge 100 ]]; check "the_table_has_rows" $? "$n rows"
+cmp -s "$T/rows.live" "$T/rows.replay"
+check "the_table_equals_a_replay_of_the_sources" $? "$(diff "$T/rows.live" "$T/rows.replay" | head -5)"
+
+echo "stop_broker_down: $((fails == 0 ? 1 : 0)) passed, $((fails > 0 ? 1 : 0)) failed"
+[[ $fails == 0 ]]
