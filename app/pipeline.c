@@ -866,6 +866,14 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       b->tombstone = true;
       continue;
     }
+    if (p->changes.null_key_halves && !p->restoring[i]) {
+      if (!p->st.null_key_halves)
+        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a -U/+U half or a -D whose primary key "
+               "is NULL is left out, the other half applies (a NULL key holds no row: nothing to retract, nothing "
+               "to store; NULL -> K is +I, K -> NULL is -D); counted as `null-key halves` (logged once)",
+               src->name, m->topic, m->partition, m->offset);
+      p->st.null_key_halves += p->changes.null_key_halves;
+    }
     if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
       if ((err = forward_changes(p, si, &meta))) return err;
       b->forwarded = true;
@@ -1017,13 +1025,15 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
                               wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
+  char nk[48] = "";
+  if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
+          "%s | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
-          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, p->st.lag, p->st.commits,
-          p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
+          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, p->st.lag,
+          p->st.commits, p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
 
@@ -1047,6 +1057,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
     fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
   if (p->st.deletes_without_sequence)
     fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
+  if (p->st.null_key_halves)
+    fprintf(f, "; %" PRIu64 " null-key halves left out (a NULL key holds no row)", p->st.null_key_halves);
   if (p->opts.replay && p->opts.from_ms >= 0)
     fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
   fprintf(f, "\n");
