@@ -874,6 +874,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
                src->name, m->topic, m->partition, m->offset);
       p->st.null_key_halves += p->changes.null_key_halves;
     }
+    if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
     if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
       if ((err = forward_changes(p, si, &meta))) return err;
       b->forwarded = true;
