@@ -92,6 +92,7 @@ struct wd_pipeline {
   size_t *cl_src;              /* per changelog row: index of its source message in the batch */
   size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
+  bool pu_no_retract; /* issue 23: the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
@@ -608,6 +609,28 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
   return NULL;
 }
 
+/* Issue 23: a table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
+ * an update without its -U, as Paimon's Flink sink does for a primary-key table (it asks the
+ * planner for no UPDATE_BEFORE unless the table can retract: sequence groups, aggregation,
+ * changelog-producer input): the -U records of p->changes are left out and counted as ignored
+ * -U, so that the +U applies instead of the whole message being dead-lettered for its -U. A
+ * delete is still rejected (E_PU_DELETE_NOT_ACCEPTED); the start-up warning says so. */
+static wd_error_t *drop_update_before(wd_pipeline_t *p) {
+  size_t k = 0;
+  for (size_t i = 0; i < p->changes.count; i++) {
+    wd_row_t *r = p->changes.rows[i];
+    if (r->kind == WD_UPDATE_BEFORE) {
+      wd_row_destroy(p->schema, wd_changes_take(&p->changes, i));
+      p->st.ignored_update_before++;
+      continue;
+    }
+    p->changes.rows[i] = NULL;
+    p->changes.rows[k++] = r;
+  }
+  p->changes.count = k;
+  return NULL;
+}
+
 /* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
  * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
  * is stopped: a record is never dead-lettered for it. */
@@ -874,6 +897,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
                src->name, m->topic, m->partition, m->offset);
       p->st.null_key_halves += p->changes.null_key_halves;
     }
+    if (p->pu_no_retract && (err = drop_update_before(p))) return err;
     if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
     if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
       if ((err = forward_changes(p, si, &meta))) return err;
@@ -1682,6 +1706,16 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       if (!f->open || p->fmt_state[src->format]) continue;
       if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
     }
+    const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
+    if (!names) goto nomem;
+    size_t nn = 0;
+    for (size_t i = 0; i < cfg->sources.n; i++)
+      if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
+    char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
+    free(names);
+    if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+    free(warn);
+    p->pu_no_retract = wd_table_rejects_retractions(p->table);
   }
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
