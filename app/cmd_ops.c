@@ -174,7 +174,9 @@ static void changes_usage(FILE *f) {
              "history, as changelog-json lines {\"op\",\"table\",\"row\"} sorted by key: +I for a key that\n"
              "appeared, -D for one that went, -U then +U for a changed row, nothing for a key whose net\n"
              "change is empty. A and B are commit numbers, or points in time (ms since the epoch, or\n"
-             "YYYY-MM-DD[THH:MM[:SS]] UTC) that select the commits made between them. Reads only the\n"
+             "YYYY-MM-DD[THH:MM[:SS]] UTC) that select the commits made between them; A after B is a\n"
+             "usage error, and commits before the history or a range starting after its last commit are\n"
+             "C_HISTORY_RANGE (exit 1). Reads only the\n"
              "output records of those commits (their offsets are in the history), never the whole state;\n"
              "the state is opened read-only, so this works while `widen run` runs.\n");
 }
@@ -277,6 +279,11 @@ int wd_cmd_changes(int argc, char **argv) {
     fprintf(stderr, "widen changes: --from/--to: a commit number, ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]]\n");
     return 1;
   }
+  if (a.is_time == b.is_time && a.v > b.v) { /* an empty range is a mistake, not "no change" */
+    fprintf(stderr, "widen changes: --from %s is after --to %s: give the older %s first (A..B, both included)\n",
+            from_s, to_s, a.is_time ? "point in time" : "commit");
+    return 1;
+  }
   wd_config_t *cfg = NULL;
   wd_table_t *table = NULL;
   wd_store_t *st = NULL;
@@ -307,6 +314,19 @@ int wd_cmd_changes(int argc, char **argv) {
                        "commits %" PRId64 "..%" PRId64 " are not all in the history (it holds %" PRIu64 "..%" PRIu64
                        "; state.history-size sets how many are kept)",
                        a.v, b.v, first, last);
+    goto done;
+  }
+  if (!a.is_time && (!last || (uint64_t)a.v > last)) {
+    /* the range begins after the last commit: none of its commits exists (yet) */
+    if (last)
+      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+                         "commits %" PRId64 "..%" PRId64 " are past the history (it holds %" PRIu64 "..%" PRIu64
+                         "; the last commit is %" PRIu64 ")",
+                         a.v, b.v, first, last, last);
+    else
+      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+                         "commits %" PRId64 "..%" PRId64 " are past the history: it is empty (no commit yet in %s)",
+                         a.v, b.v, dir ? dir : cfg->state.dir);
     goto done;
   }
   /* the output ranges of the selected commits, merged per partition */

@@ -1008,19 +1008,22 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       return wd_error_nomem();
     if (topic && hist_note(p, topic, m->partition, m->offset)) return wd_error_nomem(); /* issue 13 */
   }
-  /* counters, once the batch is taken */
-  p->st.records_in += n;
+  /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
+   * is not "in" (issue 23) */
+  uint64_t nskipped = 0;
+  for (size_t i = 0; i < n; i++) nskipped += p->bm[i].skipped;
+  p->st.records_in += n - nskipped;
   p->st.batches++;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     p->st.changes_in += b->count;
     p->st.skipped_tombstones += b->tombstone;
-    p->st.skipped_before_from += b->skipped;
+    p->st.skipped_before_from += b->skipped && !past_stop(p, &p->msgs[i]);
     p->st.dead_lettered += b->err && !p->restoring[i];
     p->st.restored += p->restoring[i];
   }
   /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
-  p->hc.records_in += n;
+  p->hc.records_in += n - nskipped;
   p->hc.changes_out += p->st.changes_out - changes0;
   for (size_t i = 0; i < n; i++) {
     p->hc.dead_letters += p->bm[i].err && !p->restoring[i];

@@ -424,10 +424,18 @@ Test(ops, changes_over_ranges_equal_changelog_replay, .timeout = 240) {
     json_decref(before);
     json_decref(after);
   }
-  /* an empty range prints nothing */
-  json_t *none = changes(&e, "4", "2");
-  cr_expect_eq(json_array_size(none), 0);
-  json_decref(none);
+  /* issue 23: A after B is a usage error, a range past the history C_HISTORY_RANGE (never
+   * nothing with rc 0, which reads as "no change") */
+  int rc;
+  char *msg = sh(&rc, "'%s' changes --config '%s' --from 4 --to 2 2>&1", wd_it_widen_bin(), e.cfg);
+  cr_expect_eq(rc, 1, "--from 4 --to 2: rc %d, %s", rc, msg);
+  cr_expect(strstr(msg, "--from 4 is after --to 2") != NULL, "%s", msg);
+  free(msg);
+  msg = sh(&rc, "'%s' changes --config '%s' --from %lld --to %lld 2>&1", wd_it_widen_bin(), e.cfg, (long long)n + 1,
+           (long long)n + 3);
+  cr_expect_eq(rc, 1, "past the history: rc %d, %s", rc, msg);
+  cr_expect(strstr(msg, "C_HISTORY_RANGE") && strstr(msg, "past the history"), "%s", msg);
+  free(msg);
   /* timestamps: everything up to now is the whole table */
   char now[32];
   snprintf(now, sizeof(now), "%lld", (long long)time(NULL) * 1000 + 1000);
@@ -531,5 +539,38 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   json_decref(new_rows);
   json_decref(cl_before);
   json_decref(old_rows);
+  env_done(&e);
+}
+
+/* Issue 23: `widen replay --from TIMESTAMP` counts as "in" only the records at or after the
+ * timestamp, and the older ones as skipped (it said 5015 in where 15 were after it). */
+Test(ops, replay_from_timestamp_counts_only_later_records_in, .timeout = 180) {
+  env_t e;
+  env_init(&e, "replayfrom", "", "carrier,ship_status,shipped_at");
+  produce(&e, 20, 300, 3);
+  usleep(1500 * 1000); /* the producer's CreateTime of the first 300 is before t */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long long t = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  usleep(500 * 1000);
+  produce(&e, 20, 40, 4);
+  char fresh[400];
+  snprintf(fresh, sizeof(fresh), "%s/fresh", e.dir);
+  int rc;
+  char *out = sh(&rc, "'%s' replay --config '%s' --from %lld --state-dir '%s' --quiet 2>&1", wd_it_widen_bin(), e.cfg, t,
+                 fresh);
+  cr_assert_eq(rc, 0, "%s", out);
+  unsigned long long in = 0, skipped = 0;
+  const char *s = strstr(out, "widen: summary: ");
+  cr_assert_not_null(s, "%s", out);
+  cr_assert_eq(sscanf(s, "widen: summary: %llu Kafka records in", &in), 1, "%s", s);
+  const char *k = strstr(s, " records older than --from skipped");
+  cr_assert_not_null(k, "%s", s);
+  while (k > s && k[-1] >= '0' && k[-1] <= '9') k--;
+  skipped = strtoull(k, NULL, 10);
+  fprintf(stderr, "replay --from: %llu in, %llu skipped\n", in, skipped);
+  cr_expect_eq(in, 40, "records in: %llu (want the 40 after the timestamp)\n%s", in, s);
+  cr_expect_eq(skipped, 300, "records skipped: %llu\n%s", skipped, s);
+  free(out);
   env_done(&e);
 }
