@@ -16,6 +16,7 @@
 #include "app/config.h"
 #include "app/history.h"
 #include "app/netchange.h"
+#include "app/cli.h"
 #include "changelog/changelog.h"
 #include "common/buf.h"
 #include "common/kafka_conf.h"
@@ -80,7 +81,7 @@ int wd_cmd_status(int argc, char **argv) {
   bool no_kafka = false;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("status", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
       case 'c': config = optarg; break;
       case 's': dir = optarg; break;
@@ -91,6 +92,8 @@ int wd_cmd_status(int argc, char **argv) {
     }
   }
   if (!config || optind != argc) {
+    fprintf(stderr, "widen status: %s%s%s\n", config ? "unexpected argument '" : "--config FILE is required",
+            config ? argv[optind] : "", config ? "'" : "");
     status_usage(stderr);
     return 1;
   }
@@ -260,7 +263,7 @@ int wd_cmd_changes(int argc, char **argv) {
   const char *config = NULL, *dir = NULL, *from_s = NULL, *to_s = NULL;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("changes", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
       case 'c': config = optarg; break;
       case 'f': from_s = optarg; break;
@@ -272,6 +275,9 @@ int wd_cmd_changes(int argc, char **argv) {
   }
   bound_t a = {0}, b = {0};
   if (!config || !from_s || !to_s || optind != argc) {
+    if (optind != argc) fprintf(stderr, "widen changes: unexpected argument '%s'\n", argv[optind]);
+    if (!config) fprintf(stderr, "widen changes: --config FILE is required\n");
+    if (!from_s || !to_s) fprintf(stderr, "widen changes: --from A and --to B are required\n");
     changes_usage(stderr);
     return 1;
   }
