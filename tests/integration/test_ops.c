@@ -574,3 +574,80 @@ Test(ops, replay_from_timestamp_counts_only_later_records_in, .timeout = 180) {
   free(out);
   env_done(&e);
 }
+
+/* Issue 23 point 10: `widen rows` reads the state of a running widen (a secondary instance, as
+ * status does) and gives the rows it has after it stops; `widen status` prints durations rounded
+ * (one decimal at most); `widen produce` logs at most 5 null-key lines, says that the rest are
+ * only counted, and its total is the number of null-keyed records the topic holds. */
+Test(ops, rows_while_running_status_durations_and_produce_null_keys, .timeout = 240) {
+  env_t e;
+  env_init(&e, "rowsrun", "", "carrier,ship_status,shipped_at");
+  produce(&e, 30, 300, 9);
+  pid_t pid = spawn_run(&e, "60000");
+  int rc = 1;
+  char *during = NULL, *status = NULL;
+  for (int i = 0; i < 240; i++) { /* until every record went through (the history's records_in) */
+    usleep(250 * 1000);
+    free(status);
+    status = sh(&rc, "'%s' status --config '%s' --no-kafka --last 1000 2>&1", wd_it_widen_bin(), e.cfg);
+    long long in = 0;
+    for (const char *q = status; rc == 0 && (q = strstr(q, "\"records_in\":")); q++) in += atoll(q + 13);
+    if (in < 300) continue;
+    during = sh(&rc, "'%s' rows --config '%s' 2>&1", wd_it_widen_bin(), e.cfg);
+    break;
+  }
+  cr_assert_not_null(during, "the run did not take the 300 records: %s", status);
+  cr_expect_eq(rc, 0, "widen rows while widen run runs: %s", during);
+  kill(pid, SIGTERM);
+  cr_expect_eq(wait_exit(pid), 0);
+  char *after = sh(&rc, "'%s' rows --config '%s' 2>/dev/null", wd_it_widen_bin(), e.cfg);
+  cr_assert_eq(rc, 0);
+  cr_expect(strlen(after) > 100, "%s", after);
+  cr_expect_str_eq(during, after, "rows read while running differ from the rows after the stop");
+  /* durations: "duration_ms":568.5, never 568.54642199999716 */
+  int durations = 0;
+  for (const char *q = status; (q = strstr(q, "\"duration_ms\":")); q++, durations++) {
+    const char *v = q + 14, *end = v + strspn(v, "0123456789.");
+    const char *dot = memchr(v, '.', (size_t)(end - v));
+    cr_expect(!dot || end - dot <= 2, "duration not rounded: %.*s", (int)(end - v + 14), q);
+  }
+  cr_expect_gt(durations, 0, "%s", status);
+  free(during);
+  free(after);
+  free(status);
+
+  /* produce: 8 of 10 lines without a key */
+  char path[400], topic[200];
+  snprintf(path, sizeof(path), "%s/nk.jsonl", e.dir);
+  snprintf(topic, sizeof(topic), "%snullkeys", e.prefix);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("not json\n[1,2]\n{\"op\":\"c\",\"after\":{\"name\":\"x\"}}\n{\"op\":\"c\",\"after\":{\"id\":null}}\n"
+        "{\"op\":\"d\",\"before\":null,\"after\":null}\n{\"key\":null,\"value\":{\"op\":\"c\",\"after\":{\"id\":5}}}\n"
+        "{\"op\":\"c\",\"after\":{\"id\":7}}\n{\"schema\":null,\"payload\":{\"op\":\"c\",\"after\":{\"name\":\"y\"}}}\n"
+        "{\"op\":\"u\",\"before\":{\"id\":3},\"after\":{\"id\":3}}\n\"just a string\"\n",
+        f);
+  fclose(f);
+  char *out = sh(&rc, "'%s' produce --topic %s --file '%s' 2>&1", wd_it_widen_bin(), topic, path);
+  cr_assert_eq(rc, 0, "%s", out);
+  int warned = 0;
+  for (const char *q = out; (q = strstr(q, ": sent with a null key (a null key spreads")); q++) warned++;
+  cr_expect_eq(warned, 5, "%s", out);
+  cr_expect(strstr(out, "further lines with a null key are counted, not logged") != NULL, "%s", out);
+  cr_expect(strstr(out, "widen produce: 8 of 10 lines sent with a null key") != NULL, "%s", out);
+  free(out);
+  wd_consumer_t *c = wd_it_consumer(topic);
+  wd_kmsg_t msgs[50];
+  int got = 0, nullkeys = 0;
+  for (int round = 0; round < 60 && got < 10; round++) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 50, 500, msgs, &n));
+    for (size_t i = 0; i < n; i++) nullkeys += msgs[i].key == NULL;
+    got += (int)n;
+    wd_kmsg_release(msgs, n);
+  }
+  wd_consumer_destroy(c);
+  cr_expect_eq(got, 10);
+  cr_expect_eq(nullkeys, 8, "records with a null key in %s: %d", topic, nullkeys);
+  env_done(&e);
+}
