@@ -110,6 +110,14 @@ static int cmd_check(const char *path) {
     fprintf(stdout, "  (the rows of this table depend on how its source topics interleave: a replay or another "
                     "process can give other rows; configs/OPTIONS.md lists such options)\n");
   wd_interleaving_free(warn);
+  const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
+  size_t nn = 0;
+  for (size_t i = 0; names && i < cfg->sources.n; i++)
+    if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
+  char *rw = names ? wd_table_config_retraction_warning(t, cfg->table.name, nn, names) : NULL;
+  if (rw) fprintf(stdout, "  warning   %s\n", rw);
+  free(rw);
+  free(names);
   rc = 0;
 done:
   wd_error_destroy(err);

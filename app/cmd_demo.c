@@ -17,6 +17,7 @@
 #include "app/config.h"
 #include "app/generate.h"
 #include "app/pipeline.h"
+#include "app/cli.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
 #include "demo_config.h"
@@ -266,7 +267,7 @@ int wd_cmd_demo(int argc, char **argv) {
   bool verbose = false;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("demo", argc, argv, "h", longopts)) != -1) {
     switch (ch) {
       case 'k': keys = strtoull(optarg, NULL, 10); break;
       case 'r': records = strtoull(optarg, NULL, 10); break;
@@ -308,7 +309,10 @@ int wd_cmd_demo(int argc, char **argv) {
     goto done;
   }
 
-  printf("== widen demo: %" PRIu64 " orders, %" PRIu64 " Debezium events on a mock Kafka cluster\n", keys, records);
+  if ((err = make_events(keys, records, seed, &events, &nevents))) goto done;
+  /* the header counts the events the demo lists: the generated ones and the bad record */
+  printf("== widen demo: %" PRIu64 " orders, %zu Debezium events (1 with a type error) on a mock Kafka cluster\n",
+         keys, nevents);
   if ((err = wd_mock_cluster_new(1, &mc))) goto done;
   const char *brokers = wd_mock_cluster_bootstraps(mc);
   static const char *const topics[] = {"shop.orders", "shop.payments", "shop.shipments", "shop.orders_wide",
@@ -316,7 +320,6 @@ int wd_cmd_demo(int argc, char **argv) {
   for (size_t i = 0; i < 5 && !err; i++) err = wd_mock_cluster_topic(mc, topics[i], i == 4 ? 1 : 4);
   if (err) goto done;
   setenv("WIDEN_BROKERS", brokers, 1);
-  if ((err = make_events(keys, records, seed, &events, &nevents))) goto done;
   size_t late = 0, deletes = 0;
   for (size_t i = 0; i < nevents; i++) {
     late += events[i].late;

@@ -16,6 +16,7 @@
 #include "app/config.h"
 #include "app/history.h"
 #include "app/netchange.h"
+#include "app/cli.h"
 #include "changelog/changelog.h"
 #include "common/buf.h"
 #include "common/kafka_conf.h"
@@ -80,7 +81,7 @@ int wd_cmd_status(int argc, char **argv) {
   bool no_kafka = false;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("status", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
       case 'c': config = optarg; break;
       case 's': dir = optarg; break;
@@ -91,6 +92,8 @@ int wd_cmd_status(int argc, char **argv) {
     }
   }
   if (!config || optind != argc) {
+    fprintf(stderr, "widen status: %s%s%s\n", config ? "unexpected argument '" : "--config FILE is required",
+            config ? argv[optind] : "", config ? "'" : "");
     status_usage(stderr);
     return 1;
   }
@@ -174,7 +177,9 @@ static void changes_usage(FILE *f) {
              "history, as changelog-json lines {\"op\",\"table\",\"row\"} sorted by key: +I for a key that\n"
              "appeared, -D for one that went, -U then +U for a changed row, nothing for a key whose net\n"
              "change is empty. A and B are commit numbers, or points in time (ms since the epoch, or\n"
-             "YYYY-MM-DD[THH:MM[:SS]] UTC) that select the commits made between them. Reads only the\n"
+             "YYYY-MM-DD[THH:MM[:SS]] UTC) that select the commits made between them; A after B is a\n"
+             "usage error, and commits before the history or a range starting after its last commit are\n"
+             "C_HISTORY_RANGE (exit 1). Reads only the\n"
              "output records of those commits (their offsets are in the history), never the whole state;\n"
              "the state is opened read-only, so this works while `widen run` runs.\n");
 }
@@ -258,7 +263,7 @@ int wd_cmd_changes(int argc, char **argv) {
   const char *config = NULL, *dir = NULL, *from_s = NULL, *to_s = NULL;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("changes", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
       case 'c': config = optarg; break;
       case 'f': from_s = optarg; break;
@@ -270,11 +275,19 @@ int wd_cmd_changes(int argc, char **argv) {
   }
   bound_t a = {0}, b = {0};
   if (!config || !from_s || !to_s || optind != argc) {
+    if (optind != argc) fprintf(stderr, "widen changes: unexpected argument '%s'\n", argv[optind]);
+    if (!config) fprintf(stderr, "widen changes: --config FILE is required\n");
+    if (!from_s || !to_s) fprintf(stderr, "widen changes: --from A and --to B are required\n");
     changes_usage(stderr);
     return 1;
   }
   if (parse_bound(from_s, &a) || parse_bound(to_s, &b)) {
     fprintf(stderr, "widen changes: --from/--to: a commit number, ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]]\n");
+    return 1;
+  }
+  if (a.is_time == b.is_time && a.v > b.v) { /* an empty range is a mistake, not "no change" */
+    fprintf(stderr, "widen changes: --from %s is after --to %s: give the older %s first (A..B, both included)\n",
+            from_s, to_s, a.is_time ? "point in time" : "commit");
     return 1;
   }
   wd_config_t *cfg = NULL;
@@ -307,6 +320,19 @@ int wd_cmd_changes(int argc, char **argv) {
                        "commits %" PRId64 "..%" PRId64 " are not all in the history (it holds %" PRIu64 "..%" PRIu64
                        "; state.history-size sets how many are kept)",
                        a.v, b.v, first, last);
+    goto done;
+  }
+  if (!a.is_time && (!last || (uint64_t)a.v > last)) {
+    /* the range begins after the last commit: none of its commits exists (yet) */
+    if (last)
+      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+                         "commits %" PRId64 "..%" PRId64 " are past the history (it holds %" PRIu64 "..%" PRIu64
+                         "; the last commit is %" PRIu64 ")",
+                         a.v, b.v, first, last, last);
+    else
+      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+                         "commits %" PRId64 "..%" PRId64 " are past the history: it is empty (no commit yet in %s)",
+                         a.v, b.v, dir ? dir : cfg->state.dir);
     goto done;
   }
   /* the output ranges of the selected commits, merged per partition */

@@ -15,12 +15,15 @@
 #include "app/commands.h"
 #include "common/clock.h"
 #include "app/generate.h"
+#include "app/cli.h"
 #include "common/kafka_conf.h"
 #include "common/log.h"
 #include "sink/producer.h"
 
 #define WD_PRODUCE_MAX_KEY_FIELDS 16
 #define WD_PRODUCE_WARN_LINES 5
+/* the last null-key line logged says that the rest are only counted (the count is at the end) */
+#define NOKEY_MORE "; further lines with a null key are counted, not logged (the total is printed at the end)"
 
 static volatile sig_atomic_t wd_produce_stop;
 
@@ -195,12 +198,14 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
     if (own) {
       if (!key && ++nokey <= WD_PRODUCE_WARN_LINES)
         wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": its record key is null: sent with a null key (a null key "
-               "spreads one row's changes over partitions: their order is lost)", a->file, lineno);
+               "spreads one row's changes over partitions: their order is lost)%s", a->file, lineno,
+               nokey == WD_PRODUCE_WARN_LINES ? NOKEY_MORE : "");
     } else if (!(key = wd_produce_key_of(line, (size_t)len, a->key_fields, a->nkey_fields, !a->key_given, &why,
                                          why_buf, sizeof(why_buf)))) {
       if (++nokey <= WD_PRODUCE_WARN_LINES)
         wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": %s: sent with a null key (a null key spreads one row's "
-               "changes over partitions: their order is lost)", a->file, lineno, why);
+               "changes over partitions: their order is lost)%s", a->file, lineno, why,
+               nokey == WD_PRODUCE_WARN_LINES ? NOKEY_MORE : "");
     }
     wd_produce_throttle(a->rate, t0, *nsent);
     if (own)
@@ -219,8 +224,6 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
     fprintf(stderr, "widen produce: %s: %s\n", a->file, strerror(errno));
     goto cleanup;
   }
-  if (nokey > WD_PRODUCE_WARN_LINES)
-    wd_log(WD_LOG_WARN, "produce", "%" PRIu64 " lines in all were sent with a null key", nokey);
   if (nokey)
     fprintf(stderr, "widen produce: %" PRIu64 " of %" PRIu64 " lines sent with a null key (%s)\n", nokey, *nsent,
             a->key_given ? "check --key-field" : "name the primary key with --key-field NAME");
@@ -344,7 +347,7 @@ int wd_cmd_produce(int argc, char **argv) {
   bool handlers = false, show_usage = false;
 
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "hX:", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("produce", argc, argv, "hX:", longopts)) != -1) {
     switch (ch) {
     case O_BROKERS:
       if ((err = wd_kafka_conf_set_brokers(&a.kconf, optarg))) goto cleanup;

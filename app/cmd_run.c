@@ -20,6 +20,7 @@
 #include "app/fingerprint.h"
 #include "app/join_config.h"
 #include "app/pipeline.h"
+#include "app/cli.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
 #include "join/state.h"
@@ -215,7 +216,7 @@ int wd_cmd_run(int argc, char **argv) {
   const char *config = NULL;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:qh", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("run", argc, argv, "c:qh", longopts)) != -1) {
     switch (ch) {
       case 'c': config = optarg; break;
       case 'q': opts.quiet = true; break;
@@ -265,7 +266,7 @@ int wd_cmd_replay(int argc, char **argv) {
   const char *config = NULL, *output = NULL;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("replay", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
       case 'c': config = optarg; break;
       case 'f':
@@ -288,6 +289,10 @@ int wd_cmd_replay(int argc, char **argv) {
     }
   }
   if (!config || !opts.state_dir || opts.from_ms == -2 || optind != argc) {
+    if (optind != argc) fprintf(stderr, "widen replay: unexpected argument '%s'\n", argv[optind]);
+    if (!config) fprintf(stderr, "widen replay: --config FILE is required\n");
+    if (opts.from_ms == -2) fprintf(stderr, "widen replay: --from beginning|TIMESTAMP is required\n");
+    if (!opts.state_dir) fprintf(stderr, "widen replay: --state-dir DIR (a fresh directory) is required\n");
     replay_usage(stderr);
     return 1;
   }
@@ -311,8 +316,9 @@ int wd_cmd_replay(int argc, char **argv) {
 
 static void rows_usage(FILE *f) {
   fprintf(f, "usage: widen rows [--config] FILE [--state-dir DIR]\n\nPrints the wide table's rows from the state "
-             "directory (default state.dir) as JSON lines, sorted by primary key. The directory must not be in "
-             "use by a running widen.\n");
+             "directory (default state.dir) as JSON lines, sorted by primary key. While a widen runs on the "
+             "directory it is read without its lock (a read-only RocksDB secondary instance, as `widen status` "
+             "does): the rows as of the last write it sees.\n");
 }
 
 int wd_cmd_rows(int argc, char **argv) {
@@ -321,7 +327,7 @@ int wd_cmd_rows(int argc, char **argv) {
   const char *config = NULL, *dir = NULL;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("rows", argc, argv, "c:h", longopts)) != -1) {
     if (ch == 'c')
       config = optarg;
     else if (ch == 's')
@@ -354,6 +360,12 @@ int wd_cmd_rows(int argc, char **argv) {
     err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DIR", "state directory %s does not exist: %s", sdir,
                        dir ? "check --state-dir" : "check state.dir (it is relative to the working directory)");
   if (!err) err = wd_store_open_rocksdb(sdir, NULL, &st);
+  if (err && !strcmp(err->id, "E_STORE_LOCKED")) {
+    /* a running widen holds the directory: read it as `status` and `changes` do, through a
+     * read-only secondary instance (the rows as of now, without the lock; issue 23) */
+    wd_error_destroy(err);
+    err = wd_store_open_rocksdb_secondary(sdir, &st);
+  }
   if (!err && !(state = wd_state_new(t, st, 0))) err = wd_error_nomem();
   if (!err) err = wd_state_check_table(state, sdir);
   /* the visible rows: with lookup or required sources (join/lookup.h) rows that lack a required

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "app/commands.h"
+#include "app/cli.h"
 #include "common/clock.h"
 #include "changelog/changelog.h"
 #include "common/buf.h"
@@ -208,7 +209,7 @@ int wd_cmd_tail(int argc, char **argv) {
 
   if (wd_log_level > WD_LOG_WARN) wd_log_set_level(WD_LOG_WARN); /* stdout is the data; keep stderr quiet */
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "hX:", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("tail", argc, argv, "hX:", longopts)) != -1) {
     switch (ch) {
     case O_BROKERS:
       if ((err = wd_kafka_conf_set_brokers(&kconf, optarg))) goto cleanup;

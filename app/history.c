@@ -4,6 +4,7 @@
 #include "app/history.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +30,12 @@ int wd_history_to_json(const wd_commit_info_t *ci, wd_buf_t *out) {
                                   (json_int_t)ci->time_ms, "mode", ci->mode ? ci->mode : "incremental", "in", in,
                                   "out", o, "records_in", (json_int_t)ci->records_in, "changes_out",
                                   (json_int_t)ci->changes_out, "dead_letters", (json_int_t)ci->dead_letters,
-                                  "duration_ms", ci->duration_ms)
+                                  "duration_ms", round(ci->duration_ms * 10.0) / 10.0)
                       : NULL;
   json_decref(in);
   json_decref(o);
-  char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  /* duration_ms rounded to 0.1 ms and printed in 15 significant digits: "568.5", not 568.54642199999716 */
+  char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
   json_decref(j);
   int rc = s ? wd_buf_append(out, s, strlen(s)) : -1;
   free(s);

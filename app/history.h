@@ -45,7 +45,7 @@ typedef struct wd_commit_info {
   const wd_commit_range_t *out;
   size_t nout;
   uint64_t records_in, changes_out, dead_letters;
-  double duration_ms; /* from the batch's first processing step to its commit */
+  double duration_ms; /* from the batch's first processing step to its commit; stored and printed rounded to 0.1 ms */
 } wd_commit_info_t;
 
 /* The meta name of the last number. */

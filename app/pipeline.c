@@ -95,6 +95,7 @@ struct wd_pipeline {
   size_t *cl_src;              /* per changelog row: index of its source message in the batch */
   size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
+  bool pu_no_retract; /* issue 23: the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
@@ -617,6 +618,28 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
   return NULL;
 }
 
+/* Issue 23: a table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
+ * an update without its -U, as Paimon's Flink sink does for a primary-key table (it asks the
+ * planner for no UPDATE_BEFORE unless the table can retract: sequence groups, aggregation,
+ * changelog-producer input): the -U records of p->changes are left out and counted as ignored
+ * -U, so that the +U applies instead of the whole message being dead-lettered for its -U. A
+ * delete is still rejected (E_PU_DELETE_NOT_ACCEPTED); the start-up warning says so. */
+static wd_error_t *drop_update_before(wd_pipeline_t *p) {
+  size_t k = 0;
+  for (size_t i = 0; i < p->changes.count; i++) {
+    wd_row_t *r = p->changes.rows[i];
+    if (r->kind == WD_UPDATE_BEFORE) {
+      wd_row_destroy(p->schema, wd_changes_take(&p->changes, i));
+      p->st.ignored_update_before++;
+      continue;
+    }
+    p->changes.rows[i] = NULL;
+    p->changes.rows[k++] = r;
+  }
+  p->changes.count = k;
+  return NULL;
+}
+
 /* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
  * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
  * is stopped: a record is never dead-lettered for it. */
@@ -880,6 +903,16 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       b->tombstone = true;
       continue;
     }
+    if (p->changes.null_key_halves && !p->restoring[i]) {
+      if (!p->st.null_key_halves)
+        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a -U/+U half or a -D whose primary key "
+               "is NULL is left out, the other half applies (a NULL key holds no row: nothing to retract, nothing "
+               "to store; NULL -> K is +I, K -> NULL is -D); counted as `null-key halves` (logged once)",
+               src->name, m->topic, m->partition, m->offset);
+      p->st.null_key_halves += p->changes.null_key_halves;
+    }
+    if (p->pu_no_retract && (err = drop_update_before(p))) return err;
+    if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
     if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
       if ((err = forward_changes(p, si, &meta))) return err;
       b->forwarded = true;
@@ -990,21 +1023,22 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       return wd_error_nomem();
     if (topic && hist_note(p, topic, m->partition, m->offset)) return wd_error_nomem(); /* issue 13 */
   }
-  /* counters, once the batch is taken */
-  size_t nheld = 0;
-  for (size_t i = 0; i < n; i++) nheld += p->bm[i].held;
-  p->st.records_in += n - nheld;
+  /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
+   * is not "in" (issue 23), nor one held for its task (issue 21: read again when the task runs) */
+  uint64_t nskipped = 0;
+  for (size_t i = 0; i < n; i++) nskipped += p->bm[i].skipped || p->bm[i].held;
+  p->st.records_in += n - nskipped;
   p->st.batches++;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     p->st.changes_in += b->count;
     p->st.skipped_tombstones += b->tombstone;
-    p->st.skipped_before_from += b->skipped;
+    p->st.skipped_before_from += b->skipped && !past_stop(p, &p->msgs[i]);
     p->st.dead_lettered += b->err && !p->restoring[i];
     p->st.restored += p->restoring[i];
   }
   /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
-  p->hc.records_in += n - nheld;
+  p->hc.records_in += n - nskipped;
   p->hc.changes_out += p->st.changes_out - changes0;
   for (size_t i = 0; i < n; i++) {
     p->hc.dead_letters += p->bm[i].err && !p->restoring[i];
@@ -1034,13 +1068,15 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
                               wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
+  char nk[48] = "";
+  if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
+          "%s | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
-          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, p->st.lag, p->st.commits,
-          p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
+          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, p->st.lag,
+          p->st.commits, p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
 
@@ -1064,6 +1100,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
     fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
   if (p->st.deletes_without_sequence)
     fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
+  if (p->st.null_key_halves)
+    fprintf(f, "; %" PRIu64 " null-key halves left out (a NULL key holds no row)", p->st.null_key_halves);
   if (p->opts.replay && p->opts.from_ms >= 0)
     fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
   fprintf(f, "\n");
@@ -1716,6 +1754,16 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       if (!f->open || p->fmt_state[src->format]) continue;
       if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
     }
+    const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
+    if (!names) goto nomem;
+    size_t nn = 0;
+    for (size_t i = 0; i < cfg->sources.n; i++)
+      if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
+    char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
+    free(names);
+    if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+    free(warn);
+    p->pu_no_retract = wd_table_rejects_retractions(p->table);
   }
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;

@@ -67,6 +67,8 @@ typedef struct wd_pipeline_stats {
   uint64_t commits;          /* commits completed */
   uint64_t deletes_without_sequence; /* -D records whose sequence field was NULL or absent (key-only
                                         deletes), handled by the source's delete-without-sequence */
+  uint64_t null_key_halves;  /* halves of updates/deletes whose primary key is NULL, left out
+                                (ingest/format.h: a NULL key holds no row) */
   int64_t lag;
 } wd_pipeline_stats_t;
 

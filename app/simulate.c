@@ -15,6 +15,7 @@
 #include "app/config.h"
 #include "app/simulate.h"
 #include "app/table_config.h"
+#include "app/cli.h"
 #include "common/json.h"
 #include "join/lookup.h"
 #include "join/state.h"
@@ -383,7 +384,7 @@ int wd_cmd_simulate(int argc, char **argv) {
   const char *config = NULL;
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((ch = wd_cli_getopt("simulate", argc, argv, "h", longopts)) != -1) {
     if (ch == 's')
       store_kind = optarg;
     else if (ch == 'b')

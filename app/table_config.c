@@ -2,6 +2,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
 
 #include "ingest/source.h"
 
@@ -80,4 +83,28 @@ wd_error_t *wd_table_config_check_source(const wd_table_t *t, const struct wd_so
   wd_error_t *err = wd_table_check_source_columns(t, mapped, who);
   free(mapped);
   return err;
+}
+
+char *wd_table_config_retraction_warning(const wd_table_t *t, const char *table, size_t nsources,
+                                         const char *const *names) {
+  if (!nsources || !wd_table_rejects_retractions(t)) return NULL;
+  wd_buf_t b = {0};
+  int rc = wd_buf_printf(&b, "table '%s' is partial-update without sequence groups, ignore-delete or "
+                         "partial-update.remove-record-on-delete, so it cannot take retractions, and source%s ",
+                         table, nsources > 1 ? "s" : "");
+  for (size_t i = 0; i < nsources && !rc; i++)
+    rc = wd_buf_printf(&b, "%s'%s'", i ? ", " : "", names[i]);
+  if (!rc)
+    rc = wd_buf_printf(&b, " send%s them: every delete (and the -D of a key-changing update, with its +I) is "
+                       "dead-lettered with E_PU_DELETE_NOT_ACCEPTED; the -U half of each update is left out (counted "
+                       "as ignored -U) so that its +U applies, as Paimon's Flink sink does for a primary-key table. "
+                       "To take deletes set one of: ignore-delete: true (drop them), "
+                       "partial-update.remove-record-on-delete: true (a delete removes the whole row), or a "
+                       "fields.<version>.sequence-group per source (its delete clears only its own columns)",
+                       nsources > 1 ? "" : "s");
+  if (rc || wd_buf_putc(&b, 0)) {
+    wd_buf_free(&b);
+    return NULL;
+  }
+  return (char *)b.data;
 }

@@ -103,11 +103,15 @@ wd_error_t *wd_event_kafka_value(const wd_source_t *src, const wd_schema_t *sche
 
 /* Builds one record of kind from image (handle img, NULL when none). key_only: only the
  * primary-key columns are read from the image (an update without a before image). For a
- * retraction (-U/-D), every IMAGE-mapped column the image does not have is marked absent. */
+ * retraction (-U/-D), every IMAGE-mapped column the image does not have is marked absent.
+ * nullkey: NULL, or where a half whose key column is NULL in an image that has it (the field is
+ * there, its value null) is reported instead of failing: *nullkey = true, no error, and the row
+ * is left out of out again (a NULL key holds no row; see wd_event_emit). */
 static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema, const wd_kafka_meta_t *meta,
                                const wd_image_reader_t *rd, const wd_event_t *ev, int image, const void *img,
-                               bool key_only, wd_row_kind_t kind, wd_changes_t *out, wd_row_t **rowp) {
+                               bool key_only, wd_row_kind_t kind, wd_changes_t *out, wd_row_t **rowp, bool *nullkey) {
   wd_error_t *err = NULL;
+  if (nullkey) *nullkey = false;
   wd_row_t *row = wd_changes_add(out, schema, kind);
   if (!row) return wd_error_nomem();
   bool retract = kind == WD_UPDATE_BEFORE || kind == WD_DELETE;
@@ -150,10 +154,18 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
                           "source '%s': op '%s' has no %s image (\"%s\": null), so primary-key column '%s' (from "
                           "'%s') is missing",
                           src->name, ev->op_text, iname, iname, cname, c->spec);
+    bool missing = missing_pk >= 0 && src->cols[missing_pk].col == col;
+    if (c->kind == WD_MAP_IMAGE && !missing && nullkey) {
+      *nullkey = true;
+      wd_row_clear(schema, out->rows[--out->count]); /* back to a spare row */
+      out->null_key_halves++;
+      *rowp = NULL;
+      return NULL;
+    }
     if (c->kind == WD_MAP_IMAGE)
       return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
                           "source '%s': op '%s': primary-key column '%s' is %s in the %s image (field '%s')", src->name,
-                          ev->op_text, cname, missing_pk >= 0 && src->cols[missing_pk].col == col ? "missing" : "null",
+                          ev->op_text, cname, missing ? "missing" : "null",
                           iname, c->spec);
     return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
                         "source '%s': op '%s': primary-key column '%s' is missing or null (from '%s')", src->name,
@@ -172,31 +184,47 @@ wd_error_t *wd_event_emit(const wd_source_t *src, const wd_schema_t *schema, con
     return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"%s\" without an after image (\"%s\" is null "
                         "or absent)", src->name, ev->op_text, rd->image_names[WD_IMAGE_AFTER]);
   }
+  /* Each half of an update stands on its own (issue 23): a half whose key is NULL is left out
+   * and counted in out->null_key_halves. A NULL key holds no row, so a retraction (-U/-D) of one
+   * has nothing to retract, and an add half (+U) cannot be stored under it: an update NULL -> K
+   * is +I(K), K -> NULL is -D(K) (the row leaves the keyed table), NULL -> NULL is nothing. A
+   * delete of a NULL key is nothing either. An insert (or a row kind +I/+U) with a NULL key
+   * stays E_NO_KEY: it is the whole message, and dead-lettering it loses nothing. */
+  bool bnull = false, anull = false;
   switch (ev->op) {
   case WD_EV_INSERT:
-    err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, false, WD_INSERT, out, &ra);
+    err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, false, WD_INSERT, out, &ra, NULL);
     break;
   case WD_EV_UPDATE:
     if (ev->before) {
-      if ((err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_BEFORE, ev->before, false, WD_UPDATE_BEFORE, out, &rb)))
+      if ((err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_BEFORE, ev->before, false, WD_UPDATE_BEFORE, out, &rb,
+                             &bnull)))
         break;
     } else if ((err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, true, WD_UPDATE_BEFORE, out,
-                                  &rb))) {
+                                  &rb, &bnull))) {
       break; /* no before image: the key of after, the rest from the stored row */
     }
-    if ((err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, false, WD_UPDATE_AFTER, out, &ra)))
+    if ((err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, false, WD_UPDATE_AFTER, out, &ra,
+                           &anull)))
       break;
-    if (!wd_event_same_key(schema, rb, ra)) {
+    if (rb && ra && !wd_event_same_key(schema, rb, ra)) {
       rb->kind = WD_DELETE;
       ra->kind = WD_INSERT;
+    } else if (rb && !ra) {
+      rb->kind = WD_DELETE; /* K -> NULL */
+    } else if (ra && !rb) {
+      ra->kind = WD_INSERT; /* NULL -> K */
     }
     break;
   case WD_EV_DELETE:
-    err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_BEFORE, ev->before, false, WD_DELETE, out, &rb);
+    err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_BEFORE, ev->before, false, WD_DELETE, out, &rb, &bnull);
     break;
-  case WD_EV_ROW:
-    err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, false, ev->kind, out, &ra);
+  case WD_EV_ROW: {
+    bool retract = ev->kind == WD_UPDATE_BEFORE || ev->kind == WD_DELETE;
+    err = wd_ev_build(src, schema, meta, rd, ev, WD_IMAGE_AFTER, ev->after, false, ev->kind, out, &ra,
+                      retract ? &bnull : NULL);
     break;
+  }
   }
   if (err && err != wd_error_nomem()) err->index = (int)(out->count > first ? out->count - 1 : first);
   return err;

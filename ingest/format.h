@@ -12,7 +12,12 @@
  *                    an event that carries its own row kind (changelog-json) keeps it;
  *   key changes      an update whose before and after keys differ -> -D(before), +I(after);
  *   errors           an insert/update without an after image is E_DECODE, a primary-key column
- *                    missing or NULL is E_NO_KEY (naming the op, the column and the image);
+ *                    missing (or NULL in an insert, +I/+U row kind) is E_NO_KEY (naming the op,
+ *                    the column and the image);
+ *   NULL keys        a half of an update, or a delete, whose key column is NULL in its image is
+ *                    left out and counted (wd_changes_t.null_key_halves; issue 23): a NULL key
+ *                    holds no row, so nothing to retract and nowhere to store; the other half
+ *                    applies alone (NULL -> K is +I(K), K -> NULL is -D(K));
  *   column mapping   every mapped column of the source (source.h) is asked of the format's
  *                    image reader, in mapping order; `$kafka.*` metadata is converted here;
  *   missing before   a -U/-D whose before image lacks a column the source maps (an update

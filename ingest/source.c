@@ -422,6 +422,7 @@ void wd_changes_reset(wd_changes_t *ch) {
   ch->count = 0;
   ch->flags = 0;
   ch->op = 0;
+  ch->null_key_halves = 0;
   ch->ts_ms = -1;
 }
 

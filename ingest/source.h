@@ -263,6 +263,8 @@ typedef struct wd_changes {
   size_t count;
   unsigned flags;    /* WD_CHANGES_* */
   char op;           /* the Debezium op of the message ('c','r','u','d'), 0 when none */
+  unsigned null_key_halves; /* halves of updates/deletes left out because their key is NULL
+                               (ingest/format.h: a NULL key holds no row); 0 after a reset */
   int64_t ts_ms;     /* the payload's ts_ms, or -1 when absent */
   /* private */
   size_t cap;                 /* rows[count..cap) are cleared spare rows (or NULL) */
@@ -308,8 +310,10 @@ wd_row_t *wd_changes_take(wd_changes_t *ch, size_t i);
  *   WD_ERR_DECODE "E_DECODE": not JSON, not an object, no or unknown `op` (t and m included),
  *     op c/r/u without an after image, before/after/payload not an object, an invalid literal
  *     or escape (lone surrogate) in a field the source reads; the message says which.
- *   WD_ERR_RECORD "E_NO_KEY": a primary-key column missing or NULL in a record (for example a
- *     delete whose before image is null); the message names the column and the image.
+ *   WD_ERR_RECORD "E_NO_KEY": a primary-key column missing in a record (for example a delete
+ *     whose before image is null) or NULL in an insert; the message names the column and the
+ *     image. (A NULL key in a half of an update or in a delete is no error: that half is left
+ *     out and counted in out->null_key_halves; ingest/format.h.)
  *   WD_ERR_RECORD "E_TYPE": a value that cannot convert to its column's type; the message names
  *     the source, the source field, the wide column, the column type and the JSON found.
  *   WD_ERR_INTERNAL when out is bound to another schema or src is not debezium-json; E_NOMEM.

@@ -49,6 +49,10 @@ wd_merge_engine_t wd_table_engine(const wd_table_t *t);
 /* Whether the table has ordering (sequence.field or a sequence group, spec §1.1) and therefore
  * keeps ordering tombstones (D7). */
 bool wd_table_has_ordering(const wd_table_t *t);
+/* Whether the table rejects every retraction (-U/-D) with E_PU_DELETE_NOT_ACCEPTED (spec §7.1):
+ * partial-update without sequence groups, ignore-delete and
+ * partial-update.remove-record-on-delete. */
+bool wd_table_rejects_retractions(const wd_table_t *t);
 /* The number of sequence groups, and the name of group g (< that number): its sequence fields'
  * column names joined by ',' (the <f> of `fields.<f>.sequence-group`), borrowed from the schema
  * and written to buf[0..n) (truncated; always terminated). */

@@ -424,10 +424,18 @@ Test(ops, changes_over_ranges_equal_changelog_replay, .timeout = 240) {
     json_decref(before);
     json_decref(after);
   }
-  /* an empty range prints nothing */
-  json_t *none = changes(&e, "4", "2");
-  cr_expect_eq(json_array_size(none), 0);
-  json_decref(none);
+  /* issue 23: A after B is a usage error, a range past the history C_HISTORY_RANGE (never
+   * nothing with rc 0, which reads as "no change") */
+  int rc;
+  char *msg = sh(&rc, "'%s' changes --config '%s' --from 4 --to 2 2>&1", wd_it_widen_bin(), e.cfg);
+  cr_expect_eq(rc, 1, "--from 4 --to 2: rc %d, %s", rc, msg);
+  cr_expect(strstr(msg, "--from 4 is after --to 2") != NULL, "%s", msg);
+  free(msg);
+  msg = sh(&rc, "'%s' changes --config '%s' --from %lld --to %lld 2>&1", wd_it_widen_bin(), e.cfg, (long long)n + 1,
+           (long long)n + 3);
+  cr_expect_eq(rc, 1, "past the history: rc %d, %s", rc, msg);
+  cr_expect(strstr(msg, "C_HISTORY_RANGE") && strstr(msg, "past the history"), "%s", msg);
+  free(msg);
   /* timestamps: everything up to now is the whole table */
   char now[32];
   snprintf(now, sizeof(now), "%lld", (long long)time(NULL) * 1000 + 1000);
@@ -531,5 +539,115 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   json_decref(new_rows);
   json_decref(cl_before);
   json_decref(old_rows);
+  env_done(&e);
+}
+
+/* Issue 23: `widen replay --from TIMESTAMP` counts as "in" only the records at or after the
+ * timestamp, and the older ones as skipped (it said 5015 in where 15 were after it). */
+Test(ops, replay_from_timestamp_counts_only_later_records_in, .timeout = 180) {
+  env_t e;
+  env_init(&e, "replayfrom", "", "carrier,ship_status,shipped_at");
+  produce(&e, 20, 300, 3);
+  usleep(1500 * 1000); /* the producer's CreateTime of the first 300 is before t */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long long t = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  usleep(500 * 1000);
+  produce(&e, 20, 40, 4);
+  char fresh[400];
+  snprintf(fresh, sizeof(fresh), "%s/fresh", e.dir);
+  int rc;
+  char *out = sh(&rc, "'%s' replay --config '%s' --from %lld --state-dir '%s' --quiet 2>&1", wd_it_widen_bin(), e.cfg, t,
+                 fresh);
+  cr_assert_eq(rc, 0, "%s", out);
+  unsigned long long in = 0, skipped = 0;
+  const char *s = strstr(out, "widen: summary: ");
+  cr_assert_not_null(s, "%s", out);
+  cr_assert_eq(sscanf(s, "widen: summary: %llu Kafka records in", &in), 1, "%s", s);
+  const char *k = strstr(s, " records older than --from skipped");
+  cr_assert_not_null(k, "%s", s);
+  while (k > s && k[-1] >= '0' && k[-1] <= '9') k--;
+  skipped = strtoull(k, NULL, 10);
+  fprintf(stderr, "replay --from: %llu in, %llu skipped\n", in, skipped);
+  cr_expect_eq(in, 40, "records in: %llu (want the 40 after the timestamp)\n%s", in, s);
+  cr_expect_eq(skipped, 300, "records skipped: %llu\n%s", skipped, s);
+  free(out);
+  env_done(&e);
+}
+
+/* Issue 23 point 10: `widen rows` reads the state of a running widen (a secondary instance, as
+ * status does) and gives the rows it has after it stops; `widen status` prints durations rounded
+ * (one decimal at most); `widen produce` logs at most 5 null-key lines, says that the rest are
+ * only counted, and its total is the number of null-keyed records the topic holds. */
+Test(ops, rows_while_running_status_durations_and_produce_null_keys, .timeout = 240) {
+  env_t e;
+  env_init(&e, "rowsrun", "", "carrier,ship_status,shipped_at");
+  produce(&e, 30, 300, 9);
+  pid_t pid = spawn_run(&e, "60000");
+  int rc = 1;
+  char *during = NULL, *status = NULL;
+  for (int i = 0; i < 240; i++) { /* until every record went through (the history's records_in) */
+    usleep(250 * 1000);
+    free(status);
+    status = sh(&rc, "'%s' status --config '%s' --no-kafka --last 1000 2>&1", wd_it_widen_bin(), e.cfg);
+    long long in = 0;
+    for (const char *q = status; rc == 0 && (q = strstr(q, "\"records_in\":")); q++) in += atoll(q + 13);
+    if (in < 300) continue;
+    during = sh(&rc, "'%s' rows --config '%s' 2>&1", wd_it_widen_bin(), e.cfg);
+    break;
+  }
+  cr_assert_not_null(during, "the run did not take the 300 records: %s", status);
+  cr_expect_eq(rc, 0, "widen rows while widen run runs: %s", during);
+  kill(pid, SIGTERM);
+  cr_expect_eq(wait_exit(pid), 0);
+  char *after = sh(&rc, "'%s' rows --config '%s' 2>/dev/null", wd_it_widen_bin(), e.cfg);
+  cr_assert_eq(rc, 0);
+  cr_expect(strlen(after) > 100, "%s", after);
+  cr_expect_str_eq(during, after, "rows read while running differ from the rows after the stop");
+  /* durations: "duration_ms":568.5, never 568.54642199999716 */
+  int durations = 0;
+  for (const char *q = status; (q = strstr(q, "\"duration_ms\":")); q++, durations++) {
+    const char *v = q + 14, *end = v + strspn(v, "0123456789.");
+    const char *dot = memchr(v, '.', (size_t)(end - v));
+    cr_expect(!dot || end - dot <= 2, "duration not rounded: %.*s", (int)(end - v + 14), q);
+  }
+  cr_expect_gt(durations, 0, "%s", status);
+  free(during);
+  free(after);
+  free(status);
+
+  /* produce: 8 of 10 lines without a key */
+  char path[400], topic[200];
+  snprintf(path, sizeof(path), "%s/nk.jsonl", e.dir);
+  snprintf(topic, sizeof(topic), "%snullkeys", e.prefix);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("not json\n[1,2]\n{\"op\":\"c\",\"after\":{\"name\":\"x\"}}\n{\"op\":\"c\",\"after\":{\"id\":null}}\n"
+        "{\"op\":\"d\",\"before\":null,\"after\":null}\n{\"key\":null,\"value\":{\"op\":\"c\",\"after\":{\"id\":5}}}\n"
+        "{\"op\":\"c\",\"after\":{\"id\":7}}\n{\"schema\":null,\"payload\":{\"op\":\"c\",\"after\":{\"name\":\"y\"}}}\n"
+        "{\"op\":\"u\",\"before\":{\"id\":3},\"after\":{\"id\":3}}\n\"just a string\"\n",
+        f);
+  fclose(f);
+  char *out = sh(&rc, "'%s' produce --topic %s --file '%s' 2>&1", wd_it_widen_bin(), topic, path);
+  cr_assert_eq(rc, 0, "%s", out);
+  int warned = 0;
+  for (const char *q = out; (q = strstr(q, ": sent with a null key (a null key spreads")); q++) warned++;
+  cr_expect_eq(warned, 5, "%s", out);
+  cr_expect(strstr(out, "further lines with a null key are counted, not logged") != NULL, "%s", out);
+  cr_expect(strstr(out, "widen produce: 8 of 10 lines sent with a null key") != NULL, "%s", out);
+  free(out);
+  wd_consumer_t *c = wd_it_consumer(topic);
+  wd_kmsg_t msgs[50];
+  int got = 0, nullkeys = 0;
+  for (int round = 0; round < 60 && got < 10; round++) {
+    size_t n = 0;
+    cr_assert_null(wd_consumer_poll_batch(c, 50, 500, msgs, &n));
+    for (size_t i = 0; i < n; i++) nullkeys += msgs[i].key == NULL;
+    got += (int)n;
+    wd_kmsg_release(msgs, n);
+  }
+  wd_consumer_destroy(c);
+  cr_expect_eq(got, 10);
+  cr_expect_eq(nullkeys, 8, "records with a null key in %s: %d", topic, nullkeys);
   env_done(&e);
 }

@@ -605,7 +605,7 @@ static json_t *read_dead_letters(const char *topic) {
 Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   env_t e;
   env_init(&e, "bad", products_yaml("    merge-engine: partial-update\n"));
-  cr_assert_eq(produce_products(&e), 16); /* partial-update without a delete policy: -U/-D rejected */
+  cr_assert_eq(produce_products(&e), 16); /* partial-update without a delete policy: -D rejected, -U left out */
   char topic[200];
   snprintf(topic, sizeof(topic), "%sproducts", e.prefix);
   const char *keys[] = {NULL, NULL, NULL, NULL};
@@ -632,8 +632,9 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   run_to_idle(&e);
   snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
   json_t *dl = read_dead_letters(topic);
-  /* 4 updates and 1 delete rejected by the engine, 3 bad records, 1 output too large */
-  cr_assert_eq(json_array_size(dl), 9, "dead letters: %zu", json_array_size(dl));
+  /* 1 delete rejected by the engine (the 4 updates apply their +U without the -U: issue 23), 3
+   * bad records, 1 output too large */
+  cr_assert_eq(json_array_size(dl), 5, "dead letters: %zu", json_array_size(dl));
   int ids[5] = {0};
   static const char *const want[] = {"E_PU_DELETE_NOT_ACCEPTED", "E_DECODE", "E_NO_KEY", "E_TYPE",
                                      "E_OUTPUT_TOO_LARGE"};
@@ -649,7 +650,7 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
     cr_expect(json_string_value(json_object_get(d, "widen.source.offset")) != NULL);
     if (!strcmp(id, "E_DECODE")) cr_expect_str_eq(json_string_value(json_object_get(d, "value")), "this is not json");
   }
-  cr_expect_eq(ids[0], 5);
+  cr_expect_eq(ids[0], 1);
   cr_expect_eq(ids[1], 1);
   cr_expect_eq(ids[2], 1);
   cr_expect_eq(ids[3], 1);
@@ -759,6 +760,63 @@ Test(pipeline, chained_wide_then_aggregation, .timeout = 200) {
   json_decref(agg);
   env_done(&e1);
   env_done(&e2);
+}
+
+/* Issue 23 point 5: Canal (real file) into partial-update without sequence groups, ignore-delete
+ * or partial-update.remove-record-on-delete. `widen config check` says OK with a warning naming
+ * the consequence and the options; `run` warns the same. Each update's +U applies without its -U
+ * (left out, counted as ignored -U, as Paimon's Flink sink does for a primary-key table); only the
+ * two DELETE messages are dead-lettered (E_PU_DELETE_NOT_ACCEPTED), so 102, 103 and 111 stay. */
+Test(pipeline, canal_into_partial_update_without_delete_policy, .timeout = 150) {
+  env_t e;
+  env_init(&e, "canalpu", wd_it_replace(strdup(WIDE_YAML), "    changelog-producer: lookup\n",
+                                         "    merge-engine: partial-update\n    changelog-producer: lookup\n"));
+  char cmd[800];
+  snprintf(cmd, sizeof(cmd), "'%s' config check '%s' 2>&1", wd_it_widen_bin(), e.cfg);
+  FILE *pc = popen(cmd, "r");
+  cr_assert_not_null(pc);
+  char check[8192];
+  size_t cn = fread(check, 1, sizeof(check) - 1, pc);
+  check[cn] = 0;
+  cr_assert_eq(pclose(pc), 0, "config check: %s", check);
+  static const char *const says[] = {"warning   table 'products' is partial-update without sequence groups",
+                                     "source 'canal' sends them", "E_PU_DELETE_NOT_ACCEPTED",
+                                     "the -U half of each update is left out", "ignore-delete: true",
+                                     "partial-update.remove-record-on-delete: true", "sequence-group"};
+  for (size_t k = 0; k < sizeof(says) / sizeof(*says); k++)
+    cr_expect(strstr(check, says[k]) != NULL, "config check does not say '%s':\n%s", says[k], check);
+  char *text;
+  const char *lines[32], *keys[32];
+  size_t n = shared_lines("data/flink-json/canal-data.txt", &text, lines, 32);
+  cr_assert_eq(n, 11);
+  for (size_t i = 0; i < n; i++) keys[i] = "inventory.products2";
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%scanal", e.prefix);
+  produce_lines(topic, keys, lines, n);
+  free(text);
+  run_to_idle(&e);
+  snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
+  json_t *dl = read_dead_letters(topic);
+  size_t i;
+  json_t *d;
+  cr_expect_eq(json_array_size(dl), 2, "dead letters: %zu (want the 2 DELETE messages)", json_array_size(dl));
+  json_array_foreach(dl, i, d) {
+    cr_expect_str_eq(json_string_value(json_object_get(d, "widen.error.id")), "E_PU_DELETE_NOT_ACCEPTED");
+    cr_expect(strstr(json_string_value(json_object_get(d, "value")), "\"type\":\"DELETE\"") != NULL);
+  }
+  json_decref(dl);
+  /* every +U applied: the updated weights; the deleted rows stay (their deletes were rejected) */
+  json_t *rows = state_rows(&e);
+  cr_assert_eq(json_array_size(rows), 11, "%zu rows", json_array_size(rows));
+  static const long long want[][2] = {{101, 5170}, {102, 5170}, {103, 800},  {104, 750}, {105, 875}, {106, 1000},
+                                      {107, 5100}, {108, 100},  {109, 22200}, {110, 500}, {111, 5170}};
+  json_t *r;
+  json_array_foreach(rows, i, r) {
+    cr_expect_eq(json_integer_value(json_object_get(r, "id")), want[i][0]);
+    cr_expect_eq(milli(json_object_get(r, "weight")), want[i][1], "weight of %lld", want[i][0]);
+  }
+  json_decref(rows);
+  env_done(&e);
 }
 
 static const char *const REPLICA_YAML =

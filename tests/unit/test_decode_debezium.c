@@ -747,6 +747,55 @@ Test(ops, primary_key_change) {
   wd_schema_destroy(s);
 }
 
+/* Issue 23: each half of an update stands on its own; a half whose key is NULL is left out and
+ * counted (a NULL key holds no row); an insert with a NULL key is still E_NO_KEY. */
+static void expect_halves(const wd_source_t *src, const wd_schema_t *s, const char *json, const char *want,
+                          unsigned skipped) {
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  char *got = decode_text(src, s, NULL, json, &ch);
+  cr_expect_str_eq(got, want, "json %s\n got: %s\nwant: %s", json, got, want);
+  cr_expect_eq(ch.null_key_halves, skipped, "json %s: %u halves left out, want %u", json, ch.null_key_halves, skipped);
+  free(got);
+  wd_changes_free(&ch);
+}
+
+Test(ops, null_key_halves_stand_alone) {
+  wd_schema_t *s = products_schema();
+  wd_source_t *src = source_make(s, NULL);
+  /* NULL -> K: the +U is the key's insert */
+  expect_halves(src, s, "{\"op\":\"u\",\"before\":{\"id\":null,\"name\":\"a\"},\"after\":{\"id\":2,\"name\":\"a\"}}",
+                "+I(2,a,NULL,NULL)", 1);
+  /* K -> NULL: the row leaves the keyed table */
+  expect_halves(src, s, "{\"op\":\"u\",\"before\":{\"id\":1,\"name\":\"a\"},\"after\":{\"id\":null,\"name\":\"a\"}}",
+                "-D(1,a,?,?)", 1);
+  /* NULL -> NULL, a delete of a NULL key: nothing */
+  expect_halves(src, s, "{\"op\":\"u\",\"before\":{\"id\":null},\"after\":{\"id\":null,\"name\":\"b\"}}", "", 2);
+  expect_halves(src, s, "{\"op\":\"d\",\"before\":{\"id\":null,\"name\":\"a\"},\"after\":null}", "", 1);
+  /* K -> K' and K -> K as before, nothing counted */
+  expect_halves(src, s, "{\"op\":\"u\",\"before\":{\"id\":1},\"after\":{\"id\":2}}", "-D(1,?,?,?) +I(2,NULL,NULL,NULL)",
+                0);
+  expect_halves(src, s, "{\"op\":\"u\",\"before\":{\"id\":1},\"after\":{\"id\":1}}", "-U(1,?,?,?) +U(1,NULL,NULL,NULL)",
+                0);
+  /* a key field missing (not null) from an image is still E_NO_KEY, and so is a NULL-keyed insert */
+  const char *const missing[] = {"primary-key column 'id' is missing in the before image", NULL};
+  expect_error(src, s, "{\"op\":\"u\",\"before\":{\"name\":\"a\"},\"after\":{\"id\":1}}", "E_NO_KEY", missing);
+  const char *const nullins[] = {"primary-key column 'id' is null in the after image", NULL};
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":null}}", "E_NO_KEY", nullins);
+  /* the counter starts again at every message */
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  char *got = decode_text(src, s, NULL, "{\"op\":\"d\",\"before\":{\"id\":null},\"after\":null}", &ch);
+  free(got);
+  got = decode_text(src, s, NULL, "{\"op\":\"r\",\"after\":{\"id\":3}}", &ch);
+  cr_expect_str_eq(got, "+I(3,NULL,NULL,NULL)");
+  cr_expect_eq(ch.null_key_halves, 0);
+  free(got);
+  wd_changes_free(&ch);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
 Test(ops, composite_key_change) {
   static const char *const names[] = {"a", "b", "v"};
   static const char *const types[] = {"INT", "STRING", "DOUBLE"};

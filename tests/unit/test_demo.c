@@ -41,6 +41,14 @@ Test(demo, shows_its_evidence_and_is_the_same_every_run, .timeout = 240) {
   cr_assert(strstr(a, "-> dead-lettered to shop.orders_wide.dlq: shop.payments["), "%s", a);
   cr_assert(strstr(a, "E_TYPE: source 'payments'"), "%s", a);
   cr_assert(strstr(a, "-- the final wide rows (state store):\n  {\"order_id\":1,"), "%s", a);
+  /* issue 23: the header's event count is the number of events listed (#01..#NN) */
+  unsigned head = 0, listed = 0;
+  const char *h = strstr(a, "== widen demo: ");
+  cr_assert_not_null(h, "%s", a);
+  cr_assert_eq(sscanf(h, "== widen demo: %*u orders, %u Debezium events", &head), 1, "%s", h);
+  for (const char *q = a; (q = strstr(q, "\n#")); q++) listed++;
+  cr_expect_eq(head, listed, "the header says %u events, the demo lists %u", head, listed);
+  cr_expect(strstr(a, "-- the 21 input events") != NULL && head == 21, "%s", a);
   /* applied in the order shown: the same output again */
   char *b = demo_output();
   cr_assert_str_eq(a, b, "two runs of widen demo differ");
