@@ -171,7 +171,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
               cfg->sink.dead_letter_topic);
   }
   if (!err) rc = 0;
-  else if (!strcmp(err->id, "E_STOPPED")) rc = 3; /* stopped before its last commit was made: nothing lost */
+  else if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its last commit was made: nothing lost */
 done:
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
@@ -360,7 +360,7 @@ int wd_cmd_rows(int argc, char **argv) {
     err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DIR", "state directory %s does not exist: %s", sdir,
                        dir ? "check --state-dir" : "check state.dir (it is relative to the working directory)");
   if (!err) err = wd_store_open_rocksdb(sdir, NULL, &st);
-  if (err && !strcmp(err->id, "E_STORE_LOCKED")) {
+  if (wd_error_is(err, WD_EID_E_STORE_LOCKED)) {
     /* a running widen holds the directory: read it as `status` and `changes` do, through a
      * read-only secondary instance (the rows as of now, without the lock; issue 23) */
     wd_error_destroy(err);

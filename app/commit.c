@@ -41,6 +41,25 @@ typedef struct wd_ctp {
                           to it are never sent to the transaction (they would move the group back) */
 } wd_ctp_t;
 
+/* The changelog restores of one assignment: tasks[0..n) each from from[i] (0: the beginning, its
+ * key range deleted at the assignment; else a standby copy's position) to end[i], read together by
+ * one read_committed consumer of the state changelog topic. */
+typedef struct wd_restore {
+  size_t n, left;     /* tasks; tasks not finished yet */
+  uint32_t *tasks;
+  int64_t *from, *end; /* end: the partition's end offset when the restore began; <= 0: nothing */
+  uint64_t *records;
+  bool *finished;
+  wd_consumer_t *cons; /* NULL until the first step */
+  wd_store_batch_t *b; /* rows read and not written yet */
+  size_t nb;
+  wd_kmsg_t *msgs;
+  double t0, last_progress;
+  uint64_t copies;     /* tasks caught up from a standby copy */
+} wd_restore_t;
+
+static void restore_free(wd_restore_t *r);
+
 struct wd_commit {
   wd_commit_conf_t conf;
   wd_producer_t *prod;
@@ -77,6 +96,9 @@ struct wd_commit {
   size_t ngc, cap_gc;
   double last_gc;
   wd_error_t *cb_err; /* fatal error inside a callback */
+  /* the state changelog restores of the current assignment, run in the poll loop in slices
+   * (wd_commit_restore_step, docs/runtime.md "Restoration in the poll loop") */
+  struct wd_restore *rs;
   volatile const int *stop; /* the pipeline's stop request (wd_commit_set_stop); may be NULL */
   double stop_deadline;     /* monotonic s: a stop gives up waiting past it (0: not stopping yet) */
   bool changelog_sent; /* the open commit's changelog records are produced */
@@ -145,6 +167,7 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_
 
 void wd_commit_destroy(wd_commit_t *c) {
   if (!c) return;
+  restore_free(c->rs);
   wd_store_batch_destroy(c->b);
   free(c->in);
   free(c->t);
@@ -534,11 +557,17 @@ static void build_tasks(wd_commit_t *c) {
       return;
     }
   }
+  for (size_t i = 0; c->rs && i < c->rs->n; i++) { /* restored from the changelog in the poll loop */
+    wd_task_t *task = wd_tasks_find(c->tasks, c->rs->tasks[i]);
+    if (task) task->changelog_pending = true;
+  }
   for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     if (task->state == WD_TASK_CREATED) {
       char why[96];
-      if (task->unreached) {
+      if (task->changelog_pending) {
+        move_task(c, task, WD_TASK_RESTORING, "its rows are restored from the state changelog topic");
+      } else if (task->unreached) {
         snprintf(why, sizeof(why), "%zu of its %zu partition(s) rebuilt up to the group's offsets", task->unreached,
                  task->nparts);
         move_task(c, task, WD_TASK_RESTORING, why);
@@ -566,7 +595,7 @@ static void task_now_running(wd_commit_t *c, wd_task_t *task) {
 }
 
 wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
-  if (!c->nrestoring && !c->nholds) return WD_GATE_RUN;
+  if (!c->nrestoring && !c->nholds && !c->rs) return WD_GATE_RUN;
   if (is_stateless(c, topic)) return WD_GATE_RUN;
   wd_task_t *task = wd_tasks_find(c->tasks, task_of(c, partition));
   if (!task) return WD_GATE_RUN;
@@ -583,7 +612,7 @@ wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, i
 
 wd_error_t *wd_commit_after_batch(wd_commit_t *c) {
   wd_error_t *err = NULL;
-  if (!c->cons || (!c->nrestoring && !c->nholds)) return NULL;
+  if (!c->cons || (!c->nrestoring && !c->nholds && !c->rs)) return NULL;
   for (size_t i = 0; i < wd_tasks_count(c->tasks) && !err; i++) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     /* a partition whose position reached its restore end without a record past it (idle, or a
@@ -630,108 +659,170 @@ static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint
   return c->send_err ? 1 : 0;
 }
 
-typedef struct {
-  size_t n;
-  const uint32_t *tasks;
-  const int64_t *from;
-} wd_restore_ctx_t;
+
+static void restore_free(wd_restore_t *r) {
+  if (!r) return;
+  if (r->cons) wd_consumer_destroy(r->cons);
+  wd_store_batch_destroy(r->b);
+  free(r->tasks);
+  free(r->from);
+  free(r->end);
+  free(r->records);
+  free(r->finished);
+  free(r->msgs);
+  free(r);
+}
 
 static int64_t restore_on_assign(void *ctx, const char *topic, int32_t partition) {
   (void)topic;
-  const wd_restore_ctx_t *r = ctx;
+  const wd_restore_t *r = ctx;
   for (size_t i = 0; i < r->n; i++)
     if ((int32_t)r->tasks[i] == partition) return r->from[i] > 0 ? r->from[i] : WD_OFFSET_BEGINNING;
   return WD_OFFSET_END;
 }
 
-/* Restores tasks[0..n) from their changelog partitions together (one consumer, read_committed),
- * each from offset from[i] — 0: the beginning, its key range deleted before; else a standby
- * copy's position — to its end, into the store. */
-static wd_error_t *restore_tasks(wd_commit_t *c, const uint32_t *tasks, const int64_t *from, size_t ntasks) {
+/* A task's restore is done: its rows are all written, so now its partitions' offsets become the
+ * group's (rows first, offsets last: a crash before this write restores it again), and it runs. */
+static wd_error_t *restore_finish(wd_commit_t *c, wd_restore_t *r, size_t t) {
   wd_error_t *err = NULL;
-  wd_consumer_t *rc = NULL;
-  wd_tp_offset_t *ends = NULL, *pos = NULL;
-  size_t nends = 0, npos = 0, nb = 0;
   wd_store_batch_t *b = wd_store_batch_new();
-  wd_kmsg_t *msgs = calloc(1000, sizeof(*msgs));
-  int64_t *end = calloc(ntasks ? ntasks : 1, sizeof(*end));
-  uint64_t *records = calloc(ntasks ? ntasks : 1, sizeof(*records));
-  double *took = calloc(ntasks ? ntasks : 1, sizeof(*took)); /* s until the task reached its end */
-  wd_restore_ctx_t rctx = {ntasks, tasks, from};
-  const char *topics[] = {c->conf.changelog_topic};
-  double t0 = wd_mono_s(), last_progress = t0;
-  if (!b || !msgs || !end || !records || !took) {
-    err = wd_error_nomem();
-    goto done;
+  if (!b) return wd_error_nomem();
+  for (size_t i = 0; i < c->ntps; i++) {
+    const wd_ctp_t *tp = &c->tps[i];
+    if (is_stateless(c, tp->topic) || task_of(c, tp->partition) != r->tasks[t] || tp->start < 0) continue;
+    if (wd_store_batch_set_offset(b, tp->topic, tp->partition, tp->start)) {
+      wd_store_batch_destroy(b);
+      return wd_error_nomem();
+    }
   }
-  if ((err = wd_consumer_new(c->conf.restore_conf, topics, 1, restore_on_assign, &rctx, &rc))) goto done;
-  if ((err = wd_consumer_end_offsets(rc, 30000, &ends, &nends))) goto done;
-  size_t left = 0; /* tasks still to read */
-  for (size_t t = 0; t < ntasks; t++) {
-    for (size_t i = 0; i < nends; i++)
-      if (ends[i].partition == (int32_t)tasks[t]) end[t] = ends[i].offset;
-    if (from[t] > 0 && from[t] >= end[t]) end[t] = 0; /* the standby copy is at the end already */
-    if (end[t] > 0) left++;
-    else took[t] = wd_mono_s() - t0;
-  }
-  while (left) {
-    size_t n = 0;
-    if ((err = wd_consumer_poll_batch(rc, 1000, 100, msgs, &n))) goto done;
-    for (size_t i = 0; i < n; i++) {
-      size_t t = 0;
-      while (t < ntasks && (int32_t)tasks[t] != msgs[i].partition) t++;
-      if (t == ntasks) continue;
-      int r = msgs[i].value ? wd_store_batch_put(b, msgs[i].key, msgs[i].key_len, msgs[i].value, msgs[i].value_len)
-                            : wd_store_batch_delete(b, msgs[i].key, msgs[i].key_len);
-      if (r) {
-        wd_kmsg_release(msgs, n);
-        err = wd_error_nomem();
-        goto done;
+  err = wd_store_write_sync(c->store, b);
+  wd_store_batch_destroy(b);
+  if (err) return err;
+  r->finished[t] = true;
+  r->left--;
+  c->restored_records += r->records[t];
+  wd_task_t *task = wd_tasks_find(c->tasks, r->tasks[t]);
+  char why[200];
+  snprintf(why, sizeof(why), "%s from %s[%u]: %" PRIu64 " records in %.2f s",
+           r->from[t] > 0 ? "caught up (standby copy)" : "restored", c->conf.changelog_topic, r->tasks[t],
+           r->records[t], wd_mono_s() - r->t0);
+  if (task) {
+    task->changelog_pending = false;
+    if (task->state == WD_TASK_RESTORING) {
+      if (task->unreached == 0) {
+        if ((err = wd_task_move(task, WD_TASK_RUNNING, why))) return err;
       }
-      nb++;
-      records[t]++;
     }
-    wd_kmsg_release(msgs, n);
-    if (n) last_progress = wd_mono_s();
-    if (nb >= 5000 || (n == 0 && nb)) {
-      if ((err = wd_store_write(c->store, b))) goto done;
-      wd_store_batch_clear(b);
-      nb = 0;
+  } else {
+    wd_log(WD_LOG_INFO, "commit", "task %u %s", r->tasks[t], why);
+  }
+  return NULL;
+}
+
+bool wd_commit_changelog_restoring(const wd_commit_t *c) { return c->rs != NULL; }
+
+wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms) {
+  wd_restore_t *r = c->rs;
+  wd_error_t *err = NULL;
+  wd_tp_offset_t *ends = NULL, *pos = NULL;
+  size_t nends = 0, npos = 0;
+  if (!r) return NULL;
+  if (!r->cons) { /* the first slice: the consumer and where each task ends */
+    const char *topics[] = {c->conf.changelog_topic};
+    if ((err = wd_consumer_new(c->conf.restore_conf, topics, 1, restore_on_assign, r, &r->cons))) goto done;
+    if ((err = wd_consumer_end_offsets(r->cons, 30000, &ends, &nends))) goto done;
+    for (size_t t = 0; t < r->n; t++) {
+      r->end[t] = 0;
+      for (size_t i = 0; i < nends; i++)
+        if (ends[i].partition == (int32_t)r->tasks[t]) r->end[t] = ends[i].offset;
+      if (r->from[t] > 0 && r->from[t] >= r->end[t]) r->end[t] = 0; /* the standby copy is at the end already */
     }
-    free(pos);
-    pos = NULL;
-    if ((err = wd_consumer_assignment(rc, &pos, &npos))) goto done;
-    left = 0;
-    for (size_t t = 0; t < ntasks; t++) {
-      bool reached = end[t] <= 0;
-      for (size_t i = 0; i < npos && !reached; i++)
-        if (pos[i].partition == (int32_t)tasks[t] && pos[i].offset >= end[t]) reached = true;
-      if (!reached || nb) left++;
-      else if (took[t] == 0) took[t] = wd_mono_s() - t0;
-    }
-    if (left && wd_mono_s() - last_progress > 60.0) {
-      err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring %zu task(s) from %s: no progress for 60 s", ntasks,
-                         c->conf.changelog_topic);
+    r->t0 = r->last_progress = wd_mono_s();
+    wd_log(WD_LOG_INFO, "commit", "restoring %zu task(s) from %s in the poll loop (%" PRIu64 " from standby copies); "
+           "their records wait until each is restored", r->n, c->conf.changelog_topic, r->copies);
+  }
+  size_t n = 0;
+  double until = wd_mono_s() + max_ms / 1000.0;
+  for (;;) { /* a slice: batches while they come, up to max_ms */
+  double left_ms = (until - wd_mono_s()) * 1000.0;
+  if ((err = wd_consumer_poll_batch(r->cons, 1000, left_ms > 50 ? 50 : left_ms < 1 ? 1 : (int)left_ms, r->msgs, &n)))
+    goto done;
+  for (size_t i = 0; i < n; i++) {
+    size_t t = 0;
+    while (t < r->n && (int32_t)r->tasks[t] != r->msgs[i].partition) t++;
+    if (t == r->n || r->finished[t]) continue;
+    int rc = r->msgs[i].value ? wd_store_batch_put(r->b, r->msgs[i].key, r->msgs[i].key_len, r->msgs[i].value,
+                                                   r->msgs[i].value_len)
+                              : wd_store_batch_delete(r->b, r->msgs[i].key, r->msgs[i].key_len);
+    if (rc) {
+      wd_kmsg_release(r->msgs, n);
+      err = wd_error_nomem();
       goto done;
     }
+    r->nb++;
+    r->records[t]++;
   }
-  if (nb && (err = wd_store_write(c->store, b))) goto done;
-  for (size_t t = 0; t < ntasks; t++) {
-    c->restored_records += records[t];
-    wd_log(WD_LOG_INFO, "commit", "task %u %s from %s[%u]: %" PRIu64 " records in %.2f s", tasks[t],
-           from[t] > 0 ? "caught up (standby copy)" : "restored", c->conf.changelog_topic, tasks[t], records[t],
-           took[t]);
+  wd_kmsg_release(r->msgs, n);
+  if (n) r->last_progress = wd_mono_s();
+  if (r->nb >= 5000) {
+    if ((err = wd_store_write(c->store, r->b))) goto done;
+    wd_store_batch_clear(r->b);
+    r->nb = 0;
+  }
+  if (!n || wd_mono_s() >= until) break;
+  }
+  if ((r->nb >= 5000 || n == 0) && r->nb) {
+    if ((err = wd_store_write(c->store, r->b))) goto done;
+    wd_store_batch_clear(r->b);
+    r->nb = 0;
+  }
+  if ((err = wd_consumer_assignment(r->cons, &pos, &npos))) goto done;
+  for (size_t t = 0; t < r->n && !err; t++) {
+    if (r->finished[t]) continue;
+    bool reached = r->end[t] <= 0;
+    for (size_t i = 0; i < npos && !reached; i++)
+      if (pos[i].partition == (int32_t)r->tasks[t] && pos[i].offset >= r->end[t]) reached = true;
+    if (!reached) continue;
+    if (r->nb) { /* its last rows first */
+      if ((err = wd_store_write(c->store, r->b))) break;
+      wd_store_batch_clear(r->b);
+      r->nb = 0;
+    }
+    err = restore_finish(c, r, t);
+  }
+  if (!err && r->left && wd_mono_s() - r->last_progress > 60.0)
+    err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring %zu task(s) from %s: no progress for 60 s", r->left,
+                       c->conf.changelog_topic);
+  if (!err && !r->left) {
+    wd_log(WD_LOG_INFO, "commit", "%zu task(s) restored from %s in %.2f s", r->n, c->conf.changelog_topic,
+           wd_mono_s() - r->t0);
+    restore_free(r);
+    c->rs = NULL;
   }
 done:
   free(ends);
   free(pos);
-  free(msgs);
-  free(end);
-  free(records);
-  free(took);
-  wd_store_batch_destroy(b);
-  if (rc) wd_consumer_destroy(rc);
   return err;
+}
+
+/* Takes tasks[0..n) and from[0..n) (allocated) as the restores of this assignment. */
+static wd_error_t *restore_plan(wd_commit_t *c, uint32_t *tasks, int64_t *from, size_t n, size_t copies) {
+  wd_restore_t *r = calloc(1, sizeof(*r));
+  if (!r || !(r->end = calloc(n, sizeof(*r->end))) || !(r->records = calloc(n, sizeof(*r->records))) ||
+      !(r->finished = calloc(n, sizeof(*r->finished))) || !(r->msgs = calloc(1000, sizeof(*r->msgs))) ||
+      !(r->b = wd_store_batch_new())) {
+    free(tasks);
+    free(from);
+    restore_free(r);
+    return wd_error_nomem();
+  }
+  r->tasks = tasks;
+  r->from = from;
+  r->n = r->left = n;
+  r->copies = copies;
+  restore_free(c->rs);
+  c->rs = r;
+  return NULL;
 }
 
 uint64_t wd_commit_restored_records(const wd_commit_t *c) { return c->restored_records; }
@@ -873,13 +964,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     t->start = WD_OFFSET_BEGINNING;
     if (c->conf.changelog_topic) {
       /* restored from the changelog below: then it starts at the group's committed offset */
-      if (g[i].offset >= 0) {
-        t->start = g[i].offset;
-        if (wd_store_batch_set_offset(b, parts[i].topic, parts[i].partition, g[i].offset)) {
-          keep_cb_error(c, wd_error_nomem());
-          goto done;
-        }
-      }
+      if (g[i].offset >= 0) t->start = g[i].offset; /* stored when the task's restore is done */
       continue;
     }
     t->restore_end = g[i].offset; /* -1: the group never committed: nothing to rebuild silently */
@@ -915,20 +1000,22 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       rfrom[nr++] = from > 0 ? from : 0;
       ncopies += from > 0;
     }
-    if (!err && nr) err = restore_tasks(c, rtasks, rfrom, nr); /* all of them at once */
-    free(rtasks);
-    free(rfrom);
+    /* the offsets of the tasks go (written before the restore begins: a crash during it restores
+     * again); the restores themselves run in the poll loop (issue 21: not in this callback) */
+    if (!err) err = wd_store_write_sync(c->store, b);
+    if (!err && nr) {
+      err = restore_plan(c, rtasks, rfrom, nr, ncopies); /* takes rtasks, rfrom */
+    } else {
+      free(rtasks);
+      free(rfrom);
+    }
     wd_store_batch_destroy(rows);
     if (err) {
       keep_cb_error(c, err);
       goto done;
     }
-    if ((err = wd_store_write_sync(c->store, b))) {
-      keep_cb_error(c, err);
-      goto done;
-    }
-    wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment were not at the group's committed position "
-           "here: %zu caught up from standby copies, %zu restored from the beginning of %s",
+    wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment are not at the group's committed position "
+           "here: %zu to catch up from standby copies, %zu to restore from the beginning of %s",
            ntasks_restore, ncopies, ntasks_restore - ncopies, c->conf.changelog_topic);
   } else if (ntasks_restore) {
     if ((err = wd_store_write_sync(c->store, b))) {
@@ -1010,6 +1097,12 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       move_task(c, task, WD_TASK_SUSPENDED, lost ? "its partitions were lost" : "revoked");
   }
   wd_tasks_clear_partitions(c->tasks);
+  if (c->rs) { /* a restore cut short: its tasks' offsets are gone, so it starts again when assigned */
+    wd_log(WD_LOG_INFO, "commit", "the rebalance stops the restore of %zu task(s) from %s", c->rs->left,
+           c->conf.changelog_topic);
+    restore_free(c->rs);
+    c->rs = NULL;
+  }
   c->nholds = 0;
   c->holds_dirty = false;
   c->any_gend = false;

@@ -156,6 +156,18 @@ wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, i
  * seek or pause (the pipeline stops: positions would be unknown), E_NOMEM. */
 wd_error_t *wd_commit_after_batch(wd_commit_t *c);
 
+/* Whether some task of the assignment is still being restored from the state changelog topic. */
+bool wd_commit_changelog_restoring(const wd_commit_t *c);
+
+/* One slice of the changelog restores of the current assignment (issue 21 point 2, docs/runtime.md
+ * "Restoration in the poll loop"): polls the restore consumer for up to max_ms, writes what it read
+ * to the store, and finishes each task whose changelog partition reached its end offset (its
+ * offsets := the group's, then RUNNING). A no-op when nothing is being restored. The pipeline
+ * calls it in its poll loop; a rebalance stops the restore (wd_commit_on_revoke) and the next
+ * assignment starts it again. Errors: "E_KAFKA" (the restore consumer), "E_RESTORE" (no progress
+ * for 60 s), store write errors, E_NOMEM. */
+wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms);
+
 /* The state name of task `task` ("RUNNING", ...; app/tasks.h), or NULL when it was never here. */
 const char *wd_commit_task_state(wd_commit_t *c, uint32_t task);
 

@@ -1257,12 +1257,12 @@ static int quoted_line(const char *msg, const char *const *names, const int *lin
 static int table_error_line(const wd_config_t *cfg, const wd_error_t *err) {
   const wd_config_table_t *t = &cfg->table;
   int line = 0;
-  if (!strcmp(err->id, "C_BAD_TYPE") || !strcmp(err->id, "C_DECIMAL_PRECISION") ||
-      !strcmp(err->id, "C_DUPLICATE_COLUMN")) {
+  if (wd_error_is(err, WD_EID_C_BAD_TYPE) || wd_error_is(err, WD_EID_C_DECIMAL_PRECISION) ||
+      wd_error_is(err, WD_EID_C_DUPLICATE_COLUMN)) {
     line = quoted_line(err->message, (const char *const *)t->schema.names, t->schema.lines, t->schema.n);
     return line ? line : t->schema.line;
   }
-  if (!strcmp(err->id, "C_PRIMARY_KEY")) {
+  if (wd_error_is(err, WD_EID_C_PRIMARY_KEY)) {
     line = quoted_line(err->message, (const char *const *)t->primary_key.v, t->primary_key.lines, t->primary_key.n);
     return line ? line : t->primary_key.line;
   }
@@ -1322,8 +1322,8 @@ wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_sc
     if ((err = wd_source_set_option(src, cs->options.v[k].key, cs->options.v[k].value))) goto done;
   }
   err = wd_source_check(src, schema);
-  if (err && !strcmp(err->id, "C_SOURCE_NO_KEY")) line = cs->columns.line;
-  else if (err && !strcmp(err->id, "C_SOURCE_NO_TOPIC")) line = cs->topics.line ? cs->topics.line : cs->line;
+  if (wd_error_is(err, WD_EID_C_SOURCE_NO_KEY)) line = cs->columns.line;
+  else if (wd_error_is(err, WD_EID_C_SOURCE_NO_TOPIC)) line = cs->topics.line ? cs->topics.line : cs->line;
   else line = cs->line;
 done:
   if (err) {

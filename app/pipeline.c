@@ -545,7 +545,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     if (!err) err = encode_key(p, &sc, keyrow);
     if (!err && !(err = wd_commit_begin(p->commit)))
       err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
-    if (err && !strcmp(err->id, "E_SINK_PRODUCE") && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
+    if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
       wd_kmsg_t *m = &p->msgs[src]; /* the rows encoded are this source message's */
@@ -1202,6 +1202,7 @@ static void check_copartitioning(wd_pipeline_t *p) {
 static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
   uint32_t task;
   wd_error_t *err = NULL;
+  if (wd_commit_changelog_restoring(p->commit)) return NULL; /* after the restores (issue 21) */
   while (!err && wd_gtable_next_reconcile(p->gt, &task)) {
     size_t rows = 0;
     wd_changelog_reset(p->table, &p->cl);
@@ -1249,7 +1250,7 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
   if (!err && !abandoned) metrics_batch(p, *n);
   wd_commit_batch_end(p->commit);
   release_batch(p, *n);
-  if (abandoned || (err && !strcmp(err->id, "E_BATCH_ABANDONED"))) {
+  if (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED)) {
     wd_error_destroy(err);
     return wd_gtable_rewind(p->gt, false); /* an abort meanwhile rewound it to the stored positions */
   }
@@ -1323,9 +1324,14 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   while (!p->stop) {
     if ((err = wd_commit_take_error(p->commit))) break;
     if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
+    /* issue 21 point 2: restores from the state changelog run here, a slice per turn, while the
+     * group is served and the other tasks run */
+    bool restoring = wd_commit_changelog_restoring(p->commit);
+    if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
     size_t n = 0;
     /* with a commit open, wait no longer than its interval for more input */
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
+    if (restoring) wait = 0;
     if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
     if ((err = wd_commit_take_error(p->commit))) {
       release_batch(p, n);
@@ -1360,7 +1366,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
       last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
-      if (err && (abandoned || !strcmp(err->id, "E_BATCH_ABANDONED"))) {
+      if (err && (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED))) {
         /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
          * aborted in the callback; the batch's records are read again by their owner */
         wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
@@ -1401,7 +1407,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (err) break;
     }
     if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
-    if (p->gt) { /* issue 11 point 4: the lookup topics, read outside the group */
+    if (p->gt && !wd_commit_changelog_restoring(p->commit)) { /* issue 11 point 4: the lookup topics */
       size_t ng = 0;
       err = global_batch(p, &ng);
       if (wd_error_abortable(err)) {

@@ -173,7 +173,7 @@ wd_error_t *wd_repartition_decode(const wd_schema_t *schema, const void *value, 
     bool tomb = false;
     if (wd_reader_varint(&r, &rl) || rl > (uint64_t)(r.end - r.p) || wd_reader_bytes(&r, (size_t)rl, &rp)) goto bad;
     if ((err = wd_row_decode(schema, rp, (size_t)rl, &rec->rows[i], &tomb))) {
-      if (!strcmp(err->id, "E_NOMEM")) goto out;
+      if (wd_error_is(err, WD_EID_E_NOMEM)) goto out;
       wd_error_destroy(err);
       err = NULL;
       goto bad;

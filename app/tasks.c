@@ -134,6 +134,7 @@ void wd_tasks_clear_partitions(wd_tasks_t *t) {
   for (size_t i = 0; i < t->n; i++) {
     t->tasks[i]->nparts = 0;
     t->tasks[i]->unreached = 0;
+    t->tasks[i]->changelog_pending = false;
   }
 }
 
@@ -150,6 +151,10 @@ wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bo
    * again from its first held record, so none may be taken out of order */
   if (part->held_at >= 0) return WD_GATE_HOLD;
   if (task->state != WD_TASK_RESTORING) return WD_GATE_RUN;
+  if (task->changelog_pending) { /* its rows are still being restored: nothing of it is taken */
+    part->held_at = offset;
+    return WD_GATE_HOLD;
+  }
   if (!part->reached && offset < part->restore_end) return WD_GATE_RESTORE;
   if (wd_task_part_reached(task, part) || task->unreached == 0) {
     char why[160];

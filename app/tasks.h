@@ -67,6 +67,9 @@ typedef struct wd_task {
   wd_task_part_t *parts; /* this assignment's partitions of the task (owned by the table) */
   size_t nparts, cap_parts;
   size_t unreached;      /* partitions with a restore end not reached yet */
+  bool changelog_pending; /* RESTORING from the state changelog topic (run in the poll loop in
+                             slices, wd_commit_restore_step): every record of the task is held
+                             until it is done */
 } wd_task_t;
 
 typedef struct wd_tasks wd_tasks_t;
@@ -119,7 +122,8 @@ typedef enum wd_gate {
  * the restore end marks the partition reached (and may make the task's last partition reached:
  * *now_running is then set and the caller moves the task to RUNNING; the record is WD_GATE_RUN).
  * A held partition (held_at >= 0) gives WD_GATE_HOLD whatever the task's state (its later records
- * must not be taken before the held ones); HOLD sets held_at to the first held offset. Any other
+ * must not be taken before the held ones); HOLD sets held_at to the first held offset. A task
+ * restoring from the state changelog topic (changelog_pending) holds every record. Any other
  * record of a task that is not RESTORING gives WD_GATE_RUN. */
 wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bool *now_running);
 

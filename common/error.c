@@ -4,7 +4,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static wd_error_t wd_nomem_error = {WD_ERR_NOMEM, "E_NOMEM", "E_NOMEM: out of memory", -1, true, true, 0, false, false};
+static wd_error_t wd_nomem_error = {
+    .cls = WD_ERR_NOMEM, .id = "E_NOMEM", .eid = WD_EID_E_NOMEM, .message = "E_NOMEM: out of memory", .index = -1,
+    .retriable = true, .fatal = true};
+
+static const struct {
+  const char *id;
+  bool retriable;
+} wd_error_list[] = {
+#define WD_EID_ROW_(id, retriable) [WD_EID_##id] = {#id, retriable},
+    WD_ERROR_IDS(WD_EID_ROW_)
+#undef WD_EID_ROW_
+};
+
+wd_eid_t wd_error_eid(const char *id) {
+  if (!id || !*id) return WD_EID_NONE;
+  for (size_t i = 1; i < WD_EID_UNLISTED; i++)
+    if (!strcmp(wd_error_list[i].id, id)) return (wd_eid_t)i;
+  return WD_EID_UNLISTED;
+}
 
 wd_error_t *wd_error_nomem(void) { return &wd_nomem_error; }
 
@@ -30,7 +48,8 @@ wd_error_t *wd_error_newv(wd_err_class_t cls, const char *id, const char *fmt, v
     free(err);
     return &wd_nomem_error;
   }
-  err->retriable = (cls == WD_ERR_KAFKA || cls == WD_ERR_IO);
+  err->eid = wd_error_eid(id);
+  err->retriable = err->eid != WD_EID_NONE && err->eid != WD_EID_UNLISTED && wd_error_list[err->eid].retriable;
   return err;
 }
 

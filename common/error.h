@@ -15,6 +15,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+#include "common/error_ids.h"
+
 typedef enum wd_err_class {
   WD_ERR_CONFIG = 1, /* a table/pipeline definition is refused (spec §11.1) */
   WD_ERR_RECORD,     /* one record (and its message) is rejected (spec §11.2) */
@@ -28,6 +30,7 @@ typedef enum wd_err_class {
 typedef struct wd_error {
   wd_err_class_t cls;
   char id[48];   /* stable id, e.g. "E_ARITH_OVERFLOW"; "" when none */
+  wd_eid_t eid;  /* the id as an enum (common/error_ids.h): what code compares */
   char *message; /* "ID: text" (or just text when id is ""), owned */
   int index;     /* for record errors inside a message: index of the failing record, else -1 */
   bool retriable; /* waiting and trying again may succeed (broker away, registry down, timeout) */
@@ -40,7 +43,9 @@ typedef struct wd_error {
                               generation) took over: this one must stop */
 } wd_error_t;
 
-/* Creates an error of class cls with stable id (may be NULL) and a printf-style text.
+/* Creates an error of class cls with stable id (may be NULL) and a printf-style text; eid and
+ * retriable come from the id's entry in common/error_ids.h (an unlisted id: WD_EID_UNLISTED, not
+ * retriable).
  * Never returns NULL: on allocation failure a static out-of-memory error is returned, which
  * wd_error_destroy() recognises and does not free. */
 wd_error_t *wd_error_new(wd_err_class_t cls, const char *id, const char *fmt, ...)
@@ -53,6 +58,13 @@ wd_error_t *wd_error_wrap(wd_error_t *err, const char *fmt, ...) __attribute__((
 
 /* The shared out-of-memory error (static; destroy is a no-op on it). */
 wd_error_t *wd_error_nomem(void);
+
+/* The enum of a stable id's text ("E_STOPPED" -> WD_EID_E_STOPPED); WD_EID_NONE for NULL or "",
+ * WD_EID_UNLISTED for an id not in common/error_ids.h. */
+wd_eid_t wd_error_eid(const char *id);
+
+/* Whether err (may be NULL: false) has the id eid. */
+static inline bool wd_error_is(const wd_error_t *err, wd_eid_t eid) { return err && err->eid == eid; }
 
 /* Releases err; accepts NULL. */
 void wd_error_destroy(wd_error_t *err);
