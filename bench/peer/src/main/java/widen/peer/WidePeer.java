@@ -6,7 +6,7 @@
  *   java -cp target/classes:target/lib/* widen.peer.WidePeer --bootstrap 127.0.0.1:9592
  *       --application-id APP --input-prefix PREFIX --output TOPIC --state-dir DIR
  *       --guarantee exactly_once_v2|at_least_once [--commit-interval-ms N] [--max-idle-ms 1500]
- *       [--repartition orders,payments,shipments] [--ready-file PATH] [--linger-ms 5]
+ *       [--repartition orders,payments,shipments] [--ready-file PATH] [--linger-ms 5] [--expect-records N]
  *
  * What it computes (merge-semantics.md, sections 1.2, 7.2, 7.3, 10, 10.1; the options of demo.yaml):
  *   - sources PREFIX+orders|payments|shipments, Debezium JSON (schemas.enable=false or a
@@ -27,10 +27,12 @@
  * (KStream#selectKey + #repartition); the others are co-partitioned with the table (their key is the
  * table key) and read directly, as widen reads them.
  *
- * Exit: after the first input record, once no input record arrived for --max-idle-ms, the streams
+ * Exit: after the first input record (after --expect-records of them when given: a stall of the
+ * stream thread on a loaded machine must not end a run early), once no input record arrived for
+ * --max-idle-ms, the streams
  * are closed (committing the last transaction) and one line is printed on stdout:
- *   PEER records=N cpu_s=... cpu_first_s=... cpu_last_s=... wall_s=...
- * (process CPU from the JVM at exit, at the first and at the last input record; wall from the first
+ *   PEER records=N cpu_s=... cpu_first_s=... cpu_idle_s=... wall_s=...
+ * (process CPU from the JVM at exit, at the first input record and when the idle wait began; wall from the first
  * to the last input record). Exit status 0, or 1 when the streams went to ERROR.
  */
 package widen.peer;
@@ -398,6 +400,7 @@ public final class WidePeer {
     String prefix = a.get("input-prefix");
     String appId = a.get("application-id");
     long maxIdleMs = Long.parseLong(a.getOrDefault("max-idle-ms", "1500"));
+    long expect = Long.parseLong(a.getOrDefault("expect-records", "0"));
     Set<String> rekeyed = new HashSet<>();
     if (a.containsKey("repartition") && !a.get("repartition").isEmpty())
       rekeyed.addAll(Arrays.asList(a.get("repartition").split(",")));
@@ -469,7 +472,7 @@ public final class WidePeer {
       if (n != seen) {
         seen = n;
         changed = System.nanoTime();
-      } else if (n > 0 && System.nanoTime() - changed >= maxIdleMs * 1_000_000L) {
+      } else if (n > 0 && n >= expect && System.nanoTime() - changed >= maxIdleMs * 1_000_000L) {
         break;
       }
     }
