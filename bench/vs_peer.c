@@ -8,7 +8,7 @@
  *       [--records 300000] [--keys 100000] [--seed 1] [--guarantee both|exactly-once|at-least-once]
  *       [--latency-seconds 15] [--rate 10000] [--no-latency] [--commit-interval-ms N]
  *       [--per-partition] [--repartition shipments[,payments...]] [--java-opts '-Xms512m -Xmx512m']
- *       [--work /tmp/widen-bench-peer] [--config configs/demo.yaml]
+ *       [--work /tmp/widen-bench-peer] [--config configs/demo.yaml] [--check]
  *
  * Saturation: fresh input topics <prefix>orders|payments|shipments (4 partitions each), one backlog of
  *   --records generated Debezium JSON records (app/generate.h, as bench/e2e) produced once; then, per
