@@ -1,0 +1,610 @@
+/*
+ * bench/vs_peer.c — widen and its peer (bench/peer: the same wide table as a Kafka Streams 4.1
+ * application) side by side on one broker, over the same input topics. One run; bench/run-peer
+ * repeats it and takes medians.
+ *
+ *   WIDEN_BROKERS=127.0.0.1:9392 build-bench/bench/vs_peer --widen build-bench/widen
+ *       --peer-cp CLASSPATH   (bench/run-peer passes bench/peer/target/classes and the jars of target/lib)
+ *       [--records 300000] [--keys 100000] [--seed 1] [--guarantee both|exactly-once|at-least-once]
+ *       [--latency-seconds 15] [--rate 10000] [--no-latency] [--commit-interval-ms N]
+ *       [--per-partition] [--repartition shipments[,payments...]] [--java-opts '-Xms512m -Xmx512m']
+ *       [--work /tmp/widen-bench-peer] [--config configs/demo.yaml] [--check]
+ *
+ * Saturation: fresh input topics <prefix>orders|payments|shipments (4 partitions each), one backlog of
+ *   --records generated Debezium JSON records (app/generate.h, as bench/e2e) produced once; then, per
+ *   guarantee (exactly-once, then at-least-once), widen and then the peer each read that whole backlog
+ *   into an output topic of their own (widen: configs/demo.yaml with the sink in changelog-json,
+ *   `widen run --max-idle-ms 1500`; the peer: processing.guarantee exactly_once_v2 / at_least_once,
+ *   exiting after 1.5 s without input). Per process (wait4 rusage of the child): input records per CPU
+ *   second (user + system of the process, start-up and JVM included), peak RSS (ru_maxrss); wall
+ *   rate = records / (last - first output CreateTime). Each output is read whole, read_committed, and
+ *   folded into its final table (per key, in partition order: +I/+U set the row, -D removes it, -U
+ *   changes nothing); every table is compared with widen's exactly-once table, row by row (the row's
+ *   JSON text: both write changelog-json with the same encoding).
+ * Latency (unless --no-latency): per guarantee and process, fresh topics; the process is started
+ *   (the peer: once its streams are RUNNING; widen: 5 s, as bench/e2e), records are produced at --rate
+ *   for --latency-seconds with their send time as timestamp, while a live read_committed reader
+ *   (fetch.wait.max.ms 10) follows the output: visible latency = when the reader got an output record
+ *   - the send time of the latest source record of its key sent before the output's CreateTime;
+ *   records sent in the first 2 s are not counted (as bench/e2e).
+ * --per-partition runs widen with pipeline.tasks: per-partition (a state changelog topic, as the peer
+ *   always has); --repartition names sources read as keyed by another id: widen sets
+ *   sources[].repartition: true (and per-partition), the peer re-keys them through a repartition topic.
+ *
+ * Prints a `RESULT` line for bench/median.py; exit status 1 when a table differs (--check: a small run
+ * that only checks the tables).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "app/generate.h"
+#include "bench/bench_util.h"
+#include "bench/kafka_util.h"
+
+#ifndef WD_SOURCE_DIR
+#define WD_SOURCE_DIR "."
+#endif
+
+static const char *const streams[3] = {"orders", "payments", "shipments"};
+
+typedef struct {
+  const char *widen, *demo, *work, *peer_cp, *java_opts, *repartition;
+  long commit_ms;
+  bool per_partition;
+  uint64_t keys;
+} opts_t;
+
+/* ---- the two processes ------------------------------------------------------------------ */
+
+static bool listed(const char *list, const char *name) {
+  if (!list) return false;
+  size_t n = strlen(name);
+  for (const char *p = list; (p = strstr(p, name)); p += n)
+    if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n])) return true;
+  return false;
+}
+
+/* widen's config: demo.yaml with the input prefix, group, state dir, guarantee, output topic and the
+ * sink in changelog-json. */
+static void write_config(const opts_t *o, const char *path, const char *prefix, const char *group,
+                         const char *state, const char *guarantee, const char *out_topic) {
+  FILE *in = fopen(o->demo, "r"), *out = fopen(path, "w");
+  if (!in || !out) bench_die("cannot open %s", o->demo);
+  char line[1024];
+  bool per_partition = o->per_partition || (o->repartition && *o->repartition);
+  while (fgets(line, sizeof line, in)) {
+    char *p;
+    if (strstr(line, "group.id:"))
+      fprintf(out, "  group.id: %s\n", group);
+    else if (strstr(line, "  dir: ") && strstr(line, "state"))
+      fprintf(out, "  dir: %s\n", state);
+    else if (strstr(line, "status-interval-s")) {
+      fprintf(out, "  status-interval-s: 0\n  processing-guarantee: %s\n", guarantee);
+      if (o->commit_ms >= 0) fprintf(out, "  commit-interval-ms: %ld\n", o->commit_ms);
+      if (per_partition) fprintf(out, "  tasks: per-partition\n");
+    } else if (!strcmp(line, "  topic: shop.orders_wide\n"))
+      fprintf(out, "  topic: %s\n", out_topic);
+    else if (!strcmp(line, "  format: debezium-json\n"))
+      fprintf(out, "  format: changelog-json\n");
+    else if ((p = strstr(line, "topic: shop.")) || (p = strstr(line, "dead-letter-topic: shop."))) {
+      char *dot = strstr(p, "shop.");
+      fprintf(out, "%.*s%s%s", (int)(dot - line), line, prefix, dot + 5);
+      for (int i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "shop.%s\n", streams[i]);
+        if (!strcmp(dot, want) && listed(o->repartition, streams[i])) fprintf(out, "    repartition: true\n");
+      }
+    } else
+      fputs(line, out);
+  }
+  fclose(in);
+  fclose(out);
+}
+
+/* Starts widen (is_peer false) or the peer over prefix+streams into out_topic; returns its pid. */
+static pid_t start(const opts_t *o, bool is_peer, const char *prefix, const char *guarantee, const char *tag,
+                   const char *out_topic, const char *ready, uint64_t expect) {
+  char group[256], cfgp[4300], state[4300], logp[4300];
+  snprintf(group, sizeof group, "%s%s", prefix, tag);
+  snprintf(state, sizeof state, "%s/state-%s", o->work, tag);
+  snprintf(logp, sizeof logp, "%s/%s.log", o->work, tag);
+  fflush(NULL); /* the child must not write this process's buffered output again */
+  if (!is_peer) {
+    snprintf(cfgp, sizeof cfgp, "%s/%s.yaml", o->work, tag);
+    write_config(o, cfgp, prefix, group, state, guarantee, out_topic);
+    return bench_start_widen(o->widen, cfgp, logp);
+  }
+  char *argv[64];
+  int n = 0;
+  argv[n++] = "java";
+  char jopts[512];
+  snprintf(jopts, sizeof jopts, "%s", o->java_opts);
+  for (char *t = strtok(jopts, " "); t && n < 40; t = strtok(NULL, " ")) argv[n++] = t;
+  char cm[32];
+  snprintf(cm, sizeof cm, "%ld", o->commit_ms);
+  argv[n++] = "-cp";
+  argv[n++] = (char *)o->peer_cp;
+  argv[n++] = "widen.peer.WidePeer";
+  argv[n++] = "--bootstrap";
+  argv[n++] = (char *)bench_brokers;
+  argv[n++] = "--application-id";
+  argv[n++] = group;
+  argv[n++] = "--input-prefix";
+  argv[n++] = (char *)prefix;
+  argv[n++] = "--output";
+  argv[n++] = (char *)out_topic;
+  argv[n++] = "--state-dir";
+  argv[n++] = state;
+  argv[n++] = "--guarantee";
+  argv[n++] = !strcmp(guarantee, "exactly-once") ? "exactly_once_v2" : "at_least_once";
+  if (o->commit_ms >= 0) {
+    argv[n++] = "--commit-interval-ms";
+    argv[n++] = cm;
+  }
+  if (o->repartition && *o->repartition) {
+    argv[n++] = "--repartition";
+    argv[n++] = (char *)o->repartition;
+  }
+  char ex[32];
+  snprintf(ex, sizeof ex, "%" PRIu64, expect);
+  argv[n++] = "--expect-records"; /* it ends after these many input records and 1.5 s without more */
+  argv[n++] = ex;
+  if (ready) {
+    argv[n++] = "--ready-file";
+    argv[n++] = (char *)ready;
+  }
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) bench_die("fork: %s", strerror(errno));
+  if (pid == 0) {
+    FILE *f = freopen(logp, "w", stderr);
+    (void)f;
+    char outp[4400];
+    snprintf(outp, sizeof outp, "%s/%s.out", o->work, tag);
+    f = freopen(outp, "w", stdout);
+    execvp("java", argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+typedef struct {
+  double cpu, user, sys, rss_mib;
+  int status;
+} usage_t;
+
+static usage_t wait_child(pid_t pid, const char *what) {
+  int status = 0;
+  struct rusage ru;
+  if (wait4(pid, &status, 0, &ru) < 0) bench_die("wait4: %s", strerror(errno));
+  usage_t u = {0};
+  u.user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+  u.sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  u.cpu = u.user + u.sys;
+  u.rss_mib = ru.ru_maxrss / 1024.0;
+  u.status = status;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "vs_peer: %s exited with status %d\n", what, status);
+  return u;
+}
+
+/* ---- producing -------------------------------------------------------------------------- */
+
+typedef struct {
+  uint64_t *key;
+  int64_t *ts;
+  size_t n;
+} sent_t;
+
+/* Produces `records` generated records to prefix+stream at `rate` records/s (0: unlimited); notes each
+ * one's key and send time in *sent when given. Returns wall seconds. */
+static double produce(const char *prefix, uint64_t keys, uint64_t records, uint64_t seed, double rate, sent_t *sent) {
+  rd_kafka_t *rk = bench_new_producer();
+  wd_gen_opts_t go = {0};
+  go.keys = keys;
+  go.records = records;
+  go.seed = seed;
+  go.topic_prefix = prefix;
+  wd_gen_t *gen = NULL;
+  if (wd_gen_new(&go, &gen)) bench_die("%s", "generator");
+  rd_kafka_topic_t *rkt[3];
+  for (int i = 0; i < 3; i++) {
+    char t[256];
+    snprintf(t, sizeof t, "%s%s", prefix, streams[i]);
+    rkt[i] = rd_kafka_topic_new(rk, t, NULL);
+  }
+  if (sent) {
+    sent->key = malloc(records * sizeof(uint64_t));
+    sent->ts = malloc(records * sizeof(int64_t));
+    sent->n = 0;
+  }
+  double t0 = wd_mono_s();
+  wd_gen_msg_t m;
+  uint64_t n = 0;
+  while (wd_gen_next(gen, &m)) {
+    if (rate > 0) {
+      double due = t0 + (double)n / rate, now = wd_mono_s();
+      if (due > now) usleep((useconds_t)((due - now) * 1e6));
+    }
+    int64_t ts = wd_wall_ms();
+    for (;;) {
+      rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]),
+                                                RD_KAFKA_V_KEY(m.key, m.key_len),
+                                                RD_KAFKA_V_VALUE((void *)m.value, m.value_len),
+                                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts),
+                                                RD_KAFKA_V_END);
+      if (!e) break;
+      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("produce: %s", rd_kafka_err2str(e));
+      rd_kafka_poll(rk, 10);
+    }
+    if (sent) {
+      sent->key[sent->n] = m.order_id;
+      sent->ts[sent->n++] = ts;
+    }
+    n++;
+    rd_kafka_poll(rk, 0);
+  }
+  if (rd_kafka_flush(rk, 120000)) bench_die("%s", "flush timed out");
+  double secs = wd_mono_s() - t0;
+  for (int i = 0; i < 3; i++) rd_kafka_topic_destroy(rkt[i]);
+  rd_kafka_destroy(rk);
+  wd_gen_destroy(gen);
+  return secs;
+}
+
+/* ---- output: the folded table ----------------------------------------------------------- */
+
+/* The order number of an output record: the first run of digits of its key ({"order_id":N}). */
+static uint64_t key_number(const void *key, size_t len) {
+  uint64_t k = 0;
+  const char *p = key;
+  size_t i = 0;
+  while (i < len && (p[i] < '0' || p[i] > '9')) i++;
+  while (i < len && p[i] >= '0' && p[i] <= '9') k = k * 10 + (uint64_t)(p[i++] - '0');
+  return k;
+}
+
+/* The final table of a changelog-json output: rows[k] = the row's JSON text of key k (malloc'd), or
+ * NULL; keys 1..nkeys. */
+typedef struct {
+  char **rows;
+  uint64_t nkeys;
+  size_t messages, bad;
+  int64_t tmin, tmax;
+} table_t;
+
+static void table_apply(table_t *t, const rd_kafka_message_t *m) {
+  t->messages++;
+  int64_t ts = rd_kafka_message_timestamp(m, NULL);
+  if (ts < t->tmin) t->tmin = ts;
+  if (ts > t->tmax) t->tmax = ts;
+  uint64_t k = key_number(m->key, m->key_len);
+  const char *v = m->payload;
+  size_t len = m->len;
+  const char *row = v ? memmem(v, len, "\"row\":", 6) : NULL;
+  if (k == 0 || k > t->nkeys || !row || len < 10 || memcmp(v, "{\"op\":\"", 7) || v[len - 1] != '}') {
+    t->bad++;
+    return;
+  }
+  char op0 = v[7], op1 = v[8];
+  row += 6;
+  size_t rlen = (size_t)(v + len - 1 - row);
+  if (op0 == '+') { /* +I, +U */
+    free(t->rows[k]);
+    t->rows[k] = strndup(row, rlen);
+  } else if (op1 == 'D') {
+    free(t->rows[k]);
+    t->rows[k] = NULL;
+  }
+}
+
+/* Reads the whole output topic read_committed and folds it into *t. */
+static void read_table(const char *topic, uint64_t nkeys, table_t *t) {
+  memset(t, 0, sizeof *t);
+  t->nkeys = nkeys;
+  t->rows = calloc(nkeys + 1, sizeof(char *));
+  t->tmin = INT64_MAX;
+  rd_kafka_t *rk = bench_new_reader(topic);
+  bool at_end[4] = {false, false, false, false};
+  double deadline = wd_mono_s() + 120;
+  rd_kafka_message_t *m;
+  while ((m = bench_reader_next(rk, at_end, deadline))) {
+    table_apply(t, m);
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+}
+
+static size_t table_rows(const table_t *t) {
+  size_t n = 0;
+  for (uint64_t k = 1; k <= t->nkeys; k++) n += t->rows[k] != NULL;
+  return n;
+}
+
+/* The number of keys whose rows differ; prints the first few. */
+static size_t table_diff(const table_t *a, const table_t *b, const char *an, const char *bn) {
+  size_t d = 0;
+  for (uint64_t k = 1; k <= a->nkeys; k++) {
+    const char *x = a->rows[k], *y = b->rows[k];
+    if ((!x && !y) || (x && y && !strcmp(x, y))) continue;
+    if (d++ < 3)
+      fprintf(stderr, "vs_peer: order_id %" PRIu64 ":\n  %s: %s\n  %s: %s\n", k, an, x ? x : "(absent)", bn,
+              y ? y : "(absent)");
+  }
+  return d;
+}
+
+static void table_free(table_t *t) {
+  for (uint64_t k = 0; k <= t->nkeys; k++) free(t->rows[k]);
+  free(t->rows);
+  t->rows = NULL;
+}
+
+/* ---- latency ---------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *topic;
+  volatile int stop;
+  int64_t *ts, *recv;
+  uint64_t *key;
+  size_t n, cap;
+} follow_t;
+
+static void *follow_main(void *arg) {
+  follow_t *f = arg;
+  rd_kafka_t *rk = bench_new_reader(f->topic);
+  bool at_end[4] = {false, false, false, false};
+  while (!(f->stop && at_end[0] && at_end[1] && at_end[2] && at_end[3])) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 20);
+    if (!m) continue;
+    int64_t now = wd_wall_ms();
+    if (m->partition >= 0 && m->partition < 4) {
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        at_end[m->partition] = true;
+      } else if (!m->err) {
+        at_end[m->partition] = false;
+        if (f->n == f->cap) {
+          f->cap = f->cap ? 2 * f->cap : 65536;
+          f->ts = realloc(f->ts, f->cap * sizeof(int64_t));
+          f->recv = realloc(f->recv, f->cap * sizeof(int64_t));
+          f->key = realloc(f->key, f->cap * sizeof(uint64_t));
+          if (!f->ts || !f->recv || !f->key) bench_die("%s", "follower: out of memory");
+        }
+        f->ts[f->n] = rd_kafka_message_timestamp(m, NULL);
+        f->recv[f->n] = now;
+        f->key[f->n++] = key_number(m->key, m->key_len);
+      }
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return NULL;
+}
+
+static const char *const names[5] = {"orders", "payments", "shipments", "out", "orders_wide.dlq"};
+
+/* One latency run of widen or the peer at `rate` for `secs`: sets visible p50 / p99 (ms). */
+static void latency_run(const opts_t *o, bool is_peer, const char *guarantee, uint64_t seed, double rate, double secs,
+                        double *v50, double *v99, size_t *matched) {
+  char prefix[128], outt[256], ready[4300], tag[64];
+  snprintf(prefix, sizeof prefix, "vsp%d-%" PRId64 "-lat-%s-%.2s.", (int)getpid(), wd_wall_ms() % 100000000,
+           is_peer ? "peer" : "widen", guarantee);
+  bench_create_topics(prefix, names, 5);
+  snprintf(outt, sizeof outt, "%sout", prefix);
+  snprintf(tag, sizeof tag, "lat-%s-%.2s", is_peer ? "peer" : "widen", guarantee);
+  snprintf(ready, sizeof ready, "%s/%s.ready", o->work, tag);
+  unlink(ready);
+  follow_t fo = {.topic = outt};
+  pthread_t fth;
+  if (pthread_create(&fth, NULL, follow_main, &fo)) bench_die("%s", "pthread_create failed");
+  uint64_t lrec = (uint64_t)(rate * secs);
+  pid_t pid = start(o, is_peer, prefix, guarantee, tag, outt, is_peer ? ready : NULL, lrec);
+  if (is_peer) { /* until its streams are RUNNING, then 1 s (partitions assigned, stores open) */
+    struct stat st;
+    for (int i = 0; i < 600 && stat(ready, &st); i++) usleep(100000);
+    sleep(1);
+  } else {
+    sleep(5); /* as bench/e2e */
+  }
+  sent_t sent = {0};
+  produce(prefix, o->keys, lrec, seed + 1, rate, &sent);
+  usage_t u = wait_child(pid, is_peer ? "peer" : "widen");
+  (void)u;
+  fo.stop = 1;
+  pthread_join(fth, NULL);
+  int64_t *head = malloc((o->keys + 1) * sizeof(int64_t));
+  int64_t *prev = malloc((sent.n + 1) * sizeof(int64_t));
+  for (uint64_t k = 0; k <= o->keys; k++) head[k] = -1;
+  for (size_t i = 0; i < sent.n; i++) {
+    prev[i] = head[sent.key[i]];
+    head[sent.key[i]] = (int64_t)i;
+  }
+  double *vis = malloc((fo.n + 1) * sizeof(double));
+  size_t nv = 0;
+  int64_t warm = sent.n ? sent.ts[0] + 2000 : 0;
+  for (size_t i = 0; i < fo.n; i++) {
+    if (fo.key[i] > o->keys) continue;
+    int64_t j = head[fo.key[i]];
+    while (j >= 0 && sent.ts[j] > fo.ts[i]) j = prev[j];
+    if (j < 0 || sent.ts[j] < warm) continue;
+    vis[nv++] = (double)(fo.recv[i] - sent.ts[j]);
+  }
+  *v50 = bench_quantile(vis, nv, 0.50);
+  *v99 = bench_quantile(vis, nv, 0.99);
+  *matched = nv;
+  printf("latency  %-5s [%s] %" PRIu64 " records at %.0f/s: %zu outputs matched; visible to a read_committed reader "
+         "p50 %.0f ms, p99 %.0f ms\n",
+         is_peer ? "peer" : "widen", guarantee, lrec, rate, nv, *v50, *v99);
+  free(vis);
+  free(head);
+  free(prev);
+  free(sent.key);
+  free(sent.ts);
+  free(fo.ts);
+  free(fo.recv);
+  free(fo.key);
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  opts_t o = {.demo = WD_SOURCE_DIR "/configs/demo.yaml",
+              .work = "/tmp/widen-bench-peer",
+              .java_opts = "-Xms512m -Xmx512m",
+              .commit_ms = -1,
+              .keys = 100000};
+  const char *guarantee = "both";
+  uint64_t records = 300000, seed = 1;
+  double lat_secs = 15, rate = 10000;
+  bool latency = true, check = false;
+  static const struct option lo[] = {
+      {"widen", 1, 0, 'w'},    {"peer-cp", 1, 0, 'p'},         {"records", 1, 0, 'r'},
+      {"keys", 1, 0, 'k'},     {"seed", 1, 0, 's'},            {"guarantee", 1, 0, 'g'},
+      {"latency-seconds", 1, 0, 'l'}, {"rate", 1, 0, 'R'},     {"no-latency", 0, 0, 'L'},
+      {"commit-interval-ms", 1, 0, 'i'}, {"per-partition", 0, 0, 'P'}, {"repartition", 1, 0, 'x'},
+      {"java-opts", 1, 0, 'j'}, {"work", 1, 0, 'W'},           {"config", 1, 0, 'c'},
+      {"check", 0, 0, 'C'},    {0, 0, 0, 0}};
+  int ch;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    switch (ch) {
+      case 'w': o.widen = optarg; break;
+      case 'p': o.peer_cp = optarg; break;
+      case 'r': records = strtoull(optarg, NULL, 10); break;
+      case 'k': o.keys = strtoull(optarg, NULL, 10); break;
+      case 's': seed = strtoull(optarg, NULL, 10); break;
+      case 'g': guarantee = optarg; break;
+      case 'l': lat_secs = atof(optarg); break;
+      case 'R': rate = atof(optarg); break;
+      case 'L': latency = false; break;
+      case 'i': o.commit_ms = atol(optarg); break;
+      case 'P': o.per_partition = true; break;
+      case 'x': o.repartition = optarg; break;
+      case 'j': o.java_opts = optarg; break;
+      case 'W': o.work = optarg; break;
+      case 'c': o.demo = optarg; break;
+      case 'C': check = true; break;
+      default: fprintf(stderr, "usage: see bench/vs_peer.c\n"); return 2;
+    }
+  }
+  bench_prog = "vs_peer";
+  bench_brokers = getenv("WIDEN_BROKERS");
+  if (!bench_brokers || !*bench_brokers || !o.widen || !o.peer_cp) {
+    fprintf(stderr, "usage: WIDEN_BROKERS=host:port vs_peer --widen PATH --peer-cp CLASSPATH [...]\n");
+    return 2;
+  }
+  if (check) {
+    latency = false;
+    if (records == 300000) records = 3000;
+    if (o.keys == 100000) o.keys = 500;
+  }
+  const char *gs[2];
+  int ng = 0;
+  if (!strcmp(guarantee, "both") || !strcmp(guarantee, "exactly-once")) gs[ng++] = "exactly-once";
+  if (!strcmp(guarantee, "both") || !strcmp(guarantee, "at-least-once")) gs[ng++] = "at-least-once";
+  if (!ng) {
+    fprintf(stderr, "vs_peer: --guarantee exactly-once|at-least-once|both\n");
+    return 2;
+  }
+  bench_rm_rf(o.work);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.work);
+  if (system(cmd)) return 1;
+
+  /* ---- saturation: one backlog, every process over it ---- */
+  char prefix[128];
+  snprintf(prefix, sizeof prefix, "vsp%d-%" PRId64 "-sat.", (int)getpid(), wd_wall_ms() % 100000000);
+  static const char *const sat_names[8] = {"orders",        "payments",     "shipments",    "orders_wide.dlq",
+                                           "out-widen-ex", "out-peer-ex", "out-widen-at", "out-peer-at"};
+  bench_create_topics(prefix, sat_names, 8);
+  double psecs = produce(prefix, o.keys, records, seed, 0, NULL);
+  fprintf(stderr, "vs_peer: produced %" PRIu64 " records in %.2f s\n", records, psecs);
+  table_t ref = {0};
+  bool have_ref = false;
+  size_t mismatches = 0;
+  double rps[2][2] = {{0}}, wall[2][2] = {{0}}, rss[2][2] = {{0}}, v50[2][2] = {{0}}, v99[2][2] = {{0}};
+  size_t diff[2][2] = {{0}};
+  double rps_run[2] = {0, 0}; /* the peer's records per CPU s from its first input record on */
+  for (int g = 0; g < ng; g++) {
+    for (int s = 0; s < 2; s++) { /* widen, then the peer */
+      bool is_peer = s == 1;
+      const char *who = is_peer ? "peer" : "widen";
+      char tag[64], outt[256];
+      snprintf(tag, sizeof tag, "sat-%s-%.2s", who, gs[g]);
+      snprintf(outt, sizeof outt, "%sout-%s-%.2s", prefix, who, gs[g]);
+      pid_t pid = start(&o, is_peer, prefix, gs[g], tag, outt, NULL, records);
+      usage_t u = wait_child(pid, who);
+      double cpu_first = 0; /* the peer's own CPU at its first input record (JVM start, join, restore) */
+      if (is_peer) {
+        char outp[4400], line[512];
+        snprintf(outp, sizeof outp, "%s/%s.out", o.work, tag);
+        FILE *f = fopen(outp, "r");
+        while (f && fgets(line, sizeof line, f)) {
+          const char *c = strstr(line, "cpu_first_s=");
+          if (!strncmp(line, "PEER ", 5) && c) cpu_first = atof(c + 12);
+        }
+        if (f) fclose(f);
+      }
+      rps_run[g] = is_peer && u.cpu > cpu_first ? records / (u.cpu - cpu_first) : rps_run[g];
+      table_t t;
+      read_table(outt, o.keys, &t);
+      double span = t.messages ? (double)(t.tmax - t.tmin) / 1e3 : 0;
+      rps[g][s] = records / u.cpu;
+      wall[g][s] = span > 0 ? records / span : 0;
+      rss[g][s] = u.rss_mib;
+      if (!have_ref) {
+        ref = t;
+        have_ref = true;
+      } else {
+        diff[g][s] = table_diff(&ref, &t, "widen exactly-once", tag);
+        mismatches += diff[g][s];
+      }
+      printf("%-5s [%s] %" PRIu64 " input records -> %zu output records (%zu unreadable), %zu rows; CPU %.2f s (user "
+             "%.2f, system %.2f) -> %.0f input records/s per core; output span %.2f s -> %.0f records/s wall; peak "
+             "RSS %.0f MiB; table %s\n",
+             who, gs[g], records, t.messages, t.bad, table_rows(&t), u.cpu, u.user, u.sys, rps[g][s], span,
+             wall[g][s], rss[g][s], have_ref && (g || s) ? (diff[g][s] ? "DIFFERS from widen exactly-once" : "= widen exactly-once") : "(reference)");
+      if (t.rows != ref.rows) table_free(&t);
+    }
+    printf("peer  [%s] from its first input record on (JVM start, group join and store set-up left out): %.0f input "
+           "records/s per core\n", gs[g], rps_run[g]);
+    printf("ratio [%s] widen / peer: %.2f per CPU s, %.2f wall\n", gs[g], rps[g][0] / rps[g][1],
+           wall[g][1] > 0 ? wall[g][0] / wall[g][1] : 0);
+  }
+  size_t ref_rows = table_rows(&ref);
+  table_free(&ref);
+
+  /* ---- latency at a fixed rate ---- */
+  size_t matched = 0;
+  if (latency)
+    for (int g = 0; g < ng; g++)
+      for (int s = 0; s < 2; s++) latency_run(&o, s == 1, gs[g], seed, rate, lat_secs, &v50[g][s], &v99[g][s], &matched);
+
+  printf("RESULT records=%" PRIu64 " rows=%zu mismatched_keys=%zu", records, ref_rows, mismatches);
+  for (int g = 0; g < ng; g++) {
+    const char *t = !strcmp(gs[g], "exactly-once") ? "eo" : "alo";
+    printf(" %s_widen_rps_cpu=%.0f %s_peer_rps_cpu=%.0f %s_ratio_cpu=%.2f %s_widen_rps_wall=%.0f %s_peer_rps_wall=%.0f"
+           " %s_ratio_wall=%.2f %s_widen_rss_mib=%.0f %s_peer_rss_mib=%.0f",
+           t, rps[g][0], t, rps[g][1], t, rps[g][0] / rps[g][1], t, wall[g][0], t, wall[g][1], t,
+           wall[g][1] > 0 ? wall[g][0] / wall[g][1] : 0, t, rss[g][0], t, rss[g][1]);
+    printf(" %s_peer_rps_cpu_from_first=%.0f %s_ratio_cpu_from_first=%.2f", t, rps_run[g], t,
+           rps_run[g] > 0 ? rps[g][0] / rps_run[g] : 0);
+    if (latency)
+      printf(" %s_widen_vis_p50_ms=%.0f %s_widen_vis_p99_ms=%.0f %s_peer_vis_p50_ms=%.0f %s_peer_vis_p99_ms=%.0f", t,
+             v50[g][0], t, v99[g][0], t, v50[g][1], t, v99[g][1]);
+  }
+  printf("\n");
+  if (mismatches) fprintf(stderr, "vs_peer: the final tables differ (%zu keys)\n", mismatches);
+  return mismatches || ref_rows == 0 ? 1 : 0;
+}
