@@ -22,6 +22,11 @@
  * A broker that goes away is logged once ("waiting for broker ...") and polling goes on
  * returning empty batches until it is back.
  *
+ * A subscribed topic that does not exist (group mode) is logged once at WARN ("topic X does not
+ * exist yet; waiting"); while one is missing, the polls request the cluster's metadata every
+ * second, so that a topic created later is joined within seconds rather than at librdkafka's
+ * next topic.metadata.refresh.interval.ms (5 minutes by default); "topic X exists now" at INFO.
+ *
  * Thread: a consumer is used by one thread; the callbacks run on that thread, inside
  * wd_consumer_poll_batch() or wd_consumer_close().
  */
@@ -72,6 +77,16 @@ typedef void (*wd_consumer_assign_all_cb)(void *ctx, const wd_tp_offset_t *parts
  * when a topic does not exist; E_NOMEM. */
 wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                             wd_consumer_assign_cb on_assign, void *ctx, wd_consumer_t **out);
+
+/* wd_consumer_new_ex flags. */
+#define WD_CONSUMER_WAIT_FOR_TOPICS 1u /* assign mode: a topic that does not exist yet is waited for */
+
+/* As wd_consumer_new, with flags (WD_CONSUMER_WAIT_FOR_TOPICS: in assign mode a topic that does
+ * not exist is not an error: it is logged once at WARN ("topic X does not exist yet; waiting"),
+ * checked for every second inside the polls, and its partitions are assigned (on_assign called
+ * for each) when it appears, as kafka-console-consumer waits; `widen tail`). */
+wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
+                               wd_consumer_assign_cb on_assign, void *ctx, unsigned flags, wd_consumer_t **out);
 
 /* Sets (or with NULL removes) the revocation callback; it gets the ctx given to
  * wd_consumer_new(). Call it before the first poll. */

@@ -1,0 +1,174 @@
+/*
+ * tests/integration/test_new_user.c — issue 23 on the real broker (WIDEN_TEST_BROKERS) with the
+ * widen binary (WIDEN_BIN): what a new user hit in round 2.
+ *   late_topics: `widen run` and `widen tail` started before their topics exist pick them up
+ *     when they are created (librdkafka alone would see a new topic of a subscription at its next
+ *     metadata refresh, 5 minutes; tail died with E_KAFKA_UNKNOWN_TOPIC);
+ *   unreachable_broker: `widen run` against a port nothing listens on says "cannot reach".
+ * Waits are bounded by the tests' timeouts (never a speed assertion).
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/support/integration.h"
+
+extern char **environ;
+
+typedef struct {
+  char dir[256];
+  char prefix[96];
+  char cfg[320];
+} env_t;
+
+static void env_init(env_t *e, const char *name) {
+  snprintf(e->dir, sizeof(e->dir), "/tmp/widen-nu-%s-XXXXXX", name);
+  cr_assert_not_null(mkdtemp(e->dir));
+  snprintf(e->prefix, sizeof(e->prefix), "wdtest.nu%d%ld.%s.", (int)getpid(), (long)time(NULL) % 100000, name);
+  snprintf(e->cfg, sizeof(e->cfg), "%s/widen.yaml", e->dir);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+}
+
+static void env_done(env_t *e) {
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+/* A two-source partial-update table (orders + payments by order_id) with a changelog-json sink;
+ * extra is appended to the kafka section's properties (may be ""). */
+static void write_config(const env_t *e, const char *group_suffix, const char *extra) {
+  FILE *f = fopen(e->cfg, "w");
+  cr_assert_not_null(f);
+  fprintf(f,
+          "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %sgroup%s\n  properties:\n"
+          "    session.timeout.ms: 6000\n%s"
+          "table:\n  name: orders_wide\n  schema:\n"
+          "    - {name: order_id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
+          "    - {name: pay_status, type: STRING}\n"
+          "  primary-key: [order_id]\n  options:\n    merge-engine: partial-update\n"
+          "sources:\n"
+          "  - {name: orders, topic: %sorders, columns: {order_id: id, customer: }}\n"
+          "  - {name: payments, topic: %spayments, columns: {order_id: , pay_status: status}}\n"
+          "sink:\n  topic: %sorders_wide\n  format: changelog-json\n"
+          "state:\n  dir: %s/state%s\n"
+          "pipeline:\n  batch-timeout-ms: 50\n",
+          e->prefix, group_suffix, extra, e->prefix, e->prefix, e->prefix, e->dir, group_suffix);
+  fclose(f);
+}
+
+/* Starts argv with stdout and stderr to files (NULL: /dev/null). */
+static pid_t spawn_to(const char *const *argv, const char *out, const char *err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+/* Waits up to ms for pid to exit: its exit status (128 + signal), or -1 when it still runs. */
+static int wait_exit_ms(pid_t pid, int ms) {
+  int64_t deadline = wd_mono_ms() + ms;
+  for (;;) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    cr_assert_neq(r, -1);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (wd_mono_ms() >= deadline) return -1;
+    usleep(50 * 1000);
+  }
+}
+
+static int stop(pid_t pid) {
+  kill(pid, SIGTERM);
+  int rc = wait_exit_ms(pid, 60000);
+  if (rc < 0) {
+    kill(pid, SIGKILL);
+    rc = wait_exit_ms(pid, 10000);
+  }
+  return rc;
+}
+
+/* Whether the file at path contains needle (after waiting up to ms for it to). */
+static bool file_has(const char *path, const char *needle, int ms) {
+  int64_t deadline = wd_mono_ms() + ms;
+  for (;;) {
+    char *s = wd_it_read_file(path);
+    bool has = strstr(s, needle) != NULL;
+    free(s);
+    if (has || wd_mono_ms() >= deadline) return has;
+    usleep(100 * 1000);
+  }
+}
+
+static int count_of(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+static void produce_line(const env_t *e, const char *topic, const char *line) {
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "echo '%s' | '%s' produce --topic %s%s --file - >/dev/null 2>&1", line, wd_it_widen_bin(),
+           e->prefix, topic);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* Issue 23 point 2: run and tail start before any topic exists. The orders topic is created
+ * first; once its row is out (the group formed on it alone), the payments topic is created:
+ * its record must reach the table while run keeps running (before the fix: at librdkafka's next
+ * metadata refresh, 5 minutes later). tail, started before its topic existed, prints the lines. */
+Test(late_topics, run_and_tail_pick_up_topics_created_after_they_start, .timeout = 180) {
+  env_t e;
+  env_init(&e, "late");
+  write_config(&e, "", "");
+  char sink[200], tail_out[300], tail_err[300], run_err[300];
+  snprintf(sink, sizeof(sink), "%sorders_wide", e.prefix);
+  snprintf(tail_out, sizeof(tail_out), "%s/tail.out", e.dir);
+  snprintf(tail_err, sizeof(tail_err), "%s/tail.err", e.dir);
+  snprintf(run_err, sizeof(run_err), "%s/run.err", e.dir);
+  const char *tail_argv[] = {wd_it_widen_bin(), "tail", "--topic", sink, "--from", "beginning", "--max", "3", NULL};
+  pid_t tail = spawn_to(tail_argv, tail_out, tail_err);
+  char want[300];
+  snprintf(want, sizeof(want), "topic %s does not exist yet; waiting", sink);
+  cr_assert(file_has(tail_err, want, 30000), "tail did not say it waits for %s", sink);
+  cr_assert_eq(wait_exit_ms(tail, 0), -1, "tail exited instead of waiting for its topic");
+
+  const char *run_argv[] = {wd_it_widen_bin(), "run", "--config", e.cfg, "--quiet", NULL};
+  pid_t run = spawn_to(run_argv, NULL, run_err);
+  snprintf(want, sizeof(want), "topic %spayments does not exist yet; waiting", e.prefix);
+  cr_assert(file_has(run_err, want, 60000), "run did not say it waits for the payments topic");
+
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  wd_it_create_topic(topic, 2);
+  produce_line(&e, "orders", "{\"op\":\"c\",\"after\":{\"id\":1,\"customer\":\"Ann\"}}");
+  cr_assert(file_has(tail_out, "\"+I\"", 90000), "the orders row did not come out");
+
+  snprintf(topic, sizeof(topic), "%spayments", e.prefix);
+  wd_it_create_topic(topic, 2);
+  produce_line(&e, "payments", "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"paid\"}}");
+  /* bounded by the test's timeout, far below librdkafka's 5-minute refresh */
+  int trc = wait_exit_ms(tail, 120000);
+  cr_assert_eq(trc, 0, "tail did not print the update within 120 s (rc %d)", trc);
+  char *out = wd_it_read_file(tail_out);
+  cr_assert(strstr(out, "\"+U\"") && strstr(out, "\"pay_status\":\"paid\""), "tail printed: %s", out);
+  free(out);
+  cr_assert_eq(stop(run), 0);
+  char *err = wd_it_read_file(run_err);
+  cr_assert_eq(count_of(err, want), 1, "the missing topic is logged once: %s", err);
+  snprintf(want, sizeof(want), "topic %spayments exists now", e.prefix);
+  cr_assert_eq(count_of(err, want), 1, "%s", err);
+  free(err);
+  env_done(&e);
+}
