@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "kafka/kafka.h"
 
 #define WD_METADATA_TIMEOUT_MS 10000
@@ -894,3 +895,74 @@ void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
 }
 
 uint64_t wd_consumer_generation(const wd_consumer_t *c) { return c->generation; }
+
+/* librdkafka's property names (its own table, rd_kafka_conf_properties_show), as a new array of
+ * *n new strings (free each and the array), or NULL. */
+static char **wd_kafka_property_names(size_t *n) {
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  char **names = NULL;
+  *n = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  rd_kafka_conf_properties_show(f);
+  fclose(f);
+  for (char *l = text; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl) *nl = 0;
+    if (*l >= 'a' && *l <= 'z' && strstr(l, " | ")) {
+      size_t k = strcspn(l, " |");
+      if (*n == cap) {
+        size_t nc = cap ? cap * 2 : 256;
+        char **g = realloc(names, nc * sizeof(*g));
+        if (!g) break;
+        names = g;
+        cap = nc;
+      }
+      if (!(names[*n] = strndup(l, k))) break;
+      (*n)++;
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  free(text);
+  return names;
+}
+
+wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients) {
+  static const char *const consumer_fixed[] = {"enable.auto.commit", "enable.auto.offset.store", NULL};
+  static const char *const producer_fixed[] = {"enable.idempotence", "acks", "partitioner", NULL};
+  char errstr[512];
+  if (!strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list") || !strcmp(name, "group.id"))
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' cannot be passed through: use the %s setting",
+                        name, strcmp(name, "group.id") == 0 ? "group" : "brokers");
+  for (int c = 0; c < 2; c++) {
+    if (!(clients & (c ? WD_KAFKA_PRODUCER_PROPERTY : WD_KAFKA_CONSUMER_PROPERTY))) continue;
+    for (const char *const *f = c ? producer_fixed : consumer_fixed; *f; f++)
+      if (!strcmp(*f, name))
+        return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' is managed by widen and cannot be set",
+                            name);
+  }
+  if ((clients & WD_KAFKA_CONSUMER_PROPERTY) && !strcmp(name, "partition.assignment.strategy") &&
+      strstr(value, "cooperative"))
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                        "Kafka property 'partition.assignment.strategy' = '%s': the cooperative protocol is not "
+                        "supported (use range or roundrobin)",
+                        value);
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  if (!conf) return wd_error_nomem();
+  rd_kafka_conf_res_t res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
+  rd_kafka_conf_destroy(conf);
+  if (res == RD_KAFKA_CONF_OK) return NULL;
+  if (res == RD_KAFKA_CONF_UNKNOWN) {
+    size_t n = 0;
+    char **names = wd_kafka_property_names(&n);
+    const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
+    wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "unknown Kafka property '%s'%s%s%s", name,
+                                   near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
+                                   near ? near : "", near ? "'?" : "");
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return err;
+  }
+  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+}

@@ -19,7 +19,7 @@
  * enable.auto.offset.store=false): the pipeline commits explicit offsets with
  * wd_consumer_commit() once their effects are durable.
  *
- * A broker that goes away is logged once ("waiting for broker ...") and polling goes on
+ * A broker that goes away is logged once ("cannot reach HOST:PORT (...); retrying") and polling goes on
  * returning empty batches until it is back.
  *
  * A subscribed topic that does not exist (group mode) is logged once at WARN ("topic X does not
@@ -203,5 +203,22 @@ wd_error_t *wd_consumer_close(wd_consumer_t *c);
 /* Closes (if not yet closed) and releases c; accepts NULL. Messages still held by the caller
  * must be released before. */
 void wd_consumer_destroy(wd_consumer_t *c);
+
+/* Which clients take a property (wd_kafka_property_check). */
+#define WD_KAFKA_CONSUMER_PROPERTY 1u
+#define WD_KAFKA_PRODUCER_PROPERTY 2u
+
+/* Checks one pass-through librdkafka property (name, value borrowed) as widen's clients would take
+ * it, without a broker or a client: librdkafka validates it on a fresh configuration
+ * (rd_kafka_conf_set, as wd_consumer_new / the producer do), and widen's own refusals apply to
+ * the clients given (WD_KAFKA_CONSUMER_PROPERTY | WD_KAFKA_PRODUCER_PROPERTY). For `widen config
+ * check` and the config loader (app/config.c), so that a config that check accepts starts.
+ * Returns NULL when accepted, else WD_ERR_CONFIG "C_KAFKA_PROPERTY": "unknown Kafka property 'X';
+ * did you mean 'Y'?" (the closest of librdkafka's own property names, when one is close), "Kafka
+ * property 'X' = 'V': <librdkafka's reason>" for a refused value, bootstrap.servers/group.id
+ * (use the brokers / group settings), a property widen sets itself (consumer:
+ * enable.auto.commit, enable.auto.offset.store; producer: enable.idempotence, acks, partitioner),
+ * a cooperative partition.assignment.strategy (consumer); E_NOMEM. */
+wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients);
 
 #endif

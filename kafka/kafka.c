@@ -193,6 +193,42 @@ wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *
   return e;
 }
 
+/* What a connection error says, for "cannot reach WHERE (WHY); retrying": WHERE is the broker
+ * librdkafka names at the start of reason ("host:port/id: ..."), else bootstrap.servers; WHY is
+ * the cause in a few words (connection refused, host name not resolved, ...), else librdkafka's
+ * text for err. */
+static void wd_kafka_unreachable_text(rd_kafka_t *rk, int err, const char *reason, char *where, size_t wn, char *why,
+                                      size_t yn) {
+  const char *slash = reason ? strchr(reason, '/') : NULL;
+  const char *colon = reason ? strstr(reason, ": ") : NULL;
+  size_t len = slash ? (size_t)(slash - reason) : 0;
+  if (slash && colon && slash < colon && len > 0 && len < wn && memchr(reason, ':', len) && !memchr(reason, ' ', len)) {
+    memcpy(where, reason, len);
+    where[len] = 0;
+  } else {
+    size_t n = wn;
+    const rd_kafka_conf_t *c = rd_kafka_conf(rk);
+    if (!c || rd_kafka_conf_get(c, "bootstrap.servers", where, &n) != RD_KAFKA_CONF_OK) snprintf(where, wn, "the broker");
+  }
+  static const struct {
+    const char *has, *say;
+  } causes[] = {{"Connection refused", "connection refused"},
+                {"resolve", "host name not resolved"},
+                {"timed out", "connection timed out"},
+                {"No route to host", "no route to host"},
+                {"Network is unreachable", "network unreachable"},
+                {"brokers are down", "all brokers down"},
+                {"SSL", "TLS handshake failed"},
+                {"SASL", "authentication failed"},
+                {"Disconnected", "disconnected"}};
+  for (size_t i = 0; i < sizeof(causes) / sizeof(*causes); i++)
+    if (reason && strstr(reason, causes[i].has)) {
+      snprintf(why, yn, "%s", causes[i].say);
+      return;
+    }
+  snprintf(why, yn, "%s", rd_kafka_err2str((rd_kafka_resp_err_t)err));
+}
+
 static bool wd_kafka_is_connection_error(int err) {
   return err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
          err == RD_KAFKA_RESP_ERR__RESOLVE || err == RD_KAFKA_RESP_ERR__TIMED_OUT;
@@ -208,16 +244,13 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
   }
   if (wd_kafka_is_connection_error(err)) {
     if (!*waiting) {
-      const char *brokers = "?";
-      char buf[512];
-      size_t n = sizeof(buf);
-      const rd_kafka_conf_t *c = rd_kafka_conf(rk);
-      if (c && rd_kafka_conf_get(c, "bootstrap.servers", buf, &n) == RD_KAFKA_CONF_OK) brokers = buf;
-      wd_log(WD_LOG_WARN, module, "waiting for broker %s (%s: %s)", brokers, rd_kafka_err2name((rd_kafka_resp_err_t)err),
-             reason);
+      char where[512], why[160];
+      wd_kafka_unreachable_text(rk, err, reason, where, sizeof(where), why, sizeof(why));
+      wd_log(WD_LOG_WARN, module, "cannot reach %s (%s); retrying", where, why);
+      wd_log(WD_LOG_DEBUG, module, "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
       *waiting = true;
     } else {
-      wd_log(WD_LOG_DEBUG, module, "still waiting for broker (%s: %s)", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+      wd_log(WD_LOG_DEBUG, module, "still cannot reach the broker (%s: %s)", rd_kafka_err2name((rd_kafka_resp_err_t)err),
              reason);
     }
     return false;

@@ -330,7 +330,7 @@ Test(config, defaults_of_optional_keys) {
 Test(config, alternative_shapes) {
   /* one-name primary key, `topics` list, columns as a list of names, option values as numbers,
    * booleans and lists, empty optional values keep their defaults */
-  const char *yaml = "kafka: {bootstrap.servers: b:1, group.id: g, properties: {fetch.min.bytes: 1, x.y: true}}\n"
+  const char *yaml = "kafka: {bootstrap.servers: b:1, group.id: g, properties: {fetch.min.bytes: 1, check.crcs: true}}\n"
                      "table:\n"
                      "  name: t\n"
                      "  schema: [{name: id, type: INT}, {name: a, type: \"DECIMAL(6,2)\"}]\n"
@@ -344,7 +344,7 @@ Test(config, alternative_shapes) {
                      "  batch-size:\n";
   wd_config_t *cfg = load_ok(yaml);
   cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "fetch.min.bytes"), "1");
-  cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "x.y"), "true");
+  cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "check.crcs"), "true");
   cr_assert_eq(cfg->table.primary_key.n, 1);
   cr_assert_str_eq(cfg->table.primary_key.v[0], "id");
   cr_assert_str_eq(cfg->table.schema.types[1], "DECIMAL(6,2)");
@@ -672,6 +672,46 @@ Test(config, every_error_of_a_file_is_reported) {
   cr_assert(strstr(err->message, "more errors in this file"), "%s", err->message);
   cr_assert(strstr(err->message, ":19: unknown key 'tpic' in 'sink'; did you mean 'topic'?"), "%s", err->message);
   wd_error_destroy(err);
+}
+
+/* Issue 23 point 6: librdkafka properties are validated at load (`widen config check` and `run`
+ * alike, no broker needed): an unknown name with librdkafka's closest property, a value librdkafka
+ * refuses, a property widen sets itself; every one with its line, not only the first. */
+Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
+  wd_config_t *cfg = NULL;
+  const char *yaml = minimal_range(3, 3, "  group.id: g\n  properties:\n    sesion.timeout.ms: 6000\n"
+                                          "    session.timeout.ms: six\n    client.id: fine\n"
+                                          "    enable.auto.commit: true"); /* lines 5..8 */
+  static char buf[8192];
+  snprintf(buf, sizeof(buf), "%s", yaml);
+  char *p = strstr(buf, "  topic: out\n");
+  cr_assert_not_null(p);
+  /* sink.properties (the producer's): its linger.ms is line 26 */
+  static char buf2[8192];
+  snprintf(buf2, sizeof(buf2), "%.*s  topic: out\n  properties:\n    linger.ms: soon\n%s", (int)(p - buf), buf,
+           p + strlen("  topic: out\n"));
+  wd_error_t *err = wd_config_load(write_yaml(buf2), &cfg);
+  cr_assert_null(cfg);
+  cr_assert_not_null(err);
+  char want[512];
+  snprintf(want, sizeof(want),
+           "C_KAFKA_PROPERTY: %s:5: kafka.properties: unknown Kafka property 'sesion.timeout.ms'; did you mean "
+           "'session.timeout.ms'?", tmp_path);
+  cr_assert(!strncmp(err->message, want, strlen(want)), "%s", err->message);
+  snprintf(want, sizeof(want), "%s:6: kafka.properties: Kafka property 'session.timeout.ms' = 'six': Invalid value",
+           tmp_path);
+  cr_assert(strstr(err->message, want), "%s", err->message);
+  snprintf(want, sizeof(want), "%s:8: kafka.properties: Kafka property 'enable.auto.commit' is managed by widen",
+           tmp_path);
+  cr_assert(strstr(err->message, want), "%s", err->message);
+  snprintf(want, sizeof(want), "%s:26: sink.properties: Kafka property 'linger.ms' = 'soon'", tmp_path);
+  cr_assert(strstr(err->message, want), "%s", err->message);
+  cr_assert(strstr(err->message, "and 3 more errors in this file"), "%s", err->message);
+  cr_assert_null(strstr(err->message, "client.id"), "%s", err->message);
+  wd_error_destroy(err);
+  /* the same properties, all valid, load */
+  wd_config_destroy(load_ok(minimal_range(3, 3, "  group.id: g\n  properties:\n    session.timeout.ms: 6000\n"
+                                                "    client.id: fine")));
 }
 
 /* A misspelt sequence-group field gets a did-you-mean; an unknown type lists the types. */
