@@ -33,6 +33,14 @@ static const wd_config_option_t KAFKA_OPTS[] = {
     {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_kafka_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Extra librdkafka properties (client.id, security.protocol, sasl.*, ...) passed as they are to the consumer "
      "and the producer. Values are strings; numbers and booleans are taken as their text."},
+    {"static-membership", WD_CONFIG_ENUM, offsetof(wd_config_kafka_t, static_membership), "true", NULL, 0, 0,
+     "false|true", 0, NULL,
+     "Static group membership (KIP-345): the consumer's group.instance.id is the instance id generated once and kept "
+     "in state.dir (the one the transactional.id is made of), unless kafka.properties sets group.instance.id. A "
+     "process restarted within session.timeout.ms takes its partitions back without a rebalance of the other "
+     "members; a stopped one (SIGTERM too: static members do not leave the group) holds its partitions until "
+     "session.timeout.ms expires. false: dynamic membership (a SIGTERM leaves the group at once; a restart "
+     "rebalances the whole group)."},
     END_OPT,
 };
 

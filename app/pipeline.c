@@ -1432,6 +1432,35 @@ static bool producer_only(const char *name) {
   return !strcmp(name, "transactional.id") || !strcmp(name, "transaction.timeout.ms");
 }
 
+/* The instance id generated once and kept in the state directory (meta "instance/id"): 16 hex
+ * digits into inst (n >= 17). Errors: E_STORE_*, E_NOMEM. */
+static wd_error_t *stored_instance_id(wd_pipeline_t *p, char *inst, size_t n) {
+  wd_error_t *err = NULL;
+  uint8_t *val = NULL;
+  size_t vlen = 0;
+  inst[0] = 0;
+  if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
+  if (val && vlen < n) {
+    memcpy(inst, val, vlen);
+    inst[vlen] = 0;
+  }
+  free(val);
+  if (inst[0]) return NULL;
+  uint64_t r = 0;
+  FILE *f = fopen("/dev/urandom", "rb");
+  if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
+  if (f) fclose(f);
+  snprintf(inst, n, "%016" PRIx64, r);
+  wd_store_batch_t *b = wd_store_batch_new();
+  if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
+    wd_store_batch_destroy(b);
+    return wd_error_nomem();
+  }
+  err = wd_store_write_sync(p->store, b);
+  wd_store_batch_destroy(b);
+  return err;
+}
+
 /* The producer's transactional.id under exactly-once (docs/exactly-once.md): kafka.properties'
  * or sink.properties' own, else widen-<group>-<instance> with the group.instance.id, or an id
  * generated once and kept in the state directory (meta "instance/id"), so that a restarted
@@ -1453,33 +1482,10 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
   if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
   char inst[64] = "";
   const char *gi = wd_kafka_conf_get(&p->kconf, "group.instance.id");
-  if (gi) {
+  if (gi)
     snprintf(inst, sizeof(inst), "%s", gi);
-  } else {
-    uint8_t *val = NULL;
-    size_t vlen = 0;
-    if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
-    if (val && vlen < sizeof(inst)) {
-      memcpy(inst, val, vlen);
-      inst[vlen] = 0;
-    }
-    free(val);
-    if (!inst[0]) {
-      uint64_t r = 0;
-      FILE *f = fopen("/dev/urandom", "rb");
-      if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
-      if (f) fclose(f);
-      snprintf(inst, sizeof(inst), "%016" PRIx64, r);
-      wd_store_batch_t *b = wd_store_batch_new();
-      if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
-        wd_store_batch_destroy(b);
-        return wd_error_nomem();
-      }
-      err = wd_store_write_sync(p->store, b);
-      wd_store_batch_destroy(b);
-      if (err) return err;
-    }
-  }
+  else if ((err = stored_instance_id(p, inst, sizeof(inst))))
+    return err;
   if (asprintf(&p->txn_id, "widen-%s-%s", p->cfg->kafka.group_id ? p->cfg->kafka.group_id : "nogroup", inst) < 0) {
     p->txn_id = NULL;
     return wd_error_nomem();
@@ -1721,6 +1727,14 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!err && !p->opts.no_output) { /* so that a consumer can read them before their first record */
     const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
     wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
+  }
+  /* issue 23: static membership by default (KIP-345), with the state directory's instance id */
+  if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
+    char inst[64];
+    if (!(err = stored_instance_id(p, inst, sizeof(inst)))) err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
+    if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "static membership: group.instance.id %s (kept in %s; a restart within "
+             "session.timeout.ms takes the partitions back without a rebalance)", inst, cfg->state.dir);
   }
   int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);

@@ -45,14 +45,16 @@ static void env_done(env_t *e) {
   cr_assert_eq(system(cmd), 0);
 }
 
-/* A two-source partial-update table (orders + payments by order_id) with a changelog-json sink;
- * extra is appended to the kafka section's properties (may be ""). */
-static void write_config(const env_t *e, const char *group_suffix, const char *extra) {
-  FILE *f = fopen(e->cfg, "w");
+/* A two-source partial-update table (orders + payments by order_id) with a changelog-json sink,
+ * written to path; state in <dir>/state-<member>; extra is appended to kafka.properties (may be
+ * ""), more to the kafka section (may be ""). */
+static void write_config_at(const env_t *e, const char *path, const char *member, int session_ms, const char *extra,
+                            const char *more) {
+  FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
   fprintf(f,
-          "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %sgroup%s\n  properties:\n"
-          "    session.timeout.ms: 6000\n%s"
+          "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %sgroup\n%s  properties:\n"
+          "    session.timeout.ms: %d\n%s"
           "table:\n  name: orders_wide\n  schema:\n"
           "    - {name: order_id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
           "    - {name: pay_status, type: STRING}\n"
@@ -61,10 +63,15 @@ static void write_config(const env_t *e, const char *group_suffix, const char *e
           "  - {name: orders, topic: %sorders, columns: {order_id: id, customer: }}\n"
           "  - {name: payments, topic: %spayments, columns: {order_id: , pay_status: status}}\n"
           "sink:\n  topic: %sorders_wide\n  format: changelog-json\n"
-          "state:\n  dir: %s/state%s\n"
+          "state:\n  dir: %s/state-%s\n"
           "pipeline:\n  batch-timeout-ms: 50\n",
-          e->prefix, group_suffix, extra, e->prefix, e->prefix, e->prefix, e->dir, group_suffix);
+          e->prefix, more, session_ms, extra, e->prefix, e->prefix, e->prefix, e->dir, member);
   fclose(f);
+}
+
+static void write_config(const env_t *e, const char *group_suffix, const char *extra) {
+  (void)group_suffix;
+  write_config_at(e, e->cfg, "a", 6000, extra, "");
 }
 
 /* Starts argv with stdout and stderr to files (NULL: /dev/null); the child is killed when the
@@ -218,5 +225,82 @@ Test(unreachable_broker, run_says_cannot_reach_host_port, .timeout = 180) {
   char *err = wd_it_read_file(err_path);
   cr_assert_null(strstr(err, "brokers are down"), "%s", err);
   free(err);
+  env_done(&e);
+}
+
+/* The number of partitions of the last "assigned N partition(s)" line in the file, -1 if none. */
+static int last_assigned(const char *path) {
+  if (access(path, R_OK) != 0) return -1;
+  char *s = wd_it_read_file(path);
+  int n = -1;
+  for (const char *p = strstr(s, "assigned "); p; p = strstr(p + 1, "assigned ")) {
+    int k;
+    if (sscanf(p, "assigned %d partition(s)", &k) == 1) n = k;
+  }
+  free(s);
+  return n;
+}
+
+static int count_in(const char *path, const char *needle) {
+  char *s = wd_it_read_file(path);
+  int n = count_of(s, needle);
+  free(s);
+  return n;
+}
+
+/* Waits up to ms until the file's last assignment has partitions: their count. */
+static int wait_assigned(const char *path, int ms) {
+  int64_t deadline = wd_mono_ms() + ms;
+  int n;
+  while ((n = last_assigned(path)) <= 0 && wd_mono_ms() < deadline) usleep(100 * 1000);
+  return n;
+}
+
+/* Issue 23 point 3: static membership by default. Two members share the group; one is killed
+ * with -9 and restarted: it takes its partitions back without a rebalance, so the other member
+ * is neither revoked nor reassigned (before: the healthy member was revoked until the dead
+ * member's session expired, ~33 s). session.timeout.ms 30 s: the restart is well within it. */
+Test(static_membership, restart_after_kill_does_not_revoke_the_other_member, .timeout = 240) {
+  env_t e;
+  env_init(&e, "static");
+  char topic[200], cfg_a[320], cfg_b[320], err_a[320], err_b[320], err_b2[320];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  wd_it_create_topic(topic, 4);
+  snprintf(topic, sizeof(topic), "%spayments", e.prefix);
+  wd_it_create_topic(topic, 4);
+  snprintf(cfg_a, sizeof(cfg_a), "%s/a.yaml", e.dir);
+  snprintf(cfg_b, sizeof(cfg_b), "%s/b.yaml", e.dir);
+  snprintf(err_a, sizeof(err_a), "%s/a.err", e.dir);
+  snprintf(err_b, sizeof(err_b), "%s/b.err", e.dir);
+  snprintf(err_b2, sizeof(err_b2), "%s/b2.err", e.dir);
+  write_config_at(&e, cfg_a, "a", 30000, "", "");
+  write_config_at(&e, cfg_b, "b", 30000, "", "");
+  const char *argv_a[] = {wd_it_widen_bin(), "run", "--config", cfg_a, "--quiet", NULL};
+  const char *argv_b[] = {wd_it_widen_bin(), "run", "--config", cfg_b, "--quiet", NULL};
+  pid_t a = spawn_to(argv_a, NULL, err_a);
+  cr_assert_eq(wait_assigned(err_a, 90000), 8, "member a alone should hold all 8 partitions");
+  pid_t b = spawn_to(argv_b, NULL, err_b);
+  cr_assert_eq(wait_assigned(err_b, 120000), 4, "member b should get 4 of the 8 partitions");
+  cr_assert_eq(wait_assigned(err_a, 30000), 4);
+  int64_t settle = wd_mono_ms() + 60000;
+  while (last_assigned(err_a) != 4 && wd_mono_ms() < settle) usleep(100 * 1000);
+  cr_assert(file_has(err_a, "static membership: group.instance.id ", 0));
+  sleep(2); /* both settled in one generation */
+  int revoked_a = count_in(err_a, "[ingest] revoked "), assigned_a = count_in(err_a, "[ingest] assigned ");
+
+  kill(b, SIGKILL);
+  cr_assert_eq(wait_exit_ms(b, 10000), 128 + SIGKILL);
+  int64_t t0 = wd_mono_ms();
+  b = spawn_to(argv_b, NULL, err_b2);
+  cr_assert_eq(wait_assigned(err_b2, 60000), 4, "the restarted member should take its 4 partitions back");
+  int64_t took = wd_mono_ms() - t0;
+  sleep(3); /* a rebalance of a would show in its log by now */
+  cr_assert_eq(count_in(err_a, "[ingest] revoked "), revoked_a, "member a was revoked by the restart of b");
+  cr_assert_eq(count_in(err_a, "[ingest] assigned "), assigned_a,
+               "member a was reassigned by the restart of b");
+  cr_log_info("restart after kill -9: the member had its partitions back %lld ms after its start, member a untouched",
+              (long long)took);
+  cr_assert_eq(stop(b), 0);
+  cr_assert_eq(stop(a), 0);
   env_done(&e);
 }

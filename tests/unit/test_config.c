@@ -397,7 +397,7 @@ Test(config, unknown_key_suggests_the_closest) {
              "unknown key 'formt' in 'sources[0]'; did you mean 'format'?");
   /* nothing close: the known keys, and where librdkafka properties go */
   load_fails(minimal_with(3, "  group.id: g\n  linger.ms: 5"), 4,
-             "use one of: bootstrap.servers, group.id, properties (librdkafka properties go under "
+             "use one of: bootstrap.servers, group.id, properties, static-membership (librdkafka properties go under "
              "'kafka.properties')");
   load_fails(minimal_with(16, "    topic: in\n    options: {timestamp-units: millis}"), 17,
              "unknown key 'timestamp-units' in 'sources[0].options'; did you mean 'timestamp-unit'?");
