@@ -13,6 +13,7 @@
 
 #include "app/config.h"
 #include "ingest/format.h"
+#include "ingest/source.h"
 #include "app/join_config.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -672,6 +673,50 @@ Test(config, every_error_of_a_file_is_reported) {
   cr_assert(strstr(err->message, "more errors in this file"), "%s", err->message);
   cr_assert(strstr(err->message, ":19: unknown key 'tpic' in 'sink'; did you mean 'topic'?"), "%s", err->message);
   wd_error_destroy(err);
+}
+
+/* Whether text has "<name>:" as a key: at a line start, after spaces, '#', '{', '-' + space or ', '. */
+static bool has_key(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+    if (p[n] != ':') continue;
+    char before = p == text ? '\n' : p[-1];
+    if (before == '\n' || before == ' ' || before == '#' || before == '{') return true;
+  }
+  return false;
+}
+
+/* Appends to *missing the options of sec (and its subsections) that example has no "<name>:" for. */
+static void missing_in_example(const wd_config_section_t *sec, const char *path, const char *example, char *missing,
+                               size_t n) {
+  for (const wd_config_option_t *o = sec->options; o->name; o++) {
+    char opath[256];
+    snprintf(opath, sizeof(opath), "%s%s%s", path, *path ? "." : "", o->name);
+    if (!has_key(example, o->name)) snprintf(missing + strlen(missing), n - strlen(missing), " %s", opath);
+    if (o->type == WD_CONFIG_SECTION || o->type == WD_CONFIG_SECTION_LIST)
+      missing_in_example(o->sub, opath, example, missing, n);
+  }
+}
+
+/* Issue 23 point 9: configs/example.yaml, which the README says comments every option, names every
+ * option of the option table (set or commented out), so that it cannot drift again. */
+Test(config, example_yaml_names_every_option_of_the_table) {
+  char path[4200];
+  snprintf(path, sizeof(path), "%s/configs/example.yaml", repo_root());
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  static char text[1 << 17];
+  size_t got = fread(text, 1, sizeof(text) - 1, f);
+  fclose(f);
+  text[got] = 0;
+  static char missing[8192];
+  missing[0] = 0;
+  missing_in_example(wd_config_root(), "", text, missing, sizeof(missing));
+  for (const wd_source_option_t *o = wd_source_options; o->name; o++) /* sources[].options */
+    if (!has_key(text, o->name)) snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+                                          " sources[].options.%s", o->name);
+  cr_assert(missing[0] == 0, "configs/example.yaml lacks these options of app/config.c's table (add each, commented "
+            "out with its default when it is not set):%s", missing);
 }
 
 /* Issue 23 point 6: librdkafka properties are validated at load (`widen config check` and `run`
