@@ -1019,7 +1019,7 @@ static void status_line(wd_pipeline_t *p, double rate) {
     wd_buf_reset(&by_id);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
-          "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | deletes without sequence %" PRIu64
+          "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
           " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
           p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, p->st.lag, p->st.commits,
@@ -1098,6 +1098,23 @@ static bool replay_done(wd_pipeline_t *p) {
   return done;
 }
 
+/* Partitions 0..63 of a bitmask as a readable list ("0-3", "0, 2, 5-7") into buf. */
+static void partition_list(uint64_t mask, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < 64 && len < n; i++) {
+    if (!(mask >> i & 1)) continue;
+    int j = i;
+    while (j + 1 < 64 && (mask >> (j + 1) & 1)) j++;
+    int k = j > i ? snprintf(buf + len, n - len, "%s%d-%d", len ? ", " : "", i, j)
+                  : snprintf(buf + len, n - len, "%s%d", len ? ", " : "", i);
+    if (k < 0) break;
+    len += (size_t)k;
+    i = j;
+  }
+  if (!buf[0]) snprintf(buf, n, "none");
+}
+
 /* Warns when the assignment is not co-partitioned across the source topics (README "Scaling out"):
  * every source topic should have the same partition numbers assigned to this process, or the
  * changes of one key may be merged by two processes into two stores. */
@@ -1125,13 +1142,19 @@ static void check_copartitioning(wd_pipeline_t *p) {
       for (size_t i = 0; i < n; i++)
         if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
           mask |= UINT64_C(1) << a[i].partition;
-      if (mask != ref) {
-        wd_log(WD_LOG_WARN, "pipeline",
-               "this process has partitions %#" PRIx64 " (bit i = partition i) of %s but %#" PRIx64 " of %s: the "
-               "source topics are not co-partitioned (different partition counts, or topics created after the "
-               "group formed); harmless with one process, but with several in this group a key's changes may "
-               "be merged by two of them; see README \"Scaling out\"",
-               mask, topic, ref, first);
+      /* a topic with none assigned may not exist yet (logged by the consumer; checked again at the
+       * assignment that includes it) */
+      if (mask != ref && mask != 0) {
+        static bool told; /* once per process */
+        char have[200], want[200];
+        partition_list(mask, have, sizeof(have));
+        partition_list(ref, want, sizeof(want));
+        if (!told)
+          wd_log(WD_LOG_WARN, "pipeline",
+                 "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
+                 "several processes in the group a key's changes may be merged by two of them (README \"Scaling "
+                 "out\")", have, topic, want, first);
+        told = true;
         free(a);
         return;
       }
@@ -1694,9 +1717,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (wd_join_active(p->lk.join) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
-        wd_log(WD_LOG_WARN, "pipeline", "lookup source '%s' is read through the consumer group like the others: run "
-               "one process for this table (several would each see part of the lookup table; README \"Joins on "
-               "other keys\")", p->sources[i]->name);
+        wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
+               "this table (README \"Joins on other keys\")");
         break;
       }
   size_t max = (size_t)cfg->pipeline.batch_size;

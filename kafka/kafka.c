@@ -30,10 +30,17 @@ static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
   /* After a kill, init_transactions waits while the broker aborts the dead incarnation's open
    * transaction (CONCURRENT_TRANSACTIONS); librdkafka retries on its own: say it once, plainly. */
   if (buf && strstr(buf, "Failed to acquire transactional PID") && strstr(buf, "retrying")) {
-    static atomic_int told; /* librdkafka logs from its own threads */
-    if (atomic_fetch_add(&told, 1) == 0)
-      wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker to finish the previous run's open transaction "
-             "(aborting it fences that run's output)");
+    static atomic_int told_previous, told_coordinator; /* librdkafka logs from its own threads */
+    if (strstr(buf, "concurrent operation") || strstr(buf, "CONCURRENT_TRANSACTIONS")) {
+      /* only an earlier incarnation's open transaction gives CONCURRENT_TRANSACTIONS here */
+      if (atomic_fetch_add(&told_previous, 1) == 0)
+        wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker to finish the previous run's open transaction "
+               "(aborting it fences that run's output)");
+    } else if (atomic_fetch_add(&told_coordinator, 1) == 0) {
+      /* a broker's first transactions (its transaction state topic being created) or a coordinator
+       * that moves: not a previous run */
+      wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker's transaction coordinator");
+    }
     lvl = WD_LOG_DEBUG;
   }
   wd_log(lvl, "rdkafka", "%s %s: %s", rk ? rd_kafka_name(rk) : "-", fac ? fac : "-", buf);
