@@ -108,7 +108,7 @@ struct wd_pipeline {
   } hc;
   wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
   struct {
-    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *commit, *state_bytes,
+    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
         *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
   } m;
   wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
@@ -286,8 +286,14 @@ static wd_error_t *metrics_setup(wd_pipeline_t *p) {
   p->m.tombstones = wd_metrics_family(r, "widen_ordering_tombstones_written_total",
                                       "Removals that left or replaced an ordering tombstone in the state.",
                                       WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  p->m.lag = wd_metrics_family(r, "widen_consumer_lag", "Records behind the end offset, per source partition.",
+  p->m.lag = wd_metrics_family(r, "widen_consumer_lag",
+                               "Records behind the end offset, per source partition this process holds now (a "
+                               "revoked partition's series goes; none while it holds no partitions).",
                                WD_METRIC_GAUGE, 2, tp, NULL, 0);
+  p->m.assigned = wd_metrics_family(r, "widen_assigned_partitions",
+                                    "Source partitions this process holds now (0: the group gave it none, or it "
+                                    "waits for an assignment).",
+                                    WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   p->m.commit = wd_metrics_family(r, "widen_commit_duration_seconds",
                                   "Duration of a commit, from its first batch to its state write.",
                                   WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
@@ -352,12 +358,24 @@ static void metrics_tick(wd_pipeline_t *p, double now) {
   wd_tp_offset_t *lags = NULL;
   size_t nl = 0;
   wd_error_destroy(wd_consumer_lags(p->cons, &lags, &nl));
-  for (size_t i = 0; i < nl; i++) {
-    char part[16];
-    snprintf(part, sizeof(part), "%d", (int)lags[i].partition);
-    wd_metric_set(p->m.lag, (const char *const[]){lags[i].topic, part}, (double)lags[i].offset);
+  /* issue 23: exactly the partitions held now (a revoked partition's gauge goes) */
+  const char **lv = calloc(2 * nl + 1, sizeof(*lv));
+  double *val = calloc(nl + 1, sizeof(*val));
+  char(*parts)[16] = calloc(nl + 1, sizeof(*parts));
+  if (lv && val && parts) {
+    for (size_t i = 0; i < nl; i++) {
+      snprintf(parts[i], sizeof(parts[i]), "%d", (int)lags[i].partition);
+      lv[2 * i] = lags[i].topic;
+      lv[2 * i + 1] = parts[i];
+      val[i] = (double)lags[i].offset;
+    }
+    wd_metric_set_all(p->m.lag, nl, lv, val);
   }
+  free(lv);
+  free(val);
+  free(parts);
   free(lags);
+  wd_metric_set(p->m.assigned, NULL, (double)wd_consumer_assigned_count(p->cons));
   wd_metric_set(p->m.state_bytes, NULL, (double)wd_store_disk_bytes(p->store));
   uint64_t hits = 0, misses = 0;
   wd_state_cache_counts(p->state, &hits, &misses);
@@ -1017,12 +1035,19 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
                               wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
+  /* issue 23: no "lag 0" while the process holds no partitions, but why it holds none */
+  const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
+  char lag[160];
+  if (idle)
+    snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
+  else
+    snprintf(lag, sizeof(lag), "lag %" PRId64, p->st.lag);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          " | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
+          " | %s | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
-          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, p->st.lag, p->st.commits,
+          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, lag, p->st.commits,
           p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }

@@ -53,6 +53,8 @@ struct wd_consumer {
   size_t nmissing;
   int64_t missing_check_at_ms; /* next check (monotonic ms) */
   bool wait_for_topics;    /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
+  int nassigned;           /* partitions held now (rebalance callbacks) */
+  int last_event;          /* 0 none yet, 1 an assignment, 2 a revocation */
 };
 
 #define WD_MISSING_CHECK_MS 1000
@@ -148,6 +150,8 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   c->paused = false;
   c->lag_at_ms = 0;
   c->generation++;
+  if (!err) c->nassigned = incremental ? c->nassigned + parts->cnt : parts->cnt;
+  c->last_event = 1;
   return err;
 }
 
@@ -209,6 +213,8 @@ static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_
   if (err) wd_log(WD_LOG_ERROR, "ingest", "unassign failed: %s", rd_kafka_err2str(err));
   c->lag_at_ms = 0;
   c->generation++;
+  c->nassigned = 0;
+  c->last_event = 2;
   free(arr);
 }
 
@@ -966,3 +972,13 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
   }
   return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
 }
+
+const char *wd_consumer_idle_reason(const wd_consumer_t *c) {
+  if (c->nassigned > 0) return NULL;
+  if (c->nmissing == c->ntopics) return "its topics do not exist yet";
+  if (c->last_event == 0) return "waiting for the group's assignment";
+  if (c->last_event == 2) return "rebalancing: waiting for the new assignment";
+  return "all partitions are assigned to other members";
+}
+
+int wd_consumer_assigned_count(const wd_consumer_t *c) { return c->nassigned; }

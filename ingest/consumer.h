@@ -204,6 +204,16 @@ wd_error_t *wd_consumer_close(wd_consumer_t *c);
  * must be released before. */
 void wd_consumer_destroy(wd_consumer_t *c);
 
+/* Why the consumer holds no partitions, for the status line (README "Monitoring"): NULL when it
+ * holds some, else a static text: "waiting for the group's assignment" (no assignment yet),
+ * "rebalancing: waiting for the new assignment" (revoked, not yet assigned again), "all
+ * partitions are assigned to other members" (its assignment is empty: more members than
+ * partitions), "its topics do not exist yet". From the rebalance callbacks; no request. */
+const char *wd_consumer_idle_reason(const wd_consumer_t *c);
+
+/* The number of partitions the consumer holds now (from the rebalance callbacks). */
+int wd_consumer_assigned_count(const wd_consumer_t *c);
+
 /* Which clients take a property (wd_kafka_property_check). */
 #define WD_KAFKA_CONSUMER_PROPERTY 1u
 #define WD_KAFKA_PRODUCER_PROPERTY 2u
