@@ -304,3 +304,152 @@ Test(static_membership, restart_after_kill_does_not_revoke_the_other_member, .ti
   cr_assert_eq(stop(a), 0);
   env_done(&e);
 }
+
+/* The output of a shell command (malloc'd); *rc its exit status. */
+static char *sh_out(int *rc, const char *cmd) {
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "popen %s", cmd);
+  wd_buf_t b = {0};
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0) wd_buf_append(&b, chunk, n);
+  wd_buf_putc(&b, 0);
+  int st = pclose(p);
+  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return (char *)b.data;
+}
+
+static char *scrape(int port) {
+  char cmd[128];
+  int rc;
+  snprintf(cmd, sizeof(cmd), "curl -sf http://127.0.0.1:%d/metrics", port);
+  char *text = sh_out(&rc, cmd);
+  cr_assert_eq(rc, 0, "curl could not scrape port %d", port);
+  return text;
+}
+
+/* The number of widen_consumer_lag series in a scrape. */
+static int lag_series(int port) {
+  char *t = scrape(port);
+  int n = count_of(t, "\nwiden_consumer_lag{");
+  free(t);
+  return n;
+}
+
+/* The last status line ("widen: in ...") of a stderr file, or "" (malloc'd). */
+static char *last_status(const char *path) {
+  char *s = wd_it_read_file(path);
+  char *last = NULL;
+  for (char *p = strstr(s, "widen: in "); p; p = strstr(p + 1, "widen: in ")) last = p;
+  char *out = strdup(last ? last : "");
+  char *nl = strchr(out, '\n');
+  if (nl) *nl = 0;
+  free(s);
+  return out;
+}
+
+static void produce_orders(const env_t *e, int from, int to) {
+  char path[320], cmd[900];
+  snprintf(path, sizeof(path), "%s/orders.jsonl", e->dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  for (int i = from; i <= to; i++) fprintf(f, "{\"op\":\"c\",\"after\":{\"id\":%d,\"customer\":\"c%d\"}}\n", i, i);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "'%s' produce --topic %sorders --file '%s' >/dev/null 2>&1", wd_it_widen_bin(), e->prefix,
+           path);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* Issue 23 point 4: monitoring during and after a rebalance. Two members, topics of one partition
+ * each: member b (whose group.instance.id sorts first, so the range assignor gives it every
+ * partition) joins after a held them all. Member a then holds none: its status line says so and
+ * why instead of "lag 0", its metrics drop the lag gauges of the revoked partitions and say 0
+ * partitions, and once b moved the partitions on, `widen status` of a's directory says a no longer
+ * owns them (its old stored offset in parentheses), b's says it does; no -1 anywhere. */
+Test(rebalance_monitoring, member_without_partitions_says_so, .timeout = 240) {
+  env_t e;
+  env_init(&e, "mon");
+  char topic[200], cfg_a[320], cfg_b[320], err_a[320], err_b[320], more_a[200], more_b[200], cmd[900];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  wd_it_create_topic(topic, 1);
+  snprintf(topic, sizeof(topic), "%spayments", e.prefix);
+  wd_it_create_topic(topic, 1);
+  produce_orders(&e, 1, 20);
+  produce_line(&e, "payments", "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"paid\"}}");
+  int pa = free_port(), pb = free_port();
+  snprintf(cfg_a, sizeof(cfg_a), "%s/a.yaml", e.dir);
+  snprintf(cfg_b, sizeof(cfg_b), "%s/b.yaml", e.dir);
+  snprintf(err_a, sizeof(err_a), "%s/a.err", e.dir);
+  snprintf(err_b, sizeof(err_b), "%s/b.err", e.dir);
+  snprintf(more_a, sizeof(more_a), "    group.instance.id: zz-a-%d\n", (int)getpid());
+  snprintf(more_b, sizeof(more_b), "    group.instance.id: aa-b-%d\n", (int)getpid());
+  write_config_at(&e, cfg_a, "a", 6000, more_a, "");
+  write_config_at(&e, cfg_b, "b", 6000, more_b, "");
+  FILE *f = fopen(cfg_a, "a");
+  fprintf(f, "  status-interval-s: 1\nmetrics:\n  listen: 127.0.0.1:%d\n", pa);
+  fclose(f);
+  f = fopen(cfg_b, "a");
+  fprintf(f, "  status-interval-s: 1\nmetrics:\n  listen: 127.0.0.1:%d\n", pb);
+  fclose(f);
+  const char *argv_a[] = {wd_it_widen_bin(), "run", "--config", cfg_a, NULL};
+  const char *argv_b[] = {wd_it_widen_bin(), "run", "--config", cfg_b, NULL};
+  pid_t a = spawn_to(argv_a, NULL, err_a);
+  cr_assert_eq(wait_assigned(err_a, 90000), 2, "member a alone should hold both partitions");
+  int64_t deadline = wd_mono_ms() + 30000;
+  while (lag_series(pa) != 2 && wd_mono_ms() < deadline) usleep(200 * 1000);
+  char *m0 = scrape(pa);
+  cr_assert_eq(count_of(m0, "\nwiden_consumer_lag{"), 2, "a's lag gauges of its two partitions:\n%s", m0);
+  free(m0);
+
+  pid_t b = spawn_to(argv_b, NULL, err_b);
+  cr_assert_eq(wait_assigned(err_b, 90000), 2, "member b should get both partitions (its instance id sorts first)");
+  deadline = wd_mono_ms() + 30000;
+  while (last_assigned(err_a) != 0 && wd_mono_ms() < deadline) usleep(100 * 1000);
+  cr_assert_eq(last_assigned(err_a), 0, "member a should hold none");
+  sleep(3); /* a metrics tick and status lines since */
+  char *m = scrape(pa);
+  cr_assert_eq(count_of(m, "\nwiden_consumer_lag{"), 0, "a still exports the lag of revoked partitions:\n%s", m);
+  cr_assert(strstr(m, "\nwiden_assigned_partitions 0\n"), "%s", m);
+  free(m);
+  m = scrape(pb);
+  cr_assert(strstr(m, "\nwiden_assigned_partitions 2\n"), "%s", m);
+  cr_assert_eq(count_of(m, "\nwiden_consumer_lag{"), 2, "%s", m);
+  free(m);
+  char *line = last_status(err_a);
+  cr_assert(strstr(line, "| no partitions (all partitions are assigned to other members) |"), "a's status: %s", line);
+  cr_assert_null(strstr(line, "lag 0"), "%s", line);
+  free(line);
+  line = last_status(err_b);
+  cr_assert(strstr(line, "| lag "), "b's status: %s", line);
+  free(line);
+
+  /* b moves the partitions on: a's directory no longer owns them */
+  produce_orders(&e, 21, 40);
+  char *st = NULL;
+  int rc = 0;
+  deadline = wd_mono_ms() + 60000;
+  snprintf(cmd, sizeof(cmd), "'%s' status --config '%s' 2>&1", wd_it_widen_bin(), cfg_a);
+  for (;;) {
+    free(st);
+    st = sh_out(&rc, cmd);
+    if ((rc == 0 && strstr(st, "orders[0]") && strstr(strstr(st, "orders[0]"), " no ")) || wd_mono_ms() >= deadline)
+      break;
+    usleep(500 * 1000);
+  }
+  cr_assert_eq(rc, 0, "%s", st);
+  const char *row = strstr(st, "orders[0]");
+  cr_assert(row && !strncmp(strchr(row, ' ') + strspn(strchr(row, ' '), " "), "no ", 3) && strstr(row, "(20)"),
+            "a's status should say it no longer owns orders[0] (old position 20):\n%s", st);
+  cr_assert_null(strstr(st, " -1 "), "%s", st);
+  free(st);
+  snprintf(cmd, sizeof(cmd), "'%s' status --config '%s' 2>&1", wd_it_widen_bin(), cfg_b);
+  st = sh_out(&rc, cmd);
+  cr_assert_eq(rc, 0, "%s", st);
+  row = strstr(st, "orders[0]");
+  cr_assert(row && !strncmp(strchr(row, ' ') + strspn(strchr(row, ' '), " "), "yes ", 4), "%s", st);
+  cr_assert_null(strstr(st, " -1 "), "%s", st);
+  free(st);
+  cr_assert_eq(stop(b), 0);
+  cr_assert_eq(stop(a), 0);
+  env_done(&e);
+}
