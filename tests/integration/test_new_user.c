@@ -41,6 +41,9 @@ static void env_init(env_t *e, const char *name) {
 
 static void env_done(env_t *e) {
   char cmd[400];
+  /* the widen processes' stderr went to files: their sanitizer reports too (the build-san tests) */
+  snprintf(cmd, sizeof(cmd), "grep -lE 'Sanitizer|runtime error' '%s'/*.err >/dev/null 2>&1", e->dir);
+  cr_assert_neq(system(cmd), 0, "a sanitizer report in a widen process's stderr under %s", e->dir);
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
   cr_assert_eq(system(cmd), 0);
 }
