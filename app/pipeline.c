@@ -1167,9 +1167,9 @@ static void check_copartitioning(wd_pipeline_t *p) {
       for (size_t i = 0; i < n; i++)
         if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
           mask |= UINT64_C(1) << a[i].partition;
-      /* a topic with none assigned may not exist yet (logged by the consumer; checked again at the
+      /* a topic with none assigned (either one) may not exist yet (logged by the consumer; checked again at the
        * assignment that includes it) */
-      if (mask != ref && mask != 0) {
+      if (mask != ref && mask != 0 && ref != 0) {
         static bool told; /* once per process */
         char have[200], want[200];
         partition_list(mask, have, sizeof(have));
