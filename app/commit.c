@@ -355,7 +355,9 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     wd_producer_poll(c->prod); /* an unreachable broker: its error callback says "cannot reach HOST:PORT" once */
     bool unreachable = wd_producer_unreachable(c->prod); /* then waited for, as the consumer does */
     if (!err->retriable || (attempt >= 4 && !unreachable) || (stop && *stop)) goto done;
-    wd_log(unreachable ? WD_LOG_DEBUG : WD_LOG_WARN, "commit", "%s; retrying", err->message);
+    /* while unreachable the "cannot reach" line says it; the error itself every 5th attempt (the
+     * flag clears only with a delivery: a broker back but still refusing stays visible) */
+    wd_log(unreachable && attempt % 5 != 4 ? WD_LOG_DEBUG : WD_LOG_WARN, "commit", "%s; retrying", err->message);
     wd_error_destroy(err);
     err = NULL;
   }
