@@ -63,8 +63,9 @@ static void status_usage(FILE *f) {
              "\n"
              "Prints the commit history (the last N commits, default 20, oldest first, one JSON object a line:\n"
              "number, time, mode, input and output offset ranges, records in, changes out, dead letters,\n"
-             "duration), then per source partition the position stored with the state, the group's committed\n"
-             "offset, the end offset and the lag (end - committed), and the state's size. Works while\n"
+             "duration), then per source partition whether this state directory holds it (owned), the position\n"
+             "stored with the state, the group's committed offset, the end offset and the lag (end - committed),\n"
+             "and the state's size. Works while\n"
              "`widen run` runs: the state is opened read-only without its lock (a RocksDB secondary instance).\n"
              "  --no-kafka   skip the group's offsets and the lag (no broker needed)\n");
 }
@@ -140,20 +141,37 @@ int wd_cmd_status(int argc, char **argv) {
   if (!no_kafka) {
     if ((err = kafka_conf(cfg, true, &kc))) goto done;
     if ((err = wd_kafka_group_positions(&kc, topics, ntopics, 10000, &pos, &npos))) goto done;
-    printf("%-40s %12s %12s %12s %10s\n", "partition", "stored", "committed", "end", "lag");
+    /* issue 23: owned = this state directory holds the partition's current state: its stored
+     * position is at (or, mid-commit, past) the group's committed offset. Behind it, another member
+     * moved the partition on: the stored offset is only this directory's old copy, shown in
+     * parentheses. Never stored: "-". */
+    printf("%-40s %-6s %12s %12s %12s %10s\n", "partition", "owned", "stored", "committed", "end", "lag");
     int64_t total = 0;
     for (size_t i = 0; i < npos; i++) {
       int64_t stored = -1;
       if ((err = wd_store_get_offset(st, pos[i].topic, pos[i].partition, &stored))) goto done;
+      const char *owned = stored < 0 ? "-" : pos[i].committed > stored ? "no" : "yes";
       int64_t base = pos[i].committed >= 0 ? pos[i].committed : stored >= 0 ? stored : 0;
       int64_t lag = pos[i].end > base ? pos[i].end - base : 0;
       total += lag;
-      char name[300];
+      char name[300], stored_s[32], committed_s[32];
       snprintf(name, sizeof(name), "%s[%" PRId32 "]", pos[i].topic, pos[i].partition);
-      printf("%-40s %12" PRId64 " %12" PRId64 " %12" PRId64 " %10" PRId64 "\n", name, stored, pos[i].committed,
-             pos[i].end, lag);
+      if (stored < 0)
+        snprintf(stored_s, sizeof(stored_s), "-");
+      else if (pos[i].committed > stored)
+        snprintf(stored_s, sizeof(stored_s), "(%" PRId64 ")", stored);
+      else
+        snprintf(stored_s, sizeof(stored_s), "%" PRId64, stored);
+      if (pos[i].committed < 0)
+        snprintf(committed_s, sizeof(committed_s), "-");
+      else
+        snprintf(committed_s, sizeof(committed_s), "%" PRId64, pos[i].committed);
+      printf("%-40s %-6s %12s %12s %12" PRId64 " %10" PRId64 "\n", name, owned, stored_s, committed_s, pos[i].end,
+             lag);
     }
-    printf("lag: %" PRId64 " (group %s)\n", total, cfg->kafka.group_id);
+    printf("lag: %" PRId64 " (group %s; owned: this state directory holds the partition's current state, \"no\": "
+           "another member moved it on and (N) is this directory's old position, \"-\": never held here)\n",
+           total, cfg->kafka.group_id);
   }
   rc = 0;
 done:

@@ -287,7 +287,8 @@ int wd_cmd_tail(int argc, char **argv) {
     err = wd_error_nomem();
     goto cleanup;
   }
-  if ((err = wd_consumer_new(&kconf, topics, ntopics, wd_tail_on_assign, &start, &c))) goto cleanup;
+  if ((err = wd_consumer_new_ex(&kconf, topics, ntopics, wd_tail_on_assign, &start, WD_CONSUMER_WAIT_FOR_TOPICS, &c)))
+    goto cleanup;
   sa.sa_handler = wd_tail_on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);

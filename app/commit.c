@@ -423,8 +423,12 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
   /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
   for (int attempt = 0;; attempt++) {
     if (!(err = wd_producer_txn_init(c->prod, 30000))) break;
-    if (!err->retriable || attempt >= 4 || (stop && *stop) || stop_expired(c)) goto done;
-    wd_log(WD_LOG_WARN, "commit", "%s; retrying", err->message);
+    wd_producer_poll(c->prod); /* an unreachable broker: its error callback says "cannot reach HOST:PORT" once */
+    bool unreachable = wd_producer_unreachable(c->prod); /* then waited for, as the consumer does */
+    if (!err->retriable || (attempt >= 4 && !unreachable) || (stop && *stop) || stop_expired(c)) goto done;
+    /* while unreachable the "cannot reach" line says it; the error itself every 5th attempt (the
+     * flag clears only with a delivery: a broker back but still refusing stays visible) */
+    wd_log(unreachable && attempt % 5 != 4 ? WD_LOG_DEBUG : WD_LOG_WARN, "commit", "%s; retrying", err->message);
     wd_error_destroy(err);
     err = NULL;
   }

@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "app/table_config.h"
+#include "ingest/consumer.h"
 #include "join/table_options.h"
 
 /* ---- the option table ------------------------------------------------------------------------- */
@@ -32,6 +33,14 @@ static const wd_config_option_t KAFKA_OPTS[] = {
     {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_kafka_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Extra librdkafka properties (client.id, security.protocol, sasl.*, ...) passed as they are to the consumer "
      "and the producer. Values are strings; numbers and booleans are taken as their text."},
+    {"static-membership", WD_CONFIG_ENUM, offsetof(wd_config_kafka_t, static_membership), "true", NULL, 0, 0,
+     "false|true", 0, NULL,
+     "Static group membership (KIP-345): the consumer's group.instance.id is the instance id generated once and kept "
+     "in state.dir (the one the transactional.id is made of), unless kafka.properties sets group.instance.id. A "
+     "process restarted within session.timeout.ms takes its partitions back without a rebalance of the other "
+     "members; a stopped one (SIGTERM too: static members do not leave the group) holds its partitions until "
+     "session.timeout.ms expires. false: dynamic membership (a SIGTERM leaves the group at once; a restart "
+     "rebalances the whole group)."},
     END_OPT,
 };
 
@@ -930,6 +939,32 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
 
 /* ---- checks between sections ------------------------------------------------------------------ */
 
+/* kafka.properties (consumer and producer) and sink.properties (producer) as librdkafka and
+ * widen's clients take them (wd_kafka_property_check: no broker needed), each mistake noted with
+ * its line. bootstrap.servers and group.id in kafka.properties are check_refs' (its own message). */
+static wd_error_t *check_kafka_properties(const ld_t *ld, const wd_config_t *cfg) {
+  wd_error_t *err = NULL;
+  for (int s = 0; s < 2; s++) {
+    const wd_config_pairs_t *props = s ? &cfg->sink.properties : &cfg->kafka.properties;
+    unsigned clients = s ? WD_KAFKA_PRODUCER_PROPERTY : WD_KAFKA_CONSUMER_PROPERTY | WD_KAFKA_PRODUCER_PROPERTY;
+    for (size_t i = 0; i < props->n; i++) {
+      const wd_config_pair_t *pr = &props->v[i];
+      if (!s && (!strcmp(pr->key, "bootstrap.servers") || !strcmp(pr->key, "group.id"))) continue;
+      wd_error_t *perr = wd_kafka_property_check(pr->key, pr->value ? pr->value : "", clients);
+      if (!perr) continue;
+      if (perr->cls != WD_ERR_CONFIG) return perr;
+      const char *m = perr->message;
+      size_t idl = strlen(perr->id);
+      if (idl && !strncmp(m, perr->id, idl) && !strncmp(m + idl, ": ", 2)) m += idl + 2;
+      err = wd_error_new(WD_ERR_CONFIG, perr->id, "%s:%d: %s.properties: %s", ld->file, pr->line,
+                         s ? "sink" : "kafka", m);
+      wd_error_destroy(perr);
+      if (err == wd_error_nomem() || (err = ld_note(ld, err))) return err;
+    }
+  }
+  return NULL;
+}
+
 /* The error for a name that must be one of names[0..n) (e.g. a column of table.schema); subject
  * is the start of the sentence ("primary-key column 'x'"). */
 static wd_error_t *not_in(const ld_t *ld, int line, const char *subject, const char *name, const char *listname,
@@ -1147,6 +1182,7 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   }
   ld.errs = &errs; /* the sections' keys: every mistake, not only the first */
   err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg);
+  if (!err) err = check_kafka_properties(&ld, cfg);
   ld.errs = NULL;
   if (!err && errs.first) {
     err = errs.first;

@@ -71,6 +71,7 @@ typedef struct wd_config_kafka {
   char *bootstrap_servers;      /* required (or WIDEN_BROKERS) */
   char *group_id;               /* required */
   wd_config_pairs_t properties; /* extra librdkafka properties for the consumer and producer */
+  int static_membership;        /* 0/1 (default 1): group.instance.id from the state directory's instance id */
   int line;
 } wd_config_kafka_t;
 

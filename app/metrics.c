@@ -166,6 +166,21 @@ void wd_metric_add(wd_metric_t *f, const char *const *lv, double v) { update(f, 
 void wd_metric_set(wd_metric_t *f, const char *const *lv, double v) { update(f, lv, v, 1); }
 void wd_metric_observe(wd_metric_t *f, const char *const *lv, double v) { update(f, lv, v, 2); }
 
+void wd_metric_set_all(wd_metric_t *f, size_t n, const char *const *lvs, const double *values) {
+  if (!f) return;
+  pthread_mutex_lock(&f->reg->mu);
+  for (size_t i = 0; i < f->n; i++) { /* drop every series, then add the given ones */
+    for (size_t k = 0; k < f->nlabels; k++) free(f->series[i].lv[k]);
+    free(f->series[i].bucket);
+  }
+  f->n = 0;
+  for (size_t i = 0; i < n; i++) {
+    wd_series_t *s = series_of(f, lvs + i * f->nlabels);
+    if (s) s->value = values[i];
+  }
+  pthread_mutex_unlock(&f->reg->mu);
+}
+
 /* A label value escaped as the exposition format wants (\\, \", \n). */
 static int put_label_value(wd_buf_t *out, const char *v) {
   int rc = 0;

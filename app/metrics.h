@@ -43,6 +43,12 @@ void wd_metric_add(wd_metric_t *f, const char *const *lv, double v);
 void wd_metric_set(wd_metric_t *f, const char *const *lv, double v);
 void wd_metric_observe(wd_metric_t *f, const char *const *lv, double v);
 
+/* Gauge: replaces every series of f with the n given ones at once (lvs[i*nlabels ..] the label
+ * values of series i, values[i] its value): series not given are removed from the exposition (the
+ * lag of partitions revoked from this process). NULL families are ignored; on no memory the series
+ * that could not be allocated are left out. */
+void wd_metric_set_all(wd_metric_t *f, size_t n, const char *const *lvs, const double *values);
+
 /* Appends the text exposition of every family to out. 0, or -1 on no memory. */
 int wd_metrics_render(wd_metrics_t *m, wd_buf_t *out);
 

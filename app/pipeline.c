@@ -112,7 +112,7 @@ struct wd_pipeline {
   } hc;
   wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
   struct {
-    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *commit, *state_bytes,
+    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
         *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
   } m;
   wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
@@ -293,8 +293,14 @@ static wd_error_t *metrics_setup(wd_pipeline_t *p) {
   p->m.tombstones = wd_metrics_family(r, "widen_ordering_tombstones_written_total",
                                       "Removals that left or replaced an ordering tombstone in the state.",
                                       WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  p->m.lag = wd_metrics_family(r, "widen_consumer_lag", "Records behind the end offset, per source partition.",
+  p->m.lag = wd_metrics_family(r, "widen_consumer_lag",
+                               "Records behind the end offset, per source partition this process holds now (a "
+                               "revoked partition's series goes; none while it holds no partitions).",
                                WD_METRIC_GAUGE, 2, tp, NULL, 0);
+  p->m.assigned = wd_metrics_family(r, "widen_assigned_partitions",
+                                    "Source partitions this process holds now (0: the group gave it none, or it "
+                                    "waits for an assignment).",
+                                    WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   p->m.commit = wd_metrics_family(r, "widen_commit_duration_seconds",
                                   "Duration of a commit, from its first batch to its state write.",
                                   WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
@@ -359,12 +365,24 @@ static void metrics_tick(wd_pipeline_t *p, double now) {
   wd_tp_offset_t *lags = NULL;
   size_t nl = 0;
   wd_error_destroy(wd_consumer_lags(p->cons, &lags, &nl));
-  for (size_t i = 0; i < nl; i++) {
-    char part[16];
-    snprintf(part, sizeof(part), "%d", (int)lags[i].partition);
-    wd_metric_set(p->m.lag, (const char *const[]){lags[i].topic, part}, (double)lags[i].offset);
+  /* issue 23: exactly the partitions held now (a revoked partition's gauge goes) */
+  const char **lv = calloc(2 * nl + 1, sizeof(*lv));
+  double *val = calloc(nl + 1, sizeof(*val));
+  char(*parts)[16] = calloc(nl + 1, sizeof(*parts));
+  if (lv && val && parts) {
+    for (size_t i = 0; i < nl; i++) {
+      snprintf(parts[i], sizeof(parts[i]), "%d", (int)lags[i].partition);
+      lv[2 * i] = lags[i].topic;
+      lv[2 * i + 1] = parts[i];
+      val[i] = (double)lags[i].offset;
+    }
+    wd_metric_set_all(p->m.lag, nl, lv, val);
   }
+  free(lv);
+  free(val);
+  free(parts);
   free(lags);
+  wd_metric_set(p->m.assigned, NULL, (double)wd_consumer_assigned_count(p->cons));
   wd_metric_set(p->m.state_bytes, NULL, (double)wd_store_disk_bytes(p->store));
   uint64_t hits = 0, misses = 0;
   wd_state_cache_counts(p->state, &hits, &misses);
@@ -1068,15 +1086,21 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
                               wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
-  char nk[48] = "";
+  /* issue 23: no "lag 0" while the process holds no partitions, but why it holds none */
+  const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
+  char lag[160], nk[48] = "";
   if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
+  if (idle)
+    snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
+  else
+    snprintf(lag, sizeof(lag), "lag %" PRId64, p->st.lag);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
-          "%s | ignored -U %" PRIu64 " | tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          "%s | lag %" PRId64 " | commits %" PRIu64 "%s%s\n",
+          "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
+          "%s | %s | commits %" PRIu64 "%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
-          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, p->st.lag,
-          p->st.commits, p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
+          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, lag, p->st.commits,
+          p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
 
@@ -1153,6 +1177,23 @@ static bool replay_done(wd_pipeline_t *p) {
   return done;
 }
 
+/* Partitions 0..63 of a bitmask as a readable list ("0-3", "0, 2, 5-7") into buf. */
+static void partition_list(uint64_t mask, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < 64 && len < n; i++) {
+    if (!(mask >> i & 1)) continue;
+    int j = i;
+    while (j + 1 < 64 && (mask >> (j + 1) & 1)) j++;
+    int k = j > i ? snprintf(buf + len, n - len, "%s%d-%d", len ? ", " : "", i, j)
+                  : snprintf(buf + len, n - len, "%s%d", len ? ", " : "", i);
+    if (k < 0) break;
+    len += (size_t)k;
+    i = j;
+  }
+  if (!buf[0]) snprintf(buf, n, "none");
+}
+
 /* Warns when the assignment is not co-partitioned across the source topics (README "Scaling out"):
  * every source topic should have the same partition numbers assigned to this process, or the
  * changes of one key may be merged by two processes into two stores. */
@@ -1180,13 +1221,19 @@ static void check_copartitioning(wd_pipeline_t *p) {
       for (size_t i = 0; i < n; i++)
         if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
           mask |= UINT64_C(1) << a[i].partition;
-      if (mask != ref) {
-        wd_log(WD_LOG_WARN, "pipeline",
-               "this process has partitions %#" PRIx64 " (bit i = partition i) of %s but %#" PRIx64 " of %s: the "
-               "source topics are not co-partitioned (different partition counts, or topics created after the "
-               "group formed); harmless with one process, but with several in this group a key's changes may "
-               "be merged by two of them; see README \"Scaling out\"",
-               mask, topic, ref, first);
+      /* a topic with none assigned (either one) may not exist yet (logged by the consumer; checked again at the
+       * assignment that includes it) */
+      if (mask != ref && mask != 0 && ref != 0) {
+        static bool told; /* once per process */
+        char have[200], want[200];
+        partition_list(mask, have, sizeof(have));
+        partition_list(ref, want, sizeof(want));
+        if (!told)
+          wd_log(WD_LOG_WARN, "pipeline",
+                 "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
+                 "several processes in the group a key's changes may be merged by two of them (README \"Scaling "
+                 "out\")", have, topic, want, first);
+        told = true;
         free(a);
         return;
       }
@@ -1523,6 +1570,35 @@ static bool producer_only(const char *name) {
   return !strcmp(name, "transactional.id") || !strcmp(name, "transaction.timeout.ms");
 }
 
+/* The instance id generated once and kept in the state directory (meta "instance/id"): 16 hex
+ * digits into inst (n >= 17). Errors: E_STORE_*, E_NOMEM. */
+static wd_error_t *stored_instance_id(wd_pipeline_t *p, char *inst, size_t n) {
+  wd_error_t *err = NULL;
+  uint8_t *val = NULL;
+  size_t vlen = 0;
+  inst[0] = 0;
+  if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
+  if (val && vlen < n) {
+    memcpy(inst, val, vlen);
+    inst[vlen] = 0;
+  }
+  free(val);
+  if (inst[0]) return NULL;
+  uint64_t r = 0;
+  FILE *f = fopen("/dev/urandom", "rb");
+  if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
+  if (f) fclose(f);
+  snprintf(inst, n, "%016" PRIx64, r);
+  wd_store_batch_t *b = wd_store_batch_new();
+  if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
+    wd_store_batch_destroy(b);
+    return wd_error_nomem();
+  }
+  err = wd_store_write_sync(p->store, b);
+  wd_store_batch_destroy(b);
+  return err;
+}
+
 /* The producer's transactional.id under exactly-once (docs/exactly-once.md): kafka.properties'
  * or sink.properties' own, else widen-<group>-<instance> with the group.instance.id, or an id
  * generated once and kept in the state directory (meta "instance/id"), so that a restarted
@@ -1544,33 +1620,10 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
   if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
   char inst[64] = "";
   const char *gi = wd_kafka_conf_get(&p->kconf, "group.instance.id");
-  if (gi) {
+  if (gi)
     snprintf(inst, sizeof(inst), "%s", gi);
-  } else {
-    uint8_t *val = NULL;
-    size_t vlen = 0;
-    if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
-    if (val && vlen < sizeof(inst)) {
-      memcpy(inst, val, vlen);
-      inst[vlen] = 0;
-    }
-    free(val);
-    if (!inst[0]) {
-      uint64_t r = 0;
-      FILE *f = fopen("/dev/urandom", "rb");
-      if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
-      if (f) fclose(f);
-      snprintf(inst, sizeof(inst), "%016" PRIx64, r);
-      wd_store_batch_t *b = wd_store_batch_new();
-      if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
-        wd_store_batch_destroy(b);
-        return wd_error_nomem();
-      }
-      err = wd_store_write_sync(p->store, b);
-      wd_store_batch_destroy(b);
-      if (err) return err;
-    }
-  }
+  else if ((err = stored_instance_id(p, inst, sizeof(inst))))
+    return err;
   if (asprintf(&p->txn_id, "widen-%s-%s", p->cfg->kafka.group_id ? p->cfg->kafka.group_id : "nogroup", inst) < 0) {
     p->txn_id = NULL;
     return wd_error_nomem();
@@ -1789,9 +1842,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (wd_join_active(p->lk.join) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
-        wd_log(WD_LOG_WARN, "pipeline", "lookup source '%s' is read through the consumer group like the others: run "
-               "one process for this table (several would each see part of the lookup table; README \"Joins on "
-               "other keys\")", p->sources[i]->name);
+        wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
+               "this table (README \"Joins on other keys\")");
         break;
       }
   size_t max = (size_t)cfg->pipeline.batch_size;
@@ -1822,6 +1874,14 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!err && !p->opts.no_output) { /* so that a consumer can read them before their first record */
     const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
     wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
+  }
+  /* issue 23: static membership by default (KIP-345), with the state directory's instance id */
+  if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
+    char inst[64];
+    if (!(err = stored_instance_id(p, inst, sizeof(inst)))) err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
+    if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "static membership: group.instance.id %s (kept in %s; a restart within "
+             "session.timeout.ms takes the partitions back without a rebalance)", inst, cfg->state.dir);
   }
   int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);

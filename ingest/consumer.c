@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "kafka/kafka.h"
 
 #define WD_METADATA_TIMEOUT_MS 10000
@@ -48,13 +49,30 @@ struct wd_consumer {
   /* partitions held by wd_consumer_hold_partition (paused until released, also across
    * wd_consumer_pause(false)); cleared by every rebalance */
   rd_kafka_topic_partition_list_t *holds;
+  /* topics that do not exist (yet): logged once; while any is missing, the cluster's metadata is
+   * requested every WD_MISSING_CHECK_MS (librdkafka alone would see a new topic only at its next
+   * topic.metadata.refresh.interval.ms, 5 min) */
+  bool *missing;           /* [ntopics] */
+  size_t nmissing;
+  int64_t missing_check_at_ms; /* next check (monotonic ms) */
+  bool wait_for_topics;    /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
+  int nassigned;           /* partitions held now (rebalance callbacks) */
+  int last_event;          /* 0 none yet, 1 an assignment, 2 a revocation */
 };
+
+#define WD_MISSING_CHECK_MS 1000
 
 /* The consumer's own copy of a topic name (stable until destroy), or NULL. */
 static const char *wd_consumer_topic(const wd_consumer_t *c, const char *name) {
   for (size_t i = 0; i < c->ntopics; i++)
     if (strcmp(c->topics[i], name) == 0) return c->topics[i];
   return NULL;
+}
+
+static size_t wd_topic_index(const wd_consumer_t *c, const char *topic) {
+  for (size_t i = 0; i < c->ntopics; i++)
+    if (c->topics[i] == topic) return i;
+  return c->ntopics;
 }
 
 /* Maps a starting offset from on_assign to librdkafka's offset for rd_kafka_assign. */
@@ -83,8 +101,10 @@ static void wd_consumer_describe_offset(int64_t off, char *buf, size_t n) {
     snprintf(buf, n, "%" PRId64, off);
 }
 
-/* Sets every partition's starting offset through on_assign and assigns them. Poll thread. */
-static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts) {
+/* Sets every partition's starting offset through on_assign and assigns them (incremental: adds
+ * them to the current assignment, assign mode). Poll thread. */
+static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts,
+                                                    bool incremental) {
   char summary[512];
   size_t len = 0;
   summary[0] = 0;
@@ -122,12 +142,23 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
     }
   }
   wd_log(WD_LOG_INFO, "ingest", "assigned %d partition(s): %s", parts->cnt, summary);
-  rd_kafka_resp_err_t err = rd_kafka_assign(c->rk, parts);
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (incremental) {
+    rd_kafka_error_t *e = rd_kafka_incremental_assign(c->rk, parts);
+    if (e) {
+      err = rd_kafka_error_code(e);
+      rd_kafka_error_destroy(e);
+    }
+  } else {
+    err = rd_kafka_assign(c->rk, parts);
+  }
   if (err) wd_log(WD_LOG_ERROR, "ingest", "assign of %d partitions failed: %s", parts->cnt, rd_kafka_err2str(err));
   else rd_kafka_resume_partitions(c->rk, parts); /* a new assignment starts fetching */
   c->paused = false;
   c->lag_at_ms = 0;
   c->generation++;
+  if (!err) c->nassigned = incremental ? c->nassigned + parts->cnt : parts->cnt;
+  c->last_event = 1;
   return err;
 }
 
@@ -193,6 +224,8 @@ static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_
   if (err) wd_log(WD_LOG_ERROR, "ingest", "unassign failed: %s", rd_kafka_err2str(err));
   c->lag_at_ms = 0;
   c->generation++;
+  c->nassigned = 0;
+  c->last_event = 2;
   free(arr);
 }
 
@@ -202,7 +235,7 @@ static void wd_consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd
   wd_consumer_t *c = opaque;
   (void)rk;
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-    wd_consumer_assign_parts(c, parts);
+    wd_consumer_assign_parts(c, parts, false);
   } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
     wd_consumer_revoke_parts(c, parts);
   } else {
@@ -216,10 +249,26 @@ static void wd_consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, vo
   if (wd_kafka_on_error(rk, err, reason, "ingest", &c->waiting)) c->fatal = true;
 }
 
+/* Marks topic i as missing (logged once) or present again. */
+static void wd_consumer_set_missing(wd_consumer_t *c, size_t i, bool missing) {
+  if (!c->missing || c->missing[i] == missing) return;
+  c->missing[i] = missing;
+  if (missing) {
+    c->nmissing++;
+    c->missing_check_at_ms = wd_mono_ms() + WD_MISSING_CHECK_MS;
+    wd_log(WD_LOG_WARN, "ingest", "topic %s does not exist yet; waiting", c->topics[i]);
+  } else {
+    c->nmissing--;
+    wd_log(WD_LOG_INFO, "ingest", "topic %s exists now", c->topics[i]);
+  }
+}
+
 /* Fills list with every partition of every topic (offset RD_KAFKA_OFFSET_INVALID), from one
  * metadata request per topic; retries topics without partitions (leader election) for up to
- * timeout_ms. */
-static wd_error_t *wd_consumer_partitions(wd_consumer_t *c, int timeout_ms, rd_kafka_topic_partition_list_t *list) {
+ * timeout_ms. skip_missing: a topic that does not exist is marked missing (wd_consumer_set_missing)
+ * and left out instead of failing with E_KAFKA_UNKNOWN_TOPIC. */
+static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, bool skip_missing,
+                                             rd_kafka_topic_partition_list_t *list) {
   wd_error_t *err = NULL;
   rd_kafka_topic_t *rkt = NULL;
   const struct rd_kafka_metadata *md = NULL;
@@ -243,6 +292,10 @@ static wd_error_t *wd_consumer_partitions(wd_consumer_t *c, int timeout_ms, rd_k
         break;
       }
       rd_kafka_resp_err_t terr = mt ? mt->err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      if (skip_missing && terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        wd_consumer_set_missing(c, i, true);
+        break;
+      }
       if (terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || terr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
           wd_mono_ms() >= deadline) {
         err = wd_kafka_error(c->rk, terr, terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? "E_KAFKA_UNKNOWN_TOPIC"
@@ -265,8 +318,17 @@ cleanup:
   return err;
 }
 
+static wd_error_t *wd_consumer_partitions(wd_consumer_t *c, int timeout_ms, rd_kafka_topic_partition_list_t *list) {
+  return wd_consumer_partitions_of(c, timeout_ms, false, list);
+}
+
 wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                             wd_consumer_assign_cb on_assign, void *ctx, wd_consumer_t **out) {
+  return wd_consumer_new_ex(conf, topics, ntopics, on_assign, ctx, 0, out);
+}
+
+wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
+                               wd_consumer_assign_cb on_assign, void *ctx, unsigned flags, wd_consumer_t **out) {
   static const wd_kafka_kv_t defaults[] = {
       {"auto.offset.reset", "earliest"},
       {"isolation.level", "read_committed"},
@@ -293,7 +355,8 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
                        strategy);
     goto cleanup;
   }
-  if (!(c = calloc(1, sizeof(*c))) || !(c->topics = calloc(ntopics, sizeof(*c->topics)))) {
+  if (!(c = calloc(1, sizeof(*c))) || !(c->topics = calloc(ntopics, sizeof(*c->topics))) ||
+      !(c->missing = calloc(ntopics, sizeof(*c->missing)))) {
     err = wd_error_nomem();
     goto cleanup;
   }
@@ -309,6 +372,7 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
     c->ntopics++;
   }
   c->group_mode = conf->group_id != NULL;
+  c->wait_for_topics = (flags & WD_CONSUMER_WAIT_FOR_TOPICS) != 0;
   c->on_assign = on_assign;
   c->ctx = ctx;
   const char *reset = wd_kafka_conf_get(conf, "auto.offset.reset");
@@ -353,8 +417,8 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
       goto cleanup;
     }
   } else {
-    if ((err = wd_consumer_partitions(c, WD_METADATA_TIMEOUT_MS, list))) goto cleanup;
-    if (wd_consumer_assign_parts(c, list)) {
+    if ((err = wd_consumer_partitions_of(c, WD_METADATA_TIMEOUT_MS, c->wait_for_topics, list))) goto cleanup;
+    if (list->cnt && wd_consumer_assign_parts(c, list, false)) {
       err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "assign of %d partitions failed", list->cnt);
       goto cleanup;
     }
@@ -414,6 +478,32 @@ static wd_error_t *wd_consumer_subscribe(wd_consumer_t *c) {
   return NULL;
 }
 
+/* While a topic is missing: every WD_MISSING_CHECK_MS one metadata request for the whole
+ * cluster. In group mode, librdkafka's group re-checks its subscription against the answer (a
+ * request for all topics updates the group: rd_kafka_metadata) and rejoins with a topic that
+ * appeared; in assign mode the new topic's partitions are added to the assignment. */
+static void wd_consumer_check_missing(wd_consumer_t *c) {
+  if (!c->nmissing || c->closed || wd_mono_ms() < c->missing_check_at_ms) return;
+  c->missing_check_at_ms = wd_mono_ms() + WD_MISSING_CHECK_MS;
+  const struct rd_kafka_metadata *md = NULL;
+  if (rd_kafka_metadata(c->rk, 1, NULL, &md, 2000) || !md) return;
+  rd_kafka_topic_partition_list_t *add = c->group_mode ? NULL : rd_kafka_topic_partition_list_new(8);
+  for (size_t i = 0; i < c->ntopics; i++) {
+    if (!c->missing[i]) continue;
+    for (int t = 0; t < md->topic_cnt; t++) {
+      const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+      if (strcmp(mt->topic, c->topics[i]) || mt->err || mt->partition_cnt <= 0) continue;
+      wd_consumer_set_missing(c, i, false);
+      for (int p = 0; add && p < mt->partition_cnt; p++)
+        rd_kafka_topic_partition_list_add(add, c->topics[i], mt->partitions[p].id)->offset = RD_KAFKA_OFFSET_INVALID;
+      break;
+    }
+  }
+  rd_kafka_metadata_destroy(md);
+  if (add && add->cnt) wd_consumer_assign_parts(c, add, true);
+  if (add) rd_kafka_topic_partition_list_destroy(add);
+}
+
 /* A consumer error that waiting does not cure. */
 static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
   return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
@@ -446,6 +536,7 @@ static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool
       err = wd_kafka_error(c->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "consumer");
       goto cleanup;
     }
+    wd_consumer_check_missing(c);
     int64_t left = deadline - wd_mono_ms();
     bool have = available && *n > 0; /* take what is fetched, wait for nothing more */
     rkm = rd_kafka_consumer_poll(c->rk, left > 0 && !have ? (int)left : 0);
@@ -466,6 +557,9 @@ static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool
       } else if (rkm->err == RD_KAFKA_RESP_ERR__TRANSPORT || rkm->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
                  rkm->err == RD_KAFKA_RESP_ERR__RESOLVE) {
         wd_kafka_on_error(c->rk, rkm->err, rd_kafka_message_errstr(rkm), "ingest", &c->waiting);
+      } else if (rkm->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && topic &&
+                 wd_consumer_topic(c, topic)) { /* a subscribed topic that does not exist (yet) */
+        wd_consumer_set_missing(c, wd_topic_index(c, wd_consumer_topic(c, topic)), true);
       } else {
         wd_log(c->last_err == rkm->err ? WD_LOG_DEBUG : WD_LOG_WARN, "ingest", "consumer error on %s [%" PRId32 "]: %s",
                topic ? topic : "-", rkm->partition, rd_kafka_message_errstr(rkm));
@@ -609,12 +703,6 @@ wd_error_t *wd_consumer_lags(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n) 
   return NULL;
 }
 
-static size_t wd_topic_index(const wd_consumer_t *c, const char *topic) {
-  for (size_t i = 0; i < c->ntopics; i++)
-    if (c->topics[i] == topic) return i;
-  return c->ntopics;
-}
-
 /* Whether a sorts before b: by the topic's position in c's list, then by partition. */
 static bool wd_tp_before(const wd_consumer_t *c, const wd_tp_offset_t *a, const wd_tp_offset_t *b) {
   size_t ia = wd_topic_index(c, a->topic), ib = wd_topic_index(c, b->topic);
@@ -727,6 +815,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   free(c->group_id);
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
+  free(c->missing);
   free(c);
 }
 
@@ -793,6 +882,7 @@ void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
     wd_log(WD_LOG_ERROR, "ingest", "%s", serr->message);
     wd_error_destroy(serr);
   }
+  wd_consumer_check_missing(c);
   rd_kafka_message_t *rkm = rd_kafka_consumer_poll(c->rk, timeout_ms);
   if (!rkm) return;
   if (!rkm->err && rkm->rkt) {
@@ -818,7 +908,10 @@ void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
     c->held[c->nheld++] = rkm;
     return;
   }
-  if (rkm->err && rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+  const char *etopic = rkm->rkt ? wd_consumer_topic(c, rd_kafka_topic_name(rkm->rkt)) : NULL;
+  if (rkm->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && etopic)
+    wd_consumer_set_missing(c, wd_topic_index(c, etopic), true);
+  else if (rkm->err && rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
     wd_log(WD_LOG_DEBUG, "ingest", "while paused: %s", rd_kafka_message_errstr(rkm));
   rd_kafka_message_destroy(rkm);
 }
@@ -878,3 +971,83 @@ int64_t wd_consumer_position(wd_consumer_t *c, const char *topic, int32_t partit
   rd_kafka_topic_partition_list_destroy(list);
   return off;
 }
+/* librdkafka's property names (its own table, rd_kafka_conf_properties_show), as a new array of
+ * *n new strings (free each and the array), or NULL. */
+static char **wd_kafka_property_names(size_t *n) {
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  char **names = NULL;
+  *n = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  rd_kafka_conf_properties_show(f);
+  fclose(f);
+  for (char *l = text; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl) *nl = 0;
+    if (*l >= 'a' && *l <= 'z' && strstr(l, " | ")) {
+      size_t k = strcspn(l, " |");
+      if (*n == cap) {
+        size_t nc = cap ? cap * 2 : 256;
+        char **g = realloc(names, nc * sizeof(*g));
+        if (!g) break;
+        names = g;
+        cap = nc;
+      }
+      if (!(names[*n] = strndup(l, k))) break;
+      (*n)++;
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  free(text);
+  return names;
+}
+
+wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients) {
+  static const char *const consumer_fixed[] = {"enable.auto.commit", "enable.auto.offset.store", NULL};
+  static const char *const producer_fixed[] = {"enable.idempotence", "acks", "partitioner", NULL};
+  char errstr[512];
+  if (!strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list") || !strcmp(name, "group.id"))
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' cannot be passed through: use the %s setting",
+                        name, strcmp(name, "group.id") == 0 ? "group" : "brokers");
+  for (int c = 0; c < 2; c++) {
+    if (!(clients & (c ? WD_KAFKA_PRODUCER_PROPERTY : WD_KAFKA_CONSUMER_PROPERTY))) continue;
+    for (const char *const *f = c ? producer_fixed : consumer_fixed; *f; f++)
+      if (!strcmp(*f, name))
+        return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' is managed by widen and cannot be set",
+                            name);
+  }
+  if ((clients & WD_KAFKA_CONSUMER_PROPERTY) && !strcmp(name, "partition.assignment.strategy") &&
+      strstr(value, "cooperative"))
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                        "Kafka property 'partition.assignment.strategy' = '%s': the cooperative protocol is not "
+                        "supported (use range or roundrobin)",
+                        value);
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  if (!conf) return wd_error_nomem();
+  rd_kafka_conf_res_t res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
+  rd_kafka_conf_destroy(conf);
+  if (res == RD_KAFKA_CONF_OK) return NULL;
+  if (res == RD_KAFKA_CONF_UNKNOWN) {
+    size_t n = 0;
+    char **names = wd_kafka_property_names(&n);
+    const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
+    wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "unknown Kafka property '%s'%s%s%s", name,
+                                   near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
+                                   near ? near : "", near ? "'?" : "");
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return err;
+  }
+  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+}
+
+const char *wd_consumer_idle_reason(const wd_consumer_t *c) {
+  if (c->nassigned > 0) return NULL;
+  if (c->nmissing == c->ntopics) return "its topics do not exist yet";
+  if (c->last_event == 0) return "waiting for the group's assignment";
+  if (c->last_event == 2) return "rebalancing: waiting for the new assignment";
+  return "all partitions are assigned to other members";
+}
+
+int wd_consumer_assigned_count(const wd_consumer_t *c) { return c->nassigned; }

@@ -19,8 +19,13 @@
  * enable.auto.offset.store=false): the pipeline commits explicit offsets with
  * wd_consumer_commit() once their effects are durable.
  *
- * A broker that goes away is logged once ("waiting for broker ...") and polling goes on
+ * A broker that goes away is logged once ("cannot reach HOST:PORT (...); retrying") and polling goes on
  * returning empty batches until it is back.
+ *
+ * A subscribed topic that does not exist (group mode) is logged once at WARN ("topic X does not
+ * exist yet; waiting"); while one is missing, the polls request the cluster's metadata every
+ * second, so that a topic created later is joined within seconds rather than at librdkafka's
+ * next topic.metadata.refresh.interval.ms (5 minutes by default); "topic X exists now" at INFO.
  *
  * Thread: a consumer is used by one thread; the callbacks run on that thread, inside
  * wd_consumer_poll_batch() or wd_consumer_close().
@@ -72,6 +77,16 @@ typedef void (*wd_consumer_assign_all_cb)(void *ctx, const wd_tp_offset_t *parts
  * when a topic does not exist; E_NOMEM. */
 wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                             wd_consumer_assign_cb on_assign, void *ctx, wd_consumer_t **out);
+
+/* wd_consumer_new_ex flags. */
+#define WD_CONSUMER_WAIT_FOR_TOPICS 1u /* assign mode: a topic that does not exist yet is waited for */
+
+/* As wd_consumer_new, with flags (WD_CONSUMER_WAIT_FOR_TOPICS: in assign mode a topic that does
+ * not exist is not an error: it is logged once at WARN ("topic X does not exist yet; waiting"),
+ * checked for every second inside the polls, and its partitions are assigned (on_assign called
+ * for each) when it appears, as kafka-console-consumer waits; `widen tail`). */
+wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
+                               wd_consumer_assign_cb on_assign, void *ctx, unsigned flags, wd_consumer_t **out);
 
 /* Sets (or with NULL removes) the revocation callback; it gets the ctx given to
  * wd_consumer_new(). Call it before the first poll. */
@@ -202,5 +217,32 @@ wd_error_t *wd_consumer_close(wd_consumer_t *c);
 /* Closes (if not yet closed) and releases c; accepts NULL. Messages still held by the caller
  * must be released before. */
 void wd_consumer_destroy(wd_consumer_t *c);
+
+/* Why the consumer holds no partitions, for the status line (README "Monitoring"): NULL when it
+ * holds some, else a static text: "waiting for the group's assignment" (no assignment yet),
+ * "rebalancing: waiting for the new assignment" (revoked, not yet assigned again), "all
+ * partitions are assigned to other members" (its assignment is empty: more members than
+ * partitions), "its topics do not exist yet". From the rebalance callbacks; no request. */
+const char *wd_consumer_idle_reason(const wd_consumer_t *c);
+
+/* The number of partitions the consumer holds now (from the rebalance callbacks). */
+int wd_consumer_assigned_count(const wd_consumer_t *c);
+
+/* Which clients take a property (wd_kafka_property_check). */
+#define WD_KAFKA_CONSUMER_PROPERTY 1u
+#define WD_KAFKA_PRODUCER_PROPERTY 2u
+
+/* Checks one pass-through librdkafka property (name, value borrowed) as widen's clients would take
+ * it, without a broker or a client: librdkafka validates it on a fresh configuration
+ * (rd_kafka_conf_set, as wd_consumer_new / the producer do), and widen's own refusals apply to
+ * the clients given (WD_KAFKA_CONSUMER_PROPERTY | WD_KAFKA_PRODUCER_PROPERTY). For `widen config
+ * check` and the config loader (app/config.c), so that a config that check accepts starts.
+ * Returns NULL when accepted, else WD_ERR_CONFIG "C_KAFKA_PROPERTY": "unknown Kafka property 'X';
+ * did you mean 'Y'?" (the closest of librdkafka's own property names, when one is close), "Kafka
+ * property 'X' = 'V': <librdkafka's reason>" for a refused value, bootstrap.servers/group.id
+ * (use the brokers / group settings), a property widen sets itself (consumer:
+ * enable.auto.commit, enable.auto.offset.store; producer: enable.idempotence, acks, partitioner),
+ * a cooperative partition.assignment.strategy (consumer); E_NOMEM. */
+wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients);
 
 #endif

@@ -88,11 +88,8 @@ char *wd_format_decimal_warning(const wd_source_t *src, const wd_schema_t *schem
   if (!n) return NULL;
   char *msg = NULL;
   if (asprintf(&msg,
-               "source '%s' (%s): decimal-encoding is auto and the source maps DECIMAL column%s %s%s: in records "
-               "without the envelope schema a base64 (decimal.handling.mode=precise) value whose text is all "
-               "digits is read as a number (about 1 in 1,700 three-byte values). Records with schemas.enable are "
-               "read by their schema; set decimal-encoding: base64 (precise) or text (string) to say which the "
-               "connector uses",
+               "source '%s' (%s): decimal-encoding is auto for DECIMAL column%s %s%s; set it to text "
+               "(decimal.handling.mode=string) or base64 (precise) in the source's options",
                src->name, f->name, n > 1 ? "s" : "", cols, n > 4 ? ", ..." : "") < 0)
     return NULL;
   return msg;

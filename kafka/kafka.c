@@ -30,10 +30,17 @@ static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
   /* After a kill, init_transactions waits while the broker aborts the dead incarnation's open
    * transaction (CONCURRENT_TRANSACTIONS); librdkafka retries on its own: say it once, plainly. */
   if (buf && strstr(buf, "Failed to acquire transactional PID") && strstr(buf, "retrying")) {
-    static atomic_int told; /* librdkafka logs from its own threads */
-    if (atomic_fetch_add(&told, 1) == 0)
-      wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker to finish the previous run's open transaction "
-             "(aborting it fences that run's output)");
+    static atomic_int told_previous, told_coordinator; /* librdkafka logs from its own threads */
+    if (strstr(buf, "concurrent operation") || strstr(buf, "CONCURRENT_TRANSACTIONS")) {
+      /* only an earlier incarnation's open transaction gives CONCURRENT_TRANSACTIONS here */
+      if (atomic_fetch_add(&told_previous, 1) == 0)
+        wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker to finish the previous run's open transaction "
+               "(aborting it fences that run's output)");
+    } else if (atomic_fetch_add(&told_coordinator, 1) == 0) {
+      /* a broker's first transactions (its transaction state topic being created) or a coordinator
+       * that moves: not a previous run */
+      wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker's transaction coordinator");
+    }
     lvl = WD_LOG_DEBUG;
   }
   wd_log(lvl, "rdkafka", "%s %s: %s", rk ? rd_kafka_name(rk) : "-", fac ? fac : "-", buf);
@@ -193,6 +200,42 @@ wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *
   return e;
 }
 
+/* What a connection error says, for "cannot reach WHERE (WHY); retrying": WHERE is the broker
+ * librdkafka names at the start of reason ("host:port/id: ..."), else bootstrap.servers; WHY is
+ * the cause in a few words (connection refused, host name not resolved, ...), else librdkafka's
+ * text for err. */
+static void wd_kafka_unreachable_text(rd_kafka_t *rk, int err, const char *reason, char *where, size_t wn, char *why,
+                                      size_t yn) {
+  const char *slash = reason ? strchr(reason, '/') : NULL;
+  const char *colon = reason ? strstr(reason, ": ") : NULL;
+  size_t len = slash ? (size_t)(slash - reason) : 0;
+  if (slash && colon && slash < colon && len > 0 && len < wn && memchr(reason, ':', len) && !memchr(reason, ' ', len)) {
+    memcpy(where, reason, len);
+    where[len] = 0;
+  } else {
+    size_t n = wn;
+    const rd_kafka_conf_t *c = rd_kafka_conf(rk);
+    if (!c || rd_kafka_conf_get(c, "bootstrap.servers", where, &n) != RD_KAFKA_CONF_OK) snprintf(where, wn, "the broker");
+  }
+  static const struct {
+    const char *has, *say;
+  } causes[] = {{"Connection refused", "connection refused"},
+                {"resolve", "host name not resolved"},
+                {"timed out", "connection timed out"},
+                {"No route to host", "no route to host"},
+                {"Network is unreachable", "network unreachable"},
+                {"brokers are down", "all brokers down"},
+                {"SSL", "TLS handshake failed"},
+                {"SASL", "authentication failed"},
+                {"Disconnected", "disconnected"}};
+  for (size_t i = 0; i < sizeof(causes) / sizeof(*causes); i++)
+    if (reason && strstr(reason, causes[i].has)) {
+      snprintf(why, yn, "%s", causes[i].say);
+      return;
+    }
+  snprintf(why, yn, "%s", rd_kafka_err2str((rd_kafka_resp_err_t)err));
+}
+
 static bool wd_kafka_is_connection_error(int err) {
   return err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
          err == RD_KAFKA_RESP_ERR__RESOLVE || err == RD_KAFKA_RESP_ERR__TIMED_OUT;
@@ -208,16 +251,13 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
   }
   if (wd_kafka_is_connection_error(err)) {
     if (!*waiting) {
-      const char *brokers = "?";
-      char buf[512];
-      size_t n = sizeof(buf);
-      const rd_kafka_conf_t *c = rd_kafka_conf(rk);
-      if (c && rd_kafka_conf_get(c, "bootstrap.servers", buf, &n) == RD_KAFKA_CONF_OK) brokers = buf;
-      wd_log(WD_LOG_WARN, module, "waiting for broker %s (%s: %s)", brokers, rd_kafka_err2name((rd_kafka_resp_err_t)err),
-             reason);
+      char where[512], why[160];
+      wd_kafka_unreachable_text(rk, err, reason, where, sizeof(where), why, sizeof(why));
+      wd_log(WD_LOG_WARN, module, "cannot reach %s (%s); retrying", where, why);
+      wd_log(WD_LOG_DEBUG, module, "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
       *waiting = true;
     } else {
-      wd_log(WD_LOG_DEBUG, module, "still waiting for broker (%s: %s)", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+      wd_log(WD_LOG_DEBUG, module, "still cannot reach the broker (%s: %s)", rd_kafka_err2name((rd_kafka_resp_err_t)err),
              reason);
     }
     return false;

@@ -2,7 +2,7 @@
  * kafka/kafka.h — what the consumer (ingest/consumer.c) and the producer (sink/producer.c)
  * share about librdkafka: building an rd_kafka_conf_t from a wd_kafka_conf_t with errors that
  * name the bad property, the bridge of librdkafka's logs into wd_log, the handling of client
- * errors ("waiting for broker ..." logged once) and the mapping of librdkafka error codes to
+ * errors ("cannot reach HOST:PORT (connection refused); retrying" logged once) and the mapping of librdkafka error codes to
  * wd_error_t.
  *
  * The Kafka client library (wd_kafka) that ingest/ and sink/ share; only they (and kafka/)
@@ -63,7 +63,9 @@ struct wd_group_meta {
 
 /* The shared error callback logic for one client. module is the wd_log module ("ingest",
  * "sink"); *waiting is the client's "a broker is unreachable" flag: connection errors are
- * logged once at WARN as "waiting for broker <brokers> (<reason>)" and then at DEBUG until
+ * logged once at WARN as "cannot reach <host:port> (<cause in a few words: connection refused,
+ * host name not resolved, ...>); retrying" (the broker librdkafka names, else bootstrap.servers;
+ * librdkafka's own text at DEBUG) and then at DEBUG until
  * wd_kafka_broker_ok() clears the flag. Other errors are logged at WARN (ERROR for fatal ones).
  * Returns true when err is fatal (the caller records it and stops using the client).
  * Thread: the thread that polls rk (librdkafka calls error callbacks from rd_kafka_poll /

@@ -338,10 +338,13 @@ wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms) {
 
 void wd_producer_poll(wd_producer_t *p) { rd_kafka_poll(p->rk, 0); }
 
+bool wd_producer_unreachable(const wd_producer_t *p) { return p->waiting; }
+
 bool wd_producer_transactional(const wd_producer_t *p) { return p->transactional; }
 
 wd_error_t *wd_producer_txn_init(wd_producer_t *p, int timeout_ms) {
   rd_kafka_error_t *e = rd_kafka_init_transactions(p->rk, timeout_ms);
+  if (!e) wd_kafka_broker_ok("sink", &p->waiting); /* the coordinator answered: reachable */
   return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_INIT", "initialising transactions") : NULL;
 }
 

@@ -154,6 +154,11 @@ wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms);
 /* Serves pending delivery reports without blocking (call now and then when idle). */
 void wd_producer_poll(wd_producer_t *p);
 
+/* Whether the producer's last connection error is not yet followed by a delivery (it said
+ * "cannot reach HOST:PORT (...); retrying", kafka/kafka.h): a caller retrying a request that timed
+ * out can then keep its own message quiet. Served by wd_producer_poll. */
+bool wd_producer_unreachable(const wd_producer_t *p);
+
 /* ---- transactions (exactly-once; docs/exactly-once.md) ------------------------------------
  * A producer whose conf names a `transactional.id` property is transactional: call
  * wd_producer_txn_init once, then per commit begin, send (wd_producer_send / _dead_letter),

@@ -10,6 +10,11 @@
 #include "common/log.h"
 #include "kafka/kafka.h"
 
+/* The temporary client's error callback: "cannot reach HOST:PORT (...); retrying" once. */
+static void wd_sink_topics_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  wd_kafka_on_error(rk, err, reason, "sink", (bool *)opaque);
+}
+
 size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, int timeout_ms) {
   if (!n) return 0;
   rd_kafka_conf_t *rconf = NULL;
@@ -21,6 +26,9 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
     wd_error_destroy(err);
     return 0;
   }
+  bool waiting = false;
+  rd_kafka_conf_set_error_cb(rconf, wd_sink_topics_error_cb);
+  rd_kafka_conf_set_opaque(rconf, &waiting);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, sizeof(errstr));
   if (!rk) {
     rd_kafka_conf_destroy(rconf);
@@ -35,6 +43,13 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
       for (size_t i = 0; i < n; i++)
         if (!md->topics[t].err && !strcmp(md->topics[t].topic, topics[i])) exists[i] = true;
     rd_kafka_metadata_destroy(md);
+  } else {
+    rd_kafka_poll(rk, 0); /* the error callback says why ("cannot reach ...") */
+    if (waiting) { /* no broker: creating the topics would wait as long again for nothing */
+      free(exists);
+      rd_kafka_destroy(rk);
+      return 0;
+    }
   }
   size_t missing = 0;
   for (size_t i = 0; i < n; i++) {

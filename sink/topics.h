@@ -19,7 +19,9 @@
  * Best effort: a topic that exists already is fine; any other failure (no broker within the
  * timeout, no permission to create topics, the broker refusing) is logged at WARN naming the topic
  * and the reason, and the topic is then created by its first record if the broker auto-creates
- * topics. Returns the number of topics that exist afterwards (created or there already). */
+ * topics. An unreachable broker is said once ("cannot reach HOST:PORT (connection refused);
+ * retrying", kafka/kafka.h) and nothing is created. Returns the number of topics that exist
+ * afterwards (created or there already). */
 size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, int timeout_ms);
 
 #endif

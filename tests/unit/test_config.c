@@ -13,6 +13,7 @@
 
 #include "app/config.h"
 #include "ingest/format.h"
+#include "ingest/source.h"
 #include "app/join_config.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -330,7 +331,7 @@ Test(config, defaults_of_optional_keys) {
 Test(config, alternative_shapes) {
   /* one-name primary key, `topics` list, columns as a list of names, option values as numbers,
    * booleans and lists, empty optional values keep their defaults */
-  const char *yaml = "kafka: {bootstrap.servers: b:1, group.id: g, properties: {fetch.min.bytes: 1, x.y: true}}\n"
+  const char *yaml = "kafka: {bootstrap.servers: b:1, group.id: g, properties: {fetch.min.bytes: 1, check.crcs: true}}\n"
                      "table:\n"
                      "  name: t\n"
                      "  schema: [{name: id, type: INT}, {name: a, type: \"DECIMAL(6,2)\"}]\n"
@@ -344,7 +345,7 @@ Test(config, alternative_shapes) {
                      "  batch-size:\n";
   wd_config_t *cfg = load_ok(yaml);
   cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "fetch.min.bytes"), "1");
-  cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "x.y"), "true");
+  cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "check.crcs"), "true");
   cr_assert_eq(cfg->table.primary_key.n, 1);
   cr_assert_str_eq(cfg->table.primary_key.v[0], "id");
   cr_assert_str_eq(cfg->table.schema.types[1], "DECIMAL(6,2)");
@@ -397,7 +398,7 @@ Test(config, unknown_key_suggests_the_closest) {
              "unknown key 'formt' in 'sources[0]'; did you mean 'format'?");
   /* nothing close: the known keys, and where librdkafka properties go */
   load_fails(minimal_with(3, "  group.id: g\n  linger.ms: 5"), 4,
-             "use one of: bootstrap.servers, group.id, properties (librdkafka properties go under "
+             "use one of: bootstrap.servers, group.id, properties, static-membership (librdkafka properties go under "
              "'kafka.properties')");
   load_fails(minimal_with(16, "    topic: in\n    options: {timestamp-units: millis}"), 17,
              "unknown key 'timestamp-units' in 'sources[0].options'; did you mean 'timestamp-unit'?");
@@ -672,6 +673,90 @@ Test(config, every_error_of_a_file_is_reported) {
   cr_assert(strstr(err->message, "more errors in this file"), "%s", err->message);
   cr_assert(strstr(err->message, ":19: unknown key 'tpic' in 'sink'; did you mean 'topic'?"), "%s", err->message);
   wd_error_destroy(err);
+}
+
+/* Whether text has "<name>:" as a key: at a line start, after spaces, '#', '{', '-' + space or ', '. */
+static bool has_key(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+    if (p[n] != ':') continue;
+    char before = p == text ? '\n' : p[-1];
+    if (before == '\n' || before == ' ' || before == '#' || before == '{') return true;
+  }
+  return false;
+}
+
+/* Appends to *missing the options of sec (and its subsections) that example has no "<name>:" for. */
+static void missing_in_example(const wd_config_section_t *sec, const char *path, const char *example, char *missing,
+                               size_t n) {
+  for (const wd_config_option_t *o = sec->options; o->name; o++) {
+    char opath[256];
+    snprintf(opath, sizeof(opath), "%s%s%s", path, *path ? "." : "", o->name);
+    if (!has_key(example, o->name)) snprintf(missing + strlen(missing), n - strlen(missing), " %s", opath);
+    if (o->type == WD_CONFIG_SECTION || o->type == WD_CONFIG_SECTION_LIST)
+      missing_in_example(o->sub, opath, example, missing, n);
+  }
+}
+
+/* Issue 23 point 9: configs/example.yaml, which the README says comments every option, names every
+ * option of the option table (set or commented out), so that it cannot drift again. */
+Test(config, example_yaml_names_every_option_of_the_table) {
+  char path[4200];
+  snprintf(path, sizeof(path), "%s/configs/example.yaml", repo_root());
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  static char text[1 << 17];
+  size_t got = fread(text, 1, sizeof(text) - 1, f);
+  fclose(f);
+  text[got] = 0;
+  static char missing[8192];
+  missing[0] = 0;
+  missing_in_example(wd_config_root(), "", text, missing, sizeof(missing));
+  for (const wd_source_option_t *o = wd_source_options; o->name; o++) /* sources[].options */
+    if (!has_key(text, o->name)) snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+                                          " sources[].options.%s", o->name);
+  cr_assert(missing[0] == 0, "configs/example.yaml lacks these options of app/config.c's table (add each, commented "
+            "out with its default when it is not set):%s", missing);
+}
+
+/* Issue 23 point 6: librdkafka properties are validated at load (`widen config check` and `run`
+ * alike, no broker needed): an unknown name with librdkafka's closest property, a value librdkafka
+ * refuses, a property widen sets itself; every one with its line, not only the first. */
+Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
+  wd_config_t *cfg = NULL;
+  const char *yaml = minimal_range(3, 3, "  group.id: g\n  properties:\n    sesion.timeout.ms: 6000\n"
+                                          "    session.timeout.ms: six\n    client.id: fine\n"
+                                          "    enable.auto.commit: true"); /* lines 5..8 */
+  static char buf[8192];
+  snprintf(buf, sizeof(buf), "%s", yaml);
+  char *p = strstr(buf, "  topic: out\n");
+  cr_assert_not_null(p);
+  /* sink.properties (the producer's): its linger.ms is line 26 */
+  static char buf2[8192];
+  snprintf(buf2, sizeof(buf2), "%.*s  topic: out\n  properties:\n    linger.ms: soon\n%s", (int)(p - buf), buf,
+           p + strlen("  topic: out\n"));
+  wd_error_t *err = wd_config_load(write_yaml(buf2), &cfg);
+  cr_assert_null(cfg);
+  cr_assert_not_null(err);
+  char want[512];
+  snprintf(want, sizeof(want),
+           "C_KAFKA_PROPERTY: %s:5: kafka.properties: unknown Kafka property 'sesion.timeout.ms'; did you mean "
+           "'session.timeout.ms'?", tmp_path);
+  cr_assert(!strncmp(err->message, want, strlen(want)), "%s", err->message);
+  snprintf(want, sizeof(want), "%s:6: kafka.properties: Kafka property 'session.timeout.ms' = 'six': Invalid value",
+           tmp_path);
+  cr_assert(strstr(err->message, want), "%s", err->message);
+  snprintf(want, sizeof(want), "%s:8: kafka.properties: Kafka property 'enable.auto.commit' is managed by widen",
+           tmp_path);
+  cr_assert(strstr(err->message, want), "%s", err->message);
+  snprintf(want, sizeof(want), "%s:26: sink.properties: Kafka property 'linger.ms' = 'soon'", tmp_path);
+  cr_assert(strstr(err->message, want), "%s", err->message);
+  cr_assert(strstr(err->message, "and 3 more errors in this file"), "%s", err->message);
+  cr_assert_null(strstr(err->message, "client.id"), "%s", err->message);
+  wd_error_destroy(err);
+  /* the same properties, all valid, load */
+  wd_config_destroy(load_ok(minimal_range(3, 3, "  group.id: g\n  properties:\n    session.timeout.ms: 6000\n"
+                                                "    client.id: fine")));
 }
 
 /* A misspelt sequence-group field gets a did-you-mean; an unknown type lists the types. */

@@ -188,6 +188,32 @@ Test(metrics, text_exposition) {
   wd_metrics_destroy(m);
 }
 
+/* Issue 23 point 4: a gauge family replaced at once keeps exactly the series given (the lag of a
+ * revoked partition goes; none at all when nothing is held). */
+Test(metrics, set_all_replaces_the_series) {
+  wd_metrics_t *m = wd_metrics_new();
+  const char *tp[] = {"topic", "partition"};
+  wd_metric_t *g = wd_metrics_family(m, "widen_consumer_lag", "Lag.", WD_METRIC_GAUGE, 2, tp, NULL, 0);
+  cr_assert_not_null(g);
+  const char *lv3[] = {"t", "0", "t", "1", "u", "0"};
+  wd_metric_set_all(g, 3, lv3, (const double[]){5, 6, 7});
+  const char *lv1[] = {"t", "1"};
+  wd_metric_set_all(g, 1, lv1, (const double[]){2});
+  wd_buf_t out = {0};
+  cr_assert_eq(wd_metrics_render(m, &out), 0);
+  wd_buf_putc(&out, 0);
+  cr_expect_str_eq((const char *)out.data, "# HELP widen_consumer_lag Lag.\n# TYPE widen_consumer_lag gauge\n"
+                                          "widen_consumer_lag{topic=\"t\",partition=\"1\"} 2\n");
+  wd_metric_set_all(g, 0, NULL, NULL);
+  wd_buf_reset(&out);
+  cr_assert_eq(wd_metrics_render(m, &out), 0);
+  wd_buf_putc(&out, 0);
+  cr_expect_null(strstr((const char *)out.data, "widen_consumer_lag{"), "%s", (const char *)out.data);
+  wd_metric_set_all(NULL, 1, lv1, (const double[]){1}); /* metrics off: ignored */
+  wd_buf_free(&out);
+  wd_metrics_destroy(m);
+}
+
 /* ---- definition diff ---- */
 
 static const char *DEF_A =
