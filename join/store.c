@@ -198,12 +198,21 @@ int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out) {
   return 0;
 }
 
-/* Appends one op in wd_store_batch_encode's format (kind, key, value). 0, or -1 on no memory. */
+/* Appends one op in wd_store_batch_encode's format (kind, key, value): one reservation, then the
+ * bytes in place (it runs once per changed row of an exactly-once commit). 0, or -1 on no memory
+ * or a length above 2^32 - 1. */
 static int wd_store_encode_op(wd_buf_t *out, wd_store_op_kind_t k, const uint8_t *key, size_t klen,
                               const uint8_t *val, size_t vlen) {
-  uint8_t kind = (uint8_t)k;
-  return wd_buf_append(out, &kind, 1) || wd_put_u32(out, klen) || (klen && wd_buf_append(out, key, klen)) ||
-         wd_put_u32(out, vlen) || (vlen && wd_buf_append(out, val, vlen));
+  if (klen > UINT32_MAX || vlen > UINT32_MAX || wd_buf_reserve(out, 9 + klen + vlen)) return -1;
+  uint8_t *p = out->data + out->len;
+  *p++ = (uint8_t)k;
+  for (int i = 3; i >= 0; i--) *p++ = (uint8_t)(klen >> (8 * i));
+  if (klen) memcpy(p, key, klen);
+  p += klen;
+  for (int i = 3; i >= 0; i--) *p++ = (uint8_t)(vlen >> (8 * i));
+  if (vlen) memcpy(p, val, vlen);
+  out->len += 9 + klen + vlen;
+  return 0;
 }
 
 int wd_store_batch_prior(wd_store_batch_t *b, const uint8_t *val, size_t vlen) {
