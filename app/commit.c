@@ -1278,7 +1278,8 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       /* 4. finalize: the offsets, the number, the history, the marker and the undo image gone: one
        * small write (the rows are written at prepare; without a prepare they go with it) */
       wd_store_batch_t *fin = c->conf.exactly_once ? c->fb : c->b;
-      if (c->prepared && (wd_store_batch_delete_meta(fin, WD_PREPARED_KEY) || wd_store_batch_delete_meta(fin, WD_UNDO_KEY)))
+      if (c->prepared &&
+          (wd_store_batch_delete_meta(fin, WD_PREPARED_KEY) || wd_store_batch_delete_meta(fin, WD_UNDO_KEY)))
         goto nomem;
       if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, fin))
         goto nomem; /* issue 13: the history record with the commit's output offsets */
