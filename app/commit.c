@@ -386,7 +386,32 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     free(val);
     val = NULL;
   }
-  if (!c->conf.exactly_once) goto done;
+  if (!c->conf.exactly_once) {
+    /* a commit left prepared by an exactly-once run (its rows are written, its offsets are not):
+     * at-least-once takes its rows back and reads its records again */
+    if ((err = wd_store_get_meta(c->store, WD_PREPARED_KEY, &val, &vlen)) || !val) goto done;
+    if (vlen < 4 || memcmp(val, WD_MARKER_MAGIC, 4) != 0) goto done; /* WDP1: nothing was written */
+    free(val);
+    val = NULL;
+    if ((err = wd_store_get_meta(c->store, WD_UNDO_KEY, &val, &vlen))) goto done;
+    if (!(b = wd_store_batch_new())) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    if (!val || wd_store_batch_decode(b, val, vlen)) {
+      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the undo image of a prepared commit is %s",
+                         val ? "corrupt" : "missing");
+      goto done;
+    }
+    if (wd_store_batch_delete_meta(b, WD_PREPARED_KEY) || wd_store_batch_delete_meta(b, WD_UNDO_KEY)) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    if (!(err = wd_store_write_sync(c->store, b)))
+      wd_log(WD_LOG_INFO, "commit", "a commit left prepared by an exactly-once run was taken back (undo image); "
+             "at-least-once reads its records again");
+    goto done;
+  }
   /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
   for (int attempt = 0;; attempt++) {
     if (!(err = wd_producer_txn_init(c->prod, 30000))) break;

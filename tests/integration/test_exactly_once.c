@@ -339,6 +339,32 @@ static size_t meta_len(const env_t *e, const char *name) {
  * its first commit of 20 records and one killed after preparing a first commit of 1500 records
  * (one source partition) leave markers of about the same size (the partitions decide it), while their undo
  * images differ by the rows; both restarts then recover without a wipe. */
+/* A commit left prepared by an exactly-once run (its rows written, its offsets not) and a restart
+ * under at-least-once: the rows are taken back (undo image) and the records read again, so the
+ * final rows are the clean run's. */
+Test(exactly_once, at_least_once_restart_takes_a_prepared_commit_back, .timeout = 200) {
+  env_t clean, crash;
+  env_init(&clean, "aclean", "exactly-once");
+  env_init(&crash, "aprep", "exactly-once");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &crash};
+  produce_orders(both, 2, 2000, 11, 0);
+  cr_assert_eq(run_widen(&crash, "after-prepare:3"), 128 + SIGKILL);
+  cr_assert_gt(meta_len(&crash, "commit/undo"), 0, "no commit left prepared");
+  write_config(&crash, "instance", "at-least-once", "single");
+  cr_assert_eq(run_widen(&crash, NULL), 0);
+  cr_assert_eq(meta_len(&crash, "commit/prepared"), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&crash);
+  cr_assert_gt(json_array_size(ra), 50);
+  cr_assert(wd_test_json_same(ra, rb), "final rows differ from the clean run's");
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&crash);
+}
+
 Test(exactly_once, prepared_marker_size_does_not_depend_on_the_commit, .timeout = 200) {
   env_t small, large;
   env_init(&small, "msmall", "exactly-once");
