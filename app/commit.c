@@ -19,14 +19,16 @@
 
 #define WD_PREPARED_KEY "commit/prepared"
 #define WD_NUMBER_KEY "commit/number"
-#define WD_PREPARED_MAGIC "WDP1"
+#define WD_UNDO_KEY "commit/undo"
+#define WD_PREPARED_MAGIC "WDP1" /* before issue 22: the whole state batch (still recovered) */
+#define WD_MARKER_MAGIC "WDP2"   /* the small marker of "write once with an undo image" */
 
 /* A commit's phases, in order (wd_commit_run moves it on one at a time). */
 typedef enum {
   WD_PHASE_IDLE = 0,     /* no commit open */
   WD_PHASE_OPEN,         /* records taken since the last commit */
   WD_PHASE_SNAPPED,      /* the state batch is built */
-  WD_PHASE_PREPARED,     /* exactly-once: the prepared record is durable */
+  WD_PHASE_PREPARED,     /* exactly-once: the rows, their undo image and the marker are written */
   WD_PHASE_OFFSETS_SENT, /* exactly-once: the offsets are in the transaction */
   WD_PHASE_COMMITTED     /* the output is committed (or acknowledged): finalize next */
 } wd_phase_t;
@@ -73,7 +75,11 @@ struct wd_commit {
   uint64_t records;  /* records noted in the open commit */
   wd_tp_offset_t *in; /* next offsets per partition of the open commit */
   size_t nin, cap_in;
-  wd_store_batch_t *b; /* the open commit's state batch (prepared / finalized) */
+  wd_store_batch_t *b; /* the open commit's state batch: its rows (with their priors, join/state.h) */
+  wd_store_batch_t *fb; /* exactly-once: what finalize writes (offsets, number, history); at-least-once
+                         * these go into b */
+  wd_buf_t undo;        /* the undo image written at prepare (an encoded batch), for an abort */
+  bool prepared;        /* the rows, the undo image and the marker are in the store */
   uint64_t snap;
   bool snapped;        /* snap holds this commit's rows (not yet written) */
   wd_tp_offset_t *t;   /* the offsets sent to the transaction */
@@ -137,7 +143,8 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_
                           wd_store_t *store, wd_commit_t **out) {
   *out = NULL;
   wd_commit_t *c = calloc(1, sizeof(*c));
-  if (!c || !(c->b = wd_store_batch_new()) || wd_tasks_new(&c->tasks)) {
+  if (!c || !(c->b = wd_store_batch_new()) || !(c->fb = wd_store_batch_new()) || wd_tasks_new(&c->tasks)) {
+    if (c) wd_store_batch_destroy(c->fb);
     if (c) wd_store_batch_destroy(c->b);
     free(c);
     return wd_error_nomem();
@@ -149,6 +156,8 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_
   c->cons = cons;
   c->state = state;
   c->store = store;
+  /* exactly-once writes each commit's rows before its outcome is known: with their prior entries */
+  if (state) wd_state_set_undo(state, c->conf.exactly_once);
   const char *f = getenv("WIDEN_FAULT");
   if (f && *f) {
     const char *colon = strchr(f, ':');
@@ -169,6 +178,8 @@ void wd_commit_destroy(wd_commit_t *c) {
   if (!c) return;
   restore_free(c->rs);
   wd_store_batch_destroy(c->b);
+  wd_store_batch_destroy(c->fb);
+  wd_buf_free(&c->undo);
   free(c->in);
   free(c->t);
   free(c->tps);
@@ -335,33 +346,46 @@ static int get_be(const uint8_t *d, size_t len, size_t *at, int bytes, uint64_t 
   return 0;
 }
 
-/* {magic, number, targets, batch}: the targets are the offsets sent to the transaction. */
-static int encode_prepared(wd_commit_t *c, const wd_tp_offset_t *t, size_t nt, wd_buf_t *out) {
-  if (wd_buf_append(out, WD_PREPARED_MAGIC, 4) || put_be(out, c->number + 1, 8) || put_be(out, nt, 4)) return -1;
+/* The prepared marker (docs/exactly-once.md): {magic, number, transactional.id, per target partition
+ * (topic, partition, target offset T, stored offset S it moves from), the finalize batch (offsets,
+ * number, history: meta entries, a few per input partition)}. Its size depends on the partitions of
+ * the commit, never on its rows (those are in the state family, their priors under WD_UNDO_KEY). */
+static int encode_marker(wd_commit_t *c, const wd_tp_offset_t *t, const int64_t *from, size_t nt, wd_buf_t *out) {
+  const char *tid = c->conf.txn_id ? c->conf.txn_id : "";
+  size_t idl = strlen(tid);
+  if (wd_buf_append(out, WD_MARKER_MAGIC, 4) || put_be(out, c->number + 1, 8) || put_be(out, idl, 2) ||
+      wd_buf_append(out, tid, idl) || put_be(out, nt, 4))
+    return -1;
   for (size_t i = 0; i < nt; i++) {
     size_t tl = strlen(t[i].topic);
     if (put_be(out, tl, 2) || wd_buf_append(out, t[i].topic, tl) || put_be(out, (uint32_t)t[i].partition, 4) ||
-        put_be(out, (uint64_t)t[i].offset, 8))
+        put_be(out, (uint64_t)t[i].offset, 8) || put_be(out, (uint64_t)from[i], 8))
       return -1;
   }
-  wd_buf_t bb = {0};
-  int rc = wd_store_batch_encode(c->b, &bb) || put_be(out, bb.len, 8) || (bb.len && wd_buf_append(out, bb.data, bb.len));
-  wd_buf_free(&bb);
-  return rc;
+  size_t at = out->len;
+  if (put_be(out, 0, 8) || wd_store_batch_encode(c->fb, out)) return -1;
+  uint64_t blen = out->len - at - 8;
+  for (int i = 0; i < 8; i++) out->data[at + (size_t)i] = (uint8_t)(blen >> (8 * (7 - i)));
+  return 0;
 }
 
 typedef struct {
+  bool v2;           /* a WDP2 marker (else the WDP1 record of earlier versions) */
   uint64_t number;
+  char *txn_id;      /* v2: the transactional.id that prepared it */
   wd_tp_offset_t *t; /* topics point into `topics` */
+  int64_t *from;     /* v2: the stored offsets S of the targets */
   size_t nt;
   char *topics;
-  const uint8_t *batch;
+  const uint8_t *batch; /* v1: the state batch; v2: the finalize batch */
   size_t blen;
 } wd_prepared_t;
 
 static void prepared_free(wd_prepared_t *pr) {
   free(pr->t);
+  free(pr->from);
   free(pr->topics);
+  free(pr->txn_id);
   memset(pr, 0, sizeof(*pr));
 }
 
@@ -369,11 +393,21 @@ static int decode_prepared(const uint8_t *d, size_t len, wd_prepared_t *pr) {
   size_t at = 4;
   uint64_t v = 0, nt = 0;
   memset(pr, 0, sizeof(*pr));
-  if (len < 4 || memcmp(d, WD_PREPARED_MAGIC, 4) != 0) return -1;
-  if (get_be(d, len, &at, 8, &pr->number) || get_be(d, len, &at, 4, &nt) || nt > len) return -1;
+  if (len < 4) return -1;
+  if (memcmp(d, WD_MARKER_MAGIC, 4) == 0) pr->v2 = true;
+  else if (memcmp(d, WD_PREPARED_MAGIC, 4) != 0) return -1;
+  if (get_be(d, len, &at, 8, &pr->number)) return -1;
+  if (pr->v2) {
+    if (get_be(d, len, &at, 2, &v) || len - at < v || !(pr->txn_id = malloc(v + 1))) goto bad;
+    memcpy(pr->txn_id, d + at, v);
+    pr->txn_id[v] = 0;
+    at += v;
+  }
+  if (get_be(d, len, &at, 4, &nt) || nt > len) goto bad;
   pr->t = calloc(nt ? nt : 1, sizeof(*pr->t));
+  pr->from = calloc(nt ? nt : 1, sizeof(*pr->from));
   pr->topics = malloc(len + 1); /* every topic name fits in the record */
-  if (!pr->t || !pr->topics) goto bad;
+  if (!pr->t || !pr->from || !pr->topics) goto bad;
   size_t toff = 0;
   for (size_t i = 0; i < nt; i++) {
     if (get_be(d, len, &at, 2, &v) || len - at < v) goto bad;
@@ -386,6 +420,10 @@ static int decode_prepared(const uint8_t *d, size_t len, wd_prepared_t *pr) {
     pr->t[i].partition = (int32_t)(uint32_t)v;
     if (get_be(d, len, &at, 8, &v)) goto bad;
     pr->t[i].offset = (int64_t)v;
+    if (pr->v2) {
+      if (get_be(d, len, &at, 8, &v)) goto bad;
+      pr->from[i] = (int64_t)v;
+    }
   }
   pr->nt = nt;
   if (get_be(d, len, &at, 8, &v) || len - at != v) goto bad;
@@ -419,7 +457,32 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     free(val);
     val = NULL;
   }
-  if (!c->conf.exactly_once) goto done;
+  if (!c->conf.exactly_once) {
+    /* a commit left prepared by an exactly-once run (its rows are written, its offsets are not):
+     * at-least-once takes its rows back and reads its records again */
+    if ((err = wd_store_get_meta(c->store, WD_PREPARED_KEY, &val, &vlen)) || !val) goto done;
+    if (vlen < 4 || memcmp(val, WD_MARKER_MAGIC, 4) != 0) goto done; /* WDP1: nothing was written */
+    free(val);
+    val = NULL;
+    if ((err = wd_store_get_meta(c->store, WD_UNDO_KEY, &val, &vlen))) goto done;
+    if (!(b = wd_store_batch_new())) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    if (!val || wd_store_batch_decode(b, val, vlen)) {
+      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the undo image of a prepared commit is %s",
+                         val ? "corrupt" : "missing");
+      goto done;
+    }
+    if (wd_store_batch_delete_meta(b, WD_PREPARED_KEY) || wd_store_batch_delete_meta(b, WD_UNDO_KEY)) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    if (!(err = wd_store_write_sync(c->store, b)))
+      wd_log(WD_LOG_INFO, "commit", "a commit left prepared by an exactly-once run was taken back (undo image); "
+             "at-least-once reads its records again");
+    goto done;
+  }
   /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
   for (int attempt = 0;; attempt++) {
     if (!(err = wd_producer_txn_init(c->prod, 30000))) break;
@@ -439,6 +502,10 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit record in the state store does not decode");
     goto done;
   }
+  if (pr.v2 && c->conf.txn_id && pr.txn_id[0] && strcmp(pr.txn_id, c->conf.txn_id) != 0)
+    wd_log(WD_LOG_WARN, "commit", "commit %" PRIu64 " was left prepared by transactional.id %s, this process runs as "
+           "%s: its transaction is resolved by the broker's transaction timeout, not by this process", pr.number,
+           pr.txn_id, c->conf.txn_id);
   bool committed = false;
   if (pr.nt) {
     wd_tp_offset_t *g = calloc(pr.nt, sizeof(*g));
@@ -450,7 +517,8 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     err = group_offsets(c, g, pr.nt);
     for (size_t i = 0; !err && i < pr.nt && !committed; i++) {
       int64_t s = -1;
-      if ((err = stored_offset(c, pr.t[i].topic, pr.t[i].partition, &s))) break;
+      if (pr.v2) s = pr.from[i];
+      else if ((err = stored_offset(c, pr.t[i].topic, pr.t[i].partition, &s))) break;
       committed = g[i].offset == pr.t[i].offset && pr.t[i].offset > s;
     }
     free(g);
@@ -461,11 +529,23 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
     err = wd_error_nomem();
     goto done;
   }
-  if (committed && (wd_store_batch_decode(b, pr.batch, pr.blen) || put_number(b, pr.number))) {
-    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit's state batch does not decode");
+  if (pr.v2 && !committed) {
+    /* aborted: the rows written at prepare go back to their prior entries (the undo image) */
+    free(val);
+    val = NULL;
+    if ((err = wd_store_get_meta(c->store, WD_UNDO_KEY, &val, &vlen))) goto done;
+    if (!val || wd_store_batch_decode(b, val, vlen)) {
+      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the undo image of prepared commit %" PRIu64 " is %s",
+                         pr.number, val ? "corrupt" : "missing");
+      goto done;
+    }
+  } else if (committed && (wd_store_batch_decode(b, pr.batch, pr.blen) || put_number(b, pr.number))) {
+    /* committed: v2 finalizes (the offsets, the number, the history: the rows are written); v1
+     * applies its whole state batch */
+    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit's batch does not decode");
     goto done;
   }
-  if (wd_store_batch_delete_meta(b, WD_PREPARED_KEY)) {
+  if (wd_store_batch_delete_meta(b, WD_PREPARED_KEY) || wd_store_batch_delete_meta(b, WD_UNDO_KEY)) {
     err = wd_error_nomem();
     goto done;
   }
@@ -473,7 +553,8 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
   if (committed) c->number = pr.number;
   wd_log(WD_LOG_INFO, "commit",
          "recovered commit %" PRIu64 " left prepared by the last run: its transaction %s, so its state was %s", pr.number,
-         committed ? "committed" : "did not commit", committed ? "applied" : "discarded");
+         committed ? "committed" : "did not commit",
+         committed ? (pr.v2 ? "finalized" : "applied") : (pr.v2 ? "taken back (undo image)" : "discarded"));
 done:
   free(val);
   prepared_free(&pr);
@@ -1181,7 +1262,10 @@ static void reset_open(wd_commit_t *c) {
   c->records = 0;
   c->nin = 0;
   c->ngin = 0;
+  c->prepared = false;
   wd_store_batch_clear(c->b);
+  wd_store_batch_clear(c->fb);
+  wd_buf_reset(&c->undo);
 }
 
 /* The group commit of at-least-once (monitoring only), at most once a second unless now. */
@@ -1254,13 +1338,17 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
       err = NULL;
     }
   }
-  if (c->phase >= WD_PHASE_PREPARED) {
+  if (c->prepared) {
+    /* the rows written at prepare go back to their prior entries (the undo image kept in memory),
+     * the marker and the image go: one write (were it lost, recovery finds the marker and G = S) */
     wd_store_batch_t *b = wd_store_batch_new();
-    if (!b || wd_store_batch_delete_meta(b, WD_PREPARED_KEY) || (err = wd_store_write_sync(c->store, b))) {
+    if (!b || wd_store_batch_decode(b, c->undo.data, c->undo.len) || wd_store_batch_delete_meta(b, WD_PREPARED_KEY) ||
+        wd_store_batch_delete_meta(b, WD_UNDO_KEY) || (err = wd_store_write(c->store, b))) {
       if (!err) err = wd_error_nomem();
     }
     wd_store_batch_destroy(b);
     if (err) return err;
+    c->prepared = false;
   }
   if (c->snapped) {
     wd_state_written(c->state, c->snap); /* the snapshot's entries: evictable again; dropped below */
@@ -1385,12 +1473,15 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       c->t0 = wd_mono_s();
       if ((err = wd_state_snapshot(c->state, c->b, &c->snap))) break;
       c->snapped = true;
+      /* exactly-once: the offsets, number and history are finalize's (c->fb), written once the
+       * transaction committed; at-least-once writes everything at once */
+      wd_store_batch_t *fin = c->conf.exactly_once ? c->fb : c->b;
       for (size_t i = 0; i < c->nin; i++)
-        if (wd_store_batch_set_offset(c->b, c->in[i].topic, c->in[i].partition, c->in[i].offset)) goto nomem;
+        if (wd_store_batch_set_offset(fin, c->in[i].topic, c->in[i].partition, c->in[i].offset)) goto nomem;
       for (size_t i = 0; i < c->ngin; i++) /* the global inputs' positions: local state only */
-        if (wd_store_batch_set_offset(c->b, c->gin[i].topic, c->gin[i].partition, c->gin[i].offset)) goto nomem;
-      if (put_number(c->b, c->number + 1)) goto nomem;
-      if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, c->b))
+        if (wd_store_batch_set_offset(fin, c->gin[i].topic, c->gin[i].partition, c->gin[i].offset)) goto nomem;
+      if (put_number(fin, c->number + 1)) goto nomem;
+      if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, fin))
         goto nomem;
       if (c->nin > c->cap_t) {
         wd_tp_offset_t *t = realloc(c->t, c->nin * sizeof(*t));
@@ -1403,7 +1494,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       break;
     }
     case WD_PHASE_SNAPPED:
-      if (c->conf.changelog_topic && !c->changelog_sent && wd_store_batch_count(c->b)) {
+      if (c->conf.changelog_topic && !c->changelog_sent && wd_store_batch_count(c->b) + wd_store_batch_count(c->fb)) {
         /* the commit's row changes to the state changelog, in the same transaction */
         if ((err = wd_commit_begin(c))) break;
         if (wd_store_batch_foreach_state(c->b, send_changelog, c)) {
@@ -1414,14 +1505,31 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         c->changelog_sent = true;
       }
       if (c->conf.exactly_once && (c->nt || (c->gcons && c->txn_begun))) {
-        /* 1. prepare: durable before the transaction can commit (with a marker to decide it by
-         * when there are no input offsets in the transaction: global inputs only) */
+        /* 1. prepare, before the transaction can commit: the rows once, their undo image and the
+         * small marker, in one write; the stored offsets stay S (docs/exactly-once.md) */
         wd_buf_reset(&rec);
+        wd_buf_reset(&c->undo);
         if (!pb && !(pb = wd_store_batch_new())) goto nomem;
         wd_store_batch_clear(pb);
-        if (encode_prepared(c, c->t, c->nt, &rec) || wd_store_batch_set_meta(pb, WD_PREPARED_KEY, rec.data, rec.len))
+        int64_t *from = calloc(c->nt ? c->nt : 1, sizeof(*from));
+        if (!from) goto nomem;
+        for (size_t i = 0; i < c->nt && !err; i++) err = stored_offset(c, c->t[i].topic, c->t[i].partition, &from[i]);
+        if (err) {
+          free(from);
+          break;
+        }
+        int rc = encode_marker(c, c->t, from, c->nt, &rec);
+        free(from);
+        if (rc) goto nomem;
+        if ((err = wd_store_undo_image(c->store, c->b, &c->undo))) break;
+        if (wd_store_batch_set_meta(pb, WD_UNDO_KEY, c->undo.data, c->undo.len) ||
+            wd_store_batch_set_meta(pb, WD_PREPARED_KEY, rec.data, rec.len))
           goto nomem;
-        if ((err = wd_store_write_sync(c->store, pb))) break;
+        /* not fsync'ed: a kill loses nothing, and a machine crash that loses it leaves the stored
+         * offsets behind the group's (the task is restored). Lookup inputs' positions and rows are
+         * restored by no task: a commit that carries them is fsync'ed. */
+        if ((err = wd_store_write_both(c->store, c->b, pb, c->ngin > 0))) break;
+        c->prepared = true;
         c->phase = WD_PHASE_PREPARED;
         fault_point(c, "after-prepare");
       } else if (c->txn_begun) {
@@ -1483,11 +1591,17 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       break;
     case WD_PHASE_COMMITTED:
       fault_point(c, "after-commit");
-      /* 4. finalize: the state batch, the offsets, the number, the prepared record gone: one write */
-      if (c->conf.exactly_once && wd_store_batch_delete_meta(c->b, WD_PREPARED_KEY)) goto nomem;
-      if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, c->b))
+      /* 4. finalize: the offsets, the number, the history, the marker and the undo image gone: one
+       * small write (the rows are written at prepare; without a prepare they go with it) */
+      wd_store_batch_t *fin = c->conf.exactly_once ? c->fb : c->b;
+      if (c->prepared &&
+          (wd_store_batch_delete_meta(fin, WD_PREPARED_KEY) || wd_store_batch_delete_meta(fin, WD_UNDO_KEY)))
+        goto nomem;
+      if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, fin))
         goto nomem; /* issue 13: the history record with the commit's output offsets */
-      if ((err = wd_store_write(c->store, c->b))) break;
+      if (!c->conf.exactly_once || c->prepared) err = wd_store_write(c->store, fin);
+      else err = wd_store_write_both(c->store, c->b, c->fb, false);
+      if (err) break;
       wd_state_written(c->state, c->snap);
       c->snapped = false;
       c->number++;

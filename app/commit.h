@@ -94,6 +94,9 @@ typedef struct wd_commit_conf {
    * exactly-once in its transaction), from which a task without matching local state is restored.
    * NULL: no changelog (tasks are rebuilt from the sources instead). */
   const char *changelog_topic;
+  /* the producer's transactional.id under exactly-once (borrowed, may be NULL): kept in the prepared
+   * marker, so that recovery can say which transaction a commit left prepared belongs to */
+  const char *txn_id;
   const wd_kafka_conf_t *restore_conf; /* brokers and client properties of the restore consumer */
   /* standby replicas (app/standby.h), borrowed, or NULL: told which tasks are owned here; a task
    * assigned here is caught up from its copy's position instead of restored from the beginning */

@@ -1943,6 +1943,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .stateless_topics = p->rp.stateless,
       .nstateless = p->rp.nstateless,
       .changelog_topic = p->changelog_topic,
+      .txn_id = p->txn_id,
       .restore_conf = &p->rconf,
       .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
   };

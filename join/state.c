@@ -17,11 +17,20 @@ static _Thread_local int wd_uthash_oom;
 #include "join/merge_int.h"
 #include "join/row_codec.h"
 
+/* The entry a key had before the open snapshot's first change of it (wd_state_set_undo). */
+typedef struct wd_prior {
+  wd_entry_t e;   /* owned */
+  uint64_t ms;    /* a tombstone's stored ms */
+  bool known;     /* false: the key was put without being read first (no prior: the store is read) */
+} wd_prior_t;
+
 typedef struct wd_cached {
   UT_hash_handle hh;
   wd_entry_t e;
   bool dirty;
   bool ref;      /* used since the last trim (second chance, CLOCK-style eviction) */
+  uint32_t pidx; /* dirty, with the undo image on: its prior entry is s->prior[pidx] */
+  uint64_t tomb_ms; /* a tombstone: the wall-clock ms its stored bytes carry */
   size_t est;    /* estimated memory of the entry (bytes), counted in s->bytes */
   uint64_t snap; /* the snapshot holding the entry's latest bytes; evictable once it is written */
   size_t klen;
@@ -62,6 +71,11 @@ struct wd_state {
   wd_cached_t *last; /* the entry of the last state_get (its put follows), NULL after a drop of it */
   const wd_state_hooks_t *hooks; /* borrowed, may be NULL */
   void *hooks_ctx;
+  /* the undo image (wd_state_set_undo): the entry each dirty entry had before its first change
+   * since the last snapshot, handed to the snapshot's batch as its prior */
+  bool undo;
+  wd_prior_t *prior;
+  size_t nprior, cap_prior;
 };
 
 void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses) {
@@ -108,8 +122,20 @@ static void drop(wd_state_t *s, wd_cached_t *c) {
   free(c);
 }
 
+static void clear_priors(wd_state_t *s) {
+  for (size_t i = 0; i < s->nprior; i++) wd_entry_clear(s->t, &s->prior[i].e);
+  s->nprior = 0;
+}
+
+void wd_state_set_undo(wd_state_t *s, bool on) {
+  if (s->ndirty) return; /* only between snapshots */
+  s->undo = on;
+}
+
 void wd_state_destroy(wd_state_t *s) {
   if (!s) return;
+  clear_priors(s);
+  free(s->prior);
   wd_cached_t *c, *tmp;
   HASH_ITER(hh, s->map, c, tmp) drop(s, c);
   wd_buf_free(&s->buf);
@@ -170,6 +196,14 @@ static wd_error_t *decode_entry(wd_state_t *s, const uint8_t *v, size_t vlen, wd
   return NULL;
 }
 
+/* The wall-clock ms of stored tombstone bytes (row_codec.h: bytes 2-9, little-endian), else 0. */
+static uint64_t tomb_ms_of(const uint8_t *v, size_t vlen) {
+  uint64_t ms = 0;
+  if (!v || vlen < 10 || !(v[1] & WD_ENTRY_FLAG_TOMBSTONE)) return 0;
+  for (int i = 7; i >= 0; i--) ms = (ms << 8) | v[2 + i];
+  return ms;
+}
+
 /* A new (absent) cache entry for key, whose uthash hash value is hashv. */
 static wd_cached_t *insert_hashed(wd_state_t *s, const uint8_t *key, size_t klen, unsigned hashv) {
   wd_cached_t *c = calloc(1, sizeof(*c) + klen);
@@ -225,6 +259,7 @@ static wd_error_t *pf_decode(void *ctx, size_t i, const uint8_t *v, size_t vlen)
   pf_ctx_t *pc = ctx;
   wd_error_t *err = decode_entry(pc->s, v, vlen, &pc->s->pend[i]->e);
   if (err) return err;
+  pc->s->pend[i]->tomb_ms = tomb_ms_of(v, vlen);
   set_est(pc->s, pc->s->pend[i], vlen);
   pc->done = i + 1;
   return NULL;
@@ -336,6 +371,7 @@ static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
   /* a message puts the keys it got: the last one is at hand without a hash lookup */
   if (s->last && s->last->klen == klen && memcmp(s->last->key, key, klen) == 0) c = s->last;
   else HASH_FIND(hh, s->map, key, klen, c);
+  bool unread = !c; /* put without a read: its prior entry is not known here */
   if (!c && !(c = insert(s, key, klen))) return wd_error_nomem();
   if (!c->dirty && s->ndirty == s->cap_dirty) {
     size_t cap = s->cap_dirty ? s->cap_dirty * 2 : 1024;
@@ -344,7 +380,24 @@ static wd_error_t *state_put(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
     s->dirty = d;
     s->cap_dirty = cap;
   }
-  wd_entry_clear(s->t, &c->e); /* a row the changelog still shares stays alive there */
+  if (!c->dirty && s->undo && s->nprior == s->cap_prior) {
+    size_t cap = s->cap_prior ? s->cap_prior * 2 : 1024;
+    wd_prior_t *p = realloc(s->prior, cap * sizeof(*p));
+    if (!p) return wd_error_nomem();
+    s->prior = p;
+    s->cap_prior = cap;
+  }
+  if (!c->dirty && s->undo) {
+    /* the first change since the last snapshot: the entry as stored is the undo image's */
+    wd_prior_t *p = &s->prior[s->nprior];
+    p->known = !unread;
+    p->e = c->e;
+    p->e.borrowed = false;
+    p->ms = c->tomb_ms;
+    c->pidx = (uint32_t)s->nprior++;
+  } else {
+    wd_entry_clear(s->t, &c->e); /* a row the changelog still shares stays alive there */
+  }
   c->e = *e;
   e->state = WD_ENTRY_ABSENT;
   e->row = NULL;
@@ -370,14 +423,26 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
     wd_cached_t *c = s->dirty[i];
     if (c->e.state == WD_ENTRY_ABSENT) {
       if (wd_store_batch_delete(b, c->key, c->klen)) return wd_error_nomem();
-      continue;
+    } else {
+      wd_buf_reset(&s->buf);
+      if (wd_row_encode_base(s->t->schema, s->base_ncols, c->e.row, c->e.state == WD_ENTRY_TOMBSTONE, s->now_ms,
+                             &s->buf) ||
+          wd_store_batch_put(b, c->key, c->klen, s->buf.data, s->buf.len))
+        return wd_error_nomem();
+      set_est(s, c, s->buf.len);
     }
-    wd_buf_reset(&s->buf);
-    if (wd_row_encode_base(s->t->schema, s->base_ncols, c->e.row, c->e.state == WD_ENTRY_TOMBSTONE, s->now_ms,
-                           &s->buf) ||
-        wd_store_batch_put(b, c->key, c->klen, s->buf.data, s->buf.len))
-      return wd_error_nomem();
-    set_est(s, c, s->buf.len);
+    if (!s->undo || !s->prior[c->pidx].known) continue; /* no prior: wd_store_undo_image reads it */
+    const wd_prior_t *p = &s->prior[c->pidx];
+    int rc = 0;
+    if (p->e.state == WD_ENTRY_ABSENT) {
+      rc = wd_store_batch_prior(b, NULL, 0);
+    } else { /* the stored bytes again: the same encoding, a tombstone with its own ms */
+      wd_buf_reset(&s->buf);
+      rc = wd_row_encode_base(s->t->schema, s->base_ncols, p->e.row, p->e.state == WD_ENTRY_TOMBSTONE, p->ms,
+                              &s->buf) ||
+           wd_store_batch_prior(b, s->buf.data, s->buf.len);
+    }
+    if (rc) return wd_error_nomem();
   }
   if (s->hooks && s->hooks->snapshot) {
     wd_error_t *err = s->hooks->snapshot(s->hooks_ctx, b, n);
@@ -386,8 +451,10 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
   for (size_t i = 0; i < s->ndirty; i++) {
     s->dirty[i]->dirty = false;
     s->dirty[i]->snap = n;
+    if (s->dirty[i]->e.state == WD_ENTRY_TOMBSTONE) s->dirty[i]->tomb_ms = s->now_ms;
   }
   s->ndirty = 0;
+  clear_priors(s);
   s->snapshots = n;
   *snap = n;
   return NULL;
@@ -441,6 +508,7 @@ void wd_state_discard(wd_state_t *s) {
   if (s->hooks && s->hooks->discard) s->hooks->discard(s->hooks_ctx);
   for (size_t i = 0; i < s->ndirty; i++) drop(s, s->dirty[i]);
   s->ndirty = 0;
+  clear_priors(s);
 }
 
 static bool in_task(const wd_cached_t *c, uint32_t task) {

@@ -72,6 +72,15 @@ void wd_state_discard(wd_state_t *s);
  * E_INTERNAL when the task has uncommitted entries; E_NOMEM. */
 wd_error_t *wd_state_drop_task(wd_state_t *s, uint32_t task, wd_store_batch_t *b);
 
+/* The undo image (join/store.h wd_store_batch_prior; docs/exactly-once.md): when on, each
+ * snapshot records with every entry it adds to b the entry the key had in the store before
+ * (re-encoded from the row read before the merge, a tombstone with its own time, so the same
+ * bytes unless the schema got columns appended since), so a commit can be written before its
+ * outcome is known and taken back. A key put without being read has no prior
+ * (wd_store_undo_image reads it). Off by default (the commit coordinator turns it on under
+ * exactly-once); changed only between snapshots (ignored while entries are dirty). */
+void wd_state_set_undo(wd_state_t *s, bool on);
+
 /* Sets the wall-clock ms written into new tombstones (for state.tombstone-retention). */
 void wd_state_set_now(wd_state_t *s, uint64_t now_ms);
 

@@ -59,6 +59,7 @@ void wd_store_batch_destroy(wd_store_batch_t *b) {
   if (!b) return;
   free(b->ops);
   wd_buf_free(&b->bytes);
+  wd_buf_free(&b->undo);
   free(b);
 }
 
@@ -66,6 +67,8 @@ void wd_store_batch_clear(wd_store_batch_t *b) {
   if (!b) return;
   b->n = 0;
   wd_buf_reset(&b->bytes);
+  wd_buf_reset(&b->undo);
+  b->nundo = 0;
 }
 
 /*
@@ -86,6 +89,7 @@ static int wd_store_batch_add(wd_store_batch_t *b, wd_store_op_kind_t kind, cons
   }
   wd_store_op_t *op = &b->ops[b->n];
   op->kind = kind;
+  op->has_prior = false;
   op->koff = b->bytes.len;
   op->klen = klen;
   if (klen && wd_buf_append(&b->bytes, key, klen)) goto cleanup;
@@ -194,6 +198,85 @@ int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out) {
   return 0;
 }
 
+/* Appends one op in wd_store_batch_encode's format (kind, key, value): one reservation, then the
+ * bytes in place (it runs once per changed row of an exactly-once commit). 0, or -1 on no memory
+ * or a length above 2^32 - 1. */
+static int wd_store_encode_op(wd_buf_t *out, wd_store_op_kind_t k, const uint8_t *key, size_t klen,
+                              const uint8_t *val, size_t vlen) {
+  if (klen > UINT32_MAX || vlen > UINT32_MAX || wd_buf_reserve(out, 9 + klen + vlen)) return -1;
+  uint8_t *p = out->data + out->len;
+  *p++ = (uint8_t)k;
+  for (int i = 3; i >= 0; i--) *p++ = (uint8_t)(klen >> (8 * i));
+  if (klen) memcpy(p, key, klen);
+  p += klen;
+  for (int i = 3; i >= 0; i--) *p++ = (uint8_t)(vlen >> (8 * i));
+  if (vlen) memcpy(p, val, vlen);
+  out->len += 9 + klen + vlen;
+  return 0;
+}
+
+int wd_store_batch_prior(wd_store_batch_t *b, const uint8_t *val, size_t vlen) {
+  if (!b || !b->n || (vlen && !val)) return -1;
+  wd_store_op_t *op = &b->ops[b->n - 1];
+  if (op->has_prior || (op->kind != WD_STORE_OP_PUT && op->kind != WD_STORE_OP_DELETE)) return -1;
+  const uint8_t *key = wd_store_batch_bytes(b, op->koff, op->klen);
+  size_t old = b->undo.len;
+  if (wd_store_encode_op(&b->undo, val ? WD_STORE_OP_PUT : WD_STORE_OP_DELETE, key, op->klen, val, val ? vlen : 0)) {
+    b->undo.len = old;
+    return -1;
+  }
+  op->has_prior = true;
+  b->nundo++;
+  return 0;
+}
+
+wd_error_t *wd_store_undo_image(wd_store_t *st, const wd_store_batch_t *b, wd_buf_t *out) {
+  wd_error_t *err = NULL;
+  size_t nunk = 0, n = 0;
+  const uint8_t **keys = NULL;
+  size_t *klens = NULL, *vlens = NULL;
+  uint8_t **vals = NULL;
+  wd_store_op_view_t v;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->ops[i].kind == WD_STORE_OP_DELETE_RANGE)
+      return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "undo image of a batch with a range deletion");
+    if ((b->ops[i].kind == WD_STORE_OP_PUT || b->ops[i].kind == WD_STORE_OP_DELETE) && !b->ops[i].has_prior) nunk++;
+  }
+  /* the entries nobody recorded a prior for: read from the store as they are before b is written */
+  if (nunk) {
+    keys = calloc(nunk, sizeof(*keys));
+    klens = calloc(nunk, sizeof(*klens));
+    vals = calloc(nunk, sizeof(*vals));
+    vlens = calloc(nunk, sizeof(*vlens));
+    if (!keys || !klens || !vals || !vlens) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+      if ((b->ops[i].kind != WD_STORE_OP_PUT && b->ops[i].kind != WD_STORE_OP_DELETE) || b->ops[i].has_prior) continue;
+      wd_store_batch_view(b, i, &v);
+      keys[n] = v.key;
+      klens[n++] = v.klen;
+    }
+    if ((err = wd_store_multi_get(st, n, keys, klens, vals, vlens))) goto done;
+  }
+  if (wd_put_u32(out, b->nundo + n) || (b->undo.len && wd_buf_append(out, b->undo.data, b->undo.len))) goto nomem;
+  for (size_t i = 0; i < n; i++)
+    if (wd_store_encode_op(out, vals[i] ? WD_STORE_OP_PUT : WD_STORE_OP_DELETE, keys[i], klens[i], vals[i],
+                           vals[i] ? vlens[i] : 0))
+      goto nomem;
+  goto done;
+nomem:
+  err = wd_error_nomem();
+done:
+  for (size_t i = 0; vals && i < n; i++) free(vals[i]);
+  free(keys);
+  free(klens);
+  free(vals);
+  free(vlens);
+  return err;
+}
+
 static int wd_get_u32(const uint8_t *data, size_t len, size_t *at, size_t *v) {
   if (len - *at < 4) return -1;
   const uint8_t *x = data + *at;
@@ -280,13 +363,23 @@ wd_error_t *wd_store_multi_get_each(wd_store_t *st, size_t n, const uint8_t *con
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b) {
   if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
   if (b->n == 0) return NULL;
-  return st->ops->write(st, b, false);
+  const wd_store_batch_t *bs[1] = {b};
+  return st->ops->write(st, bs, 1, false);
 }
 
 wd_error_t *wd_store_write_sync(wd_store_t *st, wd_store_batch_t *b) {
   if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
   if (b->n == 0) return NULL;
-  return st->ops->write(st, b, true);
+  const wd_store_batch_t *bs[1] = {b};
+  return st->ops->write(st, bs, 1, true);
+}
+
+wd_error_t *wd_store_write_both(wd_store_t *st, const wd_store_batch_t *first, const wd_store_batch_t *second,
+                                bool sync) {
+  if (!st || !first || !second) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
+  if (first->n + second->n == 0) return NULL;
+  const wd_store_batch_t *bs[2] = {first, second};
+  return st->ops->write(st, bs, 2, sync);
 }
 
 /*

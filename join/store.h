@@ -110,11 +110,32 @@ int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out);
  * malformed or truncated data (b then holds the ops before the bad one). */
 int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len);
 
+/* The undo image (docs/exactly-once.md, "write once with an undo image"): a commit's state ops are
+ * written before its transaction's outcome is known, together with the ops that restore every key
+ * they change, so that recovery can take them back.
+ *
+ * wd_store_batch_prior: records val[0..vlen) (copied; val NULL: the key was absent) as the entry
+ * the key of b's last op (a "state" put or delete) had in the store before b, for the undo image
+ * (join/state.c records it from the row it loaded and merged, so no read is needed). 0, or -1 on
+ * no memory, when the last op is not a state put/delete, or when it has a prior already.
+ *
+ * wd_store_undo_image: appends to out the undo image of b's state puts and deletes in
+ * wd_store_batch_encode's format (wd_store_batch_decode reads it back into a batch that, written,
+ * restores each key to its prior entry or deletes it): the priors recorded, and for the ops
+ * without one the entry read from st now (one multi-get; call it before b is written). Errors:
+ * E_STORE_READ, E_NOMEM, E_INTERNAL when b holds a range deletion of "state". */
+int wd_store_batch_prior(wd_store_batch_t *b, const uint8_t *val, size_t vlen);
+wd_error_t *wd_store_undo_image(wd_store_t *st, const wd_store_batch_t *b, wd_buf_t *out);
+
 /* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE". */
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b);
 /* The same, and durable before it returns (RocksDB: the WAL is fsync'ed), whatever
  * wd_store_options_t.sync says: for the prepared record of a commit. */
 wd_error_t *wd_store_write_sync(wd_store_t *st, wd_store_batch_t *b);
+/* Applies first's ops, then second's, as one atomic write (RocksDB: one write batch), fsync'ed
+ * when sync (else as wd_store_write). Neither batch is changed. Errors: "E_STORE_WRITE". */
+wd_error_t *wd_store_write_both(wd_store_t *st, const wd_store_batch_t *first, const wd_store_batch_t *second,
+                                bool sync);
 
 /* The next offset stored for (topic, partition), or -1 in *next_offset when none. */
 wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t partition, int64_t *next_offset);

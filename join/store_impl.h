@@ -32,6 +32,7 @@ typedef enum wd_store_op_kind {
  * arena can grow (realloc) without invalidating earlier ops. */
 typedef struct wd_store_op {
   wd_store_op_kind_t kind;
+  bool has_prior; /* a state put/delete whose prior entry is in the batch's undo image */
   size_t koff, klen;
   size_t voff, vlen;
 } wd_store_op_t;
@@ -40,6 +41,9 @@ struct wd_store_batch {
   wd_store_op_t *ops;
   size_t n, cap;
   wd_buf_t bytes; /* keys and values of all ops, back to back */
+  wd_buf_t undo;  /* the undo image of the state ops with a prior (wd_store_batch_prior): the ops
+                   * that restore them, in wd_store_batch_encode's op format without the count */
+  size_t nundo;   /* ops in undo */
 };
 
 /* A resolved op: pointers into the batch, valid until the batch is changed. Never NULL pointers
@@ -72,7 +76,8 @@ typedef struct wd_store_ops {
   /* Optional (NULL: multi_get and a copy per value): see wd_store_multi_get_each. */
   wd_error_t *(*multi_get_each)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
                                 wd_store_value_cb cb, void *ctx);
-  wd_error_t *(*write)(wd_store_t *st, const wd_store_batch_t *b, bool sync);
+  /* Applies bs[0..nb) in order as one atomic write. */
+  wd_error_t *(*write)(wd_store_t *st, const wd_store_batch_t *const *bs, size_t nb, bool sync);
   /* Looks up a "meta" key; *val is malloc'd (caller frees) or NULL when absent. */
   wd_error_t *(*meta_get)(wd_store_t *st, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen);
   wd_error_t *(*scan)(wd_store_t *st, wd_store_scan_cb cb, void *ctx);

@@ -238,49 +238,54 @@ static void wd_mem_delete_range(wd_mem_table_t *t, const uint8_t *begin, size_t 
   }
 }
 
-static wd_error_t *wd_mem_write(wd_store_t *st, const wd_store_batch_t *b, bool sync) {
+static wd_error_t *wd_mem_write(wd_store_t *st, const wd_store_batch_t *const *bs, size_t nb, bool sync) {
   wd_store_mem_t *ms = (wd_store_mem_t *)st;
   wd_error_t *err = NULL;
-  wd_mem_entry_t **fresh = calloc(b->n, sizeof(*fresh));
-  size_t nstate = 0, nmeta = 0;
+  size_t total = 0;
+  for (size_t k = 0; k < nb; k++) total += bs[k]->n;
+  wd_mem_entry_t **fresh = calloc(total ? total : 1, sizeof(*fresh)); /* per op of every batch, in order */
+  size_t nstate = 0, nmeta = 0, at = 0;
   wd_store_op_view_t v;
   (void)sync; /* nothing to make durable */
   if (!fresh) goto nomem;
-  for (size_t i = 0; i < b->n; i++) {
-    wd_store_batch_view(b, i, &v);
-    if (v.kind == WD_STORE_OP_DELETE || v.kind == WD_STORE_OP_META_DELETE || v.kind == WD_STORE_OP_DELETE_RANGE ||
-        v.kind == WD_STORE_OP_META_DELETE_RANGE)
-      continue;
-    fresh[i] = wd_mem_entry_new(v.key, v.klen, v.val, v.vlen);
-    if (!fresh[i]) goto nomem;
-    if (v.kind == WD_STORE_OP_PUT) {
-      nstate++;
-    } else {
-      nmeta++;
+  for (size_t k = 0; k < nb; k++)
+    for (size_t i = 0; i < bs[k]->n; i++, at++) {
+      wd_store_batch_view(bs[k], i, &v);
+      if (v.kind == WD_STORE_OP_DELETE || v.kind == WD_STORE_OP_META_DELETE || v.kind == WD_STORE_OP_DELETE_RANGE ||
+          v.kind == WD_STORE_OP_META_DELETE_RANGE)
+        continue;
+      fresh[at] = wd_mem_entry_new(v.key, v.klen, v.val, v.vlen);
+      if (!fresh[at]) goto nomem;
+      if (v.kind == WD_STORE_OP_PUT) {
+        nstate++;
+      } else {
+        nmeta++;
+      }
     }
-  }
   if (wd_mem_reserve(&ms->state, nstate) || wd_mem_reserve(&ms->meta, nmeta)) goto nomem;
-  for (size_t i = 0; i < b->n; i++) {
-    wd_store_batch_view(b, i, &v);
-    if (v.kind == WD_STORE_OP_DELETE) {
-      wd_mem_delete(&ms->state, v.key, v.klen);
-    } else if (v.kind == WD_STORE_OP_META_DELETE) {
-      wd_mem_delete(&ms->meta, v.key, v.klen);
-    } else if (v.kind == WD_STORE_OP_DELETE_RANGE) {
-      wd_mem_delete_range(&ms->state, v.key, v.klen, v.val, v.vlen);
-    } else if (v.kind == WD_STORE_OP_META_DELETE_RANGE) {
-      wd_mem_delete_range(&ms->meta, v.key, v.klen, v.val, v.vlen);
-    } else {
-      wd_mem_put(v.kind == WD_STORE_OP_PUT ? &ms->state : &ms->meta, fresh[i]);
-      fresh[i] = NULL; /* the table owns it now */
+  at = 0;
+  for (size_t k = 0; k < nb; k++)
+    for (size_t i = 0; i < bs[k]->n; i++, at++) {
+      wd_store_batch_view(bs[k], i, &v);
+      if (v.kind == WD_STORE_OP_DELETE) {
+        wd_mem_delete(&ms->state, v.key, v.klen);
+      } else if (v.kind == WD_STORE_OP_META_DELETE) {
+        wd_mem_delete(&ms->meta, v.key, v.klen);
+      } else if (v.kind == WD_STORE_OP_DELETE_RANGE) {
+        wd_mem_delete_range(&ms->state, v.key, v.klen, v.val, v.vlen);
+      } else if (v.kind == WD_STORE_OP_META_DELETE_RANGE) {
+        wd_mem_delete_range(&ms->meta, v.key, v.klen, v.val, v.vlen);
+      } else {
+        wd_mem_put(v.kind == WD_STORE_OP_PUT ? &ms->state : &ms->meta, fresh[at]);
+        fresh[at] = NULL; /* the table owns it now */
+      }
     }
-  }
   goto cleanup;
 nomem:
-  err = wd_error_new(WD_ERR_NOMEM, "E_STORE_WRITE", "memory store: out of memory applying a batch of %zu ops", b->n);
+  err = wd_error_new(WD_ERR_NOMEM, "E_STORE_WRITE", "memory store: out of memory applying a batch of %zu ops", total);
 cleanup:
   if (fresh) {
-    for (size_t i = 0; i < b->n; i++) free(fresh[i]);
+    for (size_t i = 0; i < total; i++) free(fresh[i]);
   }
   free(fresh);
   return err;

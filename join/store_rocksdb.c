@@ -499,11 +499,11 @@ cleanup:
 }
 
 /*
- * The write callback: the batch's ops, in order, into one rocksdb_writebatch_t ("state" puts and
+ * The write callback: the batches' ops, in order, into one rocksdb_writebatch_t ("state" puts and
  * deletes, "meta" puts) and one rocksdb_write (fsync'd when opened with sync). Errors: WD_ERR_IO
  * "E_STORE_WRITE" (nothing applied). The thread that uses st.
  */
-static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b, bool sync) {
+static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *bs, size_t nb, bool sync) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   wd_error_t *err = NULL;
   char *rerr = NULL;
@@ -512,37 +512,39 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *b, bool 
     return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
                         rs->dir);
   rocksdb_writebatch_clear(rs->wb);
-  for (size_t i = 0; i < b->n; i++) {
-    wd_store_batch_view(b, i, &v);
-    switch (v.kind) {
-      case WD_STORE_OP_PUT:
-        rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen, (const char *)v.val,
-                                  v.vlen);
-        break;
-      case WD_STORE_OP_DELETE:
-        rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen);
-        break;
-      case WD_STORE_OP_META_PUT:
-        rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val,
-                                  v.vlen);
-        break;
-      case WD_STORE_OP_META_DELETE:
-        rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen);
-        break;
-      case WD_STORE_OP_DELETE_RANGE:
-        if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
-          rocksdb_writebatch_clear(rs->wb);
-          return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE",
-                              "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)",
-                              rs->dir, v.klen, WD_STORE_RANGE_BEGIN_MAX);
-        }
-        rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen,
-                                           (const char *)v.val, v.vlen);
-        break;
-      case WD_STORE_OP_META_DELETE_RANGE:
-        rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen,
-                                           (const char *)v.val, v.vlen);
-        break;
+  for (size_t k = 0; k < nb; k++) { /* the batches in order, in one write */
+    for (size_t i = 0; i < bs[k]->n; i++) {
+      wd_store_batch_view(bs[k], i, &v);
+      switch (v.kind) {
+        case WD_STORE_OP_PUT:
+          rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen, (const char *)v.val,
+                                    v.vlen);
+          break;
+        case WD_STORE_OP_DELETE:
+          rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen);
+          break;
+        case WD_STORE_OP_META_PUT:
+          rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val,
+                                    v.vlen);
+          break;
+        case WD_STORE_OP_META_DELETE:
+          rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen);
+          break;
+        case WD_STORE_OP_DELETE_RANGE:
+          if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
+            rocksdb_writebatch_clear(rs->wb);
+            return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE",
+                                "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)",
+                                rs->dir, v.klen, WD_STORE_RANGE_BEGIN_MAX);
+          }
+          rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen,
+                                             (const char *)v.val, v.vlen);
+          break;
+        case WD_STORE_OP_META_DELETE_RANGE:
+          rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen,
+                                             (const char *)v.val, v.vlen);
+          break;
+      }
     }
   }
   rocksdb_write(rs->db, sync ? rs->wopts_sync : rs->wopts, rs->wb, &rerr);

@@ -321,6 +321,94 @@ Test(exactly_once, crash_during_commit, .timeout = 200) { crash_point("during-co
 Test(exactly_once, crash_after_commit, .timeout = 200) { crash_point("after-commit", 4); }
 Test(exactly_once, crash_after_finalize, .timeout = 200) { crash_point("after-finalize", 4); }
 
+/* The length of meta value name in e's state store (widen not running), 0 when absent. */
+static size_t meta_len(const env_t *e, const char *name) {
+  wd_store_t *st = NULL;
+  cr_assert_null(wd_store_open_rocksdb(e->state, NULL, &st));
+  uint8_t *v = NULL;
+  size_t vlen = 0;
+  wd_error_t *err = wd_store_get_meta(st, name, &v, &vlen);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  free(v);
+  wd_store_close(st);
+  return vlen;
+}
+
+/* Issue 22: the prepared marker does not grow with the commit (its rows are written once, in the
+ * state family, and their prior entries are the undo image's): a process killed after preparing
+ * its first commit of 20 records and one killed after preparing a first commit of 1500 records
+ * (one source partition) leave markers of about the same size (the partitions decide it), while their undo
+ * images differ by the rows; both restarts then recover without a wipe. */
+/* A commit left prepared by an exactly-once run (its rows written, its offsets not) and a restart
+ * under at-least-once: the rows are taken back (undo image) and the records read again, so the
+ * final rows are the clean run's. */
+Test(exactly_once, at_least_once_restart_takes_a_prepared_commit_back, .timeout = 200) {
+  env_t clean, crash;
+  env_init(&clean, "aclean", "exactly-once");
+  env_init(&crash, "aprep", "exactly-once");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &crash};
+  produce_orders(both, 2, 2000, 11, 0);
+  cr_assert_eq(run_widen(&crash, "after-prepare:3"), 128 + SIGKILL);
+  cr_assert_gt(meta_len(&crash, "commit/undo"), 0, "no commit left prepared");
+  write_config(&crash, "instance", "at-least-once", "single");
+  cr_assert_eq(run_widen(&crash, NULL), 0);
+  cr_assert_eq(meta_len(&crash, "commit/prepared"), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&crash);
+  cr_assert_gt(json_array_size(ra), 50);
+  cr_assert(wd_test_json_same(ra, rb), "final rows differ from the clean run's");
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&crash);
+}
+
+Test(exactly_once, prepared_marker_size_does_not_depend_on_the_commit, .timeout = 200) {
+  env_t small, large;
+  env_init(&small, "msmall", "exactly-once");
+  env_init(&large, "mlarge", "exactly-once");
+  /* one commit of exactly commit-max-records records: no interval ends it earlier */
+  for (int i = 0; i < 2; i++) {
+    const env_t *e = i ? &large : &small;
+    char *y = wd_it_read_file(e->cfg);
+    y = wd_it_replace(y, "commit-max-records: 150", i ? "commit-max-records: 1500" : "commit-max-records: 20");
+    if (!i) y = wd_it_replace(y, "batch-size: 50", "batch-size: 10");
+    FILE *f = fopen(e->cfg, "w");
+    cr_assert_not_null(f);
+    fputs(y, f);
+    fclose(f);
+    free(y);
+    env_append(e, "  commit-interval-ms: 600000\n");
+    /* one partition: the marker's size goes with the partitions of the commit, so both have one */
+    wd_it_create_topic(strcat(strcpy((char[200]){0}, e->prefix), "orders"), 1);
+  }
+  const env_t *both[] = {&small, &large};
+  produce_orders(both, 2, 2000, 7, 0);
+  cr_assert_eq(run_widen(&small, "after-prepare:1"), 128 + SIGKILL);
+  cr_assert_eq(run_widen(&large, "after-prepare:1"), 128 + SIGKILL);
+  size_t ms = meta_len(&small, "commit/prepared"), ml = meta_len(&large, "commit/prepared");
+  size_t us = meta_len(&small, "commit/undo"), ul = meta_len(&large, "commit/undo");
+  fprintf(stderr, "prepared marker %zu / %zu bytes, undo image %zu / %zu bytes (20 / 1500 records)\n", ms, ml, us, ul);
+  cr_assert_gt(ms, 0, "no marker after prepare");
+  cr_assert_gt(us, 0, "no undo image after prepare");
+  cr_assert_gt(ul, 4 * us, "the large commit changes more rows: its undo image is larger (%zu vs %zu)", ul, us);
+  cr_assert_lt(ml, 1024, "the marker of a commit of 1500 records is %zu bytes", ml);
+  cr_assert_leq(ml > ms ? ml - ms : ms - ml, 32, "marker sizes %zu and %zu differ by more than a few digits", ms, ml);
+  /* both recover (the transaction was aborted: the undo image is applied) and finish the input */
+  cr_assert_eq(run_widen(&small, NULL), 0);
+  cr_assert_eq(run_widen(&large, NULL), 0);
+  cr_assert_eq(meta_len(&small, "commit/prepared"), 0);
+  cr_assert_eq(meta_len(&large, "commit/undo"), 0);
+  json_t *ra = state_rows(&small), *rb = state_rows(&large);
+  cr_assert(wd_test_json_same(ra, rb), "the same input gives other rows");
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&small);
+  env_done(&large);
+}
+
 /* Losing the state directory: the restarted process rebuilds its state without output up to the
  * group's committed offsets (single task: from the sources; per-partition tasks: from the state
  * changelog topic), so downstream sees nothing twice, and the rebuilt rows equal the lost ones. */
