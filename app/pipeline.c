@@ -1375,6 +1375,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
      * group is served and the other tasks run */
     bool restoring = wd_commit_changelog_restoring(p->commit);
     if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
+    if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
     size_t n = 0;
     /* with a commit open, wait no longer than its interval for more input */
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;

@@ -20,7 +20,6 @@ check() { # check NAME CONDITION-RESULT MESSAGE
 }
 cleanup() {
   pkill -KILL -f "widen run --config $T/" 2>/dev/null
-  [[ -n ${PP:-} ]] && kill "$PP" 2>/dev/null
   kafka stop >/dev/null 2>&1
   rm -rf "$T"
 }
@@ -37,27 +36,27 @@ kafka start >/dev/null || { echo "stop_broker_down: FAIL could not start a broke
 "$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 2000 >/dev/null 2>&1 ||
   { echo "stop_broker_down: FAIL produce"; exit 1; }
 
-# starts widen run in the background (log $T/run.N.log), waits until it has committed once
+# starts widen run in the background (log $T/run.N.log) on a backlog of 30000 records, and returns
+# once it is assigned and processing: the broker is then killed in the middle of the backlog, so a
+# commit is open (records fetched before the kill keep coming from the client's queue)
 start_run() {
   local n=$1
+  "$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 30000 >/dev/null 2>&1 ||
+    { echo "stop_broker_down: FAIL produce"; exit 1; }
   "$W" run --config "$T/open.yaml" --quiet > "$T/run.$n.log" 2>&1 &
   RUN=$!
   for _ in $(seq 1 120); do
     grep -q "assigned" "$T/run.$n.log" && break
     sleep 0.5
   done
-  sleep 3
-  (while true; do "$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 100 >/dev/null 2>&1; sleep 0.1; done) &
-  PP=$!
-  sleep 5
+  sleep 2
 }
 
 # the broker goes away under a running widen with input flowing, then SIGTERM (and maybe SIGINT)
 stop_with_broker_down() {
   local second=$1
-  kill -KILL "$(cat "$T/kafka/kafka.pid")" 2>/dev/null # at once, with input flowing into the open commit
+  kill -KILL "$(cat "$T/kafka/kafka.pid")" 2>/dev/null # at once, in the middle of the backlog
   kafka stop >/dev/null 2>&1
-  kill "$PP" 2>/dev/null; wait "$PP" 2>/dev/null; PP=
   sleep 1
   local t0=$SECONDS
   kill -TERM "$RUN"
