@@ -331,8 +331,11 @@ Test(lookup_scale_out, two_members_with_a_kill_equal_sql, .timeout = 240) {
   size_t q = w.n / 4;
   produce_events(&e, &w, 0, q);
   pid_t pa = spawn_member(cfg_a, log_a, "9000"), pb = spawn_member(cfg_b, log_b, "9000");
-  usleep(5000 * 1000); /* both joined: the tasks are shared */
+  /* both joined: each moved a task to RUNNING (app/tasks.c), so the tasks are shared */
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   produce_slowly(&e, &w, q, 2 * q, 100, 250, ~0u);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 0), "A, killed now, owned no task");
   cr_assert_eq(kill(pa, SIGKILL), 0);
   cr_assert_eq(wait_exit(pa), 128 + SIGKILL);
   produce_slowly(&e, &w, 2 * q, 3 * q, 100, 300, ~0u); /* B takes A's tasks after the session timeout */
