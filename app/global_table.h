@@ -89,8 +89,9 @@ void wd_gtable_reconcile_all(wd_gtable_t *gt);
  * read them to before the group is joined (wd_pipeline_run). Errors: those of
  * wd_consumer_end_offsets. */
 wd_error_t *wd_gtable_end_offsets(wd_gtable_t *gt, wd_tp_offset_t **out, size_t *n);
-/* Whether the global consumer's position has reached ends[i] in every partition (empty ones
- * count as reached; positions pass transaction markers). */
+/* Whether the global consumer's position, or the next offset this table took (the stored position
+ * before the first record), has reached ends[i] in every partition (empty ones count as reached;
+ * positions pass transaction markers). */
 bool wd_gtable_reached(wd_gtable_t *gt, const wd_tp_offset_t *ends, size_t n);
 
 /* Records read by the global consumer so far (statistics). */

@@ -91,9 +91,9 @@ wd_error_t *wd_task_move(wd_task_t *task, wd_task_state_t to, const char *why) {
     return wd_error_new(WD_ERR_INTERNAL, "E_TASK_TRANSITION", "task %" PRIu32 ": %s -> %s is not a legal move (%s)",
                         task->id, wd_task_state_name(from), wd_task_state_name(to), why ? why : "");
   task->state = to;
-  /* the moves every rebalance makes go to DEBUG; those that change what the task emits to INFO */
-  bool routine = to == WD_TASK_CREATED || to == WD_TASK_SUSPENDED || to == WD_TASK_CLOSED || to == WD_TASK_STANDBY ||
-                 (from == WD_TASK_CREATED && to == WD_TASK_RUNNING);
+  /* the moves every rebalance makes go to DEBUG; those that change what the task emits (every move
+   * to RUNNING: the task produces output here from now on; tests/chaos/multi waits on it) to INFO */
+  bool routine = to == WD_TASK_CREATED || to == WD_TASK_SUSPENDED || to == WD_TASK_CLOSED || to == WD_TASK_STANDBY;
   wd_log(routine ? WD_LOG_DEBUG : WD_LOG_INFO, "tasks", "task %" PRIu32 ": %s -> %s%s%s%s", task->id,
          wd_task_state_name(from), wd_task_state_name(to), why ? " (" : "", why ? why : "", why ? ")" : "");
   return NULL;

@@ -23,7 +23,13 @@
  *   (d) no key appears that the clean run does not have.
  * The streams are separate topics, so two runs may interleave them differently and the full
  * rows a key passes through may legitimately differ; each group's own sequence does not (given
- * sequence groups, no cross-group effects and single-partition sources).
+ * sequence groups, no cross-group effects and one order per key in each stream: single-partition
+ * sources, or, as in the multi-process mode (tests/chaos/multi), several partitions per stream
+ * with no key-changing updates, so that each key's records of a stream sit in one partition, also
+ * when a stream is keyed by another field and goes through a repartition topic). Columns in no
+ * group (a lookup's, whose changes reach a row at a time that depends on the run) are checked by
+ * (a) and (c) only. The output topic is keyed by the primary key, so each key's changes are in
+ * one of its partitions, in order.
  *
  * Prints the first --max-print violations (default 20) with key, partition and offset, then
  *   chaos-verify: clean M messages (R rows), chaos M messages (R rows), keys K, violations V

@@ -532,12 +532,19 @@ Test(scale_out, live_members_with_a_kill, .timeout = 280) {
   wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
   produce_orders(both, 2, 1000, 13, 0);
-  pid_t pa = spawn_widen(&a, NULL, "12000"), pb = spawn_widen(&b, NULL, "12000");
-  usleep(4000 * 1000); /* both joined: the partitions are shared */
+  char log_a[400], log_b[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "12000", log_a), pb = spawn_widen_log(&b, NULL, "12000", log_b);
+  /* both joined: each moved a task to RUNNING (app/tasks.c), so the partitions are shared */
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   for (uint64_t at = 1000; at < 4000; at += 500) {
     produce_orders(both, 2, at + 500, 13, at);
     usleep(400 * 1000);
   }
+  /* the member killed owned tasks */
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 0), "B, killed now, owned no task");
   cr_assert_eq(kill(pb, SIGKILL), 0);
   cr_assert_eq(wait_exit(pb), 128 + SIGKILL);
   produce_orders(both, 2, 5000, 13, 4000);
@@ -902,16 +909,20 @@ Test(scale_out, standby_copies_take_over_after_a_kill, .timeout = 280) {
   wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 4);
   const env_t *both[] = {&clean, &a};
   produce_orders(both, 2, 1000, 17, 0);
-  char log[400];
+  char log[400], log_b[400];
   snprintf(log, sizeof(log), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
   pid_t pa = spawn_widen_log(&a, NULL, "14000", log);
-  pid_t pb = spawn_widen(&b, NULL, "14000");
-  usleep(5000 * 1000); /* both joined: the tasks are shared, each copies the other's */
+  pid_t pb = spawn_widen_log(&b, NULL, "14000", log_b);
+  /* both joined (each moved a task to RUNNING: the tasks are shared), each copies the other's */
+  cr_assert(wd_it_wait_log(log, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   for (uint64_t at = 1000; at < 4000; at += 500) {
     produce_orders(both, 2, at + 500, 17, at);
     usleep(500 * 1000);
   }
   usleep(2000 * 1000); /* A's copies of B's tasks catch up */
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 0), "B, killed now, owned no task");
   cr_assert_eq(kill(pb, SIGKILL), 0);
   cr_assert_eq(wait_exit(pb), 128 + SIGKILL);
   produce_orders(both, 2, 5000, 17, 4000);

@@ -331,8 +331,11 @@ Test(lookup_scale_out, two_members_with_a_kill_equal_sql, .timeout = 240) {
   size_t q = w.n / 4;
   produce_events(&e, &w, 0, q);
   pid_t pa = spawn_member(cfg_a, log_a, "9000"), pb = spawn_member(cfg_b, log_b, "9000");
-  usleep(5000 * 1000); /* both joined: the tasks are shared */
+  /* both joined: each moved a task to RUNNING (app/tasks.c), so the tasks are shared */
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   produce_slowly(&e, &w, q, 2 * q, 100, 250, ~0u);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 0), "A, killed now, owned no task");
   cr_assert_eq(kill(pa, SIGKILL), 0);
   cr_assert_eq(wait_exit(pa), 128 + SIGKILL);
   produce_slowly(&e, &w, 2 * q, 3 * q, 100, 300, ~0u); /* B takes A's tasks after the session timeout */
@@ -417,4 +420,36 @@ static void lookup_only_commit_killed(const char *fault) {
 
 Test(lookup_scale_out, lookup_only_commit_killed_after_commit, .timeout = 120) {
   lookup_only_commit_killed("after-commit:1");
+}
+
+/* A start whose stored lookup positions are already the lookup topics' ends (nothing new since the
+ * last run) joins the group at once: the global consumer has no position before its first record,
+ * so the preload once waited its 60 s for records that never came (found by tests/chaos/multi:
+ * every restart with idle lookup topics). */
+Test(lookup_scale_out, a_start_with_idle_lookup_topics_joins_at_once, .timeout = 120) {
+  env_t e;
+  env_init(&e, "lkidle");
+  static const char *const tables[] = {"invoice", "payment", "reconciliation", "customer"};
+  for (int t = 0; t < 4; t++) {
+    char topic[200];
+    snprintf(topic, sizeof(topic), "%s%s", e.prefix, tables[t]);
+    wd_it_create_topic(topic, 2);
+  }
+  char cfg[400], log[400];
+  member_config(&e, "one", cfg, sizeof(cfg));
+  snprintf(log, sizeof(log), "%s/one.log", e.dir);
+  wl_workload_t w;
+  wl_generate(&w, 400, 30, 41);
+  produce_tables(&e, &w, 0, w.n, ~0u);
+  int rc = wait_exit(spawn_member(cfg, log, "2500"));
+  cr_assert_eq(rc, 0, "first run exited with %d", rc);
+  cr_assert(log_has(log, "lookup tables read to their end before joining the group"), "no preload in the first run");
+  unlink(log);
+  rc = wait_exit(spawn_member(cfg, log, "2500")); /* nothing new in any topic */
+  cr_assert_eq(rc, 0, "second run exited with %d", rc);
+  cr_assert(log_has(log, "lookup tables read to their end before joining the group: 0 records"),
+            "the second run did not preload from its stored positions");
+  cr_assert(!log_has(log, "gave nothing for 60 s"), "the second run waited for lookup records that never came");
+  wl_free(&w);
+  env_done(&e);
 }

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,33 @@ static inline void wd_it_create_topic(const char *topic, int npart) {
   }
   rd_kafka_topic_destroy(rkt);
   rd_kafka_destroy(rk);
+}
+
+/* Waits (polling every 50 ms, up to timeout_ms) until the file at path holds the text what, for
+ * example a task move of widen's log ("-> RUNNING": app/tasks.c logs "task N: FROM -> TO (why)"),
+ * so that a test waits on the state it needs instead of sleeping. true when it appeared, false on
+ * the timeout (a missing file counts as empty). */
+static inline bool wd_it_wait_log(const char *path, const char *what, int timeout_ms) {
+  for (int waited = 0;; waited += 50) {
+    FILE *f = fopen(path, "rb");
+    if (f) {
+      char buf[8192];
+      size_t keep = 0, n, wlen = strlen(what);
+      bool found = false;
+      /* a sliding window: the text may straddle two reads */
+      while (!found && (n = fread(buf + keep, 1, sizeof(buf) - 1 - keep, f)) > 0) {
+        buf[keep + n] = 0;
+        found = strstr(buf, what) != NULL;
+        size_t len = keep + n;
+        keep = wlen < len ? wlen : len;
+        memmove(buf, buf + len - keep, keep);
+      }
+      fclose(f);
+      if (found) return true;
+    }
+    if (waited >= timeout_ms) return false;
+    usleep(50 * 1000);
+  }
 }
 
 /* The whole file at path, NUL-terminated (malloc'd; the caller frees). */
