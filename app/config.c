@@ -4,6 +4,7 @@
  * sources, and the generated option reference.
  */
 #include "app/config.h"
+#include "common/kafka_conf.h"
 #include "app/interleaving.h"
 #include "common/text.h"
 
@@ -465,6 +466,21 @@ static wd_error_t *scalar_text(const ld_t *ld, const char *path, const yaml_node
                    kind_name(node));
   if (strlen((const char *)node->data.scalar.value) != node->data.scalar.length)
     return cfg_err(ld, line_of(node), "'%s' contains a NUL character; remove it", path);
+  if (strcmp(what, "a name")) { /* values (not keys) may come from ${env:NAME} / ${file:PATH} */
+    char *expanded = NULL;
+    wd_error_t *err = wd_conf_expand((const char *)node->data.scalar.value, &expanded);
+    if (err) {
+      wd_error_t *e = cfg_err(ld, line_of(node), "'%s': %s", path, err->message);
+      wd_error_destroy(err);
+      return e;
+    }
+    if (expanded) { /* the document owns it from now on (libyaml frees scalars with free()) */
+      yaml_node_t *n = (yaml_node_t *)node;
+      free(n->data.scalar.value);
+      n->data.scalar.value = (yaml_char_t *)expanded;
+      n->data.scalar.length = strlen(expanded);
+    }
+  }
   *out = (const char *)node->data.scalar.value;
   return NULL;
 }

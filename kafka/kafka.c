@@ -87,7 +87,8 @@ static bool wd_kafka_kv_has(const wd_kafka_kv_t *kv, const char *name) {
 static wd_error_t *wd_kafka_conf_set1(rd_kafka_conf_t *rconf, const char *name, const char *value) {
   char errstr[512];
   if (rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, wd_conf_shown(name, value),
+                       errstr);
   return NULL;
 }
 
