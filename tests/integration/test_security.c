@@ -298,3 +298,138 @@ Test(security, a_wrong_hostname_stops_start_up_with_hostname_mismatch, .timeout 
   snprintf(host, sizeof(host), "localhost%s", colon);
   refused("host", host, "ca.pem", password(), "E_KAFKA_TLS_HOSTNAME", "hostname mismatch");
 }
+
+/* ---- least exposure (issue 24 point 3), on the PLAINTEXT broker -------------------------------- */
+
+/* Sends one record with exactly these key and value bytes to topic (librdkafka, acks=all). */
+static void send_raw(const char *topic, const void *key, size_t klen, const void *val, size_t vlen) {
+  char errstr[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  cr_assert_not_null(rk, "%s", errstr);
+  cr_assert_eq(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY((void *)key, klen),
+                                 RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                 RD_KAFKA_V_END),
+               RD_KAFKA_RESP_ERR_NO_ERROR);
+  cr_assert_eq(rd_kafka_flush(rk, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(rk);
+}
+
+/* Whether an HTTP GET of url answers (curl exit 0). */
+static bool http_ok(const env_t *e, const char *url) {
+  char *out, *err;
+  int rc = sh(e, &out, &err, NULL, "curl -sf --max-time 3 '%s'", url);
+  free(out), free(err);
+  return rc == 0;
+}
+
+Test(exposure, state_is_owner_only_metrics_on_loopback_and_dead_letters_carry_the_records_own_bytes, .timeout = 300) {
+  env_t e;
+  snprintf(e.dir, sizeof(e.dir), "/tmp/widen-exp-XXXXXX");
+  cr_assert_not_null(mkdtemp(e.dir));
+  snprintf(e.prefix, sizeof(e.prefix), "wdtest.exp%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(e.cfg, sizeof(e.cfg), "%s/widen.yaml", e.dir);
+  snprintf(e.state, sizeof(e.state), "%s/sub/state", e.dir); /* parents created too */
+  e.port = 20000 + (int)((getpid() + 7) % 20000);
+  setenv("WIDEN_IT_ENV_MARKER", "env-marker-4711", 1);
+  unsetenv("WIDEN_BROKERS");
+  FILE *f = fopen(e.cfg, "w");
+  cr_assert_not_null(f);
+  fprintf(f,
+          "kafka:\n  bootstrap.servers: %s\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 6000\n"
+          "table:\n  name: t\n  schema:\n"
+          "    - {name: order_id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
+          "    - {name: order_version, type: BIGINT}\n"
+          "  primary-key: [order_id]\n  options:\n    merge-engine: partial-update\n"
+          "    fields.order_version.sequence-group: customer\n"
+          "sources:\n  - {name: orders, topic: %sorders, columns: {order_id: , customer: , order_version: }}\n"
+          "sink:\n  topic: %swide\n  format: changelog-json\n"
+          "state:\n  dir: %s\n"
+          "metrics:\n  listen: %d\n", /* a port alone: 127.0.0.1 only */
+          wd_it_brokers(), e.prefix, e.prefix, e.prefix, e.state, e.port);
+  fclose(f);
+
+  char topic[200], dlq[200];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  snprintf(dlq, sizeof(dlq), "%swide.dlq", e.prefix);
+  wd_it_create_topic(topic, 1);
+  static const unsigned char key[] = {0x00, 0xff, 'k', 0x01, 0x7f};
+  static const unsigned char val[] = {'{', 'n', 'o', 't', ' ', 0xfe, 0x00, 'j', 's', 'o', 'n'};
+  send_raw(topic, key, sizeof(key), val, sizeof(val));
+  const char *good = "{\"before\":null,\"after\":{\"order_id\":1,\"customer\":\"a\",\"order_version\":1},\"op\":\"c\"}";
+  send_raw(topic, "{\"order_id\":1}", 14, good, strlen(good));
+
+  char cmd[2048], runlog[300];
+  snprintf(runlog, sizeof(runlog), "%s/run.log", e.dir);
+  snprintf(cmd, sizeof(cmd), "exec '%s' run --config '%s' --max-idle-ms 3000 >'%s' 2>&1", wd_it_widen_bin(), e.cfg,
+           runlog);
+  const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+  char loop[100], other[100];
+  snprintf(loop, sizeof(loop), "http://127.0.0.1:%d/metrics", e.port);
+  snprintf(other, sizeof(other), "http://127.0.0.2:%d/metrics", e.port); /* loopback too, another address */
+  bool served = false;
+  for (int i = 0; i < 100 && !served; i++) {
+    served = http_ok(&e, loop);
+    if (!served) usleep(100 * 1000);
+  }
+  bool elsewhere = served && http_ok(&e, other);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  char *log = slurp_file(runlog);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "widen run failed:\n%s", log);
+  cr_assert(served, "metrics not served on 127.0.0.1:%d:\n%s", e.port, log);
+  cr_assert_not(elsewhere, "metrics.listen '%d' is served on 127.0.0.2 too (not bound to 127.0.0.1 only)", e.port);
+  cr_assert(strstr(log, "1 dead-lettered"), "the bad record was not dead-lettered:\n%s", log);
+  free(log);
+
+  /* the state directory 0700, every file and directory in it owner-only */
+  struct stat sb;
+  cr_assert_eq(stat(e.state, &sb), 0);
+  cr_assert_eq(sb.st_mode & 0777, 0700, "state directory mode %o", (unsigned)(sb.st_mode & 0777));
+  char *out, *err;
+  cr_assert_eq(sh(&e, &out, &err, NULL, "find '%s' -perm /077", e.state), 0);
+  cr_assert_str_empty(out, "state files readable by others:\n%s", out);
+  free(out), free(err);
+  cr_assert_eq(sh(&e, &out, &err, NULL, "find '%s' -type f | wc -l", e.state), 0);
+  cr_assert_gt(atoi(out), 3, "the state directory is nearly empty");
+  free(out), free(err);
+
+  /* the dead letter: the record's own key and value bytes, widen's five headers and nothing else */
+  wd_consumer_t *c = wd_it_consumer(dlq);
+  static wd_kmsg_t msgs[16];
+  size_t n = 0;
+  for (int i = 0; i < 40 && n == 0; i++) cr_assert_null(wd_consumer_poll_batch(c, 16, 250, msgs, &n));
+  cr_assert_eq(n, 1, "dead letters: %zu", n);
+  cr_assert_eq(msgs[0].key_len, sizeof(key));
+  cr_assert_eq(memcmp(msgs[0].key, key, sizeof(key)), 0, "the dead letter's key is not the record's");
+  cr_assert_eq(msgs[0].value_len, sizeof(val));
+  cr_assert_eq(memcmp(msgs[0].value, val, sizeof(val)), 0, "the dead letter's value is not the record's");
+  rd_kafka_headers_t *hdrs = NULL;
+  cr_assert_eq(rd_kafka_message_headers(msgs[0].rkm, &hdrs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  static const char *const expect[] = {"widen.error.id", "widen.error.message", "widen.source.topic",
+                                       "widen.source.partition", "widen.source.offset"};
+  cr_assert_eq(rd_kafka_header_cnt(hdrs), 5);
+  char host[256] = "";
+  gethostname(host, sizeof(host));
+  for (size_t i = 0; i < 5; i++) {
+    const char *name;
+    const void *hv;
+    size_t hl;
+    cr_assert_eq(rd_kafka_header_get_all(hdrs, i, &name, &hv, &hl), RD_KAFKA_RESP_ERR_NO_ERROR);
+    cr_assert_str_eq(name, expect[i]);
+    char *text = strndup(hv, hl);
+    cr_assert_null(strstr(text, "env-marker-4711"), "header %s: %s", name, text);
+    cr_assert_null(strstr(text, e.dir), "header %s names a local path: %s", name, text);
+    cr_assert(!host[0] || !strstr(text, host), "header %s names the host: %s", name, text);
+    if (i == 2) cr_assert_str_eq(text, topic);
+    if (i == 4) cr_assert_str_eq(text, "0");
+    free(text);
+  }
+  wd_kmsg_release(msgs, n);
+  wd_consumer_destroy(c);
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e.dir);
+  cr_assert_eq(system(cmd), 0);
+}
