@@ -345,9 +345,11 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
     return false;
   }
   if (wd_kafka_is_security_error(err)) {
+    /* once at ERROR until a broker answers again (wd_kafka_broker_ok clears *waiting), then DEBUG */
     wd_error_t *e = wd_kafka_security_error(rk, err, reason ? reason : "");
-    wd_log(WD_LOG_ERROR, module, "%s", e->message);
+    wd_log(*waiting ? WD_LOG_DEBUG : WD_LOG_ERROR, module, "%s", e->message);
     wd_error_destroy(e);
+    *waiting = true;
     return false; /* librdkafka keeps retrying: credentials or certificates may be fixed meanwhile */
   }
   if (err == RD_KAFKA_RESP_ERR__FATAL) {

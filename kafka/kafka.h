@@ -85,8 +85,8 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
  *   E_KAFKA_TLS_CERT      certificate verify failed otherwise (untrusted CA: set ssl.ca.location; expired);
  *   E_KAFKA_TLS           any other TLS handshake failure (__SSL), librdkafka's reason quoted.
  * The message names the brokers and the user, never a password. Thread: the caller's (it
- * polls rk). Security errors seen later (after the check) are logged at ERROR with the same
- * text by wd_kafka_on_error, and the client keeps retrying. */
+ * polls rk). Security errors seen later (after the check) are logged by wd_kafka_on_error with
+ * the same text, at ERROR once until a broker answers again, and the client keeps retrying. */
 wd_error_t *wd_kafka_check_connect(rd_kafka_t *rk, int timeout_ms, const char *module, bool *waiting);
 
 /* Clears *waiting and logs "broker reachable again" at INFO when it was set. */
