@@ -241,6 +241,7 @@ Test(security, right_credentials_work_and_the_password_is_never_printed, .timeou
   rc = sh(&e, &out, &err, NULL, "grep -rlaF -- '%s' '%s' || true", password(), e.state);
   cr_assert_eq(rc, 0);
   cr_assert_str_empty(out, "the password is in state files:\n%s", out);
+  free(out), free(err);
   rc = sh(&e, &out, &err, NULL, "ls '%s' | wc -l", e.state);
   cr_assert_gt(atoi(out), 3, "the state directory is nearly empty: the grep above proved nothing");
   free(out), free(err);
