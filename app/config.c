@@ -4,6 +4,7 @@
  * sources, and the generated option reference.
  */
 #include "app/config.h"
+#include "common/kafka_conf.h"
 #include "app/interleaving.h"
 #include "common/text.h"
 
@@ -228,7 +229,8 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
 static const wd_config_option_t METRICS_OPTS[] = {
     {"listen", WD_CONFIG_STRING, offsetof(wd_config_metrics_t, listen), NULL, "off", 0, 0, NULL, 0, NULL,
      "`host:port` (e.g. `127.0.0.1:9464`) where `widen run` serves Prometheus metrics at `/metrics` in the text "
-     "exposition format; off when absent."},
+     "exposition format; a port alone (`9464`) is served on 127.0.0.1 only (give `0.0.0.0:9464` to serve every "
+     "interface); off when absent."},
     END_OPT,
 };
 
@@ -474,6 +476,21 @@ static wd_error_t *scalar_text(const ld_t *ld, const char *path, const yaml_node
                    kind_name(node));
   if (strlen((const char *)node->data.scalar.value) != node->data.scalar.length)
     return cfg_err(ld, line_of(node), "'%s' contains a NUL character; remove it", path);
+  if (strcmp(what, "a name")) { /* values (not keys) may come from ${env:NAME} / ${file:PATH} */
+    char *expanded = NULL;
+    wd_error_t *err = wd_conf_expand((const char *)node->data.scalar.value, &expanded);
+    if (err) {
+      wd_error_t *e = cfg_err(ld, line_of(node), "'%s': %s", path, err->message);
+      wd_error_destroy(err);
+      return e;
+    }
+    if (expanded) { /* the document owns it from now on (libyaml frees scalars with free()) */
+      yaml_node_t *n = (yaml_node_t *)node;
+      free(n->data.scalar.value);
+      n->data.scalar.value = (yaml_char_t *)expanded;
+      n->data.scalar.length = strlen(expanded);
+    }
+  }
   *out = (const char *)node->data.scalar.value;
   return NULL;
 }
@@ -1460,6 +1477,9 @@ int wd_config_write_doc(FILE *f) {
           "  text (`true`, `1000`), and a list of values is joined with commas (`[a, b]` is `a,b`). File order is\n"
           "  kept.\n"
           "- An empty value (`key:`) of an optional key keeps its default.\n"
+          "- **Secrets**: any value may be `${env:NAME}` (the environment variable) or `${file:PATH}` (the file's\n"
+          "  contents, one trailing newline removed), as Kafka's config providers; `$${` is a literal `${`. The\n"
+          "  values of properties whose name says password/secret/token/credential are never printed.\n"
           "- Environment: **`WIDEN_BROKERS`**, when set and not empty, replaces `kafka.bootstrap.servers` (which\n"
           "  may then be left out of the file), e.g. `WIDEN_BROKERS=kafka:9092 widen run configs/orders-wide.yaml`.\n"
           "\n"

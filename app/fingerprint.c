@@ -3,6 +3,7 @@
  * (see fingerprint.h).
  */
 #include "app/fingerprint.h"
+#include "common/kafka_conf.h"
 #include "common/clock.h"
 
 #include <errno.h>
@@ -35,10 +36,13 @@
 
 /* ---- the definition as JSON --------------------------------------------------------------- */
 
+/* The pairs as [key, value] arrays; a secret's value (wd_conf_is_secret: a password in a source's
+ * options) is stored as "[hidden]": it never decides the rows, and the state keeps no secret. */
 static json_t *pairs_json(const wd_config_pairs_t *p) {
   json_t *a = json_array();
   for (size_t i = 0; a && i < p->n; i++)
-    json_array_append_new(a, json_pack("[s,s]", p->v[i].key, p->v[i].value ? p->v[i].value : ""));
+    json_array_append_new(a, json_pack("[s,s]", p->v[i].key,
+                                       p->v[i].value ? wd_conf_shown(p->v[i].key, p->v[i].value) : ""));
   return a;
 }
 

@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "app/commands.h"
 
@@ -38,6 +39,10 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* LSan _exits on reporting (toolchain-notes §7) */
+  /* Least exposure (issue 24): what widen creates (the state directory's files, which RocksDB
+   * creates from its own threads with mode 0644 minus the umask, at any time; a --trace file) is
+   * readable by its owner only: the user's umask with group and other bits added. */
+  umask(umask(0) | 077);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;

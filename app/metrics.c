@@ -40,6 +40,7 @@ struct wd_metrics {
   wd_metric_t **fam;
   size_t n, cap;
   struct MHD_Daemon *d;
+  char addr[300]; /* "host:port" served ("" before wd_metrics_serve) */
 };
 
 wd_metrics_t *wd_metrics_new(void) {
@@ -290,12 +291,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
   char host[256];
-  const char *colon = listen ? strrchr(listen, ':') : NULL;
-  if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host) || !colon[1])
-    return wd_error_new(WD_ERR_CONFIG, "C_METRICS_LISTEN", "metrics.listen '%s': give host:port, e.g. 127.0.0.1:9464",
-                        listen ? listen : "");
-  memcpy(host, listen, (size_t)(colon - listen));
-  host[colon - listen] = 0;
+  const char *colon = listen ? strrchr(listen, ':') : NULL, *portstr = colon ? colon + 1 : listen;
+  /* least exposure: a port alone ("9464" or ":9464") is served on the loopback address only */
+  bool port_only = listen && (!colon || colon == listen) && *portstr && strspn(portstr, "0123456789") == strlen(portstr);
+  if (!port_only && (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host) || !colon[1]))
+    return wd_error_new(WD_ERR_CONFIG, "C_METRICS_LISTEN",
+                        "metrics.listen '%s': give a port (served on 127.0.0.1) or host:port, e.g. 9464 or "
+                        "0.0.0.0:9464", listen ? listen : "");
+  if (port_only) {
+    snprintf(host, sizeof(host), "127.0.0.1");
+  } else {
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = 0;
+  }
   if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:9464 */
     memmove(host, host + 1, strlen(host));
     host[strlen(host) - 1] = 0;
@@ -303,7 +311,7 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
   struct addrinfo hints = {0}, *ai = NULL;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  int gai = getaddrinfo(host, colon + 1, &hints, &ai);
+  int gai = getaddrinfo(host, portstr, &hints, &ai);
   if (gai || !ai)
     return wd_error_new(WD_ERR_CONFIG, "C_METRICS_LISTEN", "metrics.listen '%s': %s", listen,
                         gai ? gai_strerror(gai) : "no address");
@@ -315,9 +323,11 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
   if (!m->d)
     return wd_error_new(WD_ERR_IO, "E_METRICS_LISTEN",
                         "cannot serve metrics on %s (port in use?); change metrics.listen", listen);
-  if (port) {
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = di ? (int)di->port : 0;
-  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
+  int bound = di ? (int)di->port : 0;
+  if (port) *port = bound;
+  snprintf(m->addr, sizeof(m->addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, bound);
   return NULL;
 }
+
+const char *wd_metrics_address(const wd_metrics_t *m) { return m->addr; }

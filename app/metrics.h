@@ -53,10 +53,15 @@ void wd_metric_set_all(wd_metric_t *f, size_t n, const char *const *lvs, const d
 int wd_metrics_render(wd_metrics_t *m, wd_buf_t *out);
 
 /* Starts the HTTP server on listen ("host:port"; host a name or address, port 0 picks a free
- * one): GET /metrics answers 200 with the exposition (Content-Type text/plain; version=0.0.4),
+ * one; a port alone, "9464" or ":9464", is served on 127.0.0.1 only: least exposure, as
+ * Prometheus exporters that bind the loopback unless told otherwise): GET /metrics answers 200 with the exposition (Content-Type text/plain; version=0.0.4),
  * anything else 404. *port (may be NULL) gets the bound port.
  * Errors: WD_ERR_CONFIG "C_METRICS_LISTEN" for an address that does not parse or resolve;
  * WD_ERR_IO "E_METRICS_LISTEN" when the server cannot start (port in use), naming the address. */
 wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port);
+
+/* "host:port" (host as resolved, port as bound) that wd_metrics_serve serves, "" before;
+ * borrowed from m. */
+const char *wd_metrics_address(const wd_metrics_t *m);
 
 #endif

@@ -328,7 +328,7 @@ static wd_error_t *metrics_setup(wd_pipeline_t *p) {
     wd_error_destroy(err);
     return NULL;
   }
-  if (!err) wd_log(WD_LOG_INFO, "pipeline", "metrics on http://%s/metrics (port %d)", p->cfg->metrics.listen, port);
+  if (!err) wd_log(WD_LOG_INFO, "pipeline", "metrics on http://%s/metrics (port %d)", wd_metrics_address(r), port);
   return err;
 }
 

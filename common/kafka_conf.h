@@ -49,13 +49,34 @@ wd_error_t *wd_kafka_conf_set_group(wd_kafka_conf_t *conf, const char *group_id)
  * or value is NULL; E_NOMEM (conf unchanged). */
 wd_error_t *wd_kafka_conf_set(wd_kafka_conf_t *conf, const char *name, const char *value);
 
-/* Parses "name=value" (as given to --property / -X) and adds it with wd_kafka_conf_set().
+/* Parses "name=value" (as given to --property / -X) and adds it with wd_kafka_conf_set(); the
+ * value may take ${env:NAME} / ${file:PATH} references (wd_conf_expand; its errors, prefixed
+ * with the property's name).
  * Errors: WD_ERR_CONFIG "C_KAFKA_PROPERTY" when there is no '=' or the name is empty;
  * E_NOMEM. */
 wd_error_t *wd_kafka_conf_set_pair(wd_kafka_conf_t *conf, const char *name_eq_value);
 
 /* The value of pass-through property name, or NULL (borrowed from conf). */
 const char *wd_kafka_conf_get(const wd_kafka_conf_t *conf, const char *name);
+
+/* Whether a property or option named name holds a secret that widen never prints: its name
+ * (case-insensitive) contains "password", "passwd", "secret", "credential" or "token", or it is
+ * ssl.key.pem / ssl_key.pem (a private key given inline) or sasl.jaas.config / sasl.oauthbearer.config
+ * (which embed credentials). As Kafka's own clients hide PASSWORD-typed configs. name may be NULL. */
+int wd_conf_is_secret(const char *name);
+
+/* The text to print for the value of property name: "[hidden]" for a secret (wd_conf_is_secret),
+ * else value itself (borrowed). */
+const char *wd_conf_shown(const char *name, const char *value);
+
+/* Expands config providers in value, as Kafka's config providers do: "${env:NAME}" is replaced by
+ * the environment variable NAME, "${file:PATH}" by the contents of file PATH (one trailing
+ * newline removed); any other text is kept, "$${" stands for a literal "${". On success
+ * returns a new string (*out, owned by the caller: free) or NULL in *out when value has no
+ * provider reference (use value as it is). Errors (WD_ERR_CONFIG "C_CONFIG_PROVIDER", the message
+ * names the reference, never a value): NAME unset; PATH unreadable (with strerror); an
+ * unterminated "${"; an unknown provider; E_NOMEM. */
+wd_error_t *wd_conf_expand(const char *value, char **out);
 
 /* Deep copy of src into *dst (dst is overwritten, not cleared first). Returns NULL, or E_NOMEM
  * (dst is then empty). */

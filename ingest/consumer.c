@@ -402,6 +402,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
     goto cleanup;
   }
   rconf = NULL; /* owned by c->rk now */
+  if ((err = wd_kafka_check_connect(c->rk, WD_METADATA_TIMEOUT_MS, "ingest", &c->waiting))) goto cleanup;
   rd_kafka_poll_set_consumer(c->rk);
 
   if (!(list = rd_kafka_topic_partition_list_new((int)ntopics))) {

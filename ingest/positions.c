@@ -10,6 +10,10 @@
 
 #include "kafka/kafka.h"
 
+static void wd_positions_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  wd_kafka_on_error(rk, err, reason, "status", opaque);
+}
+
 wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                                      int timeout_ms, wd_partition_position_t **out, size_t *n) {
   static const wd_kafka_kv_t fixed[] = {{"enable.auto.commit", "false"}, {NULL, NULL}};
@@ -19,16 +23,20 @@ wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *co
   rd_kafka_topic_partition_list_t *list = NULL;
   wd_partition_position_t *arr = NULL;
   char errstr[512];
+  bool waiting = false;
   *out = NULL;
   *n = 0;
   if (!conf->group_id || !*conf->group_id)
     return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "the group's positions need a group id (kafka.group.id)");
   if ((err = wd_kafka_conf_build(conf, NULL, fixed, &rconf))) goto cleanup;
+  rd_kafka_conf_set_error_cb(rconf, wd_positions_error_cb);
+  rd_kafka_conf_set_opaque(rconf, &waiting);
   if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, rconf, errstr, sizeof(errstr)))) {
     err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create a Kafka client: %s", errstr);
     goto cleanup;
   }
   rconf = NULL;
+  if ((err = wd_kafka_check_connect(rk, timeout_ms, "status", &waiting))) goto cleanup;
   if (!(list = rd_kafka_topic_partition_list_new(16))) goto nomem;
   for (size_t i = 0; i < ntopics; i++) {
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topics[i], NULL);

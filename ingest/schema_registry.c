@@ -51,6 +51,22 @@ wd_error_t *wd_registry_new(const wd_registry_conf_t *conf, wd_registry_t **out)
     wd_registry_destroy(reg);
     return wd_error_nomem();
   }
+  /* credentials in the URL (http://user:password@host) go to basic auth and out of the URL, which
+   * messages and logs print */
+  char *host = strstr(reg->url, "://") + 3, *at = strchr(host, '@'), *slash = strchr(host, '/');
+  if (at && (!slash || at < slash)) {
+    char *colon = memchr(host, ':', (size_t)(at - host));
+    if (!reg->username) {
+      free(reg->password);
+      reg->username = strndup(host, (size_t)((colon ? colon : at) - host));
+      reg->password = colon ? strndup(colon + 1, (size_t)(at - colon - 1)) : strdup("");
+      if (!reg->username || !reg->password) {
+        wd_registry_destroy(reg);
+        return wd_error_nomem();
+      }
+    }
+    memmove(host, at + 1, strlen(at + 1) + 1);
+  }
   size_t n = strlen(reg->url);
   while (n > 0 && reg->url[n - 1] == '/') reg->url[--n] = 0;
   *out = reg;

@@ -227,7 +227,8 @@ static int wd_rdb_is_lock_error(const char *msg) {
  * Any thread; the store is then used by one thread at a time.
  */
 /* Creates dir and its missing parents (like mkdir -p); RocksDB creates only the last level.
- * 0, or -1 with errno set. */
+ * The state directory itself is created 0700 (owner only: it holds the table's rows), missing
+ * parents 0755; an existing directory keeps its mode. 0, or -1 with errno set. */
 static int wd_mkdir_p(const char *dir) {
   char path[4096];
   size_t n = strlen(dir);
@@ -240,7 +241,7 @@ static int wd_mkdir_p(const char *dir) {
     if (path[i] != '/' && path[i] != 0) continue;
     char c = path[i];
     path[i] = 0;
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+    if (mkdir(path, c ? 0755 : 0700) != 0 && errno != EEXIST) return -1;
     path[i] = c;
   }
   return 0;

@@ -11,6 +11,43 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/clock.h"
+
+/* The last X.509 verification error OpenSSL reported to wd_kafka_cert_verify_cb (0: none), so that
+ * an "SSL handshake failed: certificate verify failed" can say which check failed (librdkafka's
+ * text is the same for an untrusted CA and a hostname mismatch). Written from broker threads. */
+static atomic_int wd_kafka_x509_error;
+
+/* X509_V_ERR_* codes (OpenSSL's x509_vfy.h, stable since 1.0/1.1) widen explains; librdkafka gives
+ * the numbers, widen does not link OpenSSL itself. */
+#define WD_X509_CERT_NOT_YET_VALID 9
+#define WD_X509_CERT_HAS_EXPIRED 10
+#define WD_X509_DEPTH_ZERO_SELF_SIGNED 18
+#define WD_X509_SELF_SIGNED_IN_CHAIN 19
+#define WD_X509_UNABLE_TO_GET_ISSUER_LOCALLY 20
+#define WD_X509_UNABLE_TO_VERIFY_LEAF 21
+#define WD_X509_HOSTNAME_MISMATCH 62
+#define WD_X509_IP_ADDRESS_MISMATCH 64
+
+/* librdkafka's ssl.certificate.verify_cb: keeps OpenSSL's own verdict (fails when it failed) and
+ * notes the first failing check for wd_kafka_on_error. */
+static int wd_kafka_cert_verify_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id, int *x509_error,
+                                   int depth, const char *buf, size_t size, char *errstr, size_t errstr_size,
+                                   void *opaque) {
+  (void)rk, (void)broker_id, (void)buf, (void)size, (void)opaque;
+  if (*x509_error == 0) return 1;
+  atomic_store(&wd_kafka_x509_error, *x509_error);
+  snprintf(errstr, errstr_size, "X.509 error %d at depth %d for broker %s", *x509_error, depth, broker_name);
+  return 0;
+}
+
+/* Set while wd_kafka_check_connect serves callbacks on this thread: security errors are then
+ * reported once by it (as the returned error) rather than logged. */
+static _Thread_local rd_kafka_t *wd_kafka_checking;
+static _Thread_local int wd_kafka_check_err;          /* first error seen during the check */
+static _Thread_local char wd_kafka_check_reason[512]; /* its reason */
+/* The client whose check failed: its later errors (served while it is destroyed) are not logged. */
+static _Thread_local rd_kafka_t *wd_kafka_failed;
 
 /* librdkafka log callback: runs on librdkafka's internal threads; wd_log_write is thread-safe. */
 static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
@@ -23,6 +60,8 @@ static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     lvl = WD_LOG_DEBUG;
   /* Connection failures are reported once through the error callback (wd_kafka_on_error). */
   if (fac && strcmp(fac, "FAIL") == 0) lvl = WD_LOG_DEBUG;
+  /* A failed certificate check is reported by the error callback (wd_kafka_on_error). */
+  if (fac && strcmp(fac, "SSLCERTVRFY") == 0) lvl = WD_LOG_DEBUG;
   /* On a broker's first start the idempotent producer's PID request fails while the broker is
    * still creating its internal topics; librdkafka retries on its own and reports a real failure
    * through the error callback, so this transient warning is only debug output. */
@@ -55,7 +94,8 @@ static bool wd_kafka_kv_has(const wd_kafka_kv_t *kv, const char *name) {
 static wd_error_t *wd_kafka_conf_set1(rd_kafka_conf_t *rconf, const char *name, const char *value) {
   char errstr[512];
   if (rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, wd_conf_shown(name, value),
+                       errstr);
   return NULL;
 }
 
@@ -74,6 +114,8 @@ wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t
     goto cleanup;
   }
   rd_kafka_conf_set_log_cb(rconf, wd_kafka_log_cb);
+  /* fails only in a librdkafka without SSL, where no TLS connection can be made anyway */
+  (void)rd_kafka_conf_set_ssl_cert_verify_cb(rconf, wd_kafka_cert_verify_cb);
   if ((err = wd_kafka_conf_set1(rconf, "bootstrap.servers", conf->brokers))) goto cleanup;
   if (conf->group_id && (err = wd_kafka_conf_set1(rconf, "group.id", conf->group_id))) goto cleanup;
   if ((err = wd_kafka_conf_set1(rconf, "log.connection.close", "false"))) goto cleanup;
@@ -241,8 +283,118 @@ static bool wd_kafka_is_connection_error(int err) {
          err == RD_KAFKA_RESP_ERR__RESOLVE || err == RD_KAFKA_RESP_ERR__TIMED_OUT;
 }
 
+static bool wd_kafka_is_security_error(int err) {
+  return err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+         err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED || err == RD_KAFKA_RESP_ERR_ILLEGAL_SASL_STATE ||
+         err == RD_KAFKA_RESP_ERR_UNSUPPORTED_SASL_MECHANISM;
+}
+
+/* The property value named, or "" (into buf). */
+static const char *wd_kafka_conf_str(rd_kafka_t *rk, const char *name, char *buf, size_t size) {
+  const rd_kafka_conf_t *c = rd_kafka_conf(rk);
+  size_t n = size;
+  if (!c || rd_kafka_conf_get(c, name, buf, &n) != RD_KAFKA_CONF_OK) buf[0] = 0;
+  return buf;
+}
+
+/* One message saying what failed and what to change, for a security error err (see
+ * wd_kafka_is_security_error) with librdkafka's reason. */
+static wd_error_t *wd_kafka_security_error(rd_kafka_t *rk, int err, const char *reason) {
+  char brokers[256], mech[64], user[128], ca[256], ident[32];
+  wd_kafka_conf_str(rk, "bootstrap.servers", brokers, sizeof(brokers));
+  wd_error_t *e;
+  if (err != RD_KAFKA_RESP_ERR__SSL) {
+    wd_kafka_conf_str(rk, "sasl.mechanisms", mech, sizeof(mech));
+    wd_kafka_conf_str(rk, "sasl.username", user, sizeof(user));
+    e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_AUTH",
+                     "Kafka authentication failed: broker %s refused SASL %s user '%s': check sasl.username and "
+                     "sasl.password in kafka.properties (broker said: %s)",
+                     brokers, mech, user, reason);
+  } else if (strstr(reason, "certificate verify failed")) {
+    int x = atomic_load(&wd_kafka_x509_error);
+    wd_kafka_conf_str(rk, "ssl.ca.location", ca, sizeof(ca));
+    wd_kafka_conf_str(rk, "ssl.endpoint.identification.algorithm", ident, sizeof(ident));
+    if (x == WD_X509_HOSTNAME_MISMATCH || x == WD_X509_IP_ADDRESS_MISMATCH)
+      e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS_HOSTNAME",
+                       "Kafka TLS hostname mismatch: the certificate of broker %s is not issued for the name it was "
+                       "reached by (ssl.endpoint.identification.algorithm=%s): connect with a name or address the "
+                       "certificate lists in bootstrap.servers (the broker's advertised listeners too)",
+                       brokers, ident[0] ? ident : "https");
+    else if (x == WD_X509_CERT_HAS_EXPIRED || x == WD_X509_CERT_NOT_YET_VALID)
+      e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS_CERT",
+                       "Kafka TLS certificate verify failed: the certificate of broker %s has %s", brokers,
+                       x == WD_X509_CERT_HAS_EXPIRED ? "expired" : "a start date in the future (check the clock)");
+    else
+      e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS_CERT",
+                       "Kafka TLS certificate verify failed: the certificate of broker %s is not signed by a trusted "
+                       "CA (X.509 error %d%s): set ssl.ca.location to the CA that signed it (now: %s)",
+                       brokers, x,
+                       x == WD_X509_UNABLE_TO_GET_ISSUER_LOCALLY || x == WD_X509_SELF_SIGNED_IN_CHAIN ||
+                               x == WD_X509_DEPTH_ZERO_SELF_SIGNED || x == WD_X509_UNABLE_TO_VERIFY_LEAF
+                           ? ", issuer unknown"
+                           : "",
+                       ca[0] ? ca : "the system's CA store");
+  } else {
+    e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS",
+                     "Kafka TLS handshake with broker %s failed (is it a TLS listener? security.protocol, "
+                     "ssl.* in kafka.properties): %s",
+                     brokers, reason);
+  }
+  if (e != wd_error_nomem()) {
+    e->code = err;
+    e->fatal = true;
+  }
+  return e;
+}
+
+wd_error_t *wd_kafka_check_connect(rd_kafka_t *rk, int timeout_ms, const char *module, bool *waiting) {
+  wd_error_t *err = NULL;
+  int64_t deadline = wd_mono_ms() + timeout_ms, settle = 0;
+  wd_kafka_checking = rk;
+  wd_kafka_failed = NULL;
+  wd_kafka_check_err = 0;
+  wd_kafka_check_reason[0] = 0;
+  for (;;) {
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t merr = rd_kafka_metadata(rk, 0, NULL, &md, 200);
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_poll(rk, 0); /* serves the error callback (the client's own) */
+    int64_t now = wd_mono_ms();
+    if (wd_kafka_check_err && wd_kafka_is_security_error(wd_kafka_check_err)) {
+      err = wd_kafka_security_error(rk, wd_kafka_check_err, wd_kafka_check_reason);
+      wd_kafka_failed = rk;
+      break;
+    }
+    if (!merr || now >= deadline) break;
+    /* "all brokers down" comes with (sometimes before) the failed handshake's own error: a
+     * moment longer for it; then unreachable for another reason (the client keeps retrying) */
+    if (wd_kafka_check_err && !settle) settle = now + 1000;
+    if (settle && now >= settle) break;
+  }
+  wd_kafka_checking = NULL;
+  /* the connection error held back during the check, logged as the client logs it */
+  if (!err && wd_kafka_check_err) wd_kafka_on_error(rk, wd_kafka_check_err, wd_kafka_check_reason, module, waiting);
+  return err;
+}
+
 bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *module, bool *waiting) {
   char fatal_str[512];
+  if (wd_kafka_failed == rk) return true;
+  if (wd_kafka_checking == rk) { /* reported by wd_kafka_check_connect */
+    if (!wd_kafka_check_err || (wd_kafka_is_security_error(err) && !wd_kafka_is_security_error(wd_kafka_check_err))) {
+      wd_kafka_check_err = err;
+      snprintf(wd_kafka_check_reason, sizeof(wd_kafka_check_reason), "%s", reason ? reason : "");
+    }
+    return false;
+  }
+  if (wd_kafka_is_security_error(err)) {
+    /* once at ERROR until a broker answers again (wd_kafka_broker_ok clears *waiting), then DEBUG */
+    wd_error_t *e = wd_kafka_security_error(rk, err, reason ? reason : "");
+    wd_log(*waiting ? WD_LOG_DEBUG : WD_LOG_ERROR, module, "%s", e->message);
+    wd_error_destroy(e);
+    *waiting = true;
+    return false; /* librdkafka keeps retrying: credentials or certificates may be fixed meanwhile */
+  }
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
     wd_log(WD_LOG_ERROR, module, "%s: fatal Kafka client error %s: %s", rd_kafka_name(rk),

@@ -72,6 +72,25 @@ struct wd_group_meta {
  * rd_kafka_consumer_poll). */
 bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *module, bool *waiting);
 
+/* Start-up check of a new client rk (before rd_kafka_poll_set_consumer for a consumer): asks
+ * the brokers for metadata and serves rk's error callback (which must call wd_kafka_on_error)
+ * until a broker answers, an error is reported (then up to 1 s more for a security error),
+ * or timeout_ms (ms) pass. A connection error is logged (wd_kafka_on_error with module and
+ * waiting, as the client's error callback would) after the check. Returns NULL then,
+ * except for a security error, which stops start-up with one message naming the cause instead
+ * of a later timeout (e.g. init_transactions'): WD_ERR_KAFKA, fatal, code = librdkafka's, id
+ *   E_KAFKA_AUTH          SASL authentication failed (__AUTHENTICATION, SASL_AUTHENTICATION_FAILED,
+ *                         ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM): check sasl.username/password;
+ *   E_KAFKA_TLS_HOSTNAME  the broker's certificate is not for the name it was reached by
+ *                         (OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH / IP_ADDRESS_MISMATCH, seen by
+ *                         the ssl.certificate.verify_cb every wd_kafka_conf_build sets);
+ *   E_KAFKA_TLS_CERT      certificate verify failed otherwise (untrusted CA: set ssl.ca.location; expired);
+ *   E_KAFKA_TLS           any other TLS handshake failure (__SSL), librdkafka's reason quoted.
+ * The message names the brokers and the user, never a password. Thread: the caller's (it
+ * polls rk). Security errors seen later (after the check) are logged by wd_kafka_on_error with
+ * the same text, at ERROR once until a broker answers again, and the client keeps retrying. */
+wd_error_t *wd_kafka_check_connect(rd_kafka_t *rk, int timeout_ms, const char *module, bool *waiting);
+
 /* Clears *waiting and logs "broker reachable again" at INFO when it was set. */
 void wd_kafka_broker_ok(const char *module, bool *waiting);
 

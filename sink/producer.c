@@ -50,6 +50,9 @@ struct wd_producer {
   wd_range_list_t delivered;
 };
 
+/* How long a new producer waits for a first broker answer or error (wd_kafka_check_connect). */
+#define WD_PRODUCER_CHECK_MS 10000
+
 #define WD_EPOCH_SLOT(e) ((e) % WD_PRODUCER_EPOCHS)
 
 /* Delivery report: runs inside rd_kafka_poll/flush on the producer's thread. */
@@ -126,6 +129,7 @@ wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out) {
     goto cleanup;
   }
   rconf = NULL; /* owned by p->rk now */
+  if ((err = wd_kafka_check_connect(p->rk, WD_PRODUCER_CHECK_MS, "sink", &p->waiting))) goto cleanup;
   p->transactional = wd_kafka_conf_get(conf, "transactional.id") != NULL;
   *out = p;
   p = NULL;

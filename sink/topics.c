@@ -19,6 +19,7 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
   if (!n) return 0;
   rd_kafka_conf_t *rconf = NULL;
   char errstr[512];
+  bool waiting = false;
   size_t ok = 0;
   wd_error_t *err = wd_kafka_conf_build(conf, NULL, NULL, &rconf);
   if (err) {
@@ -26,13 +27,19 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
     wd_error_destroy(err);
     return 0;
   }
-  bool waiting = false;
   rd_kafka_conf_set_error_cb(rconf, wd_sink_topics_error_cb);
   rd_kafka_conf_set_opaque(rconf, &waiting);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, sizeof(errstr));
   if (!rk) {
     rd_kafka_conf_destroy(rconf);
     wd_log(WD_LOG_WARN, "sink", "creating the output topics: %s", errstr);
+    return 0;
+  }
+  /* a refused login or certificate: the producer made next reports it, once (debug here) */
+  if ((err = wd_kafka_check_connect(rk, timeout_ms, "sink", &waiting))) {
+    wd_log(WD_LOG_DEBUG, "sink", "creating the output topics: %s", err->message);
+    wd_error_destroy(err);
+    rd_kafka_destroy(rk);
     return 0;
   }
   /* the topics that exist already (one metadata request) are not created again */
