@@ -1,12 +1,21 @@
 /*
  * tests/support/registry_standin.h — a STAND-IN for a Confluent-compatible schema registry, for
- * tests only. It is not a schema registry: it implements exactly the two endpoints widen uses,
- *   GET  /schemas/ids/{id}             -> 200 {"schema": "..."} | 404 {"error_code":40403,...}
- *   POST /subjects/{subject}/versions  body {"schema": "..."} -> 200 {"id": N}
- * (the same schema text gets the same id, in any subject), with optional HTTP basic auth (401
- * when the credentials differ), and fault injection: the next N requests answered 503.
- * No compatibility checks, no other endpoints, memory only. libmicrohttpd on 127.0.0.1, an
- * ephemeral port (port 0 + MHD_DAEMON_INFO_BIND_PORT), its own thread.
+ * tests only. It is not a schema registry: it implements the endpoints widen uses and those a
+ * test needs to look at what was registered, with the Confluent API's documented answers
+ * (checked by tests/unit/test_registry_standin.c):
+ *   GET  /schemas/ids/{id}             -> 200 {"schema": "..."} | 404 error_code 40403
+ *   POST /subjects/{subject}/versions  body {"schema": "..."} -> 200 {"id": N} | 422 error_code
+ *                                      42201 when the schema is not an Avro schema (avro-c)
+ *   GET  /subjects                     -> 200 ["subject", ...]
+ *   GET  /subjects/{subject}/versions  -> 200 [1, 2, ...] | 404 error_code 40401
+ *   GET  /subjects/{subject}/versions/{version|latest}
+ *                                      -> 200 {"subject","id","version","schema"} | 404 40401
+ *                                         (subject) / 40402 (version) | 422 42202 (not a version)
+ * (the same schema text gets the same id, in any subject; registering a schema a subject already
+ * has gives no new version), with optional HTTP basic auth (401 when the credentials differ), and
+ * fault injection: the next N requests answered 503. No compatibility checks, no deletes, memory
+ * only. libmicrohttpd on 127.0.0.1, an ephemeral port (port 0 + MHD_DAEMON_INFO_BIND_PORT), its own
+ * thread.
  */
 #ifndef WD_REGISTRY_STANDIN_H
 #define WD_REGISTRY_STANDIN_H
