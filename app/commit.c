@@ -1168,6 +1168,11 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       }
     }
   }
+  /* rows made dirty outside any commit belong to none: a lookup reconcile that changed nothing
+   * opens no commit, and a batch in hand is abandoned here. Left in the cache they would be
+   * neither committed nor aborted, and the next restore of their task would refuse to drop them
+   * ("dropping task N with uncommitted rows", found by the multi-process chaos test). */
+  if (c->phase == WD_PHASE_IDLE) wd_state_discard(c->state);
   /* at-least-once: the group's offsets now, so that the next owner of a stateless partition
    * (forwarded to a repartition topic) starts where this one stopped */
   if (!lost && !c->conf.exactly_once) group_commit(c, true);
@@ -1312,6 +1317,10 @@ static wd_error_t *rewind_consumer(wd_commit_t *c) {
       free(to);
       return err;
     }
+    /* never before where the assignment started it (the group's offset): a task restoring from
+     * the state changelog has no stored offsets yet, and a stateless partition may keep an older
+     * one from an earlier ownership; records before the start are not this commit's */
+    if (c->tps[i].start >= 0 && s < c->tps[i].start) s = c->tps[i].start;
     to[i].offset = s >= 0 ? s : -1; /* -1: the beginning (wd_consumer_seek) */
   }
   wd_error_t *err = wd_consumer_seek(c->cons, to, c->ntps);
