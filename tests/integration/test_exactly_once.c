@@ -1472,3 +1472,54 @@ Test(exactly_once, lost_state_with_idle_streams_single_task, .timeout = 200) {
   env_done(&clean);
   env_done(&lost);
 }
+
+/* A second member joins while the first restores its lost state from the state changelog topic
+ * (issue 21: the restore runs in the poll loop; a rebalance stops it and the next assignment plans
+ * it again). The first member is stopped (SIGSTOP) at its restore's first slice until the second
+ * has joined (4 s, below session.timeout.ms; heartbeats every 300 ms), so the rebalance comes in
+ * the middle of the restore (the log says whether it did; it did in every run seen). Both then take their tasks (the
+ * second one restores too) and process more input: each key's output equals a clean run's. */
+Test(scale_out, a_member_joins_during_a_restore, .timeout = 200) {
+  env_t clean, a, b;
+  extra_props = "    heartbeat.interval.ms: 300\n"; /* the rebalance is seen soon after SIGCONT */
+  env_init_tasks(&clean, "rjclean", "exactly-once", "per-partition");
+  env_init_tasks(&a, "rjA", "exactly-once", "per-partition");
+  env_member(&a, &b, "rjB", "exactly-once", "per-partition");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 2);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 2);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 8000, 37, 0);
+  cr_assert_eq(run_widen(&a, NULL), 0);
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", a.state);
+  cr_assert_eq(system(cmd), 0);
+  char log[400], logb[400];
+  snprintf(log, sizeof(log), "%s/a.log", a.dir);
+  snprintf(logb, sizeof(logb), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "15000", log);
+  cr_assert(wait_log(log, "restoring 2 task(s)"), "no restore");
+  cr_assert_eq(kill(pa, SIGSTOP), 0);
+  pid_t pb = spawn_widen_log(&b, NULL, "15000", logb);
+  cr_assert(wait_log(logb, "subscribed"), "B did not start");
+  usleep(4000 * 1000);
+  cr_assert_eq(kill(pa, SIGCONT), 0);
+  produce_orders(both, 2, 10000, 37, 8000);
+  int rca = wait_exit(pa), rcb = wait_exit(pb);
+  char *ta = wd_it_read_file(log), *tb = wd_it_read_file(logb);
+  fprintf(stderr, "A: %s\n", strstr(ta, "the rebalance stops the restore") ? "the rebalance stopped its restore"
+                                                                           : "its restore was not stopped");
+  cr_assert_eq(rca, 0, "%s", ta);
+  cr_assert_eq(rcb, 0, "%s", tb);
+  free(ta);
+  free(tb);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  assert_same_changelog(x, y, nc, ng);
+  json_decref(x);
+  json_decref(y);
+  extra_props = "";
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
