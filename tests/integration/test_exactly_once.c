@@ -1523,3 +1523,69 @@ Test(scale_out, a_member_joins_during_a_restore, .timeout = 200) {
   env_done(&a);
   env_done(&b);
 }
+
+/* Standby copies and a restore cut short (issue 21): A (standby replicas on) restores both tasks
+ * from the beginning of the state changelog topic; B joins in the middle (A stopped at the
+ * restore's first slice), so A's restore stops and B takes task 1. From then on A keeps a standby
+ * copy of task 1 in the rows its cut-short restore left; B processes input of task 1, then stops,
+ * and A takes task 1 back from that copy. A's table and each key's output must equal a clean
+ * run's. */
+Test(scale_out, standby_copy_after_a_restore_cut_short, .timeout = 240) {
+  env_t clean, a, b;
+  extra_props = "    heartbeat.interval.ms: 300\n";
+  env_init_tasks(&clean, "scclean", "exactly-once", "per-partition");
+  env_init_tasks(&a, "scA", "exactly-once", "per-partition");
+  env_member(&a, &b, "scB", "exactly-once", "per-partition");
+  for (env_t *e = &a; e; e = e == &a ? &b : NULL) env_append(e, "  num-standby-replicas: 1\n");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 2);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, a.prefix), "orders"), 2);
+  const env_t *both[] = {&clean, &a};
+  produce_orders(both, 2, 8000, 41, 0);
+  cr_assert_eq(run_widen(&a, NULL), 0);
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", a.state);
+  cr_assert_eq(system(cmd), 0);
+  char log[400], logb[400];
+  snprintf(log, sizeof(log), "%s/a.log", a.dir);
+  snprintf(logb, sizeof(logb), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "15000", log);
+  cr_assert(wait_log(log, "restoring 2 task(s)"), "no restore");
+  cr_assert_eq(kill(pa, SIGSTOP), 0);
+  pid_t pb = spawn_widen_log(&b, NULL, "30000", logb);
+  cr_assert(wait_log(logb, "subscribed"), "B did not start");
+  usleep(4000 * 1000);
+  cr_assert_eq(kill(pa, SIGCONT), 0);
+  usleep(2000 * 1000);
+  produce_orders(both, 2, 9000, 41, 8000);
+  usleep(2000 * 1000);
+  cr_assert_eq(kill(pb, SIGTERM), 0);
+  int rcb = wait_exit(pb);
+  usleep(7000 * 1000); /* B's session (6 s) times out: A takes task 1 back */
+  produce_orders(both, 2, 10000, 41, 9000);
+  int rca = wait_exit(pa);
+  char *ta = wd_it_read_file(log), *tb = wd_it_read_file(logb);
+  fprintf(stderr, "A: %s; %s\n",
+          strstr(ta, "the rebalance stops the restore") ? "the rebalance stopped its restore"
+                                                        : "its restore was not stopped",
+          strstr(ta, "caught up (standby copy)") ? "a task caught up from its standby copy" : "no standby catch-up");
+  cr_assert_eq(rca, 0, "%s", ta);
+  cr_assert_eq(rcb, 0, "%s", tb);
+  free(ta);
+  free(tb);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&a);
+  size_t nra = json_array_size(ra), nrb = json_array_size(rb);
+  bool same_rows = wd_test_json_same(ra, rb);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  assert_same_changelog(x, y, nc, ng);
+  cr_assert(same_rows, "A's table differs from the clean run's (%zu rows, clean %zu)", nrb, nra);
+  json_decref(x);
+  json_decref(y);
+  json_decref(ra);
+  json_decref(rb);
+  extra_props = "";
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
