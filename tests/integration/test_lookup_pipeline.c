@@ -418,3 +418,14 @@ static void lookup_only_commit_killed(const char *fault) {
 Test(lookup_scale_out, lookup_only_commit_killed_after_commit, .timeout = 120) {
   lookup_only_commit_killed("after-commit:1");
 }
+
+/* The same lookup-only commit killed after prepare (issue 22: its rows and lookup index entries
+ * are written at prepare with an undo image; the transaction is aborted, so the image takes them
+ * back) and during commit (the broker decides): the output replays to the SQL join. */
+Test(lookup_scale_out, lookup_only_commit_killed_after_prepare, .timeout = 120) {
+  lookup_only_commit_killed("after-prepare:1");
+}
+
+Test(lookup_scale_out, lookup_only_commit_killed_during_commit, .timeout = 120) {
+  lookup_only_commit_killed("during-commit:1");
+}
