@@ -453,3 +453,14 @@ Test(lookup_scale_out, a_start_with_idle_lookup_topics_joins_at_once, .timeout =
   wl_free(&w);
   env_done(&e);
 }
+
+/* The same lookup-only commit killed after prepare (issue 22: its rows and lookup index entries
+ * are written at prepare with an undo image; the transaction is aborted, so the image takes them
+ * back) and during commit (the broker decides): the output replays to the SQL join. */
+Test(lookup_scale_out, lookup_only_commit_killed_after_prepare, .timeout = 120) {
+  lookup_only_commit_killed("after-prepare:1");
+}
+
+Test(lookup_scale_out, lookup_only_commit_killed_during_commit, .timeout = 120) {
+  lookup_only_commit_killed("during-commit:1");
+}

@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,6 +909,117 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   cr_assert_eq(out.n, 4, "%zu output records", out.n);
   recs_free(&out);
   free(log);
+  wd_standin_stop(srv);
+  char cmd[200];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+/* Spawns `widen run --config cfg --max-idle-ms idle_ms` with its stderr to logpath. */
+static pid_t spawn_widen(const char *cfg, const char *idle_ms, const char *logpath) {
+  const char *bin = getenv("WIDEN_BIN");
+  cr_assert(bin && access(bin, X_OK) == 0);
+  const char *argv[] = {bin, "run", "--config", cfg, "--max-idle-ms", idle_ms, NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+/* Issue 21 (runtime floor, the record collector's point 4): a registry outage during a stop with
+ * a repartitioned source. One poll batch holds a record whose writer schema is known (forwarded to
+ * the repartition topic at once) and a record whose writer schema the registry refuses (503); the
+ * SIGTERM comes while widen waits on it. The batch is half sent: the open commit must be aborted
+ * (exit 3, nothing of it committed), not completed without the batch's source offsets. After a
+ * restart with the registry back, read_committed: each input record forwarded once (3 repartition
+ * records, not 4) and each change once in the output (key 1 +I, -U, +U; key 2 +I). */
+Test(pipeline_avro, registry_outage_during_stop_repartitioned_nothing_forwarded_twice, .timeout = 180) {
+  wd_standin_t *srv = wd_standin_start("alice", "s3cret");
+  cr_assert_not_null(srv);
+  size_t n;
+  char *schemas = fixture("schemas.json", &n);
+  json_t *sj = json_loads(schemas, 0, NULL);
+  const char *k;
+  json_t *v;
+  json_object_foreach(sj, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
+  json_decref(sj);
+  free(schemas);
+  char dir[] = "/tmp/widen-it-rpstop-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char prefix[64], group[96], state[128], cfgpath[128], out_topic[96], in_topic[96], rp_topic[160], logpath[128];
+  snprintf(prefix, sizeof(prefix), "wdtest.rpstop%d%ld.", (int)getpid(), (long)time(NULL) % 100000);
+  snprintf(group, sizeof(group), "%sgroup", prefix);
+  snprintf(state, sizeof(state), "%s/state", dir);
+  snprintf(cfgpath, sizeof(cfgpath), "%s/widen.yaml", dir);
+  snprintf(logpath, sizeof(logpath), "%s/widen.log", dir);
+  snprintf(in_topic, sizeof(in_topic), "%sorders", prefix);
+  snprintf(out_topic, sizeof(out_topic), "%sout", prefix);
+  snprintf(rp_topic, sizeof(rp_topic), "%s-orders_wide-orders-repartition", group);
+  char *y0 = subst(YAML, "    format: debezium-avro\n", "    format: debezium-avro\n    repartition: true\n");
+  char *y5 = subst(y0, "pipeline:\n", "pipeline:\n  tasks: per-partition\n");
+  char *y1 = subst(y5, "PREFIX", prefix), *y2 = subst(y1, "GROUP", group), *y3 = subst(y2, "STATE", state),
+       *y4 = subst(y3, "URL", wd_standin_url(srv));
+  FILE *f = fopen(cfgpath, "w");
+  fputs(y4, f);
+  fclose(f);
+  free(y0);
+  free(y1);
+  free(y2);
+  free(y3);
+  free(y4);
+  free(y5);
+  /* the input first, in one partition, so that the first poll batch (batch-size 2) holds records 1
+   * and 2 */
+  wd_it_create_topic(in_topic, 1);
+  static const char *const VALUES[] = {"v1_create.bin", "v2_evolved.bin", "v1_update.bin"};
+  static const char *const KEYS[] = {"key_1.bin", "key_2.bin", "key_1.bin"};
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  for (size_t i = 0; i < 3; i++) {
+    size_t kl, vl;
+    char *key = fixture(KEYS[i], &kl), *val = fixture(VALUES[i], &vl);
+    cr_assert_null(wd_producer_send(p, in_topic, key, kl, val, vl, NULL, 0));
+    free(key);
+    free(val);
+  }
+  cr_assert_null(wd_producer_wait_acked(p, 60000));
+  wd_producer_destroy(p);
+  wd_standin_fail_id(srv, 2); /* record 2's writer schema (v2_evolved) */
+  pid_t pid = spawn_widen(cfgpath, "60000", logpath);
+  for (int i = 0; i < 1200 && wd_standin_failed_id(srv) < 2; i++) usleep(50 * 1000);
+  cr_assert_geq(wd_standin_failed_id(srv), 2, "widen never asked for the failing schema");
+  usleep(500 * 1000);
+  cr_assert_eq(kill(pid, SIGTERM), 0);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  char *log = fixture_path_read(logpath);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3,
+            "a stop with the batch half sent exits 3 (the last commit not made), got status %d:\n%s", status, log);
+  cr_expect_not_null(strstr(log, "half sent"), "the stop did not find the batch half sent:\n%s", log);
+  free(log);
+  /* the registry back: the restart reads every record again and finishes */
+  wd_standin_fail_id(srv, 0);
+  pid = spawn_widen(cfgpath, "6000", logpath);
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  log = fixture_path_read(logpath);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the restart failed (status %d):\n%s", status, log);
+  free(log);
+  recs_t rp;
+  read_topic(rp_topic, &rp);
+  cr_assert_eq(rp.n, 3, "%zu records in %s read_committed: each of the 3 input records must be forwarded once",
+               rp.n, rp_topic);
+  recs_free(&rp);
+  recs_t out;
+  read_topic(out_topic, &out);
+  cr_assert_eq(out.n, 4, "%zu output records (key 1 +I, -U, +U; key 2 +I)", out.n);
+  recs_free(&out);
   wd_standin_stop(srv);
   char cmd[200];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -26,6 +26,8 @@ struct wd_standin {
   char *user, *password;
   pthread_mutex_t mu;
   int fail_next;
+  int32_t fail_id; /* GET /schemas/ids/<fail_id> answers 503 while not 0 */
+  int failed_id;   /* ... how many times it did */
   int requests;
   size_t n;
   int32_t ids[WD_STANDIN_MAX];
@@ -100,6 +102,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   }
   int id;
   char subject[256];
+  if (!strcmp(method, "GET") && sscanf(url, "/schemas/ids/%d", &id) == 1 && s->fail_id && id == s->fail_id) {
+    s->failed_id++;
+    ret = reply(c, 503, "{\"error_code\":50301,\"message\":\"stand-in: unavailable for this id (injected)\"}");
+    goto done;
+  }
   if (!strcmp(method, "GET") && sscanf(url, "/schemas/ids/%d", &id) == 1) {
     for (size_t i = 0; i < s->n; i++)
       if (s->ids[i] == id) {
@@ -278,6 +285,19 @@ void wd_standin_fail_next(wd_standin_t *s, int n) {
   pthread_mutex_lock(&s->mu);
   s->fail_next = n;
   pthread_mutex_unlock(&s->mu);
+}
+
+void wd_standin_fail_id(wd_standin_t *s, int32_t id) {
+  pthread_mutex_lock(&s->mu);
+  s->fail_id = id;
+  pthread_mutex_unlock(&s->mu);
+}
+
+int wd_standin_failed_id(wd_standin_t *s) {
+  pthread_mutex_lock(&s->mu);
+  int n = s->failed_id;
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }
 
 int wd_standin_requests(wd_standin_t *s) {

@@ -34,6 +34,11 @@ const char *wd_standin_url(const wd_standin_t *s);
 void wd_standin_put(wd_standin_t *s, int32_t id, const char *json);
 /* The next n requests are answered 503 Service Unavailable. */
 void wd_standin_fail_next(wd_standin_t *s, int n);
+/* GET /schemas/ids/<id> is answered 503 until called again with another id (0: none), the other
+ * ids as usual: an outage that only the records of one writer schema meet. */
+void wd_standin_fail_id(wd_standin_t *s, int32_t id);
+/* How many requests the failing id was refused so far. */
+int wd_standin_failed_id(wd_standin_t *s);
 /* Requests served so far (503s included), and the subject last registered (or ""). */
 int wd_standin_requests(wd_standin_t *s);
 /* The schema text registered under subject (latest), copied into out; 0 or -1 when none. */
