@@ -6,6 +6,7 @@
 #include "ingest/consumer.h"
 #include "common/clock.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1027,7 +1028,16 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
   if (!conf) return wd_error_nomem();
   rd_kafka_conf_res_t res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
   rd_kafka_conf_destroy(conf);
-  if (res == RD_KAFKA_CONF_OK) return NULL;
+  if (res == RD_KAFKA_CONF_OK) {
+    /* A file property (ssl.*.location, sasl.kerberos.keytab) is only opened when the client is
+     * created (rd_kafka_new), so a missing file would pass here and stop `run`: check it now. */
+    size_t nl = strlen(name), ll = strlen(".location");
+    bool is_file = (nl > ll && !strcmp(name + nl - ll, ".location")) || !strcmp(name, "sasl.kerberos.keytab");
+    if (is_file && *value && strcmp(value, "probe") && access(value, R_OK) != 0)
+      return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': cannot read it (%s)", name,
+                          value, strerror(errno));
+    return NULL;
+  }
   if (res == RD_KAFKA_CONF_UNKNOWN) {
     size_t n = 0;
     char **names = wd_kafka_property_names(&n);
