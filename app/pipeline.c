@@ -923,9 +923,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->changes.null_key_halves && !p->restoring[i]) {
       if (!p->st.null_key_halves)
-        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a -U/+U half or a -D whose primary key "
-               "is NULL is left out, the other half applies (a NULL key holds no row: nothing to retract, nothing "
-               "to store; NULL -> K is +I, K -> NULL is -D); counted as `null-key halves` (logged once)",
+        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): update halves and deletes with a NULL "
+               "primary key are left out (NULL -> K is +I, K -> NULL is -D); counted as `null-key halves`",
                src->name, m->topic, m->partition, m->offset);
       p->st.null_key_halves += p->changes.null_key_halves;
     }
