@@ -203,7 +203,10 @@ static void wd_consumer_drop_revoked(wd_consumer_t *c, const rd_kafka_topic_part
 static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts) {
   bool lost = rd_kafka_assignment_lost(c->rk) != 0;
   wd_tp_offset_t *arr = NULL;
-  wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
+  if (c->closed) /* wd_consumer_close: the process stops, no rebalance to report */
+    wd_log(WD_LOG_DEBUG, "ingest", "released %d partitions at close", parts->cnt);
+  else
+    wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
   wd_consumer_drop_revoked(c, parts);
   if (c->on_revoke) {
     rd_kafka_position(c->rk, parts);
