@@ -285,6 +285,17 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
     for (;;) {
       int64_t left = deadline - wd_mono_ms();
       rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(left > 1000 ? left : 1000));
+      if (rerr && skip_missing &&
+          (rerr == RD_KAFKA_RESP_ERR__TRANSPORT || rerr == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+           rerr == RD_KAFKA_RESP_ERR__TIMED_OUT) && c->missing && !c->missing[i]) {
+        /* no broker answers (the log bridge says "cannot reach HOST:PORT ...; retrying"): the
+         * topic is waited for as a missing one (wd_consumer_check_missing), not given up on */
+        c->missing[i] = true;
+        c->nmissing++;
+        c->missing_check_at_ms = wd_mono_ms() + WD_MISSING_CHECK_MS;
+        wd_log(WD_LOG_DEBUG, "ingest", "metadata of topic %s: no broker answers; waiting", c->topics[i]);
+        break;
+      }
       if (rerr) {
         err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
         goto cleanup;
