@@ -114,7 +114,7 @@ int wd_interleaving_warnings(const wd_config_t *cfg, char ***out) {
     if ((p = opt(cfg, "partial-update.remove-record-on-sequence-group")) && p->value && *p->value)
       add(&w, "%s:%d: partial-update.remove-record-on-sequence-group: %s couples the streams: a "
               "delete of that group removes the whole row, so the other streams' columns are wiped only if their "
-              "records arrived before it; a replay or another interleaving of the topics can give other rows",
+              "records arrived before it",
           cfg->path, p->line, p->value);
     if (is_true(p = opt(cfg, "partial-update.remove-record-on-delete")))
       add(&w, "%s:%d: partial-update.remove-record-on-delete: true couples the streams: a delete "

@@ -95,6 +95,7 @@ struct wd_pipeline {
   size_t *cl_src;              /* per changelog row: index of its source message in the batch */
   size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
+  bool closing;  /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
   bool pu_no_retract; /* issue 23: the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
@@ -182,8 +183,9 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
 static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost) {
   wd_pipeline_t *p = ctx;
   (void)parts;
-  wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s: completing the open commit first", n,
-         lost ? "lost" : "revoked");
+  if (!p->closing) /* at close the loop has completed its commits and printed the summary */
+    wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s: completing the open commit first", n,
+           lost ? "lost" : "revoked");
   wd_commit_on_revoke(p->commit, lost);
   wd_state_drop_clean(p->state); /* the keys may belong to another process now */
   if (p->gt) wd_gtable_on_revoke(p->gt);
@@ -923,9 +925,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->changes.null_key_halves && !p->restoring[i]) {
       if (!p->st.null_key_halves)
-        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a -U/+U half or a -D whose primary key "
-               "is NULL is left out, the other half applies (a NULL key holds no row: nothing to retract, nothing "
-               "to store; NULL -> K is +I, K -> NULL is -D); counted as `null-key halves` (logged once)",
+        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): update halves and deletes with a NULL "
+               "primary key are left out (NULL -> K is +I, K -> NULL is -D); counted as `null-key halves`",
                src->name, m->topic, m->partition, m->offset);
       p->st.null_key_halves += p->changes.null_key_halves;
     }
@@ -1993,6 +1994,7 @@ fail:
 void wd_pipeline_destroy(wd_pipeline_t *p) {
   if (!p) return;
   if (p->cons) {
+    p->closing = true;
     wd_error_t *err = wd_consumer_close(p->cons);
     if (err) wd_log(WD_LOG_WARN, "pipeline", "closing the consumer: %s", err->message);
     wd_error_destroy(err);

@@ -61,8 +61,7 @@ int wd_ratelog_note(wd_ratelog_t *rl, double now, wd_log_level_t level, const ch
     return 0;
   }
   if (is_new && rl->interval > 0)
-    wd_log(level, module, "%s (further ones of this source, id and field are logged at most every %.0f s)", message,
-           rl->interval);
+    wd_log(level, module, "%s (more of these: one line every %.0f s at most)", message, rl->interval);
   else if (e->unlogged)
     wd_log(level, module, "%s (%llu more of these since the last line, not logged)", message,
            (unsigned long long)e->unlogged);

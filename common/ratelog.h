@@ -37,8 +37,8 @@ typedef struct wd_ratelog {
 /* Notes one occurrence of (source, id, field) (each may be NULL: ""), at time now (seconds, any
  * monotonic clock), and logs message at level under module when the key is new or its last line
  * is at least interval old; such a line ends with "(N more of these since the last line, not
- * logged)" when N > 0, and with "(further ones of this source, id and field are logged at most
- * every I s)" on the key's first line. Returns 1 when it logged, 0 when it only counted.
+ * logged)" when N > 0, and with "(more of these: one line every I s at most)" on the key's first
+ * line (of the same source, error id and field). Returns 1 when it logged, 0 when it only counted.
  * Out of memory: the occurrence is logged (never lost from stderr) and counted in total only. */
 int wd_ratelog_note(wd_ratelog_t *rl, double now, wd_log_level_t level, const char *module, const char *source,
                     const char *id, const char *field, const char *message);

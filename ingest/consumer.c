@@ -6,6 +6,7 @@
 #include "ingest/consumer.h"
 #include "common/clock.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +203,10 @@ static void wd_consumer_drop_revoked(wd_consumer_t *c, const rd_kafka_topic_part
 static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts) {
   bool lost = rd_kafka_assignment_lost(c->rk) != 0;
   wd_tp_offset_t *arr = NULL;
-  wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
+  if (c->closed) /* wd_consumer_close: the process stops, no rebalance to report */
+    wd_log(WD_LOG_DEBUG, "ingest", "released %d partitions at close", parts->cnt);
+  else
+    wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
   wd_consumer_drop_revoked(c, parts);
   if (c->on_revoke) {
     rd_kafka_position(c->rk, parts);
@@ -281,6 +285,17 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
     for (;;) {
       int64_t left = deadline - wd_mono_ms();
       rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(left > 1000 ? left : 1000));
+      if (rerr && skip_missing &&
+          (rerr == RD_KAFKA_RESP_ERR__TRANSPORT || rerr == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+           rerr == RD_KAFKA_RESP_ERR__TIMED_OUT) && c->missing && !c->missing[i]) {
+        /* no broker answers (the log bridge says "cannot reach HOST:PORT ...; retrying"): the
+         * topic is waited for as a missing one (wd_consumer_check_missing), not given up on */
+        c->missing[i] = true;
+        c->nmissing++;
+        c->missing_check_at_ms = wd_mono_ms() + WD_MISSING_CHECK_MS;
+        wd_log(WD_LOG_DEBUG, "ingest", "metadata of topic %s: no broker answers; waiting", c->topics[i]);
+        break;
+      }
       if (rerr) {
         err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
         goto cleanup;
@@ -1028,7 +1043,16 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
   if (!conf) return wd_error_nomem();
   rd_kafka_conf_res_t res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
   rd_kafka_conf_destroy(conf);
-  if (res == RD_KAFKA_CONF_OK) return NULL;
+  if (res == RD_KAFKA_CONF_OK) {
+    /* A file property (ssl.*.location, sasl.kerberos.keytab) is only opened when the client is
+     * created (rd_kafka_new), so a missing file would pass here and stop `run`: check it now. */
+    size_t nl = strlen(name), ll = strlen(".location");
+    bool is_file = (nl > ll && !strcmp(name + nl - ll, ".location")) || !strcmp(name, "sasl.kerberos.keytab");
+    if (is_file && *value && strcmp(value, "probe") && access(value, R_OK) != 0)
+      return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': cannot read it (%s)", name,
+                          value, strerror(errno));
+    return NULL;
+  }
   if (res == RD_KAFKA_CONF_UNKNOWN) {
     size_t n = 0;
     char **names = wd_kafka_property_names(&n);

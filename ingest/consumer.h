@@ -242,7 +242,10 @@ int wd_consumer_assigned_count(const wd_consumer_t *c);
  * property 'X' = 'V': <librdkafka's reason>" for a refused value, bootstrap.servers/group.id
  * (use the brokers / group settings), a property widen sets itself (consumer:
  * enable.auto.commit, enable.auto.offset.store; producer: enable.idempotence, acks, partitioner),
- * a cooperative partition.assignment.strategy (consumer); E_NOMEM. */
+ * a cooperative partition.assignment.strategy (consumer), "Kafka property 'X' = 'V': cannot read it
+ * (<strerror>)" for a file property (a name ending in .location, sasl.kerberos.keytab; not
+ * ssl.ca.location's `probe`) whose file is not readable (librdkafka opens it only when the client
+ * is created); E_NOMEM. */
 wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients);
 
 #endif

@@ -759,6 +759,28 @@ Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
                                                 "    client.id: fine")));
 }
 
+/* A file property (ssl.ca.location, ...) is opened by librdkafka only when a client is created:
+ * `config check` said OK and `run` stopped with "ssl.ca.location failed" (new-user walkthrough).
+ * A file that cannot be read is now refused at load with its line; a readable one and `probe` load. */
+Test(config, kafka_file_properties_must_name_a_readable_file) {
+  wd_config_t *cfg = NULL;
+  wd_error_t *err = wd_config_load(
+      write_yaml(minimal_range(3, 3, "  group.id: g\n  properties:\n    ssl.ca.location: /nonexistent/ca.pem")), &cfg);
+  cr_assert_null(cfg);
+  cr_assert_not_null(err);
+  char want[512];
+  snprintf(want, sizeof(want),
+           "C_KAFKA_PROPERTY: %s:5: kafka.properties: Kafka property 'ssl.ca.location' = '/nonexistent/ca.pem': "
+           "cannot read it (No such file or directory)",
+           tmp_path);
+  cr_assert_str_eq(err->message, want);
+  wd_error_destroy(err);
+  char ok[600];
+  snprintf(ok, sizeof(ok), "  group.id: g\n  properties:\n    ssl.ca.location: %s/README.md", WD_SOURCE_DIR);
+  wd_config_destroy(load_ok(minimal_range(3, 3, ok)));
+  wd_config_destroy(load_ok(minimal_range(3, 3, "  group.id: g\n  properties:\n    ssl.ca.location: probe")));
+}
+
 /* A misspelt sequence-group field gets a did-you-mean; an unknown type lists the types. */
 Test(config, group_field_typo_and_unknown_type_say_what_is_meant) {
   build_fails(minimal_with(13, "    fields.v.sequence-group: aa"), "C_SEQ_GROUP_UNKNOWN_FIELD", 13,

@@ -3,6 +3,8 @@
  * then at most one per interval with the count not logged; counts by id.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/ratelog.h"
@@ -39,4 +41,18 @@ Test(ratelog, field_of_a_message) {
   cr_assert_str_eq(wd_ratelog_field_of("E_DECODE: not JSON", f, sizeof(f)), "");
   cr_assert_str_eq(wd_ratelog_field_of("column 'a_very_long_column_name'", f, 8), "a_very_");
   cr_assert_str_eq(wd_ratelog_field_of(NULL, f, sizeof(f)), "");
+}
+
+/* The first line of a key says briefly that repeats are rate-limited (new-user walkthrough: the
+ * note made every dead-letter WARN line ~290 characters long). */
+Test(ratelog, first_line_has_a_short_note, .init = cr_redirect_stderr) {
+  wd_ratelog_t rl = {.interval = 10.0};
+  cr_assert_eq(wd_ratelog_note(&rl, 0.0, WD_LOG_WARN, "t", "orders", "E_TYPE", "amount", "bad amount"), 1);
+  fflush(stderr);
+  char buf[512] = "";
+  FILE *f = cr_get_redirected_stderr();
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = 0;
+  cr_assert(strstr(buf, "bad amount (more of these: one line every 10 s at most)\n"), "%s", buf);
+  wd_ratelog_free(&rl);
 }
