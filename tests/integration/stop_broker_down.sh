@@ -35,21 +35,34 @@ grep -q "commit-interval-ms: 600000" "$T/open.yaml" || { echo "stop_broker_down:
 kafka start >/dev/null || { echo "stop_broker_down: FAIL could not start a broker on $PORT"; exit 1; }
 "$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 2000 >/dev/null 2>&1 ||
   { echo "stop_broker_down: FAIL produce"; exit 1; }
+# the same records again, fast (kcat), for backlogs: a widen under sanitizers then has tens of
+# seconds of input fetched ahead when the broker goes away, so a commit is surely open
+for s in orders payments shipments; do
+  kcat -b "$WIDEN_BROKERS" -C -t "wdstop$$.$s" -e -q -f '%k\t%s\n' > "$T/$s.tsv" 2>/dev/null ||
+    { echo "stop_broker_down: FAIL kcat -C $s"; exit 1; }
+done
+backlog() {
+  for _ in $(seq 1 "$1"); do
+    for s in orders payments shipments; do
+      kcat -b "$WIDEN_BROKERS" -P -t "wdstop$$.$s" -K $'\t' < "$T/$s.tsv" 2>/dev/null ||
+        { echo "stop_broker_down: FAIL kcat -P $s"; exit 1; }
+    done
+  done
+}
 
-# starts widen run in the background (log $T/run.N.log) on a backlog of 30000 records, and returns
+# starts widen run in the background (log $T/run.N.log) on a backlog of 80000 records, and returns
 # once it is assigned and processing: the broker is then killed in the middle of the backlog, so a
 # commit is open (records fetched before the kill keep coming from the client's queue)
 start_run() {
   local n=$1
-  "$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 30000 >/dev/null 2>&1 ||
-    { echo "stop_broker_down: FAIL produce"; exit 1; }
+  backlog 40 # 80000 records
   "$W" run --config "$T/open.yaml" --quiet > "$T/run.$n.log" 2>&1 &
   RUN=$!
   for _ in $(seq 1 120); do
     grep -q "assigned" "$T/run.$n.log" && break
     sleep 0.5
   done
-  sleep 2
+  sleep 1
 }
 
 # the broker goes away under a running widen with input flowing, then SIGTERM (and maybe SIGINT)
