@@ -46,6 +46,7 @@
 
 #include "app/generate.h"
 #include "bench/bench_util.h"
+#include "bench/gen_produce.h"
 #include "bench/kafka_util.h"
 
 #ifndef WD_SOURCE_DIR
@@ -79,69 +80,6 @@ static void write_config(const char *demo, const char *path, const char *prefix,
   }
   fclose(in);
   fclose(out);
-}
-
-/* Source records of a produce phase: key (order_id) and send time, per record. */
-typedef struct {
-  uint64_t *key;
-  int64_t *ts;
-  size_t n;
-} sent_t;
-
-/* Produces `records` generated records to prefix+stream at `rate` records/s (0 = unlimited);
- * records each one's key and send time in *sent when given. Returns wall seconds. */
-static double produce(const char *prefix, uint64_t keys, uint64_t records, uint64_t seed, double rate, sent_t *sent) {
-  rd_kafka_t *rk = bench_new_producer();
-  wd_gen_opts_t go = {0};
-  go.keys = keys;
-  go.records = records;
-  go.seed = seed;
-  go.topic_prefix = prefix;
-  wd_gen_t *gen = NULL;
-  if (wd_gen_new(&go, &gen)) bench_die("%s", "generator");
-  rd_kafka_topic_t *rkt[3];
-  for (int i = 0; i < 3; i++) {
-    char t[256];
-    snprintf(t, sizeof t, "%s%s", prefix, streams[i]);
-    rkt[i] = rd_kafka_topic_new(rk, t, NULL);
-  }
-  if (sent) {
-    sent->key = malloc(records * sizeof(uint64_t));
-    sent->ts = malloc(records * sizeof(int64_t));
-    sent->n = 0;
-  }
-  double t0 = wd_mono_s();
-  wd_gen_msg_t m;
-  uint64_t n = 0;
-  while (wd_gen_next(gen, &m)) {
-    if (rate > 0) {
-      double due = t0 + (double)n / rate, now = wd_mono_s();
-      if (due > now) usleep((useconds_t)((due - now) * 1e6));
-    }
-    int64_t ts = wd_wall_ms();
-    for (;;) {
-      rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]),
-                                                RD_KAFKA_V_KEY(m.key, m.key_len),
-                                                RD_KAFKA_V_VALUE((void *)m.value, m.value_len),
-                                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts),
-                                                RD_KAFKA_V_END);
-      if (!e) break;
-      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("produce: %s", rd_kafka_err2str(e));
-      rd_kafka_poll(rk, 10);
-    }
-    if (sent) {
-      sent->key[sent->n] = m.order_id;
-      sent->ts[sent->n++] = ts;
-    }
-    n++;
-    rd_kafka_poll(rk, 0);
-  }
-  if (rd_kafka_flush(rk, 120000)) bench_die("%s", "flush timed out");
-  double secs = wd_mono_s() - t0;
-  for (int i = 0; i < 3; i++) rd_kafka_topic_destroy(rkt[i]);
-  rd_kafka_destroy(rk);
-  wd_gen_destroy(gen);
-  return secs;
 }
 
 typedef struct {
@@ -235,7 +173,7 @@ static void saturation(const char *widen, const char *demo, const char *work, co
   char group[160], cfgp[4300], state[4300], logp[4300], outt[256];
   snprintf(prefix, plen, "bench%d-%" PRId64 "-sat-%.2s.", (int)getpid(), wd_wall_ms() % 100000000, guarantee);
   bench_create_topics(prefix, names, 5);
-  double psecs = produce(prefix, keys, records, seed, 0, NULL);
+  double psecs = bench_produce_generated(prefix, keys, records, seed, 0, NULL);
   fprintf(stderr, "e2e: produced %" PRIu64 " records in %.2f s (%.0f/s)\n", records, psecs, records / psecs);
   snprintf(group, sizeof group, "%sgroup", prefix);
   snprintf(cfgp, sizeof cfgp, "%s/sat-%s.yaml", work, guarantee);
@@ -336,7 +274,7 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
   pid_t pid = bench_start_widen(widen, cfgp, logp);
   sleep(5); /* start-up and group join (group.initial.rebalance.delay.ms=0 on scripts/kafka) */
   sent_t sent = {0};
-  double ls = produce(prefix, keys, lrec, seed + 1, rate, &sent);
+  double ls = bench_produce_generated(prefix, keys, lrec, seed + 1, rate, &sent);
   double lcpu = bench_wait_widen(pid);
   fo.stop = 1;
   pthread_join(fth, NULL);

@@ -50,6 +50,7 @@
 
 #include "app/generate.h"
 #include "bench/bench_util.h"
+#include "bench/gen_produce.h"
 #include "bench/kafka_util.h"
 
 #ifndef WD_SOURCE_DIR
@@ -196,70 +197,6 @@ static usage_t wait_child(pid_t pid, const char *what) {
   u.status = status;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "vs_peer: %s exited with status %d\n", what, status);
   return u;
-}
-
-/* ---- producing -------------------------------------------------------------------------- */
-
-typedef struct {
-  uint64_t *key;
-  int64_t *ts;
-  size_t n;
-} sent_t;
-
-/* Produces `records` generated records to prefix+stream at `rate` records/s (0: unlimited); notes each
- * one's key and send time in *sent when given. Returns wall seconds. */
-static double produce(const char *prefix, uint64_t keys, uint64_t records, uint64_t seed, double rate, sent_t *sent) {
-  rd_kafka_t *rk = bench_new_producer();
-  wd_gen_opts_t go = {0};
-  go.keys = keys;
-  go.records = records;
-  go.seed = seed;
-  go.topic_prefix = prefix;
-  wd_gen_t *gen = NULL;
-  if (wd_gen_new(&go, &gen)) bench_die("%s", "generator");
-  rd_kafka_topic_t *rkt[3];
-  for (int i = 0; i < 3; i++) {
-    char t[256];
-    snprintf(t, sizeof t, "%s%s", prefix, streams[i]);
-    rkt[i] = rd_kafka_topic_new(rk, t, NULL);
-  }
-  if (sent) {
-    sent->key = malloc(records * sizeof(uint64_t));
-    sent->ts = malloc(records * sizeof(int64_t));
-    sent->n = 0;
-  }
-  double t0 = wd_mono_s();
-  wd_gen_msg_t m;
-  uint64_t n = 0;
-  while (wd_gen_next(gen, &m)) {
-    if (rate > 0) {
-      double due = t0 + (double)n / rate, now = wd_mono_s();
-      if (due > now) usleep((useconds_t)((due - now) * 1e6));
-    }
-    int64_t ts = wd_wall_ms();
-    for (;;) {
-      rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]),
-                                                RD_KAFKA_V_KEY(m.key, m.key_len),
-                                                RD_KAFKA_V_VALUE((void *)m.value, m.value_len),
-                                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts),
-                                                RD_KAFKA_V_END);
-      if (!e) break;
-      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("produce: %s", rd_kafka_err2str(e));
-      rd_kafka_poll(rk, 10);
-    }
-    if (sent) {
-      sent->key[sent->n] = m.order_id;
-      sent->ts[sent->n++] = ts;
-    }
-    n++;
-    rd_kafka_poll(rk, 0);
-  }
-  if (rd_kafka_flush(rk, 120000)) bench_die("%s", "flush timed out");
-  double secs = wd_mono_s() - t0;
-  for (int i = 0; i < 3; i++) rd_kafka_topic_destroy(rkt[i]);
-  rd_kafka_destroy(rk);
-  wd_gen_destroy(gen);
-  return secs;
 }
 
 /* ---- output: the folded table ----------------------------------------------------------- */
@@ -419,7 +356,7 @@ static void latency_run(const opts_t *o, bool is_peer, const char *guarantee, ui
     sleep(5); /* as bench/e2e */
   }
   sent_t sent = {0};
-  produce(prefix, o->keys, lrec, seed + 1, rate, &sent);
+  bench_produce_generated(prefix, o->keys, lrec, seed + 1, rate, &sent);
   usage_t u = wait_child(pid, is_peer ? "peer" : "widen");
   (void)u;
   fo.stop = 1;
@@ -528,7 +465,7 @@ int main(int argc, char **argv) {
   static const char *const sat_names[8] = {"orders",        "payments",     "shipments",    "orders_wide.dlq",
                                            "out-widen-ex", "out-peer-ex", "out-widen-at", "out-peer-at"};
   bench_create_topics(prefix, sat_names, 8);
-  double psecs = produce(prefix, o.keys, records, seed, 0, NULL);
+  double psecs = bench_produce_generated(prefix, o.keys, records, seed, 0, NULL);
   fprintf(stderr, "vs_peer: produced %" PRIu64 " records in %.2f s\n", records, psecs);
   table_t ref = {0};
   bool have_ref = false;
