@@ -236,7 +236,7 @@ int wd_consumer_assigned_count(const wd_consumer_t *c);
  * it, without a broker or a client: librdkafka validates it on a fresh configuration
  * (rd_kafka_conf_set, as wd_consumer_new / the producer do), and widen's own refusals apply to
  * the clients given (WD_KAFKA_CONSUMER_PROPERTY | WD_KAFKA_PRODUCER_PROPERTY). For `widen config
- * check` and the config loader (app/config.c), so that a config that check accepts starts.
+ * check` and the config loader (app/config/config.c), so that a config that check accepts starts.
  * Returns NULL when accepted, else WD_ERR_CONFIG "C_KAFKA_PROPERTY": "unknown Kafka property 'X';
  * did you mean 'Y'?" (the closest of librdkafka's own property names, when one is close), "Kafka
  * property 'X' = 'V': <librdkafka's reason>" for a refused value, bootstrap.servers/group.id
