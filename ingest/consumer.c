@@ -298,6 +298,13 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
       }
       if (rerr) {
         err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
+        if (err->retriable && wd_mono_ms() < deadline) { /* a broker restarting: asked again */
+          wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
+          wd_error_destroy(err);
+          err = NULL;
+          usleep(200 * 1000);
+          continue;
+        }
         goto cleanup;
       }
       const struct rd_kafka_metadata_topic *mt = md->topic_cnt == 1 ? &md->topics[0] : NULL;
@@ -654,10 +661,19 @@ wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, siz
     goto cleanup;
   }
   for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition);
-  rd_kafka_resp_err_t rerr = rd_kafka_committed(c->rk, list, timeout_ms);
-  if (rerr) {
+  int64_t deadline = wd_mono_ms() + timeout_ms;
+  for (;;) {
+    int64_t left = deadline - wd_mono_ms();
+    rd_kafka_resp_err_t rerr = rd_kafka_committed(c->rk, list, (int)(left > 100 ? left : 100));
+    if (!rerr) break;
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "reading %zu committed offsets", n);
-    goto cleanup;
+    /* NOT_COORDINATOR and friends answer at once while the group's coordinator moves (a broker
+     * restart): asked again until timeout_ms has passed, not given up on the first answer */
+    if (!err->retriable || wd_mono_ms() + 200 >= deadline) goto cleanup;
+    wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
+    wd_error_destroy(err);
+    err = NULL;
+    usleep(200 * 1000);
   }
   for (size_t i = 0; i < n; i++) {
     const rd_kafka_topic_partition_t *tp = &list->elems[i];
@@ -736,11 +752,20 @@ wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offs
     goto cleanup;
   }
   if ((err = wd_consumer_partitions(c, timeout_ms, list))) goto cleanup;
-  for (int i = 0; i < list->cnt; i++) list->elems[i].offset = RD_KAFKA_OFFSET_END; /* ListOffsets "latest" */
-  rd_kafka_resp_err_t rerr = rd_kafka_offsets_for_times(c->rk, list, timeout_ms);
-  if (rerr) {
+  int64_t deadline = wd_mono_ms() + timeout_ms;
+  for (;;) {
+    for (int i = 0; i < list->cnt; i++) list->elems[i].offset = RD_KAFKA_OFFSET_END; /* ListOffsets "latest" */
+    int64_t left = deadline - wd_mono_ms();
+    rd_kafka_resp_err_t rerr = rd_kafka_offsets_for_times(c->rk, list, (int)(left > 100 ? left : 100));
+    if (!rerr) break;
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "end offsets of %d partitions", list->cnt);
-    goto cleanup;
+    /* NOT_LEADER_FOR_PARTITION while leaders move (a broker restart): asked again until
+     * timeout_ms has passed */
+    if (!err->retriable || wd_mono_ms() + 200 >= deadline) goto cleanup;
+    wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
+    wd_error_destroy(err);
+    err = NULL;
+    usleep(200 * 1000);
   }
   if (!(arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr)))) {
     err = wd_error_nomem();

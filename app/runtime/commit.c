@@ -302,13 +302,16 @@ static wd_error_t *stored_offset(wd_commit_t *c, const char *topic, int32_t part
 }
 
 /* The group's committed offsets of parts[0..n) into parts[i].offset (-1: none), retried for up
- * to about 60 s while the coordinator does not answer. */
+ * to 60 s (by the clock: a coordinator that is moving answers NOT_COORDINATOR at once, so a count
+ * of attempts would give up within a second of a broker restart) while the coordinator does not
+ * answer, and never past the stop's deadline. */
 static wd_error_t *group_offsets_of(wd_commit_t *c, wd_consumer_t *cons, wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
-  for (int attempt = 0; attempt < 12; attempt++) {
+  double until = wd_mono_s() + 60.0;
+  for (;;) {
     wd_error_destroy(err);
     if (!(err = wd_consumer_committed(cons, parts, n, stop_budget_ms(c, 5000)))) return NULL;
-    if (!err->retriable) break;
+    if (!err->retriable || wd_mono_s() >= until) break;
     if (stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
     wd_log(WD_LOG_WARN, "commit", "reading the group's committed offsets: %s; retrying", err->message);
   }
