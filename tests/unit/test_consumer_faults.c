@@ -107,3 +107,4 @@ Test(consumer_faults, end_offsets_are_asked_again_while_a_leader_moves, .timeout
   free(ends);
   mock_done(&m);
 }
+
