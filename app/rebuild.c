@@ -553,10 +553,12 @@ int wd_rebuild_before_finalize(wd_rebuild_t *rb, wd_store_batch_t *b) {
   prefix(ob, NS_OLD, task);
   prefix(oe, NS_OLD, task + 1);
   prefix(mk, NS_MARK, task);
-  return wd_store_batch_delete_range(b, ob, sizeof(ob), oe, sizeof(oe)) ||
-                 wd_store_batch_put(b, mk, sizeof(mk), (const uint8_t *)rb->fp, rb->fplen)
-             ? -1
-             : 0;
+  if (wd_store_batch_delete_range(b, ob, sizeof(ob), oe, sizeof(oe)) ||
+      wd_store_batch_put(b, mk, sizeof(mk), (const uint8_t *)rb->fp, rb->fplen))
+    return -1;
+  /* a single task switched: the rebuild is over (the next start runs without it); per-partition
+   * tasks keep it, since another process's tasks may come here unswitched */
+  return !rb->changelog && wd_store_batch_delete_meta(b, WD_REBUILD_OLD_DEF_KEY) ? -1 : 0;
 }
 
 void wd_rebuild_before_write(wd_rebuild_t *rb) {
