@@ -1640,7 +1640,10 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
       for (int attempt = 0;; attempt++) {
         err = wd_producer_txn_send_offsets(c->prod, c->t, c->nt, gm, 10000);
-        if (!err && c->gcons) { /* scale-out with lookups: the commit's marker (wd_commit_set_global) */
+        /* the commit's marker: every commit with scale-out lookups (wd_commit_set_global); with the
+         * rebuild's marker only (wd_commit_set_marker) the commits without input offsets, which the
+         * group's offsets cannot resolve (a switch) */
+        if (!err && c->gcons && (c->global || !c->nt)) {
           wd_group_meta_t *pm = NULL;
           wd_tp_offset_t m = {c->marker_topic, 0, (int64_t)(c->number + 1)};
           if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_producer_txn_send_offsets(c->prod, &m, 1, pm, 10000);

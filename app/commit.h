@@ -241,9 +241,10 @@ int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, 
 /* Rebuild mode (app/rebuild.h, docs/runtime.md "Rebuild as a runtime mode"): the commit marker
  * without the lookups' other rules. cons is a consumer in a group of this process alone (borrowed;
  * never subscribed), marker_topic an existing topic (borrowed): every exactly-once commit with
- * output is prepared and sends the offset (marker_topic, 0) = its commit number to that group in
- * its transaction, so that a commit without input offsets (a rebuild's switch) is resolved by
- * recovery like any other. Call before wd_commit_recover. */
+ * output is prepared, and one without input offsets to send (a rebuild's switch) sends the offset
+ * (marker_topic, 0) = its commit number to that group in its transaction, so that recovery
+ * resolves it like any other (the others are resolved by the group's offsets). Call before
+ * wd_commit_recover. */
 void wd_commit_set_marker(wd_commit_t *c, wd_consumer_t *cons, const char *marker_topic);
 
 /* The task table (borrowed; valid for the coordinator's life): the rebuild reads its tasks'
