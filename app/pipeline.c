@@ -290,8 +290,18 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
  * the state changelog topic. */
 static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
 
+/* A rebalance aborted the switch in hand (wd_commit_batch_invalid): nothing more of it may be
+ * sent, or it would go into the next commit's transaction. */
+static wd_error_t *switch_abandoned(wd_pipeline_t *p) {
+  return wd_commit_batch_invalid(p->commit)
+             ? wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the switch was in hand")
+             : NULL;
+}
+
 static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
   wd_pipeline_t *p = ctx;
+  wd_error_t *aerr = switch_abandoned(p);
+  if (aerr) return aerr;
   wd_sink_ctx_t sc = {p->schema, p->cfg->table.name, wd_wall_ms(), p->avro_out};
   for (size_t i = 0; i < n;) {
     const wd_row_t *keyrow = NULL;
@@ -315,7 +325,8 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
 static wd_error_t *rebuild_state(void *ctx, uint32_t task, const uint8_t *key, size_t klen, const uint8_t *val,
                                  size_t vlen) {
   wd_pipeline_t *p = ctx;
-  wd_error_t *err = wd_commit_begin(p->commit);
+  wd_error_t *err = switch_abandoned(p);
+  if (!err) err = wd_commit_begin(p->commit);
   if (!err) err = wd_producer_send_to(p->prod, p->changelog_topic, (int32_t)task, key, klen, val, val ? vlen : 0);
   return err;
 }

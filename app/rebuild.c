@@ -493,6 +493,10 @@ static wd_error_t *switch_task(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
   if (!(err = wd_commit_begin(c))) err = emit_switch(rb, c, id, io, &n);
   bool invalid = wd_commit_batch_invalid(c);
   wd_commit_batch_end(c);
+  if (invalid) { /* aborted by the rebalance (a send that waited gave up with it) */
+    wd_error_destroy(err);
+    err = NULL;
+  }
   if (!err && !invalid) fault(rb, "rebuild-during-switch");
   if (!err && !invalid) err = io->complete(io->ctx, &aborted);
   rb->switching = -1;
