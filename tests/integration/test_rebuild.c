@@ -61,7 +61,9 @@ static char *sh(int *rc, const char *fmt, ...) {
   return out;
 }
 
-/* Member `member` of the test's group: its own state directory and group.instance.id; tasks
+/* Member `member` of the test's group: its own state directory and group.instance.id (static
+ * membership with a session of 20 s: a member restarted within it gets its tasks back without a
+ * rebalance, so the members of the new definition own the tasks they owned before); tasks
  * "per-partition" or "single". base (may be NULL) gives the prefix (the same topics and group). */
 static void env_init(env_t *e, const env_t *base, const char *name, const char *member, const char *tasks) {
   snprintf(e->dir, sizeof(e->dir), "/tmp/widen-rb-%s-XXXXXX", member);
@@ -75,7 +77,7 @@ static void env_init(env_t *e, const env_t *base, const char *name, const char *
     FILE *f = fopen(v ? e->cfg_new : e->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,
-            "kafka:\n  bootstrap.servers: %s\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 6000\n"
+            "kafka:\n  bootstrap.servers: %s\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 20000\n"
             "    group.instance.id: %s%s\n"
             "table:\n  name: orders_wide\n  schema:\n"
             "    - {name: order_id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
