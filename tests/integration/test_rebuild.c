@@ -187,6 +187,12 @@ static json_t *output(const env_t *e) {
   return out;
 }
 
+/* A log without sanitizer reports (the build-san binary's, whose processes write to log files). */
+static void assert_clean_log(const char *text, const char *who) {
+  cr_expect(!strstr(text, "Sanitizer") && !strstr(text, "runtime error"), "%s reports a sanitizer error:\n%s", who,
+            text);
+}
+
 static void key_of(const json_t *row, char *k, size_t n) {
   snprintf(k, n, "%lld", (long long)json_integer_value(json_object_get(row, "order_id")));
 }
@@ -358,6 +364,8 @@ Test(rebuild, two_processes_with_standbys_emit_each_difference_once, .timeout = 
   }
   cr_expect(na > 0 && nb > 0, "the tasks were not shared (A switched %d, B %d)", na, nb);
   cr_expect(strstr(ta, "standby replicas") && strstr(tb, "standby replicas"), "standby copies were not on");
+  assert_clean_log(ta, "member A");
+  assert_clean_log(tb, "member B");
   free(ta);
   free(tb);
   json_t *cl_after = output(&a), *want = clean_table(&a);
@@ -395,6 +403,7 @@ static void kill_during_rebuild(const char *tasks, const char *const *faults, si
   char *t = wd_it_read_file(la);
   cr_assert_eq(rc, 0, "the last run exited with %d:\n%s", rc, t);
   cr_expect(strstr(t, "recovered commit"), "no commit was left to recovery:\n%s", t);
+  assert_clean_log(t, "widen");
   if (getenv("WD_SHOW")) fprintf(stderr, "%s", t);
   free(t);
   json_t *cl_after = output(&a), *want = clean_table(&a);
