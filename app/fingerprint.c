@@ -413,7 +413,7 @@ static wd_error_t *copy_meta(wd_store_t *from, const char *name, wd_store_batch_
 
 /* Arms the rebuild (issue 21 point 4, app/rebuild.h): a fresh state is made as "<dir>.rebuild"
  * with the new definition, the old one (WD_REBUILD_OLD_DEF_KEY), the old state's instance id (the
- * transactional.id and group.instance.id stay the same), commit number and base column count, and
+ * transactional.id and group.instance.id stay the same), commit number, task layout and base column count, and
  * the completion mark; then the old state becomes "<dir>.before-rebuild" and the fresh one "<dir>".
  * The rebuild itself runs in `widen run`'s poll loop, per owned task. A crash before the first
  * rename leaves the old state (armed again next time); between the renames the switch is completed
@@ -453,7 +453,11 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     err = wd_error_nomem();
     goto done;
   }
-  if ((err = copy_meta(old, "instance/id", b)) || (err = copy_meta(old, COMMIT_NUMBER_KEY, b))) goto done;
+  /* the task layout too: the old rows (and the state changelog topic) are split by it, so a start
+   * that would split them otherwise still stops with C_TASKS_LAYOUT */
+  if ((err = copy_meta(old, "instance/id", b)) || (err = copy_meta(old, COMMIT_NUMBER_KEY, b)) ||
+      (err = copy_meta(old, "tasks/layout", b)))
+    goto done;
   uint8_t *base = NULL;
   size_t blen = 0;
   if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
