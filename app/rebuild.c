@@ -399,7 +399,7 @@ done:
 /* ---- DIFF: the switch ------------------------------------------------------------------------- */
 
 typedef struct {
-  size_t old_rows, new_rows, deletes, inserts, updates;
+  size_t old_rows, new_rows, deletes, inserts, updates, keys;
 } counts_t;
 
 /* The difference and the task's new entries, read side by side from the staged old rows and the
@@ -467,6 +467,9 @@ static wd_error_t *emit_switch(wd_rebuild_t *rb, wd_commit_t *c, uint32_t task, 
     if (err) break;
     if (cmp <= 0) o.at++;
     if (cmp >= 0) w.at++;
+    /* between chunks the group is served (partitions paused): a long switch keeps the membership,
+     * and a rebalance meanwhile aborts it (the batch in hand) */
+    if (++n->keys % (4 * CHUNK) == 0) wd_commit_wait(c, 1);
   }
   if (!err && io->state && !wd_commit_batch_invalid(c)) { /* the mark, with the task's new entries */
     uint8_t mk[WD_STATE_PREFIX_LEN];

@@ -384,11 +384,11 @@ Test(rebuild, two_processes_with_standbys_emit_each_difference_once, .timeout = 
  * switch (its transaction open: its records are aborted), and at a commit of the rebuild from the
  * sources; then a clean run. Read read_committed, the output holds the difference once and ends at
  * the rebuilt table. */
-static void kill_during_rebuild(const char *tasks, const char *const *faults, size_t nfaults) {
+static void kill_during_rebuild(const char *tasks, int keys, int records, const char *const *faults, size_t nfaults) {
   env_t a;
   env_init(&a, NULL, strcmp(tasks, "single") ? "killpp" : "killst", "memberA", tasks);
   create_topics(&a);
-  produce(&a, 60, 1200, 13);
+  produce(&a, keys, records, 13);
   char la[400];
   snprintf(la, sizeof(la), "%s/a.log", a.dir);
   cr_assert_eq(wait_exit(spawn_run(a.cfg, la, "3000", NULL)), 0);
@@ -421,10 +421,11 @@ static void kill_during_rebuild(const char *tasks, const char *const *faults, si
 
 Test(rebuild, kill_during_the_rebuild_repeats_nothing_per_partition, .timeout = 300) {
   const char *faults[] = {"rebuild-after-commit", "rebuild-during-switch", "after-finalize:2"};
-  kill_during_rebuild("per-partition", faults, 3);
+  kill_during_rebuild("per-partition", 60, 1200, faults, 3);
 }
 
 Test(rebuild, kill_during_the_rebuild_repeats_nothing_single_task, .timeout = 300) {
   const char *faults[] = {"after-finalize:3", "rebuild-during-switch", "rebuild-after-commit"};
-  kill_during_rebuild("single", faults, 3);
+  /* 1500 keys: the readers of the stage and of the switch go over several chunks (512 entries) */
+  kill_during_rebuild("single", 1500, 4000, faults, 3);
 }
