@@ -957,8 +957,6 @@ static wd_error_t *restore_plan(wd_commit_t *c, uint32_t *tasks, int64_t *from, 
 
 uint64_t wd_commit_restored_records(const wd_commit_t *c) { return c->restored_records; }
 
-static void g_of(wd_commit_t *c, size_t i, int64_t g) { c->tps[i].group = g; }
-
 void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
   wd_tp_offset_t *g = NULL;
@@ -1058,7 +1056,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   for (size_t i = 0; i < n; i++) {
     if (stateless[i]) continue;
     /* (a task the group never committed has no rows anywhere: nothing to restore) */
-    g_of(c, first + i, g[i].offset);
+    c->tps[first + i].group = g[i].offset; /* a rebuild reads its task's partitions up to it */
     if (stored[i] != g[i].offset || (g[i].offset >= 0 && !kept_task(c, task_of(c, parts[i].partition))) ||
         !task_current(c, task_of(c, parts[i].partition))) {
       /* the whole task goes: mark every assigned partition of it */
