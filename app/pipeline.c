@@ -313,8 +313,10 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
     if (!err) err = wd_commit_begin(p->commit);
     if (!err)
       err = wd_producer_send(p->prod, p->cfg->sink.topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (!err && i == at) /* every format takes at least one row */
+      err = wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "sink format %s took no row of the difference",
+                         p->sink_fmt->name);
     if (err) return err;
-    if (i == at) i++; /* (every format takes at least one row) */
     p->st.changes_out += i - at;
     p->hc.changes_out += i - at;
     p->st.messages_out++;
