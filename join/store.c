@@ -423,7 +423,14 @@ wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t p
                                  void *ctx) {
   if (!st || !cb || (!prefix && plen))
     return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan_prefix: NULL store, callback or prefix");
-  return st->ops->scan_prefix(st, prefix, plen, cb, ctx);
+  return st->ops->scan_prefix(st, prefix, plen, NULL, 0, cb, ctx);
+}
+
+wd_error_t *wd_store_scan_prefix_from(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from,
+                                      size_t flen, wd_store_scan_cb cb, void *ctx) {
+  if (!st || !cb || (!prefix && plen) || (!from && flen))
+    return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan_prefix_from: NULL store, callback, prefix or key");
+  return st->ops->scan_prefix(st, prefix, plen, from, flen, cb, ctx);
 }
 
 uint64_t wd_store_disk_bytes(wd_store_t *st) { return st ? st->ops->disk_bytes(st) : 0; }

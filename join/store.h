@@ -153,6 +153,13 @@ wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx);
 wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
                                  void *ctx);
 
+/* As wd_store_scan_prefix, starting at the first key >= from[0..flen) (from NULL: the prefix's
+ * first key): a caller reads a key range in chunks of bounded size (stop in cb, then go on from
+ * the last key seen with a 0 byte appended), e.g. two ranges side by side in key order
+ * (app/runtime/rebuild.c). Errors: as wd_store_scan_prefix. */
+wd_error_t *wd_store_scan_prefix_from(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from,
+                                      size_t flen, wd_store_scan_cb cb, void *ctx);
+
 /* Approximate bytes on disk (RocksDB: SST + WAL); 0 for memory. */
 uint64_t wd_store_disk_bytes(wd_store_t *st);
 

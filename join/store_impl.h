@@ -81,8 +81,10 @@ typedef struct wd_store_ops {
   /* Looks up a "meta" key; *val is malloc'd (caller frees) or NULL when absent. */
   wd_error_t *(*meta_get)(wd_store_t *st, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen);
   wd_error_t *(*scan)(wd_store_t *st, wd_store_scan_cb cb, void *ctx);
-  /* Like scan, over the keys that start with prefix[0..plen) only, in key order. */
-  wd_error_t *(*scan_prefix)(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb, void *ctx);
+  /* Like scan, over the keys that start with prefix[0..plen) only, in key order, from the first key
+   * >= from[0..flen) (from NULL: the prefix's first). */
+  wd_error_t *(*scan_prefix)(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from, size_t flen,
+                             wd_store_scan_cb cb, void *ctx);
   wd_error_t *(*compact)(wd_store_t *st);
   uint64_t (*disk_bytes)(wd_store_t *st);
   void (*close)(wd_store_t *st); /* frees st itself */

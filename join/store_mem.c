@@ -331,8 +331,8 @@ cleanup:
 }
 
 /* The scan_prefix callback: the entries whose key starts with prefix, sorted, as wd_mem_scan. */
-static wd_error_t *wd_mem_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
-                                      void *ctx) {
+static wd_error_t *wd_mem_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from,
+                                      size_t flen, wd_store_scan_cb cb, void *ctx) {
   wd_store_mem_t *ms = (wd_store_mem_t *)st;
   wd_mem_entry_t **all = NULL;
   size_t n = 0;
@@ -343,7 +343,13 @@ static wd_error_t *wd_mem_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
                         ms->state.count);
   for (size_t i = 0; i < ms->state.cap; i++) {
     wd_mem_entry_t *e = ms->state.slots[i];
-    if (e && e->klen >= plen && (!plen || memcmp(e->data, prefix, plen) == 0)) all[n++] = e;
+    if (!e || e->klen < plen || (plen && memcmp(e->data, prefix, plen) != 0)) continue;
+    if (from) { /* keys before `from` are left out */
+      size_t m = e->klen < flen ? e->klen : flen;
+      int c = memcmp(e->data, from, m);
+      if (c < 0 || (c == 0 && e->klen < flen)) continue;
+    }
+    all[n++] = e;
   }
   if (n > 1) qsort(all, n, sizeof(*all), wd_mem_cmp);
   for (size_t i = 0; i < n; i++)

@@ -582,8 +582,8 @@ cleanup:
  * The scan_prefix callback: an iterator seeked to prefix, in key order while keys start with it.
  * Errors: WD_ERR_IO "E_STORE_READ". The thread that uses st.
  */
-static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
-                                      void *ctx) {
+static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from,
+                                      size_t flen, wd_store_scan_cb cb, void *ctx) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   wd_error_t *err = NULL;
   char *rerr = NULL;
@@ -598,7 +598,12 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
   rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
   if (ulen) rocksdb_readoptions_set_iterate_upper_bound(ro, upper, ulen);
   rocksdb_iterator_t *it = rocksdb_create_iterator_cf(rs->db, ro, rs->cf[WD_CF_STATE]);
-  for (rocksdb_iter_seek(it, (const char *)prefix, plen); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+  /* from the later of the prefix and `from` */
+  bool later = from && (memcmp(from, prefix, flen < plen ? flen : plen) > 0 ||
+                        (memcmp(from, prefix, flen < plen ? flen : plen) == 0 && flen > plen));
+  const char *seek = later ? (const char *)from : (const char *)prefix;
+  size_t slen = later ? flen : plen;
+  for (rocksdb_iter_seek(it, seek, slen); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
     size_t klen = 0, vlen = 0;
     const char *k = rocksdb_iter_key(it, &klen);
     if (klen < plen || (plen && memcmp(k, prefix, plen) != 0)) break;

@@ -173,8 +173,9 @@ static const wd_config_option_t STATE_OPTS[] = {
      0, "fail|rebuild", 0, NULL,
      "What a start does when the table definition changed in a way that changes the stored rows (schema, primary "
      "key, merge options, sources and their mappings): `fail` names the differing items and stops; `rebuild` "
-     "rebuilds the table from the sources' earliest offsets into a new state beside the old one, emits only the "
-     "difference between the old and the rebuilt table, and goes on with the new state."},
+     "(exactly-once) rebuilds each task this process owns from the sources' earliest offsets into a fresh state "
+     "(the old one kept beside it), in the run's poll loop, emits only the difference between its old and rebuilt "
+     "rows in a commit of its own, and goes on with the new state."},
     END_OPT,
 };
 

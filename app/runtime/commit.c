@@ -41,6 +41,7 @@ typedef struct wd_ctp {
   int64_t restore_end; /* records below it only rebuild state (no output); -1: none */
   int64_t g_end;       /* the group's committed offset a rebuild started from (-1: none): offsets up
                           to it are never sent to the transaction (they would move the group back) */
+  int64_t group;       /* exactly-once: the group's committed offset at the assignment (-1: none) */
 } wd_ctp_t;
 
 /* The changelog restores of one assignment: tasks[0..n) each from from[i] (0: the beginning, its
@@ -61,6 +62,8 @@ typedef struct wd_restore {
 } wd_restore_t;
 
 static void restore_free(wd_restore_t *r);
+struct wd_commit;
+static bool task_current(const struct wd_commit *c, uint32_t task);
 
 struct wd_commit {
   wd_commit_conf_t conf;
@@ -114,6 +117,8 @@ struct wd_commit {
    * per-process group and its marker partition */
   wd_consumer_t *gcons;
   const char *marker_topic;
+  bool global;         /* wd_commit_set_global (else only the marker: wd_commit_set_marker) */
+  size_t nrebuild;     /* tasks in a rebuild phase (wd_task_t.rebuild; app/runtime/rebuild.h) */
   wd_tp_offset_t *gin;
   size_t ngin, cap_gin;
   uint32_t *kept;      /* the tasks of the assignment revoked last (not lost): owned continuously */
@@ -593,7 +598,7 @@ static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
  * rebalance (it owned it in the assignment revoked last, which was not lost) is trusted; any other
  * is restored from the state changelog topic. Without global inputs: always true. */
 static bool kept_task(const wd_commit_t *c, uint32_t task) {
-  if (!c->gcons || !c->conf.changelog_topic) return true;
+  if (!c->global || !c->conf.changelog_topic) return true;
   for (size_t i = 0; i < c->nkept; i++)
     if (c->kept[i] == task) return true;
   return false;
@@ -602,7 +607,7 @@ static bool kept_task(const wd_commit_t *c, uint32_t task) {
 /* On revoke: the revoked assignment's tasks become the kept ones (none when it was lost). */
 static void keep_tasks(wd_commit_t *c, bool lost) {
   c->nkept = 0;
-  if (!c->gcons || lost) return;
+  if (!c->global || lost) return;
   if (c->ntps > c->cap_kept) {
     uint32_t *k = realloc(c->kept, c->ntps * sizeof(*k));
     if (!k) return; /* no memory: nothing kept, every task is restored (correct, slower) */
@@ -619,6 +624,12 @@ static void keep_tasks(wd_commit_t *c, bool lost) {
 }
 
 /* ---- the task table (app/runtime/tasks.h, docs/runtime.md) --------------------------------------------- */
+
+/* Counts the tasks in a rebuild phase (the gate's fast path is off while there are some). */
+static void recount_rebuilds(wd_commit_t *c) {
+  c->nrebuild = 0;
+  for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) c->nrebuild += wd_tasks_at(c->tasks, i)->rebuild != WD_REBUILD_NONE;
+}
 
 static void move_task(wd_commit_t *c, wd_task_t *task, wd_task_state_t to, const char *why) {
   wd_error_t *err = wd_task_move(task, to, why);
@@ -655,6 +666,11 @@ static void build_tasks(wd_commit_t *c) {
       char why[96];
       if (task->changelog_pending) {
         move_task(c, task, WD_TASK_RESTORING, "its rows are restored from the state changelog topic");
+      } else if (!task_current(c, task->id) && c->conf.exactly_once && c->conf.group) {
+        /* rebuild mode without a state changelog: its old rows are staged from the state before
+         * the change (app/runtime/rebuild.c), then rebuilt from the sources */
+        task->rebuild = WD_REBUILD_STAGE;
+        move_task(c, task, WD_TASK_RESTORING, "its table definition changed: it is rebuilt");
       } else if (task->unreached) {
         snprintf(why, sizeof(why), "%zu of its %zu partition(s) rebuilt up to the group's offsets", task->unreached,
                  task->nparts);
@@ -666,6 +682,7 @@ static void build_tasks(wd_commit_t *c) {
       move_task(c, task, c->conf.standby ? WD_TASK_STANDBY : WD_TASK_CLOSED, "not assigned here");
     }
   }
+  recount_rebuilds(c);
 }
 
 /* A RESTORING task whose partitions all reached their restore end: it produces output from now
@@ -683,7 +700,7 @@ static void task_now_running(wd_commit_t *c, wd_task_t *task) {
 }
 
 wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
-  if (!c->nrestoring && !c->nholds && !c->rs) return WD_GATE_RUN;
+  if (!c->nrestoring && !c->nholds && !c->rs && !c->nrebuild) return WD_GATE_RUN;
   if (is_stateless(c, topic)) return WD_GATE_RUN;
   wd_task_t *task = wd_tasks_find(c->tasks, task_of(c, partition));
   if (!task) return WD_GATE_RUN;
@@ -700,7 +717,7 @@ wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, i
 
 wd_error_t *wd_commit_after_batch(wd_commit_t *c) {
   wd_error_t *err = NULL;
-  if (!c->cons || (!c->nrestoring && !c->nholds && !c->rs)) return NULL;
+  if (!c->cons || (!c->nrestoring && !c->nholds && !c->rs && !c->nrebuild)) return NULL;
   for (size_t i = 0; i < wd_tasks_count(c->tasks) && !err; i++) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     /* a partition whose position reached its restore end without a record past it (idle, or a
@@ -709,7 +726,12 @@ wd_error_t *wd_commit_after_batch(wd_commit_t *c) {
       wd_task_part_t *pt = &task->parts[k];
       if (pt->reached) continue;
       int64_t pos = wd_consumer_position(c->cons, pt->topic, pt->partition);
+      if (task->rebuild == WD_REBUILD_STAGE) continue; /* its partitions are moved at the sources phase */
       if (pos >= pt->restore_end && wd_task_part_reached(task, pt)) {
+        if (task->rebuild == WD_REBUILD_SOURCES) { /* rebuilt: the switch first (app/runtime/rebuild.c) */
+          task->rebuild = WD_REBUILD_DIFF;
+          continue;
+        }
         move_task(c, task, WD_TASK_RUNNING, "all its partitions reached the group's committed offsets");
         task_now_running(c, task);
       }
@@ -742,6 +764,12 @@ static uint32_t task_of_key(const uint8_t *key, size_t klen) {
 static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
   wd_commit_t *c = ctx;
   if (c->conf.hooks.changelog_skip && c->conf.hooks.changelog_skip(key, klen)) return 0; /* no task's */
+  if (c->conf.hooks.task_current && klen >= WD_STATE_PREFIX_LEN && key[0] == WD_STATE_ROW_NS) {
+    /* rebuild: a task's rows rebuilt from the sources reach the changelog only with its switch
+     * (app/runtime/rebuild.c), in one transaction with its mark: until then the topic keeps its old rows */
+    wd_task_t *t = wd_tasks_find(c->tasks, task_of_key(key, klen));
+    if (t && t->rebuild != WD_REBUILD_NONE) return 0;
+  }
   c->send_err = wd_producer_send_to(c->prod, c->conf.changelog_topic, (int32_t)task_of_key(key, klen), key, klen, val,
                                     val ? vlen : 0);
   return c->send_err ? 1 : 0;
@@ -773,6 +801,23 @@ static int64_t restore_on_assign(void *ctx, const char *topic, int32_t partition
  * group's (rows first, offsets last: a crash before this write restores it again), and it runs. */
 static wd_error_t *restore_finish(wd_commit_t *c, wd_restore_t *r, size_t t) {
   wd_error_t *err = NULL;
+  wd_task_t *rtask = wd_tasks_find(c->tasks, r->tasks[t]);
+  if (!task_current(c, r->tasks[t])) {
+    /* rebuild mode: the restored rows are the task's old rows at the group's offsets (no switch
+     * mark): they are staged and the task rebuilt (app/runtime/rebuild.c); its offsets stay unset, so a
+     * crash meanwhile restores it again */
+    r->finished[t] = true;
+    r->left--;
+    c->restored_records += r->records[t];
+    wd_log(WD_LOG_INFO, "rebuild", "task %u: its old rows restored from %s (%" PRIu64 " records); its table "
+           "definition changed: it is rebuilt", r->tasks[t], c->conf.changelog_topic, r->records[t]);
+    if (rtask) {
+      rtask->changelog_pending = false;
+      if (rtask->state == WD_TASK_RESTORING) rtask->rebuild = WD_REBUILD_STAGE;
+    }
+    recount_rebuilds(c);
+    return NULL;
+  }
   wd_store_batch_t *b = wd_store_batch_new();
   if (!b) return wd_error_nomem();
   for (size_t i = 0; i < c->ntps; i++) {
@@ -945,6 +990,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     t->partition = parts[i].partition;
     t->restore_end = -1;
     t->g_end = -1;
+    t->group = -1;
     if ((err = stored_offset(c, parts[i].topic, parts[i].partition, &stored[i]))) {
       keep_cb_error(c, err);
       err = NULL;
@@ -1013,7 +1059,9 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
   for (size_t i = 0; i < n; i++) {
     if (stateless[i]) continue;
     /* (a task the group never committed has no rows anywhere: nothing to restore) */
-    if (stored[i] != g[i].offset || (g[i].offset >= 0 && !kept_task(c, task_of(c, parts[i].partition)))) {
+    c->tps[first + i].group = g[i].offset; /* a rebuild reads its task's partitions up to it */
+    if (stored[i] != g[i].offset || (g[i].offset >= 0 && !kept_task(c, task_of(c, parts[i].partition))) ||
+        !task_current(c, task_of(c, parts[i].partition))) {
       /* the whole task goes: mark every assigned partition of it */
       uint32_t task = task_of(c, parts[i].partition);
       for (size_t k = 0; k < n; k++)
@@ -1183,6 +1231,22 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
   for (size_t i = 0; i < c->ntps && c->conf.standby; i++) /* their copies are kept warm from now on */
     if (!is_stateless(c, c->tps[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, c->tps[i].partition), false);
   keep_tasks(c, lost);
+  for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) { /* a rebuild cut short: its rows go */
+    wd_task_t *task = wd_tasks_at(c->tasks, i);
+    if (task->rebuild == WD_REBUILD_NONE || task->state != WD_TASK_RESTORING) continue;
+    /* rows rebuilt from the sources (or old rows restored) are no copy of the changelog: were they
+     * kept, a standby copy would continue from them and a later restore start from a mixture */
+    wd_store_batch_t *b = wd_store_batch_new();
+    wd_error_t *err = b ? wd_state_drop_task(c->state, task->id, b) : wd_error_nomem();
+    if (!err) err = wd_store_write_sync(c->store, b);
+    if (!err) err = wd_standby_forget(c->conf.standby, task->id);
+    wd_store_batch_destroy(b);
+    if (err) keep_cb_error(c, wd_error_wrap(err, "dropping the rows of task %" PRIu32 " whose rebuild was cut short",
+                                            task->id));
+    else
+      wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": its rebuild was cut short by the rebalance; it starts again "
+             "when assigned", task->id);
+  }
   for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     if (task->state == WD_TASK_CREATED) move_task(c, task, WD_TASK_CLOSED, lost ? "lost" : "revoked");
@@ -1190,6 +1254,7 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       move_task(c, task, WD_TASK_SUSPENDED, lost ? "its partitions were lost" : "revoked");
   }
   wd_tasks_clear_partitions(c->tasks);
+  c->nrebuild = 0;
   if (c->rs) { /* a restore cut short: its tasks' offsets are gone, so it starts again when assigned */
     wd_log(WD_LOG_INFO, "commit", "the rebalance stops the restore of %zu task(s) from %s", c->rs->left,
            c->conf.changelog_topic);
@@ -1576,7 +1641,10 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
       for (int attempt = 0;; attempt++) {
         err = wd_producer_txn_send_offsets(c->prod, c->t, c->nt, gm, 10000);
-        if (!err && c->gcons) { /* scale-out with lookups: the commit's marker (wd_commit_set_global) */
+        /* the commit's marker: every commit with scale-out lookups (wd_commit_set_global); with the
+         * rebuild's marker only (wd_commit_set_marker) the commits without input offsets, which the
+         * group's offsets cannot resolve (a switch) */
+        if (!err && c->gcons && (c->global || !c->nt)) {
           wd_group_meta_t *pm = NULL;
           wd_tp_offset_t m = {c->marker_topic, 0, (int64_t)(c->number + 1)};
           if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_producer_txn_send_offsets(c->prod, &m, 1, pm, 10000);
@@ -1646,6 +1714,74 @@ done:
 void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char *marker_topic) {
   c->gcons = group_cons;
   c->marker_topic = marker_topic;
+  c->global = true;
+}
+
+void wd_commit_set_marker(wd_commit_t *c, wd_consumer_t *cons, const char *marker_topic) {
+  c->gcons = cons;
+  c->marker_topic = marker_topic;
+}
+
+wd_tasks_t *wd_commit_tasks(wd_commit_t *c) { return c->tasks; }
+
+int64_t wd_commit_group_offset(const wd_commit_t *c, const char *topic, int32_t partition) {
+  const wd_ctp_t *t = find_tp(c, topic, partition);
+  return t ? t->group : -1;
+}
+
+/* Whether task's rows are in the current definition (rebuild mode, hooks.task_current). */
+static bool task_current(const wd_commit_t *c, uint32_t task) {
+  return !c->conf.hooks.task_current || c->conf.hooks.task_current(c->conf.hooks.ctx, task);
+}
+
+wd_error_t *wd_commit_rebuild_sources(wd_commit_t *c, uint32_t id) {
+  wd_task_t *task = wd_tasks_find(c->tasks, id);
+  if (!task || task->rebuild != WD_REBUILD_STAGE) return NULL;
+  wd_error_t *err = NULL;
+  size_t n = task->nparts;
+  wd_tp_offset_t *to = calloc(n ? n : 1, sizeof(*to));
+  if (!to) return wd_error_nomem();
+  for (size_t k = 0; k < n; k++) {
+    wd_task_part_t *pt = &task->parts[k];
+    wd_ctp_t *t = find_tp(c, pt->topic, pt->partition);
+    int64_t g = t ? t->group : -1;
+    if (pt->held_at >= 0) c->nholds--;
+    if (pt->restore_end > 0 && !pt->reached && t && t->restore_end > 0) c->nrestoring--; /* set again below */
+    if (!wd_task_add_partition(task, pt->topic, pt->partition, g > 0 ? g : -1)) { /* reached, held_at reset */
+      free(to);
+      return wd_error_nomem();
+    }
+    if (t) {
+      t->start = WD_OFFSET_BEGINNING; /* an abort rewinds to the stored offsets, or the beginning */
+      t->restore_end = g > 0 ? g : -1;
+      t->g_end = g > 0 ? g : -1;
+      if (g > 0) {
+        c->any_gend = true;
+        c->nrestoring++;
+      }
+    }
+    to[k] = (wd_tp_offset_t){pt->topic, pt->partition, -1}; /* -1: the beginning */
+  }
+  task->rebuild = task->unreached ? WD_REBUILD_SOURCES : WD_REBUILD_DIFF;
+  if (c->cons && n) err = wd_consumer_seek(c->cons, to, n);
+  for (size_t k = 0; k < n && !err; k++)
+    err = wd_consumer_release_partition(c->cons, task->parts[k].topic, task->parts[k].partition, -1);
+  free(to);
+  if (!err)
+    wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": rebuilding its rows from the sources' earliest offsets up to "
+           "the group's committed offsets of its %zu partition(s), without output", id, n);
+  return err;
+}
+
+wd_error_t *wd_commit_rebuild_done(wd_commit_t *c, uint32_t id) {
+  wd_task_t *task = wd_tasks_find(c->tasks, id);
+  if (!task) return NULL;
+  task->rebuild = WD_REBUILD_NONE;
+  recount_rebuilds(c);
+  wd_error_t *err = wd_task_move(task, WD_TASK_RUNNING, "rebuilt: its difference is emitted and its rows switched");
+  if (!err) task_now_running(c, task);
+  c->holds_dirty = true; /* its held partitions are released after the next batch */
+  return err;
 }
 
 int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {

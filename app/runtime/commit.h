@@ -70,6 +70,11 @@ typedef struct wd_commit_hooks {
    * left out of the state changelog topic (join/lookup.h wd_join_global_key: lookup rows and the
    * index, which every process keeps for itself). May be NULL (every entry is a task's). */
   bool (*changelog_skip)(const uint8_t *key, size_t klen);
+  /* Rebuild mode (app/runtime/rebuild.h): whether the local rows of `task` are in the table's current
+   * definition (the task's switch mark). A task whose rows are not is never taken as being at the
+   * group's offsets: it is restored (per-partition: its old rows from the state changelog topic)
+   * and rebuilt (wd_task_t.rebuild). NULL: every task's rows are current (no rebuild). */
+  bool (*task_current)(void *ctx, uint32_t task);
 } wd_commit_hooks_t;
 
 typedef struct wd_commit_conf {
@@ -232,6 +237,33 @@ void wd_commit_wait(wd_commit_t *c, int ms);
  * on no memory. */
 void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char *marker_topic);
 int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* Rebuild mode (app/runtime/rebuild.h, docs/runtime.md "Rebuild as a runtime mode"): the commit marker
+ * without the lookups' other rules. cons is a consumer in a group of this process alone (borrowed;
+ * never subscribed), marker_topic an existing topic (borrowed): every exactly-once commit with
+ * output is prepared, and one without input offsets to send (a rebuild's switch) sends the offset
+ * (marker_topic, 0) = its commit number to that group in its transaction, so that recovery
+ * resolves it like any other (the others are resolved by the group's offsets). Call before
+ * wd_commit_recover. */
+void wd_commit_set_marker(wd_commit_t *c, wd_consumer_t *cons, const char *marker_topic);
+
+/* The task table (borrowed; valid for the coordinator's life): the rebuild reads its tasks'
+ * phases (wd_task_t.rebuild) and partitions. */
+wd_tasks_t *wd_commit_tasks(wd_commit_t *c);
+
+/* The group's committed offset of an assigned partition when it was assigned (-1: none, or not
+ * assigned). */
+int64_t wd_commit_group_offset(const wd_commit_t *c, const char *topic, int32_t partition);
+
+/* Rebuild: the task's old rows are staged; its rows are now rebuilt from the sources' beginning up
+ * to the group's committed offsets, without output (WD_REBUILD_SOURCES; the gate's RESTORE): its
+ * partitions are moved to the beginning and released. A task none of whose partitions the group
+ * ever committed goes to WD_REBUILD_DIFF at once. Errors: "E_KAFKA" (the seek), E_NOMEM. */
+wd_error_t *wd_commit_rebuild_sources(wd_commit_t *c, uint32_t task);
+
+/* Rebuild: the task's switch commit is made: it is RUNNING, its held partitions are released after
+ * the next batch. Errors: E_TASK_TRANSITION. */
+wd_error_t *wd_commit_rebuild_done(wd_commit_t *c, uint32_t task);
 
 /* Changelog records restored into the state by this process so far. */
 uint64_t wd_commit_restored_records(const wd_commit_t *c);

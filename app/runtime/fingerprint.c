@@ -362,7 +362,7 @@ static int rm_rf(const char *dir) {
 }
 
 /* The table of a stored definition (columns, primary key, options). */
-static wd_error_t *table_of_definition(const char *text, size_t len, wd_table_t **out) {
+wd_error_t *wd_definition_table(const char *text, size_t len, wd_table_t **out) {
   json_error_t jerr;
   json_t *j = json_loadb(text, len, 0, &jerr);
   if (!j) return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's stored table definition does not parse");
@@ -396,251 +396,91 @@ static wd_error_t *table_of_definition(const char *text, size_t len, wd_table_t 
   return err;
 }
 
-/* The rows of the state in dir read with table t, sorted by key (store opened and closed here). */
-static wd_error_t *rows_of(const char *dir, const wd_table_t *t, wd_row_t ***rows, size_t *n) {
-  wd_store_t *st = NULL;
-  wd_state_t *s = NULL;
-  wd_error_t *err = wd_store_open_rocksdb(dir, NULL, &st);
-  if (!err && !(s = wd_state_new(t, st, 0))) err = wd_error_nomem();
-  if (!err) err = wd_state_rows_sorted(s, rows, n);
-  wd_state_destroy(s);
-  wd_store_close(st);
-  return err;
-}
-
-/* old row (old schema) projected onto the new schema by column name; NULL on no memory. */
-static wd_row_t *project(const wd_schema_t *from, const wd_schema_t *to, const wd_row_t *r) {
-  wd_row_t *o = wd_row_new(to);
-  if (!o) return NULL;
-  for (size_t c = 0; c < to->ncols; c++)
-    for (size_t k = 0; k < from->ncols; k++)
-      if (!strcmp(to->cols[c].name, from->cols[k].name)) {
-        char *a = wd_type_to_string(to->cols[c].type), *b = wd_type_to_string(from->cols[k].type);
-        bool same = a && b && !strcmp(a, b);
-        free(a);
-        free(b);
-        if (same && wd_value_copy(to->cols[c].type, &o->v[c], &r->v[k])) {
-          wd_row_destroy(to, o);
-          return NULL;
-        }
-        break;
-      }
-  return o;
-}
-
-static int cmp_pk(const void *x, const void *y, void *ctx) {
-  const wd_schema_t *sc = ctx;
-  const wd_row_t *a = *(wd_row_t *const *)x, *b = *(wd_row_t *const *)y;
-  for (size_t k = 0; k < sc->npk; k++) {
-    int r = wd_value_cmp(sc->cols[sc->pk[k]].type, &a->v[sc->pk[k]], &b->v[sc->pk[k]]);
-    if (r) return r;
-  }
-  return 0;
-}
-
-/* The emitter of the difference: the sink's format and key format, one message per row (an
- * -U and its +U are one debezium-json update). */
-typedef struct {
-  const wd_config_t *cfg;
-  const wd_schema_t *schema;
-  wd_producer_t *prod;
-  wd_buf_t k, v;
-  wd_row_t *pending_before; /* debezium-json: the -U waiting for its +U (borrowed) */
-  wd_error_t *err;
-  size_t rows;
-} emitter_t;
-
-static int emit_row(void *ctx, const wd_row_t *row) {
-  emitter_t *e = ctx;
-  const wd_config_t *cfg = e->cfg;
-  e->rows++; /* changelog rows (an -U/+U pair is two, as the pipeline counts them) */
-  bool dbz = cfg->sink.format != WD_CONFIG_SINK_CHANGELOG_JSON;
-  if (dbz && row->kind == WD_UPDATE_BEFORE) {
-    e->pending_before = wd_row_copy(e->schema, row);
-    if (!e->pending_before) e->err = wd_error_nomem();
-    return e->err != NULL;
-  }
-  wd_buf_reset(&e->k);
-  wd_buf_reset(&e->v);
-  int64_t ts = wd_wall_ms();
-  if (dbz)
-    e->err = wd_changelog_encode_debezium_json(e->schema, cfg->table.name, ts, row->kind,
-                                               row->kind == WD_DELETE ? row : e->pending_before,
-                                               row->kind == WD_DELETE ? NULL : row, &e->v);
-  else
-    e->err = wd_changelog_encode_changelog_json(e->schema, cfg->table.name, ts, row, &e->v);
-  wd_row_destroy(e->schema, e->pending_before);
-  e->pending_before = NULL;
-  if (!e->err && cfg->sink.key_format == WD_CONFIG_KEY_STRING) {
-    for (size_t k = 0; k < e->schema->npk && !e->err; k++) {
-      int c = e->schema->pk[k];
-      if ((k && wd_buf_putc(&e->k, ',')) || wd_value_format(e->schema->cols[c].type, &row->v[c], &e->k))
-        e->err = wd_error_nomem();
-    }
-  } else if (!e->err) {
-    e->err = wd_changelog_encode_key_json(e->schema, row, &e->k);
-  }
-  if (!e->err) e->err = wd_producer_send(e->prod, cfg->sink.topic, e->k.data, e->k.len, e->v.data, e->v.len, NULL, 0);
-  return e->err != NULL;
-}
-
 static bool dir_exists(const char *d) {
   struct stat sb;
   return stat(d, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-static wd_error_t *rebuild(const wd_config_t *cfg, const char *dir, const char *old_def, size_t old_len) {
+/* Copies meta `name` of `from` into b (nothing when absent). */
+static wd_error_t *copy_meta(wd_store_t *from, const char *name, wd_store_batch_t *b) {
+  uint8_t *v = NULL;
+  size_t n = 0;
+  wd_error_t *err = wd_store_get_meta(from, name, &v, &n);
+  if (!err && v && wd_store_batch_set_meta(b, name, v, n)) err = wd_error_nomem();
+  free(v);
+  return err;
+}
+
+/* Arms the rebuild (issue 21 point 4, app/runtime/rebuild.h): a fresh state is made as "<dir>.rebuild"
+ * with the new definition, the old one (WD_REBUILD_OLD_DEF_KEY), the old state's instance id (the
+ * transactional.id and group.instance.id stay the same), commit number, task layout and base column count, and
+ * the completion mark; then the old state becomes "<dir>.before-rebuild" and the fresh one "<dir>".
+ * The rebuild itself runs in `widen run`'s poll loop, per owned task. A crash before the first
+ * rename leaves the old state (armed again next time); between the renames the switch is completed
+ * at the next start. */
+static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_def, size_t old_len) {
   wd_error_t *err = NULL;
   char newdir[4096], olddir[4096];
   snprintf(newdir, sizeof(newdir), "%s.rebuild", dir);
-  snprintf(olddir, sizeof(olddir), "%s.old", dir);
-  wd_pipeline_t *p = NULL;
-  wd_table_t *old_t = NULL, *new_t = NULL;
-  wd_row_t **old_rows = NULL, **new_rows = NULL, **proj = NULL;
-  size_t nold = 0, nnew = 0;
-  wd_kafka_conf_t kc = {0};
-  emitter_t em = {0};
-  wd_store_t *st = NULL;
+  snprintf(olddir, sizeof(olddir), "%s.before-rebuild", dir);
+  wd_store_t *old = NULL, *st = NULL;
   wd_store_batch_t *b = NULL;
-  wd_commit_range_t *in = NULL, *out = NULL;
-  size_t nin = 0, nout = 0;
-  double t0 = wd_mono_s();
-  wd_pipeline_stats_t ps = {0};
+  uint8_t *prep = NULL;
+  size_t plen = 0;
+  if (cfg->pipeline.processing_guarantee != WD_CONFIG_EXACTLY_ONCE)
+    return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+                        "state.on-incompatible-change: rebuild runs under pipeline.processing-guarantee: exactly-once "
+                        "only (its difference is emitted in a transaction with its switch); set it, or use fail and "
+                        "`widen replay` into a fresh directory");
+  if ((err = wd_store_open_rocksdb(dir, NULL, &old))) return err;
+  if ((err = wd_store_get_meta(old, "commit/prepared", &prep, &plen))) goto done;
+  if (prep) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+                       "the state in %s holds a commit left prepared by a crash: start widen once with the table "
+                       "definition it was built with (recovery resolves the commit), then with the new one",
+                       dir);
+    goto done;
+  }
   if (rm_rf(newdir)) {
     err = wd_error_new(WD_ERR_IO, "E_REBUILD", "cannot remove the unfinished rebuild %s: %s", newdir, strerror(errno));
     goto done;
   }
-  /* 1. the table from the sources' earliest offsets, beside the old state */
-  wd_log(WD_LOG_INFO, "rebuild", "rebuilding the table from the sources' earliest offsets into %s", newdir);
-  wd_pipeline_opts_t o = {0};
-  o.state_dir = newdir;
-  o.no_output = true;
-  o.replay = true;
-  o.from_ms = -1;
-  o.quiet = true;
-  o.stop_at_state = dir; /* the rebuilt table stands where the old one stood: then the group's
-                            committed offsets match both, and later records follow as usual */
-  if ((err = wd_pipeline_new(cfg, &o, &p)) || (err = wd_pipeline_run(p))) goto done;
-  wd_pipeline_get_stats(p, &ps);
-  wd_pipeline_destroy(p);
-  p = NULL;
-  /* 2. old and new rows, both sorted by the new primary key */
-  if ((err = table_of_definition(old_def, old_len, &old_t)) || (err = wd_config_build_table(cfg, &new_t))) goto done;
-  if ((err = rows_of(dir, old_t, &old_rows, &nold)) || (err = rows_of(newdir, new_t, &new_rows, &nnew))) goto done;
-  const wd_schema_t *os = wd_table_schema(old_t), *ns = wd_table_schema(new_t);
-  if (!(proj = calloc(nold ? nold : 1, sizeof(*proj)))) goto nomem;
-  for (size_t i = 0; i < nold; i++)
-    if (!(proj[i] = project(os, ns, old_rows[i]))) goto nomem;
-  if (nold > 1) qsort_r(proj, nold, sizeof(*proj), cmp_pk, (void *)ns);
-  /* 3. only the difference to the output topic */
-  if ((err = wd_kafka_conf_set_brokers(&kc, cfg->kafka.bootstrap_servers))) goto done;
-  for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++) { /* security settings, client.id, ... */
-    const char *k = cfg->kafka.properties.v[i].key;
-    if (strstr(k, "session.timeout") || strstr(k, "heartbeat") || strstr(k, "group.") || strstr(k, "poll") ||
-        strstr(k, "offset") || strstr(k, "fetch") || strstr(k, "isolation") || strstr(k, "partition.assignment") ||
-        strstr(k, "transaction"))
-      continue; /* consumer and transaction settings: this producer is neither */
-    err = wd_kafka_conf_set(&kc, k, cfg->kafka.properties.v[i].value);
-  }
-  for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
-    err = wd_kafka_conf_set(&kc, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
-  if (!err && cfg->sink.format == WD_CONFIG_SINK_AVRO)
-    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
-                       "state.on-incompatible-change rebuild: the avro sink format is not supported yet (use fail "
-                       "and `widen replay`)");
-  if (err || (err = wd_producer_new(&kc, &em.prod))) goto done;
-  em.cfg = cfg;
-  em.schema = ns;
-  uint64_t batch = wd_producer_begin_batch(em.prod);
-  size_t nd = 0, ni = 0, nu = 0;
-  wd_error_t *derr = wd_table_diff(ns, proj, nold, new_rows, nnew, emit_row, &em, &nd, &ni, &nu);
-  if (em.err) {
-    wd_error_destroy(derr);
-    err = em.err;
-    em.err = NULL;
+  if ((err = wd_store_open_rocksdb(newdir, NULL, &st))) goto done;
+  if (!(b = wd_store_batch_new()) || add_definition(cfg, b) ||
+      wd_store_batch_set_meta(b, WD_REBUILD_OLD_DEF_KEY, (const uint8_t *)old_def, old_len) ||
+      wd_store_batch_set_meta(b, WD_REBUILD_OLD_STATE_KEY, (const uint8_t *)olddir, strlen(olddir)) ||
+      wd_store_batch_set_meta(b, REBUILD_DONE_KEY, (const uint8_t *)"1", 1)) {
+    err = wd_error_nomem();
     goto done;
   }
-  if ((err = derr) || (err = wd_producer_wait_batch(em.prod, batch, 120000))) goto done;
-  wd_log(WD_LOG_INFO, "rebuild", "old table %zu rows, rebuilt table %zu rows: emitted the difference to %s: %zu -D, "
-         "%zu +I, %zu -U/+U", nold, nnew, cfg->sink.topic, nd, ni, nu);
-  /* 4. the rebuild's commit in the new state's history, its definition, and the completion mark */
-  if ((err = wd_store_open_rocksdb(newdir, NULL, &st))) goto done;
-  uint64_t last = 0;
-  if ((err = wd_history_last(st, &last))) goto done;
-  for (uint64_t n = 1; n <= last; n++) { /* input: the union of the replay's commits */
-    wd_history_entry_t *e = NULL;
-    if ((err = wd_history_get(st, n, &e))) goto done;
-    for (size_t i = 0; e && i < e->info.nin; i++) {
-      size_t k = 0;
-      while (k < nin && !(in[k].partition == e->info.in[i].partition && !strcmp(in[k].topic, e->info.in[i].topic)))
-        k++;
-      if (k == nin) {
-        wd_commit_range_t *r = realloc(in, (nin + 1) * sizeof(*r));
-        char *t = strdup(e->info.in[i].topic);
-        if (!r || !t) {
-          free(t);
-          if (r) in = r;
-          wd_history_entry_free(e);
-          goto nomem;
-        }
-        in = r;
-        in[nin++] = (wd_commit_range_t){t, e->info.in[i].partition, e->info.in[i].from, e->info.in[i].to};
-      } else {
-        if (e->info.in[i].from < in[k].from) in[k].from = e->info.in[i].from;
-        if (e->info.in[i].to > in[k].to) in[k].to = e->info.in[i].to;
-      }
-    }
-    wd_history_entry_free(e);
-  }
-  const wd_producer_range_t *pr = NULL;
-  size_t npr = wd_producer_offsets(em.prod, &pr); /* everything this producer delivered: the difference */
-  if (!(out = calloc(npr ? npr : 1, sizeof(*out)))) goto nomem;
-  for (size_t i = 0; i < npr; i++) out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
-  char numtext[32]; /* the commit coordinator numbers on from here (app/runtime/commit.c "commit/number") */
-  int numlen = snprintf(numtext, sizeof(numtext), "%" PRIu64, last + 1);
-  wd_commit_info_t ci = {last + 1, wd_wall_ms(), "rebuild", in, nin, out, nout,
-                         ps.records_in, em.rows, ps.dead_lettered, (wd_mono_s() - t0) * 1000.0};
-  if (!(b = wd_store_batch_new()) || wd_history_add(b, &ci, (size_t)cfg->state.history_size) ||
-      add_definition(cfg, b) || wd_store_batch_set_meta(b, REBUILD_DONE_KEY, (const uint8_t *)"1", 1) ||
-      wd_store_batch_set_meta(b, COMMIT_NUMBER_KEY, (const uint8_t *)numtext, (size_t)numlen))
-    goto nomem;
-  if ((err = wd_store_write(st, b))) goto done;
+  /* the task layout too: the old rows (and the state changelog topic) are split by it, so a start
+   * that would split them otherwise still stops with C_TASKS_LAYOUT */
+  if ((err = copy_meta(old, "instance/id", b)) || (err = copy_meta(old, COMMIT_NUMBER_KEY, b)) ||
+      (err = copy_meta(old, "tasks/layout", b)))
+    goto done;
+  uint8_t *base = NULL;
+  size_t blen = 0;
+  if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
+  if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
+  free(base);
+  if (err || (err = wd_store_write_sync(st, b))) goto done;
   wd_store_close(st);
   st = NULL;
-  /* 5. switch the directories */
+  wd_store_close(old);
+  old = NULL;
   if (rm_rf(olddir) || rename(dir, olddir) || rename(newdir, dir)) {
-    err = wd_error_new(WD_ERR_IO, "E_REBUILD", "switching %s to the rebuilt state %s (old state kept as %s): %s", dir,
+    err = wd_error_new(WD_ERR_IO, "E_REBUILD", "switching %s to the fresh state %s (old state kept as %s): %s", dir,
                        newdir, olddir, strerror(errno));
     goto done;
   }
-  wd_log(WD_LOG_INFO, "rebuild", "state %s is the rebuilt table now (the old state is kept in %s)", dir, olddir);
-  goto done;
-nomem:
-  err = wd_error_nomem();
+  wd_log(WD_LOG_INFO, "rebuild", "rebuilding the table from the sources' earliest offsets: per task this process "
+         "owns, in the poll loop, into a fresh state in %s (the state before the change is kept in %s); each task "
+         "emits only its difference, in the switch commit", dir, olddir);
 done:
-  wd_pipeline_destroy(p);
+  free(prep);
   wd_store_batch_destroy(b);
   wd_store_close(st);
-  for (size_t i = 0; i < nin; i++) free((char *)in[i].topic);
-  free(in);
-  free(out);
-  if (new_t) wd_row_destroy(wd_table_schema(new_t), em.pending_before);
-  if (em.prod) {
-    wd_error_destroy(wd_producer_flush(em.prod, 10000));
-    wd_producer_destroy(em.prod);
-  }
-  wd_buf_free(&em.k);
-  wd_buf_free(&em.v);
-  wd_kafka_conf_clear(&kc);
-  if (proj && new_t)
-    for (size_t i = 0; i < nold; i++) wd_row_destroy(wd_table_schema(new_t), proj[i]);
-  free(proj);
-  if (old_t) for (size_t i = 0; i < nold; i++) wd_row_destroy(wd_table_schema(old_t), old_rows[i]);
-  free(old_rows);
-  if (new_t) for (size_t i = 0; i < nnew; i++) wd_row_destroy(wd_table_schema(new_t), new_rows[i]);
-  free(new_rows);
-  wd_table_destroy(old_t);
-  wd_table_destroy(new_t);
+  wd_store_close(old);
   return err;
 }
 
@@ -705,7 +545,7 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
   }
   wd_store_close(st);
   st = NULL;
-  if ((err = rebuild(cfg, dir, (const char *)have, hlen))) goto done;
+  if ((err = arm(cfg, dir, (const char *)have, hlen))) goto done;
   if (rebuilt) *rebuilt = true;
   goto done;
 nomem:

@@ -17,16 +17,19 @@
  * On start (wd_definition_prepare) with a changed definition widen logs every changed item and
  * whether it is compatible. Compatible changes go on (the stored copy is updated). Incompatible
  * ones follow state.on-incompatible-change: fail (C_STATE_DEFINITION naming the items) or
- * rebuild: the table is rebuilt from the sources' earliest offsets into "<state.dir>.rebuild"
- * (the replay machinery: wd_pipeline with opts.replay, no output), the old and the rebuilt table
- * are compared key by key (old rows read with the old definition, projected onto the new columns
- * by name) and only the difference goes to sink.topic (-D, +I, -U/+U; app/ops/netchange.h), then one
- * commit of mode "rebuild" with those output offsets is recorded in the new state's history, and
- * the directories are switched by rename (the old state is kept as "<state.dir>.old" until the
- * next rebuild). A crash before the switch leaves the old state in place (the rebuild starts
- * over); a crash between the two renames is completed at the next start.
+ * rebuild (exactly-once only): the rebuild is armed here and runs as a runtime mode of `widen run`
+ * (app/runtime/rebuild.h, docs/runtime.md "Rebuild as a runtime mode"): a fresh state directory takes the
+ * old one's place (the old state is kept as "<state.dir>.before-rebuild" until the next rebuild),
+ * holding the new definition, the old one (meta "rebuild/old-definition") and the old state's
+ * instance id and commit number; then, in the poll loop, each task this process owns is rebuilt
+ * from the sources' earliest offsets up to the group's committed offsets without output, its old
+ * rows (read with the old definition, projected onto the new columns by name) are compared with
+ * the rebuilt ones key by key, and only the difference goes to sink.topic (-D, +I, -U/+U) in one
+ * coordinator commit of mode "rebuild" with the task's switch. A crash before the first rename
+ * leaves the old state in place (armed again at the next start); a crash between the two renames
+ * is completed at the next start.
  *
- * Thread: the caller's; the rebuild runs a pipeline on it (blocking, until the end offsets).
+ * Thread: the caller's.
  */
 #ifndef WD_FINGERPRINT_H
 #define WD_FINGERPRINT_H
@@ -63,11 +66,25 @@ void wd_definition_changes_free(wd_definition_change_t *c, size_t n);
 /* Checks the state directory (cfg's state.dir, or dir when not NULL) against cfg before a run:
  * records the definition in a state without one (new, or made before fingerprints), goes on
  * after compatible changes (logged, the copy updated), and after incompatible ones fails or
- * rebuilds (see above). *rebuilt (may be NULL) says whether a rebuild ran.
+ * arms the rebuild (see above). *rebuilt (may be NULL) says whether a rebuild was armed.
  * Errors: WD_ERR_CONFIG "C_STATE_DEFINITION" (fail: the message names each differing item, was
- * and now); for a rebuild: the pipeline's errors, E_SINK_DELIVERY, "E_REBUILD" (a rename or the
- * directory failed, naming the paths); E_STORE_* errors. */
+ * and now; rebuild under at-least-once, or over a state with a commit left prepared by a crash);
+ * "E_REBUILD" (a rename or the directory failed, naming the paths); E_STORE_* errors. */
 wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool *rebuilt);
+
+/* Meta keys of a state whose rebuild is armed (app/runtime/rebuild.h): the old definition (JSON), the
+ * state directory before the change, and the old state's base column count (when it had one). */
+#define WD_REBUILD_OLD_DEF_KEY "rebuild/old-definition"
+#define WD_REBUILD_OLD_STATE_KEY "rebuild/old-state"
+#define WD_REBUILD_OLD_BASE_KEY "rebuild/old-base-ncols"
+/* The meta key of the definition's fingerprint (16 hex digits). */
+#define WD_DEFINITION_FP_KEY "table/fingerprint"
+
+/* The table (columns, primary key, options) of a stored definition JSON text: *out owned by the
+ * caller (wd_table_destroy). Errors: E_STATE_CORRUPT (the text does not parse), the table
+ * config's C_... errors, E_NOMEM. */
+struct wd_table;
+wd_error_t *wd_definition_table(const char *text, size_t len, struct wd_table **out);
 
 /* Records cfg's definition and fingerprint in the open store st (a fresh state of a replay).
  * Errors: E_STORE_WRITE, E_NOMEM. */

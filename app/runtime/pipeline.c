@@ -8,6 +8,7 @@
 #include "app/config/table_config.h"
 #include "app/runtime/commit.h"
 #include "app/ops/history.h"
+#include "app/runtime/rebuild.h"
 #include "app/ops/metrics.h"
 #include "app/runtime/repartition.h"
 #include "app/runtime/standby.h"
@@ -154,6 +155,10 @@ struct wd_pipeline {
   wd_gtable_t *gt;
   const char **gtopics; /* the lookup topics (the sources' copies) */
   char *pos_group;      /* the per-process group of the commit marker, owned */
+  /* issue 21 point 4: the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
+  wd_rebuild_t *rb;
+  wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
+  char *rb_group;
 };
 
 unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p) { return p->stop_grace_s; }
@@ -256,7 +261,7 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
     if (!strcmp(pr[i].topic, p->cfg->sink.topic))
       out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
   p->hc.last_duration_s = p->hc.t0 > 0 ? wd_mono_s() - p->hc.t0 : 0;
-  const char *mode = p->opts.replay ? "rebuild"
+  const char *mode = p->opts.replay || wd_rebuild_switching(p->rb) ? "rebuild"
                      : p->hc.records_in && p->hc.restored == p->hc.records_in ? "restore"
                                                                               : "incremental";
   wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
@@ -267,10 +272,76 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
 }
 
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
-  return hist_add(ctx, number, b, false);
+  wd_pipeline_t *p = ctx;
+  /* issue 21 point 4: a rebuild's switch commit deletes the staged rows and writes the task's mark */
+  return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
 }
 
-static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) { return hist_add(ctx, number, b, true); }
+static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
+  wd_pipeline_t *p = ctx;
+  wd_rebuild_before_write(p->rb); /* its fault hook (tests) */
+  return hist_add(p, number, b, true);
+}
+
+/* ---- issue 21 point 4: the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
+ * The one place where the rebuild's records enter the producer and the open commit's transaction
+ * (the record collector, issue 21 point 3, takes these two over): the difference in the sink's
+ * formats, encoded as produce_changelog encodes the changelog, and the task's state entries to
+ * the state changelog topic. */
+static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
+
+/* A rebalance aborted the switch in hand (wd_commit_batch_invalid): nothing more of it may be
+ * sent, or it would go into the next commit's transaction. */
+static wd_error_t *switch_abandoned(wd_pipeline_t *p) {
+  return wd_commit_batch_invalid(p->commit)
+             ? wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the switch was in hand")
+             : NULL;
+}
+
+static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
+  wd_pipeline_t *p = ctx;
+  wd_error_t *aerr = switch_abandoned(p);
+  if (aerr) return aerr;
+  wd_sink_ctx_t sc = {p->schema, p->cfg->table.name, wd_wall_ms(), p->avro_out};
+  for (size_t i = 0; i < n;) {
+    const wd_row_t *keyrow = NULL;
+    size_t at = i;
+    wd_buf_reset(&p->kbuf);
+    wd_buf_reset(&p->vbuf);
+    wd_error_t *err = p->sink_fmt->encode(&sc, rows, n, &i, &keyrow, &p->vbuf);
+    if (!err) err = encode_key(p, &sc, keyrow);
+    if (!err) err = wd_commit_begin(p->commit);
+    if (!err)
+      err = wd_producer_send(p->prod, p->cfg->sink.topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (!err && i == at) /* every format takes at least one row */
+      err = wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "sink format %s took no row of the difference",
+                         p->sink_fmt->name);
+    if (err) return err;
+    p->st.changes_out += i - at;
+    p->hc.changes_out += i - at;
+    p->st.messages_out++;
+  }
+  return NULL;
+}
+
+static wd_error_t *rebuild_state(void *ctx, uint32_t task, const uint8_t *key, size_t klen, const uint8_t *val,
+                                 size_t vlen) {
+  wd_pipeline_t *p = ctx;
+  wd_error_t *err = switch_abandoned(p);
+  if (!err) err = wd_commit_begin(p->commit);
+  if (!err) err = wd_producer_send_to(p->prod, p->changelog_topic, (int32_t)task, key, klen, val, val ? vlen : 0);
+  return err;
+}
+
+static wd_error_t *rebuild_complete(void *ctx, bool *aborted) {
+  wd_pipeline_t *p = ctx;
+  return wd_commit_run(p->commit, &p->stop, aborted);
+}
+
+static bool rebuild_task_current(void *ctx, uint32_t task) {
+  wd_pipeline_t *p = ctx;
+  return wd_rebuild_task_current(p->rb, task);
+}
 
 /* ---- issue 13: Prometheus metrics (app/ops/metrics.h). The pipeline only counts; the server thread
  * renders. ---- */
@@ -1377,10 +1448,24 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     bool restoring = wd_commit_changelog_restoring(p->commit);
     if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
     if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
+    /* issue 21 point 4: a rebuild's stage and switch run here too, a slice per turn */
+    bool rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
+    if (rebuilding) {
+      wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
+      err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
+      if (wd_error_abortable(err)) {
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
+      if (err) break;
+      last_input = wd_mono_s();
+    }
     size_t n = 0;
     /* with a commit open, wait no longer than its interval for more input */
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
-    if (restoring) wait = 0;
+    if (restoring || rebuilding) wait = 0;
     if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
     if ((err = wd_commit_take_error(p->commit))) {
       release_batch(p, n);
@@ -1959,7 +2044,32 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "(from %s)", p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
+  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/runtime/fingerprint.h) */
+  if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
+    goto fail;
+  if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+                       "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
+                       "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
+                       dir);
+    goto fail;
+  }
+  if (p->rb) cc.hooks.task_current = rebuild_task_current;
   if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
+  if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
+    wd_kafka_conf_t mconf = {0};
+    const char *mtopic = p->changelog_topic ? p->changelog_topic : cfg->sink.topic;
+    if (asprintf(&p->rb_group, "%s.rebuild", p->txn_id) < 0) {
+      p->rb_group = NULL;
+      goto nomem;
+    }
+    err = wd_kafka_conf_copy(&mconf, &p->kconf);
+    if (!err) err = wd_kafka_conf_set_group(&mconf, p->rb_group);
+    if (!err) err = wd_consumer_new(&mconf, &mtopic, 1, NULL, NULL, &p->rb_marker);
+    wd_kafka_conf_clear(&mconf);
+    if (err) goto fail;
+    wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
+  }
   wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
   wd_producer_set_wait(p->prod, producer_wait, p); /* a full producer queue serves the group */
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
@@ -2001,6 +2111,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
     wd_consumer_destroy(p->cons);
   }
   wd_gtable_destroy(p->gt);
+  wd_rebuild_destroy(p->rb);
+  if (p->rb_marker) wd_consumer_destroy(p->rb_marker);
+  free(p->rb_group);
   free(p->gtopics);
   free(p->pos_group);
   wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */

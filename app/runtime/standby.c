@@ -112,6 +112,23 @@ int64_t wd_standby_position(const wd_standby_t *sb, uint32_t t) {
 
 uint64_t wd_standby_applied(const wd_standby_t *sb) { return sb ? sb->applied : 0; }
 
+wd_error_t *wd_standby_forget(wd_standby_t *sb, uint32_t t) {
+  if (!sb || t >= sb->ntasks) return NULL;
+  char name[32];
+  meta_name(name, sizeof(name), t);
+  sb->pos[t] = -1;
+  wd_store_batch_t *b = wd_store_batch_new();
+  if (!b || wd_store_batch_delete_meta(b, name)) {
+    wd_store_batch_destroy(b);
+    return wd_error_nomem();
+  }
+  wd_error_t *err = wd_store_write(sb->store, b);
+  wd_store_batch_destroy(b);
+  wd_tp_offset_t to = {sb->topic, (int32_t)t, -1}; /* -1: the beginning */
+  if (!err) err = wd_consumer_seek(sb->cons, &to, 1);
+  return err;
+}
+
 wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
   if (applied) *applied = 0;
   if (max > sb->cap) {

@@ -63,6 +63,12 @@ void wd_standby_set_ready(wd_standby_t *sb);
  * it), or -1 when there is no copy. */
 int64_t wd_standby_position(const wd_standby_t *sb, uint32_t t);
 
+/* Forgets the copy of task t (its rows are gone from the store: a rebuild cut short, app/runtime/rebuild.h):
+ * its position is dropped (in memory and in the store) and its changelog partition is read again
+ * from the beginning, so that the copy is whole again before a restore starts from it. Accepts a
+ * NULL sb. Errors: "E_KAFKA" (the seek), E_STORE_WRITE, E_NOMEM. */
+wd_error_t *wd_standby_forget(wd_standby_t *sb, uint32_t t);
+
 /* Applies what the consumer has fetched (up to max records, without waiting) to the copies of
  * the tasks not owned here, in one store write. The first time nothing is left to read it logs
  * (INFO, once) "standby copies are up to date with <topic>". *applied (may be NULL) gets the number applied.

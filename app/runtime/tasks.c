@@ -135,6 +135,8 @@ void wd_tasks_clear_partitions(wd_tasks_t *t) {
     t->tasks[i]->nparts = 0;
     t->tasks[i]->unreached = 0;
     t->tasks[i]->changelog_pending = false;
+    t->tasks[i]->rebuild = WD_REBUILD_NONE;
+    t->tasks[i]->round++;
   }
 }
 
@@ -151,11 +153,17 @@ wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bo
    * again from its first held record, so none may be taken out of order */
   if (part->held_at >= 0) return WD_GATE_HOLD;
   if (task->state != WD_TASK_RESTORING) return WD_GATE_RUN;
-  if (task->changelog_pending) { /* its rows are still being restored: nothing of it is taken */
+  if (task->changelog_pending || task->rebuild == WD_REBUILD_STAGE || task->rebuild == WD_REBUILD_DIFF) {
+    /* its rows are still being restored (or staged, or switched): nothing of it is taken */
     part->held_at = offset;
     return WD_GATE_HOLD;
   }
   if (!part->reached && offset < part->restore_end) return WD_GATE_RESTORE;
+  if (task->rebuild == WD_REBUILD_SOURCES && (wd_task_part_reached(task, part) || task->unreached == 0)) {
+    task->rebuild = WD_REBUILD_DIFF; /* rebuilt: the switch comes before any output (app/runtime/rebuild.h) */
+    part->held_at = offset;
+    return WD_GATE_HOLD;
+  }
   if (wd_task_part_reached(task, part) || task->unreached == 0) {
     char why[160];
     snprintf(why, sizeof(why), "all %zu partition(s) reached the group's committed offsets", task->nparts);

@@ -52,6 +52,18 @@ typedef enum wd_task_state {
   WD_TASK_NSTATES
 } wd_task_state_t;
 
+/* The phases of a task's rebuild after an incompatible table definition change (app/runtime/rebuild.h,
+ * docs/runtime.md "Rebuild as a runtime mode"); the task is RESTORING throughout and produces no
+ * output until the rebuild's switch commit made it RUNNING. */
+typedef enum wd_task_rebuild {
+  WD_REBUILD_NONE = 0,
+  WD_REBUILD_STAGE,   /* its old rows are copied, projected onto the new columns, aside: every record
+                         of the task is held */
+  WD_REBUILD_SOURCES, /* its rows are rebuilt from the sources' beginning up to the group's offsets,
+                         without output (the gate's RESTORE); a record past them is held */
+  WD_REBUILD_DIFF     /* rebuilt: the difference is emitted with the switch (every record held) */
+} wd_task_rebuild_t;
+
 /* One assigned partition of a task. */
 typedef struct wd_task_part {
   const char *topic;   /* borrowed */
@@ -70,6 +82,10 @@ typedef struct wd_task {
   bool changelog_pending; /* RESTORING from the state changelog topic (run in the poll loop in
                              slices, wd_commit_restore_step): every record of the task is held
                              until it is done */
+  wd_task_rebuild_t rebuild; /* a rebuild on a changed table definition (app/runtime/rebuild.h), in the
+                                poll loop, while RESTORING */
+  unsigned round;            /* bumped by every revoke (wd_tasks_clear_partitions): work begun for an
+                                earlier assignment of the task starts again */
 } wd_task_t;
 
 typedef struct wd_tasks wd_tasks_t;
@@ -120,7 +136,9 @@ typedef enum wd_gate {
 
 /* Decides a record of (task, part) at offset (docs/runtime.md "the gate"); a record at or past
  * the restore end marks the partition reached (and may make the task's last partition reached:
- * *now_running is then set and the caller moves the task to RUNNING; the record is WD_GATE_RUN).
+ * *now_running is then set and the caller moves the task to RUNNING; the record is WD_GATE_RUN;
+ * a task rebuilding from the sources (WD_REBUILD_SOURCES) goes to WD_REBUILD_DIFF instead, stays
+ * RESTORING and the record is held). A task in WD_REBUILD_STAGE or WD_REBUILD_DIFF holds every record.
  * A held partition (held_at >= 0) gives WD_GATE_HOLD whatever the task's state (its later records
  * must not be taken before the held ones); HOLD sets held_at to the first held offset. A task
  * restoring from the state changelog topic (changelog_pending) holds every record. Any other

@@ -504,6 +504,53 @@ static void check_scan(backend_t be) {
 Test(store_mem, scan_order) { check_scan(BACKEND_MEM); }
 Test(store_rdb, scan_order, .init = mk_tmp, .fini = rm_tmp) { check_scan(BACKEND_RDB); }
 
+/* wd_store_scan_prefix_from: a prefix's keys from a given key on, in order, so that a range is read
+ * in chunks (app/runtime/rebuild.c): chunks of 2 resumed at "last key + 0" give every key once, in order. */
+static int collect_cb(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
+  (void)val;
+  (void)vlen;
+  wd_buf_t *out = ctx;
+  size_t n = 0;
+  for (size_t i = 0; i + 1 < out->len; i++) n += out->data[i] == '|';
+  if (n >= 2 && out->len) return 1; /* a chunk of 2 (counted by separators) */
+  wd_buf_append(out, key, klen);
+  wd_buf_putc(out, '|');
+  return 0;
+}
+
+static void check_scan_from(backend_t be) {
+  wd_store_t *st = open_store(be, -1);
+  static const char *const keys[] = {"Pb", "Pa", "Pab", "Q", "P\x01", "Pba", "O", "Pa\x80", "P"};
+  wd_store_batch_t *b = wd_store_batch_new();
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    cr_assert_eq(wd_store_batch_put(b, (const uint8_t *)keys[i], strlen(keys[i]), (const uint8_t *)"v", 1), 0);
+  ok(wd_store_write(st, b));
+  wd_store_batch_destroy(b);
+  wd_buf_t all = {0}, from = {0}, chunk = {0};
+  for (int rounds = 0; rounds < 20; rounds++) {
+    wd_buf_reset(&chunk);
+    ok(wd_store_scan_prefix_from(st, (const uint8_t *)"P", 1, from.len ? from.data : NULL, from.len, collect_cb,
+                                 &chunk));
+    if (!chunk.len) break;
+    wd_buf_append(&all, chunk.data, chunk.len);
+    /* resume after the chunk's last key */
+    size_t end = chunk.len - 1, start = end;
+    while (start > 0 && chunk.data[start - 1] != '|') start--;
+    wd_buf_reset(&from);
+    wd_buf_append(&from, chunk.data + start, end - start);
+    wd_buf_putc(&from, 0);
+  }
+  wd_buf_putc(&all, 0);
+  cr_assert_str_eq((const char *)all.data, "P|P\x01|Pa|Pab|Pa\x80|Pb|Pba|"); /* bytewise: b < 0x80 */
+  wd_buf_free(&all);
+  wd_buf_free(&from);
+  wd_buf_free(&chunk);
+  wd_store_close(st);
+}
+
+Test(store_mem, scan_prefix_from_in_chunks) { check_scan_from(BACKEND_MEM); }
+Test(store_rdb, scan_prefix_from_in_chunks, .init = mk_tmp, .fini = rm_tmp) { check_scan_from(BACKEND_RDB); }
+
 /* ---------- open errors and the directory lock ---------- */
 
 static void expect_locked(wd_error_t *err, const char *rocksdb_text) {

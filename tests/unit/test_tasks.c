@@ -204,3 +204,39 @@ Test(tasks, re_adding_a_partition_counts_it_once) {
   cr_assert_eq(task->nparts, 0);
   wd_tasks_destroy(t);
 }
+
+/* Issue 21 point 4: a task being rebuilt (app/runtime/rebuild.h) holds every record while its old rows are
+ * staged and while its switch is made; from the sources it rebuilds below the group's offsets, and
+ * the record that brings its last partition there is held (DIFF), never run: no output before the
+ * switch. A revoke starts the rebuild over (the phase and the round). */
+Test(tasks, a_rebuilding_task_gives_no_output_before_its_switch) {
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 2);
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, "assigned"));
+  wd_task_part_t *a = wd_task_add_partition(task, "orders", 2, 5), *b = wd_task_add_partition(task, "payments", 2, 3);
+  cr_assert_null(wd_task_move(task, WD_TASK_RESTORING, NULL));
+  task->rebuild = WD_REBUILD_STAGE;
+  bool now = false;
+  cr_assert_eq(wd_task_gate(task, a, 0, &now), WD_GATE_HOLD, "staging: held");
+  cr_assert_eq(a->held_at, 0);
+  a->held_at = -1; /* the sources phase moves the partitions back to their beginning */
+  task->rebuild = WD_REBUILD_SOURCES;
+  for (int64_t off = 0; off < 3; off++) {
+    cr_assert_eq(wd_task_gate(task, b, off, &now), WD_GATE_RESTORE);
+    cr_assert_not(now);
+  }
+  cr_assert_eq(wd_task_gate(task, b, 3, &now), WD_GATE_HOLD, "b reached, a not yet: held");
+  for (int64_t off = 0; off < 5; off++) cr_assert_eq(wd_task_gate(task, a, off, &now), WD_GATE_RESTORE);
+  cr_assert_eq(wd_task_gate(task, a, 5, &now), WD_GATE_HOLD, "the last partition reached: the switch first");
+  cr_assert_not(now, "a rebuilding task never moves to RUNNING at the gate");
+  cr_assert_eq(task->rebuild, WD_REBUILD_DIFF);
+  cr_assert_eq(task->state, WD_TASK_RESTORING);
+  a->held_at = -1;
+  cr_assert_eq(wd_task_gate(task, a, 5, &now), WD_GATE_HOLD, "switching: held");
+  unsigned round = task->round;
+  wd_tasks_clear_partitions(t);
+  cr_assert_eq(task->rebuild, WD_REBUILD_NONE);
+  cr_assert_eq(task->round, round + 1);
+  wd_tasks_destroy(t);
+}
