@@ -1225,6 +1225,8 @@ static void status_line(wd_pipeline_t *p, double rate) {
   const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
   char lag[160], nk[48] = "";
   if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
+  char ival[48] = ""; /* issue 22 point 2: the adaptive commit interval in force */
+  if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
   if (idle)
     snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
   else
@@ -1232,10 +1234,10 @@ static void status_line(wd_pipeline_t *p, double rate) {
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          "%s | %s | commits %" PRIu64 "%s%s\n",
+          "%s | %s | commits %" PRIu64 "%s%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
           p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, lag, p->st.commits,
-          p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
+          p->exactly_once ? " (exactly-once" : " (at-least-once)", ival, p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
 
