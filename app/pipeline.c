@@ -1464,6 +1464,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   if (err) return err;
   double t0 = wd_mono_s(), last = t0;
   uint64_t r0 = wd_gtable_records(p->gt);
+  p->pace.in.backlog = true; /* issue 22 point 2: a backlog up to the end offsets: the configured interval */
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
@@ -1483,6 +1484,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
     }
   }
   if (!err) err = complete_commit(p);
+  p->pace.in.backlog = false;
   free(ends);
   if (!err)
     wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
