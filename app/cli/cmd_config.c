@@ -71,11 +71,16 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
   if (cfg->state.tombstone_retention_ms >= 0) format_duration(cfg->state.tombstone_retention_ms, kept, sizeof(kept));
   fprintf(f, "  state     %s: tombstones kept %s, cache %lld rows, %lld MiB\n", cfg->state.dir, kept,
           (long long)cfg->state.cache_entries, (long long)cfg->state.cache_memory_mb);
-  fprintf(f, "  pipeline  %s, commits every %lld ms or %lld records, batches of %lld records or %lld ms, %s, status "
+  fprintf(f, "  pipeline  %s, commits every %lld ms%s or %lld records, batches of %lld records or %lld ms, %s, status "
           "every %lld s\n",
           cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE ? "exactly-once (read the output read_committed)"
                                                                       : "at-least-once",
-          (long long)cfg->pipeline.commit_interval_ms, (long long)cfg->pipeline.commit_max_records,
+          (long long)cfg->pipeline.commit_interval_ms,
+          cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE &&
+                  cfg->pipeline.commit_interval_min_ms < cfg->pipeline.commit_interval_ms
+              ? " (less while caught up)"
+              : "",
+          (long long)cfg->pipeline.commit_max_records,
           (long long)cfg->pipeline.batch_size, (long long)cfg->pipeline.batch_timeout_ms,
           cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION ? "a task per partition" : "one task",
           (long long)cfg->pipeline.status_interval_s);

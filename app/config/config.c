@@ -193,7 +193,16 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
      NULL, 0, NULL,
      "Longest time, in milliseconds, between a commit's first record and its completion (transaction commit, state "
      "write). Rows changed several times within a commit are written once; output becomes visible to "
-     "read_committed consumers at each commit."},
+     "read_committed consumers at each commit. Under exactly-once this is the interval while there is a backlog "
+     "(full poll batches) and the bound of the adaptive interval otherwise (`pipeline.commit-interval-min-ms`); "
+     "under at-least-once it is the interval."},
+    {"commit-interval-min-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, commit_interval_min_ms), "10", NULL, 0,
+     600000, NULL, 0, NULL,
+     "Exactly-once: shortest commit interval, in milliseconds, of the adaptive interval. While the pipeline is caught "
+     "up (its polls drain what was fetched) a commit is completed as soon as the commits take no more than 80 % of "
+     "the time the pipeline does not spend processing records, and not before this; with a backlog the interval is "
+     "`pipeline.commit-interval-ms` (docs/exactly-once.md, \"What a commit is\"). Equal to (or above) "
+     "`commit-interval-ms`: a fixed interval, as Kafka Streams' `commit.interval.ms`."},
     {"commit-max-records", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, commit_max_records), "100000", NULL, 1,
      100000000, NULL, 0, NULL, "Most input records in one commit: a commit is completed when it holds this many."},
     {"tasks", WD_CONFIG_ENUM, offsetof(wd_config_pipeline_t, tasks), "single", NULL, 0, 0, "single|per-partition", 0,

@@ -1294,12 +1294,12 @@ wd_error_t *wd_commit_begin(wd_commit_t *c) {
   return NULL;
 }
 
-int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();
   }
-  c->records++;
+  c->records += records;
   for (size_t i = 0; i < c->nin; i++)
     if (c->in[i].partition == partition && c->in[i].topic == topic) {
       if (offset + 1 > c->in[i].offset) c->in[i].offset = offset + 1;
@@ -1327,6 +1327,8 @@ bool wd_commit_due(const wd_commit_t *c) {
   if (c->conf.max_records && c->records >= c->conf.max_records) return true;
   return (wd_mono_s() - c->opened) * 1000.0 >= (double)c->conf.interval_ms;
 }
+
+void wd_commit_set_interval(wd_commit_t *c, int64_t ms) { c->conf.interval_ms = ms > 0 ? ms : 0; }
 
 static void reset_open(wd_commit_t *c) {
   c->phase = WD_PHASE_IDLE;
@@ -1784,12 +1786,12 @@ wd_error_t *wd_commit_rebuild_done(wd_commit_t *c, uint32_t id) {
   return err;
 }
 
-int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();
   }
-  c->records++;
+  c->records += records;
   for (size_t i = 0; i < c->ngin; i++)
     if (c->gin[i].partition == partition && c->gin[i].topic == topic) {
       if (offset + 1 > c->gin[i].offset) c->gin[i].offset = offset + 1;

@@ -9,7 +9,7 @@
  *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
  *   wd_commit_begin()                             before it produces anything (begins the txn);
  *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
- *   wd_commit_note_input(topic, partition, off)   for every record taken (applied or dead-lettered);
+ *   wd_commit_note_input(topic, partition, off, n) per partition of each batch: its last offset taken (applied or dead-lettered);
  *   wd_commit_batch_end()
  * and then, when wd_commit_due() says so (pipeline.commit-interval-ms, pipeline.commit-max-records)
  * or when it stops or is idle, wd_commit_run(). Rebalances reach the coordinator through
@@ -180,12 +180,18 @@ wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms);
 const char *wd_commit_task_state(wd_commit_t *c, uint32_t task);
 
 /* Records that the open commit includes (topic, partition) up to offset (taken: applied or
- * dead-lettered). topic must stay valid for the coordinator's life (the sources' copy). 0, or -1
+ * dead-lettered), and `records` more records taken: called once per partition of a batch, with
+ * the last offset of the batch's records of it (issue 22: one upsert per partition and batch, not
+ * one per record). topic must stay valid for the coordinator's life (the sources' copy). 0, or -1
  * on no memory. */
-int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records);
 
 /* Whether the open commit should be completed now (interval passed or record bound reached). */
 bool wd_commit_due(const wd_commit_t *c);
+/* The interval wd_commit_due uses from now on, in milliseconds (negative: 0); it starts as
+ * conf.interval_ms. The pipeline sets it before each wd_commit_due from its adaptive rule
+ * (app/runtime/commit_pace.h, issue 22 point 2). */
+void wd_commit_set_interval(wd_commit_t *c, int64_t ms);
 /* Whether a commit is open (anything noted since the last one). */
 bool wd_commit_pending(const wd_commit_t *c);
 
@@ -236,7 +242,7 @@ void wd_commit_wait(wd_commit_t *c, int ms);
  * <partition>, read back by the global consumer at start) and never sent to the group. 0, or -1
  * on no memory. */
 void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char *marker_topic);
-int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records);
 
 /* Rebuild mode (app/runtime/rebuild.h, docs/runtime.md "Rebuild as a runtime mode"): the commit marker
  * without the lookups' other rules. cons is a consumer in a group of this process alone (borrowed;

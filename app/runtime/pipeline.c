@@ -7,6 +7,7 @@
 #include "app/config/join_config.h"
 #include "app/config/table_config.h"
 #include "app/runtime/commit.h"
+#include "app/runtime/commit_pace.h"
 #include "app/ops/history.h"
 #include "app/runtime/rebuild.h"
 #include "app/ops/metrics.h"
@@ -45,7 +46,35 @@ typedef struct {
   bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
   bool held;           /* issue 21: not taken (its task is restoring other partitions): read again */
   int src;             /* index of its source (cfg->sources), -1 when none */
+  const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
 } wd_bmsg_t;
+
+/* What a topic is to the pipeline (issue 10). */
+typedef enum { WD_TOPIC_NONE = 0, WD_TOPIC_DIRECT, WD_TOPIC_RAW, WD_TOPIC_REPARTITION } wd_topic_kind_t;
+
+/* issue 22 point 3: one entry of the topic index (every topic the pipeline reads, built once the
+ * topics are known: the classification depends on the configuration and the repartition plan
+ * only, not on the assignment) */
+typedef struct wd_topic_ent {
+  const char *name;     /* the pipeline's own copy (the source's, or its repartition topic) */
+  wd_topic_kind_t kind;
+  int si;               /* its source's index */
+  bool global;          /* a lookup topic read by the global table (p->gt), not the group */
+} wd_topic_ent_t;
+
+typedef struct {
+  const char *ptr; /* a message's topic name pointer */
+  const wd_topic_ent_t *te;
+} wd_topic_seen_t;
+
+/* issue 22 point 3: the batch's records of one (topic, partition), gathered once per batch and
+ * handed to the coordinator, the global table and the history record */
+typedef struct {
+  const wd_topic_ent_t *te;
+  int32_t partition;
+  int64_t min, max, last; /* the smallest and largest offsets taken, the last in delivery order */
+  uint64_t count;
+} wd_batch_tp_t;
 
 struct wd_pipeline {
   const wd_config_t *cfg;
@@ -159,6 +188,30 @@ struct wd_pipeline {
   wd_rebuild_t *rb;
   wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
   char *rb_group;
+  /* issue 22 point 3: the topic index (open addressing on the name's hash, 2^k slots), and per
+   * batch the topic pointers of its messages already looked up (a message's topic name pointer
+   * is librdkafka's topic object's, alive while the batch holds the message: within a batch, the
+   * same pointer is the same topic) */
+  struct {
+    wd_topic_ent_t *ents; /* every topic, owned */
+    size_t n;
+    uint32_t *slot;       /* index + 1 into ents, 0 = empty; owned */
+    size_t mask;          /* slots - 1 */
+    wd_topic_seen_t seen[8]; /* this batch's topic pointers (reset per batch) */
+    size_t nseen;
+  } tix;
+  wd_batch_tp_t *btp; /* this batch's partitions (issue 22 point 3) */
+  size_t nbtp, cap_btp;
+  /* issue 22 point 2: the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
+   * loop: the rate and the processing time per record over windows of >= 200 ms, each commit's
+   * duration; smoothed */
+  struct {
+    wd_commit_pace_t in;
+    int64_t interval;    /* the interval in force, ms */
+    double win_t0;       /* the window's start (monotonic s) */
+    double win_busy;     /* ... seconds spent processing batches in it */
+    uint64_t win_records; /* ... records taken in it */
+  } pace;
 };
 
 unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p) { return p->stop_grace_s; }
@@ -226,12 +279,14 @@ static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
  * state is snapshotted (so a prepared commit that recovery applies has its record), before_write
  * once the output is complete (acknowledged / transaction committed), with the output offsets
  * from the delivery reports and the duration; the later put replaces the earlier. */
-static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int64_t offset) {
+/* The records of (topic, partition) of a batch: offsets [from, to) (issue 22: once per partition
+ * and batch). */
+static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int64_t from, int64_t to) {
   if (!p->hc.nin && !p->hc.records_in) p->hc.t0 = wd_mono_s();
   for (size_t i = 0; i < p->hc.nin; i++)
     if (p->hc.in[i].partition == partition && p->hc.in[i].topic == topic) {
-      if (offset < p->hc.in[i].from) p->hc.in[i].from = offset;
-      if (offset + 1 > p->hc.in[i].to) p->hc.in[i].to = offset + 1;
+      if (from < p->hc.in[i].from) p->hc.in[i].from = from;
+      if (to > p->hc.in[i].to) p->hc.in[i].to = to;
       return 0;
     }
   if (p->hc.nin == p->hc.cap) {
@@ -241,7 +296,7 @@ static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int
     p->hc.in = r;
     p->hc.cap = cap;
   }
-  p->hc.in[p->hc.nin++] = (wd_commit_range_t){topic, partition, offset, offset + 1};
+  p->hc.in[p->hc.nin++] = (wd_commit_range_t){topic, partition, from, to};
   return 0;
 }
 
@@ -410,7 +465,7 @@ static void metrics_batch(wd_pipeline_t *p, size_t n) {
   if (!p->metrics) return;
   for (size_t s = 0; s < p->nsources; s++) {
     size_t cnt = 0;
-    for (size_t i = 0; i < n; i++) cnt += source_of(p, p->msgs[i].topic) == p->sources[s];
+    for (size_t i = 0; i < n; i++) cnt += p->bm[i].te && p->bm[i].src == (int)s;
     if (cnt) wd_metric_add(p->m.records_in, (const char *const[]){p->sources[s]->name}, (double)cnt);
   }
   size_t kinds[4] = {0};
@@ -506,9 +561,6 @@ static void on_aborted(void *ctx) {
   }
 }
 
-/* What a topic is to the pipeline (issue 10). */
-typedef enum { WD_TOPIC_NONE = 0, WD_TOPIC_DIRECT, WD_TOPIC_RAW, WD_TOPIC_REPARTITION } wd_topic_kind_t;
-
 /* The kind of topic, its source's index (*si) and the pipeline's own copy of its name (*canon,
  * valid for the pipeline's life, unlike a message's). */
 static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int *si, const char **canon) {
@@ -553,11 +605,79 @@ static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
   return topic_kind(p, topic, &si, &canon) ? p->sources[si] : NULL;
 }
 
-static const char *canon_topic(const wd_pipeline_t *p, const char *topic) {
-  int si;
-  const char *canon;
-  (void)topic_kind(p, topic, &si, &canon);
-  return canon;
+/* ---- issue 22 point 3: the topic index ---------------------------------------------------- */
+
+static uint32_t topic_hash(const char *s) { /* FNV-1a */
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+/* Builds the index of every topic the pipeline reads (the sources' topics, their repartition
+ * topics), once they are known (after plan_repartition, with p->gtopics set). 0, or -1 on no
+ * memory. */
+static int topic_index_build(wd_pipeline_t *p) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->nsources; i++) n += p->sources[i]->ntopics + (p->rp.topic && p->rp.topic[i] ? 1 : 0);
+  size_t slots = 8;
+  while (slots < 2 * n) slots *= 2;
+  if (!(p->tix.ents = calloc(n ? n : 1, sizeof(*p->tix.ents))) || !(p->tix.slot = calloc(slots, sizeof(uint32_t))))
+    return -1;
+  p->tix.mask = slots - 1;
+  for (size_t i = 0; i < p->nsources; i++)
+    for (size_t t = 0; t <= p->sources[i]->ntopics; t++) {
+      const char *name = t < p->sources[i]->ntopics ? p->sources[i]->topics[t] : p->rp.topic ? p->rp.topic[i] : NULL;
+      if (!name) continue;
+      int si = -1;
+      const char *canon = NULL;
+      wd_topic_kind_t kind = topic_kind(p, name, &si, &canon); /* the first source naming it wins, as before */
+      size_t h = topic_hash(canon) & p->tix.mask;
+      bool dup = false;
+      for (; p->tix.slot[h]; h = (h + 1) & p->tix.mask)
+        if (!strcmp(p->tix.ents[p->tix.slot[h] - 1].name, canon)) {
+          dup = true;
+          break;
+        }
+      if (dup) continue;
+      bool global = false;
+      for (size_t g = 0; p->gtopics && p->gtopics[g] && !global; g++) global = p->gtopics[g] == canon;
+      p->tix.ents[p->tix.n] = (wd_topic_ent_t){canon, kind, si, global};
+      p->tix.slot[h] = (uint32_t)++p->tix.n;
+    }
+  return 0;
+}
+
+/* The index entry of topic, or NULL when the pipeline does not read it. Within one batch each
+ * distinct topic pointer is hashed once (tix.seen, reset by process_batch). */
+static const wd_topic_ent_t *topic_ent(wd_pipeline_t *p, const char *topic) {
+  for (size_t i = p->tix.nseen; i-- > 0;)
+    if (p->tix.seen[i].ptr == topic) return p->tix.seen[i].te;
+  const wd_topic_ent_t *te = NULL;
+  if (p->tix.slot)
+    for (size_t h = topic_hash(topic) & p->tix.mask; p->tix.slot[h]; h = (h + 1) & p->tix.mask)
+      if (!strcmp(p->tix.ents[p->tix.slot[h] - 1].name, topic)) {
+        te = &p->tix.ents[p->tix.slot[h] - 1];
+        break;
+      }
+  if (p->tix.nseen < sizeof(p->tix.seen) / sizeof(p->tix.seen[0]))
+    p->tix.seen[p->tix.nseen++] = (wd_topic_seen_t){topic, te};
+  return te;
+}
+
+/* The batch's entry of (te, partition), added when new; NULL on no memory. */
+static wd_batch_tp_t *batch_tp(wd_pipeline_t *p, const wd_topic_ent_t *te, int32_t partition) {
+  for (size_t i = p->nbtp; i-- > 0;) /* the last one first: a batch's records come in runs of a partition */
+    if (p->btp[i].te == te && p->btp[i].partition == partition) return &p->btp[i];
+  if (p->nbtp == p->cap_btp) {
+    size_t cap = p->cap_btp ? p->cap_btp * 2 : 16;
+    wd_batch_tp_t *b = realloc(p->btp, cap * sizeof(*b));
+    if (!b) return NULL;
+    p->btp = b;
+    p->cap_btp = cap;
+  }
+  wd_batch_tp_t *b = &p->btp[p->nbtp++];
+  *b = (wd_batch_tp_t){te, partition, INT64_MAX, -1, -1, 0};
+  return b;
 }
 
 static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
@@ -940,6 +1060,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
   uint64_t changes0 = p->st.changes_out; /* issue 13 */
   p->nrecs = 0;
+  p->tix.nseen = 0; /* the topic pointers of the last batch's messages may be gone */
   wd_buf_reset(&p->keys);
   wd_changelog_reset(p->table, &p->cl);
   /* 1. decode */
@@ -948,13 +1069,15 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     memset(b, 0, sizeof(*b));
     b->first = p->nrecs;
+    b->te = topic_ent(p, m->topic); /* issue 22 point 3: one lookup per record, O(1) */
+    b->src = b->te ? b->te->si : -1;
     wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
     p->restoring[i] = gate == WD_GATE_RESTORE;
     if (gate == WD_GATE_HOLD) { /* issue 21: read again once every partition of its task caught up */
       b->held = true;
       continue;
     }
-    const wd_source_t *src = source_of(p, m->topic);
+    const wd_source_t *src = b->te ? p->sources[b->src] : NULL;
     if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
         past_stop(p, m)) { /* issue 13: a rebuild stops where the old state stood */
       b->skipped = true;
@@ -962,10 +1085,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
-    int si = -1;
-    const char *canon = NULL;
-    wd_topic_kind_t kind = topic_kind(p, m->topic, &si, &canon);
-    b->src = si;
+    int si = b->src;
+    wd_topic_kind_t kind = b->te->kind;
     if (kind == WD_TOPIC_REPARTITION) { /* issue 10: change records of task m->partition */
       if ((err = decode_repartitioned(p, si, m, b))) return err;
       continue;
@@ -1099,19 +1220,32 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
                                        b->err->message);
     if (err) return err;
   }
-  /* 5. the records belong to the open commit now */
+  /* 5. the records belong to the open commit now: per partition of the batch, its offsets
+   * gathered once (issue 22 point 3), then handed to the coordinator (the input offsets, or a
+   * lookup topic's positions of this process), the global table and the history record */
+  p->nbtp = 0;
   for (size_t i = 0; i < n; i++) {
     wd_kmsg_t *m = &p->msgs[i];
-    const char *topic = canon_topic(p, m->topic);
+    if (!p->bm[i].te) continue;
     if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
     if (p->bm[i].held) continue;   /* issue 21: not taken (read again when its task runs) */
-    if (topic && p->gt && wd_gtable_has_topic(p->gt, topic)) { /* a lookup topic: positions of this process */
-      if (wd_commit_note_global(p->commit, topic, m->partition, m->offset) ||
-          wd_gtable_taken(p->gt, topic, m->partition, m->offset))
+    wd_batch_tp_t *t = batch_tp(p, p->bm[i].te, m->partition);
+    if (!t) return wd_error_nomem();
+    t->count++;
+    t->last = m->offset;
+    if (m->offset < t->min) t->min = m->offset;
+    if (m->offset > t->max) t->max = m->offset;
+  }
+  for (size_t k = 0; k < p->nbtp; k++) {
+    const wd_batch_tp_t *t = &p->btp[k];
+    const char *topic = t->te->name;
+    if (t->te->global && p->gt) { /* a lookup topic: positions of this process */
+      if (wd_commit_note_global(p->commit, topic, t->partition, t->max, t->count) ||
+          wd_gtable_taken(p->gt, topic, t->partition, t->last))
         return wd_error_nomem();
-    } else if (topic && wd_commit_note_input(p->commit, topic, m->partition, m->offset))
+    } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count))
       return wd_error_nomem();
-    if (topic && hist_note(p, topic, m->partition, m->offset)) return wd_error_nomem(); /* issue 13 */
+    if (hist_note(p, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem(); /* issue 13 */
   }
   /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
    * is not "in" (issue 23), nor one held for its task (issue 21: read again when the task runs) */
@@ -1162,6 +1296,8 @@ static void status_line(wd_pipeline_t *p, double rate) {
   const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
   char lag[160], nk[48] = "";
   if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
+  char ival[48] = ""; /* issue 22 point 2: the adaptive commit interval in force */
+  if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
   if (idle)
     snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
   else
@@ -1169,10 +1305,10 @@ static void status_line(wd_pipeline_t *p, double rate) {
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          "%s | %s | commits %" PRIu64 "%s%s\n",
+          "%s | %s | commits %" PRIu64 "%s%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
           p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, lag, p->st.commits,
-          p->exactly_once ? " (exactly-once)" : " (at-least-once)", p->st.restored ? " | restoring" : "");
+          p->exactly_once ? " (exactly-once" : " (at-least-once)", ival, p->st.restored ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
 
@@ -1377,6 +1513,7 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
 }
 
 static wd_error_t *complete_commit(wd_pipeline_t *p);
+static bool commit_due(wd_pipeline_t *p);
 
 /* The producer's wait while its queue is full (sink/producer.h wd_producer_set_wait): the group is
  * served meanwhile (partitions paused), and the send gives up when a stop has used its time or
@@ -1398,6 +1535,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   if (err) return err;
   double t0 = wd_mono_s(), last = t0;
   uint64_t r0 = wd_gtable_records(p->gt);
+  p->pace.in.backlog = true; /* issue 22 point 2: a backlog up to the end offsets: the configured interval */
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
@@ -1407,7 +1545,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
       err = aerr;
       continue;
     }
-    if (!err && wd_commit_due(p->commit)) err = complete_commit(p);
+    if (!err && commit_due(p)) err = complete_commit(p);
     if (n) last = wd_mono_s();
     else sleep_ms(p, 5);
     if (!err && wd_mono_s() - last > 60.0) {
@@ -1417,11 +1555,47 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
     }
   }
   if (!err) err = complete_commit(p);
+  p->pace.in.backlog = false;
   free(ends);
   if (!err)
     wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
            " records in %.2f s", wd_gtable_records(p->gt) - r0, wd_mono_s() - t0);
   return err;
+}
+
+/* ---- issue 22 point 2: when the open commit is due ---------------------------------------------
+ * The pipeline's one decision of when to commit: the interval from the adaptive rule of
+ * app/runtime/commit_pace.h over the inputs measured below, then the coordinator's due check (interval
+ * passed since the commit opened, or pipeline.commit-max-records reached). */
+static bool commit_due(wd_pipeline_t *p) {
+  p->pace.interval = wd_commit_pace_interval_ms(&p->pace.in);
+  wd_commit_set_interval(p->commit, p->pace.interval);
+  return wd_commit_due(p->commit);
+}
+
+/* After each poll: n records taken (full: the poll returned a whole batch), busy_s seconds spent
+ * processing them; closes the measuring window every 200 ms (halving the weight of the past). */
+static void pace_batch(wd_pipeline_t *p, double now, size_t n, bool full, double busy_s) {
+  p->pace.in.backlog = full;
+  p->pace.win_busy += busy_s;
+  p->pace.win_records += n;
+  if (p->pace.win_t0 <= 0) p->pace.win_t0 = now;
+  double w = now - p->pace.win_t0;
+  if (w < 0.2) return;
+  double rate = (double)p->pace.win_records / w;
+  p->pace.in.rate = p->pace.in.rate > 0 ? 0.5 * p->pace.in.rate + 0.5 * rate : rate;
+  if (p->pace.win_records) {
+    double us = p->pace.win_busy * 1e6 / (double)p->pace.win_records;
+    p->pace.in.record_us = p->pace.in.record_us > 0 ? 0.5 * p->pace.in.record_us + 0.5 * us : us;
+  }
+  p->pace.win_t0 = now;
+  p->pace.win_busy = 0;
+  p->pace.win_records = 0;
+}
+
+/* A commit of the loop took ms milliseconds. */
+static void pace_commit(wd_pipeline_t *p, double ms) {
+  p->pace.in.commit_ms = p->pace.in.commit_ms > 0 ? 0.7 * p->pace.in.commit_ms + 0.3 * ms : ms;
 }
 
 /* Completes the open commit; an aborted one is counted and the pipeline goes on. */
@@ -1434,7 +1608,6 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   size_t max = (size_t)p->cfg->pipeline.batch_size;
   int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
-  int interval = (int)p->cfg->pipeline.commit_interval_ms;
   double start = wd_mono_s(), last_status = start, last_input = start;
   uint64_t last_in = 0;
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
@@ -1464,6 +1637,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
     size_t n = 0;
     /* with a commit open, wait no longer than its interval for more input */
+    int interval = (int)p->pace.interval;
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
     if (restoring || rebuilding) wait = 0;
     if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
@@ -1486,6 +1660,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       }
       break;
     }
+    bool full = n == max;
+    double busy0 = now;
     if (n) {
       last_input = now;
       if (p->busy_start == 0) p->busy_start = now;
@@ -1540,6 +1716,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       }
       if (err) break;
     }
+    double t1 = wd_mono_s();
+    pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0); /* issue 22 point 2 */
     if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
     if (p->gt && !wd_commit_changelog_restoring(p->commit)) { /* issue 11 point 4: the lookup topics */
       size_t ng = 0;
@@ -1557,8 +1735,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         n += ng;
       }
     }
-    if (wd_commit_due(p->commit) || (!n && wd_commit_pending(p->commit))) {
+    if (commit_due(p) || (!n && wd_commit_pending(p->commit))) {
+      double c0 = wd_mono_s();
       if ((err = complete_commit(p))) break;
+      pace_commit(p, (wd_mono_s() - c0) * 1000.0); /* issue 22 point 2 */
     } else if (!n) {
       wd_producer_poll(p->prod);
       /* before the first input, allow 10 s more for the group join */
@@ -1999,6 +2179,11 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     }
     if (raw) p->topics[nt++] = p->rp.task_topics[p->rp.ntask++] = p->rp.topic[i];
   }
+  if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
+  p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
+                                  .min_ms = cfg->pipeline.commit_interval_min_ms,
+                                  .adaptive = p->exactly_once}; /* issue 22 point 2 */
+  p->pace.interval = cfg->pipeline.commit_interval_ms;
   /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
    * consumer's config (at-least-once trusts the local state: no changelog) */
   if (p->per_partition && !p->opts.replay && p->exactly_once) {
@@ -2116,6 +2301,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->rb_group);
   free(p->gtopics);
   free(p->pos_group);
+  free(p->tix.ents);
+  free(p->tix.slot);
+  free(p->btp);
   wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
   free(p->hc.in);
   if (p->prod) {
