@@ -306,8 +306,8 @@ static wd_error_t *old_store(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, 
       return wd_error_new(WD_ERR_IO, "E_REBUILD",
                           "the state before the change (%s) is at offset %" PRId64 " of %s[%d], the group's committed "
                           "offset is %" PRId64 ": its rows are not the table the output shows, so no difference can "
-                          "be computed from them; run the old definition to the group's position first, or use "
-                          "state.on-incompatible-change: fail and `widen replay`",
+                          "be computed from them; put it back as state.dir and run the old definition to the group's "
+                          "position first (or build the table anew with `widen replay`)",
                           rb->old_dir, have, task->parts[k].topic, task->parts[k].partition, g);
   }
   *out = rb->old_st;
