@@ -1,5 +1,5 @@
 /*
- * bench/decode.c — Debezium JSON decode rate: the generator's events (app/generate.h) through
+ * bench/decode.c — Debezium JSON decode rate: the generator's events (app/cli/generate.h) through
  * wd_decode_debezium_json with the sources of configs/demo.yaml, one thread.
  *
  *   build-bench/bench/decode [--records 200000] [--keys 100000] [--passes 5] [--config F]
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/config.h"
-#include "app/generate.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
 #include "bench/bench_util.h"
 #include "common/buf.h"
 #include "ingest/source.h"

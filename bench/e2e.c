@@ -8,7 +8,7 @@
  *       [--commit-interval-ms N] [--rate R]
  *
  * Phase 1, saturation: creates fresh topics <prefix>orders|payments|shipments (4 partitions
- *   each) and the output topic, produces --records generated Debezium JSON records (app/generate.h,
+ *   each) and the output topic, produces --records generated Debezium JSON records (app/cli/generate.h,
  *   keyed {"order_id":N}, murmur2), then runs `widen run --config <demo.yaml with the fresh
  *   topics, group and state dir> --max-idle-ms 1500 --quiet` as a child process over that backlog.
  *   Input records/s per core = records / CPU seconds of the widen process (user + system of all
@@ -44,7 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app/generate.h"
+#include "app/cli/generate.h"
 #include "bench/bench_util.h"
 #include "bench/gen_produce.h"
 #include "bench/kafka_util.h"

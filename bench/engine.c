@@ -7,10 +7,10 @@
  *                            [--config configs/demo.yaml] [--dir /tmp/widen-bench-engine]
  *                            [--cache-entries N] [--no-ceiling]
  *
- * Workload: app/generate.h (3 streams, a sequence group per stream, ~20% late, 1% deletes,
+ * Workload: app/cli/generate.h (3 streams, a sequence group per stream, ~20% late, 1% deletes,
  * ~200-byte row images), decoded by the Debezium JSON decoder of each stream's source of the
  * config (configs/demo.yaml matches the generator). Per batch of --batch source messages, the
- * timed part is what the pipeline does between decode and produce (app/pipeline.c
+ * timed part is what the pipeline does between decode and produce (app/runtime/pipeline.c
  * process_batch steps 2, 3 and 6): encode the records' primary keys, wd_state_prefetch (one
  * multi-get), wd_message_apply per message (changelog collected), the state flush with the
  * batch's input offsets in one write, and releasing the batch's records. Decoding and generating
@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/config.h"
-#include "app/generate.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
 #include "bench/bench_util.h"
 #include "common/buf.h"
 #include "common/hash.h"

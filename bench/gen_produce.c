@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "app/generate.h"
+#include "app/cli/generate.h"
 #include "bench/kafka_util.h"
 #include "common/clock.h"
 

@@ -1,5 +1,5 @@
 /*
- * bench/gen_produce.h — the generated workload of `widen produce --generate` (app/generate.h)
+ * bench/gen_produce.h — the generated workload of `widen produce --generate` (app/cli/generate.h)
  * produced to prefix+{orders,payments,shipments}, shared by bench/e2e and bench/vs_peer.
  * Benchmark code: every failure prints "<bench_prog>: ..." and exits.
  */

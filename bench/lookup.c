@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/table_config.h"
+#include "app/config/table_config.h"
 #include "bench/bench_util.h"
 #include "join/lookup.h"
 #include "join/state.h"

@@ -12,7 +12,7 @@
  *    every 10000 keys; then compacted. No offsets are stored: the group has none either, so the
  *    first `widen run` resumes this state (docs/exactly-once.md: S = G) instead of restoring.
  *    A prefilled store is kept in <work>/prefill-<keys> and copied for every run.
- * 2. Fresh topics; a producer child process sends generated records (app/generate.h, keys
+ * 2. Fresh topics; a producer child process sends generated records (app/cli/generate.h, keys
  *    1..keys, murmur2) at --rate records/s from now on until the end.
  * 3. `widen run` (exactly-once, commit-interval-ms 100) starts; once its first output record is
  *    visible read_committed, it runs --kill-after more seconds and is killed with SIGKILL (its open
@@ -44,8 +44,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/generate.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
 #include "bench/bench_util.h"
 #include "bench/kafka_util.h"
 #include "ingest/source.h"

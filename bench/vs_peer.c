@@ -11,7 +11,7 @@
  *       [--work /tmp/widen-bench-peer] [--config configs/demo.yaml] [--check]
  *
  * Saturation: fresh input topics <prefix>orders|payments|shipments (4 partitions each), one backlog of
- *   --records generated Debezium JSON records (app/generate.h, as bench/e2e) produced once; then, per
+ *   --records generated Debezium JSON records (app/cli/generate.h, as bench/e2e) produced once; then, per
  *   guarantee (exactly-once, then at-least-once), widen and then the peer each read that whole backlog
  *   into an output topic of their own (widen: configs/demo.yaml with the sink in changelog-json,
  *   `widen run --max-idle-ms 1500`; the peer: processing.guarantee exactly_once_v2 / at_least_once,
@@ -48,7 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app/generate.h"
+#include "app/cli/generate.h"
 #include "bench/bench_util.h"
 #include "bench/gen_produce.h"
 #include "bench/kafka_util.h"

@@ -9,7 +9,7 @@
  * primary key into the Kafka record key. Adding a format: its encode function (here or in its
  * own file) and one line in the registry.
  *
- * Registry order is the order of the config enums (app/config.h: wd_config_sink_format_t
+ * Registry order is the order of the config enums (app/config/config.h: wd_config_sink_format_t
  * debezium-json, changelog-json, avro; wd_config_key_format_t json, string, avro).
  */
 #ifndef WD_SINK_FORMAT_H

@@ -298,6 +298,13 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
       }
       if (rerr) {
         err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
+        if (err->retriable && wd_mono_ms() < deadline) { /* a broker restarting: asked again */
+          wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
+          wd_error_destroy(err);
+          err = NULL;
+          usleep(200 * 1000);
+          continue;
+        }
         goto cleanup;
       }
       const struct rd_kafka_metadata_topic *mt = md->topic_cnt == 1 ? &md->topics[0] : NULL;
@@ -654,10 +661,19 @@ wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, siz
     goto cleanup;
   }
   for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition);
-  rd_kafka_resp_err_t rerr = rd_kafka_committed(c->rk, list, timeout_ms);
-  if (rerr) {
+  int64_t deadline = wd_mono_ms() + timeout_ms;
+  for (;;) {
+    int64_t left = deadline - wd_mono_ms();
+    rd_kafka_resp_err_t rerr = rd_kafka_committed(c->rk, list, (int)(left > 100 ? left : 100));
+    if (!rerr) break;
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "reading %zu committed offsets", n);
-    goto cleanup;
+    /* NOT_COORDINATOR and friends answer at once while the group's coordinator moves (a broker
+     * restart): asked again until timeout_ms has passed, not given up on the first answer */
+    if (!err->retriable || wd_mono_ms() + 200 >= deadline) goto cleanup;
+    wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
+    wd_error_destroy(err);
+    err = NULL;
+    usleep(200 * 1000);
   }
   for (size_t i = 0; i < n; i++) {
     const rd_kafka_topic_partition_t *tp = &list->elems[i];
@@ -736,11 +752,20 @@ wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offs
     goto cleanup;
   }
   if ((err = wd_consumer_partitions(c, timeout_ms, list))) goto cleanup;
-  for (int i = 0; i < list->cnt; i++) list->elems[i].offset = RD_KAFKA_OFFSET_END; /* ListOffsets "latest" */
-  rd_kafka_resp_err_t rerr = rd_kafka_offsets_for_times(c->rk, list, timeout_ms);
-  if (rerr) {
+  int64_t deadline = wd_mono_ms() + timeout_ms;
+  for (;;) {
+    for (int i = 0; i < list->cnt; i++) list->elems[i].offset = RD_KAFKA_OFFSET_END; /* ListOffsets "latest" */
+    int64_t left = deadline - wd_mono_ms();
+    rd_kafka_resp_err_t rerr = rd_kafka_offsets_for_times(c->rk, list, (int)(left > 100 ? left : 100));
+    if (!rerr) break;
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "end offsets of %d partitions", list->cnt);
-    goto cleanup;
+    /* NOT_LEADER_FOR_PARTITION while leaders move (a broker restart): asked again until
+     * timeout_ms has passed */
+    if (!err->retriable || wd_mono_ms() + 200 >= deadline) goto cleanup;
+    wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
+    wd_error_destroy(err);
+    err = NULL;
+    usleep(200 * 1000);
   }
   if (!(arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr)))) {
     err = wd_error_nomem();
@@ -849,10 +874,45 @@ wd_error_t *wd_consumer_group_metadata(wd_consumer_t *c, wd_group_meta_t **out) 
   return NULL;
 }
 
+/* rd_kafka_seek_partitions over list, asked again (from the offsets wanted, kept aside) while it
+ * answers with a retriable error (a seek times out while a partition's leader is unknown in a
+ * broker restart) for up to WD_SEEK_RETRY_MS in all. NULL, or "E_KAFKA" naming the partition. */
+#define WD_SEEK_RETRY_MS 30000
+static wd_error_t *wd_consumer_seek_list(wd_consumer_t *c, rd_kafka_topic_partition_list_t *list) {
+  int64_t deadline = wd_mono_ms() + WD_SEEK_RETRY_MS;
+  int64_t *want = malloc((list->cnt ? (size_t)list->cnt : 1) * sizeof(*want));
+  if (!want) return wd_error_nomem();
+  for (int i = 0; i < list->cnt; i++) want[i] = list->elems[i].offset;
+  wd_error_t *err = NULL;
+  for (;;) {
+    rd_kafka_error_t *rerr = rd_kafka_seek_partitions(c->rk, list, 10000);
+    if (rerr) {
+      bool timed_out = rd_kafka_error_code(rerr) == RD_KAFKA_RESP_ERR__TIMED_OUT;
+      err = wd_kafka_error_obj(c->rk, rerr, "E_KAFKA", "seeking %d partition(s)", list->cnt);
+      if (timed_out && err != wd_error_nomem()) err->retriable = true;
+    } else {
+      for (int i = 0; i < list->cnt && !err; i++)
+        if (list->elems[i].err)
+          err = wd_kafka_error(c->rk, list->elems[i].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64,
+                               list->elems[i].topic, list->elems[i].partition, want[i]);
+    }
+    if (!err || !err->retriable || err->fatal || wd_mono_ms() >= deadline) break;
+    wd_log(WD_LOG_WARN, "ingest", "%s; retrying", err->message);
+    wd_error_destroy(err);
+    err = NULL;
+    for (int i = 0; i < list->cnt; i++) {
+      list->elems[i].offset = want[i];
+      list->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+    usleep(200 * 1000);
+  }
+  free(want);
+  return err;
+}
+
 wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, size_t n) {
   wd_error_t *err = NULL;
   rd_kafka_topic_partition_list_t *list = NULL;
-  rd_kafka_error_t *rerr = NULL;
   if (n == 0) goto cleanup;
   if (!(list = rd_kafka_topic_partition_list_new((int)n))) {
     err = wd_error_nomem();
@@ -862,16 +922,7 @@ wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, si
     rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset =
         offsets[i].offset >= 0 ? offsets[i].offset : RD_KAFKA_OFFSET_BEGINNING;
   wd_consumer_drop_held(c, list); /* records fetched beyond the new positions are read again */
-  if ((rerr = rd_kafka_seek_partitions(c->rk, list, 10000))) {
-    err = wd_kafka_error_obj(c->rk, rerr, "E_KAFKA", "seeking %zu partitions", n);
-    goto cleanup;
-  }
-  for (int i = 0; i < list->cnt; i++)
-    if (list->elems[i].err) {
-      err = wd_kafka_error(c->rk, list->elems[i].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64,
-                           list->elems[i].topic, list->elems[i].partition, list->elems[i].offset);
-      goto cleanup;
-    }
+  err = wd_consumer_seek_list(c, list);
 cleanup:
   if (list) rd_kafka_topic_partition_list_destroy(list);
   return err;
@@ -948,16 +999,7 @@ static wd_error_t *wd_consumer_hold_one(wd_consumer_t *c, const char *topic, int
   }
   if (offset >= 0) {
     wd_consumer_drop_held(c, list);
-    rd_kafka_error_t *serr = rd_kafka_seek_partitions(c->rk, list, 10000);
-    if (serr) {
-      err = wd_kafka_error_obj(c->rk, serr, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64, topic, partition, offset);
-      goto done;
-    }
-    if (list->elems[0].err) {
-      err = wd_kafka_error(c->rk, list->elems[0].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64, topic,
-                           partition, offset);
-      goto done;
-    }
+    if ((err = wd_consumer_seek_list(c, list))) goto done;
   }
   if (!pause && !c->paused && (rerr = rd_kafka_resume_partitions(c->rk, list)))
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "resuming %s [%" PRId32 "]", topic, partition);

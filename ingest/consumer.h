@@ -134,8 +134,10 @@ wd_error_t *wd_consumer_commit(wd_consumer_t *c, const wd_tp_offset_t *offsets, 
 
 /* Reads the group's committed offsets for offsets[0..n) (topic and partition given; offset is
  * overwritten with the committed next offset, or -1 when the group has none), waiting up to
- * timeout_ms. Errors: "E_KAFKA" (the request or a partition failed), "C_KAFKA_GROUP" in assign
- * mode. */
+ * timeout_ms. A retriable answer (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ... while the
+ * group's coordinator moves in a broker restart) is asked again every 200 ms until timeout_ms has
+ * passed. Errors: "E_KAFKA" (the request or a partition failed; retriable as the last answer
+ * was), "C_KAFKA_GROUP" in assign mode. */
 wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, size_t n, int timeout_ms);
 
 /* The total consumer lag: the sum over assigned partitions of (high watermark - position),
@@ -155,6 +157,8 @@ wd_error_t *wd_consumer_lags(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n);
  * consumer, at the time of the call. *out is a new array of *n entries, sorted by topic (in
  * the order given to wd_consumer_new) then partition; free it with free(); its topic pointers
  * are borrowed from c (valid until wd_consumer_destroy).
+ * Retriable answers (NOT_LEADER_FOR_PARTITION while a leader moves, a metadata request timing
+ * out while a broker restarts) are asked again every 200 ms until timeout_ms has passed.
  * Errors (*out NULL, *n 0): "E_KAFKA_METADATA", "E_KAFKA_UNKNOWN_TOPIC", "E_KAFKA" (ListOffsets
  * failed for a partition; retriable when librdkafka says so), E_NOMEM. */
 wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offset_t **out, size_t *n);
@@ -236,7 +240,7 @@ int wd_consumer_assigned_count(const wd_consumer_t *c);
  * it, without a broker or a client: librdkafka validates it on a fresh configuration
  * (rd_kafka_conf_set, as wd_consumer_new / the producer do), and widen's own refusals apply to
  * the clients given (WD_KAFKA_CONSUMER_PROPERTY | WD_KAFKA_PRODUCER_PROPERTY). For `widen config
- * check` and the config loader (app/config.c), so that a config that check accepts starts.
+ * check` and the config loader (app/config/config.c), so that a config that check accepts starts.
  * Returns NULL when accepted, else WD_ERR_CONFIG "C_KAFKA_PROPERTY": "unknown Kafka property 'X';
  * did you mean 'Y'?" (the closest of librdkafka's own property names, when one is close), "Kafka
  * property 'X' = 'V': <librdkafka's reason>" for a refused value, bootstrap.servers/group.id

@@ -39,7 +39,7 @@
  * Adding a format: one file ingest/decode_<name>.c defining `const wd_format_t wd_format_<name>`
  * (name, caps, decimal_default, decode, and open/close if it keeps state between records), and
  * one line in the WD_FORMATS list of ingest/format.c (plus its name in the `format` values of
- * app/config.c's option table, which tests/unit/test_config.c checks against the registry). Its
+ * app/config/config.c's option table, which tests/unit/test_config.c checks against the registry). Its
  * unit tests decode a real file.
  */
 #ifndef WD_INGEST_FORMAT_H

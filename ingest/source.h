@@ -120,7 +120,7 @@ typedef enum wd_decimal_encoding {
 } wd_decimal_encoding_t;
 
 /* What happens to a delete whose sequence field is NULL or absent because the record carries
- * only the key (option delete-without-sequence; app/pipeline.c applies it, the status line
+ * only the key (option delete-without-sequence; app/runtime/pipeline.c applies it, the status line
  * counts such deletes). */
 typedef enum wd_delete_no_seq {
   WD_DELETE_NO_SEQ_APPLY = 0, /* the sequence field is taken from the stored row: the delete applies */

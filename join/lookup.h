@@ -130,7 +130,7 @@ wd_error_t *wd_join_rows_sorted(wd_join_t *j, wd_row_t ***rows, size_t *n);
  * the flags name every wide row with its task, so a lookup change refreshes rows of any task. */
 void wd_join_set_task(wd_join_t *j, uint32_t task);
 
-/* ---- Scale-out (app/global_table.h, docs/lookups-scale-out.md) ---------------------------------
+/* ---- Scale-out (app/runtime/global_table.h, docs/lookups-scale-out.md) ---------------------------------
  * With per-partition tasks every process holds the whole lookup tables (read outside the group)
  * but only its own tasks' wide rows. The lookup rows ('L') and the index (0xF2) belong to no task:
  * wd_join_global_key says which store keys they are, so that the state changelog topic (which

@@ -156,7 +156,7 @@ wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t p
 /* As wd_store_scan_prefix, starting at the first key >= from[0..flen) (from NULL: the prefix's
  * first key): a caller reads a key range in chunks of bounded size (stop in cb, then go on from
  * the last key seen with a 0 byte appended), e.g. two ranges side by side in key order
- * (app/rebuild.c). Errors: as wd_store_scan_prefix. */
+ * (app/runtime/rebuild.c). Errors: as wd_store_scan_prefix. */
 wd_error_t *wd_store_scan_prefix_from(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from,
                                       size_t flen, wd_store_scan_cb cb, void *ctx);
 

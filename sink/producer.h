@@ -99,7 +99,7 @@ wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int
 
 /* The partition of a record keyed by key[0..klen) in a topic of `partitions` partitions, as the
  * Java client's default partitioner and librdkafka's murmur2 partitioner choose it (murmur2 of the
- * key bytes, positive, modulo the count): the repartition topics (app/repartition.h) and the tasks
+ * key bytes, positive, modulo the count): the repartition topics (app/runtime/repartition.h) and the tasks
  * of a replay compute the same number. partitions > 0. */
 int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions);
 
@@ -136,7 +136,7 @@ wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t batch, int timeout
  * wd_producer_new), per (topic, partition), from the delivery reports: *out points at the
  * producer's array of the returned number of ranges (borrowed; valid until the next call into
  * the producer). topic points at the producer's own copy of the name (valid until
- * wd_producer_destroy). For the commit history's output ranges (app/history.h): read them once a
+ * wd_producer_destroy). For the commit history's output ranges (app/ops/history.h): read them once a
  * commit's output is complete (acknowledged or its transaction committed), then reset. */
 typedef struct wd_producer_range {
   const char *topic;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/simulate.h"
+#include "app/cli/simulate.h"
 #include "tests/support/json_same.h"
 #include "../support/shared.h"
 

@@ -3,7 +3,7 @@
  *
  * One harness per untrusted input: each source format's decoder (ingest/format.h), the Debezium
  * JSON key, the decoders of `widen tail` (changelog/changelog.h), the YAML config loader
- * (app/config.h) and the conformance-case reader of `widen simulate` (app/simulate.h). A harness
+ * (app/config/config.h) and the conformance-case reader of `widen simulate` (app/cli/simulate.h). A harness
  * is a function wd_fuzz_<name>(data, size) that feeds one input to the parser and checks the
  * parser's contract (an error leaves no records; an error has an id and a message); it aborts on a
  * broken contract, and the sanitizers abort on memory errors, leaks and undefined behaviour.

@@ -1,7 +1,7 @@
 /*
- * tests/fuzz/fuzz_config.c — the YAML config loader (app/config.c, libyaml) and what
- * `widen config check` builds from a loaded config: the table (app/table_config.c), every source
- * and the join (app/join_config.c), and the interleaving warnings; fuzz.h. The input is the
+ * tests/fuzz/fuzz_config.c — the YAML config loader (app/config/config.c, libyaml) and what
+ * `widen config check` builds from a loaded config: the table (app/config/table_config.c), every source
+ * and the join (app/config/join_config.c), and the interleaving warnings; fuzz.h. The input is the
  * file's bytes, given to wd_config_load as /proc/self/fd/N of a memfd (no file written). Seeds:
  * the configs/ YAML files.
  */
@@ -10,10 +10,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/interleaving.h"
-#include "app/join_config.h"
-#include "app/table_config.h"
+#include "app/config/config.h"
+#include "app/config/interleaving.h"
+#include "app/config/join_config.h"
+#include "app/config/table_config.h"
 #include "tests/fuzz/fuzz.h"
 
 int wd_fuzz_config(const uint8_t *data, size_t size) {

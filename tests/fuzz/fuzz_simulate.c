@@ -1,12 +1,12 @@
 /*
- * tests/fuzz/fuzz_simulate.c — the conformance-case reader of `widen simulate` (app/simulate.c:
+ * tests/fuzz/fuzz_simulate.c — the conformance-case reader of `widen simulate` (app/cli/simulate.c:
  * the case JSON of ../shared/cases/README.md through table loading, the merge engine and the
  * keyed state on the memory store); fuzz.h. The input is the case file's bytes. Seeds:
  * ../shared/cases and tests/cases.
  */
 #include <jansson.h>
 
-#include "app/simulate.h"
+#include "app/cli/simulate.h"
 #include "tests/fuzz/fuzz.h"
 
 int wd_fuzz_simulate(const uint8_t *data, size_t size) {

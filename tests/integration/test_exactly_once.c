@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/generate.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
 #include "changelog/changelog.h"
 #include "common/json.h"
 #include "ingest/consumer.h"
@@ -536,7 +536,7 @@ Test(scale_out, live_members_with_a_kill, .timeout = 280) {
   snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
   snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
   pid_t pa = spawn_widen_log(&a, NULL, "12000", log_a), pb = spawn_widen_log(&b, NULL, "12000", log_b);
-  /* both joined: each moved a task to RUNNING (app/tasks.c), so the partitions are shared */
+  /* both joined: each moved a task to RUNNING (app/runtime/tasks.c), so the partitions are shared */
   cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
   cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   for (uint64_t at = 1000; at < 4000; at += 500) {

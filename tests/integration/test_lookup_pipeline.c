@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/simulate.h"
+#include "app/cli/simulate.h"
 #include "changelog/changelog.h"
 #include "common/kafka_conf.h"
 #include "ingest/consumer.h"
@@ -256,7 +256,7 @@ Test(lookup_pipeline, restart_keeps_lookup_state, .timeout = 200) {
 /* ---- issue 11 point 4: lookups under exactly-once and scale-out ------------------------------
  * Two `widen run` processes in one group with per-partition tasks (invoice: 4 partitions) while
  * the lookup topics have 3 and 2 partitions: each process reads the lookup topics whole (a global
- * table, app/global_table.h) and owns some invoice tasks. Input flows while one process is
+ * table, app/runtime/global_table.h) and owns some invoice tasks. Input flows while one process is
  * SIGKILLed (its tasks move to the other, restored from the state changelog topic and reconciled
  * with the other's lookup tables), restarted (tasks move back), and the two stop one after the
  * other (the last takes every task). The output topic read read_committed, replayed per key, must
@@ -331,7 +331,7 @@ Test(lookup_scale_out, two_members_with_a_kill_equal_sql, .timeout = 240) {
   size_t q = w.n / 4;
   produce_events(&e, &w, 0, q);
   pid_t pa = spawn_member(cfg_a, log_a, "9000"), pb = spawn_member(cfg_b, log_b, "9000");
-  /* both joined: each moved a task to RUNNING (app/tasks.c), so the tasks are shared */
+  /* both joined: each moved a task to RUNNING (app/runtime/tasks.c), so the tasks are shared */
   cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
   cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   produce_slowly(&e, &w, q, 2 * q, 100, 250, ~0u);
@@ -373,7 +373,7 @@ Test(lookup_scale_out, two_members_with_a_kill_equal_sql, .timeout = 240) {
 /* A commit that carries only lookup changes (their -U/+U, no input offsets in the transaction)
  * killed after its transaction committed (WIDEN_FAULT=after-commit:1, before the state is final;
  * during-commit takes the same path when the broker completes the transaction):
- * recovery must find it committed by the per-process marker (app/commit.h wd_commit_set_global)
+ * recovery must find it committed by the per-process marker (app/runtime/commit.h wd_commit_set_global)
  * and apply its state, or the restart would emit those changes again from rows they already
  * changed (a -U that is not the current row). */
 static void lookup_only_commit_killed(const char *fault) {

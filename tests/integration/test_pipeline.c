@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/generate.h"
-#include "app/simulate.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
+#include "app/cli/simulate.h"
 #include "changelog/changelog.h"
 #include "common/json.h"
 #include "ingest/consumer.h"

@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/simulate.h"
+#include "app/config/config.h"
+#include "app/cli/simulate.h"
 #include "common/json.h"
 #include "ingest/consumer.h"
 #include "ingest/schema_registry.h"

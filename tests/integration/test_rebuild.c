@@ -1,6 +1,6 @@
 /*
  * tests/integration/test_rebuild.c — the rebuild on an incompatible table definition as a runtime
- * mode (issue 21 point 4, app/rebuild.h), on the real broker (WIDEN_TEST_BROKERS) with the widen
+ * mode (issue 21 point 4, app/runtime/rebuild.h), on the real broker (WIDEN_TEST_BROKERS) with the widen
  * binary (WIDEN_BIN).
  *
  * The demo's three streams into a partial-update table with a sequence group per stream, per-partition

@@ -1,4 +1,4 @@
 /* tests/layering: an app/ source that includes librdkafka; must not compile. */
 #include <librdkafka/rdkafka.h>
 
-#include "app/pipeline.h"
+#include "app/runtime/pipeline.h"

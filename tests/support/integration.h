@@ -87,7 +87,7 @@ static inline void wd_it_create_topic(const char *topic, int npart) {
 }
 
 /* Waits (polling every 50 ms, up to timeout_ms) until the file at path holds the text what, for
- * example a task move of widen's log ("-> RUNNING": app/tasks.c logs "task N: FROM -> TO (why)"),
+ * example a task move of widen's log ("-> RUNNING": app/runtime/tasks.c logs "task N: FROM -> TO (why)"),
  * so that a test waits on the state it needs instead of sleeping. true when it appeared, false on
  * the timeout (a missing file counts as empty). */
 static inline bool wd_it_wait_log(const char *path, const char *what, int timeout_ms) {

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/simulate.h"
-#include "app/table_config.h"
+#include "app/config/config.h"
+#include "app/cli/simulate.h"
+#include "app/config/table_config.h"
 #include "common/ratelog.h"
 #include "ingest/source.h"
 #include "join/state.h"

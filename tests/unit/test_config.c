@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_config.c — app/config.c: loading the pipeline YAML into structs, defaults, the
+ * tests/unit/test_config.c — app/config/config.c: loading the pipeline YAML into structs, defaults, the
  * WIDEN_BROKERS override, every error class with its exact file:line, table and source errors
  * surfacing through wd_config_build_table / wd_config_build_source, durations, and the generated
  * configs/OPTIONS.md being in sync with the option table.
@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/config.h"
+#include "app/config/config.h"
 #include "ingest/format.h"
 #include "ingest/source.h"
-#include "app/join_config.h"
+#include "app/config/join_config.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -715,7 +715,7 @@ Test(config, example_yaml_names_every_option_of_the_table) {
   for (const wd_source_option_t *o = wd_source_options; o->name; o++) /* sources[].options */
     if (!has_key(text, o->name)) snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
                                           " sources[].options.%s", o->name);
-  cr_assert(missing[0] == 0, "configs/example.yaml lacks these options of app/config.c's table (add each, commented "
+  cr_assert(missing[0] == 0, "configs/example.yaml lacks these options of app/config/config.c's table (add each, commented "
             "out with its default when it is not set):%s", missing);
 }
 
@@ -828,7 +828,7 @@ Test(config, lookup_source_options) {
 }
 
 /* Lookups with per-partition tasks are accepted (issue 11 point 4: the lookup topics are a
- * global table, app/global_table.h); the lookup keeps its lookup schema. */
+ * global table, app/runtime/global_table.h); the lookup keeps its lookup schema. */
 Test(config, lookup_source_with_per_partition_tasks_accepted) {
   const char *y =
       "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"

@@ -1,4 +1,4 @@
-/* The workload generator of `widen produce --generate` (app/generate.h): deterministic per seed,
+/* The workload generator of `widen produce --generate` (app/cli/generate.h): deterministic per seed,
  * exact counts, ~20% late and ~1% deletes, valid Debezium JSON whose images agree with the
  * message metadata, creates before updates per key. No Kafka. */
 #include <criterion/criterion.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/generate.h"
+#include "app/cli/generate.h"
 #include "common/hash.h"
 
 /* Hash of every topic, key and value of a run. */

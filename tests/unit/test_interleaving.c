@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_interleaving.c — app/interleaving.h: the options that make a table's rows depend
+ * tests/unit/test_interleaving.c — app/config/interleaving.h: the options that make a table's rows depend
  * on how its streams interleave are named (with their config line); the walkthrough's table
  * (configs/demo.yaml) has none.
  */
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/interleaving.h"
+#include "app/config/config.h"
+#include "app/config/interleaving.h"
 
 static const char *BASE =
     "kafka: {bootstrap.servers: 'k:9092', group.id: g}\n"

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/generate.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
 #include "common/buf.h"
 #include "common/jsmn_doc.h"
 #include "ingest/conv.h"

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/simulate.h"
+#include "app/cli/simulate.h"
 #include "join/lookup.h"
 #include "join/state.h"
-#include "app/table_config.h"
+#include "app/config/table_config.h"
 #include "tests/support/invoice_workload.h"
 
 /* The invoice_wide table and its four sources in the case format of tests/cases/README.md. */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/table_config.h"
+#include "app/config/table_config.h"
 #include "common/json.h"
 #include "join/lookup.h"
 #include "join/state.h"

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/simulate.h"
-#include "app/table_config.h"
+#include "app/cli/simulate.h"
+#include "app/config/table_config.h"
 #include "common/json.h"
 #include "join/merge.h"
 

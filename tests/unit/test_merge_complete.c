@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/table_config.h"
+#include "app/config/table_config.h"
 #include "join/merge.h"
 
 static wd_table_t *table_from(const char *text) {

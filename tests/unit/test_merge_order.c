@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/generate.h"
-#include "app/simulate.h"
-#include "app/table_config.h"
+#include "app/config/config.h"
+#include "app/cli/generate.h"
+#include "app/cli/simulate.h"
+#include "app/config/table_config.h"
 #include "common/buf.h"
 #include "ingest/source.h"
 #include "join/merge.h"

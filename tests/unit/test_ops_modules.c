@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_ops_modules.c — issue 13's modules without Kafka: the commit history in a store
- * (app/history.h), the net change fold and table difference (app/netchange.h), the metrics
- * exposition (app/metrics.h), the definition diff (app/fingerprint.h) and the RocksDB secondary
+ * (app/ops/history.h), the net change fold and table difference (app/ops/netchange.h), the metrics
+ * exposition (app/ops/metrics.h), the definition diff (app/runtime/fingerprint.h) and the RocksDB secondary
  * instance reading a store another handle holds (join/store.h).
  */
 #include <criterion/criterion.h>
@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/fingerprint.h"
-#include "app/history.h"
-#include "app/metrics.h"
-#include "app/netchange.h"
-#include "app/table_config.h"
+#include "app/runtime/fingerprint.h"
+#include "app/ops/history.h"
+#include "app/ops/metrics.h"
+#include "app/ops/netchange.h"
+#include "app/config/table_config.h"
 #include "common/json.h"
 
 /* ---- history ---- */

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_repartition.c — app/repartition.h: the plan (which sources go through a
+ * tests/unit/test_repartition.c — app/runtime/repartition.h: the plan (which sources go through a
  * repartition topic, the table's partition count), the repartition record round trip, the keying
  * check, and the partitioner against Kafka's Java client.
  */
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/config.h"
-#include "app/repartition.h"
+#include "app/config/config.h"
+#include "app/runtime/repartition.h"
 #include "sink/producer.h"
 
 static const char *const T1[] = {"orders"};

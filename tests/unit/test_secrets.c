@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "app/config.h"
-#include "app/fingerprint.h"
+#include "app/config/config.h"
+#include "app/runtime/fingerprint.h"
 #include "common/buf.h"
 #include "common/kafka_conf.h"
 

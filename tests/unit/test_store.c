@@ -505,7 +505,7 @@ Test(store_mem, scan_order) { check_scan(BACKEND_MEM); }
 Test(store_rdb, scan_order, .init = mk_tmp, .fini = rm_tmp) { check_scan(BACKEND_RDB); }
 
 /* wd_store_scan_prefix_from: a prefix's keys from a given key on, in order, so that a range is read
- * in chunks (app/rebuild.c): chunks of 2 resumed at "last key + 0" give every key once, in order. */
+ * in chunks (app/runtime/rebuild.c): chunks of 2 resumed at "last key + 0" give every key once, in order. */
 static int collect_cb(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
   (void)val;
   (void)vlen;

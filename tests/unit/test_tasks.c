@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_tasks.c — app/tasks.h: the table of legal task moves (every illegal move refused,
+ * tests/unit/test_tasks.c — app/runtime/tasks.h: the table of legal task moves (every illegal move refused,
  * the state kept), and the gate driven by a fake consumer: a RESTORING task produces nothing until
  * all its partitions reached the group's offsets, and its held partitions, read again from their
  * first held record, give every record exactly once and in order.
@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/tasks.h"
+#include "app/runtime/tasks.h"
 
 static const wd_task_state_t S[] = {WD_TASK_CREATED, WD_TASK_RESTORING, WD_TASK_RECONCILING, WD_TASK_RUNNING,
                                     WD_TASK_SUSPENDED, WD_TASK_STANDBY, WD_TASK_CLOSED};
 
-/* the table of app/tasks.h, written out again as pairs */
+/* the table of app/runtime/tasks.h, written out again as pairs */
 static bool documented(wd_task_state_t a, wd_task_state_t b) {
   static const struct { wd_task_state_t from, to; } legal[] = {
       {WD_TASK_CREATED, WD_TASK_RESTORING},       {WD_TASK_CREATED, WD_TASK_RECONCILING},
@@ -205,7 +205,7 @@ Test(tasks, re_adding_a_partition_counts_it_once) {
   wd_tasks_destroy(t);
 }
 
-/* Issue 21 point 4: a task being rebuilt (app/rebuild.h) holds every record while its old rows are
+/* Issue 21 point 4: a task being rebuilt (app/runtime/rebuild.h) holds every record while its old rows are
  * staged and while its switch is made; from the sources it rebuilds below the group's offsets, and
  * the record that brings its last partition there is held (DIFF), never run: no output before the
  * switch. A revoke starts the rebuild over (the phase and the round). */

@@ -1,0 +1,284 @@
+/*
+ * app/runtime/commit.h — the commit coordinator: owns each commit of `widen run` from begin to end, under
+ * exactly-once (a Kafka transaction carrying the changelog, the dead letters and the input
+ * offsets, plus a prepared/finalized RocksDB state) or at-least-once (acknowledged output, then
+ * the state with its offsets). The protocol, its crash points and the recovery are in
+ * docs/exactly-once.md; this header is its API.
+ *
+ * A commit spans many poll batches. The pipeline, per batch:
+ *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
+ *   wd_commit_begin()                             before it produces anything (begins the txn);
+ *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
+ *   wd_commit_note_input(topic, partition, off, n) per partition of each batch: its last offset taken (applied or dead-lettered);
+ *   wd_commit_batch_end()
+ * and then, when wd_commit_due() says so (pipeline.commit-interval-ms, pipeline.commit-max-records)
+ * or when it stops or is idle, wd_commit_run(). Rebalances reach the coordinator through
+ * wd_commit_on_assign_all / wd_commit_on_assign / wd_commit_on_revoke, which the pipeline's consumer
+ * callbacks forward.
+ *
+ * Tasks: the unit of state is a task, partition i of every source topic (per-partition mode) or
+ * one task for all partitions (single mode, the default: any keying of the sources works in one
+ * process). Each task's rows are one key range of the state (join/state.h), so a task whose local
+ * state does not match the group's committed offsets is dropped and restored.
+ *
+ * Errors returned by the functions below keep librdkafka's classification (common/error.h):
+ * `fenced` and `fatal` errors stop the pipeline; `txn_requires_abort` ones are handled inside
+ * (abort, discard, rewind: *aborted is set) and not returned; retriable waits are served inside.
+ *
+ * Ownership: the coordinator borrows the producer, consumer, state, store and topic names (they
+ * must outlive it). Thread: the pipeline's thread; the on_* functions run inside the consumer's
+ * callbacks on that thread.
+ */
+#ifndef WD_COMMIT_H
+#define WD_COMMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "app/runtime/tasks.h"
+#include "common/error.h"
+#include "common/kafka_conf.h"
+#include "ingest/consumer.h"
+#include "join/state.h"
+#include "join/store.h"
+#include "sink/producer.h"
+
+typedef struct wd_commit wd_commit_t;
+
+typedef struct wd_commit_hooks {
+  void *ctx;
+  /* Before the finalize write of commit `number`: may add entries (commit history) to b, which
+   * is written atomically with the commit's state. May be NULL. Returns 0, or -1 on no memory. */
+  int (*before_finalize)(void *ctx, uint64_t number, wd_store_batch_t *b);
+  /* After commit `number` is final (its output visible, its state written). May be NULL. */
+  void (*committed)(void *ctx, uint64_t number);
+  /* Replaces *prod by a new producer with the same configuration (transactional.id), whose
+   * transactions are initialised: used when a commit's outcome stays unknown (the new producer's
+   * init_transactions resolves it). Returns NULL or an error. May be NULL (then the pipeline stops
+   * with E_TXN_UNKNOWN and the restart resolves the commit). */
+  wd_error_t *(*reopen_producer)(void *ctx, wd_producer_t **prod);
+  /* After the open commit was aborted (its output discarded, its state dropped, the consumer
+   * rewound): whatever the pipeline buffered for it goes too. May be NULL. */
+  void (*aborted)(void *ctx);
+  /* Once commit `number`'s output is complete (acknowledged, or its transaction committed), just
+   * before the finalize write of b: may add (or replace) entries of b, e.g. the commit history
+   * record with the output offsets from the delivery reports (issue 13). A commit that recovery
+   * applies after a crash keeps what before_finalize added. May be NULL. 0, or -1 on no memory. */
+  int (*before_write)(void *ctx, uint64_t number, wd_store_batch_t *b);
+  /* Per-partition tasks: whether a state entry of the commit's batch belongs to no task and is
+   * left out of the state changelog topic (join/lookup.h wd_join_global_key: lookup rows and the
+   * index, which every process keeps for itself). May be NULL (every entry is a task's). */
+  bool (*changelog_skip)(const uint8_t *key, size_t klen);
+  /* Rebuild mode (app/runtime/rebuild.h): whether the local rows of `task` are in the table's current
+   * definition (the task's switch mark). A task whose rows are not is never taken as being at the
+   * group's offsets: it is restored (per-partition: its old rows from the state changelog topic)
+   * and rebuilt (wd_task_t.rebuild). NULL: every task's rows are current (no rebuild). */
+  bool (*task_current)(void *ctx, uint32_t task);
+} wd_commit_hooks_t;
+
+typedef struct wd_commit_conf {
+  bool exactly_once;      /* pipeline.processing-guarantee */
+  bool group;             /* the consumer is in a group (false: replay; no group commits) */
+  bool per_partition;     /* one task per source partition (else one task for all) */
+  int64_t interval_ms;    /* pipeline.commit-interval-ms */
+  uint64_t max_records;   /* pipeline.commit-max-records */
+  int txn_timeout_ms;     /* transaction.timeout.ms: how long a commit's outcome may stay unknown */
+  bool replay_from_stored; /* assign mode: start at the stored offsets, else at the beginning */
+  bool latest_when_empty; /* auto.offset.reset=latest: a partition with no state starts at the end */
+  const char *const *topics; /* the topics of the tasks (borrowed): co-partitioned source topics and
+                              * repartition topics (app/runtime/repartition.h) */
+  size_t ntopics;
+  /* the stateless topics (borrowed): source topics whose records are only forwarded to a
+   * repartition topic. Their partitions belong to no task: each starts at the group's committed
+   * offset (never at an offset kept in this process's state) and never makes a task restore. */
+  const char *const *stateless_topics;
+  size_t nstateless;
+  /* per-partition tasks: the compacted state changelog topic (partition i = task i; one record per
+   * row change of a commit: the stored entry, or a tombstone), written in the commit (under
+   * exactly-once in its transaction), from which a task without matching local state is restored.
+   * NULL: no changelog (tasks are rebuilt from the sources instead). */
+  const char *changelog_topic;
+  /* the producer's transactional.id under exactly-once (borrowed, may be NULL): kept in the prepared
+   * marker, so that recovery can say which transaction a commit left prepared belongs to */
+  const char *txn_id;
+  const wd_kafka_conf_t *restore_conf; /* brokers and client properties of the restore consumer */
+  /* standby replicas (app/runtime/standby.h), borrowed, or NULL: told which tasks are owned here; a task
+   * assigned here is caught up from its copy's position instead of restored from the beginning */
+  struct wd_standby *standby;
+  wd_commit_hooks_t hooks;
+} wd_commit_conf_t;
+
+/* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the
+ * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
+ * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
+ * itself with SIGKILL. *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+                          wd_store_t *store, wd_commit_t **out);
+void wd_commit_destroy(wd_commit_t *c);
+/* Sets the consumer (which may be created after the coordinator, since its callbacks need the
+ * coordinator: cons may be NULL in wd_commit_new). */
+void wd_commit_set_consumer(wd_commit_t *c, wd_consumer_t *cons);
+
+/* At start, before the first poll: under exactly-once initialises the transactions (fencing an
+ * earlier incarnation; retried while the broker does not answer, for up to 2 minutes or until
+ * *stop is set) and resolves a prepared commit left by a crash (apply when the group committed
+ * its offsets, else discard). Errors: fenced / fatal transaction errors, E_STORE_*, "E_RECOVER"
+ * when the group's offsets cannot be read. */
+wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop);
+
+/* The consumer callbacks (forward them from the pipeline's). on_assign returns the starting
+ * offset of one partition (consumer.h's contract). */
+void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n);
+int64_t wd_commit_on_assign(wd_commit_t *c, const char *topic, int32_t partition);
+void wd_commit_on_revoke(wd_commit_t *c, bool lost);
+
+/* A batch is in hand (its records polled) / done. A rebalance while a batch is in hand aborts
+ * the open commit (the batch's work cannot be split). */
+void wd_commit_batch_begin(wd_commit_t *c);
+void wd_commit_batch_end(wd_commit_t *c);
+/* Whether the batch in hand was invalidated (a rebalance or an abort since batch_begin): the
+ * pipeline then drops it unprocessed. */
+bool wd_commit_batch_invalid(const wd_commit_t *c);
+
+/* Begins the commit's transaction if it is not begun yet (exactly-once); nothing otherwise.
+ * Errors: E_TXN_BEGIN (fatal/fenced). */
+wd_error_t *wd_commit_begin(wd_commit_t *c);
+
+/* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring
+ * up to the group's committed offset): then it is merged but produces no output. */
+bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* The gate of a record (issue 21, docs/runtime.md): whether the record at offset of (topic,
+ * partition) is applied with output (WD_GATE_RUN), applied without output because its task is
+ * RESTORING below the group's committed offset (WD_GATE_RESTORE), or not taken at all
+ * (WD_GATE_HOLD: its partition reached the group's offset while another partition of its task has
+ * not; the record and every later one of the partition in this batch are left, and read again when
+ * the task runs). A task produces output only once all its partitions reached the group's offsets.
+ * Call in delivery order, once per record; then wd_commit_after_batch after the batch. */
+wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
+
+/* After each poll (with or without records): a RESTORING task's partition whose consumer position
+ * reached its restore end counts as caught up; held partitions are moved back to their first held
+ * record and paused (task still RESTORING) or resumed (task RUNNING). Errors: "E_KAFKA" from the
+ * seek or pause (the pipeline stops: positions would be unknown), E_NOMEM. */
+wd_error_t *wd_commit_after_batch(wd_commit_t *c);
+
+/* Whether some task of the assignment is still being restored from the state changelog topic. */
+bool wd_commit_changelog_restoring(const wd_commit_t *c);
+
+/* One slice of the changelog restores of the current assignment (issue 21 point 2, docs/runtime.md
+ * "Restoration in the poll loop"): polls the restore consumer for up to max_ms, writes what it read
+ * to the store, and finishes each task whose changelog partition reached its end offset (its
+ * offsets := the group's, then RUNNING). A no-op when nothing is being restored. The pipeline
+ * calls it in its poll loop; a rebalance stops the restore (wd_commit_on_revoke) and the next
+ * assignment starts it again. Errors: "E_KAFKA" (the restore consumer), "E_RESTORE" (no progress
+ * for 60 s), store write errors, E_NOMEM. */
+wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms);
+
+/* The state name of task `task` ("RUNNING", ...; app/runtime/tasks.h), or NULL when it was never here. */
+const char *wd_commit_task_state(wd_commit_t *c, uint32_t task);
+
+/* Records that the open commit includes (topic, partition) up to offset (taken: applied or
+ * dead-lettered), and `records` more records taken: called once per partition of a batch, with
+ * the last offset of the batch's records of it (issue 22: one upsert per partition and batch, not
+ * one per record). topic must stay valid for the coordinator's life (the sources' copy). 0, or -1
+ * on no memory. */
+int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records);
+
+/* Whether the open commit should be completed now (interval passed or record bound reached). */
+bool wd_commit_due(const wd_commit_t *c);
+/* The interval wd_commit_due uses from now on, in milliseconds (negative: 0); it starts as
+ * conf.interval_ms. The pipeline sets it before each wd_commit_due from its adaptive rule
+ * (app/runtime/commit_pace.h, issue 22 point 2). */
+void wd_commit_set_interval(wd_commit_t *c, int64_t ms);
+/* Whether a commit is open (anything noted since the last one). */
+bool wd_commit_pending(const wd_commit_t *c);
+
+/* Keeps err (taken) as the error the pipeline stops with at its next wd_commit_take_error (the
+ * first one kept wins; later ones are freed): for failures inside consumer callbacks,
+ * which cannot return one. */
+void wd_commit_keep_error(wd_commit_t *c, wd_error_t *err);
+
+/* The pipeline's stop request (borrowed; read, never written; may be set from a signal
+ * handler): once it is set, every wait of the coordinator (acknowledgements, send_offsets,
+ * commit_transaction, abort_transaction, recovery) gives up when transaction.timeout.ms has passed
+ * since the first wait that saw it, or at once when it is >= 2 (a second signal), returning
+ * "E_STOPPED" (docs/runtime.md "Stop"). */
+void wd_commit_set_stop(wd_commit_t *c, volatile const int *stop);
+/* Whether the stop request has used up its time (see wd_commit_set_stop); false when not stopping.
+ * The first call that sees the request starts its clock. */
+bool wd_commit_stop_expired(wd_commit_t *c);
+
+/* Completes the open commit (docs/exactly-once.md steps 1-5); a no-op when none is open.
+ * Waits (acknowledgements, a broker that is away) pause the partitions and serve the consumer.
+ * *aborted (may be NULL) is set when the commit was aborted instead (abortable error): its output
+ * is discarded, its state dropped, the consumer rewound; the pipeline goes on.
+ * stop: while set, waits give up after a last try (the commit is then left to recovery) and
+ * "E_STOPPED" is returned. Errors: fenced, fatal, E_STORE_WRITE, E_SINK_DELIVERY (at-least-once),
+ * E_STOPPED. */
+wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted);
+
+/* Aborts the open commit (as after an abortable error). Errors: fatal ones of abort_transaction. */
+wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);
+
+/* A wait inside a batch (schema registry retries): pauses the partitions and serves the consumer
+ * for about ms milliseconds (outside consumer callbacks; inside them it only sleeps). */
+void wd_commit_wait(wd_commit_t *c, int ms);
+
+/* Scale-out with lookups (app/runtime/global_table.h, docs/lookups-scale-out.md): inputs read outside the
+ * group (the lookup topics, read whole by every process) whose positions are this process's own.
+ *
+ * wd_commit_set_global: group_cons is a consumer in a group of this process alone (borrowed; never
+ * subscribed: used for its committed offsets and group metadata), marker_topic an existing topic
+ * (borrowed). From then on every exactly-once commit whose transaction carries output is prepared
+ * (also without input offsets, e.g. only lookup changes or a reconcile) and sends, besides the
+ * group's input offsets, the offset (marker_topic, 0) = its commit number to group_cons's group in
+ * the same transaction; recovery (wd_commit_recover, and an outcome that stays unknown) takes a
+ * prepared commit as committed when that marker equals its number. Call before wd_commit_recover.
+ *
+ * wd_commit_note_global: as wd_commit_note_input for a global input (topic valid for the
+ * coordinator's life): its next offset is written with the commit's state (meta offset/<topic>/
+ * <partition>, read back by the global consumer at start) and never sent to the group. 0, or -1
+ * on no memory. */
+void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char *marker_topic);
+int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records);
+
+/* Rebuild mode (app/runtime/rebuild.h, docs/runtime.md "Rebuild as a runtime mode"): the commit marker
+ * without the lookups' other rules. cons is a consumer in a group of this process alone (borrowed;
+ * never subscribed), marker_topic an existing topic (borrowed): every exactly-once commit with
+ * output is prepared, and one without input offsets to send (a rebuild's switch) sends the offset
+ * (marker_topic, 0) = its commit number to that group in its transaction, so that recovery
+ * resolves it like any other (the others are resolved by the group's offsets). Call before
+ * wd_commit_recover. */
+void wd_commit_set_marker(wd_commit_t *c, wd_consumer_t *cons, const char *marker_topic);
+
+/* The task table (borrowed; valid for the coordinator's life): the rebuild reads its tasks'
+ * phases (wd_task_t.rebuild) and partitions. */
+wd_tasks_t *wd_commit_tasks(wd_commit_t *c);
+
+/* The group's committed offset of an assigned partition when it was assigned (-1: none, or not
+ * assigned). */
+int64_t wd_commit_group_offset(const wd_commit_t *c, const char *topic, int32_t partition);
+
+/* Rebuild: the task's old rows are staged; its rows are now rebuilt from the sources' beginning up
+ * to the group's committed offsets, without output (WD_REBUILD_SOURCES; the gate's RESTORE): its
+ * partitions are moved to the beginning and released. A task none of whose partitions the group
+ * ever committed goes to WD_REBUILD_DIFF at once. Errors: "E_KAFKA" (the seek), E_NOMEM. */
+wd_error_t *wd_commit_rebuild_sources(wd_commit_t *c, uint32_t task);
+
+/* Rebuild: the task's switch commit is made: it is RUNNING, its held partitions are released after
+ * the next batch. Errors: E_TASK_TRANSITION. */
+wd_error_t *wd_commit_rebuild_done(wd_commit_t *c, uint32_t task);
+
+/* Changelog records restored into the state by this process so far. */
+uint64_t wd_commit_restored_records(const wd_commit_t *c);
+
+/* The number of the last finalized commit (0 before the first). */
+uint64_t wd_commit_number(const wd_commit_t *c);
+
+/* The first fatal error seen inside a consumer callback (where it cannot be returned), or NULL;
+ * the caller takes it over. */
+wd_error_t *wd_commit_take_error(wd_commit_t *c);
+
+#endif

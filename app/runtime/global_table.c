@@ -1,0 +1,215 @@
+/*
+ * app/runtime/global_table.c — lookup topics read whole by every process (see global_table.h).
+ */
+#include "app/runtime/global_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct wd_gtable {
+  wd_kafka_conf_t conf;   /* brokers and properties, no group (the global consumer's) */
+  const char *const *topics;
+  size_t ntopics;
+  wd_store_t *store;
+  wd_consumer_t *gcons;   /* the position group's (never subscribed) */
+  wd_consumer_t *cons;    /* the global consumer (assign mode) */
+  wd_tp_offset_t *pos;    /* next offset taken per partition (topics: the borrowed ones) */
+  size_t npos, cap_pos;
+  uint32_t *owned, *todo; /* owned tasks; owned tasks still to reconcile */
+  size_t nowned, ntodo, cap_task;
+  uint64_t records;
+};
+
+static const char *canon(const wd_gtable_t *gt, const char *topic) {
+  for (size_t i = 0; i < gt->ntopics; i++)
+    if (!strcmp(gt->topics[i], topic)) return gt->topics[i];
+  return NULL;
+}
+
+wd_error_t *wd_gtable_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, wd_store_t *store,
+                          const char *pos_group, wd_gtable_t **out) {
+  *out = NULL;
+  wd_gtable_t *gt = calloc(1, sizeof(*gt));
+  if (!gt) return wd_error_nomem();
+  gt->topics = topics;
+  gt->ntopics = n;
+  gt->store = store;
+  wd_kafka_conf_t gconf = {0};
+  wd_error_t *err = wd_kafka_conf_copy(&gt->conf, conf);
+  if (!err) err = wd_kafka_conf_set_group(&gt->conf, NULL);
+  if (!err) err = wd_kafka_conf_copy(&gconf, &gt->conf);
+  if (!err) err = wd_kafka_conf_set_group(&gconf, pos_group);
+  /* in group mode the subscription starts with the first poll: this one is never polled */
+  if (!err && pos_group) err = wd_consumer_new(&gconf, topics, n, NULL, NULL, &gt->gcons);
+  wd_kafka_conf_clear(&gconf);
+  if (err) {
+    wd_gtable_destroy(gt);
+    return err;
+  }
+  *out = gt;
+  return NULL;
+}
+
+void wd_gtable_destroy(wd_gtable_t *gt) {
+  if (!gt) return;
+  wd_consumer_destroy(gt->cons);
+  wd_consumer_destroy(gt->gcons);
+  wd_kafka_conf_clear(&gt->conf);
+  free(gt->pos);
+  free(gt->owned);
+  free(gt->todo);
+  free(gt);
+}
+
+wd_consumer_t *wd_gtable_group_consumer(wd_gtable_t *gt) { return gt->gcons; }
+
+bool wd_gtable_has_topic(const wd_gtable_t *gt, const char *topic) { return canon(gt, topic) != NULL; }
+
+static wd_tp_offset_t *find_pos(wd_gtable_t *gt, const char *topic, int32_t partition) {
+  for (size_t i = 0; i < gt->npos; i++)
+    if (gt->pos[i].partition == partition && !strcmp(gt->pos[i].topic, topic)) return &gt->pos[i];
+  return NULL;
+}
+
+static int set_pos(wd_gtable_t *gt, const char *topic, int32_t partition, int64_t next) {
+  wd_tp_offset_t *p = find_pos(gt, topic, partition);
+  if (!p) {
+    const char *t = canon(gt, topic);
+    if (!t) return 0;
+    if (gt->npos == gt->cap_pos) {
+      size_t cap = gt->cap_pos ? gt->cap_pos * 2 : 16;
+      wd_tp_offset_t *v = realloc(gt->pos, cap * sizeof(*v));
+      if (!v) return -1;
+      gt->pos = v;
+      gt->cap_pos = cap;
+    }
+    p = &gt->pos[gt->npos++];
+    p->topic = t;
+    p->partition = partition;
+  }
+  p->offset = next;
+  return 0;
+}
+
+/* The global consumer's starting offsets: the stored positions (the state holds the lookup rows
+ * up to them), else the beginning. */
+static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
+  wd_gtable_t *gt = ctx;
+  int64_t next = -1;
+  wd_error_t *err = wd_store_get_offset(gt->store, topic, partition, &next);
+  if (err) next = -1; /* unreadable: from the beginning (the rows are rebuilt, the same) */
+  wd_error_destroy(err);
+  (void)set_pos(gt, topic, partition, next); /* on no memory: a rewind leaves it where it is */
+  return next >= 0 ? next : WD_OFFSET_BEGINNING;
+}
+
+wd_error_t *wd_gtable_start(wd_gtable_t *gt) {
+  return wd_consumer_new(&gt->conf, gt->topics, gt->ntopics, on_assign, gt, &gt->cons);
+}
+
+wd_error_t *wd_gtable_poll(wd_gtable_t *gt, size_t max, wd_kmsg_t *msgs, size_t *n) {
+  *n = 0;
+  if (!gt->cons) return NULL;
+  wd_error_t *err = wd_consumer_poll_batch(gt->cons, max, 0, msgs, n);
+  if (!err) gt->records += *n;
+  return err;
+}
+
+int wd_gtable_taken(wd_gtable_t *gt, const char *topic, int32_t partition, int64_t offset) {
+  return set_pos(gt, topic, partition, offset + 1);
+}
+
+wd_error_t *wd_gtable_rewind(wd_gtable_t *gt, bool to_stored) {
+  if (!gt->cons || !gt->npos) return NULL;
+  for (size_t i = 0; to_stored && i < gt->npos; i++) {
+    int64_t next = -1;
+    wd_error_t *err = wd_store_get_offset(gt->store, gt->pos[i].topic, gt->pos[i].partition, &next);
+    if (err) return err;
+    gt->pos[i].offset = next; /* -1: the beginning (wd_consumer_seek) */
+  }
+  return wd_consumer_seek(gt->cons, gt->pos, gt->npos);
+}
+
+static int add_task(uint32_t **v, size_t *n, size_t cap, uint32_t t) {
+  for (size_t i = 0; i < *n; i++)
+    if ((*v)[i] == t) return 0;
+  if (*n >= cap) return -1;
+  (*v)[(*n)++] = t;
+  return 0;
+}
+
+wd_error_t *wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n) {
+  size_t need = gt->nowned + n;
+  if (need > gt->cap_task) {
+    uint32_t *o = realloc(gt->owned, need * sizeof(*o));
+    if (o) gt->owned = o;
+    uint32_t *t = realloc(gt->todo, need * sizeof(*t));
+    if (t) gt->todo = t;
+    if (!o || !t) return wd_error_nomem(); /* never a silently smaller ownership (issue 21) */
+    gt->cap_task = need;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t task = (uint32_t)parts[i].partition;
+    bool had = false;
+    for (size_t k = 0; k < gt->nowned && !had; k++) had = gt->owned[k] == task;
+    if (had) continue;
+    (void)add_task(&gt->owned, &gt->nowned, gt->cap_task, task);
+    (void)add_task(&gt->todo, &gt->ntodo, gt->cap_task, task);
+  }
+  return NULL;
+}
+
+void wd_gtable_reconcile_all(wd_gtable_t *gt) {
+  gt->ntodo = 0;
+  for (size_t i = 0; i < gt->nowned; i++) gt->todo[gt->ntodo++] = gt->owned[i];
+}
+
+void wd_gtable_on_revoke(wd_gtable_t *gt) {
+  gt->nowned = 0;
+  gt->ntodo = 0;
+}
+
+bool wd_gtable_owned(void *ctx, uint32_t task) {
+  const wd_gtable_t *gt = ctx;
+  for (size_t i = 0; i < gt->nowned; i++)
+    if (gt->owned[i] == task) return true;
+  return false;
+}
+
+bool wd_gtable_next_reconcile(wd_gtable_t *gt, uint32_t *task) {
+  if (!gt->ntodo) return false;
+  *task = gt->todo[--gt->ntodo];
+  return true;
+}
+
+uint64_t wd_gtable_records(const wd_gtable_t *gt) { return gt->records; }
+
+wd_error_t *wd_gtable_end_offsets(wd_gtable_t *gt, wd_tp_offset_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  return gt->cons ? wd_consumer_end_offsets(gt->cons, 30000, out, n) : NULL;
+}
+
+bool wd_gtable_reached(wd_gtable_t *gt, const wd_tp_offset_t *ends, size_t n) {
+  if (!gt->cons) return true;
+  wd_tp_offset_t *pos = NULL;
+  size_t npos = 0;
+  wd_error_t *err = wd_consumer_assignment(gt->cons, &pos, &npos);
+  bool done = !err;
+  wd_error_destroy(err);
+  for (size_t e = 0; e < n && done; e++) {
+    if (ends[e].offset <= 0) continue;
+    /* the offset taken next (stored at the assignment, moved by every record taken): a partition
+     * assigned at its end fetches nothing, so librdkafka reports no position for it, and every
+     * start with idle lookup topics waited 60 s (found by tests/chaos/multi and by
+     * lookup_scale_out/lookup_only_commit_killed_after_commit) */
+    const wd_tp_offset_t *taken = find_pos(gt, ends[e].topic, ends[e].partition);
+    bool reached = taken && taken->offset >= ends[e].offset;
+    for (size_t k = 0; k < npos && !reached; k++)
+      reached = pos[k].partition == ends[e].partition && !strcmp(pos[k].topic, ends[e].topic) &&
+                pos[k].offset >= ends[e].offset;
+    done = reached;
+  }
+  free(pos);
+  return done;
+}

@@ -1,0 +1,2374 @@
+/*
+ * app/runtime/pipeline.c — the main job's loop (see pipeline.h for the per-batch order).
+ */
+#include "app/runtime/pipeline.h"
+#include "app/runtime/global_table.h"
+#include "common/clock.h"
+#include "app/config/join_config.h"
+#include "app/config/table_config.h"
+#include "app/runtime/commit.h"
+#include "app/runtime/commit_pace.h"
+#include "app/ops/history.h"
+#include "app/runtime/rebuild.h"
+#include "app/ops/metrics.h"
+#include "app/runtime/repartition.h"
+#include "app/runtime/standby.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "changelog/avro.h"
+#include "changelog/changelog.h"
+#include "changelog/sink_format.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/ratelog.h"
+#include "ingest/consumer.h"
+#include "ingest/format.h"
+#include "ingest/schema_registry.h"
+#include "ingest/source.h"
+#include "join/state.h"
+#include "sink/producer.h"
+#include "sink/topics.h"
+
+/* One decoded Kafka record of the batch. */
+typedef struct {
+  size_t first, count; /* its change records: p->recs[first .. first+count) */
+  wd_error_t *err;     /* decode or merge rejection: goes to the dead-letter topic */
+  bool applied;
+  bool tombstone;      /* a Kafka tombstone (null value), skipped */
+  bool skipped;        /* replay --from: older than the point in time */
+  bool lookup;         /* a lookup source's message: its records are p->lk.recs[first .. first+count) */
+  bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
+  bool held;           /* issue 21: not taken (its task is restoring other partitions): read again */
+  int src;             /* index of its source (cfg->sources), -1 when none */
+  const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
+} wd_bmsg_t;
+
+/* What a topic is to the pipeline (issue 10). */
+typedef enum { WD_TOPIC_NONE = 0, WD_TOPIC_DIRECT, WD_TOPIC_RAW, WD_TOPIC_REPARTITION } wd_topic_kind_t;
+
+/* issue 22 point 3: one entry of the topic index (every topic the pipeline reads, built once the
+ * topics are known: the classification depends on the configuration and the repartition plan
+ * only, not on the assignment) */
+typedef struct wd_topic_ent {
+  const char *name;     /* the pipeline's own copy (the source's, or its repartition topic) */
+  wd_topic_kind_t kind;
+  int si;               /* its source's index */
+  bool global;          /* a lookup topic read by the global table (p->gt), not the group */
+} wd_topic_ent_t;
+
+typedef struct {
+  const char *ptr; /* a message's topic name pointer */
+  const wd_topic_ent_t *te;
+} wd_topic_seen_t;
+
+/* issue 22 point 3: the batch's records of one (topic, partition), gathered once per batch and
+ * handed to the coordinator, the global table and the history record */
+typedef struct {
+  const wd_topic_ent_t *te;
+  int32_t partition;
+  int64_t min, max, last; /* the smallest and largest offsets taken, the last in delivery order */
+  uint64_t count;
+} wd_batch_tp_t;
+
+struct wd_pipeline {
+  const wd_config_t *cfg;
+  wd_pipeline_opts_t opts;
+  wd_table_t *table;
+  const wd_schema_t *schema;
+  wd_source_t **sources;
+  size_t nsources;
+  wd_store_t *store;
+  wd_state_t *state;
+  wd_producer_t *prod;
+  wd_consumer_t *cons;
+  wd_kafka_conf_t kconf;
+  const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
+  const wd_key_format_t *key_fmt;   /* its key format */
+  wd_registry_t *registry;    /* schema registry (Avro sources, sink or key), else NULL */
+  void **fmt_state;           /* per source format (ingest/format.h index): its decoder state */
+  size_t nfmt;
+  wd_avro_sink_t *avro_out;   /* avro sink format or Avro keys */
+  /* per batch */
+  wd_kmsg_t *msgs;
+  wd_bmsg_t *bm;
+  wd_row_t **recs;
+  size_t nrecs, cap_recs;
+  wd_changes_t changes;
+  wd_changelog_t cl;
+  wd_buf_t keys;        /* encoded keys, back to back */
+  size_t *key_off;      /* per rec */
+  wd_buf_t kbuf, vbuf;
+  wd_commit_t *commit;  /* the commit coordinator (app/runtime/commit.h) */
+  bool exactly_once;
+  bool *restoring;      /* per message of the batch: it only rebuilds state (no output) */
+  uint32_t *rec_task;   /* per change record of the batch: its task */
+  size_t cap_rec_task;
+  wd_buf_t trace_buf;   /* trace lines of the open commit, written when it is final */
+  /* replay */
+  wd_tp_offset_t *end;
+  size_t nend;
+  /* stats */
+  wd_pipeline_stats_t st;
+  wd_ratelog_t rlog; /* dead letters: logged per (source, error id, field), rate-limited */
+  FILE *trace;
+  uint64_t trace_msg;
+  volatile sig_atomic_t stop;
+  volatile sig_atomic_t settled; /* no commit open (wd_pipeline_settled) */
+  unsigned stop_grace_s;         /* wd_pipeline_stop_grace_s */
+  double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
+  size_t *cl_src;              /* per changelog row: index of its source message in the batch */
+  size_t cap_cl_src;
+  bool assigned; /* partitions were assigned since the last co-partitioning check */
+  bool closing;  /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
+  bool pu_no_retract; /* issue 23: the table rejects every retraction: -U records are left out */
+  const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
+  char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
+  wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
+  wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
+  char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
+  bool per_partition; /* one task per source partition */
+  /* ---- issue 13: the open commit's history record (app/ops/history.h) and the metrics ---- */
+  struct {
+    wd_commit_range_t *in; /* input offsets [from, to) per partition (topics: the sources') */
+    size_t nin, cap;
+    uint64_t records_in, changes_out, dead_letters, restored;
+    double t0;             /* first batch of the commit (monotonic s) */
+    double last_duration_s;
+  } hc;
+  wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
+  struct {
+    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
+        *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
+  } m;
+  wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
+  wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
+  /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h) */
+  struct {
+    int32_t partitions; /* the table's partition count N (per-partition tasks), else 0 */
+    bool *on;           /* per source: repartitioned */
+    char **topic;       /* per source: its repartition topic (owned), NULL when not repartitioned */
+    bool forward;       /* a live run: records of repartitioned sources are forwarded (replay: the task
+                         * is computed here from the key, as the repartition topic would place it) */
+    bool *checked;      /* per source: its Kafka key was checked against the wide key */
+    const char **task_topics; /* the topics of the tasks (co-partitioned sources', repartition topics) */
+    size_t ntask;
+    const char **stateless; /* the topics whose records are only forwarded */
+    size_t nstateless;
+    wd_buf_t key, val, row; /* forward_changes' scratch: key bytes, record value, one row's bytes */
+    bool *sent;             /* ... per change record of the message: forwarded already */
+    wd_row_t **group;       /* ... the change records of one key */
+    size_t *off;            /* ... where each record's key starts in key (n + 1) */
+    size_t cap;             /* entries of sent / group (off: cap + 1) */
+    wd_repartition_rec_t rec;
+  } rp;
+  double last_tick;
+  uint64_t m_hits, m_misses; /* cache counts already added to the metrics */
+  /* joins on other keys (join/lookup.h): the join layer, each source's id in it, and the records
+   * of the batch's lookup messages (rows of their lookup schemas) */
+  struct {
+    wd_join_t *join;
+    int *ids;
+    wd_changes_t *changes; /* per source (lookups only) */
+    wd_row_t **recs;
+    const wd_schema_t **schemas; /* per record */
+    size_t n, cap;
+  } lk;
+  /* issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h): the lookup topics
+   * read whole by this process, outside the group; NULL otherwise */
+  wd_gtable_t *gt;
+  const char **gtopics; /* the lookup topics (the sources' copies) */
+  char *pos_group;      /* the per-process group of the commit marker, owned */
+  /* issue 21 point 4: the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
+  wd_rebuild_t *rb;
+  wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
+  char *rb_group;
+  /* issue 22 point 3: the topic index (open addressing on the name's hash, 2^k slots), and per
+   * batch the topic pointers of its messages already looked up (a message's topic name pointer
+   * is librdkafka's topic object's, alive while the batch holds the message: within a batch, the
+   * same pointer is the same topic) */
+  struct {
+    wd_topic_ent_t *ents; /* every topic, owned */
+    size_t n;
+    uint32_t *slot;       /* index + 1 into ents, 0 = empty; owned */
+    size_t mask;          /* slots - 1 */
+    wd_topic_seen_t seen[8]; /* this batch's topic pointers (reset per batch) */
+    size_t nseen;
+  } tix;
+  wd_batch_tp_t *btp; /* this batch's partitions (issue 22 point 3) */
+  size_t nbtp, cap_btp;
+  /* issue 22 point 2: the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
+   * loop: the rate and the processing time per record over windows of >= 200 ms, each commit's
+   * duration; smoothed */
+  struct {
+    wd_commit_pace_t in;
+    int64_t interval;    /* the interval in force, ms */
+    double win_t0;       /* the window's start (monotonic s) */
+    double win_busy;     /* ... seconds spent processing batches in it */
+    uint64_t win_records; /* ... records taken in it */
+  } pace;
+};
+
+unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p) { return p->stop_grace_s; }
+bool wd_pipeline_settled(const wd_pipeline_t *p) { return p->settled != 0; }
+
+void wd_pipeline_stop(wd_pipeline_t *p) { p->stop = p->stop < 2 ? p->stop + 1 : 2; }
+
+void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) { *stats = p->st; }
+
+/* The consumer's callbacks go to the commit coordinator, which decides per task where each
+ * partition starts (docs/exactly-once.md, "Recovery") and completes the open commit before
+ * partitions are given up. */
+static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t n);
+
+static void on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
+  wd_pipeline_t *p = ctx;
+  p->assigned = true; /* the loop checks the new assignment's co-partitioning */
+  wd_commit_on_assign_all(p->commit, parts, n);
+  if (p->gt) gtable_assign(p, parts, n); /* owned now; reconciled before their first record */
+}
+
+static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
+  wd_pipeline_t *p = ctx;
+  return wd_commit_on_assign(p->commit, topic, partition);
+}
+
+static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost) {
+  wd_pipeline_t *p = ctx;
+  (void)parts;
+  if (!p->closing) /* at close the loop has completed its commits and printed the summary */
+    wd_log(WD_LOG_INFO, "pipeline", "%zu partition(s) %s: completing the open commit first", n,
+           lost ? "lost" : "revoked");
+  wd_commit_on_revoke(p->commit, lost);
+  wd_state_drop_clean(p->state); /* the keys may belong to another process now */
+  if (p->gt) wd_gtable_on_revoke(p->gt);
+}
+
+/* Commit hook: a new producer with the same configuration (transactional.id), transactions
+ * initialised, replacing the one whose commit outcome stayed unknown. */
+static wd_error_t *reopen_producer(void *ctx, wd_producer_t **prod) {
+  wd_pipeline_t *p = ctx;
+  wd_producer_t *np = NULL;
+  wd_error_t *err = wd_producer_new(&p->pconf, &np);
+  for (int attempt = 0; !err; attempt++) {
+    wd_error_t *ierr = wd_producer_txn_init(np, 30000);
+    if (!ierr) break;
+    if (!ierr->retriable || attempt >= 4) err = ierr;
+    else wd_error_destroy(ierr);
+  }
+  if (err) {
+    wd_producer_destroy(np);
+    return err;
+  }
+  wd_producer_destroy(p->prod); /* its open transaction is fenced by the new one */
+  p->prod = *prod = np;
+  return NULL;
+}
+
+static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
+static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
+
+/* ---- issue 13: the commit history record (app/ops/history.h) ------------------------------------
+ * The pipeline gathers what the open commit took (input ranges, counts, its first batch's time);
+ * the coordinator's hooks write the record into the commit's state batch: before_finalize when the
+ * state is snapshotted (so a prepared commit that recovery applies has its record), before_write
+ * once the output is complete (acknowledged / transaction committed), with the output offsets
+ * from the delivery reports and the duration; the later put replaces the earlier. */
+/* The records of (topic, partition) of a batch: offsets [from, to) (issue 22: once per partition
+ * and batch). */
+static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int64_t from, int64_t to) {
+  if (!p->hc.nin && !p->hc.records_in) p->hc.t0 = wd_mono_s();
+  for (size_t i = 0; i < p->hc.nin; i++)
+    if (p->hc.in[i].partition == partition && p->hc.in[i].topic == topic) {
+      if (from < p->hc.in[i].from) p->hc.in[i].from = from;
+      if (to > p->hc.in[i].to) p->hc.in[i].to = to;
+      return 0;
+    }
+  if (p->hc.nin == p->hc.cap) {
+    size_t cap = p->hc.cap ? p->hc.cap * 2 : 16;
+    wd_commit_range_t *r = realloc(p->hc.in, cap * sizeof(*r));
+    if (!r) return -1;
+    p->hc.in = r;
+    p->hc.cap = cap;
+  }
+  p->hc.in[p->hc.nin++] = (wd_commit_range_t){topic, partition, from, to};
+  return 0;
+}
+
+static void hist_reset(wd_pipeline_t *p) {
+  p->hc.nin = 0;
+  p->hc.records_in = p->hc.changes_out = p->hc.dead_letters = p->hc.restored = 0;
+  wd_producer_offsets_reset(p->prod);
+}
+
+static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool final) {
+  const wd_producer_range_t *pr = NULL;
+  size_t npr = final ? wd_producer_offsets(p->prod, &pr) : 0;
+  wd_commit_range_t *out = calloc(npr ? npr : 1, sizeof(*out));
+  if (!out) return -1;
+  size_t nout = 0;
+  for (size_t i = 0; i < npr; i++) /* the changelog's partitions only (not the dead-letter topic's) */
+    if (!strcmp(pr[i].topic, p->cfg->sink.topic))
+      out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
+  p->hc.last_duration_s = p->hc.t0 > 0 ? wd_mono_s() - p->hc.t0 : 0;
+  const char *mode = p->opts.replay || wd_rebuild_switching(p->rb) ? "rebuild"
+                     : p->hc.records_in && p->hc.restored == p->hc.records_in ? "restore"
+                                                                              : "incremental";
+  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
+                         p->hc.changes_out, p->hc.dead_letters, p->hc.last_duration_s * 1000.0};
+  int rc = wd_history_add(b, &ci, (size_t)p->cfg->state.history_size);
+  free(out);
+  return rc;
+}
+
+static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
+  wd_pipeline_t *p = ctx;
+  /* issue 21 point 4: a rebuild's switch commit deletes the staged rows and writes the task's mark */
+  return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
+}
+
+static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
+  wd_pipeline_t *p = ctx;
+  wd_rebuild_before_write(p->rb); /* its fault hook (tests) */
+  return hist_add(p, number, b, true);
+}
+
+/* ---- issue 21 point 4: the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
+ * The one place where the rebuild's records enter the producer and the open commit's transaction
+ * (the record collector, issue 21 point 3, takes these two over): the difference in the sink's
+ * formats, encoded as produce_changelog encodes the changelog, and the task's state entries to
+ * the state changelog topic. */
+static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
+
+/* A rebalance aborted the switch in hand (wd_commit_batch_invalid): nothing more of it may be
+ * sent, or it would go into the next commit's transaction. */
+static wd_error_t *switch_abandoned(wd_pipeline_t *p) {
+  return wd_commit_batch_invalid(p->commit)
+             ? wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the switch was in hand")
+             : NULL;
+}
+
+static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
+  wd_pipeline_t *p = ctx;
+  wd_error_t *aerr = switch_abandoned(p);
+  if (aerr) return aerr;
+  wd_sink_ctx_t sc = {p->schema, p->cfg->table.name, wd_wall_ms(), p->avro_out};
+  for (size_t i = 0; i < n;) {
+    const wd_row_t *keyrow = NULL;
+    size_t at = i;
+    wd_buf_reset(&p->kbuf);
+    wd_buf_reset(&p->vbuf);
+    wd_error_t *err = p->sink_fmt->encode(&sc, rows, n, &i, &keyrow, &p->vbuf);
+    if (!err) err = encode_key(p, &sc, keyrow);
+    if (!err) err = wd_commit_begin(p->commit);
+    if (!err)
+      err = wd_producer_send(p->prod, p->cfg->sink.topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (!err && i == at) /* every format takes at least one row */
+      err = wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "sink format %s took no row of the difference",
+                         p->sink_fmt->name);
+    if (err) return err;
+    p->st.changes_out += i - at;
+    p->hc.changes_out += i - at;
+    p->st.messages_out++;
+  }
+  return NULL;
+}
+
+static wd_error_t *rebuild_state(void *ctx, uint32_t task, const uint8_t *key, size_t klen, const uint8_t *val,
+                                 size_t vlen) {
+  wd_pipeline_t *p = ctx;
+  wd_error_t *err = switch_abandoned(p);
+  if (!err) err = wd_commit_begin(p->commit);
+  if (!err) err = wd_producer_send_to(p->prod, p->changelog_topic, (int32_t)task, key, klen, val, val ? vlen : 0);
+  return err;
+}
+
+static wd_error_t *rebuild_complete(void *ctx, bool *aborted) {
+  wd_pipeline_t *p = ctx;
+  return wd_commit_run(p->commit, &p->stop, aborted);
+}
+
+static bool rebuild_task_current(void *ctx, uint32_t task) {
+  wd_pipeline_t *p = ctx;
+  return wd_rebuild_task_current(p->rb, task);
+}
+
+/* ---- issue 13: Prometheus metrics (app/ops/metrics.h). The pipeline only counts; the server thread
+ * renders. ---- */
+static wd_error_t *metrics_setup(wd_pipeline_t *p) {
+  if (!p->cfg->metrics.listen) return NULL;
+  if (!(p->metrics = wd_metrics_new())) return wd_error_nomem();
+  static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  static const char *const source[] = {"source"}, *const kind[] = {"row_kind"}, *const id[] = {"error_id"},
+                           *const group[] = {"sequence_group"}, *const tp[] = {"topic", "partition"};
+  wd_metrics_t *r = p->metrics;
+  p->m.records_in = wd_metrics_family(r, "widen_records_in_total", "Kafka records consumed, per source.",
+                                      WD_METRIC_COUNTER, 1, source, NULL, 0);
+  p->m.changes_out = wd_metrics_family(r, "widen_changes_out_total", "Changelog rows emitted, per row kind.",
+                                       WD_METRIC_COUNTER, 1, kind, NULL, 0);
+  p->m.dead_letters = wd_metrics_family(r, "widen_dead_letters_total",
+                                        "Input records sent to the dead-letter topic, per error id.",
+                                        WD_METRIC_COUNTER, 1, id, NULL, 0);
+  p->m.older = wd_metrics_family(r, "widen_records_ignored_older_total",
+                                 "Records ignored as older than the stored row, per sequence group (the group's "
+                                 "sequence fields; sequence.field for the table's own ordering).",
+                                 WD_METRIC_COUNTER, 1, group, NULL, 0);
+  p->m.tombstones = wd_metrics_family(r, "widen_ordering_tombstones_written_total",
+                                      "Removals that left or replaced an ordering tombstone in the state.",
+                                      WD_METRIC_COUNTER, 0, NULL, NULL, 0);
+  p->m.lag = wd_metrics_family(r, "widen_consumer_lag",
+                               "Records behind the end offset, per source partition this process holds now (a "
+                               "revoked partition's series goes; none while it holds no partitions).",
+                               WD_METRIC_GAUGE, 2, tp, NULL, 0);
+  p->m.assigned = wd_metrics_family(r, "widen_assigned_partitions",
+                                    "Source partitions this process holds now (0: the group gave it none, or it "
+                                    "waits for an assignment).",
+                                    WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  p->m.commit = wd_metrics_family(r, "widen_commit_duration_seconds",
+                                  "Duration of a commit, from its first batch to its state write.",
+                                  WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
+  p->m.commits = wd_metrics_family(r, "widen_commits_total", "Commits written (the commit history's number).",
+                                   WD_METRIC_COUNTER, 0, NULL, NULL, 0);
+  p->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes", "Approximate bytes of the state store on disk.",
+                                       WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  p->m.cache_hits = wd_metrics_family(r, "widen_state_cache_hits_total",
+                                      "Key lookups served by the decoded-row cache.", WD_METRIC_COUNTER, 0, NULL,
+                                      NULL, 0);
+  p->m.cache_misses = wd_metrics_family(r, "widen_state_cache_misses_total",
+                                        "Key lookups read from the state store.", WD_METRIC_COUNTER, 0, NULL, NULL,
+                                        0);
+  p->m.cache_entries = wd_metrics_family(r, "widen_state_cache_entries", "Rows held decoded in the cache.",
+                                         WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  p->m.restore = wd_metrics_family(r, "widen_restore_progress_ratio",
+                                   "Rebuild/replay progress: input read up to the end offsets seen at its start "
+                                   "(0..1); 1 when not rebuilding.",
+                                   WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  wd_metric_set(p->m.restore, NULL, p->opts.replay ? 0.0 : 1.0);
+  int port = 0;
+  wd_error_t *err = wd_metrics_serve(r, p->cfg->metrics.listen, &port);
+  if (err && p->opts.replay) { /* a replay beside a running `widen run` of the same config */
+    wd_log(WD_LOG_WARN, "pipeline", "%s; going on without metrics", err->message);
+    wd_error_destroy(err);
+    return NULL;
+  }
+  if (!err) wd_log(WD_LOG_INFO, "pipeline", "metrics on http://%s/metrics (port %d)", wd_metrics_address(r), port);
+  return err;
+}
+
+/* After process_batch, before release_batch: the batch's counts. */
+static void metrics_batch(wd_pipeline_t *p, size_t n) {
+  if (!p->metrics) return;
+  for (size_t s = 0; s < p->nsources; s++) {
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++) cnt += p->bm[i].te && p->bm[i].src == (int)s;
+    if (cnt) wd_metric_add(p->m.records_in, (const char *const[]){p->sources[s]->name}, (double)cnt);
+  }
+  size_t kinds[4] = {0};
+  for (size_t i = 0; i < p->cl.n; i++) kinds[p->cl.rows[i]->kind & 3]++;
+  for (int k = 0; k < 4; k++)
+    if (kinds[k])
+      wd_metric_add(p->m.changes_out, (const char *const[]){wd_row_kind_str((wd_row_kind_t)k)}, (double)kinds[k]);
+  for (size_t i = 0; i < n; i++)
+    if (p->bm[i].err && !p->restoring[i]) wd_metric_add(p->m.dead_letters, (const char *const[]){p->bm[i].err->id}, 1);
+  char name[256];
+  for (size_t g = 0; g < WD_MERGE_STATS_GROUPS && g < wd_table_seq_groups(p->table); g++)
+    if (p->last_ms.older_in_group[g]) {
+      wd_table_seq_group_name(p->table, g, name, sizeof(name));
+      wd_metric_add(p->m.older, (const char *const[]){name}, (double)p->last_ms.older_in_group[g]);
+    }
+  if (p->last_ms.older_by_sequence_field)
+    wd_metric_add(p->m.older, (const char *const[]){"sequence.field"}, (double)p->last_ms.older_by_sequence_field);
+  if (p->last_ms.tombstones) wd_metric_add(p->m.tombstones, NULL, (double)p->last_ms.tombstones);
+}
+
+/* At most once a second from the loop: lag, state size, cache, restore progress. */
+static void metrics_tick(wd_pipeline_t *p, double now) {
+  if (!p->metrics || now - p->last_tick < 1.0) return;
+  p->last_tick = now;
+  wd_tp_offset_t *lags = NULL;
+  size_t nl = 0;
+  wd_error_destroy(wd_consumer_lags(p->cons, &lags, &nl));
+  /* issue 23: exactly the partitions held now (a revoked partition's gauge goes) */
+  const char **lv = calloc(2 * nl + 1, sizeof(*lv));
+  double *val = calloc(nl + 1, sizeof(*val));
+  char(*parts)[16] = calloc(nl + 1, sizeof(*parts));
+  if (lv && val && parts) {
+    for (size_t i = 0; i < nl; i++) {
+      snprintf(parts[i], sizeof(parts[i]), "%d", (int)lags[i].partition);
+      lv[2 * i] = lags[i].topic;
+      lv[2 * i + 1] = parts[i];
+      val[i] = (double)lags[i].offset;
+    }
+    wd_metric_set_all(p->m.lag, nl, lv, val);
+  }
+  free(lv);
+  free(val);
+  free(parts);
+  free(lags);
+  wd_metric_set(p->m.assigned, NULL, (double)wd_consumer_assigned_count(p->cons));
+  wd_metric_set(p->m.state_bytes, NULL, (double)wd_store_disk_bytes(p->store));
+  uint64_t hits = 0, misses = 0;
+  wd_state_cache_counts(p->state, &hits, &misses);
+  wd_metric_add(p->m.cache_hits, NULL, (double)(hits - p->m_hits));
+  wd_metric_add(p->m.cache_misses, NULL, (double)(misses - p->m_misses));
+  p->m_hits = hits;
+  p->m_misses = misses;
+  wd_metric_set(p->m.cache_entries, NULL, (double)wd_state_cached(p->state));
+  if (p->opts.replay && p->nend) {
+    double want = 0, have = 0;
+    for (size_t i = 0; i < p->nend; i++) {
+      int64_t next = -1;
+      wd_error_destroy(wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next));
+      want += (double)(p->end[i].offset > 0 ? p->end[i].offset : 0);
+      have += (double)(next < 0 ? 0 : next > p->end[i].offset ? p->end[i].offset : next);
+    }
+    wd_metric_set(p->m.restore, NULL, want > 0 ? have / want : 1.0);
+  }
+}
+
+/* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
+static void on_committed(void *ctx, uint64_t number) {
+  wd_pipeline_t *p = ctx;
+  (void)number;
+  if (p->metrics) { /* issue 13 */
+    wd_metric_observe(p->m.commit, NULL, p->hc.last_duration_s);
+    wd_metric_add(p->m.commits, NULL, 1);
+  }
+  hist_reset(p); /* issue 13 */
+  p->busy_end = wd_mono_s();
+  p->st.commits++;
+  if (p->trace && p->trace_buf.len) fwrite(p->trace_buf.data, 1, p->trace_buf.len, p->trace);
+  wd_buf_reset(&p->trace_buf);
+}
+
+static void on_aborted(void *ctx) {
+  wd_pipeline_t *p = ctx;
+  hist_reset(p); /* issue 13: its output was discarded */
+  wd_buf_reset(&p->trace_buf);
+  p->st.aborted_commits++;
+  if (p->gt) { /* what the commit took of the lookup topics is read again; its reconciles redone */
+    wd_error_t *err = wd_gtable_rewind(p->gt, true);
+    if (err) {
+      wd_log(WD_LOG_ERROR, "pipeline", "rewinding the lookup topics after an abort: %s", err->message);
+      wd_error_destroy(err);
+    }
+    wd_gtable_reconcile_all(p->gt);
+  }
+}
+
+/* The kind of topic, its source's index (*si) and the pipeline's own copy of its name (*canon,
+ * valid for the pipeline's life, unlike a message's). */
+static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int *si, const char **canon) {
+  for (size_t i = 0; i < p->nsources; i++) {
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++)
+      if (strcmp(p->sources[i]->topics[t], topic) == 0) {
+        *si = (int)i;
+        *canon = p->sources[i]->topics[t];
+        return p->rp.on && p->rp.on[i] ? WD_TOPIC_RAW : WD_TOPIC_DIRECT;
+      }
+    if (p->rp.topic && p->rp.topic[i] && !strcmp(p->rp.topic[i], topic)) {
+      *si = (int)i;
+      *canon = p->rp.topic[i];
+      return WD_TOPIC_REPARTITION;
+    }
+  }
+  *si = -1;
+  *canon = NULL;
+  return WD_TOPIC_NONE;
+}
+
+/* issue 11 point 4: the tasks of an assignment to the global table (raw topics forwarded to a
+ * repartition topic are no task's). */
+static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t n) {
+  wd_tp_offset_t *own = calloc(n ? n : 1, sizeof(*own));
+  size_t m = 0;
+  for (size_t i = 0; own && i < n; i++) {
+    int si;
+    const char *canon;
+    if (topic_kind(p, parts[i].topic, &si, &canon) != WD_TOPIC_RAW) own[m++] = parts[i];
+  }
+  /* no memory: the pipeline stops (an ownership with tasks missing would skip their rows' lookup
+   * changes: silently wrong output) */
+  wd_error_t *err = own ? wd_gtable_on_assign(p->gt, own, m) : wd_error_nomem();
+  if (err) wd_commit_keep_error(p->commit, wd_error_wrap(err, "recording the tasks of an assignment"));
+  free(own);
+}
+
+static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
+  int si;
+  const char *canon;
+  return topic_kind(p, topic, &si, &canon) ? p->sources[si] : NULL;
+}
+
+/* ---- issue 22 point 3: the topic index ---------------------------------------------------- */
+
+static uint32_t topic_hash(const char *s) { /* FNV-1a */
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+/* Builds the index of every topic the pipeline reads (the sources' topics, their repartition
+ * topics), once they are known (after plan_repartition, with p->gtopics set). 0, or -1 on no
+ * memory. */
+static int topic_index_build(wd_pipeline_t *p) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->nsources; i++) n += p->sources[i]->ntopics + (p->rp.topic && p->rp.topic[i] ? 1 : 0);
+  size_t slots = 8;
+  while (slots < 2 * n) slots *= 2;
+  if (!(p->tix.ents = calloc(n ? n : 1, sizeof(*p->tix.ents))) || !(p->tix.slot = calloc(slots, sizeof(uint32_t))))
+    return -1;
+  p->tix.mask = slots - 1;
+  for (size_t i = 0; i < p->nsources; i++)
+    for (size_t t = 0; t <= p->sources[i]->ntopics; t++) {
+      const char *name = t < p->sources[i]->ntopics ? p->sources[i]->topics[t] : p->rp.topic ? p->rp.topic[i] : NULL;
+      if (!name) continue;
+      int si = -1;
+      const char *canon = NULL;
+      wd_topic_kind_t kind = topic_kind(p, name, &si, &canon); /* the first source naming it wins, as before */
+      size_t h = topic_hash(canon) & p->tix.mask;
+      bool dup = false;
+      for (; p->tix.slot[h]; h = (h + 1) & p->tix.mask)
+        if (!strcmp(p->tix.ents[p->tix.slot[h] - 1].name, canon)) {
+          dup = true;
+          break;
+        }
+      if (dup) continue;
+      bool global = false;
+      for (size_t g = 0; p->gtopics && p->gtopics[g] && !global; g++) global = p->gtopics[g] == canon;
+      p->tix.ents[p->tix.n] = (wd_topic_ent_t){canon, kind, si, global};
+      p->tix.slot[h] = (uint32_t)++p->tix.n;
+    }
+  return 0;
+}
+
+/* The index entry of topic, or NULL when the pipeline does not read it. Within one batch each
+ * distinct topic pointer is hashed once (tix.seen, reset by process_batch). */
+static const wd_topic_ent_t *topic_ent(wd_pipeline_t *p, const char *topic) {
+  for (size_t i = p->tix.nseen; i-- > 0;)
+    if (p->tix.seen[i].ptr == topic) return p->tix.seen[i].te;
+  const wd_topic_ent_t *te = NULL;
+  if (p->tix.slot)
+    for (size_t h = topic_hash(topic) & p->tix.mask; p->tix.slot[h]; h = (h + 1) & p->tix.mask)
+      if (!strcmp(p->tix.ents[p->tix.slot[h] - 1].name, topic)) {
+        te = &p->tix.ents[p->tix.slot[h] - 1];
+        break;
+      }
+  if (p->tix.nseen < sizeof(p->tix.seen) / sizeof(p->tix.seen[0]))
+    p->tix.seen[p->tix.nseen++] = (wd_topic_seen_t){topic, te};
+  return te;
+}
+
+/* The batch's entry of (te, partition), added when new; NULL on no memory. */
+static wd_batch_tp_t *batch_tp(wd_pipeline_t *p, const wd_topic_ent_t *te, int32_t partition) {
+  for (size_t i = p->nbtp; i-- > 0;) /* the last one first: a batch's records come in runs of a partition */
+    if (p->btp[i].te == te && p->btp[i].partition == partition) return &p->btp[i];
+  if (p->nbtp == p->cap_btp) {
+    size_t cap = p->cap_btp ? p->cap_btp * 2 : 16;
+    wd_batch_tp_t *b = realloc(p->btp, cap * sizeof(*b));
+    if (!b) return NULL;
+    p->btp = b;
+    p->cap_btp = cap;
+  }
+  wd_batch_tp_t *b = &p->btp[p->nbtp++];
+  *b = (wd_batch_tp_t){te, partition, INT64_MAX, -1, -1, 0};
+  return b;
+}
+
+static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
+  if (p->nrecs == p->cap_recs) {
+    size_t cap = p->cap_recs ? p->cap_recs * 2 : 1024;
+    wd_row_t **r = realloc(p->recs, cap * sizeof(*r));
+    size_t *o = realloc(p->key_off, (cap + 1) * sizeof(*o));
+    uint32_t *t = realloc(p->rec_task, cap * sizeof(*t));
+    if (r) p->recs = r;
+    if (o) p->key_off = o;
+    if (t) p->rec_task = t;
+    if (!r || !o || !t) return -1;
+    p->cap_recs = cap;
+  }
+  p->recs[p->nrecs++] = row;
+  return 0;
+}
+
+/* Logs a dead letter's reason: the first of each (source, error id, field) at once, then at most
+ * one line per such key every 10 s with the number not logged (common/ratelog.h). */
+static void log_once(wd_pipeline_t *p, const wd_kmsg_t *m, const wd_error_t *err) {
+  const wd_source_t *src = source_of(p, m->topic);
+  char field[128];
+  p->rlog.interval = 10.0;
+  wd_ratelog_note(&p->rlog, wd_mono_s(), WD_LOG_WARN, "pipeline", src ? src->name : m->topic, err->id,
+                  wd_ratelog_field_of(err->message, field, sizeof(field)), err->message);
+}
+
+static wd_error_t *trace_message(wd_pipeline_t *p, const wd_bmsg_t *b) {
+  for (size_t i = b->first; i < b->first + b->count; i++) {
+    json_t *j = json_object();
+    const wd_row_t *row = b->lookup ? p->lk.recs[i] : p->recs[i];
+    json_object_set_new(j, "op", json_string(wd_row_kind_str(row->kind)));
+    json_object_set_new(j, "row", wd_row_to_json(b->lookup ? p->lk.schemas[i] : p->schema, row));
+    json_object_set_new(j, "message", json_integer((json_int_t)p->trace_msg));
+    if (p->lk.join && wd_join_active(p->lk.join) && b->src >= 0) /* the case format's "source" (tests/cases) */
+      json_object_set_new(j, "source", json_string(p->sources[b->src]->name));
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!s) return wd_error_nomem();
+    int rc = wd_buf_append(&p->trace_buf, s, strlen(s)) || wd_buf_putc(&p->trace_buf, '\n');
+    free(s);
+    if (rc) return wd_error_nomem();
+  }
+  p->trace_msg++;
+  return NULL;
+}
+
+/* The output key of row in the sink's key format (changelog/sink_format.h). */
+static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row) {
+  return p->key_fmt->encode(c, row, &p->kbuf);
+}
+
+/* Produces the changelog rows of p->cl, keyed by primary key. */
+static wd_error_t *produce_changelog(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  const char *topic = p->cfg->sink.topic;
+  const char *tname = p->cfg->table.name;
+  int64_t ts = wd_wall_ms();
+  wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
+  for (size_t i = 0; i < p->cl.n;) {
+    const wd_row_t *keyrow = NULL;
+    size_t src = p->cl_src[i];
+    if (p->opts.no_output || p->restoring[src]) {
+      /* nothing is sent: skip the rows of this source message (they are contiguous) unencoded */
+      size_t at = i;
+      while (i < p->cl.n && p->cl_src[i] == src) i++;
+      if (!p->restoring[src]) p->st.changes_out += i - at;
+      continue;
+    }
+    wd_buf_reset(&p->kbuf);
+    wd_buf_reset(&p->vbuf);
+    size_t at = i;
+    err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
+    p->st.changes_out += i - at;
+    if (!err) err = encode_key(p, &sc, keyrow);
+    if (!err && !(err = wd_commit_begin(p->commit)))
+      err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
+      /* an output that can never be delivered must not stall the pipeline: the source message
+       * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
+      wd_kmsg_t *m = &p->msgs[src]; /* the rows encoded are this source message's */
+      wd_log(WD_LOG_ERROR, "pipeline", "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
+             "message.max.bytes; dead-lettered (raise message.max.bytes under sink.properties and the topic's "
+             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len);
+      if (!p->bm[src].err)
+        p->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
+                                      "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
+                                      "producer's message.max.bytes (%s); the table state has the change",
+                                      m->topic, m->partition, m->offset, p->vbuf.len, err->message);
+      wd_error_destroy(err);
+      err = NULL;
+      continue;
+    }
+    if (err) return err;
+    p->st.messages_out++;
+  }
+  return NULL;
+}
+
+/* Sleeps ms milliseconds (in slices, returning early when the pipeline is stopped). */
+static void sleep_ms(wd_pipeline_t *p, long ms) {
+  while (ms > 0 && !p->stop) {
+    long slice = ms > 100 ? 100 : ms;
+    wd_sleep_ms(slice);
+    ms -= slice;
+  }
+}
+
+/* The -D records of p->changes whose sequence field (sequence.field or a group's) is NULL or
+ * absent — a delete that carries only the key — are counted and handled by the source's
+ * delete-without-sequence: apply (the sequence field is marked absent, so the merge takes it
+ * from the stored row and the delete applies), dead-letter (E_DELETE_NO_SEQUENCE), ignore (the
+ * record is left out: the merge would order it oldest and drop it). */
+static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t *src) {
+  for (size_t k = 0; k < p->changes.count; k++) {
+    wd_row_t *r = p->changes.rows[k];
+    if (r->kind != WD_DELETE) continue;
+    bool noseq = false; /* a sequence field this source maps is NULL */
+    for (size_t m = 0; m < src->ncols; m++) {
+      int c = src->cols[m].col;
+      if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null) noseq = true;
+    }
+    if (!noseq) continue;
+    p->st.deletes_without_sequence++;
+    switch (src->delete_without_sequence) {
+    case WD_DELETE_NO_SEQ_APPLY:
+      for (size_t m = 0; m < src->ncols; m++) {
+        int c = src->cols[m].col;
+        if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null && wd_row_set_absent(r, (size_t)c))
+          return wd_error_nomem();
+      }
+      break;
+    case WD_DELETE_NO_SEQ_DEAD_LETTER:
+      return wd_error_new(WD_ERR_RECORD, "E_DELETE_NO_SEQUENCE",
+                          "source '%s': a delete without its sequence field (the record carries only the key); "
+                          "rejected by delete-without-sequence: dead-letter (apply takes it from the stored row)",
+                          src->name);
+    case WD_DELETE_NO_SEQ_IGNORE: {
+      wd_row_t *t = wd_changes_take(&p->changes, k);
+      wd_row_destroy(p->schema, t);
+      memmove(p->changes.rows + k, p->changes.rows + k + 1, (p->changes.count - k - 1) * sizeof(*p->changes.rows));
+      p->changes.rows[--p->changes.count] = NULL;
+      k--;
+      break;
+    }
+    }
+  }
+  return NULL;
+}
+
+/* Issue 23: a table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
+ * an update without its -U, as Paimon's Flink sink does for a primary-key table (it asks the
+ * planner for no UPDATE_BEFORE unless the table can retract: sequence groups, aggregation,
+ * changelog-producer input): the -U records of p->changes are left out and counted as ignored
+ * -U, so that the +U applies instead of the whole message being dead-lettered for its -U. A
+ * delete is still rejected (E_PU_DELETE_NOT_ACCEPTED); the start-up warning says so. */
+static wd_error_t *drop_update_before(wd_pipeline_t *p) {
+  size_t k = 0;
+  for (size_t i = 0; i < p->changes.count; i++) {
+    wd_row_t *r = p->changes.rows[i];
+    if (r->kind == WD_UPDATE_BEFORE) {
+      wd_row_destroy(p->schema, wd_changes_take(&p->changes, i));
+      p->st.ignored_update_before++;
+      continue;
+    }
+    p->changes.rows[i] = NULL;
+    p->changes.rows[k++] = r;
+  }
+  p->changes.count = k;
+  return NULL;
+}
+
+/* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
+ * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
+ * is stopped: a record is never dead-lettered for it. */
+static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_schema_t *schema,
+                                 wd_changes_t *changes, const wd_kafka_meta_t *meta, const wd_kmsg_t *m) {
+  const wd_format_t *f = wd_format_of(src->format);
+  void *state = (size_t)src->format < p->nfmt ? p->fmt_state[src->format] : NULL;
+  for (unsigned attempt = 0;; attempt++) {
+    wd_error_t *err = f->decode(state, src, schema, meta, m->value, m->value_len, changes);
+    /* a lookup's rows (join/lookup.h) are ordered by its own table, not by the wide one */
+    if (!err) return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
+    if (!err->retriable || p->stop) return err;
+    long ms = wd_registry_backoff_ms(attempt);
+    wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
+           err->message, ms);
+    /* wait serving the consumer (paused), so that the group does not evict this process */
+    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100)
+      wd_commit_wait(p->commit, left > 100 ? 100 : (int)left);
+    if (wd_commit_batch_invalid(p->commit)) return err; /* the batch is abandoned */
+    wd_error_destroy(err);
+  }
+}
+
+/* ---- joins on other keys (join/lookup.h): decoding a lookup message, applying a message ---- */
+
+
+static bool is_lookup(const wd_pipeline_t *p, int si) {
+  return si >= 0 && p->lk.join && wd_join_is_lookup(p->lk.join, p->lk.ids[si]);
+}
+
+/* Decodes a lookup source's record into rows of its lookup schema, kept in p->lk.recs (a decode
+ * error goes to b->err, as for main sources). */
+static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta, const wd_kmsg_t *m,
+                                 wd_bmsg_t *b) {
+  const wd_schema_t *schema = wd_join_source_schema(p->lk.join, p->lk.ids[si]);
+  wd_changes_t *ch = &p->lk.changes[si];
+  b->lookup = true;
+  b->first = p->lk.n;
+  wd_error_t *derr = decode_record(p, p->sources[si], schema, ch, meta, m);
+  if (derr) {
+    if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
+    b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
+    return NULL;
+  }
+  if (ch->flags & WD_CHANGES_TOMBSTONE) {
+    p->st.skipped_tombstones++;
+    return NULL;
+  }
+  for (size_t k = 0; k < ch->count; k++) {
+    if (p->lk.n == p->lk.cap) {
+      size_t cap = p->lk.cap ? p->lk.cap * 2 : 256;
+      wd_row_t **r = realloc(p->lk.recs, cap * sizeof(*r));
+      if (r) p->lk.recs = r;
+      const wd_schema_t **sc = realloc(p->lk.schemas, cap * sizeof(*sc));
+      if (sc) p->lk.schemas = sc;
+      if (!r || !sc) return wd_error_nomem();
+      p->lk.cap = cap;
+    }
+    wd_row_t *row = wd_changes_take(ch, k);
+    if (!row) return wd_error_nomem();
+    p->lk.schemas[p->lk.n] = schema;
+    p->lk.recs[p->lk.n++] = row;
+  }
+  b->count = p->lk.n - b->first;
+  p->st.changes_in += b->count;
+  return NULL;
+}
+
+/* Applies message b through the join layer (main or lookup source), or straight through the merge
+ * engine when the config has no lookup and no required source. */
+static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, size_t first, size_t count,
+                                 wd_merge_stats_t *ms) {
+  if (!p->lk.join || !wd_join_active(p->lk.join) || b->src < 0)
+    return wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + first, count, &p->cl, ms);
+  wd_row_t *const *recs = b->lookup ? p->lk.recs + first : p->recs + first;
+  return wd_join_apply(p->lk.join, p->lk.ids[b->src], recs, count, &p->cl, ms);
+}
+
+static void release_lookup_recs(wd_pipeline_t *p) {
+  for (size_t i = 0; i < p->lk.n; i++) wd_row_destroy(p->lk.schemas[i], p->lk.recs[i]);
+  p->lk.n = 0;
+}
+
+/* ---- issue 10: repartition topics (app/runtime/repartition.h) ---------------------------------------- */
+
+/* Forwards the change records of p->changes (decoded from a record of repartitioned source si) to
+ * its repartition topic: one record per wide key, in the order of their first change record, at
+ * partition murmur2(key) mod N, inside the open commit. */
+static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta) {
+  size_t n = p->changes.count;
+  if (n > p->rp.cap) { /* grow-only scratch, kept across records */
+    bool *sent = realloc(p->rp.sent, n * sizeof(*sent));
+    if (sent) p->rp.sent = sent;
+    wd_row_t **group = realloc(p->rp.group, n * sizeof(*group));
+    if (group) p->rp.group = group;
+    size_t *off = realloc(p->rp.off, (n + 1) * sizeof(*off));
+    if (off) p->rp.off = off;
+    if (!sent || !group || !off) return wd_error_nomem();
+    p->rp.cap = n;
+  }
+  bool *sent = p->rp.sent;
+  size_t *off = p->rp.off;
+  wd_buf_reset(&p->rp.key);
+  for (size_t k = 0; k < n; k++) {
+    sent[k] = false;
+    off[k] = p->rp.key.len;
+    if (wd_row_key_encode(p->schema, p->changes.rows[k], &p->rp.key)) return wd_error_nomem();
+  }
+  if (n) off[n] = p->rp.key.len;
+  wd_error_t *err = NULL;
+  for (size_t k = 0; k < n && !err; k++) {
+    if (sent[k]) continue;
+    const uint8_t *key = p->rp.key.data + off[k];
+    size_t klen = off[k + 1] - off[k], ng = 0;
+    for (size_t j = k; j < n; j++)
+      if (!sent[j] && off[j + 1] - off[j] == klen && !memcmp(p->rp.key.data + off[j], key, klen)) {
+        sent[j] = true;
+        p->rp.group[ng++] = p->changes.rows[j];
+      }
+    wd_buf_reset(&p->rp.val);
+    if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, p->rp.group, ng, &p->rp.row, &p->rp.val))
+      return wd_error_nomem();
+    int32_t part = wd_producer_partition_of(key, klen, p->rp.partitions);
+    if (!(err = wd_commit_begin(p->commit)))
+      err = wd_producer_send_to(p->prod, p->rp.topic[si], part, key, klen, p->rp.val.data, p->rp.val.len);
+    if (!err) p->st.repartitioned++;
+  }
+  return err;
+}
+
+/* Decodes a record of the repartition topic of source si into change records of task
+ * m->partition; bytes that are not a repartition record go to the dead-letter topic. */
+static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_t *m, wd_bmsg_t *b) {
+  wd_repartition_rec_t *rec = &p->rp.rec;
+  wd_error_t *derr = wd_repartition_decode(p->schema, m->value, m->value_len, rec);
+  if (derr) {
+    if (derr->cls != WD_ERR_DECODE) return derr;
+    b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
+    return NULL;
+  }
+  for (size_t k = 0; k < rec->n; k++) {
+    if (push_rec(p, rec->rows[k])) {
+      wd_repartition_rec_free(p->schema, rec);
+      return wd_error_nomem();
+    }
+    rec->rows[k] = NULL; /* the batch owns it now */
+    p->rec_task[p->nrecs - 1] = (uint32_t)m->partition;
+    p->key_off[p->nrecs - 1] = p->keys.len;
+    if (wd_row_key_encode(p->schema, p->recs[p->nrecs - 1], &p->keys)) {
+      wd_repartition_rec_free(p->schema, rec);
+      return wd_error_nomem();
+    }
+  }
+  wd_repartition_rec_free(p->schema, rec);
+  p->key_off[p->nrecs] = p->keys.len;
+  b->src = si;
+  b->count = p->nrecs - b->first;
+  /* every change record must belong to this partition's task: a record placed by another
+   * partition count (or by hand) would put its key in a second task */
+  for (size_t r = b->first; r < p->nrecs; r++) {
+    int32_t want = wd_producer_partition_of(p->keys.data + p->key_off[r], p->key_off[r + 1] - p->key_off[r],
+                                            p->rp.partitions);
+    if (want == m->partition) continue;
+    b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
+                          "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
+                          "(written with another partition count, or not by widen)",
+                          m->topic, m->partition, m->offset, want, p->rp.partitions);
+    b->count = 0; /* its rows stay in the batch (released with it) but are applied nowhere */
+    break;
+  }
+  return NULL;
+}
+
+/* A co-partitioned source's first record in this process: its Kafka key must be the wide key
+ * (app/runtime/repartition.h), else its records would be merged in the wrong task. */
+static wd_error_t *check_keying(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
+  if (!p->rp.checked || p->rp.checked[si] || !p->rp.forward) return NULL;
+  p->rp.checked[si] = true;
+  char *why = wd_repartition_key_mismatch(p->sources[si], p->schema, m->key, m->key_len);
+  if (!why) return NULL;
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                                 "source '%s' (%s[%d]@%" PRId64 "): %s, so one wide key's records are spread over "
+                                 "partitions and tasks; set `repartition: true` on this source (its records then go "
+                                 "through a repartition topic keyed by the wide key)",
+                                 p->sources[si]->name, m->topic, m->partition, m->offset, why);
+  free(why);
+  return err;
+}
+
+/* A record of a co-partitioned source whose change records have more than one wide key (a
+ * key-changing update: -D or -U of the old key, +I or +U of the new one): the old key's row is in
+ * the task of the partition the old key's own records are in, which this topic's keying does not
+ * tell, so the record cannot be applied in its own partition's task (the old row would stay). */
+static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
+  return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                      "source '%s' (%s[%d]@%" PRId64 "): a key-changing update (its change records have more than "
+                      "one primary key) in a co-partitioned source: the old key's row belongs to the task of the "
+                      "partition the old key's own records are in, not to this record's; set `repartition: true` on "
+                      "this source (its change records then go through a repartition topic, each by its own key)",
+                      p->sources[si]->name, m->topic, m->partition, m->offset);
+}
+
+/* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
+ * Returns E_BATCH_ABANDONED (retriable) when a rebalance or an abort came while the batch was in
+ * hand: nothing of it was noted, and its records are read again. */
+static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
+  wd_error_t *err = NULL;
+  uint64_t changes0 = p->st.changes_out; /* issue 13 */
+  p->nrecs = 0;
+  p->tix.nseen = 0; /* the topic pointers of the last batch's messages may be gone */
+  wd_buf_reset(&p->keys);
+  wd_changelog_reset(p->table, &p->cl);
+  /* 1. decode */
+  for (size_t i = 0; i < n; i++) {
+    wd_kmsg_t *m = &p->msgs[i];
+    wd_bmsg_t *b = &p->bm[i];
+    memset(b, 0, sizeof(*b));
+    b->first = p->nrecs;
+    b->te = topic_ent(p, m->topic); /* issue 22 point 3: one lookup per record, O(1) */
+    b->src = b->te ? b->te->si : -1;
+    wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
+    p->restoring[i] = gate == WD_GATE_RESTORE;
+    if (gate == WD_GATE_HOLD) { /* issue 21: read again once every partition of its task caught up */
+      b->held = true;
+      continue;
+    }
+    const wd_source_t *src = b->te ? p->sources[b->src] : NULL;
+    if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
+        past_stop(p, m)) { /* issue 13: a rebuild stops where the old state stood */
+      b->skipped = true;
+      continue;
+    }
+    if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
+    wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
+    int si = b->src;
+    wd_topic_kind_t kind = b->te->kind;
+    if (kind == WD_TOPIC_REPARTITION) { /* issue 10: change records of task m->partition */
+      if ((err = decode_repartitioned(p, si, m, b))) return err;
+      continue;
+    }
+    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) && (err = check_keying(p, si, m))) return err;
+    if (is_lookup(p, b->src)) {
+      err = decode_lookup(p, b->src, &meta, m, b);
+      if (wd_commit_batch_invalid(p->commit)) {
+        wd_error_destroy(err);
+        return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
+      }
+      if (err) return err;
+      continue;
+    }
+    wd_error_t *derr = decode_record(p, src, p->schema, &p->changes, &meta, m);
+    if (wd_commit_batch_invalid(p->commit)) {
+      wd_error_destroy(derr);
+      return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
+    }
+    if (derr) {
+      if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
+      b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
+      continue;
+    }
+    if (p->changes.flags & WD_CHANGES_TOMBSTONE) {
+      b->tombstone = true;
+      continue;
+    }
+    if (p->changes.null_key_halves && !p->restoring[i]) {
+      if (!p->st.null_key_halves)
+        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): update halves and deletes with a NULL "
+               "primary key are left out (NULL -> K is +I, K -> NULL is -D); counted as `null-key halves`",
+               src->name, m->topic, m->partition, m->offset);
+      p->st.null_key_halves += p->changes.null_key_halves;
+    }
+    if (p->pu_no_retract && (err = drop_update_before(p))) return err;
+    if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
+    if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
+      if ((err = forward_changes(p, si, &meta))) return err;
+      b->forwarded = true;
+      continue;
+    }
+    uint32_t task = p->per_partition ? (uint32_t)m->partition : 0;
+    for (size_t k = 0; k < p->changes.count; k++) {
+      wd_row_t *row = wd_changes_take(&p->changes, k);
+      if (!row || push_rec(p, row)) {
+        wd_row_destroy(p->schema, row);
+        return wd_error_nomem();
+      }
+      size_t at = p->keys.len;
+      p->key_off[p->nrecs - 1] = at;
+      if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
+      /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
+      p->rec_task[p->nrecs - 1] =
+          kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
+                                                                     p->rp.partitions)
+                               : task;
+      if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
+          (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
+           memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
+        return key_change_error(p, si, m);
+    }
+    p->key_off[p->nrecs] = p->keys.len;
+    b->count = p->nrecs - b->first;
+  }
+  /* 2. one multi-get of the batch's keys */
+  if (p->nrecs) {
+    const uint8_t **kp = malloc(p->nrecs * sizeof(*kp));
+    size_t *kl = malloc(p->nrecs * sizeof(*kl));
+    if (!kp || !kl) {
+      free(kp);
+      free(kl);
+      return wd_error_nomem();
+    }
+    p->key_off[p->nrecs] = p->keys.len;
+    for (size_t i = 0; i < p->nrecs; i++) {
+      kp[i] = p->keys.data + p->key_off[i];
+      kl[i] = (i + 1 < p->nrecs ? p->key_off[i + 1] : p->keys.len) - p->key_off[i];
+    }
+    err = wd_state_prefetch_tasks(p->state, p->nrecs, p->rec_task, kp, kl);
+    free(kp);
+    free(kl);
+    if (err) return err;
+  }
+  /* 3. apply, message by message, in delivery order */
+  wd_merge_stats_t ms = {0};
+  for (size_t i = 0; i < n; i++) {
+    wd_bmsg_t *b = &p->bm[i];
+    if (b->err || b->count == 0) continue;
+    size_t cl_before = p->cl.n;
+    wd_error_t *merr = NULL;
+    /* the message's change records in runs of one task (several only for a repartitioned
+     * source read in a replay, whose records of one message may belong to several tasks) */
+    for (size_t r = b->first, e; r < b->first + b->count && !merr; r = e) {
+      e = r + 1;
+      if (!b->lookup)
+        while (e < b->first + b->count && p->rec_task[e] == p->rec_task[r]) e++;
+      else
+        e = b->first + b->count;
+      if (!b->lookup) wd_state_set_task(p->state, p->rec_task[r]);
+      if (p->lk.join && !b->lookup) wd_join_set_task(p->lk.join, p->rec_task[r]);
+      merr = apply_message(p, b, r, e - r, &ms);
+    }
+    if (merr) {
+      if (merr->cls != WD_ERR_RECORD) return merr;
+      b->err = wd_error_wrap(merr, "%s[%d]@%" PRId64 " record %d", p->msgs[i].topic, p->msgs[i].partition,
+                             p->msgs[i].offset, merr->index);
+      continue;
+    }
+    b->applied = true;
+    if (p->cl.n > p->cap_cl_src) {
+      size_t cap = p->cl.n * 2;
+      size_t *c = realloc(p->cl_src, cap * sizeof(*c));
+      if (!c) return wd_error_nomem();
+      p->cl_src = c;
+      p->cap_cl_src = cap;
+    }
+    for (size_t j = cl_before; j < p->cl.n; j++) p->cl_src[j] = i; /* which message each row came from */
+    if (p->trace && (err = trace_message(p, b))) return err;
+  }
+  /* 4. produce the changelog and the dead letters into the open commit */
+  if ((err = produce_changelog(p))) return err;
+  for (size_t i = 0; i < n; i++) {
+    wd_bmsg_t *b = &p->bm[i];
+    if (!b->err) continue;
+    if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
+    log_once(p, &p->msgs[i], b->err);
+    if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
+    if ((err = wd_commit_begin(p->commit))) return err;
+    err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
+                                       b->err->message);
+    if (err) return err;
+  }
+  /* 5. the records belong to the open commit now: per partition of the batch, its offsets
+   * gathered once (issue 22 point 3), then handed to the coordinator (the input offsets, or a
+   * lookup topic's positions of this process), the global table and the history record */
+  p->nbtp = 0;
+  for (size_t i = 0; i < n; i++) {
+    wd_kmsg_t *m = &p->msgs[i];
+    if (!p->bm[i].te) continue;
+    if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
+    if (p->bm[i].held) continue;   /* issue 21: not taken (read again when its task runs) */
+    wd_batch_tp_t *t = batch_tp(p, p->bm[i].te, m->partition);
+    if (!t) return wd_error_nomem();
+    t->count++;
+    t->last = m->offset;
+    if (m->offset < t->min) t->min = m->offset;
+    if (m->offset > t->max) t->max = m->offset;
+  }
+  for (size_t k = 0; k < p->nbtp; k++) {
+    const wd_batch_tp_t *t = &p->btp[k];
+    const char *topic = t->te->name;
+    if (t->te->global && p->gt) { /* a lookup topic: positions of this process */
+      if (wd_commit_note_global(p->commit, topic, t->partition, t->max, t->count) ||
+          wd_gtable_taken(p->gt, topic, t->partition, t->last))
+        return wd_error_nomem();
+    } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count))
+      return wd_error_nomem();
+    if (hist_note(p, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem(); /* issue 13 */
+  }
+  /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
+   * is not "in" (issue 23), nor one held for its task (issue 21: read again when the task runs) */
+  uint64_t nskipped = 0;
+  for (size_t i = 0; i < n; i++) nskipped += p->bm[i].skipped || p->bm[i].held;
+  p->st.records_in += n - nskipped;
+  p->st.batches++;
+  for (size_t i = 0; i < n; i++) {
+    wd_bmsg_t *b = &p->bm[i];
+    p->st.changes_in += b->count;
+    p->st.skipped_tombstones += b->tombstone;
+    p->st.skipped_before_from += b->skipped && !past_stop(p, &p->msgs[i]);
+    p->st.dead_lettered += b->err && !p->restoring[i];
+    p->st.restored += p->restoring[i];
+  }
+  /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
+  p->hc.records_in += n - nskipped;
+  p->hc.changes_out += p->st.changes_out - changes0;
+  for (size_t i = 0; i < n; i++) {
+    p->hc.dead_letters += p->bm[i].err && !p->restoring[i];
+    p->hc.restored += p->restoring[i];
+  }
+  p->last_ms = ms;
+  p->st.ignored_update_before += ms.ignored_update_before;
+  p->st.tombstones += ms.tombstones;
+  p->st.dropped += ms.dropped;
+  wd_state_set_now(p->state, (uint64_t)wd_wall_ms());
+  return NULL;
+}
+
+static void release_batch(wd_pipeline_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    wd_error_destroy(p->bm[i].err);
+    p->bm[i].err = NULL;
+  }
+  for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
+  p->nrecs = 0;
+  release_lookup_recs(p);
+  wd_kmsg_release(p->msgs, n);
+}
+
+static void status_line(wd_pipeline_t *p, double rate) {
+  wd_buf_t by_id = {0}; /* the dead letters by error id */
+  if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
+                              wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
+    wd_buf_reset(&by_id);
+  /* issue 23: no "lag 0" while the process holds no partitions, but why it holds none */
+  const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
+  char lag[160], nk[48] = "";
+  if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
+  char ival[48] = ""; /* issue 22 point 2: the adaptive commit interval in force */
+  if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
+  if (idle)
+    snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
+  else
+    snprintf(lag, sizeof(lag), "lag %" PRId64, p->st.lag);
+  fprintf(stderr,
+          "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
+          "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
+          "%s | %s | commits %" PRIu64 "%s%s%s\n",
+          p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
+          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, lag, p->st.commits,
+          p->exactly_once ? " (exactly-once" : " (at-least-once)", ival, p->st.restored ? " | restoring" : "");
+  wd_buf_free(&by_id);
+}
+
+void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) {
+  double busy = p->busy_end > p->busy_start ? p->busy_end - p->busy_start : 0.0;
+  fprintf(f,
+          "widen: summary: %" PRIu64 " Kafka records in (%" PRIu64 " change records after decoding: an update is -U "
+          "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
+          " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
+          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " commits (%s) of %" PRIu64
+          " batches; %.2f s in all, %.0f records/s while input flowed",
+          p->st.records_in, p->st.changes_in, p->st.changes_out, p->st.messages_out, p->st.dead_lettered,
+          p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.commits,
+          p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
+          busy > 0 ? (double)p->st.records_in / busy : 0.0);
+  if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
+  if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
+  if (p->standby)
+    fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
+  if (p->st.repartitioned)
+    fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
+  if (p->st.deletes_without_sequence)
+    fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
+  if (p->st.null_key_halves)
+    fprintf(f, "; %" PRIu64 " null-key halves left out (a NULL key holds no row)", p->st.null_key_halves);
+  if (p->opts.replay && p->opts.from_ms >= 0)
+    fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
+  fprintf(f, "\n");
+}
+
+/* Replay: whether every partition reached the end offset seen at start. */
+/* A partition is done when the state holds its records up to the end offset, or the consumer's
+ * position has passed it with nothing pending (transaction markers and deleted records occupy
+ * offsets that no record brings). */
+/* issue 13: whether m lies at or past its partition's stop offset (replay with stop_at_state). */
+static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
+  if (!p->opts.stop_at_state) return false;
+  for (size_t i = 0; i < p->nend; i++)
+    if (p->end[i].partition == m->partition && !strcmp(p->end[i].topic, m->topic)) return m->offset >= p->end[i].offset;
+  return true;
+}
+
+/* issue 13: the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
+static wd_error_t *stop_offsets(wd_pipeline_t *p) {
+  wd_store_t *st = NULL;
+  wd_error_t *err = wd_store_open_rocksdb(p->opts.stop_at_state, NULL, &st);
+  for (size_t i = 0; !err && i < p->nend; i++) {
+    int64_t next = -1;
+    err = wd_store_get_offset(st, p->end[i].topic, p->end[i].partition, &next);
+    if (!err) p->end[i].offset = next > 0 && next < p->end[i].offset ? next : next > 0 ? p->end[i].offset : 0;
+  }
+  wd_store_close(st);
+  return err;
+}
+
+static bool replay_done(wd_pipeline_t *p) {
+  wd_tp_offset_t *pos = NULL;
+  size_t npos = 0;
+  bool done = true;
+  wd_error_t *perr = wd_commit_pending(p->commit) ? NULL : wd_consumer_assignment(p->cons, &pos, &npos);
+  wd_error_destroy(perr);
+  for (size_t i = 0; i < p->nend && done; i++) {
+    int64_t next = -1;
+    wd_error_t *err = wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next);
+    wd_error_destroy(err);
+    if (p->end[i].offset <= 0 || next >= p->end[i].offset) continue;
+    bool passed = false;
+    for (size_t k = 0; k < npos && !passed; k++)
+      passed = pos[k].partition == p->end[i].partition && !strcmp(pos[k].topic, p->end[i].topic) &&
+               pos[k].offset >= p->end[i].offset;
+    done = passed;
+  }
+  free(pos);
+  return done;
+}
+
+/* Partitions 0..63 of a bitmask as a readable list ("0-3", "0, 2, 5-7") into buf. */
+static void partition_list(uint64_t mask, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < 64 && len < n; i++) {
+    if (!(mask >> i & 1)) continue;
+    int j = i;
+    while (j + 1 < 64 && (mask >> (j + 1) & 1)) j++;
+    int k = j > i ? snprintf(buf + len, n - len, "%s%d-%d", len ? ", " : "", i, j)
+                  : snprintf(buf + len, n - len, "%s%d", len ? ", " : "", i);
+    if (k < 0) break;
+    len += (size_t)k;
+    i = j;
+  }
+  if (!buf[0]) snprintf(buf, n, "none");
+}
+
+/* Warns when the assignment is not co-partitioned across the source topics (README "Scaling out"):
+ * every source topic should have the same partition numbers assigned to this process, or the
+ * changes of one key may be merged by two processes into two stores. */
+static void check_copartitioning(wd_pipeline_t *p) {
+  wd_tp_offset_t *a = NULL;
+  size_t n = 0;
+  wd_error_t *err = wd_consumer_assignment(p->cons, &a, &n);
+  if (err || n == 0) {
+    wd_error_destroy(err);
+    free(a);
+    return;
+  }
+  /* a bitmask of partitions 0..63 per topic (more partitions are not checked), over the topics
+   * of the tasks (a repartitioned source's own topics are only forwarded: any assignment works) */
+  const char *first = p->rp.ntask ? p->rp.task_topics[0] : a[0].topic;
+  uint64_t ref = 0;
+  for (size_t i = 0; i < n; i++)
+    if (a[i].topic == first || !strcmp(a[i].topic, first))
+      if (a[i].partition >= 0 && a[i].partition < 64) ref |= UINT64_C(1) << a[i].partition;
+  for (size_t t = 0; t < p->nsources; t++)
+    for (size_t k = 0; k < p->sources[t]->ntopics + 1 && !(p->gtopics && is_lookup(p, (int)t)); k++) {
+      const char *topic = k < p->sources[t]->ntopics ? p->sources[t]->topics[k] : p->rp.topic ? p->rp.topic[t] : NULL;
+      if (!topic || (p->rp.on && p->rp.on[t] && k < p->sources[t]->ntopics)) continue;
+      uint64_t mask = 0;
+      for (size_t i = 0; i < n; i++)
+        if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
+          mask |= UINT64_C(1) << a[i].partition;
+      /* a topic with none assigned (either one) may not exist yet (logged by the consumer; checked again at the
+       * assignment that includes it) */
+      if (mask != ref && mask != 0 && ref != 0) {
+        static bool told; /* once per process */
+        char have[200], want[200];
+        partition_list(mask, have, sizeof(have));
+        partition_list(ref, want, sizeof(want));
+        if (!told)
+          wd_log(WD_LOG_WARN, "pipeline",
+                 "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
+                 "several processes in the group a key's changes may be merged by two of them (README \"Scaling "
+                 "out\")", have, topic, want, first);
+        told = true;
+        free(a);
+        return;
+      }
+    }
+  free(a);
+}
+
+/* ---- issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
+
+/* Reconciles every newly assigned task (join/lookup.h wd_join_reconcile_task) before its first
+ * record: its rows' lookup columns recomputed from this process's lookup tables, the differences
+ * produced into the open commit (docs/lookups-scale-out.md). */
+static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
+  uint32_t task;
+  wd_error_t *err = NULL;
+  if (wd_commit_changelog_restoring(p->commit)) return NULL; /* after the restores (issue 21) */
+  while (!err && wd_gtable_next_reconcile(p->gt, &task)) {
+    size_t rows = 0;
+    wd_changelog_reset(p->table, &p->cl);
+    if ((err = wd_join_reconcile_task(p->lk.join, task, &p->cl, &rows))) break;
+    if (p->cl.n) {
+      /* produced as if from one message: index 0 of a batch that holds none */
+      if (p->cl.n > p->cap_cl_src) {
+        size_t *c = realloc(p->cl_src, p->cl.n * 2 * sizeof(*c));
+        if (!c) return wd_error_nomem();
+        p->cl_src = c;
+        p->cap_cl_src = p->cl.n * 2;
+      }
+      memset(p->cl_src, 0, p->cl.n * sizeof(*p->cl_src));
+      /* slot 0 may hold the polled batch's first record (reconcile runs before it): kept aside */
+      wd_kmsg_t m0 = p->msgs[0];
+      wd_bmsg_t b0 = p->bm[0];
+      bool r0 = p->restoring[0];
+      memset(&p->bm[0], 0, sizeof(p->bm[0]));
+      memset(&p->msgs[0], 0, sizeof(p->msgs[0]));
+      p->msgs[0].topic = "(reconcile)";
+      p->restoring[0] = false;
+      err = produce_changelog(p);
+      wd_error_destroy(p->bm[0].err); /* an output over message.max.bytes: logged, not dead-lettered */
+      p->msgs[0] = m0;
+      p->bm[0] = b0;
+      p->restoring[0] = r0;
+    }
+    wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes",
+           task, rows, p->cl.n);
+    wd_changelog_reset(p->table, &p->cl);
+  }
+  return err;
+}
+
+/* Takes the records of the lookup topics already fetched, as one batch of the open commit.
+ * *n: how many. A batch abandoned by a rebalance is read again (the global consumer rewound). */
+static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
+  *n = 0;
+  wd_error_t *err = reconcile_tasks(p);
+  if (!err) err = wd_gtable_poll(p->gt, (size_t)p->cfg->pipeline.batch_size, p->msgs, n);
+  if (err || !*n) return err;
+  wd_commit_batch_begin(p->commit);
+  err = process_batch(p, *n);
+  bool abandoned = wd_commit_batch_invalid(p->commit);
+  if (!err && !abandoned) metrics_batch(p, *n);
+  wd_commit_batch_end(p->commit);
+  release_batch(p, *n);
+  if (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED)) {
+    wd_error_destroy(err);
+    return wd_gtable_rewind(p->gt, false); /* an abort meanwhile rewound it to the stored positions */
+  }
+  return err;
+}
+
+static wd_error_t *complete_commit(wd_pipeline_t *p);
+static bool commit_due(wd_pipeline_t *p);
+
+/* The producer's wait while its queue is full (sink/producer.h wd_producer_set_wait): the group is
+ * served meanwhile (partitions paused), and the send gives up when a stop has used its time or
+ * the batch in hand was abandoned by a rebalance. */
+static int producer_wait(void *ctx, int ms) {
+  wd_pipeline_t *p = ctx;
+  wd_commit_wait(p->commit, ms);
+  return wd_commit_stop_expired(p->commit) || wd_commit_batch_invalid(p->commit);
+}
+
+/* Before the group is joined: the lookup topics are read up to their end offsets of now, so that
+ * the tasks this process is given are reconciled against whole lookup tables (a process still
+ * loading them would emit -D of INNER rows whose lookup row it has not read yet, and +I when it
+ * does). Nothing is owned yet, so nothing is emitted; the positions are committed as usual. */
+static wd_error_t *preload_lookups(wd_pipeline_t *p) {
+  wd_tp_offset_t *ends = NULL;
+  size_t nends = 0;
+  wd_error_t *err = wd_gtable_end_offsets(p->gt, &ends, &nends);
+  if (err) return err;
+  double t0 = wd_mono_s(), last = t0;
+  uint64_t r0 = wd_gtable_records(p->gt);
+  p->pace.in.backlog = true; /* issue 22 point 2: a backlog up to the end offsets: the configured interval */
+  while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
+    size_t n = 0;
+    err = global_batch(p, &n);
+    if (wd_error_abortable(err)) {
+      wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+      wd_error_destroy(err);
+      err = aerr;
+      continue;
+    }
+    if (!err && commit_due(p)) err = complete_commit(p);
+    if (n) last = wd_mono_s();
+    else sleep_ms(p, 5);
+    if (!err && wd_mono_s() - last > 60.0) {
+      wd_log(WD_LOG_WARN, "pipeline", "the lookup topics gave nothing for 60 s before their end offsets: joining "
+             "the group with the lookup tables as they are");
+      break;
+    }
+  }
+  if (!err) err = complete_commit(p);
+  p->pace.in.backlog = false;
+  free(ends);
+  if (!err)
+    wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
+           " records in %.2f s", wd_gtable_records(p->gt) - r0, wd_mono_s() - t0);
+  return err;
+}
+
+/* ---- issue 22 point 2: when the open commit is due ---------------------------------------------
+ * The pipeline's one decision of when to commit: the interval from the adaptive rule of
+ * app/runtime/commit_pace.h over the inputs measured below, then the coordinator's due check (interval
+ * passed since the commit opened, or pipeline.commit-max-records reached). */
+static bool commit_due(wd_pipeline_t *p) {
+  p->pace.interval = wd_commit_pace_interval_ms(&p->pace.in);
+  wd_commit_set_interval(p->commit, p->pace.interval);
+  return wd_commit_due(p->commit);
+}
+
+/* After each poll: n records taken (full: the poll returned a whole batch), busy_s seconds spent
+ * processing them; closes the measuring window every 200 ms (halving the weight of the past). */
+static void pace_batch(wd_pipeline_t *p, double now, size_t n, bool full, double busy_s) {
+  p->pace.in.backlog = full;
+  p->pace.win_busy += busy_s;
+  p->pace.win_records += n;
+  if (p->pace.win_t0 <= 0) p->pace.win_t0 = now;
+  double w = now - p->pace.win_t0;
+  if (w < 0.2) return;
+  double rate = (double)p->pace.win_records / w;
+  p->pace.in.rate = p->pace.in.rate > 0 ? 0.5 * p->pace.in.rate + 0.5 * rate : rate;
+  if (p->pace.win_records) {
+    double us = p->pace.win_busy * 1e6 / (double)p->pace.win_records;
+    p->pace.in.record_us = p->pace.in.record_us > 0 ? 0.5 * p->pace.in.record_us + 0.5 * us : us;
+  }
+  p->pace.win_t0 = now;
+  p->pace.win_busy = 0;
+  p->pace.win_records = 0;
+}
+
+/* A commit of the loop took ms milliseconds. */
+static void pace_commit(wd_pipeline_t *p, double ms) {
+  p->pace.in.commit_ms = p->pace.in.commit_ms > 0 ? 0.7 * p->pace.in.commit_ms + 0.3 * ms : ms;
+}
+
+/* Completes the open commit; an aborted one is counted and the pipeline goes on. */
+static wd_error_t *complete_commit(wd_pipeline_t *p) {
+  bool aborted = false;
+  return wd_commit_run(p->commit, &p->stop, &aborted);
+}
+
+wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  size_t max = (size_t)p->cfg->pipeline.batch_size;
+  int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
+  double start = wd_mono_s(), last_status = start, last_input = start;
+  uint64_t last_in = 0;
+  if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
+  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err; /* issue 13 */
+  if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* issue 11: before the group join */
+  while (!p->stop) {
+    if ((err = wd_commit_take_error(p->commit))) break;
+    if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
+    /* issue 21 point 2: restores from the state changelog run here, a slice per turn, while the
+     * group is served and the other tasks run */
+    bool restoring = wd_commit_changelog_restoring(p->commit);
+    if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
+    if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
+    /* issue 21 point 4: a rebuild's stage and switch run here too, a slice per turn */
+    bool rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
+    if (rebuilding) {
+      wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
+      err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
+      if (wd_error_abortable(err)) {
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
+      if (err) break;
+      last_input = wd_mono_s();
+    }
+    size_t n = 0;
+    /* with a commit open, wait no longer than its interval for more input */
+    int interval = (int)p->pace.interval;
+    int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
+    if (restoring || rebuilding) wait = 0;
+    if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
+    if ((err = wd_commit_take_error(p->commit))) {
+      release_batch(p, n);
+      break;
+    }
+    double now = wd_mono_s();
+    if (p->assigned) {
+      p->assigned = false;
+      if (!p->opts.replay) check_copartitioning(p);
+    }
+    if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
+      release_batch(p, n);
+      if (wd_error_abortable(err)) { /* the batch is read again */
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
+      break;
+    }
+    bool full = n == max;
+    double busy0 = now;
+    if (n) {
+      last_input = now;
+      if (p->busy_start == 0) p->busy_start = now;
+      wd_commit_batch_begin(p->commit);
+      wd_producer_stats_t ps0, ps1;
+      wd_producer_stats(p->prod, &ps0);
+      err = process_batch(p, n);
+      wd_producer_stats(p->prod, &ps1);
+      last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
+      bool abandoned = wd_commit_batch_invalid(p->commit);
+      if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
+      wd_commit_batch_end(p->commit);
+      release_batch(p, n);
+      last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
+      if (err && (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED))) {
+        /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
+         * aborted in the callback; the batch's records are read again by their owner */
+        wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
+               err->message);
+        wd_error_destroy(err);
+        err = NULL;
+        continue;
+      }
+      if (wd_error_abortable(err)) {
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
+      if (err && p->stop && err->retriable) {
+        /* stopped while waiting on something that comes back (the schema registry, a full
+         * producer queue): nothing of this batch was merged or noted, so it is read again on
+         * restart. If nothing of it was sent either, the open commit, with the batches before it,
+         * is completed below as on any stop; if some of its output was (records forwarded to a
+         * repartition topic while decoding, changes before the record that waited), that output
+         * must not be committed without the batch's source offsets: the open commit is aborted
+         * and all of it is read again (issue 21) */
+        if (ps1.sent != ps0.sent) {
+          wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
+                 "and its records are read again on restart", err->message);
+          wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
+          wd_error_destroy(err);
+          err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
+                                           "last commit was aborted; its records are read again on restart");
+          if (!aerr) err->retriable = true;
+          break;
+        }
+        wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", err->message);
+        wd_error_destroy(err);
+        err = NULL;
+        break;
+      }
+      if (err) break;
+    }
+    double t1 = wd_mono_s();
+    pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0); /* issue 22 point 2 */
+    if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
+    if (p->gt && !wd_commit_changelog_restoring(p->commit)) { /* issue 11 point 4: the lookup topics */
+      size_t ng = 0;
+      err = global_batch(p, &ng);
+      if (wd_error_abortable(err)) {
+        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
+        wd_error_destroy(err);
+        if ((err = aerr)) break;
+        continue;
+      }
+      if (err) break;
+      if (ng) {
+        last_input = wd_mono_s();
+        if (p->busy_start == 0) p->busy_start = now;
+        n += ng;
+      }
+    }
+    if (commit_due(p) || (!n && wd_commit_pending(p->commit))) {
+      double c0 = wd_mono_s();
+      if ((err = complete_commit(p))) break;
+      pace_commit(p, (wd_mono_s() - c0) * 1000.0); /* issue 22 point 2 */
+    } else if (!n) {
+      wd_producer_poll(p->prod);
+      /* before the first input, allow 10 s more for the group join */
+      uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
+      uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
+      double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
+      if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
+    }
+    p->settled = !wd_commit_pending(p->commit);
+    if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
+    metrics_tick(p, now); /* issue 13 */
+    /* a status line every interval, idle or not (README "Guarantees and operations") */
+    if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
+        now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
+      p->st.lag = wd_consumer_lag(p->cons);
+      status_line(p, (double)(p->st.records_in - last_in) / (now - last_status));
+      last_status = now;
+      last_in = p->st.records_in;
+    }
+  }
+  p->settled = 0;
+  if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
+  p->settled = !err && !wd_commit_pending(p->commit);
+  if (err && err->fenced)
+    err = wd_error_wrap(err, "fenced: another widen process with transactional.id %s (or a newer member of group "
+                             "%s) took over; this one stops without committing its open work (the other one "
+                             "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
+  p->st.lag = wd_consumer_lag(p->cons);
+  if (p->metrics) { /* issue 13: the final values */
+    p->last_tick = 0;
+    metrics_tick(p, wd_mono_s());
+    if (p->opts.replay && !err) wd_metric_set(p->m.restore, NULL, 1.0);
+  }
+  (void)start;
+  return err;
+}
+
+/* Registers schema_json under subject, retrying with backoff (logged) while the registry does not
+ * answer, for at most about a minute. */
+static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const char *schema_json, int32_t *id) {
+  long waited = 0;
+  for (unsigned attempt = 0;; attempt++) {
+    wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
+    if (!err || !err->retriable || waited >= 60000) return err;
+    long ms = wd_registry_backoff_ms(attempt);
+    wd_log(WD_LOG_WARN, "pipeline", "%s; retrying in %ld ms", err->message, ms);
+    wd_error_destroy(err);
+    sleep_ms(p, ms);
+    waited += ms;
+  }
+}
+
+/* The schema registry client, the Avro decoder, and the Avro sink with its schemas registered
+ * (under <topic>-value, and <topic>-key for Avro keys), when the config has a registry. */
+static wd_error_t *setup_avro(wd_pipeline_t *p) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
+  if (!cfg->schema_registry.url) return NULL;
+  wd_registry_conf_t rc = {cfg->schema_registry.url, cfg->schema_registry.username, cfg->schema_registry.password,
+                           (long)cfg->schema_registry.timeout_ms};
+  if ((err = wd_registry_new(&rc, &p->registry))) return err;
+  bool value = cfg->sink.format == WD_CONFIG_SINK_AVRO, key = cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
+  if (!value && !key) return NULL;
+  if ((err = wd_avro_sink_new(p->schema, cfg->table.name, &p->avro_out))) return err;
+  int32_t vid = 0, kid = 0;
+  char subject[600];
+  if (value) {
+    snprintf(subject, sizeof(subject), "%s-value", cfg->sink.topic);
+    if ((err = register_schema(p, subject, wd_avro_sink_value_schema(p->avro_out), &vid))) return err;
+  }
+  if (key) {
+    snprintf(subject, sizeof(subject), "%s-key", cfg->sink.topic);
+    if ((err = register_schema(p, subject, wd_avro_sink_key_schema(p->avro_out), &kid))) return err;
+  }
+  wd_avro_sink_set_ids(p->avro_out, vid, kid);
+  return NULL;
+}
+
+/* librdkafka properties that only a consumer takes: kafka.properties go to both clients, and
+ * the producer would warn about these at every start. */
+static bool consumer_only(const char *name) {
+  static const char *const names[] = {"session.timeout.ms", "heartbeat.interval.ms", "group.instance.id",
+                                      "max.poll.interval.ms", "auto.offset.reset", "partition.assignment.strategy",
+                                      "fetch.min.bytes", "fetch.max.bytes", "fetch.wait.max.ms",
+                                      "max.partition.fetch.bytes", "isolation.level", "enable.partition.eof",
+                                      "auto.commit.interval.ms", "queued.min.messages", "queued.max.messages.kbytes",
+                                      "check.crcs", "fetch.error.backoff.ms", "coordinator.query.interval.ms",
+                                      "group.protocol.type", "offset.store.method", "allow.auto.create.topics"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+    if (strcmp(name, names[i]) == 0) return true;
+  return false;
+}
+
+/* librdkafka properties that only the producer takes (kept from the consumer's configuration). */
+static bool producer_only(const char *name) {
+  return !strcmp(name, "transactional.id") || !strcmp(name, "transaction.timeout.ms");
+}
+
+/* The instance id generated once and kept in the state directory (meta "instance/id"): 16 hex
+ * digits into inst (n >= 17). Errors: E_STORE_*, E_NOMEM. */
+static wd_error_t *stored_instance_id(wd_pipeline_t *p, char *inst, size_t n) {
+  wd_error_t *err = NULL;
+  uint8_t *val = NULL;
+  size_t vlen = 0;
+  inst[0] = 0;
+  if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
+  if (val && vlen < n) {
+    memcpy(inst, val, vlen);
+    inst[vlen] = 0;
+  }
+  free(val);
+  if (inst[0]) return NULL;
+  uint64_t r = 0;
+  FILE *f = fopen("/dev/urandom", "rb");
+  if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
+  if (f) fclose(f);
+  snprintf(inst, n, "%016" PRIx64, r);
+  wd_store_batch_t *b = wd_store_batch_new();
+  if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
+    wd_store_batch_destroy(b);
+    return wd_error_nomem();
+  }
+  err = wd_store_write_sync(p->store, b);
+  wd_store_batch_destroy(b);
+  return err;
+}
+
+/* The producer's transactional.id under exactly-once (docs/exactly-once.md): kafka.properties'
+ * or sink.properties' own, else widen-<group>-<instance> with the group.instance.id, or an id
+ * generated once and kept in the state directory (meta "instance/id"), so that a restarted
+ * process fences its earlier incarnation. Also reads transaction.timeout.ms. */
+static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, int *txn_timeout_ms) {
+  wd_error_t *err = NULL;
+  const char *tt = wd_kafka_conf_get(pconf, "transaction.timeout.ms");
+  if (tt) {
+    *txn_timeout_ms = atoi(tt);
+  } else {
+    /* 10 s, as Kafka Streams under exactly-once (librdkafka's default is 60 s): the open
+     * transaction of a process killed for good (not restarted with its transactional.id) holds
+     * every read_committed reader of the partitions it wrote to (the other members' repartition
+     * topics and changelog restores, downstream consumers) until the broker aborts it */
+    *txn_timeout_ms = 10000;
+    if ((err = wd_kafka_conf_set(pconf, "transaction.timeout.ms", "10000"))) return err;
+  }
+  const char *tid = wd_kafka_conf_get(pconf, "transactional.id");
+  if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
+  char inst[64] = "";
+  const char *gi = wd_kafka_conf_get(&p->kconf, "group.instance.id");
+  if (gi)
+    snprintf(inst, sizeof(inst), "%s", gi);
+  else if ((err = stored_instance_id(p, inst, sizeof(inst))))
+    return err;
+  if (asprintf(&p->txn_id, "widen-%s-%s", p->cfg->kafka.group_id ? p->cfg->kafka.group_id : "nogroup", inst) < 0) {
+    p->txn_id = NULL;
+    return wd_error_nomem();
+  }
+  return wd_kafka_conf_set(pconf, "transactional.id", p->txn_id);
+}
+
+/* Creates an internal topic of the table (N partitions) when missing; refuses one that exists
+ * with another partition count (C_INTERNAL_TOPIC_PARTITIONS). */
+static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, const char *const *cfgs,
+                                         const char *what) {
+  int have = 0;
+  wd_error_t *err = wd_producer_partition_count(p->prod, topic, 30000, &have);
+  if (err) return err;
+  if (have && have != p->rp.partitions)
+    return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
+                        "%s %s has %d partitions but the table has %d (one per task): set pipeline.partitions: %d "
+                        "(the count the table was built with); another count needs the table built anew (stop every "
+                        "process of group %s, delete their state directories and the group's internal topics, and "
+                        "start with a new group.id), since every task's rows would hold other keys",
+                        what, topic, have, p->rp.partitions, have, p->cfg->kafka.group_id);
+  if (have) return NULL;
+  if ((err = wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000))) return err;
+  /* until the broker's metadata lists it: a group that assigns before would leave it out until the
+   * next metadata refresh (minutes) */
+  for (int i = 0; i < 100 && !err && have != p->rp.partitions; i++) {
+    if (i) sleep_ms(p, 100);
+    err = wd_producer_partition_count(p->prod, topic, 5000, &have);
+  }
+  return err;
+}
+
+/* issue 10: the table's partition count and which sources go through a repartition topic
+ * (app/runtime/repartition.h), said at start; in a live run the repartition topics are created. */
+static wd_error_t *plan_repartition(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  size_t n = p->nsources;
+  wd_repartition_input_t *in = calloc(n ? n : 1, sizeof(*in));
+  int **counts = calloc(n ? n : 1, sizeof(*counts));
+  char *why = NULL;
+  p->rp.on = calloc(n ? n : 1, sizeof(*p->rp.on));
+  p->rp.topic = calloc(n ? n : 1, sizeof(*p->rp.topic));
+  p->rp.checked = calloc(n ? n : 1, sizeof(*p->rp.checked));
+  p->rp.forward = !p->opts.replay;
+  if (!in || !counts || !p->rp.on || !p->rp.topic || !p->rp.checked) {
+    err = wd_error_nomem();
+    goto done;
+  }
+  for (size_t i = 0; i < n && !err; i++) {
+    const wd_source_t *src = p->sources[i];
+    if (!(counts[i] = calloc(src->ntopics ? src->ntopics : 1, sizeof(int)))) {
+      err = wd_error_nomem();
+      break;
+    }
+    for (size_t k = 0; k < src->ntopics && !err; k++)
+      err = wd_producer_partition_count(p->prod, src->topics[k], 30000, &counts[i][k]);
+    in[i] = (wd_repartition_input_t){src->name, p->cfg->sources.v[i].repartition, is_lookup(p, (int)i), src->ntopics,
+                                     (const char *const *)src->topics, counts[i]};
+  }
+  if (err || (err = wd_repartition_plan(in, n, p->cfg->pipeline.partitions, &p->rp.partitions, p->rp.on, &why)))
+    goto done;
+  size_t nrp = 0;
+  for (size_t i = 0; i < n; i++) nrp += p->rp.on[i];
+  wd_log(WD_LOG_INFO, "pipeline", "per-partition tasks: the table has %d partitions (tasks)%s", p->rp.partitions,
+         nrp ? "" : "; every source is co-partitioned");
+  for (char *line = why, *nl; line && *line; line = nl + 1) {
+    if (!(nl = strchr(line, '\n'))) break;
+    *nl = 0;
+    wd_log(WD_LOG_INFO, "pipeline", "%s", line);
+  }
+  for (size_t i = 0; i < n && !err && p->rp.forward; i++) {
+    if (!p->rp.on[i]) continue;
+    if (!(p->rp.topic[i] = wd_repartition_topic(p->cfg->kafka.group_id, p->cfg->table.name, p->sources[i]->name))) {
+      err = wd_error_nomem();
+      break;
+    }
+    err = ensure_internal_topic(p, p->rp.topic[i], NULL, "repartition topic");
+    if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
+             p->rp.topic[i]);
+  }
+done:
+  for (size_t i = 0; counts && i < n; i++) free(counts[i]);
+  free(counts);
+  free(in);
+  free(why);
+  return err;
+}
+
+/* The task layout the state's rows are split by (meta "tasks/layout"): "single", or
+ * "per-partition N; <source> direct|repartitioned; ..." for the main sources. Rows, stored offsets
+ * and the state changelog topic are laid out by it: a task of another layout (another N, a source
+ * read directly instead of through its repartition topic, or the other way round) holds other
+ * keys, and resuming it would keep keys in two tasks. A state without one (new, or made before
+ * this check) gets the current one; another one stops the start with C_TASKS_LAYOUT. */
+static wd_error_t *check_layout(wd_pipeline_t *p, const char *dir) {
+  static const char *const key = "tasks/layout";
+  wd_buf_t now = {0};
+  wd_error_t *err = NULL;
+  uint8_t *was = NULL;
+  size_t wlen = 0;
+  if (!p->per_partition) {
+    if (wd_buf_printf(&now, "single")) goto nomem;
+  } else {
+    if (wd_buf_printf(&now, "per-partition %d", p->rp.partitions)) goto nomem;
+    for (size_t i = 0; i < p->nsources; i++)
+      if (!is_lookup(p, (int)i) &&
+          wd_buf_printf(&now, "; %s %s", p->sources[i]->name, p->rp.on[i] ? "repartitioned" : "direct"))
+        goto nomem;
+  }
+  if ((err = wd_store_get_meta(p->store, key, &was, &wlen))) goto done;
+  if (!was) {
+    wd_store_batch_t *b = wd_store_batch_new();
+    if (!b || wd_store_batch_set_meta(b, key, now.data, now.len)) {
+      wd_store_batch_destroy(b);
+      goto nomem;
+    }
+    err = wd_store_write_sync(p->store, b);
+    wd_store_batch_destroy(b);
+    goto done;
+  }
+  if (wlen == now.len && !memcmp(was, now.data, wlen)) goto done;
+  err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_LAYOUT",
+                     "the state in %s was split into tasks as \"%.*s\", this start would split it as \"%.*s\" (a "
+                     "source topic's partition count, pipeline.partitions, pipeline.tasks or a repartition setting "
+                     "changed): its rows, and the state changelog topic, hold other keys per task than the new "
+                     "layout puts there. Restore the old layout (e.g. pipeline.partitions, or `repartition: true` "
+                     "where a source went through a repartition topic), or build the table anew for the new one: "
+                     "stop every process of group %s, delete their state directories and the group's internal "
+                     "topics (-changelog, -repartition), and start with a new group.id (downstream then receives the "
+                     "table again from the beginning)",
+                     dir, (int)wlen, (const char *)was, (int)now.len, (const char *)now.data, p->cfg->kafka.group_id);
+  goto done;
+nomem:
+  err = wd_error_nomem();
+done:
+  free(was);
+  wd_buf_free(&now);
+  return err;
+}
+
+static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
+  static const char *const cfgs[] = {"cleanup.policy", "compact", NULL};
+  return ensure_internal_topic(p, p->changelog_topic, cfgs, "the state changelog topic");
+}
+
+wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
+  wd_error_t *err = NULL;
+  *out = NULL;
+  wd_pipeline_t *p = calloc(1, sizeof(*p));
+  if (!p) return wd_error_nomem();
+  p->cfg = cfg;
+  if (opts) p->opts = *opts;
+  wd_changes_init(&p->changes);
+  if ((err = wd_config_build_table(cfg, &p->table))) goto fail;
+  p->schema = wd_table_schema(p->table);
+  p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
+  if (!p->sources) goto nomem;
+  size_t ntopics = 0;
+  p->lk.ids = calloc(cfg->sources.n + 1, sizeof(*p->lk.ids));
+  p->lk.changes = calloc(cfg->sources.n + 1, sizeof(*p->lk.changes));
+  if (!p->lk.ids || !p->lk.changes) goto nomem;
+  for (size_t i = 0; i < cfg->sources.n; i++) wd_changes_init(&p->lk.changes[i]);
+  err = wd_config_build_join(cfg, p->table, p->sources, p->lk.ids, &p->lk.join);
+  p->nsources = cfg->sources.n; /* the built ones are non-NULL */
+  if (err) goto fail;
+  for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
+  p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
+  p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
+  if (!p->sink_fmt || !p->key_fmt) {
+    err = wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
+                       (int)cfg->sink.format, (int)cfg->sink.key_format);
+    goto fail;
+  }
+  if ((err = setup_avro(p))) goto fail;
+  /* the decoder state of each source format in use (ingest/format.h), and start-up warnings */
+  {
+    wd_formats(&p->nfmt);
+    if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) goto nomem;
+    wd_format_env_t env = {p->registry};
+    for (size_t i = 0; i < p->nsources; i++) {
+      const wd_source_t *src = p->sources[i];
+      const wd_format_t *f = wd_format_of(src->format);
+      char *warn = wd_format_decimal_warning(src, p->schema);
+      if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+      free(warn);
+      if (!f->open || p->fmt_state[src->format]) continue;
+      if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
+    }
+    const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
+    if (!names) goto nomem;
+    size_t nn = 0;
+    for (size_t i = 0; i < cfg->sources.n; i++)
+      if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
+    char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
+    free(names);
+    if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+    free(warn);
+    p->pu_no_retract = wd_table_rejects_retractions(p->table);
+  }
+  wd_store_options_t so = {0};
+  so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
+  const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
+  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
+  if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
+  wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
+  if ((err = wd_state_check_table(p->state, dir))) goto fail;
+  if ((err = metrics_setup(p))) goto fail; /* issue 13 */
+  if ((err = wd_join_start(p->lk.join, p->state, p->store))) goto fail;
+  /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
+   * (app/runtime/global_table.h), read whole by this process outside the group */
+  bool global = false;
+  for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
+    global = global || is_lookup(p, (int)i);
+  if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
+  if (wd_join_active(p->lk.join) && !p->opts.replay && !global)
+    for (size_t i = 0; i < p->nsources; i++)
+      if (is_lookup(p, (int)i)) {
+        wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
+               "this table (README \"Joins on other keys\")");
+        break;
+      }
+  size_t max = (size_t)cfg->pipeline.batch_size;
+  p->msgs = calloc(max, sizeof(*p->msgs));
+  p->bm = calloc(max, sizeof(*p->bm));
+  p->restoring = calloc(max, sizeof(*p->restoring));
+  if (!p->msgs || !p->bm || !p->restoring) goto nomem;
+  if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a"))) {
+    err = wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
+    goto fail;
+  }
+  if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
+
+  /* Kafka clients */
+  p->exactly_once = cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE && !p->opts.replay;
+  p->per_partition = cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION;
+  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) goto fail;
+  for (size_t i = 0; i < cfg->kafka.properties.n; i++)
+    if (!producer_only(cfg->kafka.properties.v[i].key) &&
+        (err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
+      goto fail;
+  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) goto fail;
+  for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++)
+    if (!consumer_only(cfg->kafka.properties.v[i].key))
+      err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
+  for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
+    err = wd_kafka_conf_set(&p->pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
+  if (!err && !p->opts.no_output) { /* so that a consumer can read them before their first record */
+    const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
+    wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
+  }
+  /* issue 23: static membership by default (KIP-345), with the state directory's instance id */
+  if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
+    char inst[64];
+    if (!(err = stored_instance_id(p, inst, sizeof(inst)))) err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
+    if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "static membership: group.instance.id %s (kept in %s; a restart within "
+             "session.timeout.ms takes the partitions back without a rebalance)", inst, cfg->state.dir);
+  }
+  int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
+  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
+  p->stop_grace_s = (unsigned)(txn_timeout_ms > 0 ? txn_timeout_ms : 60000) / 1000u + 5u;
+  p->settled = 1;
+  if (!err) err = wd_producer_new(&p->pconf, &p->prod);
+  if (err) goto fail;
+  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
+  if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
+  if ((err = check_layout(p, dir))) goto fail; /* issue 10: the rows are split by it */
+  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
+      !(p->rp.task_topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
+      !(p->rp.stateless = calloc(ntopics + 1, sizeof(char *))))
+    goto nomem;
+  size_t nt = 0, ngt = 0;
+  for (size_t i = 0; i < p->nsources; i++) {
+    if (p->gtopics && is_lookup(p, (int)i)) { /* issue 11 point 4: a global table's, not the group's */
+      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[ngt++] = p->sources[i]->topics[t];
+      continue;
+    }
+    bool raw = p->rp.on && p->rp.on[i] && p->rp.forward;
+    for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
+      p->topics[nt++] = p->sources[i]->topics[t];
+      if (raw)
+        p->rp.stateless[p->rp.nstateless++] = p->sources[i]->topics[t];
+      else
+        p->rp.task_topics[p->rp.ntask++] = p->sources[i]->topics[t];
+    }
+    if (raw) p->topics[nt++] = p->rp.task_topics[p->rp.ntask++] = p->rp.topic[i];
+  }
+  if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
+  p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
+                                  .min_ms = cfg->pipeline.commit_interval_min_ms,
+                                  .adaptive = p->exactly_once}; /* issue 22 point 2 */
+  p->pace.interval = cfg->pipeline.commit_interval_ms;
+  /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
+   * consumer's config (at-least-once trusts the local state: no changelog) */
+  if (p->per_partition && !p->opts.replay && p->exactly_once) {
+    if (cfg->state.changelog_topic) p->changelog_topic = strdup(cfg->state.changelog_topic);
+    else if (asprintf(&p->changelog_topic, "%s-%s-changelog", cfg->kafka.group_id, cfg->table.name) < 0)
+      p->changelog_topic = NULL;
+    if (!p->changelog_topic) goto nomem;
+    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) goto fail;
+    for (size_t i = 0; i < cfg->kafka.properties.n; i++) {
+      const char *k = cfg->kafka.properties.v[i].key;
+      if (producer_only(k) || !strcmp(k, "group.instance.id")) continue;
+      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) goto fail;
+    }
+  }
+  /* the commit coordinator first: the consumer's callbacks (in assign mode already inside
+   * wd_consumer_new) go to it */
+  const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
+  wd_commit_conf_t cc = {
+      .exactly_once = p->exactly_once,
+      .group = !p->opts.replay,
+      .per_partition = p->per_partition,
+      .interval_ms = cfg->pipeline.commit_interval_ms,
+      .max_records = (uint64_t)cfg->pipeline.commit_max_records,
+      .txn_timeout_ms = txn_timeout_ms,
+      .replay_from_stored = true,
+      .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
+      .topics = p->rp.task_topics,
+      .ntopics = p->rp.ntask,
+      .stateless_topics = p->rp.stateless,
+      .nstateless = p->rp.nstateless,
+      .changelog_topic = p->changelog_topic,
+      .txn_id = p->txn_id,
+      .restore_conf = &p->rconf,
+      .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
+  };
+  if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
+  if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
+    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)p->rp.partitions, p->store, p->state,
+                              (const char *const *)p->rp.task_topics, p->rp.ntask, &p->standby)))
+      goto fail;
+    cc.standby = p->standby;
+    wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
+           "(from %s)", p->changelog_topic);
+  }
+  if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
+  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/runtime/fingerprint.h) */
+  if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
+    goto fail;
+  if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {
+    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+                       "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
+                       "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
+                       dir);
+    goto fail;
+  }
+  if (p->rb) cc.hooks.task_current = rebuild_task_current;
+  if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
+  if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
+    wd_kafka_conf_t mconf = {0};
+    const char *mtopic = p->changelog_topic ? p->changelog_topic : cfg->sink.topic;
+    if (asprintf(&p->rb_group, "%s.rebuild", p->txn_id) < 0) {
+      p->rb_group = NULL;
+      goto nomem;
+    }
+    err = wd_kafka_conf_copy(&mconf, &p->kconf);
+    if (!err) err = wd_kafka_conf_set_group(&mconf, p->rb_group);
+    if (!err) err = wd_consumer_new(&mconf, &mtopic, 1, NULL, NULL, &p->rb_marker);
+    wd_kafka_conf_clear(&mconf);
+    if (err) goto fail;
+    wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
+  }
+  wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
+  wd_producer_set_wait(p->prod, producer_wait, p); /* a full producer queue serves the group */
+  err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
+  if (err) goto fail;
+  wd_commit_set_consumer(p->commit, p->cons);
+  wd_consumer_set_revoke_cb(p->cons, on_revoke);
+  wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
+  if (p->gtopics) { /* issue 11 point 4: the global table, its commit marker in a group of this process */
+    if (p->exactly_once && asprintf(&p->pos_group, "%s.lookups", p->txn_id) < 0) {
+      p->pos_group = NULL;
+      goto nomem;
+    }
+    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) goto fail;
+    if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
+    wd_join_set_owner(p->lk.join, wd_gtable_owned, p->gt);
+  }
+  /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
+  if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
+  if (p->gt && (err = wd_gtable_start(p->gt))) goto fail; /* at the positions recovery left */
+  if (p->exactly_once)
+    wd_log(WD_LOG_INFO, "pipeline", "exactly-once: transactional.id %s; consumers of %s must read with "
+           "isolation.level=read_committed", p->txn_id, cfg->sink.topic);
+  *out = p;
+  return NULL;
+nomem:
+  err = wd_error_nomem();
+fail:
+  wd_pipeline_destroy(p);
+  return err;
+}
+
+void wd_pipeline_destroy(wd_pipeline_t *p) {
+  if (!p) return;
+  if (p->cons) {
+    p->closing = true;
+    wd_error_t *err = wd_consumer_close(p->cons);
+    if (err) wd_log(WD_LOG_WARN, "pipeline", "closing the consumer: %s", err->message);
+    wd_error_destroy(err);
+    wd_consumer_destroy(p->cons);
+  }
+  wd_gtable_destroy(p->gt);
+  wd_rebuild_destroy(p->rb);
+  if (p->rb_marker) wd_consumer_destroy(p->rb_marker);
+  free(p->rb_group);
+  free(p->gtopics);
+  free(p->pos_group);
+  free(p->tix.ents);
+  free(p->tix.slot);
+  free(p->btp);
+  wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
+  free(p->hc.in);
+  if (p->prod) {
+    wd_error_t *err = wd_producer_flush(p->prod, 10000);
+    if (err) wd_log(WD_LOG_WARN, "pipeline", "flushing the producer: %s", err->message);
+    wd_error_destroy(err);
+    wd_producer_destroy(p->prod);
+  }
+  wd_kafka_conf_clear(&p->kconf);
+  wd_kafka_conf_clear(&p->pconf);
+  wd_kafka_conf_clear(&p->rconf);
+  free(p->changelog_topic);
+  if (p->table) {
+    for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
+    wd_changelog_free(p->table, &p->cl);
+  }
+  wd_changes_free(&p->changes);
+  for (size_t i = 0; p->fmt_state && i < p->nfmt; i++) {
+    const wd_format_t *f = wd_format_of((wd_source_format_t)i);
+    if (p->fmt_state[i] && f->close) f->close(p->fmt_state[i]);
+  }
+  free(p->fmt_state);
+  release_lookup_recs(p);
+  wd_join_destroy(p->lk.join); /* before the state it hooks into */
+  for (size_t i = 0; p->lk.changes && i < p->nsources; i++) wd_changes_free(&p->lk.changes[i]);
+  free(p->lk.changes);
+  free(p->lk.ids);
+  free(p->lk.recs);
+  free(p->lk.schemas);
+  wd_avro_sink_destroy(p->avro_out);
+  wd_registry_destroy(p->registry);
+  wd_commit_destroy(p->commit);
+  wd_standby_destroy(p->standby);
+  wd_state_destroy(p->state);
+  free(p->topics);
+  free(p->rp.task_topics);
+  free(p->rp.stateless);
+  for (size_t i = 0; p->rp.topic && i < p->nsources; i++) free(p->rp.topic[i]);
+  free(p->rp.topic);
+  free(p->rp.on);
+  free(p->rp.checked);
+  wd_buf_free(&p->rp.key);
+  wd_buf_free(&p->rp.val);
+  wd_buf_free(&p->rp.row);
+  free(p->rp.sent);
+  free(p->rp.group);
+  free(p->rp.off);
+  free(p->txn_id);
+  free(p->restoring);
+  free(p->rec_task);
+  wd_buf_free(&p->trace_buf);
+  free(p->cl_src);
+  wd_store_close(p->store);
+  for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
+  free(p->sources);
+  wd_table_destroy(p->table);
+  free(p->msgs);
+  free(p->bm);
+  free(p->end);
+  free(p->recs);
+  free(p->key_off);
+  wd_buf_free(&p->keys);
+  wd_buf_free(&p->kbuf);
+  wd_buf_free(&p->vbuf);
+  if (p->trace) fclose(p->trace);
+  wd_ratelog_free(&p->rlog);
+  free(p);
+}

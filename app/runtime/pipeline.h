@@ -1,0 +1,106 @@
+/*
+ * app/runtime/pipeline.h — the main job: Kafka source topics -> decode -> merge engine over the keyed
+ * state (RocksDB) -> full-row changelog to the output topic, dead-letter topic for bad input.
+ *
+ * Per poll batch, in this order (architecture.md, issue "the main job" point 5):
+ *   1. decode every record with its source's decoder (undecodable -> dead-letter);
+ *   2. one multi-get of the batch's distinct keys (wd_state_prefetch_tasks);
+ *   3. apply each source message with wd_message_apply (rejected -> dead-letter), collecting the
+ *      changelog;
+ *   4. produce the changelog keyed by primary key, and the dead letters, into the open commit
+ *      (under exactly-once: inside its Kafka transaction);
+ *   5. note the batch's records in the open commit.
+ * Every pipeline.commit-interval-ms (or pipeline.commit-max-records records, a rebalance, a stop)
+ * the commit coordinator (app/runtime/commit.h, docs/exactly-once.md) completes the commit: under
+ * exactly-once it prepares the state batch, sends the input offsets to the transaction and
+ * commits it, then finalizes the state; under at-least-once it waits for the acknowledgements and
+ * writes the state with its offsets. Rows changed several times in a commit are written once.
+ * With lookup sources and per-partition tasks the lookup topics are read outside the group by
+ * app/runtime/global_table.h between the group's polls, in the same commits; each newly assigned task is
+ * reconciled with this process's lookup tables before its first record (docs/lookups-scale-out.md).
+ *
+ * Thread: one thread runs a pipeline; wd_pipeline_stop() may be called from a signal handler.
+ */
+#ifndef WD_PIPELINE_H
+#define WD_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "app/config/config.h"
+
+typedef struct wd_pipeline wd_pipeline_t;
+
+typedef struct wd_pipeline_opts {
+  const char *state_dir;   /* overrides cfg->state.dir when set (replay) */
+  bool no_output;          /* do not produce the changelog (replay --no-output) */
+  bool replay;             /* assign all partitions without a group; stop at the end offsets seen
+                              at start; start from `from_ms` (-1: earliest); at-least-once */
+  int64_t from_ms;
+  bool quiet;              /* no periodic status line */
+  const char *trace_path;  /* when set: every applied source message is appended as JSON lines
+                              {"op","row","message"} in apply order (the input of a
+                              `widen simulate` case), for tests and debugging */
+  int64_t max_idle_ms;     /* > 0: stop after this long without input (tests, demo) */
+  const char *stop_at_state; /* replay: stop each partition at the offset stored in this state
+                                directory (closed; the old state of an automatic rebuild, issue 13)
+                                instead of the end offsets; later records are not taken */
+} wd_pipeline_opts_t;
+
+/* Counters, also printed in the status line and the summary. */
+typedef struct wd_pipeline_stats {
+  uint64_t records_in;       /* Kafka records consumed */
+  uint64_t changes_in;       /* change records decoded from them */
+  uint64_t changes_out;      /* changelog rows emitted */
+  uint64_t messages_out;     /* output Kafka messages */
+  uint64_t dead_lettered;
+  uint64_t skipped_tombstones; /* Kafka tombstones (null values) of the sources, skipped */
+  uint64_t ignored_update_before;
+  uint64_t tombstones;       /* ordering tombstones written (spec D7) */
+  uint64_t dropped;          /* records dropped by ignore-delete / first-row */
+  uint64_t batches;
+  uint64_t skipped_before_from; /* replay --from: records older than the point in time */
+  uint64_t restored;         /* records merged without output while a task was rebuilt */
+  uint64_t repartitioned;    /* records produced to repartition topics (one per wide key of a source record) */
+  uint64_t aborted_commits;  /* commits aborted (abortable errors, rebalances mid-batch) */
+  uint64_t commits;          /* commits completed */
+  uint64_t deletes_without_sequence; /* -D records whose sequence field was NULL or absent (key-only
+                                        deletes), handled by the source's delete-without-sequence */
+  uint64_t null_key_halves;  /* halves of updates/deletes whose primary key is NULL, left out
+                                (ingest/format.h: a NULL key holds no row) */
+  int64_t lag;
+} wd_pipeline_stats_t;
+
+/* Builds the pipeline from cfg (borrowed; must outlive the pipeline): table, sources, store,
+ * producer and consumer. Errors: the config's C_... errors (table, sources), E_STORE_OPEN /
+ * E_STORE_LOCKED, Kafka client errors. */
+wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out);
+
+/* Runs until wd_pipeline_stop(), the replay end, max_idle_ms, or a fatal error. On stop it
+ * finishes the batch in hand and completes the open commit. Abortable transaction errors abort
+ * the commit and go on (counted in stats.aborted_commits).
+ * Errors: fenced (another instance took over: its message says so), fatal Kafka errors,
+ * E_TXN_UNKNOWN, E_SINK_DELIVERY (at-least-once), store errors, E_STOPPED. */
+wd_error_t *wd_pipeline_run(wd_pipeline_t *p);
+
+/* Seconds a stop may take before the process leaves anyway (issue 21, docs/runtime.md "Stop"):
+ * transaction.timeout.ms, the bound of every wait once stopping, plus 5 s to close the clients
+ * (librdkafka's send_offsets_to_transaction does not keep its timeout while the coordinator is
+ * away: confluentinc/librdkafka#5456). Async-signal-safe. */
+unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p);
+
+/* Whether no commit is open: every commit taken was made (or aborted, its records left to be read
+ * again). Async-signal-safe: the exit code of a stop that ran out of time. */
+bool wd_pipeline_settled(const wd_pipeline_t *p);
+
+/* Asks the running pipeline to stop after the current batch (async-signal-safe). */
+void wd_pipeline_stop(wd_pipeline_t *p);
+
+void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats);
+void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds);
+
+/* Closes the consumer (leaving the group), flushes the producer, closes the store. Accepts NULL. */
+void wd_pipeline_destroy(wd_pipeline_t *p);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * app/runtime/repartition.c — the repartition plan and records (see repartition.h).
+ */
+#include "app/runtime/repartition.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/config/config.h"
+#include "join/row_codec.h"
+
+#define WD_RP_MAGIC "WRP1"
+
+wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int64_t configured, int32_t *partitions,
+                                bool *out, char **why) {
+  wd_buf_t w = {0};
+  wd_error_t *err = NULL;
+  if (why) *why = NULL;
+  int32_t np = (int32_t)configured;
+  for (size_t i = 0; i < n; i++) {
+    out[i] = false;
+    for (size_t k = 0; k < in[i].ntopics; k++)
+      if (in[i].counts[k] <= 0)
+        return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_TOPIC_MISSING",
+                            "source '%s': topic %s does not exist (per-partition tasks need every source topic's "
+                            "partition count at start: create it first)", in[i].name, in[i].topics[k]);
+  }
+  if (np <= 0) {
+    for (int pass = 0; pass < 2 && np <= 0; pass++) /* pass 0: sources not forced; 1: all */
+      for (size_t i = 0; i < n; i++) {
+        if (in[i].lookup || (pass == 0 && in[i].mode == WD_CONFIG_REPARTITION_TRUE)) continue;
+        for (size_t k = 0; k < in[i].ntopics; k++)
+          if (in[i].counts[k] > np) np = in[i].counts[k];
+      }
+    if (np <= 0) np = 1;
+  }
+  for (size_t i = 0; i < n && !err; i++) {
+    if (in[i].lookup) continue;
+    const char *odd = NULL;
+    int odd_count = 0;
+    for (size_t k = 0; k < in[i].ntopics && !odd; k++)
+      if (in[i].counts[k] != np) {
+        odd = in[i].topics[k];
+        odd_count = in[i].counts[k];
+      }
+    if (in[i].mode == WD_CONFIG_REPARTITION_TRUE) {
+      out[i] = true;
+      if (wd_buf_printf(&w, "source '%s': repartition: true: through its repartition topic (%d partitions)\n",
+                        in[i].name, np))
+        err = wd_error_nomem();
+    } else if (odd && in[i].mode == WD_CONFIG_REPARTITION_FALSE) {
+      err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_NOT_COPARTITIONED",
+                         "source '%s': topic %s has %d partitions but the table has %d (pipeline.partitions or the "
+                         "other sources) and the source says `repartition: false`: set `repartition: auto` (or true) "
+                         "on it to route it through a repartition topic, or give the topic %d partitions",
+                         in[i].name, odd, odd_count, np, np);
+    } else if (odd) {
+      out[i] = true;
+      if (wd_buf_printf(&w, "source '%s': topic %s has %d partitions, the table %d: through its repartition topic\n",
+                        in[i].name, odd, odd_count, np))
+        err = wd_error_nomem();
+    }
+  }
+  for (size_t i = 0; i < n && !err; i++) {
+    if (in[i].lookup || out[i]) continue;
+    size_t others = 0;
+    for (size_t k = 0; k < n; k++) others += out[k];
+    if (!others && wd_buf_printf(&w, "source '%s': co-partitioned (%d partitions, keyed by the wide key): read directly\n",
+                                 in[i].name, np))
+      err = wd_error_nomem();
+  }
+  /* one repartitioned source puts every main source through a repartition topic: its topic is
+   * partitioned by murmur2 of widen's key bytes, the sources by their producers' key bytes (a
+   * Debezium key is JSON, maybe with a schema), so partition i of both is not the same keys */
+  size_t nrp = 0, nmain = 0;
+  for (size_t i = 0; i < n; i++) {
+    nrp += out[i];
+    nmain += !in[i].lookup;
+  }
+  for (size_t i = 0; i < n && !err && nrp && nrp < nmain; i++) {
+    if (in[i].lookup || out[i]) continue;
+    if (in[i].mode == WD_CONFIG_REPARTITION_FALSE)
+      err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_NOT_COPARTITIONED",
+                         "source '%s' says `repartition: false`, but another source goes through a repartition topic, "
+                         "which is partitioned by widen's own key bytes, not by this topic's producer: set "
+                         "`repartition: auto` on it (every main source then goes through one)",
+                         in[i].name);
+    else if (wd_buf_printf(&w, "source '%s': through its repartition topic too (another source needs one, and a "
+                               "repartition topic is partitioned by widen's key bytes, not by this topic's producer)\n",
+                           in[i].name))
+      err = wd_error_nomem();
+    out[i] = true;
+  }
+  if (!err && why && w.len && !wd_buf_putc(&w, 0)) {
+    *why = (char *)w.data;
+    w.data = NULL;
+  }
+  wd_buf_free(&w);
+  if (!err) *partitions = np;
+  return err;
+}
+
+char *wd_repartition_topic(const char *group, const char *table, const char *source) {
+  char *s = NULL;
+  return asprintf(&s, "%s-%s-%s-repartition", group, table, source) < 0 ? NULL : s;
+}
+
+static int put_str(wd_buf_t *b, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  return wd_buf_put_varint(b, n) || wd_buf_append(b, s ? s : "", n);
+}
+
+int wd_repartition_encode(const wd_schema_t *schema, const char *source, const wd_kafka_meta_t *origin,
+                          wd_row_t *const *rows, size_t n, wd_buf_t *scratch, wd_buf_t *out) {
+  if (wd_buf_append(out, WD_RP_MAGIC, 4) || put_str(out, source) || put_str(out, origin->topic) ||
+      wd_buf_put_zigzag(out, origin->partition) || wd_buf_put_zigzag(out, origin->offset) ||
+      wd_buf_put_zigzag(out, origin->timestamp) || wd_buf_put_varint(out, n))
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    wd_buf_reset(scratch);
+    size_t nabsent = 0;
+    for (size_t c = 0; rows[i]->absent && c < rows[i]->n; c++) nabsent += rows[i]->absent[c];
+    if (wd_row_encode(schema, rows[i], false, 0, scratch) || wd_buf_put_varint(out, scratch->len) ||
+        wd_buf_append(out, scratch->data, scratch->len) || wd_buf_put_varint(out, nabsent))
+      return -1;
+    for (size_t c = 0; rows[i]->absent && c < rows[i]->n; c++)
+      if (rows[i]->absent[c] && wd_buf_put_varint(out, c)) return -1;
+  }
+  return 0;
+}
+
+static int get_str(wd_reader_t *r, char **out) {
+  uint64_t n = 0;
+  const uint8_t *p = NULL;
+  if (wd_reader_varint(r, &n) || n > (uint64_t)(r->end - r->p) || wd_reader_bytes(r, (size_t)n, &p)) return -1;
+  if (!(*out = strndup((const char *)p, (size_t)n))) return -2;
+  return 0;
+}
+
+void wd_repartition_rec_free(const wd_schema_t *schema, wd_repartition_rec_t *rec) {
+  if (!rec) return;
+  free(rec->source);
+  free(rec->topic);
+  for (size_t i = 0; i < rec->n; i++) wd_row_destroy(schema, rec->rows[i]);
+  free(rec->rows);
+  memset(rec, 0, sizeof(*rec));
+}
+
+wd_error_t *wd_repartition_decode(const wd_schema_t *schema, const void *value, size_t len, wd_repartition_rec_t *rec) {
+  memset(rec, 0, sizeof(*rec));
+  wd_reader_t r = {value, (const uint8_t *)value + len};
+  const uint8_t *magic = NULL;
+  int64_t part = 0;
+  uint64_t n = 0;
+  wd_error_t *err = NULL;
+  int rc = 0;
+  if (!value || len < 4 || wd_reader_bytes(&r, 4, &magic) || memcmp(magic, WD_RP_MAGIC, 4)) goto bad;
+  if ((rc = get_str(&r, &rec->source)) || (rc = get_str(&r, &rec->topic))) {
+    if (rc == -2) goto nomem;
+    goto bad;
+  }
+  if (wd_reader_zigzag(&r, &part) || wd_reader_zigzag(&r, &rec->offset) || wd_reader_zigzag(&r, &rec->timestamp) ||
+      wd_reader_varint(&r, &n) || n > len)
+    goto bad;
+  rec->partition = (int32_t)part;
+  if (n && !(rec->rows = calloc((size_t)n, sizeof(*rec->rows)))) goto nomem;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t rl = 0, na = 0;
+    const uint8_t *rp = NULL;
+    bool tomb = false;
+    if (wd_reader_varint(&r, &rl) || rl > (uint64_t)(r.end - r.p) || wd_reader_bytes(&r, (size_t)rl, &rp)) goto bad;
+    if ((err = wd_row_decode(schema, rp, (size_t)rl, &rec->rows[i], &tomb))) {
+      if (wd_error_is(err, WD_EID_E_NOMEM)) goto out;
+      wd_error_destroy(err);
+      err = NULL;
+      goto bad;
+    }
+    rec->n++;
+    if (tomb || wd_reader_varint(&r, &na) || na > schema->ncols) goto bad;
+    for (uint64_t a = 0; a < na; a++) {
+      uint64_t c = 0;
+      if (wd_reader_varint(&r, &c) || c >= schema->ncols) goto bad;
+      if (wd_row_set_absent(rec->rows[i], (size_t)c)) goto nomem;
+    }
+  }
+  if (r.p != r.end) goto bad;
+  return NULL;
+bad:
+  err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
+                     "not a repartition record of this table (version 1, %zu bytes): written by another widen version "
+                     "or another table's config",
+                     len);
+  goto out;
+nomem:
+  err = wd_error_nomem();
+out:
+  wd_repartition_rec_free(schema, rec);
+  return err;
+}
+
+char *wd_repartition_key_mismatch(const wd_source_t *src, const wd_schema_t *schema, const void *key, size_t klen) {
+  if (!key || !klen) return NULL;
+  json_t *j = json_loadb(key, klen, JSON_DECODE_ANY, NULL);
+  if (!j) return NULL;
+  json_t *obj = j;
+  json_t *payload = json_is_object(j) ? json_object_get(j, "payload") : NULL;
+  if (payload && json_object_get(j, "schema")) obj = payload; /* Debezium JsonConverter with schemas */
+  char *why = NULL;
+  if (!json_is_object(obj) || json_object_size(obj) == 0) goto done;
+  bool any_image = false, match = false;
+  wd_buf_t pk = {0}, kf = {0};
+  for (size_t m = 0; m < src->ncols; m++) {
+    const wd_source_col_t *c = &src->cols[m];
+    if (!wd_schema_is_pk(schema, c->col)) continue;
+    if (c->kind == WD_MAP_KEY) match = true; /* read from the key itself */
+    if (c->kind != WD_MAP_IMAGE || !c->nseg) continue;
+    any_image = true;
+    if (json_object_get(obj, c->seg[0])) match = true;
+    (void)(wd_buf_printf(&pk, "%s%s", pk.len ? ", " : "", c->seg[0]));
+  }
+  if (any_image && !match) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+      (void)v;
+      (void)(wd_buf_printf(&kf, "%s%s", kf.len ? ", " : "", k));
+    }
+    if (!wd_buf_putc(&pk, 0) && !wd_buf_putc(&kf, 0) &&
+        asprintf(&why, "its Kafka key has the field(s) %s; the table's primary key comes from its field(s) %s",
+                 (char *)kf.data, (char *)pk.data) < 0)
+      why = NULL;
+  }
+  wd_buf_free(&pk);
+  wd_buf_free(&kf);
+done:
+  json_decref(j);
+  return why;
+}

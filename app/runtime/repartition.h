@@ -1,0 +1,96 @@
+/*
+ * app/runtime/repartition.h — sources not keyed by the wide key: the internal repartition topics of
+ * `pipeline.tasks: per-partition` (issue 10; design in docs/scale-out.md).
+ *
+ * The unit of work is a task: partition i of the wide table's key space, i < N (the table's
+ * partition count, `pipeline.partitions`, else the largest partition count of the sources that
+ * are not forced through a repartition topic). A source whose topics have N partitions and whose
+ * Kafka key is the wide key is *co-partitioned*: its partition i feeds task i directly. Any other
+ * source (`sources[].repartition: true`, or `auto` with another partition count) is
+ * *repartitioned*: whoever owns one of its partitions decodes its records (stateless: no state is
+ * read), groups each record's change records by wide key and produces one repartition record per
+ * key to `<group.id>-<table>-<source>-repartition` (N partitions), at partition
+ * murmur2(key bytes) mod N (wd_producer_partition_of), in the same commit (under exactly-once the
+ * same Kafka transaction) as the output and the source offsets; the owner of task i reads
+ * partition i of that topic like a co-partitioned source. Kafka Streams does the same for a
+ * re-keyed stream (its `-repartition` topics).
+ *
+ * A repartition record: key = the wide key bytes (wd_row_key_encode); value (version 1):
+ *   "WRP1", varint len + source name, varint len + origin topic, zig-zag origin partition,
+ *   zig-zag origin offset, zig-zag origin timestamp (ms, -1 unknown), varint count, then per
+ *   change record: varint len + the row in the stored-row encoding (join/row_codec.h, row kind
+ *   included), varint number of absent columns, each a varint column index.
+ * The origin names the source record in dead letters and traces.
+ *
+ * Everything here is pure (no Kafka, no RocksDB): app/runtime/pipeline.c does the producing and reading.
+ */
+#ifndef WD_REPARTITION_H
+#define WD_REPARTITION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/error.h"
+#include "common/types.h"
+#include "ingest/source.h"
+
+/* One source's input to the plan: its configured mode and its topics' partition counts. */
+typedef struct wd_repartition_input {
+  const char *name;       /* the source's name (borrowed) */
+  int mode;               /* wd_config_repartition_t (app/config/config.h) */
+  bool lookup;            /* a lookup source: never repartitioned (read whole, join/lookup.h) */
+  size_t ntopics;
+  const char *const *topics; /* borrowed */
+  const int *counts;      /* partition count per topic (0: the topic does not exist) */
+} wd_repartition_input_t;
+
+/* Decides the table's partition count *partitions and, per source, out[i] = whether it is
+ * repartitioned. configured: pipeline.partitions (0: the largest count among the main sources not
+ * set to `true`; when every main source is `true`, the largest of theirs). A `false` source whose
+ * count differs is refused; so is a source topic that does not exist.
+ * *why (may be NULL) gets a malloc'd, caller-owned text of what was decided, one line per source
+ * ("source 'payments': topic payments has 3 partitions, the table 6: through repartition topic").
+ * Errors (WD_ERR_CONFIG): "C_TASKS_NOT_COPARTITIONED" naming the source, its topic, both counts
+ * and what to set; "C_SOURCE_TOPIC_MISSING" naming the topic; E_NOMEM. */
+wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int64_t configured, int32_t *partitions,
+                                bool *out, char **why);
+
+/* The repartition topic of a source: "<group>-<table>-<source>-repartition", malloc'd (caller
+ * frees), NULL on no memory. */
+char *wd_repartition_topic(const char *group, const char *table, const char *source);
+
+/* Appends to out the value of one repartition record carrying rows[0..n) (rows of schema, all of
+ * one wide key) of source `source` read from (origin topic, partition, offset, timestamp).
+ * scratch: the caller's buffer for one row's bytes (reset here; kept across calls so that
+ * encoding allocates nothing once it has grown). 0, or -1 on no memory. */
+int wd_repartition_encode(const wd_schema_t *schema, const char *source, const wd_kafka_meta_t *origin,
+                          wd_row_t *const *rows, size_t n, wd_buf_t *scratch, wd_buf_t *out);
+
+/* A decoded repartition record. Owner: the caller, released with wd_repartition_rec_free(). */
+typedef struct wd_repartition_rec {
+  char *source;          /* owned */
+  char *topic;           /* the origin topic, owned */
+  int32_t partition;
+  int64_t offset, timestamp;
+  wd_row_t **rows;       /* owned, n of them */
+  size_t n;
+} wd_repartition_rec_t;
+
+/* Decodes value[0..len) into *rec (zeroed first). Errors: WD_ERR_DECODE "E_REPARTITION_RECORD" for
+ * bytes that are not a version-1 repartition record of this schema (truncated, another magic, a
+ * column index past the schema); E_NOMEM. On error *rec holds nothing. */
+wd_error_t *wd_repartition_decode(const wd_schema_t *schema, const void *value, size_t len, wd_repartition_rec_t *rec);
+void wd_repartition_rec_free(const wd_schema_t *schema, wd_repartition_rec_t *rec);
+
+/* Checks that the Kafka key key[0..klen) of a record of a co-partitioned source src is the wide key:
+ * when the key is a JSON object (plain, or Debezium's {"schema","payload"}) whose field names are
+ * known, at least one of the fields the source maps the primary-key columns from (row-image
+ * mappings; `$key.` mappings pass by definition) must be among them. Keys that are not JSON
+ * objects (Avro, text, null) are not checked (returns NULL).
+ * Returns NULL when the key fits (or cannot be checked), else a malloc'd, caller-owned reason
+ * ("its Kafka key has the field(s) payment_id; the primary key comes from its field(s) order_id"). */
+char *wd_repartition_key_mismatch(const wd_source_t *src, const wd_schema_t *schema, const void *key, size_t klen);
+
+#endif
