@@ -460,6 +460,16 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     goto done;
   uint8_t *base = NULL;
   size_t blen = 0;
+  /* a state that was itself the target of a rebuild (per-partition tasks keep the mode): tasks the
+   * first rebuild did not switch hold rows of the definition before it (app/runtime/rebuild.c refuses them) */
+  uint8_t *chained = NULL;
+  size_t clen = 0;
+  if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_DEF_KEY, &chained, &clen))) goto done;
+  free(chained);
+  if (chained && wd_store_batch_set_meta(b, WD_REBUILD_CHAINED_KEY, (const uint8_t *)"1", 1)) {
+    err = wd_error_nomem();
+    goto done;
+  }
   if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
   if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
   free(base);

@@ -77,6 +77,8 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
 #define WD_REBUILD_OLD_DEF_KEY "rebuild/old-definition"
 #define WD_REBUILD_OLD_STATE_KEY "rebuild/old-state"
 #define WD_REBUILD_OLD_BASE_KEY "rebuild/old-base-ncols"
+/* ... and "1" when the state before the change was itself rebuilding (a second change) */
+#define WD_REBUILD_CHAINED_KEY "rebuild/chained"
 /* The meta key of the definition's fingerprint (16 hex digits). */
 #define WD_DEFINITION_FP_KEY "table/fingerprint"
 

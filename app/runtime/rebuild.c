@@ -43,6 +43,8 @@ struct wd_rebuild {
   wd_store_t *old_st;    /* ... opened on first use (owned) */
   char fp[32];           /* the current definition's fingerprint */
   size_t fplen;
+  char old_fp[32];       /* the old definition's */
+  bool chained;          /* the state before the change was rebuilding too (WD_REBUILD_CHAINED_KEY) */
   int *col_of;           /* per new column: the old column of the same name and type, -1: none */
   progress_t *pg;
   size_t npg, cap_pg;
@@ -106,6 +108,11 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   }
   memcpy(rb->fp, fp, rb->fplen);
   if ((base = meta_text(st, WD_REBUILD_OLD_BASE_KEY, NULL, &err))) rb->old_base = (size_t)strtoull(base, NULL, 10);
+  if (err) goto fail;
+  snprintf(rb->old_fp, sizeof(rb->old_fp), "%016" PRIx64, wd_definition_fingerprint(def, dlen));
+  char *ch = meta_text(st, WD_REBUILD_CHAINED_KEY, NULL, &err);
+  rb->chained = ch != NULL;
+  free(ch);
   if (err) goto fail;
   if (!changelog && !(rb->old_dir = meta_text(st, WD_REBUILD_OLD_STATE_KEY, NULL, &err))) {
     if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild names no state before the change");
@@ -306,12 +313,37 @@ static wd_error_t *old_store(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, 
       return wd_error_new(WD_ERR_IO, "E_REBUILD",
                           "the state before the change (%s) is at offset %" PRId64 " of %s[%d], the group's committed "
                           "offset is %" PRId64 ": its rows are not the table the output shows, so no difference can "
-                          "be computed from them; run the old definition to the group's position first, or use "
-                          "state.on-incompatible-change: fail and `widen replay`",
+                          "be computed from them; put it back as state.dir and run the old definition to the group's "
+                          "position first (or build the table anew with `widen replay`)",
                           rb->old_dir, have, task->parts[k].topic, task->parts[k].partition, g);
   }
   *out = rb->old_st;
   return NULL;
+}
+
+/* Per-partition: whether the restored rows of task are of the old definition, by their mark (the
+ * definition a switch left them in; none: never switched). Errors: E_REBUILD naming the task when
+ * they are of another one (a second change before the first rebuild switched the task). */
+static wd_error_t *check_old_mark(wd_rebuild_t *rb, uint32_t task) {
+  uint8_t key[WD_STATE_PREFIX_LEN];
+  prefix(key, NS_MARK, task);
+  const uint8_t *kp = key;
+  size_t kl = sizeof(key), vl = 0;
+  uint8_t *val = NULL;
+  wd_error_t *err = wd_store_multi_get(rb->st, 1, &kp, &kl, &val, &vl);
+  if (err) return err;
+  size_t ol = strlen(rb->old_fp);
+  bool ok = val ? vl == ol && !memcmp(val, rb->old_fp, ol) : !rb->chained;
+  if (!ok)
+    err = wd_error_new(WD_ERR_CONFIG, "E_REBUILD",
+                       "task %" PRIu32 ": its rows in the state changelog topic are of %s%.*s, not of the definition "
+                       "this rebuild starts from (%s): the definition changed again before an earlier rebuild had "
+                       "switched every task; start the group with that earlier definition until every task is "
+                       "switched (each logs \"emitted the difference\"), or build the table anew",
+                       task, val ? "the definition with fingerprint " : "the definition before the earlier rebuild",
+                       val ? (int)vl : 0, val ? (const char *)val : "", rb->old_fp);
+  free(val);
+  return err;
 }
 
 static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, double until) {
@@ -327,6 +359,7 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
   prefix(ob, NS_OLD, task->id);
   prefix(oe, NS_OLD, task->id + 1);
   if (!pg->staging || pg->round != task->round) { /* a new start: what an earlier attempt staged goes */
+    if (rb->changelog && (err = check_old_mark(rb, task->id))) goto done;
     pg->staging = true;
     pg->round = task->round;
     pg->staged = 0;

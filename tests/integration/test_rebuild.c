@@ -429,3 +429,30 @@ Test(rebuild, kill_during_the_rebuild_repeats_nothing_single_task, .timeout = 30
   /* 1500 keys: the readers of the stage and of the switch go over several chunks (512 entries) */
   kill_during_rebuild("single", 1500, 4000, faults, 3);
 }
+
+/* A second incompatible change while the first rebuild has switched no task yet (killed in its first
+ * switch): the tasks' rows in the state changelog topic are still of the definition before the
+ * first change, which the second rebuild does not know; it stops with E_REBUILD naming the task
+ * instead of reading them with the wrong definition. */
+Test(rebuild, a_second_change_before_the_first_switched_is_refused, .timeout = 200) {
+  env_t a;
+  env_init(&a, NULL, "chain", "memberA", "per-partition");
+  create_topics(&a);
+  produce(&a, 40, 600, 5);
+  char la[400], cfg3[400];
+  snprintf(la, sizeof(la), "%s/a.log", a.dir);
+  snprintf(cfg3, sizeof(cfg3), "%s/widen-3.yaml", a.dir);
+  cr_assert_eq(wait_exit(spawn_run(a.cfg, la, "3000", NULL)), 0);
+  cr_assert_eq(wait_exit(spawn_run(a.cfg_new, la, "3000", "rebuild-during-switch")), 128 + SIGKILL);
+  int rc;
+  free(sh(&rc, "sed -e 's/pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at/pay_version.sequence-group: "
+               "paid_amount,pay_method,pay_status/' '%s' > '%s'", a.cfg_new, cfg3));
+  cr_assert_eq(rc, 0);
+  rc = wait_exit(spawn_run(cfg3, la, "3000", NULL));
+  char *t = wd_it_read_file(la);
+  cr_assert_neq(rc, 0, "the second rebuild went on:\n%s", t);
+  cr_assert(strstr(t, "E_REBUILD") && strstr(t, "the definition changed again"), "%s", t);
+  assert_clean_log(t, "widen");
+  free(t);
+  env_done(&a);
+}
