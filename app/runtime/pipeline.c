@@ -2229,7 +2229,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "(from %s)", p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
-  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/runtime/fingerprint.h) */
+  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
     goto fail;
   if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {

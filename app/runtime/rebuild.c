@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "app/ops/netchange.h"
 #include "app/runtime/tasks.h"
 #include "common/buf.h"

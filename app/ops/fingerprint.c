@@ -1,8 +1,8 @@
 /*
- * app/runtime/fingerprint.c — the table definition, its fingerprint and diff, and the automatic rebuild
+ * app/ops/fingerprint.c — the table definition, its fingerprint and diff, and the automatic rebuild
  * (see fingerprint.h).
  */
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "common/kafka_conf.h"
 #include "common/clock.h"
 
@@ -21,7 +21,6 @@
 
 #include "app/ops/history.h"
 #include "app/ops/netchange.h"
-#include "app/runtime/pipeline.h"
 #include "app/config/table_config.h"
 #include "changelog/changelog.h"
 #include "common/log.h"

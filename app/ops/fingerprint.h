@@ -1,5 +1,5 @@
 /*
- * app/runtime/fingerprint.h — the table definition's fingerprint, its stored copy, the item-by-item
+ * app/ops/fingerprint.h — the table definition's fingerprint, its stored copy, the item-by-item
  * difference and the automatic rebuild (issue 13 point 3).
  *
  * The definition is everything of a config that decides the stored rows, as named items:
