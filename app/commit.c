@@ -64,12 +64,11 @@ static void restore_free(wd_restore_t *r);
 
 struct wd_commit {
   wd_commit_conf_t conf;
-  wd_producer_t *prod;
+  wd_collector_t *coll; /* borrowed: the one path into the producer and the transaction */
   wd_consumer_t *cons;
   wd_state_t *state;
   wd_store_t *store;
   wd_phase_t phase;
-  bool txn_begun;
   uint64_t number;   /* last finalized commit */
   double opened;     /* monotonic s of the open commit's first record */
   uint64_t records;  /* records noted in the open commit */
@@ -139,7 +138,9 @@ static void fault_point(wd_commit_t *c, const char *point) {
   if (fault_due(c, point)) fault_kill(c, point);
 }
 
-wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+static void on_opening(void *ctx);
+
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out) {
   *out = NULL;
   wd_commit_t *c = calloc(1, sizeof(*c));
@@ -152,7 +153,8 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_
   c->conf = *conf;
   if (c->conf.interval_ms < 0) c->conf.interval_ms = 0;
   if (c->conf.txn_timeout_ms <= 0) c->conf.txn_timeout_ms = 60000;
-  c->prod = prod;
+  c->coll = coll;
+  if (coll) wd_collector_set_opening(coll, on_opening, c);
   c->cons = cons;
   c->state = state;
   c->store = store;
@@ -243,7 +245,7 @@ static wd_error_t *stopped_error(wd_error_t *cause, const char *what) {
 
 static void serve(wd_commit_t *c, int ms) {
   if (c->in_callback || !c->conf.group) {
-    wd_producer_poll(c->prod);
+    wd_collector_poll(c->coll);
     wd_sleep_ms(ms);
     return;
   }
@@ -259,7 +261,7 @@ static void serve(wd_commit_t *c, int ms) {
   uint64_t gen = wd_consumer_generation(c->cons);
   wd_consumer_serve(c->cons, ms);
   if (wd_consumer_generation(c->cons) != gen) c->paused = false; /* a new assignment starts resumed */
-  wd_producer_poll(c->prod);
+  wd_collector_poll(c->coll);
 }
 
 static void unpause(wd_commit_t *c) {
@@ -485,9 +487,9 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
   }
   /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
   for (int attempt = 0;; attempt++) {
-    if (!(err = wd_producer_txn_init(c->prod, 30000))) break;
-    wd_producer_poll(c->prod); /* an unreachable broker: its error callback says "cannot reach HOST:PORT" once */
-    bool unreachable = wd_producer_unreachable(c->prod); /* then waited for, as the consumer does */
+    if (!(err = wd_collector_init(c->coll, 30000))) break;
+    wd_collector_poll(c->coll); /* an unreachable broker: its error callback says "cannot reach HOST:PORT" once */
+    bool unreachable = wd_collector_unreachable(c->coll); /* then waited for, as the consumer does */
     if (!err->retriable || (attempt >= 4 && !unreachable) || (stop && *stop) || stop_expired(c)) goto done;
     /* while unreachable the "cannot reach" line says it; the error itself every 5th attempt (the
      * flag clears only with a delivery: a broker back but still refusing stays visible) */
@@ -739,8 +741,8 @@ static uint32_t task_of_key(const uint8_t *key, size_t klen) {
 static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
   wd_commit_t *c = ctx;
   if (c->conf.hooks.changelog_skip && c->conf.hooks.changelog_skip(key, klen)) return 0; /* no task's */
-  c->send_err = wd_producer_send_to(c->prod, c->conf.changelog_topic, (int32_t)task_of_key(key, klen), key, klen, val,
-                                    val ? vlen : 0);
+  c->send_err = wd_collector_send(c->coll, WD_OUT_STATE_CHANGELOG, c->conf.changelog_topic, (int32_t)task_of_key(key, klen),
+                                  key, klen, val, val ? vlen : 0);
   return c->send_err ? 1 : 0;
 }
 
@@ -1213,17 +1215,23 @@ void wd_commit_batch_end(wd_commit_t *c) { c->in_batch = false; }
 
 bool wd_commit_batch_invalid(const wd_commit_t *c) { return c->batch_invalid; }
 
+/* The collector's opening hook: the commit's output starts (before its transaction begins). */
+static void on_opening(void *ctx) {
+  wd_commit_t *c = ctx;
+  if (c->phase == WD_PHASE_IDLE) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = wd_mono_s();
+  }
+  if (c->conf.exactly_once && !wd_collector_txn_open(c->coll)) fault_point(c, "before-begin");
+}
+
 wd_error_t *wd_commit_begin(wd_commit_t *c) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();
   }
-  if (!c->conf.exactly_once || c->txn_begun) return NULL;
-  fault_point(c, "before-begin");
-  wd_error_t *err = wd_producer_txn_begin(c->prod);
-  if (err) return err;
-  c->txn_begun = true;
-  return NULL;
+  if (!c->conf.exactly_once) return NULL;
+  return wd_collector_begin(c->coll);
 }
 
 int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
@@ -1248,7 +1256,7 @@ int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, i
   c->in[c->nin].partition = partition;
   c->in[c->nin].offset = offset + 1;
   c->nin++;
-  if (c->nin == 1 && c->txn_begun) fault_point(c, "during-produce");
+  if (c->nin == 1 && wd_collector_txn_open(c->coll)) fault_point(c, "during-produce");
   return 0;
 }
 
@@ -1263,7 +1271,6 @@ bool wd_commit_due(const wd_commit_t *c) {
 static void reset_open(wd_commit_t *c) {
   c->phase = WD_PHASE_IDLE;
   c->changelog_sent = false;
-  c->txn_begun = false;
   c->records = 0;
   c->nin = 0;
   c->ngin = 0;
@@ -1333,14 +1340,14 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   if (c->phase == WD_PHASE_IDLE) return NULL;
   wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
          "its records are read again", c->number + 1, c->records, why);
-  if (c->txn_begun) {
+  {
     for (int attempt = 0; attempt < 10; attempt++) {
       wd_error_destroy(err);
-      if (!(err = wd_producer_txn_abort(c->prod, stop_budget_ms(c, 30000))) || !err->retriable) break;
+      if (wd_collector_classify(err = wd_collector_abort(c->coll, stop_budget_ms(c, 30000))) != WD_COLLECT_RETRY) break;
       if (stop_expired(c)) break; /* the broker aborts it after transaction.timeout.ms */
       serve(c, 100);
     }
-    if (err && (err->fatal || err->fenced)) return err;
+    if (wd_collector_classify(err) == WD_COLLECT_FATAL && (err->fatal || err->fenced)) return err;
     if (err) {
       wd_log(WD_LOG_WARN, "commit", "%s", err->message);
       wd_error_destroy(err);
@@ -1385,11 +1392,12 @@ static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
 }
 
 
-/* An abortable error (txn_requires_abort, not fenced or fatal) aborts the open commit: the abort's
+/* An abortable error (the collector's WD_COLLECT_ABORT: txn_requires_abort, not fenced or fatal)
+ * aborts the open commit: the abort's
  * own error (or NULL) is returned in its place and *aborted set; any other error is returned as
  * it is. Takes err. */
 static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *aborted) {
-  if (!wd_error_abortable(err)) return err;
+  if (wd_collector_classify(err) != WD_COLLECT_ABORT) return err;
   wd_error_t *aerr = wd_commit_abort(c, err->message);
   wd_error_destroy(err);
   if (aborted) *aborted = true;
@@ -1404,18 +1412,19 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
   if (fault_due(c, "during-commit")) {
     /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
-    wd_error_destroy(wd_producer_txn_commit(c->prod, 1));
+    wd_error_destroy(wd_collector_commit(c->coll, 1));
     fault_kill(c, "during-commit");
   }
   bool told = false;
   for (;;) {
     wd_error_destroy(err);
-    if (!(err = wd_producer_txn_commit(c->prod, stop_budget_ms(c, 10000)))) {
+    if (!(err = wd_collector_commit(c->coll, stop_budget_ms(c, 10000)))) {
       c->phase = WD_PHASE_COMMITTED;
       return NULL;
     }
-    if (err->fenced || err->fatal || err->txn_requires_abort) return abort_if_abortable(c, err, aborted);
-    if (!err->retriable) return err;
+    wd_collect_class_t k = wd_collector_classify(err);
+    if (k == WD_COLLECT_ABORT) return abort_if_abortable(c, err, aborted);
+    if (k != WD_COLLECT_RETRY) return err; /* fenced, fatal, other */
     if ((stop && *stop >= 2) || stop_expired(c)) {
       wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
                                    "confirmed (%s): the last commit may not be made; recovery resolves it on "
@@ -1437,15 +1446,14 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   /* the outcome stayed unknown past transaction.timeout.ms: a new producer with the same
    * transactional.id resolves it (init_transactions completes or aborts the transaction), then
    * the group's committed offsets say which */
-  if (!c->conf.hooks.reopen_producer || (!c->nt && !c->gcons))
+  if (!c->nt && !c->gcons)
     return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
                               "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
   wd_log(WD_LOG_WARN, "commit", "the outcome of commit %" PRIu64 " is not known after %d ms (%s): re-creating the "
          "producer to resolve it from the group's committed offsets", c->number + 1, c->conf.txn_timeout_ms,
          err->message);
   wd_error_destroy(err);
-  if ((err = c->conf.hooks.reopen_producer(c->conf.hooks.ctx, &c->prod))) return err;
-  c->txn_begun = false;
+  if ((err = wd_collector_reopen(c->coll))) return err;
   wd_tp_offset_t *g = calloc(c->nt, sizeof(*g));
   if (!g) return wd_error_nomem();
   memcpy(g, c->t, c->nt * sizeof(*g));
@@ -1513,7 +1521,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         }
         c->changelog_sent = true;
       }
-      if (c->conf.exactly_once && (c->nt || (c->gcons && c->txn_begun))) {
+      if (c->conf.exactly_once && (c->nt || (c->gcons && wd_collector_txn_open(c->coll)))) {
         /* 1. prepare, before the transaction can commit: the rows once, their undo image and the
          * small marker, in one write; the stored offsets stay S (docs/exactly-once.md) */
         wd_buf_reset(&rec);
@@ -1541,14 +1549,14 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         c->prepared = true;
         c->phase = WD_PHASE_PREPARED;
         fault_point(c, "after-prepare");
-      } else if (c->txn_begun) {
+      } else if (wd_collector_txn_open(c->coll)) {
         /* output without offsets to send (only restoring partitions): commit it as it is */
         c->phase = WD_PHASE_OFFSETS_SENT;
       } else if (!c->conf.exactly_once) {
         /* at-least-once: the output is acknowledged before the state and offsets are written */
         bool told = false;
         for (;;) {
-          if (!(err = wd_producer_wait_acked(c->prod, 1000))) break;
+          if (!(err = wd_collector_wait_acked(c->coll, 1000))) break;
           if (!err->retriable) break;
           if ((stop && *stop >= 2) || stop_expired(c)) {
             err = stopped_error(err, "the broker had not acknowledged the output");
@@ -1572,14 +1580,14 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       wd_group_meta_t *gm = NULL;
       if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
       for (int attempt = 0;; attempt++) {
-        err = wd_producer_txn_send_offsets(c->prod, c->t, c->nt, gm, 10000);
+        err = wd_collector_send_offsets(c->coll, c->t, c->nt, gm, 10000);
         if (!err && c->gcons) { /* scale-out with lookups: the commit's marker (wd_commit_set_global) */
           wd_group_meta_t *pm = NULL;
           wd_tp_offset_t m = {c->marker_topic, 0, (int64_t)(c->number + 1)};
-          if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_producer_txn_send_offsets(c->prod, &m, 1, pm, 10000);
+          if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_collector_send_offsets(c->coll, &m, 1, pm, 10000);
           wd_group_meta_destroy(pm);
         }
-        if (!err || !err->retriable || attempt >= 30) break;
+        if (wd_collector_classify(err) != WD_COLLECT_RETRY || attempt >= 30) break;
         if ((stop && *stop >= 2) || stop_expired(c)) {
           err = stopped_error(err, "sending the offsets to the transaction");
           break;

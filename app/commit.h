@@ -7,7 +7,8 @@
  *
  * A commit spans many poll batches. The pipeline, per batch:
  *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
- *   wd_commit_begin()                             before it produces anything (begins the txn);
+ *   (its output goes through the record collector, app/collector.h, which begins the transaction
+ *    with the first record and calls the coordinator's opening hook)
  *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
  *   wd_commit_note_input(topic, partition, off)   for every record taken (applied or dead-lettered);
  *   wd_commit_batch_end()
@@ -25,8 +26,10 @@
  * `fenced` and `fatal` errors stop the pipeline; `txn_requires_abort` ones are handled inside
  * (abort, discard, rewind: *aborted is set) and not returned; retriable waits are served inside.
  *
- * Ownership: the coordinator borrows the producer, consumer, state, store and topic names (they
- * must outlive it). Thread: the pipeline's thread; the on_* functions run inside the consumer's
+ * Ownership: the coordinator borrows the record collector (app/collector.h: the one path into the
+ * producer and the transaction; it owns the producer and re-creates it when a commit's outcome
+ * stays unknown), the consumer, state, store and topic names (they must outlive it). It sets the
+ * collector's opening hook (the commit opens with its first output; fault point before-begin). Thread: the pipeline's thread; the on_* functions run inside the consumer's
  * callbacks on that thread.
  */
 #ifndef WD_COMMIT_H
@@ -36,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/collector.h"
 #include "app/tasks.h"
 #include "common/error.h"
 #include "common/kafka_conf.h"
@@ -53,11 +57,6 @@ typedef struct wd_commit_hooks {
   int (*before_finalize)(void *ctx, uint64_t number, wd_store_batch_t *b);
   /* After commit `number` is final (its output visible, its state written). May be NULL. */
   void (*committed)(void *ctx, uint64_t number);
-  /* Replaces *prod by a new producer with the same configuration (transactional.id), whose
-   * transactions are initialised: used when a commit's outcome stays unknown (the new producer's
-   * init_transactions resolves it). Returns NULL or an error. May be NULL (then the pipeline stops
-   * with E_TXN_UNKNOWN and the restart resolves the commit). */
-  wd_error_t *(*reopen_producer)(void *ctx, wd_producer_t **prod);
   /* After the open commit was aborted (its output discarded, its state dropped, the consumer
    * rewound): whatever the pipeline buffered for it goes too. May be NULL. */
   void (*aborted)(void *ctx);
@@ -108,7 +107,7 @@ typedef struct wd_commit_conf {
  * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
  * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
  * itself with SIGKILL. *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
-wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out);
 void wd_commit_destroy(wd_commit_t *c);
 /* Sets the consumer (which may be created after the coordinator, since its callbacks need the
@@ -136,8 +135,9 @@ void wd_commit_batch_end(wd_commit_t *c);
  * pipeline then drops it unprocessed. */
 bool wd_commit_batch_invalid(const wd_commit_t *c);
 
-/* Begins the commit's transaction if it is not begun yet (exactly-once); nothing otherwise.
- * Errors: E_TXN_BEGIN (fatal/fenced). */
+/* Opens the commit and begins its transaction through the collector if it is not begun yet
+ * (exactly-once); only opens otherwise. The collector does this itself with a commit's first
+ * record. Errors: E_TXN_BEGIN (fatal/fenced). */
 wd_error_t *wd_commit_begin(wd_commit_t *c);
 
 /* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "app/join_config.h"
 #include "app/table_config.h"
+#include "app/collector.h"
 #include "app/commit.h"
 #include "app/history.h"
 #include "app/metrics.h"
@@ -55,7 +56,7 @@ struct wd_pipeline {
   size_t nsources;
   wd_store_t *store;
   wd_state_t *state;
-  wd_producer_t *prod;
+  wd_collector_t *coll; /* the record collector (app/collector.h): owns the producer */
   wd_consumer_t *cons;
   wd_kafka_conf_t kconf;
   const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
@@ -191,27 +192,6 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
   if (p->gt) wd_gtable_on_revoke(p->gt);
 }
 
-/* Commit hook: a new producer with the same configuration (transactional.id), transactions
- * initialised, replacing the one whose commit outcome stayed unknown. */
-static wd_error_t *reopen_producer(void *ctx, wd_producer_t **prod) {
-  wd_pipeline_t *p = ctx;
-  wd_producer_t *np = NULL;
-  wd_error_t *err = wd_producer_new(&p->pconf, &np);
-  for (int attempt = 0; !err; attempt++) {
-    wd_error_t *ierr = wd_producer_txn_init(np, 30000);
-    if (!ierr) break;
-    if (!ierr->retriable || attempt >= 4) err = ierr;
-    else wd_error_destroy(ierr);
-  }
-  if (err) {
-    wd_producer_destroy(np);
-    return err;
-  }
-  wd_producer_destroy(p->prod); /* its open transaction is fenced by the new one */
-  p->prod = *prod = np;
-  return NULL;
-}
-
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
 
@@ -243,12 +223,12 @@ static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int
 static void hist_reset(wd_pipeline_t *p) {
   p->hc.nin = 0;
   p->hc.records_in = p->hc.changes_out = p->hc.dead_letters = p->hc.restored = 0;
-  wd_producer_offsets_reset(p->prod);
+  wd_collector_ranges_reset(p->coll);
 }
 
 static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool final) {
   const wd_producer_range_t *pr = NULL;
-  size_t npr = final ? wd_producer_offsets(p->prod, &pr) : 0;
+  size_t npr = final ? wd_collector_ranges(p->coll, &pr) : 0;
   wd_commit_range_t *out = calloc(npr ? npr : 1, sizeof(*out));
   if (!out) return -1;
   size_t nout = 0;
@@ -563,8 +543,9 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
     p->st.changes_out += i - at;
     if (!err) err = encode_key(p, &sc, keyrow);
-    if (!err && !(err = wd_commit_begin(p->commit)))
-      err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (!err)
+      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, topic, -1, p->kbuf.data, p->kbuf.len, p->vbuf.data,
+                              p->vbuf.len);
     if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
@@ -783,8 +764,8 @@ static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta
     if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, p->rp.group, ng, &p->rp.row, &p->rp.val))
       return wd_error_nomem();
     int32_t part = wd_producer_partition_of(key, klen, p->rp.partitions);
-    if (!(err = wd_commit_begin(p->commit)))
-      err = wd_producer_send_to(p->prod, p->rp.topic[si], part, key, klen, p->rp.val.data, p->rp.val.len);
+    err = wd_collector_send(p->coll, WD_OUT_REPARTITION, p->rp.topic[si], part, key, klen, p->rp.val.data,
+                            p->rp.val.len);
     if (!err) p->st.repartitioned++;
   }
   return err;
@@ -1023,9 +1004,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
     log_once(p, &p->msgs[i], b->err);
     if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
-    if ((err = wd_commit_begin(p->commit))) return err;
-    err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
-                                       b->err->message);
+    err = wd_collector_dead_letter(p->coll, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
+                                   b->err->message);
     if (err) return err;
   }
   /* 5. the records belong to the open commit now */
@@ -1307,6 +1287,18 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
 
 static wd_error_t *complete_commit(wd_pipeline_t *p);
 
+/* The one dispatch of the pipeline on an abortable error (app/collector.h wd_collector_classify:
+ * WD_COLLECT_ABORT, from a send, a decode's wait or a commit): the open commit is aborted, its
+ * output discarded and its records read again; *err becomes the abort's own error (NULL: go on).
+ * Returns false (err untouched) for any other error. */
+static bool aborted_for(wd_pipeline_t *p, wd_error_t **err) {
+  if (wd_collector_classify(*err) != WD_COLLECT_ABORT) return false;
+  wd_error_t *aerr = wd_commit_abort(p->commit, (*err)->message);
+  wd_error_destroy(*err);
+  *err = aerr;
+  return true;
+}
+
 /* The producer's wait while its queue is full (sink/producer.h wd_producer_set_wait): the group is
  * served meanwhile (partitions paused), and the send gives up when a stop has used its time or
  * the batch in hand was abandoned by a rebalance. */
@@ -1330,12 +1322,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
-    if (wd_error_abortable(err)) {
-      wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-      wd_error_destroy(err);
-      err = aerr;
-      continue;
-    }
+    if (aborted_for(p, &err)) continue;
     if (!err && wd_commit_due(p->commit)) err = complete_commit(p);
     if (n) last = wd_mono_s();
     else sleep_ms(p, 5);
@@ -1393,10 +1380,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
     if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
       release_batch(p, n);
-      if (wd_error_abortable(err)) { /* the batch is read again */
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) { /* the batch is read again */
+        if (err) break;
         continue;
       }
       break;
@@ -1405,10 +1390,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       last_input = now;
       if (p->busy_start == 0) p->busy_start = now;
       wd_commit_batch_begin(p->commit);
-      wd_producer_stats_t ps0, ps1;
-      wd_producer_stats(p->prod, &ps0);
+      wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
       err = process_batch(p, n);
-      wd_producer_stats(p->prod, &ps1);
       last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
       if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
@@ -1424,10 +1407,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         err = NULL;
         continue;
       }
-      if (wd_error_abortable(err)) {
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) {
+        if (err) break;
         continue;
       }
       if (err && p->stop && err->retriable) {
@@ -1438,7 +1419,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
          * repartition topic while decoding, changes before the record that waited), that output
          * must not be committed without the batch's source offsets: the open commit is aborted
          * and all of it is read again (issue 21) */
-        if (ps1.sent != ps0.sent) {
+        if (wd_collector_batch_sent(p->coll)) {
           wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
                  "and its records are read again on restart", err->message);
           wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
@@ -1459,10 +1440,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (p->gt && !wd_commit_changelog_restoring(p->commit)) { /* issue 11 point 4: the lookup topics */
       size_t ng = 0;
       err = global_batch(p, &ng);
-      if (wd_error_abortable(err)) {
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) {
+        if (err) break;
         continue;
       }
       if (err) break;
@@ -1475,7 +1454,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (wd_commit_due(p->commit) || (!n && wd_commit_pending(p->commit))) {
       if ((err = complete_commit(p))) break;
     } else if (!n) {
-      wd_producer_poll(p->prod);
+      wd_collector_poll(p->coll);
       /* before the first input, allow 10 s more for the group join */
       uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
       uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
@@ -1638,7 +1617,7 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
 static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, const char *const *cfgs,
                                          const char *what) {
   int have = 0;
-  wd_error_t *err = wd_producer_partition_count(p->prod, topic, 30000, &have);
+  wd_error_t *err = wd_collector_partition_count(p->coll, topic, 30000, &have);
   if (err) return err;
   if (have && have != p->rp.partitions)
     return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
@@ -1648,12 +1627,12 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
                         "start with a new group.id), since every task's rows would hold other keys",
                         what, topic, have, p->rp.partitions, have, p->cfg->kafka.group_id);
   if (have) return NULL;
-  if ((err = wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000))) return err;
+  if ((err = wd_collector_ensure_topic(p->coll, topic, p->rp.partitions, cfgs, 30000))) return err;
   /* until the broker's metadata lists it: a group that assigns before would leave it out until the
    * next metadata refresh (minutes) */
   for (int i = 0; i < 100 && !err && have != p->rp.partitions; i++) {
     if (i) sleep_ms(p, 100);
-    err = wd_producer_partition_count(p->prod, topic, 5000, &have);
+    err = wd_collector_partition_count(p->coll, topic, 5000, &have);
   }
   return err;
 }
@@ -1681,7 +1660,7 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
       break;
     }
     for (size_t k = 0; k < src->ntopics && !err; k++)
-      err = wd_producer_partition_count(p->prod, src->topics[k], 30000, &counts[i][k]);
+      err = wd_collector_partition_count(p->coll, src->topics[k], 30000, &counts[i][k]);
     in[i] = (wd_repartition_input_t){src->name, p->cfg->sources.v[i].repartition, is_lookup(p, (int)i), src->ntopics,
                                      (const char *const *)src->topics, counts[i]};
   }
@@ -1889,7 +1868,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
   p->stop_grace_s = (unsigned)(txn_timeout_ms > 0 ? txn_timeout_ms : 60000) / 1000u + 5u;
   p->settled = 1;
-  if (!err) err = wd_producer_new(&p->pconf, &p->prod);
+  if (!err) err = wd_collector_new(&p->pconf, &p->coll);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
   if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
@@ -1947,7 +1926,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .changelog_topic = p->changelog_topic,
       .txn_id = p->txn_id,
       .restore_conf = &p->rconf,
-      .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
+      .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* issue 13: history */
   };
   if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
@@ -1959,9 +1938,9 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "(from %s)", p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
-  if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
+  if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) goto fail;
   wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
-  wd_producer_set_wait(p->prod, producer_wait, p); /* a full producer queue serves the group */
+  wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
@@ -2005,12 +1984,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->pos_group);
   wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
   free(p->hc.in);
-  if (p->prod) {
-    wd_error_t *err = wd_producer_flush(p->prod, 10000);
-    if (err) wd_log(WD_LOG_WARN, "pipeline", "flushing the producer: %s", err->message);
-    wd_error_destroy(err);
-    wd_producer_destroy(p->prod);
-  }
+  wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);
   wd_kafka_conf_clear(&p->rconf);
