@@ -117,6 +117,19 @@ struct wd_commit {
   size_t ngin, cap_gin;
   uint32_t *kept;      /* the tasks of the assignment revoked last (not lost): owned continuously */
   size_t nkept, cap_kept;
+  /* issue 22 point 2 (docs/exactly-once.md "A commit that does not block the pipeline"): the
+   * transaction of the commit in OFFSETS_SENT commits in the background (committing) while the
+   * next commit's batches are merged; their inputs are noted in nx and their output is held by the
+   * collector until the commit is finalized (promote), or dropped with it when it aborts */
+  bool committing;
+  double committing_since;
+  bool dp_seen; /* the fault point during-produce was passed in the open commit */
+  struct {
+    wd_tp_offset_t *in, *gin;
+    size_t nin, cap_in, ngin, cap_gin;
+    uint64_t records;
+    double opened; /* 0: nothing noted */
+  } nx;
   /* fault hook */
   char fault[32];
   long fault_left;
@@ -187,6 +200,8 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->tps);
   free(c->gc);
   free(c->gin);
+  free(c->nx.in);
+  free(c->nx.gin);
   free(c->kept);
   wd_tasks_destroy(c->tasks);
   wd_error_destroy(c->cb_err);
@@ -1234,7 +1249,34 @@ wd_error_t *wd_commit_begin(wd_commit_t *c) {
   return wd_collector_begin(c->coll);
 }
 
+/* Notes next offset (offset + 1) of (topic, partition) in v[0..*n) (grown). 0, or -1 on no memory. */
+static int note_next(wd_tp_offset_t **v, size_t *n, size_t *cap, const char *topic, int32_t partition, int64_t offset) {
+  for (size_t i = 0; i < *n; i++)
+    if ((*v)[i].partition == partition && (*v)[i].topic == topic) {
+      if (offset + 1 > (*v)[i].offset) (*v)[i].offset = offset + 1;
+      return 0;
+    }
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    wd_tp_offset_t *nv = realloc(*v, nc * sizeof(*nv));
+    if (!nv) return -1;
+    *v = nv;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = (wd_tp_offset_t){topic, partition, offset + 1};
+  return 0;
+}
+
+/* A record taken while the previous commit's transaction commits: the next commit's. */
+static int note_next_commit(wd_commit_t *c, bool global, const char *topic, int32_t partition, int64_t offset) {
+  if (c->nx.opened == 0) c->nx.opened = wd_mono_s();
+  c->nx.records++;
+  return global ? note_next(&c->nx.gin, &c->nx.ngin, &c->nx.cap_gin, topic, partition, offset)
+                : note_next(&c->nx.in, &c->nx.nin, &c->nx.cap_in, topic, partition, offset);
+}
+
 int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (c->committing) return note_next_commit(c, false, topic, partition, offset);
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();
@@ -1256,7 +1298,10 @@ int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, i
   c->in[c->nin].partition = partition;
   c->in[c->nin].offset = offset + 1;
   c->nin++;
-  if (c->nin == 1 && wd_collector_txn_open(c->coll)) fault_point(c, "during-produce");
+  if (!c->dp_seen && wd_collector_txn_open(c->coll)) { /* the commit's first input with its transaction open */
+    c->dp_seen = true;
+    fault_point(c, "during-produce");
+  }
   return 0;
 }
 
@@ -1264,12 +1309,16 @@ bool wd_commit_pending(const wd_commit_t *c) { return c->phase != WD_PHASE_IDLE;
 
 bool wd_commit_due(const wd_commit_t *c) {
   if (c->phase == WD_PHASE_IDLE) return false;
+  if (c->committing) return true; /* its transaction commits in the background: see how it goes */
   if (c->conf.max_records && c->records >= c->conf.max_records) return true;
   return (wd_mono_s() - c->opened) * 1000.0 >= (double)c->conf.interval_ms;
 }
 
+bool wd_commit_committing(const wd_commit_t *c) { return c->committing; }
+
 static void reset_open(wd_commit_t *c) {
   c->phase = WD_PHASE_IDLE;
+  c->dp_seen = false;
   c->changelog_sent = false;
   c->records = 0;
   c->nin = 0;
@@ -1335,8 +1384,27 @@ static wd_error_t *rewind_consumer(wd_commit_t *c) {
   return err;
 }
 
+/* The records taken while a commit's transaction committed go with an abort. */
+static void drop_next(wd_commit_t *c) {
+  c->committing = false;
+  c->nx.nin = c->nx.ngin = 0;
+  c->nx.records = 0;
+  c->nx.opened = 0;
+}
+
+enum { RUN_ALL, RUN_ASYNC, RUN_FIRST };
+static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *aborted, int mode);
+
 wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   wd_error_t *err = NULL;
+  if (c->committing && c->phase == WD_PHASE_OFFSETS_SENT) {
+    /* issue 22 point 2: the commit whose transaction is committing is resolved first (completed, or
+     * aborted by the broker's answer): it may have committed, so it is never taken back here; what
+     * is aborted is what was taken after it */
+    bool ab = false;
+    if ((err = run_phases(c, c->stop, &ab, RUN_FIRST))) return err;
+    if (ab) return NULL; /* it aborted itself, and everything after it with it */
+  }
   if (c->phase == WD_PHASE_IDLE) return NULL;
   wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
          "its records are read again", c->number + 1, c->records, why);
@@ -1373,6 +1441,7 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   wd_state_discard(c->state);
   wd_state_drop_clean(c->state); /* the snapshot's entries were marked clean with uncommitted bytes */
   reset_open(c);
+  drop_next(c);
   if (c->in_batch) c->batch_invalid = true;
   if (c->conf.hooks.aborted) c->conf.hooks.aborted(c->conf.hooks.ctx);
   if (!c->in_callback) err = rewind_consumer(c);
@@ -1407,10 +1476,47 @@ static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *abo
 /* Step 3 under exactly-once: commit_transaction, retried while its outcome is unknown. Returns
  * with c->phase COMMITTED on success, IDLE when aborted (or completed by a nested run inside a
  * rebalance callback while it waited). */
-static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+/* How long, and for how many held records, a commit's transaction may commit in the background
+ * (issue 22 point 2) before the pipeline waits for it as before. */
+#define WD_OVERLAP_MAX_S 2.0
+#define WD_OVERLAP_MAX_HELD 200000
+
+static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, bool async) {
   wd_error_t *err = NULL;
   double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
-  if (fault_due(c, "during-commit")) {
+  if (async && c->conf.group && !c->in_callback && !(stop && *stop)) {
+    /* issue 22 point 2: librdkafka's commit is resumable; called without waiting, it goes on in
+     * the background while the pipeline merges the next batches, whose output the collector holds
+     * until this commit is finalized */
+    if (!c->committing && fault_due(c, "during-commit")) {
+      wd_error_destroy(wd_collector_commit(c->coll, 1));
+      fault_kill(c, "during-commit");
+    }
+    err = wd_collector_commit(c->coll, 0);
+    wd_collect_class_t k = wd_collector_classify(err);
+    if (k == WD_COLLECT_OK) {
+      c->phase = WD_PHASE_COMMITTED;
+      return NULL;
+    }
+    if (k == WD_COLLECT_RETRY &&
+        (!c->committing || (wd_mono_s() - c->committing_since < WD_OVERLAP_MAX_S &&
+                            wd_collector_held(c->coll) < WD_OVERLAP_MAX_HELD))) {
+      if (!c->committing) {
+        c->committing = true;
+        c->committing_since = wd_mono_s();
+        wd_collector_hold(c->coll, 0);
+      }
+      wd_error_destroy(err);
+      return NULL;
+    }
+    if (k != WD_COLLECT_RETRY) {
+      c->committing = false; /* aborted with everything taken after it, or a stop */
+      return abort_if_abortable(c, err, aborted);
+    }
+    wd_error_destroy(err); /* too long in the background: waited for below, as before */
+    err = NULL;
+  }
+  if (!c->committing && fault_due(c, "during-commit")) {
     /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
     wd_error_destroy(wd_collector_commit(c->coll, 1));
     fault_kill(c, "during-commit");
@@ -1423,7 +1529,10 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
       return NULL;
     }
     wd_collect_class_t k = wd_collector_classify(err);
-    if (k == WD_COLLECT_ABORT) return abort_if_abortable(c, err, aborted);
+    if (k == WD_COLLECT_ABORT) {
+      c->committing = false; /* what was taken after it goes too (drop_next) */
+      return abort_if_abortable(c, err, aborted);
+    }
     if (k != WD_COLLECT_RETRY) return err; /* fenced, fatal, other */
     if ((stop && *stop >= 2) || stop_expired(c)) {
       wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
@@ -1470,19 +1579,77 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   }
   wd_log(WD_LOG_INFO, "commit", "commit %" PRIu64 ": the transaction did not commit", c->number + 1);
   if (aborted) *aborted = true;
+  c->committing = false;
   return wd_commit_abort(c, "its transaction did not commit");
 }
 
 /* The steps of docs/exactly-once.md, one phase at a time, so that a nested run (a rebalance
  * callback while this one waits) continues from where the outer one is and the outer one then
  * finds the commit done. */
+/* After the commit that committed in the background is finalized: what was taken meanwhile becomes
+ * the open commit (its output still held by the collector: release_next sends it). */
+static void promote(wd_commit_t *c) {
+  if (!c->committing) return;
+  c->committing = false;
+  wd_tp_offset_t *t = c->in;
+  size_t cap = c->cap_in;
+  c->in = c->nx.in;
+  c->cap_in = c->nx.cap_in;
+  c->nin = c->nx.nin;
+  c->nx.in = t;
+  c->nx.cap_in = cap;
+  t = c->gin;
+  cap = c->cap_gin;
+  c->gin = c->nx.gin;
+  c->cap_gin = c->nx.cap_gin;
+  c->ngin = c->nx.ngin;
+  c->nx.gin = t;
+  c->nx.cap_gin = cap;
+  c->records = c->nx.records;
+  if (c->nx.opened > 0 || wd_collector_held(c->coll)) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = c->nx.opened > 0 ? c->nx.opened : wd_mono_s();
+  } else {
+    wd_error_destroy(wd_collector_release(c->coll)); /* nothing held: holding ends */
+  }
+  c->nx.nin = c->nx.ngin = 0;
+  c->nx.records = 0;
+  c->nx.opened = 0;
+}
+
+/* The held output of the promoted commit into its transaction (begun now). */
+static wd_error_t *release_next(wd_commit_t *c, bool *ab) {
+  if (!wd_collector_holding(c->coll)) return NULL;
+  wd_error_t *err = wd_collector_release(c->coll);
+  if (!err && c->nin && !c->dp_seen && wd_collector_txn_open(c->coll)) {
+    c->dp_seen = true;
+    fault_point(c, "during-produce");
+  }
+  return abort_if_abortable(c, err, ab);
+}
+
 wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+  return run_phases(c, stop, aborted, RUN_ALL);
+}
+
+wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+  return run_phases(c, stop, aborted, c->conf.exactly_once ? RUN_ASYNC : RUN_ALL);
+}
+
+/* mode RUN_ALL: every commit open is completed (a commit committing in the background first, then
+ * the one taken meanwhile); RUN_ASYNC: the open commit is completed unless its transaction goes on
+ * committing in the background (then it returns; call again), and the one taken meanwhile stays
+ * open; RUN_FIRST: only the commit committing in the background is completed, what was taken
+ * meanwhile stays open and held (for an abort of it). */
+static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *aborted, int mode) {
   wd_error_t *err = NULL;
   wd_buf_t rec = {0};
   wd_store_batch_t *pb = NULL;
   bool ab = false;
+  uint64_t n0 = c->number;
   if (aborted) *aborted = false;
   while (c->phase != WD_PHASE_IDLE && !err && !ab) {
+    if (mode != RUN_ALL && c->number != n0) break; /* a commit was finalized: the next one stays open */
     switch (c->phase) {
     case WD_PHASE_IDLE: break;
     case WD_PHASE_OPEN: {
@@ -1604,7 +1771,8 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
     }
     case WD_PHASE_OFFSETS_SENT:
       /* 3. commit */
-      err = commit_txn(c, stop, &ab);
+      err = commit_txn(c, stop, &ab, mode == RUN_ASYNC);
+      if (!err && mode == RUN_ASYNC && c->committing && c->phase == WD_PHASE_OFFSETS_SENT) goto done;
       break;
     case WD_PHASE_COMMITTED:
       fault_point(c, "after-commit");
@@ -1628,10 +1796,13 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %" PRIu64 " records, %zu partitions, %.1f ms", c->number,
              c->records, c->nin, (wd_mono_s() - c->t0) * 1000.0);
       reset_open(c);
+      bool was_committing = c->committing;
+      promote(c); /* issue 22 point 2: what was taken meanwhile is the open commit now */
       if (c->conf.hooks.committed) c->conf.hooks.committed(c->conf.hooks.ctx, c->number);
       /* at once when stopping or in a rebalance (in_callback): the next owner of a stateless
        * partition starts at the group's offset */
       group_commit(c, (stop && *stop) || c->in_callback);
+      if (was_committing && mode != RUN_FIRST) err = release_next(c, &ab);
       break;
     }
   }
@@ -1654,6 +1825,7 @@ void wd_commit_set_global(wd_commit_t *c, wd_consumer_t *group_cons, const char 
 }
 
 int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
+  if (c->committing) return note_next_commit(c, true, topic, partition, offset);
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();

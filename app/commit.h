@@ -208,6 +208,21 @@ bool wd_commit_stop_expired(wd_commit_t *c);
  * E_STOPPED. */
 wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted);
 
+/* As wd_commit_run, but the pipeline need not wait for the transaction's commit (issue 22 point 2,
+ * docs/exactly-once.md "A commit that does not block the pipeline"): under exactly-once in a group,
+ * commit_transaction is called without waiting and, while it goes on in the background
+ * (wd_commit_committing), the call returns; the records taken meanwhile belong to the next commit
+ * (their inputs noted apart, their output held by the collector) and each later call (wd_commit_due
+ * says true meanwhile) looks again; once the transaction committed the commit is finalized, the
+ * next one becomes the open commit and its held output is sent in its transaction, and the call
+ * returns with it open. Past 2 s or 200,000 held records it waits as wd_commit_run. An abort while
+ * a commit is committing (wd_commit_abort, a lost partition) first completes that commit (it may
+ * have committed), then aborts what was taken after it. Errors: as wd_commit_run. */
+wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted);
+
+/* Whether a commit's transaction is committing in the background (wd_commit_run_async). */
+bool wd_commit_committing(const wd_commit_t *c);
+
 /* Aborts the open commit (as after an abortable error). Errors: fatal ones of abort_transaction. */
 wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);
 

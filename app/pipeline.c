@@ -105,13 +105,15 @@ struct wd_pipeline {
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
   /* ---- issue 13: the open commit's history record (app/history.h) and the metrics ---- */
-  struct {
+  struct wd_hist_open {
     wd_commit_range_t *in; /* input offsets [from, to) per partition (topics: the sources') */
     size_t nin, cap;
     uint64_t records_in, changes_out, dead_letters, restored;
     double t0;             /* first batch of the commit (monotonic s) */
     double last_duration_s;
-  } hc;
+  } hc, hs; /* hc: the open commit's; hs: the commit being completed (from its snapshot on: issue 22
+             * point 2, the next commit's batches may be taken while it commits) */
+  wd_buf_t trace_hs; /* the trace lines of the commit being completed */
   wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
   struct {
     wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
@@ -220,9 +222,15 @@ static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int
   return 0;
 }
 
+static void hist_clear(struct wd_hist_open *h) {
+  h->nin = 0;
+  h->records_in = h->changes_out = h->dead_letters = h->restored = 0;
+  h->t0 = 0;
+}
+
 static void hist_reset(wd_pipeline_t *p) {
-  p->hc.nin = 0;
-  p->hc.records_in = p->hc.changes_out = p->hc.dead_letters = p->hc.restored = 0;
+  hist_clear(&p->hc);
+  hist_clear(&p->hs);
   wd_collector_ranges_reset(p->coll);
 }
 
@@ -235,19 +243,31 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
   for (size_t i = 0; i < npr; i++) /* the changelog's partitions only (not the dead-letter topic's) */
     if (!strcmp(pr[i].topic, p->cfg->sink.topic))
       out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
-  p->hc.last_duration_s = p->hc.t0 > 0 ? wd_mono_s() - p->hc.t0 : 0;
+  p->hs.last_duration_s = p->hs.t0 > 0 ? wd_mono_s() - p->hs.t0 : 0;
   const char *mode = p->opts.replay ? "rebuild"
-                     : p->hc.records_in && p->hc.restored == p->hc.records_in ? "restore"
+                     : p->hs.records_in && p->hs.restored == p->hs.records_in ? "restore"
                                                                               : "incremental";
-  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
-                         p->hc.changes_out, p->hc.dead_letters, p->hc.last_duration_s * 1000.0};
+  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hs.in, p->hs.nin, out, nout, p->hs.records_in,
+                         p->hs.changes_out, p->hs.dead_letters, p->hs.last_duration_s * 1000.0};
   int rc = wd_history_add(b, &ci, (size_t)p->cfg->state.history_size);
   free(out);
   return rc;
 }
 
+/* At the commit's snapshot: what was noted so far is this commit's (hs); what is taken from now on
+ * belongs to the next one (hc), whose batches may be merged while this one commits (issue 22
+ * point 2). */
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
-  return hist_add(ctx, number, b, false);
+  wd_pipeline_t *p = ctx;
+  struct wd_hist_open t = p->hs;
+  p->hs = p->hc;
+  p->hc = t;
+  hist_clear(&p->hc);
+  wd_buf_t tb = p->trace_hs;
+  p->trace_hs = p->trace_buf;
+  p->trace_buf = tb;
+  wd_buf_reset(&p->trace_buf);
+  return hist_add(p, number, b, false);
 }
 
 static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) { return hist_add(ctx, number, b, true); }
@@ -390,20 +410,22 @@ static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   (void)number;
   if (p->metrics) { /* issue 13 */
-    wd_metric_observe(p->m.commit, NULL, p->hc.last_duration_s);
+    wd_metric_observe(p->m.commit, NULL, p->hs.last_duration_s);
     wd_metric_add(p->m.commits, NULL, 1);
   }
-  hist_reset(p); /* issue 13 */
+  hist_clear(&p->hs); /* issue 13; hc may hold the next commit's already (issue 22 point 2) */
+  wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
   p->st.commits++;
-  if (p->trace && p->trace_buf.len) fwrite(p->trace_buf.data, 1, p->trace_buf.len, p->trace);
-  wd_buf_reset(&p->trace_buf);
+  if (p->trace && p->trace_hs.len) fwrite(p->trace_hs.data, 1, p->trace_hs.len, p->trace);
+  wd_buf_reset(&p->trace_hs);
 }
 
 static void on_aborted(void *ctx) {
   wd_pipeline_t *p = ctx;
-  hist_reset(p); /* issue 13: its output was discarded */
+  hist_reset(p); /* issue 13: its output was discarded (and the next one's, taken meanwhile) */
   wd_buf_reset(&p->trace_buf);
+  wd_buf_reset(&p->trace_hs);
   p->st.aborted_commits++;
   if (p->gt) { /* what the commit took of the lookup topics is read again; its reconciles redone */
     wd_error_t *err = wd_gtable_rewind(p->gt, true);
@@ -1346,6 +1368,13 @@ static wd_error_t *complete_commit(wd_pipeline_t *p) {
   return wd_commit_run(p->commit, &p->stop, &aborted);
 }
 
+/* As complete_commit, but while input flows the transaction's commit goes on in the background and
+ * the next batches are merged meanwhile, their output held (issue 22 point 2). */
+static wd_error_t *complete_commit_async(wd_pipeline_t *p) {
+  bool aborted = false;
+  return wd_commit_run_async(p->commit, &p->stop, &aborted);
+}
+
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   size_t max = (size_t)p->cfg->pipeline.batch_size;
@@ -1368,6 +1397,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     /* with a commit open, wait no longer than its interval for more input */
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
     if (restoring) wait = 0;
+    if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
     if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
     if ((err = wd_commit_take_error(p->commit))) {
       release_batch(p, n);
@@ -1451,7 +1481,9 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         n += ng;
       }
     }
-    if (wd_commit_due(p->commit) || (!n && wd_commit_pending(p->commit))) {
+    if (n && wd_commit_due(p->commit)) { /* input flows: the commit need not stop it (issue 22 point 2) */
+      if ((err = complete_commit_async(p))) break;
+    } else if (wd_commit_due(p->commit) || (!n && wd_commit_pending(p->commit))) {
       if ((err = complete_commit(p))) break;
     } else if (!n) {
       wd_collector_poll(p->coll);
@@ -1984,6 +2016,8 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->pos_group);
   wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
   free(p->hc.in);
+  free(p->hs.in);
+  wd_buf_free(&p->trace_hs);
   wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);
