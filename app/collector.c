@@ -5,6 +5,8 @@
 #include "app/collector.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,18 @@ struct wd_collector {
   wd_buf_t hbuf;
   char **topics; /* topic names of held records, owned */
   size_t ntopics;
+  /* the commit on a helper thread (wd_collector_commit_start): while started, only that thread
+   * touches the producer (its delivery reports run there) */
+  bool bg_started;
+  atomic_bool bg_done;
+  pthread_t bg_thread;
+  int bg_timeout_ms;
+  wd_error_t *bg_err; /* the thread's result, read after the join */
 };
+
+static wd_error_t *busy_error(const char *what) {
+  return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "%s while the transaction's commit runs in the background", what);
+}
 
 wd_collect_class_t wd_collector_classify(const wd_error_t *err) {
   if (!err) return WD_COLLECT_OK;
@@ -79,6 +92,7 @@ wd_error_t *wd_collector_new(const wd_kafka_conf_t *conf, wd_collector_t **out) 
 
 void wd_collector_destroy(wd_collector_t *c) {
   if (!c) return;
+  if (c->bg_started) wd_error_destroy(wd_collector_commit_join(c));
   if (c->prod) {
     wd_error_t *err = wd_producer_flush(c->prod, 10000);
     if (err) wd_log(WD_LOG_WARN, "collector", "closing the producer: %s", err->message);
@@ -109,6 +123,7 @@ bool wd_collector_txn_open(const wd_collector_t *c) { return c->txn_open; }
 
 wd_error_t *wd_collector_init(wd_collector_t *c, int timeout_ms) {
   if (!c->transactional) return NULL;
+  if (c->bg_started) return busy_error("init_transactions");
   return wd_producer_txn_init(c->prod, timeout_ms);
 }
 
@@ -127,6 +142,7 @@ static void close_round(wd_collector_t *c) {
 
 wd_error_t *wd_collector_begin(wd_collector_t *c) {
   if (c->holding) return NULL;
+  if (c->bg_started) return busy_error("beginning a transaction");
   open_round(c);
   if (!c->transactional || c->txn_open) return NULL;
   wd_error_t *err = wd_producer_txn_begin(c->prod);
@@ -233,12 +249,14 @@ wd_error_t *wd_collector_dead_letter(wd_collector_t *c, const char *dlq_topic, c
 wd_error_t *wd_collector_send_offsets(wd_collector_t *c, const wd_tp_offset_t *offsets, size_t n,
                                       const wd_group_meta_t *gm, int timeout_ms) {
   if (n == 0) return NULL;
+  if (c->bg_started) return busy_error("sending offsets");
   wd_error_t *err = wd_collector_begin(c);
   if (!err) err = wd_producer_txn_send_offsets(c->prod, offsets, n, gm, timeout_ms);
   return err;
 }
 
 wd_error_t *wd_collector_commit(wd_collector_t *c, int timeout_ms) {
+  if (c->bg_started) return wd_collector_commit_join(c);
   if (!c->txn_open) {
     close_round(c);
     return NULL;
@@ -254,6 +272,8 @@ static void drop_held(wd_collector_t *c) {
 }
 
 wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms) {
+  /* never while its commit runs: it may have committed (the caller resolves it first) */
+  if (c->bg_started) return busy_error("aborting the transaction");
   drop_held(c);
   c->holding = false;
   wd_producer_offsets_reset(c->prod);
@@ -269,12 +289,14 @@ wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms) {
 }
 
 wd_error_t *wd_collector_wait_acked(wd_collector_t *c, int timeout_ms) {
+  if (c->bg_started) return busy_error("waiting for acknowledgements");
   wd_error_t *err = wd_producer_wait_acked(c->prod, timeout_ms);
   if (!err && !c->transactional) c->round_open = false; /* at-least-once: the commit's output is complete */
   return err;
 }
 
 wd_error_t *wd_collector_reopen(wd_collector_t *c) {
+  if (c->bg_started) return busy_error("re-creating the producer");
   wd_producer_t *np = NULL;
   wd_error_t *err = wd_producer_new(&c->conf, &np);
   for (int attempt = 0; !err; attempt++) {
@@ -305,6 +327,7 @@ bool wd_collector_holding(const wd_collector_t *c) { return c->holding; }
 size_t wd_collector_held(const wd_collector_t *c) { return c->nheld - c->next_held; }
 
 wd_error_t *wd_collector_release(wd_collector_t *c) {
+  if (c->bg_started) return busy_error("releasing held records");
   c->holding = false;
   wd_error_t *err = NULL;
   if (c->next_held < c->nheld && (err = wd_collector_begin(c))) return err;
@@ -353,9 +376,45 @@ size_t wd_collector_ranges(const wd_collector_t *c, const wd_producer_range_t **
 
 void wd_collector_ranges_reset(wd_collector_t *c) { wd_producer_offsets_reset(c->prod); }
 
-void wd_collector_poll(wd_collector_t *c) { wd_producer_poll(c->prod); }
+void wd_collector_poll(wd_collector_t *c) {
+  if (!c->bg_started) wd_producer_poll(c->prod); /* else the commit's thread serves the reports */
+}
 
-bool wd_collector_unreachable(const wd_collector_t *c) { return wd_producer_unreachable(c->prod); }
+bool wd_collector_unreachable(const wd_collector_t *c) { return !c->bg_started && wd_producer_unreachable(c->prod); }
+
+static void *commit_thread(void *arg) {
+  wd_collector_t *c = arg;
+  c->bg_err = wd_producer_txn_commit(c->prod, c->bg_timeout_ms);
+  atomic_store(&c->bg_done, true);
+  return NULL;
+}
+
+wd_error_t *wd_collector_commit_start(wd_collector_t *c, int timeout_ms) {
+  if (c->bg_started) return busy_error("starting a commit");
+  if (!c->txn_open) return NULL; /* nothing to commit: done at once */
+  c->holding = true; /* records sent meanwhile belong to the next transaction */
+  c->bg_timeout_ms = timeout_ms;
+  c->bg_err = NULL;
+  atomic_store(&c->bg_done, false);
+  int rc = pthread_create(&c->bg_thread, NULL, commit_thread, c);
+  if (rc) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "starting the commit's thread: %s", strerror(rc));
+  c->bg_started = true;
+  return NULL;
+}
+
+bool wd_collector_commit_busy(const wd_collector_t *c) { return c->bg_started && !atomic_load(&c->bg_done); }
+
+bool wd_collector_commit_started(const wd_collector_t *c) { return c->bg_started; }
+
+wd_error_t *wd_collector_commit_join(wd_collector_t *c) {
+  if (!c->bg_started) return NULL;
+  pthread_join(c->bg_thread, NULL);
+  c->bg_started = false;
+  wd_error_t *err = c->bg_err;
+  c->bg_err = NULL;
+  if (!err) close_round(c);
+  return err;
+}
 
 wd_error_t *wd_collector_ensure_topic(wd_collector_t *c, const char *topic, int partitions,
                                       const char *const *configs, int timeout_ms) {

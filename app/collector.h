@@ -41,7 +41,8 @@
  *
  * Ownership: the collector owns its producer and its copy of the configuration; hook contexts
  * are borrowed. Thread: the pipeline's thread only (hooks run on it, inside the collector's calls;
- * the producer's delivery reports run inside them too).
+ * the producer's delivery reports run inside them too), except the commit started by
+ * wd_collector_commit_start, which runs on a helper thread until joined (see there).
  */
 #ifndef WD_COLLECTOR_H
 #define WD_COLLECTOR_H
@@ -170,6 +171,23 @@ void wd_collector_hold(wd_collector_t *c, size_t max_bytes);
 bool wd_collector_holding(const wd_collector_t *c);
 size_t wd_collector_held(const wd_collector_t *c);
 wd_error_t *wd_collector_release(wd_collector_t *c);
+
+/* The commit on a helper thread (issue 22 point 2): wd_collector_commit_start runs librdkafka's
+ * commit_transaction(timeout_ms) on a thread of its own and returns at once (a no-op when no
+ * transaction is open); from then on the collector holds every record sent (wd_collector_hold)
+ * and nothing else touches the producer (wd_collector_poll is a no-op; begin, send_offsets,
+ * abort, release, reopen, init and wait_acked refuse with "E_INTERNAL"), since the producer's
+ * delivery reports run on that thread. wd_collector_commit_busy says whether the thread still
+ * runs; wd_collector_commit_join (and wd_collector_commit, which joins when started) waits for it
+ * and returns its result, classified as wd_collector_commit's (RETRY: call wd_collector_commit
+ * again, it resumes; ABORT: wd_collector_abort). Short timeouts are not used: librdkafka 2.0.2
+ * asserts on a commit called again and again with a tiny timeout (a state transition
+ * CommittingTransaction -> AbortedNotAcked), so the commit runs with the normal timeout, off the
+ * pipeline's thread. Errors of start: "E_INTERNAL" (a commit runs already, no thread). */
+wd_error_t *wd_collector_commit_start(wd_collector_t *c, int timeout_ms);
+bool wd_collector_commit_busy(const wd_collector_t *c);
+bool wd_collector_commit_started(const wd_collector_t *c);
+wd_error_t *wd_collector_commit_join(wd_collector_t *c);
 
 /* The batch in hand: mark at its start; batch_sent says whether any record (sent or held) was
  * produced since the mark. */

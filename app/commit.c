@@ -124,6 +124,9 @@ struct wd_commit {
   bool committing;
   double committing_since;
   bool dp_seen; /* the fault point during-produce was passed in the open commit */
+  bool no_overlap; /* WIDEN_COMMIT_OVERLAP=0 */
+  uint64_t naborts; /* commits aborted (wd_commit_abort) */
+  uint64_t overlapped; /* commits finalized after committing in the background */
   struct {
     wd_tp_offset_t *in, *gin;
     size_t nin, cap_in, ngin, cap_gin;
@@ -173,6 +176,10 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd
   c->store = store;
   /* exactly-once writes each commit's rows before its outcome is known: with their prior entries */
   if (state) wd_state_set_undo(state, c->conf.exactly_once);
+  /* issue 22 point 2: WIDEN_COMMIT_OVERLAP=0 waits for every commit as before (for interleaved
+   * before/after benchmarks, bench/README.md) */
+  const char *ov = getenv("WIDEN_COMMIT_OVERLAP");
+  c->no_overlap = ov && !strcmp(ov, "0");
   const char *f = getenv("WIDEN_FAULT");
   if (f && *f) {
     const char *colon = strchr(f, ':');
@@ -1316,6 +1323,8 @@ bool wd_commit_due(const wd_commit_t *c) {
 
 bool wd_commit_committing(const wd_commit_t *c) { return c->committing; }
 
+uint64_t wd_commit_overlapped(const wd_commit_t *c) { return c->overlapped; }
+
 static void reset_open(wd_commit_t *c) {
   c->phase = WD_PHASE_IDLE;
   c->dp_seen = false;
@@ -1406,6 +1415,7 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
     if (ab) return NULL; /* it aborted itself, and everything after it with it */
   }
   if (c->phase == WD_PHASE_IDLE) return NULL;
+  c->naborts++;
   wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
          "its records are read again", c->number + 1, c->records, why);
   {
@@ -1477,7 +1487,8 @@ static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *abo
  * with c->phase COMMITTED on success, IDLE when aborted (or completed by a nested run inside a
  * rebalance callback while it waited). */
 /* How long, and for how many held records, a commit's transaction may commit in the background
- * (issue 22 point 2) before the pipeline waits for it as before. */
+ * (issue 22 point 2) before the pipeline waits for it as before; also once the next commit holds
+ * pipeline.commit-max-records records (a commit stays within its bound). */
 #define WD_OVERLAP_MAX_S 2.0
 #define WD_OVERLAP_MAX_HELD 200000
 
@@ -1485,36 +1496,29 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   wd_error_t *err = NULL;
   double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
   if (async && c->conf.group && !c->in_callback && !(stop && *stop)) {
-    /* issue 22 point 2: librdkafka's commit is resumable; called without waiting, it goes on in
-     * the background while the pipeline merges the next batches, whose output the collector holds
-     * until this commit is finalized */
-    if (!c->committing && fault_due(c, "during-commit")) {
-      wd_error_destroy(wd_collector_commit(c->coll, 1));
-      fault_kill(c, "during-commit");
-    }
-    err = wd_collector_commit(c->coll, 0);
-    wd_collect_class_t k = wd_collector_classify(err);
-    if (k == WD_COLLECT_OK) {
-      c->phase = WD_PHASE_COMMITTED;
-      return NULL;
-    }
-    if (k == WD_COLLECT_RETRY &&
-        (!c->committing || (wd_mono_s() - c->committing_since < WD_OVERLAP_MAX_S &&
-                            wd_collector_held(c->coll) < WD_OVERLAP_MAX_HELD))) {
-      if (!c->committing) {
-        c->committing = true;
-        c->committing_since = wd_mono_s();
-        wd_collector_hold(c->coll, 0);
+    /* issue 22 point 2: commit_transaction runs on the collector's helper thread while the
+     * pipeline merges the next batches, whose output the collector holds until this commit is
+     * finalized (librdkafka 2.0.2 is not safe with short commit timeouts called again and again:
+     * collector.h) */
+    if (!c->committing) {
+      if (fault_due(c, "during-commit")) {
+        wd_error_destroy(wd_collector_commit(c->coll, 1));
+        fault_kill(c, "during-commit");
       }
-      wd_error_destroy(err);
+      if ((err = wd_collector_commit_start(c->coll, stop_budget_ms(c, 10000)))) return err;
+      if (!wd_collector_commit_started(c->coll)) { /* no transaction open: nothing to wait for */
+        c->phase = WD_PHASE_COMMITTED;
+        return NULL;
+      }
+      c->committing = true;
+      c->committing_since = wd_mono_s();
       return NULL;
     }
-    if (k != WD_COLLECT_RETRY) {
-      c->committing = false; /* aborted with everything taken after it, or a stop */
-      return abort_if_abortable(c, err, aborted);
-    }
-    wd_error_destroy(err); /* too long in the background: waited for below, as before */
-    err = NULL;
+    if (wd_collector_commit_busy(c->coll) && wd_mono_s() - c->committing_since < WD_OVERLAP_MAX_S &&
+        wd_collector_held(c->coll) < WD_OVERLAP_MAX_HELD &&
+        (!c->conf.max_records || c->nx.records < c->conf.max_records))
+      return NULL;
+    /* done, or too long in the background: its result (waited for) below, as before */
   }
   if (!c->committing && fault_due(c, "during-commit")) {
     /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
@@ -1591,6 +1595,7 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
 static void promote(wd_commit_t *c) {
   if (!c->committing) return;
   c->committing = false;
+  c->overlapped++;
   wd_tp_offset_t *t = c->in;
   size_t cap = c->cap_in;
   c->in = c->nx.in;
@@ -1620,7 +1625,35 @@ static void promote(wd_commit_t *c) {
 /* The held output of the promoted commit into its transaction (begun now). */
 static wd_error_t *release_next(wd_commit_t *c, bool *ab) {
   if (!wd_collector_holding(c->coll)) return NULL;
-  wd_error_t *err = wd_collector_release(c->coll);
+  /* sent as a batch in hand: a full queue serves the group, and a rebalance meanwhile aborts this
+   * commit (its output is half sent) instead of completing it */
+  bool in_batch = c->in_batch;
+  if (!c->in_callback) {
+    c->in_batch = true;
+    c->batch_invalid = false;
+  }
+  wd_error_t *err = NULL;
+  for (;;) {
+    uint64_t a0 = c->naborts;
+    err = wd_collector_release(c->coll);
+    if (c->naborts != a0) { /* aborted by a rebalance while it waited: its records are read again */
+      wd_error_destroy(err);
+      err = NULL;
+      if (ab) *ab = true;
+      break;
+    }
+    if (err && c->batch_invalid && wd_error_is(err, WD_EID_E_STOPPED) && !stop_expired(c)) {
+      c->batch_invalid = false; /* an assignment, not an abort: go on sending */
+      wd_error_destroy(err);
+      continue;
+    }
+    break;
+  }
+  if (!c->in_callback) {
+    c->in_batch = in_batch;
+    c->batch_invalid = false;
+  }
+  if (!err && ab && *ab) return NULL;
   if (!err && c->nin && !c->dp_seen && wd_collector_txn_open(c->coll)) {
     c->dp_seen = true;
     fault_point(c, "during-produce");
@@ -1633,7 +1666,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
 }
 
 wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted) {
-  return run_phases(c, stop, aborted, c->conf.exactly_once ? RUN_ASYNC : RUN_ALL);
+  return run_phases(c, stop, aborted, c->conf.exactly_once && !c->no_overlap ? RUN_ASYNC : RUN_ALL);
 }
 
 /* mode RUN_ALL: every commit open is completed (a commit committing in the background first, then

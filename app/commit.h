@@ -106,7 +106,9 @@ typedef struct wd_commit_conf {
 /* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the
  * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
  * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
- * itself with SIGKILL. *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
+ * itself with SIGKILL. WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
+ * wd_commit_run (the behaviour before issue 22 point 2; for interleaved benchmarks).
+ * *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
 wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out);
 void wd_commit_destroy(wd_commit_t *c);
@@ -222,6 +224,9 @@ wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *
 
 /* Whether a commit's transaction is committing in the background (wd_commit_run_async). */
 bool wd_commit_committing(const wd_commit_t *c);
+/* Commits finalized after their transaction committed in the background (the next batches merged
+ * meanwhile). */
+uint64_t wd_commit_overlapped(const wd_commit_t *c);
 
 /* Aborts the open commit (as after an abortable error). Errors: fatal ones of abort_transaction. */
 wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);

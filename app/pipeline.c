@@ -1120,6 +1120,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
+  if (p->commit && wd_commit_overlapped(p->commit)) /* issue 22 point 2 */
+    fprintf(f, "; %" PRIu64 " commits completed while the next batches were merged", wd_commit_overlapped(p->commit));
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
   if (p->standby)
     fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
