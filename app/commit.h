@@ -212,12 +212,13 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
 
 /* As wd_commit_run, but the pipeline need not wait for the transaction's commit (issue 22 point 2,
  * docs/exactly-once.md "A commit that does not block the pipeline"): under exactly-once in a group,
- * commit_transaction is called without waiting and, while it goes on in the background
- * (wd_commit_committing), the call returns; the records taken meanwhile belong to the next commit
+ * commit_transaction runs on the collector's helper thread (wd_collector_commit_start) and, while it
+ * runs (wd_commit_committing), the call returns; the records taken meanwhile belong to the next commit
  * (their inputs noted apart, their output held by the collector) and each later call (wd_commit_due
  * says true meanwhile) looks again; once the transaction committed the commit is finalized, the
  * next one becomes the open commit and its held output is sent in its transaction, and the call
- * returns with it open. Past 2 s or 200,000 held records it waits as wd_commit_run. An abort while
+ * returns with it open. Past 2 s, 200,000 held records or pipeline.commit-max-records records of
+ * the next commit it waits as wd_commit_run. An abort while
  * a commit is committing (wd_commit_abort, a lost partition) first completes that commit (it may
  * have committed), then aborts what was taken after it. Errors: as wd_commit_run. */
 wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted);

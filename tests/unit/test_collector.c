@@ -442,3 +442,46 @@ Test(collector, held_records_go_in_order_into_the_next_transaction, .timeout = 6
   wd_collector_destroy(c);
   mock_done(&m);
 }
+
+Test(collector, a_commit_on_the_helper_thread_holds_what_is_sent_meanwhile, .timeout = 60) {
+  mock_t m;
+  mock_new(&m, 1);
+  wd_collector_t *c = collector(&m, "wd-coll-bg", NULL, NULL);
+  send_batch(c, "out", "bgfirst", 3);
+  /* EndTxn answered after 1 s: the commit runs on the helper thread meanwhile */
+  rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, API_END_TXN, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 1000);
+  double t0 = wd_mono_s();
+  wd_error_t *err = wd_collector_commit_start(c, 10000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_assert(wd_collector_commit_started(c));
+  cr_assert_lt(wd_mono_s() - t0, 0.5, "commit_start waited for the commit");
+  cr_assert(wd_collector_commit_busy(c));
+  /* records sent meanwhile are held, not produced into the committing transaction */
+  send_batch(c, "out", "bgnext", 2);
+  cr_assert_eq(wd_collector_held(c), 2);
+  wd_collector_poll(c); /* a no-op: the thread serves the producer */
+  /* an abort now is refused: the commit may have committed */
+  err = wd_collector_abort(c, 1000);
+  cr_assert_not_null(err, "an abort while the commit runs was accepted");
+  cr_assert_eq(wd_collector_classify(err), WD_COLLECT_FATAL);
+  wd_error_destroy(err);
+  cr_assert_eq(wd_collector_held(c), 2, "the refused abort dropped the held records");
+  for (int i = 0; i < 500 && wd_collector_commit_busy(c); i++) usleep(10000);
+  cr_assert_not(wd_collector_commit_busy(c), "the commit's thread did not finish in 5 s");
+  err = wd_collector_commit_join(c);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_assert_not(wd_collector_txn_open(c));
+  int found = 0;
+  read_all(&m, "out", "bgnext", &found);
+  cr_assert_eq(found, 0, "a held record reached the log before its transaction");
+  cr_assert_null(wd_collector_release(c));
+  cr_assert(wd_collector_txn_open(c), "release did not begin the next transaction");
+  err = wd_collector_commit(c, 10000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  read_all(&m, "out", "bgnext", &found);
+  cr_assert_eq(found, 2);
+  read_all(&m, "out", "bgfirst", &found);
+  cr_assert_eq(found, 3);
+  wd_collector_destroy(c);
+  mock_done(&m);
+}
