@@ -48,6 +48,7 @@ struct wd_collector {
   size_t ntopics;
   /* the commit on a helper thread (wd_collector_commit_start): while started, only that thread
    * touches the producer (its delivery reports run there) */
+  size_t max_message_bytes; /* the producer's message.max.bytes */
   bool bg_started;
   atomic_bool bg_done;
   pthread_t bg_thread;
@@ -85,6 +86,8 @@ wd_error_t *wd_collector_new(const wd_kafka_conf_t *conf, wd_collector_t **out) 
     return err;
   }
   c->transactional = wd_producer_transactional(c->prod);
+  const char *mmb = wd_kafka_conf_get(&c->conf, "message.max.bytes");
+  c->max_message_bytes = mmb && atol(mmb) > 0 ? (size_t)atol(mmb) : 1000000; /* librdkafka's default */
   wd_producer_set_wait(c->prod, producer_wait, c);
   *out = c;
   return NULL;
@@ -172,9 +175,26 @@ static int topic_index(wd_collector_t *c, const char *topic, size_t *idx) {
 }
 
 /* Keeps one record while holding. */
+/* librdkafka's per-message bound on its wire size beyond key, value and headers (record batch v2:
+ * attributes, deltas, varint lengths; taken generously) */
+#define WD_MSG_OVERHEAD 128
+
 static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *topic, int32_t partition,
                             const void *key, size_t klen, const void *value, size_t vlen, const wd_header_t *h,
                             size_t nh) {
+  /* a record that the producer will refuse for its size is refused now, as a send would (the
+   * pipeline dead-letters its source record), not when it is released */
+  size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD;
+  for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
+  if (wire > c->max_message_bytes) {
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_SINK_PRODUCE", "produce to '%s': Broker: Message size too large "
+                                 "(%zu bytes with its overhead, message.max.bytes %zu)", topic, wire, c->max_message_bytes);
+    if (e != wd_error_nomem()) {
+      e->code = WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE;
+      e->retriable = false;
+    }
+    return e;
+  }
   if (c->hold_max && c->hbuf.len + klen + vlen > c->hold_max && c->nheld)
     return wd_error_new(WD_ERR_KAFKA, "E_COLLECTOR_FULL", "%zu records (%zu bytes) held while the previous commit "
                         "completes", c->nheld, c->hbuf.len);

@@ -117,7 +117,9 @@ bool wd_collector_txn_open(const wd_collector_t *c);
 /* Sends one record of kind `kind` to topic: to `partition` (>= 0), or by key (murmur2) when
  * partition < 0; key[0..klen) and value[0..vlen) are copied (key NULL: null key; value NULL: a
  * tombstone). Begins the transaction first (wd_collector_begin) unless holding; while holding the
- * record is kept in memory and sent by wd_collector_release. A full queue waits (the wait hook).
+ * record is kept in memory and sent by wd_collector_release (one over the producer's
+ * message.max.bytes, with 128 bytes of overhead, is refused at once with "E_SINK_PRODUCE" code
+ * MSG_SIZE_TOO_LARGE, as the producer would refuse it). A full queue waits (the wait hook).
  * Errors: those of wd_producer_send classified by wd_collector_classify: "E_SINK_PRODUCE"
  * (MSG_SIZE_TOO_LARGE, an unknown topic, ...; txn_requires_abort on _STATE), "E_STOPPED"
  * (retriable), "E_KAFKA_FATAL", "E_TXN_BEGIN", E_NOMEM. */

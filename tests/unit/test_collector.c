@@ -429,6 +429,19 @@ Test(collector, held_records_go_in_order_into_the_next_transaction, .timeout = 6
   cr_assert_null(err, "%s", err ? err->message : "");
   read_all(&m, "out", "held", &found);
   cr_assert_eq(found, 3);
+  /* held or not, a record over message.max.bytes is refused at the send (the pipeline dead-letters
+   * its source record), not at the release */
+  wd_collector_hold(c, 0);
+  size_t big = 1100000;
+  char *v = calloc(1, big);
+  cr_assert_not_null(v);
+  err = wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, v, big);
+  free(v);
+  cr_assert_not_null(err, "an oversized record was held");
+  cr_assert_eq(err->code, WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE, "%s", err->message);
+  cr_assert_eq(wd_collector_held(c), 0);
+  wd_error_destroy(err);
+  cr_assert_null(wd_collector_release(c));
   /* a bound: past max_bytes a send says E_COLLECTOR_FULL (retriable) */
   wd_collector_hold(c, 8);
   cr_assert_null(wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, "12345678", 8));
