@@ -58,6 +58,7 @@ typedef struct wd_restore {
   wd_kmsg_t *msgs;
   double t0, last_progress;
   uint64_t copies;     /* tasks caught up from a standby copy */
+  double retry_since;  /* the first failure of the end offsets' request (retry_transient), 0: none */
 } wd_restore_t;
 
 static void restore_free(wd_restore_t *r);
@@ -327,14 +328,29 @@ static wd_error_t *stored_offset(wd_commit_t *c, const char *topic, int32_t part
 
 /* The group's committed offsets of parts[0..n) into parts[i].offset (-1: none), retried for up
  * to about 60 s while the coordinator does not answer. */
+/* A transient Kafka error around a broker restart (a request that timed out, a leader or
+ * coordinator that moved: retriable): whether to try again — not stopping, and the first such
+ * failure (*since, monotonic s; 0 = none yet) less than bound_s ago. The first is logged at WARN. */
+static bool retry_transient(wd_commit_t *c, double *since, double bound_s, const char *what, const wd_error_t *err) {
+  if (!err || !err->retriable || stop_expired(c)) return false;
+  double now = wd_mono_s();
+  if (*since == 0) {
+    *since = now;
+    wd_log(WD_LOG_WARN, "commit", "%s: %s; retrying for up to %.0f s", what, err->message, bound_s);
+  }
+  return now - *since < bound_s;
+}
+
 static wd_error_t *group_offsets_of(wd_commit_t *c, wd_consumer_t *cons, wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
-  for (int attempt = 0; attempt < 12; attempt++) {
+  double since = 0;
+  for (;;) {
     wd_error_destroy(err);
     if (!(err = wd_consumer_committed(cons, parts, n, stop_budget_ms(c, 5000)))) return NULL;
-    if (!err->retriable) break;
-    if (stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
-    wd_log(WD_LOG_WARN, "commit", "reading the group's committed offsets: %s; retrying", err->message);
+    if (err->retriable && stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
+    /* NOT_COORDINATOR and the like answer at once: a pause between tries, bounded in time */
+    if (!retry_transient(c, &since, 60, "reading the group's committed offsets", err)) break;
+    wd_sleep_ms(200);
   }
   return err ? wd_error_wrap(err, "E_RECOVER: cannot read the consumer group's committed offsets") : NULL;
 }
@@ -839,7 +855,17 @@ wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms) {
   if (!r->cons) { /* the first slice: the consumer and where each task ends */
     const char *topics[] = {c->conf.changelog_topic};
     if ((err = wd_consumer_new(c->conf.restore_conf, topics, 1, restore_on_assign, r, &r->cons))) goto done;
-    if ((err = wd_consumer_end_offsets(r->cons, 30000, &ends, &nends))) goto done;
+    if ((err = wd_consumer_end_offsets(r->cons, 30000, &ends, &nends))) {
+      /* a leader that moved near a broker restart: the next slice asks again (bounded) */
+      if (retry_transient(c, &r->retry_since, 60, "reading the state changelog's end offsets", err)) {
+        wd_error_destroy(err);
+        err = NULL;
+        wd_consumer_destroy(r->cons);
+        r->cons = NULL;
+      }
+      goto done;
+    }
+    r->retry_since = 0;
     for (size_t t = 0; t < r->n; t++) {
       r->end[t] = 0;
       for (size_t i = 0; i < nends; i++)
@@ -1388,7 +1414,12 @@ static wd_error_t *rewind_consumer(wd_commit_t *c) {
     if (c->tps[i].start >= 0 && s < c->tps[i].start) s = c->tps[i].start;
     to[i].offset = s >= 0 ? s : -1; /* -1: the beginning (wd_consumer_seek) */
   }
-  wd_error_t *err = wd_consumer_seek(c->cons, to, c->ntps);
+  wd_error_t *err = NULL;
+  for (double since = 0;; wd_sleep_ms(200)) { /* a seek that timed out near a broker restart: again */
+    wd_error_destroy(err);
+    err = wd_consumer_seek(c->cons, to, c->ntps);
+    if (!retry_transient(c, &since, 30, "rewinding the consumer to the committed offsets", err)) break;
+  }
   free(to);
   return err;
 }
