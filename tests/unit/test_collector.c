@@ -347,7 +347,7 @@ static int wait_serving(void *ctx, int ms) {
 }
 
 /* Joins the group (first poll subscribes), then fills the producer's queue while the broker
- * answers no Produce for 30 s, for longer than max.poll.interval.ms: whether the consumer kept
+ * answers no Produce for 14 s, waiting 10 s, longer than max.poll.interval.ms (6 s): whether the consumer kept
  * its membership (no new assignment/revocation) across the wait. */
 static bool queue_full_keeps_the_group(bool serve) {
   mock_t m;
@@ -358,9 +358,10 @@ static bool queue_full_keeps_the_group(bool serve) {
   for (int i = 0; i < 150 && wd_consumer_assigned_count(cons) == 0; i++) wd_consumer_serve(cons, 100);
   cr_assert_gt(wd_consumer_assigned_count(cons), 0, "the consumer did not join the mock group");
   uint64_t gen = wd_consumer_generation(cons);
-  rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, API_PRODUCE, 4, RD_KAFKA_RESP_ERR_NO_ERROR, 30000,
-                                               RD_KAFKA_RESP_ERR_NO_ERROR, 30000, RD_KAFKA_RESP_ERR_NO_ERROR, 30000,
-                                               RD_KAFKA_RESP_ERR_NO_ERROR, 30000);
+  /* answered after 14 s: the 10 s wait below gives up first, and the close after it is short */
+  rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, API_PRODUCE, 4, RD_KAFKA_RESP_ERR_NO_ERROR, 14000,
+                                               RD_KAFKA_RESP_ERR_NO_ERROR, 14000, RD_KAFKA_RESP_ERR_NO_ERROR, 14000,
+                                               RD_KAFKA_RESP_ERR_NO_ERROR, 14000);
   waiter_t w = {cons, serve, wd_mono_s() + 10.0, 0};
   wd_collector_set_wait(c, wait_serving, &w);
   wd_error_t *err = NULL;
