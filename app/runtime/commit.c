@@ -173,6 +173,7 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd
     return wd_error_nomem();
   }
   c->conf = *conf;
+  wd_standby_set_tasks(c->conf.standby, c->tasks); /* which tasks are this process's (one table) */
   if (c->conf.interval_ms < 0) c->conf.interval_ms = 0;
   if (c->conf.txn_timeout_ms <= 0) c->conf.txn_timeout_ms = 60000;
   c->coll = coll;
@@ -1049,8 +1050,8 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     else
       t->start = s >= 0 ? s : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
   }
-  for (size_t i = 0; i < n && c->conf.standby; i++)
-    if (!is_stateless(c, parts[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, parts[i].partition), true);
+  /* (the tasks it gives are this process's from build_tasks on, at the end of this callback: the
+   * standby copies read that, wd_tasks_active) */
   wd_standby_set_ready(c->conf.standby); /* the copies of the others' tasks from now on */
   /* stateless partitions (forwarded to a repartition topic): the group's committed offset */
   if (!(stateless = calloc(n ? n : 1, sizeof(*stateless)))) {
@@ -1275,9 +1276,7 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
    * (forwarded to a repartition topic) starts where this one stopped */
   if (!lost && !c->conf.exactly_once) group_commit(c, true);
   if (c->in_batch) c->batch_invalid = true;
-  for (size_t i = 0; i < c->ntps && c->conf.standby; i++) /* their copies are kept warm from now on */
-    if (!is_stateless(c, c->tps[i].topic)) wd_standby_set_owned(c->conf.standby, task_of(c, c->tps[i].partition), false);
-  keep_tasks(c, lost);
+  keep_tasks(c, lost); /* SUSPENDED below: their copies are kept warm from now on (wd_tasks_active) */
   for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) { /* a rebuild cut short: its rows go */
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     if (task->rebuild == WD_REBUILD_NONE || task->state != WD_TASK_RESTORING) continue;

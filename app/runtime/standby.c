@@ -16,7 +16,7 @@ struct wd_standby {
   wd_store_t *store;
   wd_state_t *state;
   uint32_t ntasks;
-  bool *owned;
+  const wd_tasks_t *tasks; /* borrowed (wd_standby_set_tasks): which tasks are owned here */
   int64_t *pos; /* per task: next offset of the copy, -1: none */
   wd_kmsg_t *msgs;
   size_t cap;
@@ -63,8 +63,7 @@ wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint3
   *out = NULL;
   wd_error_t *err = NULL;
   wd_standby_t *sb = calloc(1, sizeof(*sb));
-  if (!sb || !(sb->owned = calloc(tasks ? tasks : 1, sizeof(*sb->owned))) ||
-      !(sb->pos = calloc(tasks ? tasks : 1, sizeof(*sb->pos))) || !(sb->b = wd_store_batch_new())) {
+  if (!sb || !(sb->pos = calloc(tasks ? tasks : 1, sizeof(*sb->pos))) || !(sb->b = wd_store_batch_new())) {
     err = wd_error_nomem();
     goto fail;
   }
@@ -90,7 +89,6 @@ fail:
 void wd_standby_destroy(wd_standby_t *sb) {
   if (!sb) return;
   if (sb->cons) wd_consumer_destroy(sb->cons);
-  free(sb->owned);
   free(sb->pos);
   free(sb->msgs);
   free(sb->topic);
@@ -98,8 +96,8 @@ void wd_standby_destroy(wd_standby_t *sb) {
   free(sb);
 }
 
-void wd_standby_set_owned(wd_standby_t *sb, uint32_t t, bool owned) {
-  if (sb && t < sb->ntasks) sb->owned[t] = owned;
+void wd_standby_set_tasks(wd_standby_t *sb, const wd_tasks_t *tasks) {
+  if (sb) sb->tasks = tasks;
 }
 
 void wd_standby_set_ready(wd_standby_t *sb) {
@@ -162,7 +160,7 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
     const wd_kmsg_t *m = &sb->msgs[i];
     if (m->partition < 0 || (uint32_t)m->partition >= sb->ntasks) continue;
     uint32_t t = (uint32_t)m->partition;
-    if (sb->owned[t]) continue; /* this process's own writes */
+    if (wd_tasks_active(sb->tasks, t)) continue; /* this process's own writes */
     int rc = m->value ? wd_store_batch_put(sb->b, m->key, m->key_len, m->value, m->value_len)
                       : wd_store_batch_delete(sb->b, m->key, m->key_len);
     if (rc) err = wd_error_nomem();

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/runtime/tasks.h"
 #include "common/error.h"
 #include "common/kafka_conf.h"
 #include "join/state.h"
@@ -48,10 +49,12 @@ wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint3
                            wd_standby_t **out);
 void wd_standby_destroy(wd_standby_t *sb); /* accepts NULL */
 
-/* Marks task t owned by this process (its records are then skipped) or not. */
-void wd_standby_set_owned(wd_standby_t *sb, uint32_t t, bool owned);
+/* The task table (borrowed; valid whenever wd_standby_poll is called) that says which tasks this
+ * process owns (wd_tasks_active: their records are skipped, they are its own writes); the commit
+ * coordinator sets it (wd_commit_new). Without it no task counts as owned. */
+void wd_standby_set_tasks(wd_standby_t *sb, const wd_tasks_t *tasks);
 
-/* Called once the group's assignment is known (after the tasks it gives were marked owned): the
+/* Called once the group's assignment is known (its tasks are active in the task table): the
  * copies are kept from then on. Before it wd_standby_poll applies nothing: at a start, the local
  * rows of the tasks this process owned before it stopped are its own, newer than any standby
  * position, and must not be overwritten with a prefix of the changelog before the group says

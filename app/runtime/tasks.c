@@ -175,3 +175,9 @@ wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bo
   part->held_at = offset;
   return WD_GATE_HOLD;
 }
+
+bool wd_tasks_active(const wd_tasks_t *t, uint32_t id) {
+  wd_task_t *task = t ? wd_tasks_find((wd_tasks_t *)t, id) : NULL;
+  return task && (task->state == WD_TASK_CREATED || task->state == WD_TASK_RESTORING ||
+                  task->state == WD_TASK_RECONCILING || task->state == WD_TASK_RUNNING);
+}

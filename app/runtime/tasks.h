@@ -102,6 +102,12 @@ void wd_tasks_destroy(wd_tasks_t *t); /* accepts NULL */
 
 /* The task with this id, or NULL when the table has none. */
 wd_task_t *wd_tasks_find(wd_tasks_t *t, uint32_t id);
+
+/* Whether task id is owned by this process now: it exists in t and is CREATED, RESTORING,
+ * RECONCILING or RUNNING (not SUSPENDED, STANDBY or CLOSED). The one answer to "is it ours" for
+ * the units around the coordinator (app/runtime/standby.c skips the state changelog records of
+ * these tasks: they are this process's own writes). t may be NULL (nothing owned). */
+bool wd_tasks_active(const wd_tasks_t *t, uint32_t id);
 /* The task with this id, created CLOSED with no partitions if the table has none. NULL: no memory. */
 wd_task_t *wd_tasks_ensure(wd_tasks_t *t, uint32_t id);
 /* Iteration over all tasks (CLOSED ones too): the count, and the i-th (NULL past the end). */
