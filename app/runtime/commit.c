@@ -121,8 +121,6 @@ struct wd_commit {
   size_t nrebuild;     /* tasks in a rebuild phase (wd_task_t.rebuild; app/runtime/rebuild.h) */
   wd_tp_offset_t *gin;
   size_t ngin, cap_gin;
-  uint32_t *kept;      /* the tasks of the assignment revoked last (not lost): owned continuously */
-  size_t nkept, cap_kept;
   /* issue 22 point 2 (docs/exactly-once.md "A commit that does not block the pipeline"): the
    * transaction of the commit in OFFSETS_SENT commits in the background (committing) while the
    * next commit's batches are merged; their inputs are noted in nx and their output is held by the
@@ -216,7 +214,6 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->gin);
   free(c->nx.in);
   free(c->nx.gin);
-  free(c->kept);
   wd_tasks_destroy(c->tasks);
   wd_error_destroy(c->cb_err);
   wd_error_destroy(c->send_err);
@@ -633,32 +630,14 @@ static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
  * to this assignment. Lookup changes (and reconciles) change a task's rows without moving its
  * input offsets, so the stored offsets equal to the group's do not prove the local rows current:
  * another process may have owned the task meanwhile. Only a task this process kept across the
- * rebalance (it owned it in the assignment revoked last, which was not lost) is trusted; any other
- * is restored from the state changelog topic. Without global inputs: always true. */
-static bool kept_task(const wd_commit_t *c, uint32_t task) {
+ * rebalance is trusted: one SUSPENDED in the task table (it was in the assignment revoked last;
+ * a lost assignment closes its tasks instead, and a task left out of an assignment is STANDBY or
+ * CLOSED from then on; the group protocol is eager, so every assignment follows a revoke). Any
+ * other is restored from the state changelog topic. Without global inputs: always true. */
+static bool kept_task(wd_commit_t *c, uint32_t task) {
   if (!c->global || !c->conf.changelog_topic) return true;
-  for (size_t i = 0; i < c->nkept; i++)
-    if (c->kept[i] == task) return true;
-  return false;
-}
-
-/* On revoke: the revoked assignment's tasks become the kept ones (none when it was lost). */
-static void keep_tasks(wd_commit_t *c, bool lost) {
-  c->nkept = 0;
-  if (!c->global || lost) return;
-  if (c->ntps > c->cap_kept) {
-    uint32_t *k = realloc(c->kept, c->ntps * sizeof(*k));
-    if (!k) return; /* no memory: nothing kept, every task is restored (correct, slower) */
-    c->kept = k;
-    c->cap_kept = c->ntps;
-  }
-  for (size_t i = 0; i < c->ntps; i++) {
-    if (is_stateless(c, c->tps[i].topic)) continue; /* a raw topic forwarded: no task's */
-    uint32_t t = task_of(c, c->tps[i].partition);
-    bool dup = false;
-    for (size_t k = 0; k < c->nkept && !dup; k++) dup = c->kept[k] == t;
-    if (!dup) c->kept[c->nkept++] = t;
-  }
+  const wd_task_t *t = wd_tasks_find(c->tasks, task);
+  return t && t->state == WD_TASK_SUSPENDED;
 }
 
 /* ---- the task table (app/runtime/tasks.h, docs/runtime.md) --------------------------------------------- */
@@ -718,6 +697,8 @@ static void build_tasks(wd_commit_t *c) {
       }
     } else if (task->state == WD_TASK_SUSPENDED) {
       move_task(c, task, c->conf.standby ? WD_TASK_STANDBY : WD_TASK_CLOSED, "not assigned here");
+    } else if (task->state == WD_TASK_CLOSED && c->conf.standby) { /* closed when its partitions were lost */
+      move_task(c, task, WD_TASK_STANDBY, "not assigned here");
     }
   }
   recount_rebuilds(c);
@@ -1276,7 +1257,6 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
    * (forwarded to a repartition topic) starts where this one stopped */
   if (!lost && !c->conf.exactly_once) group_commit(c, true);
   if (c->in_batch) c->batch_invalid = true;
-  keep_tasks(c, lost); /* SUSPENDED below: their copies are kept warm from now on (wd_tasks_active) */
   for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) { /* a rebuild cut short: its rows go */
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     if (task->rebuild == WD_REBUILD_NONE || task->state != WD_TASK_RESTORING) continue;
@@ -1297,7 +1277,10 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     if (task->state == WD_TASK_CREATED) move_task(c, task, WD_TASK_CLOSED, lost ? "lost" : "revoked");
     else if (task->state == WD_TASK_RESTORING || task->state == WD_TASK_RECONCILING || task->state == WD_TASK_RUNNING)
-      move_task(c, task, WD_TASK_SUSPENDED, lost ? "its partitions were lost" : "revoked");
+      /* revoked: SUSPENDED, its state kept and trusted when it comes back (kept_task); lost: closed
+       * (Kafka Streams closes such tasks dirty), as another process may own it already. Either
+       * way its standby copy is kept warm from now on (wd_tasks_active). */
+      move_task(c, task, lost ? WD_TASK_CLOSED : WD_TASK_SUSPENDED, lost ? "its partitions were lost" : "revoked");
   }
   wd_tasks_clear_partitions(c->tasks);
   c->nrebuild = 0;

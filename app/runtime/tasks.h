@@ -15,7 +15,8 @@
  *   RECONCILING  restored; its rows' lookup columns are recomputed from this process's lookup
  *                tables before its first record (docs/lookups-scale-out.md)
  *   RUNNING      processing: the only state in which the task produces output
- *   SUSPENDED    revoked (a rebalance); its local state is kept
+ *   SUSPENDED    revoked (a rebalance); its local state is kept and trusted if it comes back
+ *                (a lost assignment closes its tasks instead)
  *   STANDBY      not owned here; a standby copy is kept (pipeline.num-standby-replicas)
  *   CLOSED       not owned here, no copy
  *
