@@ -326,14 +326,15 @@ done:
 
 /* ---- storing ------------------------------------------------------------------------------ */
 
-static int add_definition(const wd_config_t *cfg, wd_store_batch_t *b) {
+static int add_definition(const wd_config_t *cfg, wd_store_batch_t *b, bool rebuild_target) {
   wd_buf_t def = {0};
   int rc = -1;
   if (wd_definition_json(cfg, &def)) goto done;
   char fp[32];
   int n = snprintf(fp, sizeof(fp), "%016" PRIx64, wd_definition_fingerprint((const char *)def.data, def.len));
   rc = wd_store_batch_set_meta(b, DEF_KEY, def.data, def.len) ||
-       wd_store_batch_set_meta(b, FP_KEY, (const uint8_t *)fp, (size_t)n);
+       wd_store_batch_set_meta(b, FP_KEY, (const uint8_t *)fp, (size_t)n) ||
+       (rebuild_target && wd_store_batch_set_meta(b, WD_REBUILD_FP_KEY, (const uint8_t *)fp, (size_t)n));
 done:
   wd_buf_free(&def);
   return rc ? -1 : 0;
@@ -341,7 +342,7 @@ done:
 
 wd_error_t *wd_definition_record(const wd_config_t *cfg, wd_store_t *st) {
   wd_store_batch_t *b = wd_store_batch_new();
-  wd_error_t *err = !b || add_definition(cfg, b) ? wd_error_nomem() : wd_store_write(st, b);
+  wd_error_t *err = !b || add_definition(cfg, b, false) ? wd_error_nomem() : wd_store_write(st, b);
   wd_store_batch_destroy(b);
   return err;
 }
@@ -446,7 +447,7 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     goto done;
   }
   if ((err = wd_store_open_rocksdb(newdir, NULL, &st))) goto done;
-  if (!(b = wd_store_batch_new()) || add_definition(cfg, b) ||
+  if (!(b = wd_store_batch_new()) || add_definition(cfg, b, true) ||
       wd_store_batch_set_meta(b, WD_REBUILD_OLD_DEF_KEY, (const uint8_t *)old_def, old_len) ||
       wd_store_batch_set_meta(b, WD_REBUILD_OLD_STATE_KEY, (const uint8_t *)olddir, strlen(olddir)) ||
       wd_store_batch_set_meta(b, REBUILD_DONE_KEY, (const uint8_t *)"1", 1)) {

@@ -77,6 +77,10 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
 #define WD_REBUILD_OLD_DEF_KEY "rebuild/old-definition"
 #define WD_REBUILD_OLD_STATE_KEY "rebuild/old-state"
 #define WD_REBUILD_OLD_BASE_KEY "rebuild/old-base-ncols"
+/* The fingerprint of the definition the rebuild was armed for: the switch marks hold it. A later
+ * compatible change (a nullable column appended) updates WD_DEFINITION_FP_KEY but not this, so the
+ * tasks already switched stay current (a state armed before this key: WD_DEFINITION_FP_KEY). */
+#define WD_REBUILD_FP_KEY "rebuild/fingerprint"
 /* The meta key of the definition's fingerprint (16 hex digits). */
 #define WD_DEFINITION_FP_KEY "table/fingerprint"
 

@@ -100,7 +100,10 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   rb->switching = -1;
   if ((err = wd_definition_table(def, dlen, &rb->old_t))) goto fail;
   rb->os = wd_table_schema(rb->old_t);
-  if (!(fp = meta_text(st, WD_DEFINITION_FP_KEY, &rb->fplen, &err)) || rb->fplen >= sizeof(rb->fp)) {
+  /* the marks hold the fingerprint the rebuild was armed for (a compatible change since keeps it) */
+  if (!(fp = meta_text(st, WD_REBUILD_FP_KEY, &rb->fplen, &err)) && !err)
+    fp = meta_text(st, WD_DEFINITION_FP_KEY, &rb->fplen, &err);
+  if (!fp || rb->fplen >= sizeof(rb->fp)) {
     if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's definition fingerprint is missing");
     goto fail;
   }
