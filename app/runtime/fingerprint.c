@@ -428,6 +428,11 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
   wd_store_batch_t *b = NULL;
   uint8_t *prep = NULL;
   size_t plen = 0;
+  uint8_t *first_def = NULL, *first_base = NULL; /* an unfinished single-task rebuild's old definition */
+  size_t first_len = 0, first_blen = 0;
+  bool unfinished = false;
+  char dropdir[4096];
+  snprintf(dropdir, sizeof(dropdir), "%s.unfinished", dir);
   if (cfg->pipeline.processing_guarantee != WD_CONFIG_EXACTLY_ONCE)
     return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
                         "state.on-incompatible-change: rebuild runs under pipeline.processing-guarantee: exactly-once "
@@ -441,6 +446,22 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
                        "definition it was built with (recovery resolves the commit), then with the new one",
                        dir);
     goto done;
+  }
+  /* A single task whose rebuild is unfinished (its switch deletes the old definition): its rows are
+   * not the table downstream has; the state before that change (at the group's offsets) and its
+   * definition stay the old ones, and the unfinished state is dropped. Per-partition tasks keep
+   * the old definition after their switches and take their old rows from the state changelog
+   * topic, so they arm over the current state as usual. */
+  if (cfg->pipeline.tasks == WD_CONFIG_TASKS_SINGLE) {
+    if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_DEF_KEY, &first_def, &first_len))) goto done;
+    if (first_def && dir_exists(olddir)) {
+      unfinished = true;
+      old_def = (const char *)first_def;
+      old_len = first_len;
+      if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_BASE_KEY, &first_base, &first_blen))) goto done;
+      wd_log(WD_LOG_WARN, "rebuild", "the rebuild to the previous table definition did not finish: the new one is "
+             "rebuilt from the state before it (%s), and the unfinished state is dropped", olddir);
+    }
   }
   if (rm_rf(newdir)) {
     err = wd_error_new(WD_ERR_IO, "E_REBUILD", "cannot remove the unfinished rebuild %s: %s", newdir, strerror(errno));
@@ -461,24 +482,35 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     goto done;
   uint8_t *base = NULL;
   size_t blen = 0;
-  if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
-  if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
-  free(base);
+  if (unfinished) {
+    if (first_base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, first_base, first_blen)) err = wd_error_nomem();
+  } else {
+    if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
+    if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
+    free(base);
+  }
   if (err || (err = wd_store_write_sync(st, b))) goto done;
   wd_store_close(st);
   st = NULL;
   wd_store_close(old);
   old = NULL;
-  if (rm_rf(olddir) || rename(dir, olddir) || rename(newdir, dir)) {
+  /* unfinished: the dropped state moves aside first (a crash before the last rename completes it at
+   * the next start, wd_definition_prepare) */
+  if (unfinished ? rm_rf(dropdir) || rename(dir, dropdir) || rename(newdir, dir)
+                 : rm_rf(olddir) || rename(dir, olddir) || rename(newdir, dir)) {
     err = wd_error_new(WD_ERR_IO, "E_REBUILD", "switching %s to the fresh state %s (old state kept as %s): %s", dir,
                        newdir, olddir, strerror(errno));
     goto done;
   }
+  if (unfinished && rm_rf(dropdir))
+    wd_log(WD_LOG_WARN, "rebuild", "cannot remove the dropped unfinished state %s: %s", dropdir, strerror(errno));
   wd_log(WD_LOG_INFO, "rebuild", "rebuilding the table from the sources' earliest offsets: per task this process "
          "owns, in the poll loop, into a fresh state in %s (the state before the change is kept in %s); each task "
          "emits only its difference, in the switch commit", dir, olddir);
 done:
   free(prep);
+  free(first_def);
+  free(first_base);
   wd_store_batch_destroy(b);
   wd_store_close(st);
   wd_store_close(old);

@@ -618,3 +618,50 @@ Test(rebuild, compatible_change_after_a_finished_rebuild_rebuilds_nothing, .time
   json_decref(pos);
   env_done(&a);
 }
+
+/* A second incompatible change while the first rebuild is unfinished (killed at a commit of its
+ * rebuild from the sources): the rows downstream are still the first definition's, so the second
+ * rebuild must take those as its old rows: the output follows the table and ends at a clean
+ * replay of the last definition. */
+static void second_change_unfinished(const char *tasks) {
+  env_t a;
+  env_init(&a, NULL, strcmp(tasks, "single") ? "twicepp" : "twicest", "memberA", tasks);
+  create_topics(&a);
+  produce(&a, 60, 1200, 41);
+  char la[400], cfg3[320];
+  snprintf(la, sizeof(la), "%s/a.log", a.dir);
+  cr_assert_eq(wait_exit(spawn_run(a.cfg, la, "3000", NULL)), 0);
+  json_t *pos = NULL, *cl = output(&a), *old = fold(cl, &pos);
+  int rc = wait_exit(spawn_run(a.cfg_new, la, "3000", "after-finalize:2"));
+  cr_assert_eq(rc, 128 + SIGKILL, "the first rebuild was not killed (%d)", rc);
+  /* the second change: ship_status leaves the shipments' sequence group too */
+  variant(a.cfg_new, a.dir, "widen-3.yaml", "sequence-group: carrier,ship_status\n", "sequence-group: carrier\n", cfg3,
+          sizeof(cfg3));
+  rc = wait_exit(spawn_run(cfg3, la, "3000", NULL));
+  char *t = wd_it_read_file(la);
+  cr_assert_eq(rc, 0, "the second rebuild exited with %d:\n%s", rc, t);
+  assert_clean_log(t, "widen");
+  if (getenv("WD_SHOW")) fprintf(stderr, "%s", t);
+  free(t);
+  env_t last = a;
+  snprintf(last.cfg_new, sizeof(last.cfg_new), "%s", cfg3);
+  json_t *after = output(&a), *want = clean_table(&last);
+  assert_consistent(old, pos, after, want);
+  json_t *now = rows(cfg3, a.state);
+  assert_same(now, want, "the state after the second rebuild vs the clean replay");
+  json_decref(now);
+  json_decref(want);
+  json_decref(after);
+  json_decref(old);
+  json_decref(cl);
+  json_decref(pos);
+  env_done(&a);
+}
+
+Test(rebuild, second_change_while_a_single_task_rebuild_is_unfinished, .timeout = 300) {
+  second_change_unfinished("single");
+}
+
+Test(rebuild, second_change_while_a_per_partition_rebuild_is_unfinished, .timeout = 300) {
+  second_change_unfinished("per-partition");
+}
