@@ -412,6 +412,39 @@ static wd_error_t *copy_meta(wd_store_t *from, const char *name, wd_store_batch_
   return err;
 }
 
+/* The earlier definitions of a per-partition rebuild armed over one (old, its state): old's
+ * WD_REBUILD_DEFS_KEY with old's own definition (def) added under the fingerprint its switch marks
+ * hold, and its rows' base column count; *out a new JSON text (free). */
+static wd_error_t *earlier_definitions(wd_store_t *old, const char *def, size_t dlen, char **out) {
+  *out = NULL;
+  uint8_t *prev = NULL, *fp = NULL, *base = NULL;
+  size_t plen = 0, flen = 0, blen = 0;
+  wd_error_t *err = NULL;
+  json_t *j = NULL;
+  if ((err = wd_store_get_meta(old, WD_REBUILD_DEFS_KEY, &prev, &plen)) ||
+      (err = wd_store_get_meta(old, WD_REBUILD_FP_KEY, &fp, &flen)) ||
+      (!fp && (err = wd_store_get_meta(old, FP_KEY, &fp, &flen))) ||
+      (err = wd_store_get_meta(old, "table/base-ncols", &base, &blen)))
+    goto done;
+  j = prev ? json_loadb((const char *)prev, plen, 0, NULL) : json_object();
+  if (!j || !fp) {
+    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild's %s", j ? "fingerprint is missing"
+                                                                                 : "earlier definitions do not parse");
+    goto done;
+  }
+  char fps[32], bs[32];
+  snprintf(fps, sizeof(fps), "%.*s", (int)(flen < 31 ? flen : 31), (const char *)fp);
+  snprintf(bs, sizeof(bs), "%.*s", (int)(blen < 31 ? blen : 31), base ? (const char *)base : "0");
+  json_t *e = json_pack("{s:s%,s:I}", "definition", def, dlen, "base", (json_int_t)strtoll(bs, NULL, 10));
+  if (!e || json_object_set_new(j, fps, e) || !(*out = json_dumps(j, JSON_COMPACT))) err = wd_error_nomem();
+done:
+  json_decref(j);
+  free(prev);
+  free(fp);
+  free(base);
+  return err;
+}
+
 /* Arms the rebuild (issue 21 point 4, app/runtime/rebuild.h): a fresh state is made as "<dir>.rebuild"
  * with the new definition, the old one (WD_REBUILD_OLD_DEF_KEY), the old state's instance id (the
  * transactional.id and group.instance.id stay the same), commit number, task layout and base column count, and
@@ -431,6 +464,7 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
   uint8_t *first_def = NULL, *first_base = NULL; /* an unfinished single-task rebuild's old definition */
   size_t first_len = 0, first_blen = 0;
   bool unfinished = false;
+  char *defs = NULL; /* per-partition: WD_REBUILD_DEFS_KEY of the new state */
   char dropdir[4096];
   snprintf(dropdir, sizeof(dropdir), "%s.unfinished", dir);
   if (cfg->pipeline.processing_guarantee != WD_CONFIG_EXACTLY_ONCE)
@@ -451,9 +485,16 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
    * not the table downstream has; the state before that change (at the group's offsets) and its
    * definition stay the old ones, and the unfinished state is dropped. Per-partition tasks keep
    * the old definition after their switches and take their old rows from the state changelog
-   * topic, so they arm over the current state as usual. */
-  if (cfg->pipeline.tasks == WD_CONFIG_TASKS_SINGLE) {
-    if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_DEF_KEY, &first_def, &first_len))) goto done;
+   * topic: those of a task never switched are still the first old definition's (kept), those of
+   * a task switched by the earlier rebuild its definition's (WD_REBUILD_DEFS_KEY, by its mark). */
+  if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_DEF_KEY, &first_def, &first_len))) goto done;
+  if (first_def && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION) {
+    if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_BASE_KEY, &first_base, &first_blen)) ||
+        (err = earlier_definitions(old, old_def, old_len, &defs)))
+      goto done;
+    old_def = (const char *)first_def;
+    old_len = first_len;
+  } else if (cfg->pipeline.tasks == WD_CONFIG_TASKS_SINGLE) {
     if (first_def && dir_exists(olddir)) {
       unfinished = true;
       old_def = (const char *)first_def;
@@ -482,7 +523,8 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     goto done;
   uint8_t *base = NULL;
   size_t blen = 0;
-  if (unfinished) {
+  if (defs && wd_store_batch_set_meta(b, WD_REBUILD_DEFS_KEY, (const uint8_t *)defs, strlen(defs))) err = wd_error_nomem();
+  if (old_def == (const char *)first_def) { /* the kept old definition's */
     if (first_base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, first_base, first_blen)) err = wd_error_nomem();
   } else {
     if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
@@ -511,6 +553,7 @@ done:
   free(prep);
   free(first_def);
   free(first_base);
+  free(defs);
   wd_store_batch_destroy(b);
   wd_store_close(st);
   wd_store_close(old);

@@ -665,3 +665,54 @@ Test(rebuild, second_change_while_a_single_task_rebuild_is_unfinished, .timeout 
 Test(rebuild, second_change_while_a_per_partition_rebuild_is_unfinished, .timeout = 300) {
   second_change_unfinished("per-partition");
 }
+
+/* Per-partition tasks, two changes of the stored rows' columns in a row: the first (currency
+ * dropped) killed before its switches, the second (shipped_at leaves the sequence group too) over
+ * it. The unswitched tasks' old rows in the state changelog topic are the first definition's, and
+ * must be read with it. */
+Test(rebuild, second_change_of_the_columns_while_a_per_partition_rebuild_is_unfinished, .timeout = 300) {
+  env_t a;
+  env_init(&a, NULL, "twicecol", "memberA", "per-partition");
+  create_topics(&a);
+  produce(&a, 60, 1200, 43);
+  char la[400], c2a[320], c2b[320], c2[320], c3[320];
+  snprintf(la, sizeof(la), "%s/a.log", a.dir);
+  cr_assert_eq(wait_exit(spawn_run(a.cfg, la, "3000", NULL)), 0);
+  json_t *pos = NULL, *cl = output(&a), *old = fold(cl, &pos);
+  /* the first change: drops currency (rebuild on) */
+  variant(a.cfg, a.dir, "c2a.yaml", "    - {name: currency, type: STRING}\n", "", c2a, sizeof(c2a));
+  variant(c2a, a.dir, "c2b.yaml", " currency: ,", "", c2b, sizeof(c2b));
+  variant(c2b, a.dir, "c2.yaml", "customer,amount,currency,ordered_at", "customer,amount,ordered_at", c2, sizeof(c2));
+  variant(c2, a.dir, "c2.yaml", "pipeline:\n", "  on-incompatible-change: rebuild\npipeline:\n", c2, sizeof(c2));
+  /* killed at its first switch (committed, not finalized), then, recovered (that task's mark and
+   * new rows in the state changelog topic), at the next one (its transaction open): one task
+   * switched, the others not */
+  const char *faults[] = {"rebuild-after-commit", "rebuild-during-switch"};
+  for (int i = 0; i < 2; i++) {
+    int rc = wait_exit(spawn_run(c2, la, "3000", faults[i]));
+    cr_assert_eq(rc, 128 + SIGKILL, "the first rebuild was not killed at %s (%d)", faults[i], rc);
+  }
+  variant(c2, a.dir, "c3.yaml", "sequence-group: carrier,ship_status,shipped_at\n", "sequence-group: carrier,ship_status\n",
+          c3, sizeof(c3));
+  int rc = wait_exit(spawn_run(c3, la, "3000", NULL));
+  char *t = wd_it_read_file(la);
+  cr_assert_eq(rc, 0, "the second rebuild exited with %d:\n%s", rc, t);
+  cr_expect(strstr(t, "its old rows are an earlier rebuild's"), "no task was switched by the first rebuild:\n%s", t);
+  assert_clean_log(t, "widen");
+  if (getenv("WD_SHOW")) fprintf(stderr, "%s", t);
+  free(t);
+  env_t last = a;
+  snprintf(last.cfg_new, sizeof(last.cfg_new), "%s", c3);
+  /* the old table seen with the last columns: currency gone */
+  const char *k;
+  json_t *v;
+  json_object_foreach(old, k, v) json_object_del(v, "currency");
+  json_t *after = output(&a), *want = clean_table(&last);
+  assert_consistent(old, pos, after, want);
+  json_decref(want);
+  json_decref(after);
+  json_decref(old);
+  json_decref(cl);
+  json_decref(pos);
+  env_done(&a);
+}
