@@ -479,11 +479,14 @@ static void sleep_ms(int ms) {
  * finished. Then both run to the end of the input: read read_committed, the output after the
  * change follows the table record by record and ends at a clean replay of the last definition. */
 static void attack(const char *name, const char *tasks, bool third) {
+  if (!getenv("WD_REBUILD_ATTACK"))
+    cr_skip_test("the rebuild attack runs from tests/chaos/rebuild_attack (WD_REBUILD_ATTACK=1; minutes)");
   env_t a, b;
   env_init(&a, NULL, name, "memberA", tasks);
   env_init(&b, &a, name, "memberB", tasks);
   create_topics(&a);
-  produce(&a, 80, 1600, 21);
+  int records = env_int("WD_REBUILD_RECORDS", 1600), keys = records / 20 > 80 ? records / 20 : 80;
+  produce(&a, keys, records, 21);
   char la[400], lb[400];
   snprintf(la, sizeof(la), "%s/a.log", a.dir);
   snprintf(lb, sizeof(lb), "%s/b.log", b.dir);
@@ -516,7 +519,18 @@ static void attack(const char *name, const char *tasks, bool third) {
   srand(seed);
   pid[0] = spawn_run(cfgs[0], la, "60000", NULL);
   pid[1] = spawn_run(cfgs[1], lb, "60000", NULL);
-  produce(&a, 80, 400, 22); /* input during the rebuild */
+  produce(&a, keys, records / 4, 22); /* input during the rebuild */
+  if (getenv("WD_REBUILD_LEAVE")) {
+    /* a member leaves during the rebuild (SIGTERM, back after the session timeout of 20 s: the
+     * other takes its tasks over in a rebalance) and joins again (a rebalance gives them back) */
+    sleep_ms(500 + rand() % 2000);
+    int m = rand() % 2;
+    kill(pid[m], SIGTERM);
+    int rc = wait_exit(pid[m]);
+    cr_assert_eq(rc, 0, "member %d exited with %d on SIGTERM during the rebuild:\n%s", m, rc, wd_it_read_file(logs[m]));
+    sleep_ms(24000);
+    pid[m] = spawn_run(cfgs[m], logs[m], "60000", NULL);
+  }
   for (int k = 0; k < kills; k++) {
     sleep_ms(200 + rand() % 3500);
     int m = rand() % 2;
@@ -542,7 +556,7 @@ static void attack(const char *name, const char *tasks, bool third) {
       pid[1 - m] = spawn_run(cfgs[1 - m], logs[1 - m], "60000", NULL);
     }
     pid[m] = spawn_run(cfgs[m], logs[m], "60000", NULL);
-    if (k == 0) produce(&a, 80, 300, 23);
+    if (k == 0) produce(&a, keys, records / 5, 23);
   }
   /* the end: each member stopped (SIGTERM) and run again to the end of the input */
   for (int m = 0; m < 2; m++) {
