@@ -123,6 +123,16 @@ static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
 static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t *opts, const char *output) {
   wd_config_t *cfg = NULL;
   wd_pipeline_t *p = NULL;
+  /* the handlers from here on: a SIGTERM during the start (the definition check, the pipeline's
+   * clients and state) is kept and stops the pipeline as soon as it exists, instead of the
+   * default action killing the process half-way through the start (a second one leaves at once) */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, NULL);
   wd_error_t *err = wd_config_load(config, &cfg);
   int rc = 1;
   if (err) goto done;
@@ -135,15 +145,18 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   /* issue 13: the table definition against the state's (compatible changes go on; incompatible
    * ones fail or rebuild, per state.on-incompatible-change) */
   if ((err = wd_definition_prepare(cfg, opts->state_dir, NULL))) goto done;
+  if (signals) { /* signalled during the start: nothing was consumed or produced yet */
+    wd_log(WD_LOG_INFO, mod, "stopped during the start");
+    rc = 0;
+    goto done;
+  }
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sa.sa_handler = on_alarm;
-  sigaction(SIGALRM, &sa, NULL);
+  if (signals) { /* signalled during the start */
+    wd_pipeline_stop(p);
+    grace_settled = wd_pipeline_settled(p);
+    alarm(wd_pipeline_stop_grace_s(p));
+  }
   if (opts->no_output)
     wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> state %s; nothing is written to Kafka (--output TOPIC "
            "writes the changelog and the dead letters)", cfg->table.name, cfg->sources.n,
