@@ -6,7 +6,7 @@
  * Not persisted anywhere: every table built on these hashes lives in memory and is rebuilt at
  * start, and no output order depends on them (the tables iterate in insertion order). A value
  * that must stay the same across versions (the table definition's fingerprint,
- * app/runtime/fingerprint.c; Kafka partitioning, which is librdkafka's) does not use these helpers.
+ * app/ops/fingerprint.c; Kafka partitioning, which is librdkafka's) does not use these helpers.
  */
 #ifndef WD_HASH_H
 #define WD_HASH_H

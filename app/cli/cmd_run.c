@@ -17,7 +17,7 @@
 #include "common/clock.h"
 #include "app/config/config.h"
 #include "app/config/interleaving.h"
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "app/config/join_config.h"
 #include "app/runtime/pipeline.h"
 #include "app/cli/cli.h"

@@ -143,7 +143,7 @@ typedef struct wd_config_registry {
   int line;
 } wd_config_registry_t;
 
-/* What a start with a changed table definition does (app/runtime/fingerprint.h). */
+/* What a start with a changed table definition does (app/ops/fingerprint.h). */
 typedef enum wd_config_on_incompatible {
   WD_CONFIG_INCOMPATIBLE_FAIL = 0, /* "fail": refuse to start, naming what changed */
   WD_CONFIG_INCOMPATIBLE_REBUILD   /* "rebuild": rebuild the table from the sources, emit the difference */

@@ -3,7 +3,7 @@
  * first change and the row after the last, as +I / -D / -U+U, nothing when they are equal (Paimon's
  * incremental query between two snapshots, "what changed between version A and version B").
  * Also the difference between two whole tables sorted by primary key (the automatic rebuild's
- * output, app/runtime/fingerprint.h).
+ * output, app/ops/fingerprint.h).
  *
  * Folding per key, in the order rows were added: the first row gives the "before" image (an -U or
  * -D carries it; a +I says the key was absent; a +U with no -U before it says the key existed

@@ -59,6 +59,7 @@ typedef struct wd_restore {
   wd_kmsg_t *msgs;
   double t0, last_progress;
   uint64_t copies;     /* tasks caught up from a standby copy */
+  double retry_since;  /* the first failure of the end offsets' request (retry_transient), 0: none */
 } wd_restore_t;
 
 static void restore_free(wd_restore_t *r);
@@ -67,12 +68,11 @@ static bool task_current(const struct wd_commit *c, uint32_t task);
 
 struct wd_commit {
   wd_commit_conf_t conf;
-  wd_producer_t *prod;
+  wd_collector_t *coll; /* borrowed: the one path into the producer and the transaction */
   wd_consumer_t *cons;
   wd_state_t *state;
   wd_store_t *store;
   wd_phase_t phase;
-  bool txn_begun;
   uint64_t number;   /* last finalized commit */
   double opened;     /* monotonic s of the open commit's first record */
   uint64_t records;  /* records noted in the open commit */
@@ -123,6 +123,22 @@ struct wd_commit {
   size_t ngin, cap_gin;
   uint32_t *kept;      /* the tasks of the assignment revoked last (not lost): owned continuously */
   size_t nkept, cap_kept;
+  /* issue 22 point 2 (docs/exactly-once.md "A commit that does not block the pipeline"): the
+   * transaction of the commit in OFFSETS_SENT commits in the background (committing) while the
+   * next commit's batches are merged; their inputs are noted in nx and their output is held by the
+   * collector until the commit is finalized (promote), or dropped with it when it aborts */
+  bool committing;
+  double committing_since;
+  bool dp_seen; /* the fault point during-produce was passed in the open commit */
+  bool no_overlap; /* WIDEN_COMMIT_OVERLAP=0 */
+  uint64_t naborts; /* commits aborted (wd_commit_abort) */
+  uint64_t overlapped; /* commits finalized after committing in the background */
+  struct {
+    wd_tp_offset_t *in, *gin;
+    size_t nin, cap_in, ngin, cap_gin;
+    uint64_t records;
+    double opened; /* 0: nothing noted */
+  } nx;
   /* fault hook */
   char fault[32];
   long fault_left;
@@ -144,7 +160,9 @@ static void fault_point(wd_commit_t *c, const char *point) {
   if (fault_due(c, point)) fault_kill(c, point);
 }
 
-wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+static void on_opening(void *ctx);
+
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out) {
   *out = NULL;
   wd_commit_t *c = calloc(1, sizeof(*c));
@@ -157,12 +175,17 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_
   c->conf = *conf;
   if (c->conf.interval_ms < 0) c->conf.interval_ms = 0;
   if (c->conf.txn_timeout_ms <= 0) c->conf.txn_timeout_ms = 60000;
-  c->prod = prod;
+  c->coll = coll;
+  if (coll) wd_collector_set_opening(coll, on_opening, c);
   c->cons = cons;
   c->state = state;
   c->store = store;
   /* exactly-once writes each commit's rows before its outcome is known: with their prior entries */
   if (state) wd_state_set_undo(state, c->conf.exactly_once);
+  /* issue 22 point 2: WIDEN_COMMIT_OVERLAP=0 waits for every commit as before (for interleaved
+   * before/after benchmarks, bench/README.md) */
+  const char *ov = getenv("WIDEN_COMMIT_OVERLAP");
+  c->no_overlap = ov && !strcmp(ov, "0");
   const char *f = getenv("WIDEN_FAULT");
   if (f && *f) {
     const char *colon = strchr(f, ':');
@@ -190,6 +213,8 @@ void wd_commit_destroy(wd_commit_t *c) {
   free(c->tps);
   free(c->gc);
   free(c->gin);
+  free(c->nx.in);
+  free(c->nx.gin);
   free(c->kept);
   wd_tasks_destroy(c->tasks);
   wd_error_destroy(c->cb_err);
@@ -248,7 +273,7 @@ static wd_error_t *stopped_error(wd_error_t *cause, const char *what) {
 
 static void serve(wd_commit_t *c, int ms) {
   if (c->in_callback || !c->conf.group) {
-    wd_producer_poll(c->prod);
+    wd_collector_poll(c->coll);
     wd_sleep_ms(ms);
     return;
   }
@@ -264,7 +289,7 @@ static void serve(wd_commit_t *c, int ms) {
   uint64_t gen = wd_consumer_generation(c->cons);
   wd_consumer_serve(c->cons, ms);
   if (wd_consumer_generation(c->cons) != gen) c->paused = false; /* a new assignment starts resumed */
-  wd_producer_poll(c->prod);
+  wd_collector_poll(c->coll);
 }
 
 static void unpause(wd_commit_t *c) {
@@ -307,18 +332,30 @@ static wd_error_t *stored_offset(wd_commit_t *c, const char *topic, int32_t part
 }
 
 /* The group's committed offsets of parts[0..n) into parts[i].offset (-1: none), retried for up
- * to 60 s (by the clock: a coordinator that is moving answers NOT_COORDINATOR at once, so a count
- * of attempts would give up within a second of a broker restart) while the coordinator does not
- * answer, and never past the stop's deadline. */
+ * to about 60 s while the coordinator does not answer. */
+/* A transient Kafka error around a broker restart (a request that timed out, a leader or
+ * coordinator that moved: retriable): whether to try again — not stopping, and the first such
+ * failure (*since, monotonic s; 0 = none yet) less than bound_s ago. The first is logged at WARN. */
+static bool retry_transient(wd_commit_t *c, double *since, double bound_s, const char *what, const wd_error_t *err) {
+  if (!err || !err->retriable || stop_expired(c)) return false;
+  double now = wd_mono_s();
+  if (*since == 0) {
+    *since = now;
+    wd_log(WD_LOG_WARN, "commit", "%s: %s; retrying for up to %.0f s", what, err->message, bound_s);
+  }
+  return now - *since < bound_s;
+}
+
 static wd_error_t *group_offsets_of(wd_commit_t *c, wd_consumer_t *cons, wd_tp_offset_t *parts, size_t n) {
   wd_error_t *err = NULL;
-  double until = wd_mono_s() + 60.0;
+  double since = 0;
   for (;;) {
     wd_error_destroy(err);
     if (!(err = wd_consumer_committed(cons, parts, n, stop_budget_ms(c, 5000)))) return NULL;
-    if (!err->retriable || wd_mono_s() >= until) break;
-    if (stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
-    wd_log(WD_LOG_WARN, "commit", "reading the group's committed offsets: %s; retrying", err->message);
+    if (err->retriable && stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
+    /* NOT_COORDINATOR and the like answer at once: a pause between tries, bounded in time */
+    if (!retry_transient(c, &since, 60, "reading the group's committed offsets", err)) break;
+    wd_sleep_ms(200);
   }
   return err ? wd_error_wrap(err, "E_RECOVER: cannot read the consumer group's committed offsets") : NULL;
 }
@@ -493,9 +530,9 @@ wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
   }
   /* 1. fence an earlier incarnation and let the broker resolve its open transaction */
   for (int attempt = 0;; attempt++) {
-    if (!(err = wd_producer_txn_init(c->prod, 30000))) break;
-    wd_producer_poll(c->prod); /* an unreachable broker: its error callback says "cannot reach HOST:PORT" once */
-    bool unreachable = wd_producer_unreachable(c->prod); /* then waited for, as the consumer does */
+    if (!(err = wd_collector_init(c->coll, 30000))) break;
+    wd_collector_poll(c->coll); /* an unreachable broker: its error callback says "cannot reach HOST:PORT" once */
+    bool unreachable = wd_collector_unreachable(c->coll); /* then waited for, as the consumer does */
     if (!err->retriable || (attempt >= 4 && !unreachable) || (stop && *stop) || stop_expired(c)) goto done;
     /* while unreachable the "cannot reach" line says it; the error itself every 5th attempt (the
      * flag clears only with a delivery: a broker back but still refusing stays visible) */
@@ -770,8 +807,8 @@ static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint
     wd_task_t *t = wd_tasks_find(c->tasks, task_of_key(key, klen));
     if (t && t->rebuild != WD_REBUILD_NONE) return 0;
   }
-  c->send_err = wd_producer_send_to(c->prod, c->conf.changelog_topic, (int32_t)task_of_key(key, klen), key, klen, val,
-                                    val ? vlen : 0);
+  c->send_err = wd_collector_send(c->coll, WD_OUT_STATE_CHANGELOG, c->conf.changelog_topic, (int32_t)task_of_key(key, klen),
+                                  key, klen, val, val ? vlen : 0);
   return c->send_err ? 1 : 0;
 }
 
@@ -863,7 +900,17 @@ wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms) {
   if (!r->cons) { /* the first slice: the consumer and where each task ends */
     const char *topics[] = {c->conf.changelog_topic};
     if ((err = wd_consumer_new(c->conf.restore_conf, topics, 1, restore_on_assign, r, &r->cons))) goto done;
-    if ((err = wd_consumer_end_offsets(r->cons, 30000, &ends, &nends))) goto done;
+    if ((err = wd_consumer_end_offsets(r->cons, 30000, &ends, &nends))) {
+      /* a leader that moved near a broker restart: the next slice asks again (bounded) */
+      if (retry_transient(c, &r->retry_since, 60, "reading the state changelog's end offsets", err)) {
+        wd_error_destroy(err);
+        err = NULL;
+        wd_consumer_destroy(r->cons);
+        r->cons = NULL;
+      }
+      goto done;
+    }
+    r->retry_since = 0;
     for (size_t t = 0; t < r->n; t++) {
       r->end[t] = 0;
       for (size_t i = 0; i < nends; i++)
@@ -1281,20 +1328,54 @@ void wd_commit_batch_end(wd_commit_t *c) { c->in_batch = false; }
 
 bool wd_commit_batch_invalid(const wd_commit_t *c) { return c->batch_invalid; }
 
+/* The collector's opening hook: the commit's output starts (before its transaction begins). */
+static void on_opening(void *ctx) {
+  wd_commit_t *c = ctx;
+  if (c->phase == WD_PHASE_IDLE) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = wd_mono_s();
+  }
+  if (c->conf.exactly_once && !wd_collector_txn_open(c->coll)) fault_point(c, "before-begin");
+}
+
 wd_error_t *wd_commit_begin(wd_commit_t *c) {
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();
   }
-  if (!c->conf.exactly_once || c->txn_begun) return NULL;
-  fault_point(c, "before-begin");
-  wd_error_t *err = wd_producer_txn_begin(c->prod);
-  if (err) return err;
-  c->txn_begun = true;
-  return NULL;
+  if (!c->conf.exactly_once) return NULL;
+  return wd_collector_begin(c->coll);
+}
+
+/* Notes next offset (offset + 1) of (topic, partition) in v[0..*n) (grown). 0, or -1 on no memory. */
+static int note_next(wd_tp_offset_t **v, size_t *n, size_t *cap, const char *topic, int32_t partition, int64_t offset) {
+  for (size_t i = 0; i < *n; i++)
+    if ((*v)[i].partition == partition && (*v)[i].topic == topic) {
+      if (offset + 1 > (*v)[i].offset) (*v)[i].offset = offset + 1;
+      return 0;
+    }
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    wd_tp_offset_t *nv = realloc(*v, nc * sizeof(*nv));
+    if (!nv) return -1;
+    *v = nv;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = (wd_tp_offset_t){topic, partition, offset + 1};
+  return 0;
+}
+
+/* A record taken while the previous commit's transaction commits: the next commit's. */
+static int note_next_commit(wd_commit_t *c, bool global, const char *topic, int32_t partition, int64_t offset,
+                            uint64_t records) {
+  if (c->nx.opened == 0) c->nx.opened = wd_mono_s();
+  c->nx.records += records;
+  return global ? note_next(&c->nx.gin, &c->nx.ngin, &c->nx.cap_gin, topic, partition, offset)
+                : note_next(&c->nx.in, &c->nx.nin, &c->nx.cap_in, topic, partition, offset);
 }
 
 int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records) {
+  if (c->committing) return note_next_commit(c, false, topic, partition, offset, records);
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();
@@ -1316,7 +1397,10 @@ int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, i
   c->in[c->nin].partition = partition;
   c->in[c->nin].offset = offset + 1;
   c->nin++;
-  if (c->nin == 1 && c->txn_begun) fault_point(c, "during-produce");
+  if (!c->dp_seen && wd_collector_txn_open(c->coll)) { /* the commit's first input with its transaction open */
+    c->dp_seen = true;
+    fault_point(c, "during-produce");
+  }
   return 0;
 }
 
@@ -1324,16 +1408,21 @@ bool wd_commit_pending(const wd_commit_t *c) { return c->phase != WD_PHASE_IDLE;
 
 bool wd_commit_due(const wd_commit_t *c) {
   if (c->phase == WD_PHASE_IDLE) return false;
+  if (c->committing) return true; /* its transaction commits in the background: see how it goes */
   if (c->conf.max_records && c->records >= c->conf.max_records) return true;
   return (wd_mono_s() - c->opened) * 1000.0 >= (double)c->conf.interval_ms;
 }
 
 void wd_commit_set_interval(wd_commit_t *c, int64_t ms) { c->conf.interval_ms = ms > 0 ? ms : 0; }
 
+bool wd_commit_committing(const wd_commit_t *c) { return c->committing; }
+
+uint64_t wd_commit_overlapped(const wd_commit_t *c) { return c->overlapped; }
+
 static void reset_open(wd_commit_t *c) {
   c->phase = WD_PHASE_IDLE;
+  c->dp_seen = false;
   c->changelog_sent = false;
-  c->txn_begun = false;
   c->records = 0;
   c->nin = 0;
   c->ngin = 0;
@@ -1393,24 +1482,49 @@ static wd_error_t *rewind_consumer(wd_commit_t *c) {
     if (c->tps[i].start >= 0 && s < c->tps[i].start) s = c->tps[i].start;
     to[i].offset = s >= 0 ? s : -1; /* -1: the beginning (wd_consumer_seek) */
   }
-  wd_error_t *err = wd_consumer_seek(c->cons, to, c->ntps);
+  wd_error_t *err = NULL;
+  for (double since = 0;; wd_sleep_ms(200)) { /* a seek that timed out near a broker restart: again */
+    wd_error_destroy(err);
+    err = wd_consumer_seek(c->cons, to, c->ntps);
+    if (!retry_transient(c, &since, 30, "rewinding the consumer to the committed offsets", err)) break;
+  }
   free(to);
   return err;
 }
 
+/* The records taken while a commit's transaction committed go with an abort. */
+static void drop_next(wd_commit_t *c) {
+  c->committing = false;
+  c->nx.nin = c->nx.ngin = 0;
+  c->nx.records = 0;
+  c->nx.opened = 0;
+}
+
+enum { RUN_ALL, RUN_ASYNC, RUN_FIRST };
+static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *aborted, int mode);
+
 wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   wd_error_t *err = NULL;
+  if (c->committing && c->phase == WD_PHASE_OFFSETS_SENT) {
+    /* issue 22 point 2: the commit whose transaction is committing is resolved first (completed, or
+     * aborted by the broker's answer): it may have committed, so it is never taken back here; what
+     * is aborted is what was taken after it */
+    bool ab = false;
+    if ((err = run_phases(c, c->stop, &ab, RUN_FIRST))) return err;
+    if (ab) return NULL; /* it aborted itself, and everything after it with it */
+  }
   if (c->phase == WD_PHASE_IDLE) return NULL;
+  c->naborts++;
   wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
          "its records are read again", c->number + 1, c->records, why);
-  if (c->txn_begun) {
+  {
     for (int attempt = 0; attempt < 10; attempt++) {
       wd_error_destroy(err);
-      if (!(err = wd_producer_txn_abort(c->prod, stop_budget_ms(c, 30000))) || !err->retriable) break;
+      if (wd_collector_classify(err = wd_collector_abort(c->coll, stop_budget_ms(c, 30000))) != WD_COLLECT_RETRY) break;
       if (stop_expired(c)) break; /* the broker aborts it after transaction.timeout.ms */
       serve(c, 100);
     }
-    if (err && (err->fatal || err->fenced)) return err;
+    if (wd_collector_classify(err) == WD_COLLECT_FATAL && (err->fatal || err->fenced)) return err;
     if (err) {
       wd_log(WD_LOG_WARN, "commit", "%s", err->message);
       wd_error_destroy(err);
@@ -1436,6 +1550,7 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   wd_state_discard(c->state);
   wd_state_drop_clean(c->state); /* the snapshot's entries were marked clean with uncommitted bytes */
   reset_open(c);
+  drop_next(c);
   if (c->in_batch) c->batch_invalid = true;
   if (c->conf.hooks.aborted) c->conf.hooks.aborted(c->conf.hooks.ctx);
   if (!c->in_callback) err = rewind_consumer(c);
@@ -1455,11 +1570,12 @@ static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
 }
 
 
-/* An abortable error (txn_requires_abort, not fenced or fatal) aborts the open commit: the abort's
+/* An abortable error (the collector's WD_COLLECT_ABORT: txn_requires_abort, not fenced or fatal)
+ * aborts the open commit: the abort's
  * own error (or NULL) is returned in its place and *aborted set; any other error is returned as
  * it is. Takes err. */
 static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *aborted) {
-  if (!wd_error_abortable(err)) return err;
+  if (wd_collector_classify(err) != WD_COLLECT_ABORT) return err;
   wd_error_t *aerr = wd_commit_abort(c, err->message);
   wd_error_destroy(err);
   if (aborted) *aborted = true;
@@ -1469,23 +1585,58 @@ static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *abo
 /* Step 3 under exactly-once: commit_transaction, retried while its outcome is unknown. Returns
  * with c->phase COMMITTED on success, IDLE when aborted (or completed by a nested run inside a
  * rebalance callback while it waited). */
-static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+/* How long, and for how many held records, a commit's transaction may commit in the background
+ * (issue 22 point 2) before the pipeline waits for it as before; also once the next commit holds
+ * pipeline.commit-max-records records (a commit stays within its bound). */
+#define WD_OVERLAP_MAX_S 2.0
+#define WD_OVERLAP_MAX_HELD 200000
+
+static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, bool async) {
   wd_error_t *err = NULL;
   double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
-  if (fault_due(c, "during-commit")) {
+  if (async && c->conf.group && !c->in_callback && !(stop && *stop)) {
+    /* issue 22 point 2: commit_transaction runs on the collector's helper thread while the
+     * pipeline merges the next batches, whose output the collector holds until this commit is
+     * finalized (librdkafka 2.0.2 is not safe with short commit timeouts called again and again:
+     * collector.h) */
+    if (!c->committing) {
+      if (fault_due(c, "during-commit")) {
+        wd_error_destroy(wd_collector_commit(c->coll, 1));
+        fault_kill(c, "during-commit");
+      }
+      if ((err = wd_collector_commit_start(c->coll, stop_budget_ms(c, 10000)))) return err;
+      if (!wd_collector_commit_started(c->coll)) { /* no transaction open: nothing to wait for */
+        c->phase = WD_PHASE_COMMITTED;
+        return NULL;
+      }
+      c->committing = true;
+      c->committing_since = wd_mono_s();
+      return NULL;
+    }
+    if (wd_collector_commit_busy(c->coll) && wd_mono_s() - c->committing_since < WD_OVERLAP_MAX_S &&
+        wd_collector_held(c->coll) < WD_OVERLAP_MAX_HELD &&
+        (!c->conf.max_records || c->nx.records < c->conf.max_records))
+      return NULL;
+    /* done, or too long in the background: its result (waited for) below, as before */
+  }
+  if (!c->committing && fault_due(c, "during-commit")) {
     /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
-    wd_error_destroy(wd_producer_txn_commit(c->prod, 1));
+    wd_error_destroy(wd_collector_commit(c->coll, 1));
     fault_kill(c, "during-commit");
   }
   bool told = false;
   for (;;) {
     wd_error_destroy(err);
-    if (!(err = wd_producer_txn_commit(c->prod, stop_budget_ms(c, 10000)))) {
+    if (!(err = wd_collector_commit(c->coll, stop_budget_ms(c, 10000)))) {
       c->phase = WD_PHASE_COMMITTED;
       return NULL;
     }
-    if (err->fenced || err->fatal || err->txn_requires_abort) return abort_if_abortable(c, err, aborted);
-    if (!err->retriable) return err;
+    wd_collect_class_t k = wd_collector_classify(err);
+    if (k == WD_COLLECT_ABORT) {
+      c->committing = false; /* what was taken after it goes too (drop_next) */
+      return abort_if_abortable(c, err, aborted);
+    }
+    if (k != WD_COLLECT_RETRY) return err; /* fenced, fatal, other */
     if ((stop && *stop >= 2) || stop_expired(c)) {
       wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
                                    "confirmed (%s): the last commit may not be made; recovery resolves it on "
@@ -1507,15 +1658,14 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   /* the outcome stayed unknown past transaction.timeout.ms: a new producer with the same
    * transactional.id resolves it (init_transactions completes or aborts the transaction), then
    * the group's committed offsets say which */
-  if (!c->conf.hooks.reopen_producer || (!c->nt && !c->gcons))
+  if (!c->nt && !c->gcons)
     return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
                               "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
   wd_log(WD_LOG_WARN, "commit", "the outcome of commit %" PRIu64 " is not known after %d ms (%s): re-creating the "
          "producer to resolve it from the group's committed offsets", c->number + 1, c->conf.txn_timeout_ms,
          err->message);
   wd_error_destroy(err);
-  if ((err = c->conf.hooks.reopen_producer(c->conf.hooks.ctx, &c->prod))) return err;
-  c->txn_begun = false;
+  if ((err = wd_collector_reopen(c->coll))) return err;
   wd_tp_offset_t *g = calloc(c->nt, sizeof(*g));
   if (!g) return wd_error_nomem();
   memcpy(g, c->t, c->nt * sizeof(*g));
@@ -1532,19 +1682,106 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
   }
   wd_log(WD_LOG_INFO, "commit", "commit %" PRIu64 ": the transaction did not commit", c->number + 1);
   if (aborted) *aborted = true;
+  c->committing = false;
   return wd_commit_abort(c, "its transaction did not commit");
 }
 
 /* The steps of docs/exactly-once.md, one phase at a time, so that a nested run (a rebalance
  * callback while this one waits) continues from where the outer one is and the outer one then
  * finds the commit done. */
+/* After the commit that committed in the background is finalized: what was taken meanwhile becomes
+ * the open commit (its output still held by the collector: release_next sends it). */
+static void promote(wd_commit_t *c) {
+  if (!c->committing) return;
+  c->committing = false;
+  c->overlapped++;
+  wd_tp_offset_t *t = c->in;
+  size_t cap = c->cap_in;
+  c->in = c->nx.in;
+  c->cap_in = c->nx.cap_in;
+  c->nin = c->nx.nin;
+  c->nx.in = t;
+  c->nx.cap_in = cap;
+  t = c->gin;
+  cap = c->cap_gin;
+  c->gin = c->nx.gin;
+  c->cap_gin = c->nx.cap_gin;
+  c->ngin = c->nx.ngin;
+  c->nx.gin = t;
+  c->nx.cap_gin = cap;
+  c->records = c->nx.records;
+  if (c->nx.opened > 0 || wd_collector_held(c->coll)) {
+    c->phase = WD_PHASE_OPEN;
+    c->opened = c->nx.opened > 0 ? c->nx.opened : wd_mono_s();
+  } else {
+    wd_error_destroy(wd_collector_release(c->coll)); /* nothing held: holding ends */
+  }
+  c->nx.nin = c->nx.ngin = 0;
+  c->nx.records = 0;
+  c->nx.opened = 0;
+}
+
+/* The held output of the promoted commit into its transaction (begun now). */
+static wd_error_t *release_next(wd_commit_t *c, bool *ab) {
+  if (!wd_collector_holding(c->coll)) return NULL;
+  /* sent as a batch in hand: a full queue serves the group, and a rebalance meanwhile aborts this
+   * commit (its output is half sent) instead of completing it */
+  bool in_batch = c->in_batch;
+  if (!c->in_callback) {
+    c->in_batch = true;
+    c->batch_invalid = false;
+  }
+  wd_error_t *err = NULL;
+  for (;;) {
+    uint64_t a0 = c->naborts;
+    err = wd_collector_release(c->coll);
+    if (c->naborts != a0) { /* aborted by a rebalance while it waited: its records are read again */
+      wd_error_destroy(err);
+      err = NULL;
+      if (ab) *ab = true;
+      break;
+    }
+    if (err && c->batch_invalid && wd_error_is(err, WD_EID_E_STOPPED) && !stop_expired(c)) {
+      c->batch_invalid = false; /* an assignment, not an abort: go on sending */
+      wd_error_destroy(err);
+      continue;
+    }
+    break;
+  }
+  if (!c->in_callback) {
+    c->in_batch = in_batch;
+    c->batch_invalid = false;
+  }
+  if (!err && ab && *ab) return NULL;
+  if (!err && c->nin && !c->dp_seen && wd_collector_txn_open(c->coll)) {
+    c->dp_seen = true;
+    fault_point(c, "during-produce");
+  }
+  return abort_if_abortable(c, err, ab);
+}
+
 wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+  return run_phases(c, stop, aborted, RUN_ALL);
+}
+
+wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted) {
+  return run_phases(c, stop, aborted, c->conf.exactly_once && !c->no_overlap ? RUN_ASYNC : RUN_ALL);
+}
+
+/* mode RUN_ALL: every commit open is completed (a commit committing in the background first, then
+ * the one taken meanwhile); RUN_ASYNC: the open commit is completed unless its transaction goes on
+ * committing in the background (then it returns; call again), and the one taken meanwhile stays
+ * open; RUN_FIRST: only the commit committing in the background is completed, what was taken
+ * meanwhile stays open and held (for an abort of it). */
+static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *aborted, int mode) {
   wd_error_t *err = NULL;
   wd_buf_t rec = {0};
   wd_store_batch_t *pb = NULL;
   bool ab = false;
+  uint64_t n0 = c->number;
   if (aborted) *aborted = false;
   while (c->phase != WD_PHASE_IDLE && !err && !ab) {
+    if (mode != RUN_ALL && c->number != n0) break; /* a commit was finalized: the next one stays open */
     switch (c->phase) {
     case WD_PHASE_IDLE: break;
     case WD_PHASE_OPEN: {
@@ -1583,7 +1820,7 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         }
         c->changelog_sent = true;
       }
-      if (c->conf.exactly_once && (c->nt || (c->gcons && c->txn_begun))) {
+      if (c->conf.exactly_once && (c->nt || (c->gcons && wd_collector_txn_open(c->coll)))) {
         /* 1. prepare, before the transaction can commit: the rows once, their undo image and the
          * small marker, in one write; the stored offsets stay S (docs/exactly-once.md) */
         wd_buf_reset(&rec);
@@ -1611,14 +1848,14 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
         c->prepared = true;
         c->phase = WD_PHASE_PREPARED;
         fault_point(c, "after-prepare");
-      } else if (c->txn_begun) {
+      } else if (wd_collector_txn_open(c->coll)) {
         /* output without offsets to send (only restoring partitions): commit it as it is */
         c->phase = WD_PHASE_OFFSETS_SENT;
       } else if (!c->conf.exactly_once) {
         /* at-least-once: the output is acknowledged before the state and offsets are written */
         bool told = false;
         for (;;) {
-          if (!(err = wd_producer_wait_acked(c->prod, 1000))) break;
+          if (!(err = wd_collector_wait_acked(c->coll, 1000))) break;
           if (!err->retriable) break;
           if ((stop && *stop >= 2) || stop_expired(c)) {
             err = stopped_error(err, "the broker had not acknowledged the output");
@@ -1642,17 +1879,17 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       wd_group_meta_t *gm = NULL;
       if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
       for (int attempt = 0;; attempt++) {
-        err = wd_producer_txn_send_offsets(c->prod, c->t, c->nt, gm, 10000);
+        err = wd_collector_send_offsets(c->coll, c->t, c->nt, gm, 10000);
         /* the commit's marker: every commit with scale-out lookups (wd_commit_set_global); with the
          * rebuild's marker only (wd_commit_set_marker) the commits without input offsets, which the
          * group's offsets cannot resolve (a switch) */
         if (!err && c->gcons && (c->global || !c->nt)) {
           wd_group_meta_t *pm = NULL;
           wd_tp_offset_t m = {c->marker_topic, 0, (int64_t)(c->number + 1)};
-          if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_producer_txn_send_offsets(c->prod, &m, 1, pm, 10000);
+          if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_collector_send_offsets(c->coll, &m, 1, pm, 10000);
           wd_group_meta_destroy(pm);
         }
-        if (!err || !err->retriable || attempt >= 30) break;
+        if (wd_collector_classify(err) != WD_COLLECT_RETRY || attempt >= 30) break;
         if ((stop && *stop >= 2) || stop_expired(c)) {
           err = stopped_error(err, "sending the offsets to the transaction");
           break;
@@ -1669,7 +1906,8 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
     }
     case WD_PHASE_OFFSETS_SENT:
       /* 3. commit */
-      err = commit_txn(c, stop, &ab);
+      err = commit_txn(c, stop, &ab, mode == RUN_ASYNC);
+      if (!err && mode == RUN_ASYNC && c->committing && c->phase == WD_PHASE_OFFSETS_SENT) goto done;
       break;
     case WD_PHASE_COMMITTED:
       fault_point(c, "after-commit");
@@ -1693,10 +1931,13 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
       wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %" PRIu64 " records, %zu partitions, %.1f ms", c->number,
              c->records, c->nin, (wd_mono_s() - c->t0) * 1000.0);
       reset_open(c);
+      bool was_committing = c->committing;
+      promote(c); /* issue 22 point 2: what was taken meanwhile is the open commit now */
       if (c->conf.hooks.committed) c->conf.hooks.committed(c->conf.hooks.ctx, c->number);
       /* at once when stopping or in a rebalance (in_callback): the next owner of a stateless
        * partition starts at the group's offset */
       group_commit(c, (stop && *stop) || c->in_callback);
+      if (was_committing && mode != RUN_FIRST) err = release_next(c, &ab);
       break;
     }
   }
@@ -1787,6 +2028,7 @@ wd_error_t *wd_commit_rebuild_done(wd_commit_t *c, uint32_t id) {
 }
 
 int wd_commit_note_global(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records) {
+  if (c->committing) return note_next_commit(c, true, topic, partition, offset, records);
   if (c->phase == WD_PHASE_IDLE) {
     c->phase = WD_PHASE_OPEN;
     c->opened = wd_mono_s();

@@ -7,7 +7,8 @@
  *
  * A commit spans many poll batches. The pipeline, per batch:
  *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
- *   wd_commit_begin()                             before it produces anything (begins the txn);
+ *   (its output goes through the record collector, app/runtime/collector.h, which begins the transaction
+ *    with the first record and calls the coordinator's opening hook)
  *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
  *   wd_commit_note_input(topic, partition, off, n) per partition of each batch: its last offset taken (applied or dead-lettered);
  *   wd_commit_batch_end()
@@ -25,8 +26,10 @@
  * `fenced` and `fatal` errors stop the pipeline; `txn_requires_abort` ones are handled inside
  * (abort, discard, rewind: *aborted is set) and not returned; retriable waits are served inside.
  *
- * Ownership: the coordinator borrows the producer, consumer, state, store and topic names (they
- * must outlive it). Thread: the pipeline's thread; the on_* functions run inside the consumer's
+ * Ownership: the coordinator borrows the record collector (app/runtime/collector.h: the one path into the
+ * producer and the transaction; it owns the producer and re-creates it when a commit's outcome
+ * stays unknown), the consumer, state, store and topic names (they must outlive it). It sets the
+ * collector's opening hook (the commit opens with its first output; fault point before-begin). Thread: the pipeline's thread; the on_* functions run inside the consumer's
  * callbacks on that thread.
  */
 #ifndef WD_COMMIT_H
@@ -36,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/runtime/collector.h"
 #include "app/runtime/tasks.h"
 #include "common/error.h"
 #include "common/kafka_conf.h"
@@ -53,11 +57,6 @@ typedef struct wd_commit_hooks {
   int (*before_finalize)(void *ctx, uint64_t number, wd_store_batch_t *b);
   /* After commit `number` is final (its output visible, its state written). May be NULL. */
   void (*committed)(void *ctx, uint64_t number);
-  /* Replaces *prod by a new producer with the same configuration (transactional.id), whose
-   * transactions are initialised: used when a commit's outcome stays unknown (the new producer's
-   * init_transactions resolves it). Returns NULL or an error. May be NULL (then the pipeline stops
-   * with E_TXN_UNKNOWN and the restart resolves the commit). */
-  wd_error_t *(*reopen_producer)(void *ctx, wd_producer_t **prod);
   /* After the open commit was aborted (its output discarded, its state dropped, the consumer
    * rewound): whatever the pipeline buffered for it goes too. May be NULL. */
   void (*aborted)(void *ctx);
@@ -112,8 +111,10 @@ typedef struct wd_commit_conf {
 /* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the
  * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
  * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
- * itself with SIGKILL. *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
-wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_producer_t *prod, wd_consumer_t *cons, wd_state_t *state,
+ * itself with SIGKILL. WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
+ * wd_commit_run (the behaviour before issue 22 point 2; for interleaved benchmarks).
+ * *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
+wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out);
 void wd_commit_destroy(wd_commit_t *c);
 /* Sets the consumer (which may be created after the coordinator, since its callbacks need the
@@ -141,8 +142,9 @@ void wd_commit_batch_end(wd_commit_t *c);
  * pipeline then drops it unprocessed. */
 bool wd_commit_batch_invalid(const wd_commit_t *c);
 
-/* Begins the commit's transaction if it is not begun yet (exactly-once); nothing otherwise.
- * Errors: E_TXN_BEGIN (fatal/fenced). */
+/* Opens the commit and begins its transaction through the collector if it is not begun yet
+ * (exactly-once); only opens otherwise. The collector does this itself with a commit's first
+ * record. Errors: E_TXN_BEGIN (fatal/fenced). */
 wd_error_t *wd_commit_begin(wd_commit_t *c);
 
 /* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring
@@ -218,6 +220,25 @@ bool wd_commit_stop_expired(wd_commit_t *c);
  * "E_STOPPED" is returned. Errors: fenced, fatal, E_STORE_WRITE, E_SINK_DELIVERY (at-least-once),
  * E_STOPPED. */
 wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted);
+
+/* As wd_commit_run, but the pipeline need not wait for the transaction's commit (issue 22 point 2,
+ * docs/exactly-once.md "A commit that does not block the pipeline"): under exactly-once in a group,
+ * commit_transaction runs on the collector's helper thread (wd_collector_commit_start) and, while it
+ * runs (wd_commit_committing), the call returns; the records taken meanwhile belong to the next commit
+ * (their inputs noted apart, their output held by the collector) and each later call (wd_commit_due
+ * says true meanwhile) looks again; once the transaction committed the commit is finalized, the
+ * next one becomes the open commit and its held output is sent in its transaction, and the call
+ * returns with it open. Past 2 s, 200,000 held records or pipeline.commit-max-records records of
+ * the next commit it waits as wd_commit_run. An abort while
+ * a commit is committing (wd_commit_abort, a lost partition) first completes that commit (it may
+ * have committed), then aborts what was taken after it. Errors: as wd_commit_run. */
+wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted);
+
+/* Whether a commit's transaction is committing in the background (wd_commit_run_async). */
+bool wd_commit_committing(const wd_commit_t *c);
+/* Commits finalized after their transaction committed in the background (the next batches merged
+ * meanwhile). */
+uint64_t wd_commit_overlapped(const wd_commit_t *c);
 
 /* Aborts the open commit (as after an abortable error). Errors: fatal ones of abort_transaction. */
 wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);

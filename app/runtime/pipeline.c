@@ -13,6 +13,7 @@
 #include "app/ops/metrics.h"
 #include "app/runtime/repartition.h"
 #include "app/runtime/standby.h"
+#include "app/runtime/collector.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -85,7 +86,7 @@ struct wd_pipeline {
   size_t nsources;
   wd_store_t *store;
   wd_state_t *state;
-  wd_producer_t *prod;
+  wd_collector_t *coll; /* the record collector (app/runtime/collector.h): owns the producer */
   wd_consumer_t *cons;
   wd_kafka_conf_t kconf;
   const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
@@ -134,13 +135,15 @@ struct wd_pipeline {
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
   /* ---- issue 13: the open commit's history record (app/ops/history.h) and the metrics ---- */
-  struct {
+  struct wd_hist_open {
     wd_commit_range_t *in; /* input offsets [from, to) per partition (topics: the sources') */
     size_t nin, cap;
     uint64_t records_in, changes_out, dead_letters, restored;
     double t0;             /* first batch of the commit (monotonic s) */
     double last_duration_s;
-  } hc;
+  } hc, hs; /* hc: the open commit's; hs: the commit being completed (from its snapshot on: issue 22
+             * point 2, the next commit's batches may be taken while it commits) */
+  wd_buf_t trace_hs; /* the trace lines of the commit being completed */
   wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
   struct {
     wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
@@ -249,27 +252,6 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
   if (p->gt) wd_gtable_on_revoke(p->gt);
 }
 
-/* Commit hook: a new producer with the same configuration (transactional.id), transactions
- * initialised, replacing the one whose commit outcome stayed unknown. */
-static wd_error_t *reopen_producer(void *ctx, wd_producer_t **prod) {
-  wd_pipeline_t *p = ctx;
-  wd_producer_t *np = NULL;
-  wd_error_t *err = wd_producer_new(&p->pconf, &np);
-  for (int attempt = 0; !err; attempt++) {
-    wd_error_t *ierr = wd_producer_txn_init(np, 30000);
-    if (!ierr) break;
-    if (!ierr->retriable || attempt >= 4) err = ierr;
-    else wd_error_destroy(ierr);
-  }
-  if (err) {
-    wd_producer_destroy(np);
-    return err;
-  }
-  wd_producer_destroy(p->prod); /* its open transaction is fenced by the new one */
-  p->prod = *prod = np;
-  return NULL;
-}
-
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
 
@@ -300,34 +282,51 @@ static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int
   return 0;
 }
 
+static void hist_clear(struct wd_hist_open *h) {
+  h->nin = 0;
+  h->records_in = h->changes_out = h->dead_letters = h->restored = 0;
+  h->t0 = 0;
+}
+
 static void hist_reset(wd_pipeline_t *p) {
-  p->hc.nin = 0;
-  p->hc.records_in = p->hc.changes_out = p->hc.dead_letters = p->hc.restored = 0;
-  wd_producer_offsets_reset(p->prod);
+  hist_clear(&p->hc);
+  hist_clear(&p->hs);
+  wd_collector_ranges_reset(p->coll);
 }
 
 static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool final) {
   const wd_producer_range_t *pr = NULL;
-  size_t npr = final ? wd_producer_offsets(p->prod, &pr) : 0;
+  size_t npr = final ? wd_collector_ranges(p->coll, &pr) : 0;
   wd_commit_range_t *out = calloc(npr ? npr : 1, sizeof(*out));
   if (!out) return -1;
   size_t nout = 0;
   for (size_t i = 0; i < npr; i++) /* the changelog's partitions only (not the dead-letter topic's) */
     if (!strcmp(pr[i].topic, p->cfg->sink.topic))
       out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
-  p->hc.last_duration_s = p->hc.t0 > 0 ? wd_mono_s() - p->hc.t0 : 0;
+  p->hs.last_duration_s = p->hs.t0 > 0 ? wd_mono_s() - p->hs.t0 : 0;
   const char *mode = p->opts.replay || wd_rebuild_switching(p->rb) ? "rebuild"
-                     : p->hc.records_in && p->hc.restored == p->hc.records_in ? "restore"
+                     : p->hs.records_in && p->hs.restored == p->hs.records_in ? "restore"
                                                                               : "incremental";
-  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hc.in, p->hc.nin, out, nout, p->hc.records_in,
-                         p->hc.changes_out, p->hc.dead_letters, p->hc.last_duration_s * 1000.0};
+  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hs.in, p->hs.nin, out, nout, p->hs.records_in,
+                         p->hs.changes_out, p->hs.dead_letters, p->hs.last_duration_s * 1000.0};
   int rc = wd_history_add(b, &ci, (size_t)p->cfg->state.history_size);
   free(out);
   return rc;
 }
 
+/* At the commit's snapshot: what was noted so far is this commit's (hs); what is taken from now on
+ * belongs to the next one (hc), whose batches may be merged while this one commits (issue 22
+ * point 2). */
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
   wd_pipeline_t *p = ctx;
+  struct wd_hist_open t = p->hs;
+  p->hs = p->hc;
+  p->hc = t;
+  hist_clear(&p->hc);
+  wd_buf_t tb = p->trace_hs;
+  p->trace_hs = p->trace_buf;
+  p->trace_buf = tb;
+  wd_buf_reset(&p->trace_buf);
   /* issue 21 point 4: a rebuild's switch commit deletes the staged rows and writes the task's mark */
   return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
 }
@@ -339,8 +338,8 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
 }
 
 /* ---- issue 21 point 4: the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
- * The one place where the rebuild's records enter the producer and the open commit's transaction
- * (the record collector, issue 21 point 3, takes these two over): the difference in the sink's
+ * The one place where the rebuild's records enter the open commit's transaction, through the record
+ * collector (app/runtime/collector.h) as every other output: the difference in the sink's
  * formats, encoded as produce_changelog encodes the changelog, and the task's state entries to
  * the state changelog topic. */
 static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
@@ -367,7 +366,8 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
     if (!err) err = encode_key(p, &sc, keyrow);
     if (!err) err = wd_commit_begin(p->commit);
     if (!err)
-      err = wd_producer_send(p->prod, p->cfg->sink.topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, p->cfg->sink.topic, -1, p->kbuf.data, p->kbuf.len,
+                              p->vbuf.data, p->vbuf.len);
     if (!err && i == at) /* every format takes at least one row */
       err = wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "sink format %s took no row of the difference",
                          p->sink_fmt->name);
@@ -384,7 +384,9 @@ static wd_error_t *rebuild_state(void *ctx, uint32_t task, const uint8_t *key, s
   wd_pipeline_t *p = ctx;
   wd_error_t *err = switch_abandoned(p);
   if (!err) err = wd_commit_begin(p->commit);
-  if (!err) err = wd_producer_send_to(p->prod, p->changelog_topic, (int32_t)task, key, klen, val, val ? vlen : 0);
+  if (!err)
+    err = wd_collector_send(p->coll, WD_OUT_STATE_CHANGELOG, p->changelog_topic, (int32_t)task, key, klen, val,
+                            val ? vlen : 0);
   return err;
 }
 
@@ -536,20 +538,22 @@ static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   (void)number;
   if (p->metrics) { /* issue 13 */
-    wd_metric_observe(p->m.commit, NULL, p->hc.last_duration_s);
+    wd_metric_observe(p->m.commit, NULL, p->hs.last_duration_s);
     wd_metric_add(p->m.commits, NULL, 1);
   }
-  hist_reset(p); /* issue 13 */
+  hist_clear(&p->hs); /* issue 13; hc may hold the next commit's already (issue 22 point 2) */
+  wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
   p->st.commits++;
-  if (p->trace && p->trace_buf.len) fwrite(p->trace_buf.data, 1, p->trace_buf.len, p->trace);
-  wd_buf_reset(&p->trace_buf);
+  if (p->trace && p->trace_hs.len) fwrite(p->trace_hs.data, 1, p->trace_hs.len, p->trace);
+  wd_buf_reset(&p->trace_hs);
 }
 
 static void on_aborted(void *ctx) {
   wd_pipeline_t *p = ctx;
-  hist_reset(p); /* issue 13: its output was discarded */
+  hist_reset(p); /* issue 13: its output was discarded (and the next one's, taken meanwhile) */
   wd_buf_reset(&p->trace_buf);
+  wd_buf_reset(&p->trace_hs);
   p->st.aborted_commits++;
   if (p->gt) { /* what the commit took of the lookup topics is read again; its reconciles redone */
     wd_error_t *err = wd_gtable_rewind(p->gt, true);
@@ -754,8 +758,9 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
     p->st.changes_out += i - at;
     if (!err) err = encode_key(p, &sc, keyrow);
-    if (!err && !(err = wd_commit_begin(p->commit)))
-      err = wd_producer_send(p->prod, topic, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len, NULL, 0);
+    if (!err)
+      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, topic, -1, p->kbuf.data, p->kbuf.len, p->vbuf.data,
+                              p->vbuf.len);
     if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
@@ -974,8 +979,8 @@ static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta
     if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, p->rp.group, ng, &p->rp.row, &p->rp.val))
       return wd_error_nomem();
     int32_t part = wd_producer_partition_of(key, klen, p->rp.partitions);
-    if (!(err = wd_commit_begin(p->commit)))
-      err = wd_producer_send_to(p->prod, p->rp.topic[si], part, key, klen, p->rp.val.data, p->rp.val.len);
+    err = wd_collector_send(p->coll, WD_OUT_REPARTITION, p->rp.topic[si], part, key, klen, p->rp.val.data,
+                            p->rp.val.len);
     if (!err) p->st.repartitioned++;
   }
   return err;
@@ -1215,9 +1220,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
     log_once(p, &p->msgs[i], b->err);
     if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
-    if ((err = wd_commit_begin(p->commit))) return err;
-    err = wd_producer_send_dead_letter(p->prod, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
-                                       b->err->message);
+    err = wd_collector_dead_letter(p->coll, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
+                                   b->err->message);
     if (err) return err;
   }
   /* 5. the records belong to the open commit now: per partition of the batch, its offsets
@@ -1325,6 +1329,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
+  if (p->commit && wd_commit_overlapped(p->commit)) /* issue 22 point 2 */
+    fprintf(f, "; %" PRIu64 " commits completed while the next batches were merged", wd_commit_overlapped(p->commit));
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
   if (p->standby)
     fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
@@ -1515,6 +1521,18 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
 static wd_error_t *complete_commit(wd_pipeline_t *p);
 static bool commit_due(wd_pipeline_t *p);
 
+/* The one dispatch of the pipeline on an abortable error (app/runtime/collector.h wd_collector_classify:
+ * WD_COLLECT_ABORT, from a send, a decode's wait or a commit): the open commit is aborted, its
+ * output discarded and its records read again; *err becomes the abort's own error (NULL: go on).
+ * Returns false (err untouched) for any other error. */
+static bool aborted_for(wd_pipeline_t *p, wd_error_t **err) {
+  if (wd_collector_classify(*err) != WD_COLLECT_ABORT) return false;
+  wd_error_t *aerr = wd_commit_abort(p->commit, (*err)->message);
+  wd_error_destroy(*err);
+  *err = aerr;
+  return true;
+}
+
 /* The producer's wait while its queue is full (sink/producer.h wd_producer_set_wait): the group is
  * served meanwhile (partitions paused), and the send gives up when a stop has used its time or
  * the batch in hand was abandoned by a rebalance. */
@@ -1539,12 +1557,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
-    if (wd_error_abortable(err)) {
-      wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-      wd_error_destroy(err);
-      err = aerr;
-      continue;
-    }
+    if (aborted_for(p, &err)) continue;
     if (!err && commit_due(p)) err = complete_commit(p);
     if (n) last = wd_mono_s();
     else sleep_ms(p, 5);
@@ -1604,6 +1617,13 @@ static wd_error_t *complete_commit(wd_pipeline_t *p) {
   return wd_commit_run(p->commit, &p->stop, &aborted);
 }
 
+/* As complete_commit, but while input flows the transaction's commit goes on in the background and
+ * the next batches are merged meanwhile, their output held (issue 22 point 2). */
+static wd_error_t *complete_commit_async(wd_pipeline_t *p) {
+  bool aborted = false;
+  return wd_commit_run_async(p->commit, &p->stop, &aborted);
+}
+
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   size_t max = (size_t)p->cfg->pipeline.batch_size;
@@ -1640,6 +1660,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     int interval = (int)p->pace.interval;
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
     if (restoring || rebuilding) wait = 0;
+    if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
     if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
     if ((err = wd_commit_take_error(p->commit))) {
       release_batch(p, n);
@@ -1652,10 +1673,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
     if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
       release_batch(p, n);
-      if (wd_error_abortable(err)) { /* the batch is read again */
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) { /* the batch is read again */
+        if (err) break;
         continue;
       }
       break;
@@ -1666,10 +1685,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       last_input = now;
       if (p->busy_start == 0) p->busy_start = now;
       wd_commit_batch_begin(p->commit);
-      wd_producer_stats_t ps0, ps1;
-      wd_producer_stats(p->prod, &ps0);
+      wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
       err = process_batch(p, n);
-      wd_producer_stats(p->prod, &ps1);
       last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
       if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
@@ -1685,10 +1702,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         err = NULL;
         continue;
       }
-      if (wd_error_abortable(err)) {
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) {
+        if (err) break;
         continue;
       }
       if (err && p->stop && err->retriable) {
@@ -1699,7 +1714,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
          * repartition topic while decoding, changes before the record that waited), that output
          * must not be committed without the batch's source offsets: the open commit is aborted
          * and all of it is read again (issue 21) */
-        if (ps1.sent != ps0.sent) {
+        if (wd_collector_batch_sent(p->coll)) {
           wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
                  "and its records are read again on restart", err->message);
           wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
@@ -1722,10 +1737,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (p->gt && !wd_commit_changelog_restoring(p->commit)) { /* issue 11 point 4: the lookup topics */
       size_t ng = 0;
       err = global_batch(p, &ng);
-      if (wd_error_abortable(err)) {
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) {
+        if (err) break;
         continue;
       }
       if (err) break;
@@ -1735,12 +1748,15 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
         n += ng;
       }
     }
-    if (commit_due(p) || (!n && wd_commit_pending(p->commit))) {
+    bool due = commit_due(p);
+    if (n && due) { /* input flows: the commit need not stop it (issue 22 point 2) */
+      if ((err = complete_commit_async(p))) break;
+    } else if (due || (!n && wd_commit_pending(p->commit))) {
       double c0 = wd_mono_s();
       if ((err = complete_commit(p))) break;
       pace_commit(p, (wd_mono_s() - c0) * 1000.0); /* issue 22 point 2 */
     } else if (!n) {
-      wd_producer_poll(p->prod);
+      wd_collector_poll(p->coll);
       /* before the first input, allow 10 s more for the group join */
       uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
       uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
@@ -1903,7 +1919,7 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
 static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, const char *const *cfgs,
                                          const char *what) {
   int have = 0;
-  wd_error_t *err = wd_producer_partition_count(p->prod, topic, 30000, &have);
+  wd_error_t *err = wd_collector_partition_count(p->coll, topic, 30000, &have);
   if (err) return err;
   if (have && have != p->rp.partitions)
     return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
@@ -1913,12 +1929,12 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
                         "start with a new group.id), since every task's rows would hold other keys",
                         what, topic, have, p->rp.partitions, have, p->cfg->kafka.group_id);
   if (have) return NULL;
-  if ((err = wd_producer_ensure_topic(p->prod, topic, p->rp.partitions, cfgs, 30000))) return err;
+  if ((err = wd_collector_ensure_topic(p->coll, topic, p->rp.partitions, cfgs, 30000))) return err;
   /* until the broker's metadata lists it: a group that assigns before would leave it out until the
    * next metadata refresh (minutes) */
   for (int i = 0; i < 100 && !err && have != p->rp.partitions; i++) {
     if (i) sleep_ms(p, 100);
-    err = wd_producer_partition_count(p->prod, topic, 5000, &have);
+    err = wd_collector_partition_count(p->coll, topic, 5000, &have);
   }
   return err;
 }
@@ -1946,7 +1962,7 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
       break;
     }
     for (size_t k = 0; k < src->ntopics && !err; k++)
-      err = wd_producer_partition_count(p->prod, src->topics[k], 30000, &counts[i][k]);
+      err = wd_collector_partition_count(p->coll, src->topics[k], 30000, &counts[i][k]);
     in[i] = (wd_repartition_input_t){src->name, p->cfg->sources.v[i].repartition, is_lookup(p, (int)i), src->ntopics,
                                      (const char *const *)src->topics, counts[i]};
   }
@@ -2154,7 +2170,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
   p->stop_grace_s = (unsigned)(txn_timeout_ms > 0 ? txn_timeout_ms : 60000) / 1000u + 5u;
   p->settled = 1;
-  if (!err) err = wd_producer_new(&p->pconf, &p->prod);
+  if (!err) err = wd_collector_new(&p->pconf, &p->coll);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
   if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
@@ -2217,7 +2233,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .changelog_topic = p->changelog_topic,
       .txn_id = p->txn_id,
       .restore_conf = &p->rconf,
-      .hooks = {p, hist_before_finalize, on_committed, reopen_producer, on_aborted, hist_before_write}, /* issue 13: history */
+      .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* issue 13: history */
   };
   if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
@@ -2229,7 +2245,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "(from %s)", p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
-  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/runtime/fingerprint.h) */
+  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
     goto fail;
   if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {
@@ -2240,7 +2256,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     goto fail;
   }
   if (p->rb) cc.hooks.task_current = rebuild_task_current;
-  if ((err = wd_commit_new(&cc, p->prod, NULL, p->state, p->store, &p->commit))) goto fail;
+  if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) goto fail;
   if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
     wd_kafka_conf_t mconf = {0};
     const char *mtopic = p->changelog_topic ? p->changelog_topic : cfg->sink.topic;
@@ -2256,7 +2272,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
   }
   wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
-  wd_producer_set_wait(p->prod, producer_wait, p); /* a full producer queue serves the group */
+  wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
@@ -2306,12 +2322,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->btp);
   wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
   free(p->hc.in);
-  if (p->prod) {
-    wd_error_t *err = wd_producer_flush(p->prod, 10000);
-    if (err) wd_log(WD_LOG_WARN, "pipeline", "flushing the producer: %s", err->message);
-    wd_error_destroy(err);
-    wd_producer_destroy(p->prod);
-  }
+  free(p->hs.in);
+  wd_buf_free(&p->trace_hs);
+  wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);
   wd_kafka_conf_clear(&p->rconf);

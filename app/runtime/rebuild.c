@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "app/ops/netchange.h"
 #include "app/runtime/tasks.h"
 #include "common/buf.h"
@@ -55,6 +55,8 @@ struct wd_rebuild {
   wd_store_t *old_st;    /* ... opened on first use (owned) */
   char fp[32];           /* the current definition's fingerprint */
   size_t fplen;
+  char old_fp[32];       /* the old definition's */
+  bool chained;          /* the state before the change was rebuilding too (WD_REBUILD_CHAINED_KEY) */
   int *col_of;           /* per new column: the old column of the same name and type, -1: none */
   progress_t *pg;
   size_t npg, cap_pg;
@@ -142,6 +144,11 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   }
   memcpy(rb->fp, fp, rb->fplen);
   if ((base = meta_text(st, WD_REBUILD_OLD_BASE_KEY, NULL, &err))) rb->old_base = (size_t)strtoull(base, NULL, 10);
+  if (err) goto fail;
+  snprintf(rb->old_fp, sizeof(rb->old_fp), "%016" PRIx64, wd_definition_fingerprint(def, dlen));
+  char *ch = meta_text(st, WD_REBUILD_CHAINED_KEY, NULL, &err);
+  rb->chained = ch != NULL;
+  free(ch);
   if (err) goto fail;
   if (!changelog && !(rb->old_dir = meta_text(st, WD_REBUILD_OLD_STATE_KEY, NULL, &err))) {
     if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild names no state before the change");
@@ -346,8 +353,8 @@ static wd_error_t *old_store(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, 
       return wd_error_new(WD_ERR_IO, "E_REBUILD",
                           "the state before the change (%s) is at offset %" PRId64 " of %s[%d], the group's committed "
                           "offset is %" PRId64 ": its rows are not the table the output shows, so no difference can "
-                          "be computed from them; run the old definition to the group's position first, or use "
-                          "state.on-incompatible-change: fail and `widen replay`",
+                          "be computed from them; put it back as state.dir and run the old definition to the group's "
+                          "position first (or build the table anew with `widen replay`)",
                           rb->old_dir, have, task->parts[k].topic, task->parts[k].partition, g);
   }
   *out = rb->old_st;
@@ -356,34 +363,46 @@ static wd_error_t *old_store(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, 
 
 /* The definition task's old rows were built with, in *out (borrowed from rb): per-partition, a task
  * whose restored mark names an earlier rebuild's definition (meta WD_REBUILD_DEFS_KEY) has that
- * one's rows; any other, the old definition's. Errors: E_STATE_CORRUPT, the table config's, E_STORE_READ,
- * E_NOMEM. */
+ * one's rows; a task with no mark, the old definition's (the first one left, kept by every later
+ * arming). Errors: E_REBUILD naming the task when its rows are of a definition this state does not
+ * know (a state armed before the earlier definitions were kept: a second change before the first
+ * rebuild switched the task); E_STATE_CORRUPT, the table config's, E_STORE_READ, E_NOMEM. */
 static wd_error_t *old_view(wd_rebuild_t *rb, uint32_t task, view_t *dflt, const view_t **out) {
   *dflt = (view_t){.t = NULL, .os = rb->os, .base = rb->old_base, .col_of = rb->col_of};
   *out = dflt;
-  if (!rb->changelog || !rb->defs) return NULL;
+  if (!rb->changelog) return NULL;
   uint8_t key[WD_STATE_PREFIX_LEN];
   prefix(key, NS_MARK, task);
   const uint8_t *kp = key;
   size_t kl = sizeof(key), vl = 0;
   uint8_t *val = NULL;
   wd_error_t *err = wd_store_multi_get(rb->st, 1, &kp, &kl, &val, &vl);
-  if (err || !val || vl >= sizeof(dflt->fp)) {
-    free(val);
-    return err;
-  }
-  char fp[32];
-  memcpy(fp, val, vl);
-  fp[vl] = 0;
+  if (err) return err;
+  char fp[32] = "";
+  bool marked = val != NULL;
+  if (marked && vl < sizeof(fp)) memcpy(fp, val, vl);
   free(val);
-  for (size_t i = 0; i < rb->nviews; i++)
-    if (!strcmp(rb->views[i].fp, fp)) {
-      *out = &rb->views[i];
-      return NULL;
-    }
-  json_t *d = json_object_get(rb->defs, fp);
+  if (marked) {
+    for (size_t i = 0; i < rb->nviews; i++)
+      if (!strcmp(rb->views[i].fp, fp)) {
+        *out = &rb->views[i];
+        return NULL;
+      }
+  }
+  json_t *d = marked ? json_object_get(rb->defs, fp) : NULL;
   const char *text = json_string_value(json_object_get(d, "definition"));
-  if (!text) return NULL; /* a mark of no earlier definition: the old one */
+  if (!text) {
+    bool ok = marked ? !strcmp(fp, rb->old_fp) : !rb->chained || rb->defs;
+    if (!ok)
+      return wd_error_new(WD_ERR_CONFIG, "E_REBUILD",
+                          "task %" PRIu32 ": its rows in the state changelog topic are of %s%s, not of the definition "
+                          "this rebuild starts from (%s): the definition changed again before an earlier rebuild had "
+                          "switched every task; start the group with that earlier definition until every task is "
+                          "switched (each logs \"emitted the difference\"), or build the table anew",
+                          task, marked ? "the definition with fingerprint " : "the definition before the earlier rebuild",
+                          fp, rb->old_fp);
+    return NULL; /* the old definition's rows */
+  }
   view_t *nv = realloc(rb->views, (rb->nviews + 1) * sizeof(*nv));
   if (!nv) return wd_error_nomem();
   rb->views = nv;

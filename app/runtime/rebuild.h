@@ -2,7 +2,7 @@
  * app/runtime/rebuild.h — the rebuild on an incompatible table definition as a runtime mode of `widen run`
  * (issue 21 point 4; docs/runtime.md "Rebuild as a runtime mode").
  *
- * wd_definition_prepare (app/runtime/fingerprint.h) arms it: the state directory is a fresh one holding
+ * wd_definition_prepare (app/ops/fingerprint.h) arms it: the state directory is a fresh one holding
  * the new definition and the old one (meta WD_REBUILD_OLD_DEF_KEY); the state before the change is
  * kept beside it. From then on every task this process owns is taken through these phases, in the
  * poll loop, between polls of the group (wd_task_t.rebuild; the task is RESTORING and produces no

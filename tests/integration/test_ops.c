@@ -488,7 +488,6 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 1500 2>&1", wd_it_widen_bin(), e2.cfg);
   cr_assert_eq(rc, 0, "%s", err);
   cr_expect(strstr(err, "emitted the difference"), "%s", err);
-  if (getenv("WD_SHOW")) fprintf(stderr, "%s", err);
   free(err);
   json_t *new_rows = rows(&e2, e.state);
   /* a fresh replay with the new definition gives the same table */

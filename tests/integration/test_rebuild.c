@@ -777,3 +777,40 @@ Test(rebuild, sigterm_during_the_start_of_a_rebuild_stops_cleanly, .timeout = 30
   json_decref(pos);
   env_done(&a);
 }
+
+/* A second incompatible change while the first rebuild has switched no task yet (killed in its first
+ * switch): the tasks' rows in the state changelog topic are still of the definition before the
+ * first change; the second rebuild reads them with that one (kept as its old definition), never
+ * with the first change's: the output follows the table and ends at a clean replay of the last
+ * definition. (It was refused with E_REBUILD before the earlier definitions were kept.) */
+Test(rebuild, a_second_change_before_the_first_switched_goes_on, .timeout = 200) {
+  env_t a;
+  env_init(&a, NULL, "chain", "memberA", "per-partition");
+  create_topics(&a);
+  produce(&a, 40, 600, 5);
+  char la[400], cfg3[320];
+  snprintf(la, sizeof(la), "%s/a.log", a.dir);
+  snprintf(cfg3, sizeof(cfg3), "%s/widen-3.yaml", a.dir);
+  cr_assert_eq(wait_exit(spawn_run(a.cfg, la, "3000", NULL)), 0);
+  json_t *pos = NULL, *cl = output(&a), *old = fold(cl, &pos);
+  cr_assert_eq(wait_exit(spawn_run(a.cfg_new, la, "3000", "rebuild-during-switch")), 128 + SIGKILL);
+  int rc;
+  free(sh(&rc, "sed -e 's/pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at/pay_version.sequence-group: "
+               "paid_amount,pay_method,pay_status/' '%s' > '%s'", a.cfg_new, cfg3));
+  cr_assert_eq(rc, 0);
+  rc = wait_exit(spawn_run(cfg3, la, "3000", NULL));
+  char *t = wd_it_read_file(la);
+  cr_assert_eq(rc, 0, "the second rebuild exited with %d:\n%s", rc, t);
+  assert_clean_log(t, "widen");
+  free(t);
+  env_t last = a;
+  snprintf(last.cfg_new, sizeof(last.cfg_new), "%s", cfg3);
+  json_t *after = output(&a), *want = clean_table(&last);
+  assert_consistent(old, pos, after, want);
+  json_decref(want);
+  json_decref(after);
+  json_decref(old);
+  json_decref(cl);
+  json_decref(pos);
+  env_done(&a);
+}

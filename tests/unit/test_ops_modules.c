@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_ops_modules.c — issue 13's modules without Kafka: the commit history in a store
  * (app/ops/history.h), the net change fold and table difference (app/ops/netchange.h), the metrics
- * exposition (app/ops/metrics.h), the definition diff (app/runtime/fingerprint.h) and the RocksDB secondary
+ * exposition (app/ops/metrics.h), the definition diff (app/ops/fingerprint.h) and the RocksDB secondary
  * instance reading a store another handle holds (join/store.h).
  */
 #include <criterion/criterion.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "app/ops/history.h"
 #include "app/ops/metrics.h"
 #include "app/ops/netchange.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "app/config/config.h"
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "common/buf.h"
 #include "common/kafka_conf.h"
 

@@ -1,5 +1,5 @@
 /*
- * app/runtime/fingerprint.h — the table definition's fingerprint, its stored copy, the item-by-item
+ * app/ops/fingerprint.h — the table definition's fingerprint, its stored copy, the item-by-item
  * difference and the automatic rebuild (issue 13 point 3).
  *
  * The definition is everything of a config that decides the stored rows, as named items:
@@ -85,6 +85,8 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
  * "base": n}}: a task whose restored mark is one of them holds that definition's rows (it was
  * switched by that rebuild, not yet by this one); a task with no mark holds the old definition's. */
 #define WD_REBUILD_DEFS_KEY "rebuild/definitions"
+/* ... and "1" when the state before the change was itself rebuilding (a second change) */
+#define WD_REBUILD_CHAINED_KEY "rebuild/chained"
 /* The meta key of the definition's fingerprint (16 hex digits). */
 #define WD_DEFINITION_FP_KEY "table/fingerprint"
 

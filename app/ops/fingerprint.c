@@ -1,8 +1,8 @@
 /*
- * app/runtime/fingerprint.c — the table definition, its fingerprint and diff, and the automatic rebuild
+ * app/ops/fingerprint.c — the table definition, its fingerprint and diff, and the automatic rebuild
  * (see fingerprint.h).
  */
-#include "app/runtime/fingerprint.h"
+#include "app/ops/fingerprint.h"
 #include "common/kafka_conf.h"
 #include "common/clock.h"
 
@@ -21,7 +21,6 @@
 
 #include "app/ops/history.h"
 #include "app/ops/netchange.h"
-#include "app/runtime/pipeline.h"
 #include "app/config/table_config.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
@@ -531,6 +530,10 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
     free(base);
   }
+  /* a state that was itself the target of a rebuild (per-partition tasks keep the mode): tasks the
+   * first rebuild did not switch hold rows of the first old definition (kept above); a state armed
+   * before the earlier definitions were kept refuses them (app/runtime/rebuild.c) */
+  if (first_def && wd_store_batch_set_meta(b, WD_REBUILD_CHAINED_KEY, (const uint8_t *)"1", 1)) err = wd_error_nomem();
   if (err || (err = wd_store_write_sync(st, b))) goto done;
   wd_store_close(st);
   st = NULL;
