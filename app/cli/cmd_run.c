@@ -29,6 +29,10 @@ static wd_pipeline_t *running;
 
 static volatile sig_atomic_t signals;
 static volatile sig_atomic_t grace_settled = 1;
+static volatile sig_atomic_t starting; /* run_pipeline before its pipeline exists */
+/* A stop signalled during the start waits for it this long at most (client calls there keep bounds
+ * of up to a minute while the broker is away): then it leaves as after a kill. */
+#define WD_START_STOP_GRACE_S 15
 
 /* The first SIGINT/SIGTERM stops the pipeline after the batch in hand and the open commit (every
  * wait then bounded by transaction.timeout.ms: docs/runtime.md "Stop"); a second one leaves at
@@ -42,6 +46,7 @@ static void on_signal(int sig) {
     (void)w;
     _exit(130);
   }
+  if (starting) alarm(WD_START_STOP_GRACE_S);
   if (running) {
     wd_pipeline_stop(running);
     grace_settled = wd_pipeline_settled(running);
@@ -53,6 +58,13 @@ static void on_signal(int sig) {
  * leave as after a kill; exit 0 when no commit was open, else 3 (its records are read again). */
 static void on_alarm(int sig) {
   (void)sig;
+  if (starting) {
+    static const char smsg[] = "widen: the start did not finish within 15 s of the stop signal (the broker does not "
+                               "answer): leaving now; recovery resolves what was open at the next start\n";
+    ssize_t w = write(2, smsg, sizeof(smsg) - 1);
+    (void)w;
+    _exit(0);
+  }
   bool settled = running ? wd_pipeline_settled(running) : grace_settled;
   static const char msg[] = "widen: the stop took longer than transaction.timeout.ms + 5 s (the broker does not "
                             "answer): leaving now; recovery resolves what was open at the next start\n";
@@ -123,6 +135,17 @@ static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
 static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t *opts, const char *output) {
   wd_config_t *cfg = NULL;
   wd_pipeline_t *p = NULL;
+  /* the handlers from here on: a SIGTERM during the start (the definition check, the pipeline's
+   * clients and state) is kept and stops the pipeline as soon as it exists, instead of the
+   * default action killing the process half-way through the start (a second one leaves at once) */
+  starting = 1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, NULL);
   wd_error_t *err = wd_config_load(config, &cfg);
   int rc = 1;
   if (err) goto done;
@@ -135,15 +158,19 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   /* issue 13: the table definition against the state's (compatible changes go on; incompatible
    * ones fail or rebuild, per state.on-incompatible-change) */
   if ((err = wd_definition_prepare(cfg, opts->state_dir, NULL))) goto done;
+  if (signals) { /* signalled during the start: nothing was consumed or produced yet */
+    wd_log(WD_LOG_INFO, mod, "stopped during the start");
+    rc = 0;
+    goto done;
+  }
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sa.sa_handler = on_alarm;
-  sigaction(SIGALRM, &sa, NULL);
+  starting = 0;
+  if (signals) { /* signalled during the start */
+    wd_pipeline_stop(p);
+    grace_settled = wd_pipeline_settled(p);
+    alarm(wd_pipeline_stop_grace_s(p));
+  }
   if (opts->no_output)
     wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> state %s; nothing is written to Kafka (--output TOPIC "
            "writes the changelog and the dead letters)", cfg->table.name, cfg->sources.n,
@@ -173,6 +200,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   if (!err) rc = 0;
   else if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its last commit was made: nothing lost */
 done:
+  starting = 0;
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
     fprintf(stderr, "widen %s: %s\n", cmd, err->message);

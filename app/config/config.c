@@ -1241,6 +1241,16 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
     cfg->brokers_from_env = true;
   }
   if ((err = check_refs(&ld, cfg))) goto done;
+  /* the rebuild emits its difference in a transaction with its switch (app/runtime/rebuild.h): refused
+   * here, not months later at the start that finds the definition changed */
+  if (cfg->state.on_incompatible_change == WD_CONFIG_INCOMPATIBLE_REBUILD &&
+      cfg->pipeline.processing_guarantee != WD_CONFIG_EXACTLY_ONCE) {
+    err = cfg_err(&ld, cfg->state.line,
+                  "'state.on-incompatible-change: rebuild' runs under 'pipeline.processing-guarantee: exactly-once' "
+                  "only (the difference is emitted in a transaction with its switch); set exactly-once, or "
+                  "on-incompatible-change: fail (then `widen replay` into a fresh state directory)");
+    goto done;
+  }
   err = index_table_options(cfg);
 done:
   if (extra_ok) yaml_document_delete(&extra);

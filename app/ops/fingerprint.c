@@ -325,14 +325,15 @@ done:
 
 /* ---- storing ------------------------------------------------------------------------------ */
 
-static int add_definition(const wd_config_t *cfg, wd_store_batch_t *b) {
+static int add_definition(const wd_config_t *cfg, wd_store_batch_t *b, bool rebuild_target) {
   wd_buf_t def = {0};
   int rc = -1;
   if (wd_definition_json(cfg, &def)) goto done;
   char fp[32];
   int n = snprintf(fp, sizeof(fp), "%016" PRIx64, wd_definition_fingerprint((const char *)def.data, def.len));
   rc = wd_store_batch_set_meta(b, DEF_KEY, def.data, def.len) ||
-       wd_store_batch_set_meta(b, FP_KEY, (const uint8_t *)fp, (size_t)n);
+       wd_store_batch_set_meta(b, FP_KEY, (const uint8_t *)fp, (size_t)n) ||
+       (rebuild_target && wd_store_batch_set_meta(b, WD_REBUILD_FP_KEY, (const uint8_t *)fp, (size_t)n));
 done:
   wd_buf_free(&def);
   return rc ? -1 : 0;
@@ -340,7 +341,7 @@ done:
 
 wd_error_t *wd_definition_record(const wd_config_t *cfg, wd_store_t *st) {
   wd_store_batch_t *b = wd_store_batch_new();
-  wd_error_t *err = !b || add_definition(cfg, b) ? wd_error_nomem() : wd_store_write(st, b);
+  wd_error_t *err = !b || add_definition(cfg, b, false) ? wd_error_nomem() : wd_store_write(st, b);
   wd_store_batch_destroy(b);
   return err;
 }
@@ -410,6 +411,39 @@ static wd_error_t *copy_meta(wd_store_t *from, const char *name, wd_store_batch_
   return err;
 }
 
+/* The earlier definitions of a per-partition rebuild armed over one (old, its state): old's
+ * WD_REBUILD_DEFS_KEY with old's own definition (def) added under the fingerprint its switch marks
+ * hold, and its rows' base column count; *out a new JSON text (free). */
+static wd_error_t *earlier_definitions(wd_store_t *old, const char *def, size_t dlen, char **out) {
+  *out = NULL;
+  uint8_t *prev = NULL, *fp = NULL, *base = NULL;
+  size_t plen = 0, flen = 0, blen = 0;
+  wd_error_t *err = NULL;
+  json_t *j = NULL;
+  if ((err = wd_store_get_meta(old, WD_REBUILD_DEFS_KEY, &prev, &plen)) ||
+      (err = wd_store_get_meta(old, WD_REBUILD_FP_KEY, &fp, &flen)) ||
+      (!fp && (err = wd_store_get_meta(old, FP_KEY, &fp, &flen))) ||
+      (err = wd_store_get_meta(old, "table/base-ncols", &base, &blen)))
+    goto done;
+  j = prev ? json_loadb((const char *)prev, plen, 0, NULL) : json_object();
+  if (!j || !fp) {
+    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild's %s", j ? "fingerprint is missing"
+                                                                                 : "earlier definitions do not parse");
+    goto done;
+  }
+  char fps[32], bs[32];
+  snprintf(fps, sizeof(fps), "%.*s", (int)(flen < 31 ? flen : 31), (const char *)fp);
+  snprintf(bs, sizeof(bs), "%.*s", (int)(blen < 31 ? blen : 31), base ? (const char *)base : "0");
+  json_t *e = json_pack("{s:s%,s:I}", "definition", def, dlen, "base", (json_int_t)strtoll(bs, NULL, 10));
+  if (!e || json_object_set_new(j, fps, e) || !(*out = json_dumps(j, JSON_COMPACT))) err = wd_error_nomem();
+done:
+  json_decref(j);
+  free(prev);
+  free(fp);
+  free(base);
+  return err;
+}
+
 /* Arms the rebuild (issue 21 point 4, app/runtime/rebuild.h): a fresh state is made as "<dir>.rebuild"
  * with the new definition, the old one (WD_REBUILD_OLD_DEF_KEY), the old state's instance id (the
  * transactional.id and group.instance.id stay the same), commit number, task layout and base column count, and
@@ -426,6 +460,12 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
   wd_store_batch_t *b = NULL;
   uint8_t *prep = NULL;
   size_t plen = 0;
+  uint8_t *first_def = NULL, *first_base = NULL; /* an unfinished single-task rebuild's old definition */
+  size_t first_len = 0, first_blen = 0;
+  bool unfinished = false;
+  char *defs = NULL; /* per-partition: WD_REBUILD_DEFS_KEY of the new state */
+  char dropdir[4096];
+  snprintf(dropdir, sizeof(dropdir), "%s.unfinished", dir);
   if (cfg->pipeline.processing_guarantee != WD_CONFIG_EXACTLY_ONCE)
     return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
                         "state.on-incompatible-change: rebuild runs under pipeline.processing-guarantee: exactly-once "
@@ -440,12 +480,35 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
                        dir);
     goto done;
   }
+  /* A single task whose rebuild is unfinished (its switch deletes the old definition): its rows are
+   * not the table downstream has; the state before that change (at the group's offsets) and its
+   * definition stay the old ones, and the unfinished state is dropped. Per-partition tasks keep
+   * the old definition after their switches and take their old rows from the state changelog
+   * topic: those of a task never switched are still the first old definition's (kept), those of
+   * a task switched by the earlier rebuild its definition's (WD_REBUILD_DEFS_KEY, by its mark). */
+  if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_DEF_KEY, &first_def, &first_len))) goto done;
+  if (first_def && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION) {
+    if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_BASE_KEY, &first_base, &first_blen)) ||
+        (err = earlier_definitions(old, old_def, old_len, &defs)))
+      goto done;
+    old_def = (const char *)first_def;
+    old_len = first_len;
+  } else if (cfg->pipeline.tasks == WD_CONFIG_TASKS_SINGLE) {
+    if (first_def && dir_exists(olddir)) {
+      unfinished = true;
+      old_def = (const char *)first_def;
+      old_len = first_len;
+      if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_BASE_KEY, &first_base, &first_blen))) goto done;
+      wd_log(WD_LOG_WARN, "rebuild", "the rebuild to the previous table definition did not finish: the new one is "
+             "rebuilt from the state before it (%s), and the unfinished state is dropped", olddir);
+    }
+  }
   if (rm_rf(newdir)) {
     err = wd_error_new(WD_ERR_IO, "E_REBUILD", "cannot remove the unfinished rebuild %s: %s", newdir, strerror(errno));
     goto done;
   }
   if ((err = wd_store_open_rocksdb(newdir, NULL, &st))) goto done;
-  if (!(b = wd_store_batch_new()) || add_definition(cfg, b) ||
+  if (!(b = wd_store_batch_new()) || add_definition(cfg, b, true) ||
       wd_store_batch_set_meta(b, WD_REBUILD_OLD_DEF_KEY, (const uint8_t *)old_def, old_len) ||
       wd_store_batch_set_meta(b, WD_REBUILD_OLD_STATE_KEY, (const uint8_t *)olddir, strlen(olddir)) ||
       wd_store_batch_set_meta(b, REBUILD_DONE_KEY, (const uint8_t *)"1", 1)) {
@@ -459,34 +522,41 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     goto done;
   uint8_t *base = NULL;
   size_t blen = 0;
-  /* a state that was itself the target of a rebuild (per-partition tasks keep the mode): tasks the
-   * first rebuild did not switch hold rows of the definition before it (app/runtime/rebuild.c refuses them) */
-  uint8_t *chained = NULL;
-  size_t clen = 0;
-  if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_DEF_KEY, &chained, &clen))) goto done;
-  free(chained);
-  if (chained && wd_store_batch_set_meta(b, WD_REBUILD_CHAINED_KEY, (const uint8_t *)"1", 1)) {
-    err = wd_error_nomem();
-    goto done;
+  if (defs && wd_store_batch_set_meta(b, WD_REBUILD_DEFS_KEY, (const uint8_t *)defs, strlen(defs))) err = wd_error_nomem();
+  if (old_def == (const char *)first_def) { /* the kept old definition's */
+    if (first_base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, first_base, first_blen)) err = wd_error_nomem();
+  } else {
+    if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
+    if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
+    free(base);
   }
-  if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
-  if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
-  free(base);
+  /* a state that was itself the target of a rebuild (per-partition tasks keep the mode): tasks the
+   * first rebuild did not switch hold rows of the first old definition (kept above); a state armed
+   * before the earlier definitions were kept refuses them (app/runtime/rebuild.c) */
+  if (first_def && wd_store_batch_set_meta(b, WD_REBUILD_CHAINED_KEY, (const uint8_t *)"1", 1)) err = wd_error_nomem();
   if (err || (err = wd_store_write_sync(st, b))) goto done;
   wd_store_close(st);
   st = NULL;
   wd_store_close(old);
   old = NULL;
-  if (rm_rf(olddir) || rename(dir, olddir) || rename(newdir, dir)) {
+  /* unfinished: the dropped state moves aside first (a crash before the last rename completes it at
+   * the next start, wd_definition_prepare) */
+  if (unfinished ? rm_rf(dropdir) || rename(dir, dropdir) || rename(newdir, dir)
+                 : rm_rf(olddir) || rename(dir, olddir) || rename(newdir, dir)) {
     err = wd_error_new(WD_ERR_IO, "E_REBUILD", "switching %s to the fresh state %s (old state kept as %s): %s", dir,
                        newdir, olddir, strerror(errno));
     goto done;
   }
+  if (unfinished && rm_rf(dropdir))
+    wd_log(WD_LOG_WARN, "rebuild", "cannot remove the dropped unfinished state %s: %s", dropdir, strerror(errno));
   wd_log(WD_LOG_INFO, "rebuild", "rebuilding the table from the sources' earliest offsets: per task this process "
          "owns, in the poll loop, into a fresh state in %s (the state before the change is kept in %s); each task "
          "emits only its difference, in the switch commit", dir, olddir);
 done:
   free(prep);
+  free(first_def);
+  free(first_base);
+  free(defs);
   wd_store_batch_destroy(b);
   wd_store_close(st);
   wd_store_close(old);

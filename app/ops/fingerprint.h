@@ -77,6 +77,14 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
 #define WD_REBUILD_OLD_DEF_KEY "rebuild/old-definition"
 #define WD_REBUILD_OLD_STATE_KEY "rebuild/old-state"
 #define WD_REBUILD_OLD_BASE_KEY "rebuild/old-base-ncols"
+/* The fingerprint of the definition the rebuild was armed for: the switch marks hold it. A later
+ * compatible change (a nullable column appended) updates WD_DEFINITION_FP_KEY but not this, so the
+ * tasks already switched stay current (a state armed before this key: WD_DEFINITION_FP_KEY). */
+#define WD_REBUILD_FP_KEY "rebuild/fingerprint"
+/* Per-partition tasks: the definitions of earlier rebuilds, JSON {"<mark>": {"definition": text,
+ * "base": n}}: a task whose restored mark is one of them holds that definition's rows (it was
+ * switched by that rebuild, not yet by this one); a task with no mark holds the old definition's. */
+#define WD_REBUILD_DEFS_KEY "rebuild/definitions"
 /* ... and "1" when the state before the change was itself rebuilding (a second change) */
 #define WD_REBUILD_CHAINED_KEY "rebuild/chained"
 /* The meta key of the definition's fingerprint (16 hex digits). */

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "app/ops/fingerprint.h"
 #include "app/ops/netchange.h"
 #include "app/runtime/tasks.h"
@@ -21,6 +23,16 @@
 #define NS_OLD 'O'  /* the staged old rows: 'O' + task + new key -> entry in the new encoding */
 #define NS_MARK 'M' /* the task's switch mark: 'M' + task -> the definition's fingerprint */
 #define CHUNK 512   /* entries a reader holds at once */
+
+/* An old definition the rows of some tasks were built with (per-partition: a task switched by an
+ * earlier rebuild that this one has not reached yet holds its rows in that rebuild's definition). */
+typedef struct {
+  char fp[32];           /* the mark of those tasks ("": the rows of tasks never switched) */
+  wd_table_t *t;         /* owned (NULL for the default: the rebuild's old_t) */
+  const wd_schema_t *os;
+  size_t base;           /* the rows' base column count (0: the schema's) */
+  int *col_of;           /* per new column: the old column of the same name and type, -1: none (owned) */
+} view_t;
 
 /* One task's progress in this process (for the assignment round it was started in). */
 typedef struct {
@@ -49,6 +61,9 @@ struct wd_rebuild {
   progress_t *pg;
   size_t npg, cap_pg;
   int64_t switching;     /* the task whose switch commit is open, -1: none */
+  json_t *defs;          /* meta WD_REBUILD_DEFS_KEY: mark -> {definition, base} (owned; NULL: none) */
+  view_t *views;         /* the views of defs built so far (owned) */
+  size_t nviews;
   char fault[32];        /* WIDEN_FAULT=rebuild-<point> */
 };
 
@@ -82,6 +97,24 @@ static char *meta_text(wd_store_t *st, const char *name, size_t *len, wd_error_t
   return s;
 }
 
+/* Per new column of ns: the column of os of the same name and type, -1: none; NULL on no memory. */
+static int *projection(const wd_schema_t *ns, const wd_schema_t *os) {
+  int *col_of = calloc(ns->ncols ? ns->ncols : 1, sizeof(*col_of));
+  if (!col_of) return NULL;
+  for (size_t c = 0; c < ns->ncols; c++) { /* projection by column name (and the same type) */
+    col_of[c] = -1;
+    for (size_t k = 0; k < os->ncols; k++)
+      if (!strcmp(ns->cols[c].name, os->cols[k].name)) {
+        char *a = wd_type_to_string(ns->cols[c].type), *b = wd_type_to_string(os->cols[k].type);
+        if (a && b && !strcmp(a, b)) col_of[c] = (int)k;
+        free(a);
+        free(b);
+        break;
+      }
+  }
+  return col_of;
+}
+
 wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t *table, bool changelog,
                             wd_rebuild_t **out) {
   *out = NULL;
@@ -102,7 +135,10 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   rb->switching = -1;
   if ((err = wd_definition_table(def, dlen, &rb->old_t))) goto fail;
   rb->os = wd_table_schema(rb->old_t);
-  if (!(fp = meta_text(st, WD_DEFINITION_FP_KEY, &rb->fplen, &err)) || rb->fplen >= sizeof(rb->fp)) {
+  /* the marks hold the fingerprint the rebuild was armed for (a compatible change since keeps it) */
+  if (!(fp = meta_text(st, WD_REBUILD_FP_KEY, &rb->fplen, &err)) && !err)
+    fp = meta_text(st, WD_DEFINITION_FP_KEY, &rb->fplen, &err);
+  if (!fp || rb->fplen >= sizeof(rb->fp)) {
     if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's definition fingerprint is missing");
     goto fail;
   }
@@ -118,21 +154,19 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
     if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild names no state before the change");
     goto fail;
   }
-  if (!(rb->col_of = calloc(rb->ns->ncols ? rb->ns->ncols : 1, sizeof(*rb->col_of)))) {
+  if (!(rb->col_of = projection(rb->ns, rb->os))) {
     err = wd_error_nomem();
     goto fail;
   }
-  for (size_t c = 0; c < rb->ns->ncols; c++) { /* projection by column name (and the same type) */
-    rb->col_of[c] = -1;
-    for (size_t k = 0; k < rb->os->ncols; k++)
-      if (!strcmp(rb->ns->cols[c].name, rb->os->cols[k].name)) {
-        char *a = wd_type_to_string(rb->ns->cols[c].type), *b = wd_type_to_string(rb->os->cols[k].type);
-        if (a && b && !strcmp(a, b)) rb->col_of[c] = (int)k;
-        free(a);
-        free(b);
-        break;
-      }
+  char *defs = meta_text(st, WD_REBUILD_DEFS_KEY, NULL, &err);
+  if (err) goto fail;
+  if (defs && !(rb->defs = json_loads(defs, 0, NULL))) {
+    free(defs);
+    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild's earlier definitions (%s) do not parse",
+                       WD_REBUILD_DEFS_KEY);
+    goto fail;
   }
+  free(defs);
   if (changelog) { /* per-partition: a key's task is its partition; a changed key changes the layout */
     bool same = rb->ns->npk == rb->os->npk;
     for (size_t k = 0; same && k < rb->ns->npk; k++)
@@ -168,6 +202,12 @@ void wd_rebuild_destroy(wd_rebuild_t *rb) {
   for (size_t i = 0; i < rb->npg; i++) wd_buf_free(&rb->pg[i].cursor);
   free(rb->pg);
   free(rb->col_of);
+  for (size_t i = 0; i < rb->nviews; i++) {
+    free(rb->views[i].col_of);
+    wd_table_destroy(rb->views[i].t);
+  }
+  free(rb->views);
+  json_decref(rb->defs);
   free(rb->old_dir);
   wd_store_close(rb->old_st);
   wd_table_destroy(rb->old_t);
@@ -285,11 +325,11 @@ static void reader_free(reader_t *r) {
 /* ---- STAGE: the old rows, projected, under their new key ---------------------------------------- */
 
 /* The old row projected onto the new schema by column name; NULL on no memory. */
-static wd_row_t *project(const wd_rebuild_t *rb, const wd_row_t *r) {
+static wd_row_t *project(const wd_rebuild_t *rb, const view_t *vw, const wd_row_t *r) {
   wd_row_t *o = wd_row_new(rb->ns);
   if (!o) return NULL;
   for (size_t c = 0; c < rb->ns->ncols; c++)
-    if (rb->col_of[c] >= 0 && wd_value_copy(rb->ns->cols[c].type, &o->v[c], &r->v[rb->col_of[c]])) {
+    if (vw->col_of[c] >= 0 && wd_value_copy(rb->ns->cols[c].type, &o->v[c], &r->v[vw->col_of[c]])) {
       wd_row_destroy(rb->ns, o);
       return NULL;
     }
@@ -321,10 +361,16 @@ static wd_error_t *old_store(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, 
   return NULL;
 }
 
-/* Per-partition: whether the restored rows of task are of the old definition, by their mark (the
- * definition a switch left them in; none: never switched). Errors: E_REBUILD naming the task when
- * they are of another one (a second change before the first rebuild switched the task). */
-static wd_error_t *check_old_mark(wd_rebuild_t *rb, uint32_t task) {
+/* The definition task's old rows were built with, in *out (borrowed from rb): per-partition, a task
+ * whose restored mark names an earlier rebuild's definition (meta WD_REBUILD_DEFS_KEY) has that
+ * one's rows; a task with no mark, the old definition's (the first one left, kept by every later
+ * arming). Errors: E_REBUILD naming the task when its rows are of a definition this state does not
+ * know (a state armed before the earlier definitions were kept: a second change before the first
+ * rebuild switched the task); E_STATE_CORRUPT, the table config's, E_STORE_READ, E_NOMEM. */
+static wd_error_t *old_view(wd_rebuild_t *rb, uint32_t task, view_t *dflt, const view_t **out) {
+  *dflt = (view_t){.t = NULL, .os = rb->os, .base = rb->old_base, .col_of = rb->col_of};
+  *out = dflt;
+  if (!rb->changelog) return NULL;
   uint8_t key[WD_STATE_PREFIX_LEN];
   prefix(key, NS_MARK, task);
   const uint8_t *kp = key;
@@ -332,18 +378,49 @@ static wd_error_t *check_old_mark(wd_rebuild_t *rb, uint32_t task) {
   uint8_t *val = NULL;
   wd_error_t *err = wd_store_multi_get(rb->st, 1, &kp, &kl, &val, &vl);
   if (err) return err;
-  size_t ol = strlen(rb->old_fp);
-  bool ok = val ? vl == ol && !memcmp(val, rb->old_fp, ol) : !rb->chained;
-  if (!ok)
-    err = wd_error_new(WD_ERR_CONFIG, "E_REBUILD",
-                       "task %" PRIu32 ": its rows in the state changelog topic are of %s%.*s, not of the definition "
-                       "this rebuild starts from (%s): the definition changed again before an earlier rebuild had "
-                       "switched every task; start the group with that earlier definition until every task is "
-                       "switched (each logs \"emitted the difference\"), or build the table anew",
-                       task, val ? "the definition with fingerprint " : "the definition before the earlier rebuild",
-                       val ? (int)vl : 0, val ? (const char *)val : "", rb->old_fp);
+  char fp[32] = "";
+  bool marked = val != NULL;
+  if (marked && vl < sizeof(fp)) memcpy(fp, val, vl);
   free(val);
-  return err;
+  if (marked) {
+    for (size_t i = 0; i < rb->nviews; i++)
+      if (!strcmp(rb->views[i].fp, fp)) {
+        *out = &rb->views[i];
+        return NULL;
+      }
+  }
+  json_t *d = marked ? json_object_get(rb->defs, fp) : NULL;
+  const char *text = json_string_value(json_object_get(d, "definition"));
+  if (!text) {
+    bool ok = marked ? !strcmp(fp, rb->old_fp) : !rb->chained || rb->defs;
+    if (!ok)
+      return wd_error_new(WD_ERR_CONFIG, "E_REBUILD",
+                          "task %" PRIu32 ": its rows in the state changelog topic are of %s%s, not of the definition "
+                          "this rebuild starts from (%s): the definition changed again before an earlier rebuild had "
+                          "switched every task; start the group with that earlier definition until every task is "
+                          "switched (each logs \"emitted the difference\"), or build the table anew",
+                          task, marked ? "the definition with fingerprint " : "the definition before the earlier rebuild",
+                          fp, rb->old_fp);
+    return NULL; /* the old definition's rows */
+  }
+  view_t *nv = realloc(rb->views, (rb->nviews + 1) * sizeof(*nv));
+  if (!nv) return wd_error_nomem();
+  rb->views = nv;
+  view_t *v = &rb->views[rb->nviews];
+  *v = (view_t){0};
+  snprintf(v->fp, sizeof(v->fp), "%s", fp);
+  v->base = (size_t)json_integer_value(json_object_get(d, "base"));
+  if ((err = wd_definition_table(text, strlen(text), &v->t))) return err;
+  v->os = wd_table_schema(v->t);
+  if (!(v->col_of = projection(rb->ns, v->os))) {
+    wd_table_destroy(v->t);
+    return wd_error_nomem();
+  }
+  rb->nviews++;
+  wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": its old rows are an earlier rebuild's (mark %s): read with that "
+         "definition", task, fp);
+  *out = v;
+  return NULL;
 }
 
 static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, double until) {
@@ -354,12 +431,13 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
   reader_t r = {0};
   wd_buf_t key = {0}, val = {0};
   wd_row_t *row = NULL, *np = NULL;
+  view_t dflt;
+  const view_t *vw = NULL;
   if (!b) return wd_error_nomem();
   uint8_t ob[WD_STATE_PREFIX_LEN], oe[WD_STATE_PREFIX_LEN];
   prefix(ob, NS_OLD, task->id);
   prefix(oe, NS_OLD, task->id + 1);
   if (!pg->staging || pg->round != task->round) { /* a new start: what an earlier attempt staged goes */
-    if (rb->changelog && (err = check_old_mark(rb, task->id))) goto done;
     pg->staging = true;
     pg->round = task->round;
     pg->staged = 0;
@@ -371,6 +449,7 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
            "onto the new columns)", task->id);
   }
   if ((err = old_store(rb, c, task, &r.st))) goto done;
+  if ((err = old_view(rb, task->id, &dflt, &vw))) goto done;
   prefix(r.pfx, WD_STATE_ROW_NS, task->id);
   if (pg->cursor.len && wd_buf_append(&r.from, pg->cursor.data, pg->cursor.len)) goto nomem;
   bool valid = true, chunk_end = false;
@@ -379,11 +458,11 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
     size_t kl, vl;
     const uint8_t *k = rkey(&r, &kl), *v = rval(&r, &vl);
     bool tomb = false;
-    if ((err = wd_row_decode_base(rb->os, rb->old_base, v, vl, &row, &tomb)))
+    if ((err = wd_row_decode_base(vw->os, vw->base, v, vl, &row, &tomb)))
       break; /* E_STATE_CORRUPT */
     /* ordering tombstones are staged too (no rows of the old table; their changelog entries go
      * at the switch) */
-    if (!(np = project(rb, row))) goto nomem;
+    if (!(np = project(rb, vw, row))) goto nomem;
     wd_buf_reset(&key);
     wd_buf_reset(&val);
     if (wd_buf_append(&key, ob, sizeof(ob)) || wd_row_key_encode(rb->ns, np, &key) ||
@@ -392,7 +471,7 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
     pg->staged += !tomb;
     wd_row_destroy(rb->ns, np);
     np = NULL;
-    wd_row_destroy(rb->os, row);
+    wd_row_destroy(vw->os, row);
     row = NULL;
     r.at++;
     chunk_end = r.at == r.n;
@@ -421,7 +500,7 @@ nomem:
   err = wd_error_nomem();
 done:
   wd_row_destroy(rb->ns, np);
-  if (row) wd_row_destroy(rb->os, row);
+  if (row) wd_row_destroy(vw->os, row);
   wd_buf_free(&key);
   wd_buf_free(&val);
   reader_free(&r);

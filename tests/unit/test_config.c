@@ -851,3 +851,13 @@ Test(config, lookup_source_with_per_partition_tasks_accepted) {
   wd_table_destroy(t);
   wd_config_destroy(cfg);
 }
+
+/* state.on-incompatible-change: rebuild under at-least-once is refused at load (the state section's
+ * line), not at the later start that finds the definition changed. */
+Test(config, rebuild_on_incompatible_change_needs_exactly_once) {
+  unsetenv("WIDEN_BROKERS");
+  load_fails(minimal_with(21, "  dir: d\n  on-incompatible-change: rebuild\npipeline:\n  processing-guarantee: "
+                              "at-least-once"),
+             20, "'state.on-incompatible-change: rebuild' runs under 'pipeline.processing-guarantee: exactly-once' only");
+  wd_config_destroy(load_ok(minimal_with(21, "  dir: d\n  on-incompatible-change: rebuild")));
+}
