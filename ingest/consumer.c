@@ -20,6 +20,10 @@
 #include "kafka/kafka.h"
 
 #define WD_METADATA_TIMEOUT_MS 10000
+/* How long an assign-mode consumer's start asks for its topics' partitions while the broker gives
+ * retriable answers (a broker restarting: _TRANSPORT, _TIMED_OUT, leaders moving), as a Java
+ * client's default.api.timeout.ms (60 s); the connection check before it keeps its 10 s. */
+#define WD_METADATA_RETRY_MS 60000
 
 struct wd_consumer {
   rd_kafka_t *rk;
@@ -440,7 +444,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
       goto cleanup;
     }
   } else {
-    if ((err = wd_consumer_partitions_of(c, WD_METADATA_TIMEOUT_MS, c->wait_for_topics, list))) goto cleanup;
+    if ((err = wd_consumer_partitions_of(c, WD_METADATA_RETRY_MS, c->wait_for_topics, list))) goto cleanup;
     if (list->cnt && wd_consumer_assign_parts(c, list, false)) {
       err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "assign of %d partitions failed", list->cnt);
       goto cleanup;
