@@ -288,7 +288,11 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
     }
     for (;;) {
       int64_t left = deadline - wd_mono_ms();
-      rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(left > 1000 ? left : 1000));
+      /* one request waits at most WD_METADATA_TIMEOUT_MS: a longer timeout_ms is spent in retries
+       * (a broker away makes a request time out; the loop below asks again, or waits for the
+       * topic as a missing one) */
+      int64_t wait = left > WD_METADATA_TIMEOUT_MS ? WD_METADATA_TIMEOUT_MS : left;
+      rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(wait > 1000 ? wait : 1000));
       if (rerr && skip_missing &&
           (rerr == RD_KAFKA_RESP_ERR__TRANSPORT || rerr == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
            rerr == RD_KAFKA_RESP_ERR__TIMED_OUT) && c->missing && !c->missing[i]) {
