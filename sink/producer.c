@@ -257,23 +257,26 @@ cleanup:
   return err;
 }
 
-wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic, const wd_kmsg_t *src,
-                                         const char *error_id, const char *error_message) {
-  char partition[16], offset[24];
-  snprintf(partition, sizeof(partition), "%" PRId32, src->partition);
-  snprintf(offset, sizeof(offset), "%" PRId64, src->offset);
+void wd_dead_letter_headers(wd_dead_letter_headers_t *out, const wd_kmsg_t *src, const char *error_id,
+                            const char *error_message) {
+  snprintf(out->partition, sizeof(out->partition), "%" PRId32, src->partition);
+  snprintf(out->offset, sizeof(out->offset), "%" PRId64, src->offset);
   const char *id = error_id ? error_id : "";
   const char *msg = error_message ? error_message : "";
   const char *topic = src->topic ? src->topic : "";
-  wd_header_t headers[] = {
-      {"widen.error.id", id, strlen(id)},
-      {"widen.error.message", msg, strlen(msg)},
-      {"widen.source.topic", topic, strlen(topic)},
-      {"widen.source.partition", partition, strlen(partition)},
-      {"widen.source.offset", offset, strlen(offset)},
-  };
-  return wd_producer_send(p, dlq_topic, src->key, src->key_len, src->value, src->value_len, headers,
-                          sizeof(headers) / sizeof(*headers));
+  out->h[0] = (wd_header_t){"widen.error.id", id, strlen(id)};
+  out->h[1] = (wd_header_t){"widen.error.message", msg, strlen(msg)};
+  out->h[2] = (wd_header_t){"widen.source.topic", topic, strlen(topic)};
+  out->h[3] = (wd_header_t){"widen.source.partition", out->partition, strlen(out->partition)};
+  out->h[4] = (wd_header_t){"widen.source.offset", out->offset, strlen(out->offset)};
+}
+
+wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic, const wd_kmsg_t *src,
+                                         const char *error_id, const char *error_message) {
+  wd_dead_letter_headers_t dh;
+  wd_dead_letter_headers(&dh, src, error_id, error_message);
+  return wd_producer_send(p, dlq_topic, src->key, src->key_len, src->value, src->value_len, dh.h,
+                          sizeof(dh.h) / sizeof(*dh.h));
 }
 
 /* Common tail of wait_acked/flush: the state after waiting. */

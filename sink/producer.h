@@ -103,6 +103,18 @@ wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int
  * of a replay compute the same number. partitions > 0. */
 int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions);
 
+/* The headers of a dead letter of src (borrowed: the headers point into src, error_id,
+ * error_message and the struct itself, so fill it in place and do not copy it): widen.error.id
+ * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),
+ * widen.source.topic, widen.source.partition and widen.source.offset (decimal text). The one
+ * definition of those headers, for wd_producer_send_dead_letter and the record collector. */
+typedef struct wd_dead_letter_headers {
+  char partition[16], offset[24];
+  wd_header_t h[5];
+} wd_dead_letter_headers_t;
+void wd_dead_letter_headers(wd_dead_letter_headers_t *out, const wd_kmsg_t *src, const char *error_id,
+                            const char *error_message);
+
 /* Sends a rejected input record to the dead-letter topic dlq_topic: src's key and value bytes
  * unchanged (src borrowed; its rkm is not used) with the string headers widen.error.id
  * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),

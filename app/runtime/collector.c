@@ -249,21 +249,10 @@ wd_error_t *wd_collector_send(wd_collector_t *c, wd_out_kind_t kind, const char 
 
 wd_error_t *wd_collector_dead_letter(wd_collector_t *c, const char *dlq_topic, const wd_kmsg_t *src,
                                      const char *error_id, const char *error_message) {
-  char partition[16], offset[24];
-  snprintf(partition, sizeof(partition), "%" PRId32, src->partition);
-  snprintf(offset, sizeof(offset), "%" PRId64, src->offset);
-  const char *id = error_id ? error_id : "";
-  const char *msg = error_message ? error_message : "";
-  const char *topic = src->topic ? src->topic : "";
-  wd_header_t headers[] = {
-      {"widen.error.id", id, strlen(id)},
-      {"widen.error.message", msg, strlen(msg)},
-      {"widen.source.topic", topic, strlen(topic)},
-      {"widen.source.partition", partition, strlen(partition)},
-      {"widen.source.offset", offset, strlen(offset)},
-  };
-  return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, headers,
-                   sizeof(headers) / sizeof(*headers));
+  wd_dead_letter_headers_t dh;
+  wd_dead_letter_headers(&dh, src, error_id, error_message);
+  return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, dh.h,
+                   sizeof(dh.h) / sizeof(*dh.h));
 }
 
 wd_error_t *wd_collector_send_offsets(wd_collector_t *c, const wd_tp_offset_t *offsets, size_t n,
