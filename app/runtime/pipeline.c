@@ -10,7 +10,7 @@
 #include "app/runtime/commit_pace.h"
 #include "app/ops/history.h"
 #include "app/runtime/rebuild.h"
-#include "app/ops/metrics.h"
+#include "app/ops/run_metrics.h"
 #include "app/runtime/repartition.h"
 #include "app/runtime/standby.h"
 #include "app/runtime/collector.h"
@@ -144,12 +144,7 @@ struct wd_pipeline {
   } hc, hs; /* hc: the open commit's; hs: the commit being completed (from its snapshot on: issue 22
              * point 2, the next commit's batches may be taken while it commits) */
   wd_buf_t trace_hs; /* the trace lines of the commit being completed */
-  wd_metrics_t *metrics; /* NULL when metrics.listen is not set */
-  struct {
-    wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
-        *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
-  } m;
-  wd_merge_stats_t last_ms; /* the merge stats of the batch in hand */
+  wd_run_metrics_t *rm; /* the metrics (app/ops/run_metrics.h), NULL when metrics.listen is not set */
   wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
   /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h) */
   struct {
@@ -170,8 +165,6 @@ struct wd_pipeline {
     size_t cap;             /* entries of sent / group (off: cap + 1) */
     wd_repartition_rec_t rec;
   } rp;
-  double last_tick;
-  uint64_t m_hits, m_misses; /* cache counts already added to the metrics */
   /* joins on other keys (join/lookup.h): the join layer, each source's id in it, and the records
    * of the batch's lookup messages (rows of their lookup schemas) */
   struct {
@@ -400,127 +393,36 @@ static bool rebuild_task_current(void *ctx, uint32_t task) {
   return wd_rebuild_task_current(p->rb, task);
 }
 
-/* ---- issue 13: Prometheus metrics (app/ops/metrics.h). The pipeline only counts; the server thread
- * renders. ---- */
+/* ---- issue 13: Prometheus metrics (app/ops/run_metrics.h). The pipeline only reports what it
+ * did; the unit counts, the server thread renders. ---- */
 static wd_error_t *metrics_setup(wd_pipeline_t *p) {
-  if (!p->cfg->metrics.listen) return NULL;
-  if (!(p->metrics = wd_metrics_new())) return wd_error_nomem();
-  static const double secs[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-  static const char *const source[] = {"source"}, *const kind[] = {"row_kind"}, *const id[] = {"error_id"},
-                           *const group[] = {"sequence_group"}, *const tp[] = {"topic", "partition"};
-  wd_metrics_t *r = p->metrics;
-  p->m.records_in = wd_metrics_family(r, "widen_records_in_total", "Kafka records consumed, per source.",
-                                      WD_METRIC_COUNTER, 1, source, NULL, 0);
-  p->m.changes_out = wd_metrics_family(r, "widen_changes_out_total", "Changelog rows emitted, per row kind.",
-                                       WD_METRIC_COUNTER, 1, kind, NULL, 0);
-  p->m.dead_letters = wd_metrics_family(r, "widen_dead_letters_total",
-                                        "Input records sent to the dead-letter topic, per error id.",
-                                        WD_METRIC_COUNTER, 1, id, NULL, 0);
-  p->m.older = wd_metrics_family(r, "widen_records_ignored_older_total",
-                                 "Records ignored as older than the stored row, per sequence group (the group's "
-                                 "sequence fields; sequence.field for the table's own ordering).",
-                                 WD_METRIC_COUNTER, 1, group, NULL, 0);
-  p->m.tombstones = wd_metrics_family(r, "widen_ordering_tombstones_written_total",
-                                      "Removals that left or replaced an ordering tombstone in the state.",
-                                      WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  p->m.lag = wd_metrics_family(r, "widen_consumer_lag",
-                               "Records behind the end offset, per source partition this process holds now (a "
-                               "revoked partition's series goes; none while it holds no partitions).",
-                               WD_METRIC_GAUGE, 2, tp, NULL, 0);
-  p->m.assigned = wd_metrics_family(r, "widen_assigned_partitions",
-                                    "Source partitions this process holds now (0: the group gave it none, or it "
-                                    "waits for an assignment).",
-                                    WD_METRIC_GAUGE, 0, NULL, NULL, 0);
-  p->m.commit = wd_metrics_family(r, "widen_commit_duration_seconds",
-                                  "Duration of a commit, from its first batch to its state write.",
-                                  WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
-  p->m.commits = wd_metrics_family(r, "widen_commits_total", "Commits written (the commit history's number).",
-                                   WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  p->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes", "Approximate bytes of the state store on disk.",
-                                       WD_METRIC_GAUGE, 0, NULL, NULL, 0);
-  p->m.cache_hits = wd_metrics_family(r, "widen_state_cache_hits_total",
-                                      "Key lookups served by the decoded-row cache.", WD_METRIC_COUNTER, 0, NULL,
-                                      NULL, 0);
-  p->m.cache_misses = wd_metrics_family(r, "widen_state_cache_misses_total",
-                                        "Key lookups read from the state store.", WD_METRIC_COUNTER, 0, NULL, NULL,
-                                        0);
-  p->m.cache_entries = wd_metrics_family(r, "widen_state_cache_entries", "Rows held decoded in the cache.",
-                                         WD_METRIC_GAUGE, 0, NULL, NULL, 0);
-  p->m.restore = wd_metrics_family(r, "widen_restore_progress_ratio",
-                                   "Rebuild/replay progress: input read up to the end offsets seen at its start "
-                                   "(0..1); 1 when not rebuilding.",
-                                   WD_METRIC_GAUGE, 0, NULL, NULL, 0);
-  wd_metric_set(p->m.restore, NULL, p->opts.replay ? 0.0 : 1.0);
-  int port = 0;
-  wd_error_t *err = wd_metrics_serve(r, p->cfg->metrics.listen, &port);
-  if (err && p->opts.replay) { /* a replay beside a running `widen run` of the same config */
-    wd_log(WD_LOG_WARN, "pipeline", "%s; going on without metrics", err->message);
-    wd_error_destroy(err);
-    return NULL;
-  }
-  if (!err) wd_log(WD_LOG_INFO, "pipeline", "metrics on http://%s/metrics (port %d)", wd_metrics_address(r), port);
-  return err;
+  wd_run_metrics_conf_t c = {p->cfg->metrics.listen, p->opts.replay, p->table,
+                             (const wd_source_t *const *)p->sources, p->nsources};
+  return wd_run_metrics_new(&c, &p->rm);
 }
 
 /* After process_batch, before release_batch: the batch's counts. */
 static void metrics_batch(wd_pipeline_t *p, size_t n) {
-  if (!p->metrics) return;
-  for (size_t s = 0; s < p->nsources; s++) {
-    size_t cnt = 0;
-    for (size_t i = 0; i < n; i++) cnt += p->bm[i].te && p->bm[i].src == (int)s;
-    if (cnt) wd_metric_add(p->m.records_in, (const char *const[]){p->sources[s]->name}, (double)cnt);
-  }
-  size_t kinds[4] = {0};
-  for (size_t i = 0; i < p->cl.n; i++) kinds[p->cl.rows[i]->kind & 3]++;
-  for (int k = 0; k < 4; k++)
-    if (kinds[k])
-      wd_metric_add(p->m.changes_out, (const char *const[]){wd_row_kind_str((wd_row_kind_t)k)}, (double)kinds[k]);
+  if (!p->rm) return;
   for (size_t i = 0; i < n; i++)
-    if (p->bm[i].err && !p->restoring[i]) wd_metric_add(p->m.dead_letters, (const char *const[]){p->bm[i].err->id}, 1);
-  char name[256];
-  for (size_t g = 0; g < WD_MERGE_STATS_GROUPS && g < wd_table_seq_groups(p->table); g++)
-    if (p->last_ms.older_in_group[g]) {
-      wd_table_seq_group_name(p->table, g, name, sizeof(name));
-      wd_metric_add(p->m.older, (const char *const[]){name}, (double)p->last_ms.older_in_group[g]);
-    }
-  if (p->last_ms.older_by_sequence_field)
-    wd_metric_add(p->m.older, (const char *const[]){"sequence.field"}, (double)p->last_ms.older_by_sequence_field);
-  if (p->last_ms.tombstones) wd_metric_add(p->m.tombstones, NULL, (double)p->last_ms.tombstones);
+    if (p->bm[i].te) wd_run_metrics_record(p->rm, p->bm[i].src);
+  for (size_t i = 0; i < p->cl.n; i++) wd_run_metrics_change(p->rm, p->cl.rows[i]->kind);
+  for (size_t i = 0; i < n; i++)
+    if (p->bm[i].err && !p->restoring[i]) wd_run_metrics_dead_letter(p->rm, p->bm[i].err->id);
+  wd_run_metrics_batch_done(p->rm);
 }
 
 /* At most once a second from the loop: lag, state size, cache, restore progress. */
-static void metrics_tick(wd_pipeline_t *p, double now) {
-  if (!p->metrics || now - p->last_tick < 1.0) return;
-  p->last_tick = now;
+static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
+  if (!wd_run_metrics_tick_due(p->rm, now, force)) return;
+  wd_run_tick_t t = {.restore = -1};
   wd_tp_offset_t *lags = NULL;
-  size_t nl = 0;
-  wd_error_destroy(wd_consumer_lags(p->cons, &lags, &nl));
-  /* issue 23: exactly the partitions held now (a revoked partition's gauge goes) */
-  const char **lv = calloc(2 * nl + 1, sizeof(*lv));
-  double *val = calloc(nl + 1, sizeof(*val));
-  char(*parts)[16] = calloc(nl + 1, sizeof(*parts));
-  if (lv && val && parts) {
-    for (size_t i = 0; i < nl; i++) {
-      snprintf(parts[i], sizeof(parts[i]), "%d", (int)lags[i].partition);
-      lv[2 * i] = lags[i].topic;
-      lv[2 * i + 1] = parts[i];
-      val[i] = (double)lags[i].offset;
-    }
-    wd_metric_set_all(p->m.lag, nl, lv, val);
-  }
-  free(lv);
-  free(val);
-  free(parts);
-  free(lags);
-  wd_metric_set(p->m.assigned, NULL, (double)wd_consumer_assigned_count(p->cons));
-  wd_metric_set(p->m.state_bytes, NULL, (double)wd_store_disk_bytes(p->store));
-  uint64_t hits = 0, misses = 0;
-  wd_state_cache_counts(p->state, &hits, &misses);
-  wd_metric_add(p->m.cache_hits, NULL, (double)(hits - p->m_hits));
-  wd_metric_add(p->m.cache_misses, NULL, (double)(misses - p->m_misses));
-  p->m_hits = hits;
-  p->m_misses = misses;
-  wd_metric_set(p->m.cache_entries, NULL, (double)wd_state_cached(p->state));
+  wd_error_destroy(wd_consumer_lags(p->cons, &lags, &t.nlags));
+  t.lags = lags;
+  t.assigned = wd_consumer_assigned_count(p->cons);
+  t.state_bytes = wd_store_disk_bytes(p->store);
+  wd_state_cache_counts(p->state, &t.cache_hits, &t.cache_misses);
+  t.cache_entries = wd_state_cached(p->state);
   if (p->opts.replay && p->nend) {
     double want = 0, have = 0;
     for (size_t i = 0; i < p->nend; i++) {
@@ -529,18 +431,17 @@ static void metrics_tick(wd_pipeline_t *p, double now) {
       want += (double)(p->end[i].offset > 0 ? p->end[i].offset : 0);
       have += (double)(next < 0 ? 0 : next > p->end[i].offset ? p->end[i].offset : next);
     }
-    wd_metric_set(p->m.restore, NULL, want > 0 ? have / want : 1.0);
+    t.restore = want > 0 ? have / want : 1.0;
   }
+  wd_run_metrics_tick(p->rm, &t);
+  free(lags);
 }
 
 /* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   (void)number;
-  if (p->metrics) { /* issue 13 */
-    wd_metric_observe(p->m.commit, NULL, p->hs.last_duration_s);
-    wd_metric_add(p->m.commits, NULL, 1);
-  }
+  wd_run_metrics_commit_done(p->rm, p->hs.last_duration_s); /* issue 13 */
   hist_clear(&p->hs); /* issue 13; hc may hold the next commit's already (issue 22 point 2) */
   wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
@@ -1272,7 +1173,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     p->hc.dead_letters += p->bm[i].err && !p->restoring[i];
     p->hc.restored += p->restoring[i];
   }
-  p->last_ms = ms;
+  wd_run_metrics_merged(p->rm, &ms); /* for the metrics, once the batch is taken */
   p->st.ignored_update_before += ms.ignored_update_before;
   p->st.tombstones += ms.tombstones;
   p->st.dropped += ms.dropped;
@@ -1765,7 +1666,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     }
     p->settled = !wd_commit_pending(p->commit);
     if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
-    metrics_tick(p, now); /* issue 13 */
+    metrics_tick(p, now, false); /* issue 13 */
     /* a status line every interval, idle or not (README "Guarantees and operations") */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
         now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
@@ -1783,11 +1684,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
                              "%s) took over; this one stops without committing its open work (the other one "
                              "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
-  if (p->metrics) { /* issue 13: the final values */
-    p->last_tick = 0;
-    metrics_tick(p, wd_mono_s());
-    if (p->opts.replay && !err) wd_metric_set(p->m.restore, NULL, 1.0);
-  }
+  metrics_tick(p, wd_mono_s(), true); /* issue 13: the final values */
+  if (p->opts.replay && !err) wd_run_metrics_restore_done(p->rm);
   (void)start;
   return err;
 }
@@ -2320,7 +2218,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->tix.ents);
   free(p->tix.slot);
   free(p->btp);
-  wd_metrics_destroy(p->metrics); /* issue 13: stops the server thread first */
+  wd_run_metrics_destroy(p->rm); /* issue 13: stops the server thread first */
   free(p->hc.in);
   free(p->hs.in);
   wd_buf_free(&p->trace_hs);
