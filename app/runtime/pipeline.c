@@ -8,7 +8,7 @@
 #include "app/config/table_config.h"
 #include "app/runtime/commit.h"
 #include "app/runtime/commit_pace.h"
-#include "app/ops/history.h"
+#include "app/ops/history_gather.h"
 #include "app/runtime/rebuild.h"
 #include "app/ops/run_metrics.h"
 #include "app/runtime/repartition.h"
@@ -110,7 +110,6 @@ struct wd_pipeline {
   bool *restoring;      /* per message of the batch: it only rebuilds state (no output) */
   uint32_t *rec_task;   /* per change record of the batch: its task */
   size_t cap_rec_task;
-  wd_buf_t trace_buf;   /* trace lines of the open commit, written when it is final */
   /* replay */
   wd_tp_offset_t *end;
   size_t nend;
@@ -134,16 +133,9 @@ struct wd_pipeline {
   wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
-  /* ---- issue 13: the open commit's history record (app/ops/history.h) and the metrics ---- */
-  struct wd_hist_open {
-    wd_commit_range_t *in; /* input offsets [from, to) per partition (topics: the sources') */
-    size_t nin, cap;
-    uint64_t records_in, changes_out, dead_letters, restored;
-    double t0;             /* first batch of the commit (monotonic s) */
-    double last_duration_s;
-  } hc, hs; /* hc: the open commit's; hs: the commit being completed (from its snapshot on: issue 22
-             * point 2, the next commit's batches may be taken while it commits) */
-  wd_buf_t trace_hs; /* the trace lines of the commit being completed */
+  /* ---- issue 13: the open commit's history record and trace lines (app/ops/history_gather.h),
+   * and the metrics ---- */
+  wd_hist_gather_t *hg;
   wd_run_metrics_t *rm; /* the metrics (app/ops/run_metrics.h), NULL when metrics.listen is not set */
   wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
   /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h) */
@@ -249,77 +241,23 @@ static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
 
 /* ---- issue 13: the commit history record (app/ops/history.h) ------------------------------------
- * The pipeline gathers what the open commit took (input ranges, counts, its first batch's time);
- * the coordinator's hooks write the record into the commit's state batch: before_finalize when the
+ * The pipeline reports what the open commit took (input ranges, counts) to its gatherer
+ * (app/ops/history_gather.h); the coordinator's hooks write the record into the commit's state batch: before_finalize when the
  * state is snapshotted (so a prepared commit that recovery applies has its record), before_write
  * once the output is complete (acknowledged / transaction committed), with the output offsets
  * from the delivery reports and the duration; the later put replaces the earlier. */
-/* The records of (topic, partition) of a batch: offsets [from, to) (issue 22: once per partition
- * and batch). */
-static int hist_note(wd_pipeline_t *p, const char *topic, int32_t partition, int64_t from, int64_t to) {
-  if (!p->hc.nin && !p->hc.records_in) p->hc.t0 = wd_mono_s();
-  for (size_t i = 0; i < p->hc.nin; i++)
-    if (p->hc.in[i].partition == partition && p->hc.in[i].topic == topic) {
-      if (from < p->hc.in[i].from) p->hc.in[i].from = from;
-      if (to > p->hc.in[i].to) p->hc.in[i].to = to;
-      return 0;
-    }
-  if (p->hc.nin == p->hc.cap) {
-    size_t cap = p->hc.cap ? p->hc.cap * 2 : 16;
-    wd_commit_range_t *r = realloc(p->hc.in, cap * sizeof(*r));
-    if (!r) return -1;
-    p->hc.in = r;
-    p->hc.cap = cap;
-  }
-  p->hc.in[p->hc.nin++] = (wd_commit_range_t){topic, partition, from, to};
-  return 0;
-}
-
-static void hist_clear(struct wd_hist_open *h) {
-  h->nin = 0;
-  h->records_in = h->changes_out = h->dead_letters = h->restored = 0;
-  h->t0 = 0;
-}
-
-static void hist_reset(wd_pipeline_t *p) {
-  hist_clear(&p->hc);
-  hist_clear(&p->hs);
-  wd_collector_ranges_reset(p->coll);
-}
-
 static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool final) {
   const wd_producer_range_t *pr = NULL;
   size_t npr = final ? wd_collector_ranges(p->coll, &pr) : 0;
-  wd_commit_range_t *out = calloc(npr ? npr : 1, sizeof(*out));
-  if (!out) return -1;
-  size_t nout = 0;
-  for (size_t i = 0; i < npr; i++) /* the changelog's partitions only (not the dead-letter topic's) */
-    if (!strcmp(pr[i].topic, p->cfg->sink.topic))
-      out[nout++] = (wd_commit_range_t){pr[i].topic, pr[i].partition, pr[i].first, pr[i].end};
-  p->hs.last_duration_s = p->hs.t0 > 0 ? wd_mono_s() - p->hs.t0 : 0;
-  const char *mode = p->opts.replay || wd_rebuild_switching(p->rb) ? "rebuild"
-                     : p->hs.records_in && p->hs.restored == p->hs.records_in ? "restore"
-                                                                              : "incremental";
-  wd_commit_info_t ci = {number, wd_wall_ms(), mode, p->hs.in, p->hs.nin, out, nout, p->hs.records_in,
-                         p->hs.changes_out, p->hs.dead_letters, p->hs.last_duration_s * 1000.0};
-  int rc = wd_history_add(b, &ci, (size_t)p->cfg->state.history_size);
-  free(out);
-  return rc;
+  return wd_hist_gather_put(p->hg, number, b, p->opts.replay || wd_rebuild_switching(p->rb), pr, npr);
 }
 
-/* At the commit's snapshot: what was noted so far is this commit's (hs); what is taken from now on
- * belongs to the next one (hc), whose batches may be merged while this one commits (issue 22
+/* At the commit's snapshot: what was noted so far is this commit's; what is taken from now on
+ * belongs to the next one, whose batches may be merged while this one commits (issue 22
  * point 2). */
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
   wd_pipeline_t *p = ctx;
-  struct wd_hist_open t = p->hs;
-  p->hs = p->hc;
-  p->hc = t;
-  hist_clear(&p->hc);
-  wd_buf_t tb = p->trace_hs;
-  p->trace_hs = p->trace_buf;
-  p->trace_buf = tb;
-  wd_buf_reset(&p->trace_buf);
+  wd_hist_gather_snapshot(p->hg);
   /* issue 21 point 4: a rebuild's switch commit deletes the staged rows and writes the task's mark */
   return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
 }
@@ -366,7 +304,7 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
                          p->sink_fmt->name);
     if (err) return err;
     p->st.changes_out += i - at;
-    p->hc.changes_out += i - at;
+    wd_hist_gather_count(p->hg, 0, i - at, 0, 0);
     p->st.messages_out++;
   }
   return NULL;
@@ -441,20 +379,19 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   (void)number;
-  wd_run_metrics_commit_done(p->rm, p->hs.last_duration_s); /* issue 13 */
-  hist_clear(&p->hs); /* issue 13; hc may hold the next commit's already (issue 22 point 2) */
+  wd_run_metrics_commit_done(p->rm, wd_hist_gather_duration_s(p->hg)); /* issue 13 */
+  /* issue 13; the open commit may hold the next one's batches already (issue 22 point 2) */
+  wd_hist_gather_committed(p->hg, p->trace);
   wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
   p->st.commits++;
-  if (p->trace && p->trace_hs.len) fwrite(p->trace_hs.data, 1, p->trace_hs.len, p->trace);
-  wd_buf_reset(&p->trace_hs);
 }
 
 static void on_aborted(void *ctx) {
   wd_pipeline_t *p = ctx;
-  hist_reset(p); /* issue 13: its output was discarded (and the next one's, taken meanwhile) */
-  wd_buf_reset(&p->trace_buf);
-  wd_buf_reset(&p->trace_hs);
+  /* issue 13: its output was discarded (and the next one's, taken meanwhile) */
+  wd_hist_gather_aborted(p->hg);
+  wd_collector_ranges_reset(p->coll);
   p->st.aborted_commits++;
   if (p->gt) { /* what the commit took of the lookup topics is read again; its reconciles redone */
     wd_error_t *err = wd_gtable_rewind(p->gt, true);
@@ -623,7 +560,8 @@ static wd_error_t *trace_message(wd_pipeline_t *p, const wd_bmsg_t *b) {
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!s) return wd_error_nomem();
-    int rc = wd_buf_append(&p->trace_buf, s, strlen(s)) || wd_buf_putc(&p->trace_buf, '\n');
+    wd_buf_t *tb = wd_hist_gather_trace(p->hg); /* the open commit's */
+    int rc = wd_buf_append(tb, s, strlen(s)) || wd_buf_putc(tb, '\n');
     free(s);
     if (rc) return wd_error_nomem();
   }
@@ -1150,7 +1088,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
         return wd_error_nomem();
     } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count))
       return wd_error_nomem();
-    if (hist_note(p, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem(); /* issue 13 */
+    if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem(); /* issue 13 */
   }
   /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
    * is not "in" (issue 23), nor one held for its task (issue 21: read again when the task runs) */
@@ -1167,12 +1105,12 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     p->st.restored += p->restoring[i];
   }
   /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
-  p->hc.records_in += n - nskipped;
-  p->hc.changes_out += p->st.changes_out - changes0;
+  uint64_t ndead = 0, nrestored = 0;
   for (size_t i = 0; i < n; i++) {
-    p->hc.dead_letters += p->bm[i].err && !p->restoring[i];
-    p->hc.restored += p->restoring[i];
+    ndead += p->bm[i].err && !p->restoring[i];
+    nrestored += p->restoring[i];
   }
+  wd_hist_gather_count(p->hg, n - nskipped, p->st.changes_out - changes0, ndead, nrestored);
   wd_run_metrics_merged(p->rm, &ms); /* for the metrics, once the batch is taken */
   p->st.ignored_update_before += ms.ignored_update_before;
   p->st.tombstones += ms.tombstones;
@@ -2013,6 +1951,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if ((err = metrics_setup(p))) goto fail; /* issue 13 */
+  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem; /* issue 13 */
   if ((err = wd_join_start(p->lk.join, p->state, p->store))) goto fail;
   /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
@@ -2219,9 +2158,6 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->tix.slot);
   free(p->btp);
   wd_run_metrics_destroy(p->rm); /* issue 13: stops the server thread first */
-  free(p->hc.in);
-  free(p->hs.in);
-  wd_buf_free(&p->trace_hs);
   wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);
@@ -2247,6 +2183,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
   wd_commit_destroy(p->commit);
+  wd_hist_gather_destroy(p->hg); /* after the coordinator, whose hooks write into it */
   wd_standby_destroy(p->standby);
   wd_state_destroy(p->state);
   free(p->topics);
@@ -2265,7 +2202,6 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->txn_id);
   free(p->restoring);
   free(p->rec_task);
-  wd_buf_free(&p->trace_buf);
   free(p->cl_src);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
