@@ -138,25 +138,9 @@ struct wd_pipeline {
   wd_hist_gather_t *hg;
   wd_run_metrics_t *rm; /* the metrics (app/ops/run_metrics.h), NULL when metrics.listen is not set */
   wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
-  /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h) */
-  struct {
-    int32_t partitions; /* the table's partition count N (per-partition tasks), else 0 */
-    bool *on;           /* per source: repartitioned */
-    char **topic;       /* per source: its repartition topic (owned), NULL when not repartitioned */
-    bool forward;       /* a live run: records of repartitioned sources are forwarded (replay: the task
-                         * is computed here from the key, as the repartition topic would place it) */
-    bool *checked;      /* per source: its Kafka key was checked against the wide key */
-    const char **task_topics; /* the topics of the tasks (co-partitioned sources', repartition topics) */
-    size_t ntask;
-    const char **stateless; /* the topics whose records are only forwarded */
-    size_t nstateless;
-    wd_buf_t key, val, row; /* forward_changes' scratch: key bytes, record value, one row's bytes */
-    bool *sent;             /* ... per change record of the message: forwarded already */
-    wd_row_t **group;       /* ... the change records of one key */
-    size_t *off;            /* ... where each record's key starts in key (n + 1) */
-    size_t cap;             /* entries of sent / group (off: cap + 1) */
-    wd_repartition_rec_t rec;
-  } rp;
+  /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h):
+   * the plan, the task and stateless topics, the forwarding (a single task: nothing repartitioned) */
+  wd_repart_t *rp;
   /* joins on other keys (join/lookup.h): the join layer, each source's id in it, and the records
    * of the batch's lookup messages (rows of their lookup schemas) */
   struct {
@@ -411,11 +395,12 @@ static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int
       if (strcmp(p->sources[i]->topics[t], topic) == 0) {
         *si = (int)i;
         *canon = p->sources[i]->topics[t];
-        return p->rp.on && p->rp.on[i] ? WD_TOPIC_RAW : WD_TOPIC_DIRECT;
+        return wd_repart_on(p->rp, i) ? WD_TOPIC_RAW : WD_TOPIC_DIRECT;
       }
-    if (p->rp.topic && p->rp.topic[i] && !strcmp(p->rp.topic[i], topic)) {
+    const char *rt = wd_repart_topic(p->rp, i);
+    if (rt && !strcmp(rt, topic)) {
       *si = (int)i;
-      *canon = p->rp.topic[i];
+      *canon = rt;
       return WD_TOPIC_REPARTITION;
     }
   }
@@ -460,7 +445,7 @@ static uint32_t topic_hash(const char *s) { /* FNV-1a */
  * memory. */
 static int topic_index_build(wd_pipeline_t *p) {
   size_t n = 0;
-  for (size_t i = 0; i < p->nsources; i++) n += p->sources[i]->ntopics + (p->rp.topic && p->rp.topic[i] ? 1 : 0);
+  for (size_t i = 0; i < p->nsources; i++) n += p->sources[i]->ntopics + (wd_repart_topic(p->rp, i) ? 1 : 0);
   size_t slots = 8;
   while (slots < 2 * n) slots *= 2;
   if (!(p->tix.ents = calloc(n ? n : 1, sizeof(*p->tix.ents))) || !(p->tix.slot = calloc(slots, sizeof(uint32_t))))
@@ -468,7 +453,7 @@ static int topic_index_build(wd_pipeline_t *p) {
   p->tix.mask = slots - 1;
   for (size_t i = 0; i < p->nsources; i++)
     for (size_t t = 0; t <= p->sources[i]->ntopics; t++) {
-      const char *name = t < p->sources[i]->ntopics ? p->sources[i]->topics[t] : p->rp.topic ? p->rp.topic[i] : NULL;
+      const char *name = t < p->sources[i]->ntopics ? p->sources[i]->topics[t] : wd_repart_topic(p->rp, i);
       if (!name) continue;
       int si = -1;
       const char *canon = NULL;
@@ -780,55 +765,10 @@ static void release_lookup_recs(wd_pipeline_t *p) {
 
 /* ---- issue 10: repartition topics (app/runtime/repartition.h) ---------------------------------------- */
 
-/* Forwards the change records of p->changes (decoded from a record of repartitioned source si) to
- * its repartition topic: one record per wide key, in the order of their first change record, at
- * partition murmur2(key) mod N, inside the open commit. */
-static wd_error_t *forward_changes(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta) {
-  size_t n = p->changes.count;
-  if (n > p->rp.cap) { /* grow-only scratch, kept across records */
-    bool *sent = realloc(p->rp.sent, n * sizeof(*sent));
-    if (sent) p->rp.sent = sent;
-    wd_row_t **group = realloc(p->rp.group, n * sizeof(*group));
-    if (group) p->rp.group = group;
-    size_t *off = realloc(p->rp.off, (n + 1) * sizeof(*off));
-    if (off) p->rp.off = off;
-    if (!sent || !group || !off) return wd_error_nomem();
-    p->rp.cap = n;
-  }
-  bool *sent = p->rp.sent;
-  size_t *off = p->rp.off;
-  wd_buf_reset(&p->rp.key);
-  for (size_t k = 0; k < n; k++) {
-    sent[k] = false;
-    off[k] = p->rp.key.len;
-    if (wd_row_key_encode(p->schema, p->changes.rows[k], &p->rp.key)) return wd_error_nomem();
-  }
-  if (n) off[n] = p->rp.key.len;
-  wd_error_t *err = NULL;
-  for (size_t k = 0; k < n && !err; k++) {
-    if (sent[k]) continue;
-    const uint8_t *key = p->rp.key.data + off[k];
-    size_t klen = off[k + 1] - off[k], ng = 0;
-    for (size_t j = k; j < n; j++)
-      if (!sent[j] && off[j + 1] - off[j] == klen && !memcmp(p->rp.key.data + off[j], key, klen)) {
-        sent[j] = true;
-        p->rp.group[ng++] = p->changes.rows[j];
-      }
-    wd_buf_reset(&p->rp.val);
-    if (wd_repartition_encode(p->schema, p->sources[si]->name, meta, p->rp.group, ng, &p->rp.row, &p->rp.val))
-      return wd_error_nomem();
-    int32_t part = wd_producer_partition_of(key, klen, p->rp.partitions);
-    err = wd_collector_send(p->coll, WD_OUT_REPARTITION, p->rp.topic[si], part, key, klen, p->rp.val.data,
-                            p->rp.val.len);
-    if (!err) p->st.repartitioned++;
-  }
-  return err;
-}
-
 /* Decodes a record of the repartition topic of source si into change records of task
  * m->partition; bytes that are not a repartition record go to the dead-letter topic. */
 static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_t *m, wd_bmsg_t *b) {
-  wd_repartition_rec_t *rec = &p->rp.rec;
+  wd_repartition_rec_t one, *rec = &one;
   wd_error_t *derr = wd_repartition_decode(p->schema, m->value, m->value_len, rec);
   if (derr) {
     if (derr->cls != WD_ERR_DECODE) return derr;
@@ -856,32 +796,16 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
    * partition count (or by hand) would put its key in a second task */
   for (size_t r = b->first; r < p->nrecs; r++) {
     int32_t want = wd_producer_partition_of(p->keys.data + p->key_off[r], p->key_off[r + 1] - p->key_off[r],
-                                            p->rp.partitions);
+                                            wd_repart_partitions(p->rp));
     if (want == m->partition) continue;
     b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
                           "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
                           "(written with another partition count, or not by widen)",
-                          m->topic, m->partition, m->offset, want, p->rp.partitions);
+                          m->topic, m->partition, m->offset, want, wd_repart_partitions(p->rp));
     b->count = 0; /* its rows stay in the batch (released with it) but are applied nowhere */
     break;
   }
   return NULL;
-}
-
-/* A co-partitioned source's first record in this process: its Kafka key must be the wide key
- * (app/runtime/repartition.h), else its records would be merged in the wrong task. */
-static wd_error_t *check_keying(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
-  if (!p->rp.checked || p->rp.checked[si] || !p->rp.forward) return NULL;
-  p->rp.checked[si] = true;
-  char *why = wd_repartition_key_mismatch(p->sources[si], p->schema, m->key, m->key_len);
-  if (!why) return NULL;
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
-                                 "source '%s' (%s[%d]@%" PRId64 "): %s, so one wide key's records are spread over "
-                                 "partitions and tasks; set `repartition: true` on this source (its records then go "
-                                 "through a repartition topic keyed by the wide key)",
-                                 p->sources[si]->name, m->topic, m->partition, m->offset, why);
-  free(why);
-  return err;
 }
 
 /* A record of a co-partitioned source whose change records have more than one wide key (a
@@ -935,7 +859,11 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if ((err = decode_repartitioned(p, si, m, b))) return err;
       continue;
     }
-    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) && (err = check_keying(p, si, m))) return err;
+    /* a co-partitioned source's first record here: its Kafka key must be the wide key, else its
+     * records would be merged in the wrong task (app/runtime/repartition.h) */
+    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) &&
+        (err = wd_repart_check_key(p->rp, (size_t)si, src, p->schema, &meta)))
+      return err;
     if (is_lookup(p, b->src)) {
       err = decode_lookup(p, b->src, &meta, m, b);
       if (wd_commit_batch_invalid(p->commit)) {
@@ -968,8 +896,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->pu_no_retract && (err = drop_update_before(p))) return err;
     if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
-    if (kind == WD_TOPIC_RAW && p->rp.forward) { /* issue 10: to the repartition topic, no state */
-      if ((err = forward_changes(p, si, &meta))) return err;
+    if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* issue 10: to the repartition topic, no state */
+      if ((err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows, p->changes.count,
+                                   p->coll, &p->st.repartitioned)))
+        return err;
       b->forwarded = true;
       continue;
     }
@@ -986,7 +916,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
       p->rec_task[p->nrecs - 1] =
           kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
-                                                                     p->rp.partitions)
+                                                                     wd_repart_partitions(p->rp))
                                : task;
       if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
           (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
@@ -1261,15 +1191,17 @@ static void check_copartitioning(wd_pipeline_t *p) {
   }
   /* a bitmask of partitions 0..63 per topic (more partitions are not checked), over the topics
    * of the tasks (a repartitioned source's own topics are only forwarded: any assignment works) */
-  const char *first = p->rp.ntask ? p->rp.task_topics[0] : a[0].topic;
+  size_t ntask = 0;
+  const char *const *task_topics = wd_repart_task_topics(p->rp, &ntask);
+  const char *first = ntask ? task_topics[0] : a[0].topic;
   uint64_t ref = 0;
   for (size_t i = 0; i < n; i++)
     if (a[i].topic == first || !strcmp(a[i].topic, first))
       if (a[i].partition >= 0 && a[i].partition < 64) ref |= UINT64_C(1) << a[i].partition;
   for (size_t t = 0; t < p->nsources; t++)
     for (size_t k = 0; k < p->sources[t]->ntopics + 1 && !(p->gtopics && is_lookup(p, (int)t)); k++) {
-      const char *topic = k < p->sources[t]->ntopics ? p->sources[t]->topics[k] : p->rp.topic ? p->rp.topic[t] : NULL;
-      if (!topic || (p->rp.on && p->rp.on[t] && k < p->sources[t]->ntopics)) continue;
+      const char *topic = k < p->sources[t]->ntopics ? p->sources[t]->topics[k] : wd_repart_topic(p->rp, t);
+      if (!topic || (wd_repart_on(p->rp, t) && k < p->sources[t]->ntopics)) continue;
       uint64_t mask = 0;
       for (size_t i = 0; i < n; i++)
         if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
@@ -1754,21 +1686,21 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
  * with another partition count (C_INTERNAL_TOPIC_PARTITIONS). */
 static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, const char *const *cfgs,
                                          const char *what) {
-  int have = 0;
+  int have = 0, np = wd_repart_partitions(p->rp);
   wd_error_t *err = wd_collector_partition_count(p->coll, topic, 30000, &have);
   if (err) return err;
-  if (have && have != p->rp.partitions)
+  if (have && have != np)
     return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
                         "%s %s has %d partitions but the table has %d (one per task): set pipeline.partitions: %d "
                         "(the count the table was built with); another count needs the table built anew (stop every "
                         "process of group %s, delete their state directories and the group's internal topics, and "
                         "start with a new group.id), since every task's rows would hold other keys",
-                        what, topic, have, p->rp.partitions, have, p->cfg->kafka.group_id);
+                        what, topic, have, np, have, p->cfg->kafka.group_id);
   if (have) return NULL;
-  if ((err = wd_collector_ensure_topic(p->coll, topic, p->rp.partitions, cfgs, 30000))) return err;
+  if ((err = wd_collector_ensure_topic(p->coll, topic, np, cfgs, 30000))) return err;
   /* until the broker's metadata lists it: a group that assigns before would leave it out until the
    * next metadata refresh (minutes) */
-  for (int i = 0; i < 100 && !err && have != p->rp.partitions; i++) {
+  for (int i = 0; i < 100 && !err && have != np; i++) {
     if (i) sleep_ms(p, 100);
     err = wd_collector_partition_count(p->coll, topic, 5000, &have);
   }
@@ -1783,11 +1715,7 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
   wd_repartition_input_t *in = calloc(n ? n : 1, sizeof(*in));
   int **counts = calloc(n ? n : 1, sizeof(*counts));
   char *why = NULL;
-  p->rp.on = calloc(n ? n : 1, sizeof(*p->rp.on));
-  p->rp.topic = calloc(n ? n : 1, sizeof(*p->rp.topic));
-  p->rp.checked = calloc(n ? n : 1, sizeof(*p->rp.checked));
-  p->rp.forward = !p->opts.replay;
-  if (!in || !counts || !p->rp.on || !p->rp.topic || !p->rp.checked) {
+  if (!in || !counts) {
     err = wd_error_nomem();
     goto done;
   }
@@ -1802,27 +1730,25 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
     in[i] = (wd_repartition_input_t){src->name, p->cfg->sources.v[i].repartition, is_lookup(p, (int)i), src->ntopics,
                                      (const char *const *)src->topics, counts[i]};
   }
-  if (err || (err = wd_repartition_plan(in, n, p->cfg->pipeline.partitions, &p->rp.partitions, p->rp.on, &why)))
+  if (err || (err = wd_repart_plan(p->rp, in, p->cfg->pipeline.partitions, !p->opts.replay, p->cfg->kafka.group_id,
+                                   p->cfg->table.name, &why)))
     goto done;
   size_t nrp = 0;
-  for (size_t i = 0; i < n; i++) nrp += p->rp.on[i];
-  wd_log(WD_LOG_INFO, "pipeline", "per-partition tasks: the table has %d partitions (tasks)%s", p->rp.partitions,
-         nrp ? "" : "; every source is co-partitioned");
+  for (size_t i = 0; i < n; i++) nrp += wd_repart_on(p->rp, i);
+  wd_log(WD_LOG_INFO, "pipeline", "per-partition tasks: the table has %d partitions (tasks)%s",
+         wd_repart_partitions(p->rp), nrp ? "" : "; every source is co-partitioned");
   for (char *line = why, *nl; line && *line; line = nl + 1) {
     if (!(nl = strchr(line, '\n'))) break;
     *nl = 0;
     wd_log(WD_LOG_INFO, "pipeline", "%s", line);
   }
-  for (size_t i = 0; i < n && !err && p->rp.forward; i++) {
-    if (!p->rp.on[i]) continue;
-    if (!(p->rp.topic[i] = wd_repartition_topic(p->cfg->kafka.group_id, p->cfg->table.name, p->sources[i]->name))) {
-      err = wd_error_nomem();
-      break;
-    }
-    err = ensure_internal_topic(p, p->rp.topic[i], NULL, "repartition topic");
+  for (size_t i = 0; i < n && !err; i++) { /* a live run: the repartition topics are created */
+    const char *topic = wd_repart_topic(p->rp, i);
+    if (!topic) continue;
+    err = ensure_internal_topic(p, topic, NULL, "repartition topic");
     if (!err)
       wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
-             p->rp.topic[i]);
+             topic);
   }
 done:
   for (size_t i = 0; counts && i < n; i++) free(counts[i]);
@@ -1847,10 +1773,10 @@ static wd_error_t *check_layout(wd_pipeline_t *p, const char *dir) {
   if (!p->per_partition) {
     if (wd_buf_printf(&now, "single")) goto nomem;
   } else {
-    if (wd_buf_printf(&now, "per-partition %d", p->rp.partitions)) goto nomem;
+    if (wd_buf_printf(&now, "per-partition %d", wd_repart_partitions(p->rp))) goto nomem;
     for (size_t i = 0; i < p->nsources; i++)
       if (!is_lookup(p, (int)i) &&
-          wd_buf_printf(&now, "; %s %s", p->sources[i]->name, p->rp.on[i] ? "repartitioned" : "direct"))
+          wd_buf_printf(&now, "; %s %s", p->sources[i]->name, wd_repart_on(p->rp, i) ? "repartitioned" : "direct"))
         goto nomem;
   }
   if ((err = wd_store_get_meta(p->store, key, &was, &wlen))) goto done;
@@ -2010,27 +1936,22 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!err) err = wd_collector_new(&p->pconf, &p->coll);
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
+  if (!(p->rp = wd_repart_new(p->nsources))) goto nomem;
   if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
   if ((err = check_layout(p, dir))) goto fail; /* issue 10: the rows are split by it */
-  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
-      !(p->rp.task_topics = calloc(ntopics + p->nsources + 1, sizeof(char *))) ||
-      !(p->rp.stateless = calloc(ntopics + 1, sizeof(char *))))
-    goto nomem;
+  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) goto nomem;
   size_t nt = 0, ngt = 0;
   for (size_t i = 0; i < p->nsources; i++) {
     if (p->gtopics && is_lookup(p, (int)i)) { /* issue 11 point 4: a global table's, not the group's */
       for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[ngt++] = p->sources[i]->topics[t];
       continue;
     }
-    bool raw = p->rp.on && p->rp.on[i] && p->rp.forward;
+    bool raw = wd_repart_on(p->rp, i) && wd_repart_forwarding(p->rp);
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
       p->topics[nt++] = p->sources[i]->topics[t];
-      if (raw)
-        p->rp.stateless[p->rp.nstateless++] = p->sources[i]->topics[t];
-      else
-        p->rp.task_topics[p->rp.ntask++] = p->sources[i]->topics[t];
+      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) goto nomem;
     }
-    if (raw) p->topics[nt++] = p->rp.task_topics[p->rp.ntask++] = p->rp.topic[i];
+    if (raw && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
   }
   if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
   p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
@@ -2054,6 +1975,9 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   /* the commit coordinator first: the consumer's callbacks (in assign mode already inside
    * wd_consumer_new) go to it */
   const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
+  size_t ntask = 0, nstateless = 0;
+  const char *const *task_topics = wd_repart_task_topics(p->rp, &ntask);
+  const char *const *stateless = wd_repart_stateless_topics(p->rp, &nstateless);
   wd_commit_conf_t cc = {
       .exactly_once = p->exactly_once,
       .group = !p->opts.replay,
@@ -2063,10 +1987,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .txn_timeout_ms = txn_timeout_ms,
       .replay_from_stored = true,
       .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
-      .topics = p->rp.task_topics,
-      .ntopics = p->rp.ntask,
-      .stateless_topics = p->rp.stateless,
-      .nstateless = p->rp.nstateless,
+      .topics = task_topics,
+      .ntopics = ntask,
+      .stateless_topics = stateless,
+      .nstateless = nstateless,
       .changelog_topic = p->changelog_topic,
       .txn_id = p->txn_id,
       .restore_conf = &p->rconf,
@@ -2074,8 +1998,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   };
   if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
-    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)p->rp.partitions, p->store, p->state,
-                              (const char *const *)p->rp.task_topics, p->rp.ntask, &p->standby)))
+    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)wd_repart_partitions(p->rp), p->store,
+                              p->state, task_topics, ntask, &p->standby)))
       goto fail;
     cc.standby = p->standby;
     wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
@@ -2187,18 +2111,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_standby_destroy(p->standby);
   wd_state_destroy(p->state);
   free(p->topics);
-  free(p->rp.task_topics);
-  free(p->rp.stateless);
-  for (size_t i = 0; p->rp.topic && i < p->nsources; i++) free(p->rp.topic[i]);
-  free(p->rp.topic);
-  free(p->rp.on);
-  free(p->rp.checked);
-  wd_buf_free(&p->rp.key);
-  wd_buf_free(&p->rp.val);
-  wd_buf_free(&p->rp.row);
-  free(p->rp.sent);
-  free(p->rp.group);
-  free(p->rp.off);
+  wd_repart_destroy(p->rp);
   free(p->txn_id);
   free(p->restoring);
   free(p->rec_task);

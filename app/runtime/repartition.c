@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "app/config/config.h"
+#include "app/runtime/collector.h"
+#include "sink/producer.h"
 #include "join/row_codec.h"
 
 #define WD_RP_MAGIC "WRP1"
@@ -238,4 +240,160 @@ char *wd_repartition_key_mismatch(const wd_source_t *src, const wd_schema_t *sch
 done:
   json_decref(j);
   return why;
+}
+
+/* ---- a pipeline's repartition state ---------------------------------------------------------- */
+
+struct wd_repart {
+  size_t nsources;
+  int32_t partitions; /* the table's partition count N (per-partition tasks), else 0 */
+  bool *on;           /* per source: repartitioned (NULL before a plan) */
+  char **topic;       /* per source: its repartition topic (owned), NULL when not repartitioned */
+  bool forward;       /* a live run: records of repartitioned sources are forwarded */
+  bool *checked;      /* per source: its Kafka key was checked against the wide key */
+  const char **task_topics; /* the topics of the tasks (co-partitioned sources', repartition topics) */
+  size_t ntask, cap_task;
+  const char **stateless;   /* the topics whose records are only forwarded */
+  size_t nstateless, cap_stateless;
+  wd_buf_t key, val, row; /* forward's scratch: key bytes, record value, one row's bytes */
+  bool *sent;             /* ... per change record of the message: forwarded already */
+  wd_row_t **group;       /* ... the change records of one key */
+  size_t *off;            /* ... where each record's key starts in key (n + 1) */
+  size_t cap;             /* entries of sent / group (off: cap + 1) */
+};
+
+wd_repart_t *wd_repart_new(size_t nsources) {
+  wd_repart_t *rp = calloc(1, sizeof(*rp));
+  if (!rp) return NULL;
+  rp->nsources = nsources;
+  rp->task_topics = calloc(1, sizeof(*rp->task_topics));
+  rp->stateless = calloc(1, sizeof(*rp->stateless));
+  if (!rp->task_topics || !rp->stateless) {
+    wd_repart_destroy(rp);
+    return NULL;
+  }
+  return rp;
+}
+
+void wd_repart_destroy(wd_repart_t *rp) {
+  if (!rp) return;
+  free(rp->task_topics);
+  free(rp->stateless);
+  for (size_t i = 0; rp->topic && i < rp->nsources; i++) free(rp->topic[i]);
+  free(rp->topic);
+  free(rp->on);
+  free(rp->checked);
+  wd_buf_free(&rp->key);
+  wd_buf_free(&rp->val);
+  wd_buf_free(&rp->row);
+  free(rp->sent);
+  free(rp->group);
+  free(rp->off);
+  free(rp);
+}
+
+wd_error_t *wd_repart_plan(wd_repart_t *rp, const wd_repartition_input_t *in, int64_t configured, bool forward,
+                           const char *group, const char *table, char **why) {
+  size_t n = rp->nsources;
+  if (why) *why = NULL;
+  if (!rp->on && !(rp->on = calloc(n ? n : 1, sizeof(*rp->on)))) return wd_error_nomem();
+  if (!rp->topic && !(rp->topic = calloc(n ? n : 1, sizeof(*rp->topic)))) return wd_error_nomem();
+  if (!rp->checked && !(rp->checked = calloc(n ? n : 1, sizeof(*rp->checked)))) return wd_error_nomem();
+  rp->forward = forward;
+  wd_error_t *err = wd_repartition_plan(in, n, configured, &rp->partitions, rp->on, why);
+  for (size_t i = 0; i < n && !err && forward; i++)
+    if (rp->on[i] && !(rp->topic[i] = wd_repartition_topic(group, table, in[i].name))) err = wd_error_nomem();
+  return err;
+}
+
+int32_t wd_repart_partitions(const wd_repart_t *rp) { return rp ? rp->partitions : 0; }
+bool wd_repart_forwarding(const wd_repart_t *rp) { return rp && rp->forward; }
+bool wd_repart_on(const wd_repart_t *rp, size_t si) { return rp && rp->on && si < rp->nsources && rp->on[si]; }
+
+const char *wd_repart_topic(const wd_repart_t *rp, size_t si) {
+  return rp && rp->topic && si < rp->nsources ? rp->topic[si] : NULL;
+}
+
+static int push_topic(const char ***v, size_t *n, size_t *cap, const char *topic) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 8;
+    const char **t = realloc(*v, (c + 1) * sizeof(*t));
+    if (!t) return -1;
+    *v = t;
+    *cap = c;
+  }
+  (*v)[(*n)++] = topic;
+  (*v)[*n] = NULL;
+  return 0;
+}
+
+int wd_repart_add_topic(wd_repart_t *rp, const char *topic, bool stateless) {
+  return stateless ? push_topic(&rp->stateless, &rp->nstateless, &rp->cap_stateless, topic)
+                   : push_topic(&rp->task_topics, &rp->ntask, &rp->cap_task, topic);
+}
+
+const char *const *wd_repart_task_topics(const wd_repart_t *rp, size_t *n) {
+  *n = rp->ntask;
+  return rp->task_topics;
+}
+
+const char *const *wd_repart_stateless_topics(const wd_repart_t *rp, size_t *n) {
+  *n = rp->nstateless;
+  return rp->stateless;
+}
+
+wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *src, const wd_schema_t *schema,
+                                const wd_kafka_meta_t *origin) {
+  if (!rp->checked || si >= rp->nsources || rp->checked[si] || !rp->forward) return NULL;
+  rp->checked[si] = true;
+  char *why = wd_repartition_key_mismatch(src, schema, origin->key, origin->key_len);
+  if (!why) return NULL;
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                                 "source '%s' (%s[%d]@%" PRId64 "): %s, so one wide key's records are spread over "
+                                 "partitions and tasks; set `repartition: true` on this source (its records then go "
+                                 "through a repartition topic keyed by the wide key)",
+                                 src->name, origin->topic, origin->partition, origin->offset, why);
+  free(why);
+  return err;
+}
+
+wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const char *source,
+                              const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n,
+                              struct wd_collector *coll, uint64_t *nsent) {
+  if (n > rp->cap) { /* grow-only scratch, kept across records */
+    bool *sent = realloc(rp->sent, n * sizeof(*sent));
+    if (sent) rp->sent = sent;
+    wd_row_t **group = realloc(rp->group, n * sizeof(*group));
+    if (group) rp->group = group;
+    size_t *off = realloc(rp->off, (n + 1) * sizeof(*off));
+    if (off) rp->off = off;
+    if (!sent || !group || !off) return wd_error_nomem();
+    rp->cap = n;
+  }
+  bool *sent = rp->sent;
+  size_t *off = rp->off;
+  wd_buf_reset(&rp->key);
+  for (size_t k = 0; k < n; k++) {
+    sent[k] = false;
+    off[k] = rp->key.len;
+    if (wd_row_key_encode(schema, rows[k], &rp->key)) return wd_error_nomem();
+  }
+  if (n) off[n] = rp->key.len;
+  wd_error_t *err = NULL;
+  for (size_t k = 0; k < n && !err; k++) {
+    if (sent[k]) continue;
+    const uint8_t *key = rp->key.data + off[k];
+    size_t klen = off[k + 1] - off[k], ng = 0;
+    for (size_t j = k; j < n; j++)
+      if (!sent[j] && off[j + 1] - off[j] == klen && !memcmp(rp->key.data + off[j], key, klen)) {
+        sent[j] = true;
+        rp->group[ng++] = rows[j];
+      }
+    wd_buf_reset(&rp->val);
+    if (wd_repartition_encode(schema, source, origin, rp->group, ng, &rp->row, &rp->val)) return wd_error_nomem();
+    int32_t part = wd_producer_partition_of(key, klen, rp->partitions);
+    err = wd_collector_send(coll, WD_OUT_REPARTITION, rp->topic[si], part, key, klen, rp->val.data, rp->val.len);
+    if (!err) (*nsent)++;
+  }
+  return err;
 }

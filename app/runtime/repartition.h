@@ -22,7 +22,11 @@
  *   included), varint number of absent columns, each a varint column index.
  * The origin names the source record in dead letters and traces.
  *
- * Everything here is pure (no Kafka, no RocksDB): app/runtime/pipeline.c does the producing and reading.
+ * The functions wd_repartition_* are pure (no Kafka, no RocksDB). The object wd_repart_t (below)
+ * holds a pipeline's repartition state (issue 21 point 7: out of the pipeline's struct): the plan,
+ * the task and stateless topics, the keying checks done, and the scratch of forwarding, which it
+ * sends through the record collector (app/runtime/collector.h); app/runtime/pipeline.c reads the
+ * repartition topics like the sources.
  */
 #ifndef WD_REPARTITION_H
 #define WD_REPARTITION_H
@@ -35,6 +39,8 @@
 #include "common/error.h"
 #include "common/types.h"
 #include "ingest/source.h"
+
+struct wd_collector;
 
 /* One source's input to the plan: its configured mode and its topics' partition counts. */
 typedef struct wd_repartition_input {
@@ -92,5 +98,61 @@ void wd_repartition_rec_free(const wd_schema_t *schema, wd_repartition_rec_t *re
  * Returns NULL when the key fits (or cannot be checked), else a malloc'd, caller-owned reason
  * ("its Kafka key has the field(s) payment_id; the primary key comes from its field(s) order_id"). */
 char *wd_repartition_key_mismatch(const wd_source_t *src, const wd_schema_t *schema, const void *key, size_t klen);
+
+/* ---- a pipeline's repartition state (wd_repart_t) -------------------------------------------
+ * Made once per pipeline (single task too: then nothing is repartitioned and every topic is a
+ * task's). Owner: the pipeline (wd_repart_destroy). Thread: the pipeline's. */
+typedef struct wd_repart wd_repart_t;
+
+/* A new object for nsources sources, nothing repartitioned (partitions 0, not forwarding, no
+ * topics). NULL on no memory. */
+wd_repart_t *wd_repart_new(size_t nsources);
+void wd_repart_destroy(wd_repart_t *rp); /* accepts NULL */
+
+/* Per-partition tasks: decides the table's partition count and which sources are repartitioned
+ * (wd_repartition_plan over in[0..nsources), configured = pipeline.partitions; *why as there,
+ * may be NULL). forward: a live run (records of repartitioned sources are forwarded; a replay
+ * computes each record's task from its key instead, as the repartition topic would place it);
+ * then each repartitioned source's topic is named wd_repartition_topic(group, table, its name)
+ * (owned here; creating it is the caller's). Errors: those of wd_repartition_plan, E_NOMEM. */
+wd_error_t *wd_repart_plan(wd_repart_t *rp, const wd_repartition_input_t *in, int64_t configured, bool forward,
+                           const char *group, const char *table, char **why);
+
+/* The table's partition count N (0 before a plan: a single task). These four accept NULL (as an
+ * object with no plan). */
+int32_t wd_repart_partitions(const wd_repart_t *rp);
+/* Whether records of repartitioned sources are forwarded (a live run with a plan). */
+bool wd_repart_forwarding(const wd_repart_t *rp);
+/* Whether source si goes through a repartition topic (false before a plan, or si out of range). */
+bool wd_repart_on(const wd_repart_t *rp, size_t si);
+/* Source si's repartition topic (borrowed from rp, valid for its life), NULL when it has none
+ * (not repartitioned, a replay, no plan, si out of range). */
+const char *wd_repart_topic(const wd_repart_t *rp, size_t si);
+
+/* Adds topic (borrowed, outlives rp) to the topics of the tasks (co-partitioned sources' and
+ * repartition topics, stateless false) or to the stateless ones (the topics whose records are
+ * only forwarded, stateless true), in the order given. 0, or -1 on no memory (nothing added). */
+int wd_repart_add_topic(wd_repart_t *rp, const char *topic, bool stateless);
+/* Those lists (borrowed from rp, NULL-terminated, valid until the next wd_repart_add_topic); *n
+ * their length. */
+const char *const *wd_repart_task_topics(const wd_repart_t *rp, size_t *n);
+const char *const *wd_repart_stateless_topics(const wd_repart_t *rp, size_t *n);
+
+/* Checks, once per source, the Kafka key of co-partitioned source si's first record (origin:
+ * its topic, partition, offset and key) against the wide key (wd_repartition_key_mismatch).
+ * Only while forwarding (a live run with a plan); later records of si are not checked.
+ * Errors: WD_ERR_CONFIG "C_SOURCE_KEYING" naming the source, the record and what to set. */
+wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *src, const wd_schema_t *schema,
+                                const wd_kafka_meta_t *origin);
+
+/* Forwards rows[0..n) (borrowed: the change records decoded from one record of repartitioned
+ * source si, named source, read at origin) to si's repartition topic through coll (inside the
+ * open commit): one repartition record per wide key, in the order of each key's first change
+ * record, at partition murmur2(key) mod N (wd_producer_partition_of). *sent grows by the records
+ * sent. The scratch is rp's, grown and kept across calls.
+ * Errors: those of wd_collector_send (the records before it were sent), E_NOMEM. */
+wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const char *source,
+                              const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n,
+                              struct wd_collector *coll, uint64_t *sent);
 
 #endif

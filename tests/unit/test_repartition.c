@@ -205,3 +205,112 @@ Test(repartition_partitioner, agrees_with_the_java_client) {
     cr_assert_eq(wd_producer_partition_of(v[i].key, strlen(v[i].key), 7), v[i].p7, "%s", v[i].key);
   }
 }
+
+/* ---- the pipeline's repartition state (wd_repart_t) ---- */
+
+/* Without a plan (a single task) nothing is repartitioned; a live run's plan names the topics of
+ * the repartitioned sources only; a replay's forwards nothing and names none. */
+Test(repart, plan_topics_and_lists) {
+  wd_repart_t *rp = wd_repart_new(3);
+  cr_assert_not_null(rp);
+  cr_expect_eq(wd_repart_partitions(rp), 0);
+  cr_expect_not(wd_repart_forwarding(rp));
+  cr_expect_not(wd_repart_on(rp, 0));
+  cr_expect_null(wd_repart_topic(rp, 0));
+  cr_expect_not(wd_repart_on(NULL, 0));
+  cr_expect_null(wd_repart_topic(NULL, 0));
+  int c6 = 6, c3 = 3;
+  wd_repartition_input_t in[] = {{"orders", WD_CONFIG_REPARTITION_AUTO, false, 1, T1, &c6},
+                                 {"payments", WD_CONFIG_REPARTITION_AUTO, false, 1, T2, &c3},
+                                 {"shipments", WD_CONFIG_REPARTITION_FALSE, true, 1, T3, &c3}};
+  char *why = NULL;
+  wd_error_t *err = wd_repart_plan(rp, in, 0, true, "g", "wide", &why);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_expect_not_null(why);
+  free(why);
+  cr_expect_eq(wd_repart_partitions(rp), 6);
+  cr_expect(wd_repart_forwarding(rp));
+  cr_expect(wd_repart_on(rp, 0), "goes along with payments");
+  cr_expect(wd_repart_on(rp, 1));
+  cr_expect_not(wd_repart_on(rp, 2), "a lookup source is never repartitioned");
+  cr_expect_not(wd_repart_on(rp, 3), "out of range");
+  cr_expect_str_eq(wd_repart_topic(rp, 0), "g-wide-orders-repartition");
+  cr_expect_str_eq(wd_repart_topic(rp, 1), "g-wide-payments-repartition");
+  cr_expect_null(wd_repart_topic(rp, 2));
+  cr_expect_null(wd_repart_topic(rp, 7));
+  /* the lists keep the order given, NULL-terminated */
+  cr_assert_eq(wd_repart_add_topic(rp, "orders", false), 0);
+  cr_assert_eq(wd_repart_add_topic(rp, "payments", true), 0);
+  cr_assert_eq(wd_repart_add_topic(rp, wd_repart_topic(rp, 1), false), 0);
+  size_t n = 99, ns = 99;
+  const char *const *tt = wd_repart_task_topics(rp, &n);
+  const char *const *st = wd_repart_stateless_topics(rp, &ns);
+  cr_assert_eq(n, 2);
+  cr_expect_str_eq(tt[0], "orders");
+  cr_expect_str_eq(tt[1], "g-wide-payments-repartition");
+  cr_expect_null(tt[2]);
+  cr_assert_eq(ns, 1);
+  cr_expect_str_eq(st[0], "payments");
+  cr_expect_null(st[1]);
+  for (int i = 0; i < 40; i++) cr_assert_eq(wd_repart_add_topic(rp, "x", false), 0); /* grows */
+  tt = wd_repart_task_topics(rp, &n);
+  cr_expect_eq(n, 42);
+  cr_expect_str_eq(tt[41], "x");
+  cr_expect_null(tt[42]);
+  wd_repart_destroy(rp);
+
+  /* a replay: the same plan, nothing forwarded, no topic named */
+  rp = wd_repart_new(3);
+  cr_assert_null(wd_repart_plan(rp, in, 0, false, "g", "wide", NULL));
+  cr_expect(wd_repart_on(rp, 1));
+  cr_expect_not(wd_repart_forwarding(rp));
+  cr_expect_null(wd_repart_topic(rp, 1));
+  wd_repart_destroy(rp);
+
+  /* a refused plan is the plan's error */
+  rp = wd_repart_new(3);
+  in[0].mode = WD_CONFIG_REPARTITION_FALSE;
+  err = wd_repart_plan(rp, in, 0, true, "g", "wide", NULL);
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "C_TASKS_NOT_COPARTITIONED");
+  wd_error_destroy(err);
+  wd_repart_destroy(rp);
+  wd_repart_destroy(NULL);
+}
+
+/* A co-partitioned source's Kafka key is checked once, at its first record, and only while
+ * forwarding (a live run with a plan). */
+Test(repart, check_key_once_per_source) {
+  wd_schema_t *s = schema3();
+  wd_source_t *src = payments_source(s, "order_id");
+  const char *bad = "{\"payment_id\":5}", *good = "{\"order_id\":5}";
+  wd_kafka_meta_t bad_m = {"payments", 2, 41, -1, bad, strlen(bad)}, good_m = {"payments", 2, 40, -1, good, strlen(good)};
+  wd_repart_t *rp = wd_repart_new(1);
+  cr_assert_null(wd_repart_check_key(rp, 0, src, s, &bad_m), "no plan: not checked");
+  int c3 = 3;
+  wd_repartition_input_t in[] = {{"payments", WD_CONFIG_REPARTITION_AUTO, false, 1, T2, &c3}};
+  cr_assert_null(wd_repart_plan(rp, in, 0, true, "g", "wide", NULL));
+  wd_error_t *err = wd_repart_check_key(rp, 0, src, s, &bad_m);
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "C_SOURCE_KEYING");
+  cr_expect(strstr(err->message, "source 'payments' (payments[2]@41)") && strstr(err->message, "payment_id") &&
+                strstr(err->message, "repartition: true"),
+            "%s", err->message);
+  wd_error_destroy(err);
+  cr_expect_null(wd_repart_check_key(rp, 0, src, s, &bad_m), "checked once");
+  cr_expect_null(wd_repart_check_key(rp, 5, src, s, &bad_m), "out of range");
+  wd_repart_destroy(rp);
+  /* a good key passes; a later bad one is not looked at */
+  rp = wd_repart_new(1);
+  cr_assert_null(wd_repart_plan(rp, in, 0, true, "g", "wide", NULL));
+  cr_expect_null(wd_repart_check_key(rp, 0, src, s, &good_m));
+  cr_expect_null(wd_repart_check_key(rp, 0, src, s, &bad_m));
+  wd_repart_destroy(rp);
+  /* a replay does not check */
+  rp = wd_repart_new(1);
+  cr_assert_null(wd_repart_plan(rp, in, 0, false, "g", "wide", NULL));
+  cr_expect_null(wd_repart_check_key(rp, 0, src, s, &bad_m));
+  wd_repart_destroy(rp);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
