@@ -14,6 +14,7 @@
 #include "app/runtime/repartition.h"
 #include "app/runtime/standby.h"
 #include "app/runtime/collector.h"
+#include "app/runtime/topic_index.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -49,33 +50,6 @@ typedef struct {
   int src;             /* index of its source (cfg->sources), -1 when none */
   const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
 } wd_bmsg_t;
-
-/* What a topic is to the pipeline (issue 10). */
-typedef enum { WD_TOPIC_NONE = 0, WD_TOPIC_DIRECT, WD_TOPIC_RAW, WD_TOPIC_REPARTITION } wd_topic_kind_t;
-
-/* issue 22 point 3: one entry of the topic index (every topic the pipeline reads, built once the
- * topics are known: the classification depends on the configuration and the repartition plan
- * only, not on the assignment) */
-typedef struct wd_topic_ent {
-  const char *name;     /* the pipeline's own copy (the source's, or its repartition topic) */
-  wd_topic_kind_t kind;
-  int si;               /* its source's index */
-  bool global;          /* a lookup topic read by the global table (p->gt), not the group */
-} wd_topic_ent_t;
-
-typedef struct {
-  const char *ptr; /* a message's topic name pointer */
-  const wd_topic_ent_t *te;
-} wd_topic_seen_t;
-
-/* issue 22 point 3: the batch's records of one (topic, partition), gathered once per batch and
- * handed to the coordinator, the global table and the history record */
-typedef struct {
-  const wd_topic_ent_t *te;
-  int32_t partition;
-  int64_t min, max, last; /* the smallest and largest offsets taken, the last in delivery order */
-  uint64_t count;
-} wd_batch_tp_t;
 
 struct wd_pipeline {
   const wd_config_t *cfg;
@@ -160,20 +134,9 @@ struct wd_pipeline {
   wd_rebuild_t *rb;
   wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
   char *rb_group;
-  /* issue 22 point 3: the topic index (open addressing on the name's hash, 2^k slots), and per
-   * batch the topic pointers of its messages already looked up (a message's topic name pointer
-   * is librdkafka's topic object's, alive while the batch holds the message: within a batch, the
-   * same pointer is the same topic) */
-  struct {
-    wd_topic_ent_t *ents; /* every topic, owned */
-    size_t n;
-    uint32_t *slot;       /* index + 1 into ents, 0 = empty; owned */
-    size_t mask;          /* slots - 1 */
-    wd_topic_seen_t seen[8]; /* this batch's topic pointers (reset per batch) */
-    size_t nseen;
-  } tix;
-  wd_batch_tp_t *btp; /* this batch's partitions (issue 22 point 3) */
-  size_t nbtp, cap_btp;
+  /* issue 22 point 3: the topic index, and per batch its topics seen and its partitions
+   * (app/runtime/topic_index.h) */
+  wd_topic_index_t *tix;
   /* issue 22 point 2: the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
    * loop: the rate and the processing time per record over windows of >= 200 ms, each commit's
    * duration; smoothed */
@@ -434,23 +397,15 @@ static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
 
 /* ---- issue 22 point 3: the topic index ---------------------------------------------------- */
 
-static uint32_t topic_hash(const char *s) { /* FNV-1a */
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-  return h;
-}
-
 /* Builds the index of every topic the pipeline reads (the sources' topics, their repartition
  * topics), once they are known (after plan_repartition, with p->gtopics set). 0, or -1 on no
  * memory. */
 static int topic_index_build(wd_pipeline_t *p) {
   size_t n = 0;
   for (size_t i = 0; i < p->nsources; i++) n += p->sources[i]->ntopics + (wd_repart_topic(p->rp, i) ? 1 : 0);
-  size_t slots = 8;
-  while (slots < 2 * n) slots *= 2;
-  if (!(p->tix.ents = calloc(n ? n : 1, sizeof(*p->tix.ents))) || !(p->tix.slot = calloc(slots, sizeof(uint32_t))))
-    return -1;
-  p->tix.mask = slots - 1;
+  wd_topic_ent_t *ents = calloc(n ? n : 1, sizeof(*ents));
+  if (!ents) return -1;
+  size_t k = 0;
   for (size_t i = 0; i < p->nsources; i++)
     for (size_t t = 0; t <= p->sources[i]->ntopics; t++) {
       const char *name = t < p->sources[i]->ntopics ? p->sources[i]->topics[t] : wd_repart_topic(p->rp, i);
@@ -458,53 +413,13 @@ static int topic_index_build(wd_pipeline_t *p) {
       int si = -1;
       const char *canon = NULL;
       wd_topic_kind_t kind = topic_kind(p, name, &si, &canon); /* the first source naming it wins, as before */
-      size_t h = topic_hash(canon) & p->tix.mask;
-      bool dup = false;
-      for (; p->tix.slot[h]; h = (h + 1) & p->tix.mask)
-        if (!strcmp(p->tix.ents[p->tix.slot[h] - 1].name, canon)) {
-          dup = true;
-          break;
-        }
-      if (dup) continue;
       bool global = false;
       for (size_t g = 0; p->gtopics && p->gtopics[g] && !global; g++) global = p->gtopics[g] == canon;
-      p->tix.ents[p->tix.n] = (wd_topic_ent_t){canon, kind, si, global};
-      p->tix.slot[h] = (uint32_t)++p->tix.n;
+      ents[k++] = (wd_topic_ent_t){canon, kind, si, global};
     }
-  return 0;
-}
-
-/* The index entry of topic, or NULL when the pipeline does not read it. Within one batch each
- * distinct topic pointer is hashed once (tix.seen, reset by process_batch). */
-static const wd_topic_ent_t *topic_ent(wd_pipeline_t *p, const char *topic) {
-  for (size_t i = p->tix.nseen; i-- > 0;)
-    if (p->tix.seen[i].ptr == topic) return p->tix.seen[i].te;
-  const wd_topic_ent_t *te = NULL;
-  if (p->tix.slot)
-    for (size_t h = topic_hash(topic) & p->tix.mask; p->tix.slot[h]; h = (h + 1) & p->tix.mask)
-      if (!strcmp(p->tix.ents[p->tix.slot[h] - 1].name, topic)) {
-        te = &p->tix.ents[p->tix.slot[h] - 1];
-        break;
-      }
-  if (p->tix.nseen < sizeof(p->tix.seen) / sizeof(p->tix.seen[0]))
-    p->tix.seen[p->tix.nseen++] = (wd_topic_seen_t){topic, te};
-  return te;
-}
-
-/* The batch's entry of (te, partition), added when new; NULL on no memory. */
-static wd_batch_tp_t *batch_tp(wd_pipeline_t *p, const wd_topic_ent_t *te, int32_t partition) {
-  for (size_t i = p->nbtp; i-- > 0;) /* the last one first: a batch's records come in runs of a partition */
-    if (p->btp[i].te == te && p->btp[i].partition == partition) return &p->btp[i];
-  if (p->nbtp == p->cap_btp) {
-    size_t cap = p->cap_btp ? p->cap_btp * 2 : 16;
-    wd_batch_tp_t *b = realloc(p->btp, cap * sizeof(*b));
-    if (!b) return NULL;
-    p->btp = b;
-    p->cap_btp = cap;
-  }
-  wd_batch_tp_t *b = &p->btp[p->nbtp++];
-  *b = (wd_batch_tp_t){te, partition, INT64_MAX, -1, -1, 0};
-  return b;
+  p->tix = wd_topic_index_new(ents, k); /* of the same name, the first is kept */
+  free(ents);
+  return p->tix ? 0 : -1;
 }
 
 static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
@@ -828,7 +743,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
   uint64_t changes0 = p->st.changes_out; /* issue 13 */
   p->nrecs = 0;
-  p->tix.nseen = 0; /* the topic pointers of the last batch's messages may be gone */
+  wd_topic_index_batch_begin(p->tix); /* the topic pointers of the last batch's messages may be gone */
   wd_buf_reset(&p->keys);
   wd_changelog_reset(p->table, &p->cl);
   /* 1. decode */
@@ -837,7 +752,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     memset(b, 0, sizeof(*b));
     b->first = p->nrecs;
-    b->te = topic_ent(p, m->topic); /* issue 22 point 3: one lookup per record, O(1) */
+    b->te = wd_topic_index_find(p->tix, m->topic); /* issue 22 point 3: one lookup per record, O(1) */
     b->src = b->te ? b->te->si : -1;
     wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
     p->restoring[i] = gate == WD_GATE_RESTORE;
@@ -996,21 +911,17 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   /* 5. the records belong to the open commit now: per partition of the batch, its offsets
    * gathered once (issue 22 point 3), then handed to the coordinator (the input offsets, or a
    * lookup topic's positions of this process), the global table and the history record */
-  p->nbtp = 0;
   for (size_t i = 0; i < n; i++) {
     wd_kmsg_t *m = &p->msgs[i];
     if (!p->bm[i].te) continue;
     if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
     if (p->bm[i].held) continue;   /* issue 21: not taken (read again when its task runs) */
-    wd_batch_tp_t *t = batch_tp(p, p->bm[i].te, m->partition);
-    if (!t) return wd_error_nomem();
-    t->count++;
-    t->last = m->offset;
-    if (m->offset < t->min) t->min = m->offset;
-    if (m->offset > t->max) t->max = m->offset;
+    if (wd_topic_index_take(p->tix, p->bm[i].te, m->partition, m->offset)) return wd_error_nomem();
   }
-  for (size_t k = 0; k < p->nbtp; k++) {
-    const wd_batch_tp_t *t = &p->btp[k];
+  size_t nbtp = 0;
+  const wd_batch_tp_t *btp = wd_topic_index_batch(p->tix, &nbtp);
+  for (size_t k = 0; k < nbtp; k++) {
+    const wd_batch_tp_t *t = &btp[k];
     const char *topic = t->te->name;
     if (t->te->global && p->gt) { /* a lookup topic: positions of this process */
       if (wd_commit_note_global(p->commit, topic, t->partition, t->max, t->count) ||
@@ -2078,9 +1989,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->rb_group);
   free(p->gtopics);
   free(p->pos_group);
-  free(p->tix.ents);
-  free(p->tix.slot);
-  free(p->btp);
+  wd_topic_index_destroy(p->tix);
   wd_run_metrics_destroy(p->rm); /* issue 13: stops the server thread first */
   wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
