@@ -189,10 +189,11 @@ static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
 
 /* ---- issue 13: the commit history record (app/ops/history.h) ------------------------------------
  * The pipeline reports what the open commit took (input ranges, counts) to its gatherer
- * (app/ops/history_gather.h); the coordinator's hooks write the record into the commit's state batch: before_finalize when the
- * state is snapshotted (so a prepared commit that recovery applies has its record), before_write
- * once the output is complete (acknowledged / transaction committed), with the output offsets
- * from the delivery reports and the duration; the later put replaces the earlier. */
+ * (app/ops/history_gather.h); the coordinator's hooks write the record into the commit's state
+ * batch: before_finalize when the state is snapshotted (so a prepared commit that recovery
+ * applies has its record), before_write once the output is complete (acknowledged / transaction
+ * committed), with the output offsets from the delivery reports and the duration; the later put
+ * replaces the earlier. */
 static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool final) {
   const wd_producer_range_t *pr = NULL;
   size_t npr = final ? wd_collector_ranges(p->coll, &pr) : 0;

@@ -284,7 +284,8 @@ Test(repart, check_key_once_per_source) {
   wd_schema_t *s = schema3();
   wd_source_t *src = payments_source(s, "order_id");
   const char *bad = "{\"payment_id\":5}", *good = "{\"order_id\":5}";
-  wd_kafka_meta_t bad_m = {"payments", 2, 41, -1, bad, strlen(bad)}, good_m = {"payments", 2, 40, -1, good, strlen(good)};
+  wd_kafka_meta_t bad_m = {"payments", 2, 41, -1, bad, strlen(bad)};
+  wd_kafka_meta_t good_m = {"payments", 2, 40, -1, good, strlen(good)};
   wd_repart_t *rp = wd_repart_new(1);
   cr_assert_null(wd_repart_check_key(rp, 0, src, s, &bad_m), "no plan: not checked");
   int c3 = 3;
