@@ -117,6 +117,7 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
     rd_kafka_topic_partition_list_destroy(c->holds);
     c->holds = NULL;
   }
+  bool hold = false; /* every partition assigned paused until released (on_assign_all) */
   if (c->on_assign_all && parts->cnt > 0) {
     wd_tp_offset_t *arr = calloc((size_t)parts->cnt, sizeof(*arr));
     if (arr) {
@@ -126,7 +127,7 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
         arr[i].partition = parts->elems[i].partition;
         arr[i].offset = -1;
       }
-      c->on_assign_all(c->ctx, arr, (size_t)parts->cnt);
+      hold = c->on_assign_all(c->ctx, arr, (size_t)parts->cnt);
       free(arr);
     } else {
       wd_log(WD_LOG_ERROR, "ingest", "out of memory in the assign callback: on_assign_all not called");
@@ -157,8 +158,19 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   } else {
     err = rd_kafka_assign(c->rk, parts);
   }
-  if (err) wd_log(WD_LOG_ERROR, "ingest", "assign of %d partitions failed: %s", parts->cnt, rd_kafka_err2str(err));
-  else rd_kafka_resume_partitions(c->rk, parts); /* a new assignment starts fetching */
+  if (err) {
+    wd_log(WD_LOG_ERROR, "ingest", "assign of %d partitions failed: %s", parts->cnt, rd_kafka_err2str(err));
+  } else if (hold) { /* held until the caller releases each partition (outside this callback) */
+    if (!c->holds) c->holds = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; c->holds && i < parts->cnt; i++)
+      if (!rd_kafka_topic_partition_list_find(c->holds, parts->elems[i].topic, parts->elems[i].partition))
+        rd_kafka_topic_partition_list_add(c->holds, parts->elems[i].topic, parts->elems[i].partition);
+    rd_kafka_pause_partitions(c->rk, parts);
+    wd_log(WD_LOG_DEBUG, "ingest", "the %d assigned partition(s) wait paused until their tasks are initialised",
+           parts->cnt);
+  } else {
+    rd_kafka_resume_partitions(c->rk, parts); /* a new assignment starts fetching */
+  }
   c->paused = false;
   c->lag_at_ms = 0;
   c->generation++;
@@ -1005,13 +1017,48 @@ static wd_error_t *wd_consumer_hold_one(wd_consumer_t *c, const char *topic, int
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "pausing %s [%" PRId32 "]", topic, partition);
     goto done;
   }
-  if (offset >= 0) {
+  if (offset >= 0 || offset == WD_OFFSET_BEGINNING || offset == WD_OFFSET_END) {
+    if (offset < 0) list->elems[0].offset = offset == WD_OFFSET_BEGINNING ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
     wd_consumer_drop_held(c, list);
     if ((err = wd_consumer_seek_list(c, list))) goto done;
   }
   if (!pause && !c->paused && (rerr = rd_kafka_resume_partitions(c->rk, list)))
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "resuming %s [%" PRId32 "]", topic, partition);
 done:
+  rd_kafka_topic_partition_list_destroy(list);
+  return err;
+}
+
+wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, size_t n) {
+  wd_error_t *err = NULL;
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(n ? (int)n : 1);
+  if (!list) return wd_error_nomem();
+  char summary[512];
+  size_t len = 0;
+  summary[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t off = wd_consumer_start_offset(c, parts[i].offset, parts[i].topic, parts[i].partition);
+    rd_kafka_topic_partition_list_add(list, parts[i].topic, parts[i].partition)->offset = off;
+    char where[32];
+    wd_consumer_describe_offset(off, where, sizeof(where));
+    if (len < sizeof(summary) - 1) {
+      int k = snprintf(summary + len, sizeof(summary) - len, "%s%s[%" PRId32 "]@%s", i ? ", " : "", parts[i].topic,
+                       parts[i].partition, where);
+      len = k < 0 ? sizeof(summary) - 1 : len + (size_t)k;
+      if (len >= sizeof(summary) - 1) memcpy(summary + sizeof(summary) - 5, "...", 4);
+    }
+  }
+  wd_consumer_drop_held(c, list); /* nothing fetched of them is kept */
+  /* the same partitions, assigned again at the decided offsets: librdkafka stops their fetchers
+   * and starts them from there, in the order of its own assignment operations (a seek right after
+   * an assignment can be overtaken by the assignment's start) */
+  rd_kafka_resp_err_t rerr = rd_kafka_assign(c->rk, list);
+  if (rerr) {
+    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "assigning %zu partition(s) again at their decided offsets", n);
+  } else {
+    rd_kafka_pause_partitions(c->rk, list); /* still held until released */
+    wd_log(WD_LOG_INFO, "ingest", "the %zu assigned partition(s) start at: %s", n, summary);
+  }
   rd_kafka_topic_partition_list_destroy(list);
   return err;
 }

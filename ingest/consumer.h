@@ -56,9 +56,14 @@ typedef int64_t (*wd_consumer_assign_cb)(void *ctx, const char *topic, int32_t p
 typedef void (*wd_consumer_revoke_cb)(void *ctx, const wd_tp_offset_t *parts, size_t n, bool lost);
 
 /* Called once per assignment, before the per-partition on_assign calls, with every newly
- * assigned partition (array and topics borrowed for the call; offsets -1): lets the caller decide
- * per task (partition i of every topic) before it answers per partition. */
-typedef void (*wd_consumer_assign_all_cb)(void *ctx, const wd_tp_offset_t *parts, size_t n);
+ * assigned partition (array and topics borrowed for the call; offsets -1): lets the caller record
+ * the assignment per task (partition i of every topic) before it answers per partition. Returns
+ * true to have every partition of this assignment assigned **held** (paused, as
+ * wd_consumer_hold_partition: nothing is fetched) until the caller releases each with
+ * wd_consumer_release_partition, after deciding outside the callback where it starts (Kafka
+ * Streams: tasks are created in the callback and initialised in the poll loop); false to start
+ * them at once at the on_assign offsets. */
+typedef bool (*wd_consumer_assign_all_cb)(void *ctx, const wd_tp_offset_t *parts, size_t n);
 
 /* Creates a consumer of topics[0..ntopics) (copied) with conf (borrowed).
  * conf->props are passed to librdkafka (security settings, client.id, session.timeout.ms,
@@ -194,8 +199,16 @@ wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause);
  * wd_consumer_release_partition or the next rebalance (which clears every hold). topic is copied.
  * Errors: "E_KAFKA" (pause or seek refused, e.g. the partition is not assigned), E_NOMEM. */
 wd_error_t *wd_consumer_hold_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset);
-/* Releases a held partition: when offset >= 0 moves its position to offset first (dropping what was
- * fetched beyond), then resumes it unless every partition is paused (wd_consumer_pause(true):
+/* Assigns the current assignment's partitions parts[0..n) again (the whole assignment: partitions
+ * left out are unassigned), each at parts[i].offset (>= 0, or WD_OFFSET_BEGINNING / END / STORED),
+ * still held: for a caller that decided where they start after the assignment callback
+ * (wd_consumer_assign_all_cb returned true) and needs positions other than the on_assign ones.
+ * librdkafka applies assignments in order, so unlike a seek issued right after an assignment it
+ * cannot be overtaken by the assignment's own start. Fetched records of these partitions are
+ * dropped; no rebalance callback runs. Errors: "E_KAFKA" (the assignment refused), E_NOMEM. */
+wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, size_t n);
+/* Releases a held partition: when offset >= 0 (or WD_OFFSET_BEGINNING / WD_OFFSET_END) moves its
+ * position to offset first (dropping what was fetched beyond), then resumes it unless every partition is paused (wd_consumer_pause(true):
  * the next wd_consumer_pause(false) resumes it). Errors: "E_KAFKA", E_NOMEM. */
 wd_error_t *wd_consumer_release_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset);
 /* The application's position of an assigned partition (the next offset it will deliver; past

@@ -42,6 +42,9 @@ typedef struct wd_ctp {
   int64_t g_end;       /* the group's committed offset a rebuild started from (-1: none): offsets up
                           to it are never sent to the transaction (they would move the group back) */
   int64_t group;       /* exactly-once: the group's committed offset at the assignment (-1: none) */
+  int64_t stored;      /* the offset stored with the local state at the assignment (-1: none) */
+  int64_t placed;      /* the offset it was assigned at (held until wd_commit_init_step decides) */
+  bool stateless;      /* only forwarded to a repartition topic (conf.stateless_topics): no task's */
 } wd_ctp_t;
 
 /* The changelog restores of one assignment: tasks[0..n) each from from[i] (0: the beginning, its
@@ -96,6 +99,8 @@ struct wd_commit {
   wd_tasks_t *tasks;   /* the task table (app/runtime/tasks.h) */
   size_t nholds;       /* task partitions held (wd_task_part_t.held_at >= 0) */
   bool holds_dirty;    /* a record was held since the last wd_commit_after_batch */
+  bool init_pending;   /* an assignment recorded, its tasks CREATED, to decide (wd_commit_init_step) */
+  double init_since;   /* the first failed try of the group's offsets for it (retry_transient) */
   /* batch in hand */
   bool in_batch, batch_invalid;
   int in_callback; /* depth of consumer callbacks we are in */
@@ -118,6 +123,7 @@ struct wd_commit {
   wd_consumer_t *gcons;
   const char *marker_topic;
   bool global;         /* wd_commit_set_global (else only the marker: wd_commit_set_marker) */
+  bool reconcile;      /* wd_commit_set_reconcile: caught-up tasks are RECONCILING before RUNNING */
   size_t nrebuild;     /* tasks in a rebuild phase (wd_task_t.rebuild; app/runtime/rebuild.h) */
   wd_tp_offset_t *gin;
   size_t ngin, cap_gin;
@@ -630,14 +636,14 @@ static uint32_t task_of(const wd_commit_t *c, int32_t partition) {
  * to this assignment. Lookup changes (and reconciles) change a task's rows without moving its
  * input offsets, so the stored offsets equal to the group's do not prove the local rows current:
  * another process may have owned the task meanwhile. Only a task this process kept across the
- * rebalance is trusted: one SUSPENDED in the task table (it was in the assignment revoked last;
+ * rebalance is trusted: one that became CREATED from SUSPENDED (it was in the assignment revoked last;
  * a lost assignment closes its tasks instead, and a task left out of an assignment is STANDBY or
  * CLOSED from then on; the group protocol is eager, so every assignment follows a revoke). Any
  * other is restored from the state changelog topic. Without global inputs: always true. */
 static bool kept_task(wd_commit_t *c, uint32_t task) {
   if (!c->global || !c->conf.changelog_topic) return true;
   const wd_task_t *t = wd_tasks_find(c->tasks, task);
-  return t && t->state == WD_TASK_SUSPENDED;
+  return t && t->state == WD_TASK_CREATED && t->was_suspended;
 }
 
 /* ---- the task table (app/runtime/tasks.h, docs/runtime.md) --------------------------------------------- */
@@ -653,14 +659,20 @@ static void move_task(wd_commit_t *c, wd_task_t *task, wd_task_state_t to, const
   if (err) keep_cb_error(c, err); /* an illegal move is a bug: the pipeline stops with it */
 }
 
-/* After an assignment: every task partition joins its task (CREATED), then each task is RESTORING
- * while some partition must be rebuilt up to the group's offset, else RUNNING; a task revoked
- * before and not assigned again becomes STANDBY (standby copies on) or CLOSED. */
-static void build_tasks(wd_commit_t *c) {
+/* A task caught up with the group's offsets: RUNNING, or RECONCILING first with lookups under
+ * per-partition tasks (its rows' lookup columns recomputed before its first record). */
+static void caught_up(wd_commit_t *c, wd_task_t *task, const char *why) {
+  move_task(c, task, task->reconcile ? WD_TASK_RECONCILING : WD_TASK_RUNNING, why);
+}
+
+/* At an assignment (the callback): every task partition joins its task, CREATED (from SUSPENDED,
+ * CLOSED or STANDBY); a task revoked before and not assigned again becomes STANDBY (standby copies
+ * on) or CLOSED. Again in wd_commit_init_step, with the partitions' restore ends. */
+static void record_tasks(wd_commit_t *c) {
   c->nholds = 0;
   c->holds_dirty = false;
   for (size_t i = 0; i < c->ntps; i++) {
-    if (is_stateless(c, c->tps[i].topic)) continue; /* a raw topic forwarded: no task's */
+    if (c->tps[i].stateless) continue; /* a raw topic forwarded: no task's */
     wd_task_t *task = wd_tasks_ensure(c->tasks, task_of(c, c->tps[i].partition));
     if (!task) {
       keep_cb_error(c, wd_error_nomem());
@@ -668,37 +680,48 @@ static void build_tasks(wd_commit_t *c) {
     }
     if (task->state == WD_TASK_SUSPENDED || task->state == WD_TASK_CLOSED || task->state == WD_TASK_STANDBY)
       move_task(c, task, WD_TASK_CREATED, "assigned");
+    task->reconcile = c->reconcile; /* lookups under per-partition tasks (wd_commit_set_reconcile) */
     if (!wd_task_add_partition(task, c->tps[i].topic, c->tps[i].partition, c->tps[i].restore_end)) {
       keep_cb_error(c, wd_error_nomem());
       return;
     }
   }
+  for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
+    wd_task_t *task = wd_tasks_at(c->tasks, i);
+    if (task->state == WD_TASK_SUSPENDED) {
+      move_task(c, task, c->conf.standby ? WD_TASK_STANDBY : WD_TASK_CLOSED, "not assigned here");
+    } else if (task->state == WD_TASK_CLOSED && task->nparts == 0 && c->conf.standby) {
+      move_task(c, task, WD_TASK_STANDBY, "not assigned here"); /* closed when its partitions were lost */
+    }
+  }
+}
+
+/* Once the assignment is decided: each CREATED task is RESTORING while some partition must be
+ * rebuilt up to the group's offset (or its rows are restored from the state changelog topic, or
+ * it is rebuilt on a changed definition), else RUNNING (RECONCILING first with lookups under
+ * per-partition tasks). */
+static void decide_tasks(wd_commit_t *c) {
   for (size_t i = 0; c->rs && i < c->rs->n; i++) { /* restored from the changelog in the poll loop */
     wd_task_t *task = wd_tasks_find(c->tasks, c->rs->tasks[i]);
     if (task) task->changelog_pending = true;
   }
   for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
-    if (task->state == WD_TASK_CREATED) {
-      char why[96];
-      if (task->changelog_pending) {
-        move_task(c, task, WD_TASK_RESTORING, "its rows are restored from the state changelog topic");
-      } else if (!task_current(c, task->id) && c->conf.exactly_once && c->conf.group) {
-        /* rebuild mode without a state changelog: its old rows are staged from the state before
-         * the change (app/runtime/rebuild.c), then rebuilt from the sources */
-        task->rebuild = WD_REBUILD_STAGE;
-        move_task(c, task, WD_TASK_RESTORING, "its table definition changed: it is rebuilt");
-      } else if (task->unreached) {
-        snprintf(why, sizeof(why), "%zu of its %zu partition(s) rebuilt up to the group's offsets", task->unreached,
-                 task->nparts);
-        move_task(c, task, WD_TASK_RESTORING, why);
-      } else {
-        move_task(c, task, WD_TASK_RUNNING, "its state is at the group's offsets");
-      }
-    } else if (task->state == WD_TASK_SUSPENDED) {
-      move_task(c, task, c->conf.standby ? WD_TASK_STANDBY : WD_TASK_CLOSED, "not assigned here");
-    } else if (task->state == WD_TASK_CLOSED && c->conf.standby) { /* closed when its partitions were lost */
-      move_task(c, task, WD_TASK_STANDBY, "not assigned here");
+    if (task->state != WD_TASK_CREATED) continue;
+    char why[96];
+    if (task->changelog_pending) {
+      move_task(c, task, WD_TASK_RESTORING, "its rows are restored from the state changelog topic");
+    } else if (!task_current(c, task->id) && c->conf.exactly_once && c->conf.group) {
+      /* rebuild mode without a state changelog: its old rows are staged from the state before
+       * the change (app/runtime/rebuild.c), then rebuilt from the sources */
+      task->rebuild = WD_REBUILD_STAGE;
+      move_task(c, task, WD_TASK_RESTORING, "its table definition changed: it is rebuilt");
+    } else if (task->unreached) {
+      snprintf(why, sizeof(why), "%zu of its %zu partition(s) rebuilt up to the group's offsets", task->unreached,
+               task->nparts);
+      move_task(c, task, WD_TASK_RESTORING, why);
+    } else {
+      caught_up(c, task, "its state is at the group's offsets");
     }
   }
   recount_rebuilds(c);
@@ -715,11 +738,37 @@ static void task_now_running(wd_commit_t *c, wd_task_t *task) {
     }
   }
   wd_log(WD_LOG_INFO, "commit", "task %" PRIu32 ": state rebuilt up to the group's committed offsets of all its %zu "
-         "partition(s); producing output from here on", task->id, task->nparts);
+         "partition(s); producing output from here on%s", task->id, task->nparts,
+         task->state == WD_TASK_RECONCILING ? ", once reconciled with this process's lookup tables" : "");
+}
+
+bool wd_commit_next_reconcile(wd_commit_t *c, uint32_t *task) {
+  if (c->rs) return false; /* after the restores: they rewrite rows of the tasks they restore */
+  for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
+    wd_task_t *t = wd_tasks_at(c->tasks, i);
+    if (t->state == WD_TASK_RECONCILING) {
+      *task = t->id;
+      return true;
+    }
+  }
+  return false;
+}
+
+wd_error_t *wd_commit_reconciled(wd_commit_t *c, uint32_t task) {
+  wd_task_t *t = wd_tasks_find(c->tasks, task);
+  if (!t || t->state != WD_TASK_RECONCILING) return NULL; /* a rebalance meanwhile took it */
+  wd_error_t *err = wd_task_move(t, WD_TASK_RUNNING, "reconciled with this process's lookup tables");
+  c->holds_dirty = true; /* its held partitions are released after the batch */
+  return err;
+}
+
+bool wd_commit_task_owned(void *ctx, uint32_t task) {
+  const wd_commit_t *c = ctx;
+  return wd_tasks_active(c->tasks, task);
 }
 
 wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset) {
-  if (!c->nrestoring && !c->nholds && !c->rs && !c->nrebuild) return WD_GATE_RUN;
+  if (!c->nrestoring && !c->nholds && !c->rs && !c->nrebuild && !c->reconcile) return WD_GATE_RUN;
   if (is_stateless(c, topic)) return WD_GATE_RUN;
   wd_task_t *task = wd_tasks_find(c->tasks, task_of(c, partition));
   if (!task) return WD_GATE_RUN;
@@ -736,7 +785,7 @@ wd_gate_t wd_commit_gate(wd_commit_t *c, const char *topic, int32_t partition, i
 
 wd_error_t *wd_commit_after_batch(wd_commit_t *c) {
   wd_error_t *err = NULL;
-  if (!c->cons || (!c->nrestoring && !c->nholds && !c->rs && !c->nrebuild)) return NULL;
+  if (!c->cons || (!c->nrestoring && !c->nholds && !c->rs && !c->nrebuild && !c->reconcile)) return NULL;
   for (size_t i = 0; i < wd_tasks_count(c->tasks) && !err; i++) {
     wd_task_t *task = wd_tasks_at(c->tasks, i);
     /* a partition whose position reached its restore end without a record past it (idle, or a
@@ -751,7 +800,7 @@ wd_error_t *wd_commit_after_batch(wd_commit_t *c) {
           task->rebuild = WD_REBUILD_DIFF;
           continue;
         }
-        move_task(c, task, WD_TASK_RUNNING, "all its partitions reached the group's committed offsets");
+        caught_up(c, task, "all its partitions reached the group's committed offsets");
         task_now_running(c, task);
       }
     }
@@ -862,7 +911,7 @@ static wd_error_t *restore_finish(wd_commit_t *c, wd_restore_t *r, size_t t) {
     task->changelog_pending = false;
     if (task->state == WD_TASK_RESTORING) {
       if (task->unreached == 0) {
-        if ((err = wd_task_move(task, WD_TASK_RUNNING, why))) return err;
+        if ((err = wd_task_move(task, task->reconcile ? WD_TASK_RECONCILING : WD_TASK_RUNNING, why))) return err;
       }
     }
   } else {
@@ -989,19 +1038,15 @@ static wd_error_t *restore_plan(wd_commit_t *c, uint32_t *tasks, int64_t *from, 
 
 uint64_t wd_commit_restored_records(const wd_commit_t *c) { return c->restored_records; }
 
-void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n) {
-  wd_error_t *err = NULL;
-  wd_tp_offset_t *g = NULL;
-  wd_store_batch_t *b = NULL;
-  bool *drop = NULL, *lead = NULL; /* the task goes / the first assigned partition of a task that goes */
-  bool *stateless = NULL;          /* the partition is only forwarded (conf.stateless_topics) */
-  int64_t *stored = NULL;          /* the stored offset of each partition */
+/* The assignment callback only records (issue 21 point 2, docs/runtime.md "Callbacks only record"):
+ * each partition with its stored offset, and its task CREATED. Under a group whose decision needs
+ * the group's committed offsets (exactly-once, or partitions only forwarded), the partitions are
+ * assigned held and the rest is decided in the poll loop (wd_commit_init_step); otherwise (no
+ * group, at-least-once) the stored offsets decide here, with no request to the broker. */
+bool wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n) {
+  bool hold = false;
   c->in_callback++;
   if (c->in_batch) c->batch_invalid = true;
-  if (!(stored = calloc(n ? n : 1, sizeof(*stored)))) {
-    keep_cb_error(c, wd_error_nomem());
-    goto done;
-  }
   if (c->ntps + n > c->cap_tps) {
     size_t cap = (c->ntps + n) * 2;
     wd_ctp_t *t = realloc(c->tps, cap * sizeof(*t));
@@ -1012,58 +1057,84 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     c->tps = t;
     c->cap_tps = cap;
   }
-  size_t first = c->ntps;
+  size_t nstateless = 0;
   for (size_t i = 0; i < n; i++) {
     wd_ctp_t *t = &c->tps[c->ntps++];
+    memset(t, 0, sizeof(*t));
     t->topic = parts[i].topic;
     t->partition = parts[i].partition;
     t->restore_end = -1;
     t->g_end = -1;
     t->group = -1;
-    if ((err = stored_offset(c, parts[i].topic, parts[i].partition, &stored[i]))) {
+    t->stateless = is_stateless(c, parts[i].topic);
+    nstateless += t->stateless;
+    wd_error_t *err = stored_offset(c, parts[i].topic, parts[i].partition, &t->stored);
+    if (err) {
       keep_cb_error(c, err);
-      err = NULL;
       goto done;
     }
-    int64_t s = stored[i];
+    int64_t s = t->stored;
     if (!c->conf.group)
       t->start = c->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
     else
       t->start = s >= 0 ? s : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
   }
-  /* (the tasks it gives are this process's from build_tasks on, at the end of this callback: the
-   * standby copies read that, wd_tasks_active) */
+  /* (the tasks it gives are this process's from here on: the standby copies read that,
+   * wd_tasks_active) */
   wd_standby_set_ready(c->conf.standby); /* the copies of the others' tasks from now on */
-  /* stateless partitions (forwarded to a repartition topic): the group's committed offset */
-  if (!(stateless = calloc(n ? n : 1, sizeof(*stateless)))) {
-    keep_cb_error(c, wd_error_nomem());
+  if (c->conf.group && (c->conf.exactly_once || nstateless)) {
+    /* decided in the poll loop, with the group's committed offsets: held until then, at the
+     * group's committed offset (librdkafka's own; the decision's most common answer) */
+    for (size_t i = 0; i < c->ntps; i++) c->tps[i].placed = WD_OFFSET_STORED;
+    record_tasks(c);
+    c->init_pending = true;
+    c->init_since = 0;
+    hold = true;
+    wd_log(WD_LOG_DEBUG, "commit", "%zu partition(s) assigned: their tasks are initialised in the poll loop", n);
     goto done;
   }
-  size_t nstateless = 0;
-  for (size_t i = 0; i < n; i++) nstateless += stateless[i] = is_stateless(c, parts[i].topic);
-  if (nstateless && c->conf.group) {
-    if (!(g = calloc(n, sizeof(*g)))) {
-      keep_cb_error(c, wd_error_nomem());
-      goto done;
-    }
-    memcpy(g, parts, n * sizeof(*g));
-    if ((err = group_offsets(c, g, n))) {
-      keep_cb_error(c, err);
-      goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-      if (!stateless[i]) continue;
-      int64_t o = g[i].offset;
-      /* at-least-once commits the group's offsets at most once a second: the offset stored here is
-       * further when this process was the partition's last owner (nothing is skipped: records
-       * before it were forwarded by this process) */
-      if (!c->conf.exactly_once && stored[i] > o) o = stored[i];
-      c->tps[first + i].start = o >= 0 ? o : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
-    }
+  size_t fresh = 0;
+  for (size_t i = 0; i < c->ntps; i++) {
+    c->tps[i].placed = c->tps[i].start;
+    fresh += c->tps[i].start < 0 && !c->tps[i].stateless;
   }
-  if (!c->conf.exactly_once || !c->conf.group) {
+  if (fresh)
+    wd_log(WD_LOG_INFO, "commit",
+           "%zu of %zu assigned partitions have no state in this directory: read from the %s to build their rows "
+           "(at-least-once: if the group consumed them before, downstream sees those changes again)",
+           fresh, n, c->conf.latest_when_empty ? "end (auto.offset.reset=latest)" : "beginning");
+  record_tasks(c);
+  decide_tasks(c);
+done:
+  c->in_callback--;
+  return hold;
+}
+
+bool wd_commit_initialising(const wd_commit_t *c) { return c->init_pending; }
+
+/* The decision of an assignment with the group's committed offsets g[i] of c->tps[i] (issue 21:
+ * in the poll loop): where each partition starts, which tasks restore (from the state changelog
+ * topic, planned for wd_commit_restore_step) or rebuild from the sources, and their key ranges and
+ * offsets dropped (rows first, offsets last). */
+static wd_error_t *decide_assignment(wd_commit_t *c, const wd_tp_offset_t *g) {
+  wd_error_t *err = NULL;
+  size_t n = c->ntps;
+  wd_store_batch_t *b = NULL;
+  bool *drop = NULL, *lead = NULL; /* the task goes / the first assigned partition of a task that goes */
+  /* stateless partitions (forwarded to a repartition topic): the group's committed offset */
+  for (size_t i = 0; i < n; i++) {
+    wd_ctp_t *t = &c->tps[i];
+    if (!t->stateless) continue;
+    int64_t o = g[i].offset;
+    /* at-least-once commits the group's offsets at most once a second: the offset stored here is
+     * further when this process was the partition's last owner (nothing is skipped: records
+     * before it were forwarded by this process) */
+    if (!c->conf.exactly_once && t->stored > o) o = t->stored;
+    t->start = o >= 0 ? o : (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+  }
+  if (!c->conf.exactly_once) {
     size_t fresh = 0;
-    for (size_t i = first; i < c->ntps; i++) fresh += c->tps[i].start < 0 && !stateless[i - first];
+    for (size_t i = 0; i < n; i++) fresh += c->tps[i].start < 0 && !c->tps[i].stateless;
     if (fresh)
       wd_log(WD_LOG_INFO, "commit",
              "%zu of %zu assigned partitions have no state in this directory: read from the %s to build their rows "
@@ -1072,56 +1143,46 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     goto done;
   }
   /* exactly-once: local state is trusted only at exactly the group's committed position */
-  if ((!g && !(g = calloc(n, sizeof(*g)))) || !(drop = calloc(n, sizeof(*drop))) ||
-      !(lead = calloc(n, sizeof(*lead))) || !(b = wd_store_batch_new())) {
-    keep_cb_error(c, wd_error_nomem());
+  if (!(drop = calloc(n ? n : 1, sizeof(*drop))) || !(lead = calloc(n ? n : 1, sizeof(*lead))) ||
+      !(b = wd_store_batch_new())) {
+    err = wd_error_nomem();
     goto done;
-  }
-  if (!nstateless) {
-    memcpy(g, parts, n * sizeof(*g));
-    if ((err = group_offsets(c, g, n))) {
-      keep_cb_error(c, err);
-      goto done;
-    }
   }
   size_t ntasks_restore = 0, restoring = 0;
   for (size_t i = 0; i < n; i++) {
-    if (stateless[i]) continue;
+    wd_ctp_t *t = &c->tps[i];
+    if (t->stateless) continue;
     /* (a task the group never committed has no rows anywhere: nothing to restore) */
-    c->tps[first + i].group = g[i].offset; /* a rebuild reads its task's partitions up to it */
-    if (stored[i] != g[i].offset || (g[i].offset >= 0 && !kept_task(c, task_of(c, parts[i].partition))) ||
-        !task_current(c, task_of(c, parts[i].partition))) {
+    t->group = g[i].offset; /* a rebuild reads its task's partitions up to it */
+    uint32_t task = task_of(c, t->partition);
+    if (t->stored != g[i].offset || (g[i].offset >= 0 && !kept_task(c, task)) || !task_current(c, task)) {
       /* the whole task goes: mark every assigned partition of it */
-      uint32_t task = task_of(c, parts[i].partition);
       for (size_t k = 0; k < n; k++)
-        if (!stateless[k] && task_of(c, parts[k].partition) == task) drop[k] = true;
+        if (!c->tps[k].stateless && task_of(c, c->tps[k].partition) == task) drop[k] = true;
     }
   }
   for (size_t i = 0; i < n; i++) {
     lead[i] = drop[i];
     for (size_t k = 0; k < i && lead[i]; k++)
-      if (drop[k] && task_of(c, parts[k].partition) == task_of(c, parts[i].partition)) lead[i] = false;
+      if (drop[k] && task_of(c, c->tps[k].partition) == task_of(c, c->tps[i].partition)) lead[i] = false;
   }
   for (size_t i = 0; i < n; i++) {
-    wd_ctp_t *t = &c->tps[first + i];
-    if (stateless[i]) continue; /* started at the group's offset above */
+    wd_ctp_t *t = &c->tps[i];
+    if (t->stateless) continue; /* started at the group's offset above */
     if (!drop[i]) {
       t->start = g[i].offset >= 0 ? g[i].offset : WD_OFFSET_BEGINNING;
       continue;
     }
     if (lead[i]) {
       ntasks_restore++;
-      if (!c->conf.changelog_topic && (err = wd_state_drop_task(c->state, task_of(c, parts[i].partition), b))) {
-        keep_cb_error(c, err);
-        goto done;
-      }
+      if (!c->conf.changelog_topic && (err = wd_state_drop_task(c->state, task_of(c, t->partition), b))) goto done;
       /* the task's offsets of every source topic go with its rows (also of partitions not
        * assigned now: their rows are gone too) */
       for (size_t k = 0; k < c->conf.ntopics; k++) {
-        int rc = c->conf.per_partition ? wd_store_batch_delete_offset(b, c->conf.topics[k], parts[i].partition)
+        int rc = c->conf.per_partition ? wd_store_batch_delete_offset(b, c->conf.topics[k], t->partition)
                                        : wd_store_batch_delete_offsets(b, c->conf.topics[k]);
         if (rc) {
-          keep_cb_error(c, wd_error_nomem());
+          err = wd_error_nomem();
           goto done;
         }
       }
@@ -1145,7 +1206,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
      * no offsets, so the next start restores again */
     wd_store_batch_t *rows = wd_store_batch_new();
     if (!rows) {
-      keep_cb_error(c, wd_error_nomem());
+      err = wd_error_nomem();
       goto done;
     }
     uint32_t *rtasks = calloc(n, sizeof(*rtasks));
@@ -1154,7 +1215,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
     if (!rtasks || !rfrom) err = wd_error_nomem();
     for (size_t i = 0; i < n && !err; i++) {
       if (!lead[i]) continue;
-      uint32_t task = task_of(c, parts[i].partition);
+      uint32_t task = task_of(c, c->tps[i].partition);
       int64_t from = wd_standby_position(c->conf.standby, task);
       wd_store_batch_clear(rows);
       /* the cached entries go either way; the rows too unless a standby copy is caught up */
@@ -1166,7 +1227,7 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       ncopies += from > 0;
     }
     /* the offsets of the tasks go (written before the restore begins: a crash during it restores
-     * again); the restores themselves run in the poll loop (issue 21: not in this callback) */
+     * again); the restores themselves run in the poll loop, a slice per turn */
     if (!err) err = wd_store_write_sync(c->store, b);
     if (!err && nr) {
       err = restore_plan(c, rtasks, rfrom, nr, ncopies); /* takes rtasks, rfrom */
@@ -1175,18 +1236,12 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
       free(rfrom);
     }
     wd_store_batch_destroy(rows);
-    if (err) {
-      keep_cb_error(c, err);
-      goto done;
-    }
+    if (err) goto done;
     wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment are not at the group's committed position "
            "here: %zu to catch up from standby copies, %zu to restore from the beginning of %s",
            ntasks_restore, ncopies, ntasks_restore - ncopies, c->conf.changelog_topic);
   } else if (ntasks_restore) {
-    if ((err = wd_store_write_sync(c->store, b))) {
-      keep_cb_error(c, err);
-      goto done;
-    }
+    if ((err = wd_store_write_sync(c->store, b))) goto done;
     wd_log(WD_LOG_INFO, "commit",
            "%zu task(s) of this assignment have no local state at the group's committed position: their rows are "
            "rebuilt from the beginning of %zu partition(s), without output until all of a task's partitions reach "
@@ -1194,19 +1249,73 @@ void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
            ntasks_restore, restoring);
   }
 done:
-  build_tasks(c);
-  free(g);
   free(drop);
   free(lead);
-  free(stored);
-  free(stateless);
   wd_store_batch_destroy(b);
-  c->in_callback--;
+  return err;
+}
+
+wd_error_t *wd_commit_init_step(wd_commit_t *c) {
+  if (!c->init_pending) return NULL;
+  size_t n = c->ntps;
+  wd_tp_offset_t *g = calloc(n ? n : 1, sizeof(*g));
+  if (!g) return wd_error_nomem();
+  for (size_t i = 0; i < n; i++) {
+    g[i].topic = c->tps[i].topic;
+    g[i].partition = c->tps[i].partition;
+    g[i].offset = -1;
+  }
+  /* one request per turn: between tries the loop polls (the member stays in the group; a
+   * rebalance meanwhile records the next assignment, and this one is gone) */
+  wd_error_t *err = wd_consumer_committed(c->cons, g, n, stop_budget_ms(c, 5000));
+  if (err) {
+    free(g);
+    if (err->retriable && stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
+    if (retry_transient(c, &c->init_since, 60, "reading the group's committed offsets", err)) {
+      wd_error_destroy(err);
+      return NULL;
+    }
+    return wd_error_wrap(err, "E_RECOVER: cannot read the consumer group's committed offsets");
+  }
+  c->init_pending = false;
+  for (size_t i = 0; i < n; i++) c->tps[i].group = g[i].offset;
+  err = decide_assignment(c, g);
+  free(g);
+  if (err) return err;
+  /* the tasks with their restore ends (re-added): RESTORING, RECONCILING or RUNNING */
+  record_tasks(c);
+  decide_tasks(c);
+  if ((err = wd_commit_take_error(c))) return err;
+  /* each partition from where it was decided: assigned again first when that is not where it
+   * waits (the group's committed offset, or auto.offset.reset's when there is none) */
+  bool again = false;
+  for (size_t i = 0; i < c->ntps; i++) {
+    const wd_ctp_t *t = &c->tps[i];
+    bool same = t->start == t->placed;
+    if (!same && t->placed == WD_OFFSET_STORED)
+      same = t->group >= 0 ? t->start == t->group
+                           : t->start == (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+    again |= !same;
+  }
+  if (again) {
+    wd_tp_offset_t *at = calloc(c->ntps ? c->ntps : 1, sizeof(*at));
+    if (!at) return wd_error_nomem();
+    for (size_t i = 0; i < c->ntps; i++) {
+      at[i].topic = c->tps[i].topic;
+      at[i].partition = c->tps[i].partition;
+      at[i].offset = c->tps[i].start;
+    }
+    err = wd_consumer_reassign(c->cons, at, c->ntps);
+    free(at);
+  }
+  for (size_t i = 0; i < c->ntps && !err; i++)
+    err = wd_consumer_release_partition(c->cons, c->tps[i].topic, c->tps[i].partition, -1);
+  return err;
 }
 
 int64_t wd_commit_on_assign(wd_commit_t *c, const char *topic, int32_t partition) {
   wd_ctp_t *t = find_tp(c, topic, partition);
-  if (t) return t->start;
+  if (t) return t->placed;
   /* not announced by on_assign_all (assign mode: replay, which assigns inside wd_consumer_new) */
   int64_t s = -1;
   wd_error_t *err = stored_offset(c, topic, partition, &s);
@@ -1293,6 +1402,7 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
   c->nholds = 0;
   c->holds_dirty = false;
   c->any_gend = false;
+  c->init_pending = false; /* an assignment not yet decided: gone with it */
   c->ntps = 0;
   c->nrestoring = 0;
   c->paused = false;
@@ -1534,6 +1644,13 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   reset_open(c);
   drop_next(c);
   if (c->in_batch) c->batch_invalid = true;
+  /* lookups under per-partition tasks: the reconciles the commit held are taken back with it, so
+   * each running task is reconciled again before its next record (docs/lookups-scale-out.md) */
+  for (size_t i = 0; c->reconcile && i < wd_tasks_count(c->tasks); i++) {
+    wd_task_t *task = wd_tasks_at(c->tasks, i);
+    if (task->state == WD_TASK_RUNNING && task->reconcile)
+      move_task(c, task, WD_TASK_RECONCILING, "the abort took back its reconcile");
+  }
   if (c->conf.hooks.aborted) c->conf.hooks.aborted(c->conf.hooks.ctx);
   if (!c->in_callback) err = rewind_consumer(c);
   return err;
@@ -1948,6 +2065,8 @@ void wd_commit_set_marker(wd_commit_t *c, wd_consumer_t *cons, const char *marke
 }
 
 wd_tasks_t *wd_commit_tasks(wd_commit_t *c) { return c->tasks; }
+
+void wd_commit_set_reconcile(wd_commit_t *c, bool on) { c->reconcile = on; }
 
 int64_t wd_commit_group_offset(const wd_commit_t *c, const char *topic, int32_t partition) {
   const wd_ctp_t *t = find_tp(c, topic, partition);

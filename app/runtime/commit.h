@@ -128,11 +128,50 @@ void wd_commit_set_consumer(wd_commit_t *c, wd_consumer_t *cons);
  * when the group's offsets cannot be read. */
 wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop);
 
-/* The consumer callbacks (forward them from the pipeline's). on_assign returns the starting
- * offset of one partition (consumer.h's contract). */
-void wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n);
+/* The consumer callbacks (forward them from the pipeline's). They only record (issue 21 point 2,
+ * docs/runtime.md "Callbacks only record"): on_assign_all reads each partition's stored offset
+ * (local) and makes its task CREATED. Under a consumer group with exactly-once, or with partitions
+ * only forwarded to a repartition topic, the decision needs the group's committed offsets: it
+ * returns true (the consumer assigns every partition held, consumer.h) and wd_commit_init_step
+ * decides in the poll loop; otherwise it decides at once from the stored offsets and returns
+ * false. on_assign returns the starting offset of one partition (consumer.h's contract; for a
+ * held partition the offset it waits at). on_revoke completes or aborts the open commit and
+ * suspends (revoked) or closes (lost) the tasks. Errors (a store read error, no memory) are kept
+ * and returned by the next wd_commit_take_error. */
+bool wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t n);
 int64_t wd_commit_on_assign(wd_commit_t *c, const char *topic, int32_t partition);
 void wd_commit_on_revoke(wd_commit_t *c, bool lost);
+
+/* Whether an assignment is recorded and not yet decided (its partitions held). */
+bool wd_commit_initialising(const wd_commit_t *c);
+/* Decides the recorded assignment in the poll loop (Kafka Streams' task initialisation): reads the
+ * group's committed offsets (one request per call, at most 5 s or the stop budget; a retriable
+ * failure returns NULL with the assignment still pending, tried again at the next call, for up to
+ * 60 s from the first failure), then per task: at the group's offsets -> RUNNING (RECONCILING
+ * with wd_commit_set_reconcile); not -> its rows dropped and RESTORING (restored from the state
+ * changelog topic by wd_commit_restore_step, or rebuilt from the sources' beginning); a changed
+ * definition -> rebuilt (app/runtime/rebuild.h). Each partition is released at its decided offset.
+ * A rebalance between calls replaces the pending assignment. Errors: "E_RECOVER" (the group's
+ * offsets unreadable for 60 s), "E_STOPPED" (stopping while the broker does not answer),
+ * E_STORE_*, E_NOMEM, "E_TASK_TRANSITION", "E_KAFKA" (a seek refused). */
+wd_error_t *wd_commit_init_step(wd_commit_t *c);
+
+/* Lookups under per-partition tasks (docs/lookups-scale-out.md): every task, once caught up, is
+ * RECONCILING before RUNNING; its records are held until the pipeline has recomputed its rows'
+ * lookup columns (wd_commit_next_reconcile, then wd_commit_reconciled). An aborted commit moves
+ * every RUNNING task back to RECONCILING (its reconcile was taken back with the commit). Set it
+ * before the first poll. */
+void wd_commit_set_reconcile(wd_commit_t *c, bool on);
+/* The next RECONCILING task into *task: true, or false when there is none (or while restores from
+ * the state changelog topic are running: they rewrite rows of the tasks they restore). */
+bool wd_commit_next_reconcile(wd_commit_t *c, uint32_t *task);
+/* The task's reconcile is in the open commit: RECONCILING -> RUNNING; its held partitions are
+ * released after the batch (wd_commit_after_batch). Errors: "E_TASK_TRANSITION" (not RECONCILING). */
+wd_error_t *wd_commit_reconciled(wd_commit_t *c, uint32_t task);
+/* Whether the task is owned by this process now (CREATED, RESTORING, RECONCILING or RUNNING: the
+ * task table, wd_tasks_active): the owner filter of join/lookup.h wd_join_set_owner (ctx: the
+ * wd_commit_t). */
+bool wd_commit_task_owned(void *ctx, uint32_t task);
 
 /* A batch is in hand (its records polled) / done. A rebalance while a batch is in hand aborts
  * the open commit (the batch's work cannot be split). */

@@ -15,8 +15,6 @@ struct wd_gtable {
   wd_consumer_t *cons;    /* the global consumer (assign mode) */
   wd_tp_offset_t *pos;    /* next offset taken per partition (topics: the borrowed ones) */
   size_t npos, cap_pos;
-  uint32_t *owned, *todo; /* owned tasks; owned tasks still to reconcile */
-  size_t nowned, ntodo, cap_task;
   uint64_t records;
 };
 
@@ -56,8 +54,6 @@ void wd_gtable_destroy(wd_gtable_t *gt) {
   wd_consumer_destroy(gt->gcons);
   wd_kafka_conf_clear(&gt->conf);
   free(gt->pos);
-  free(gt->owned);
-  free(gt->todo);
   free(gt);
 }
 
@@ -128,58 +124,6 @@ wd_error_t *wd_gtable_rewind(wd_gtable_t *gt, bool to_stored) {
     gt->pos[i].offset = next; /* -1: the beginning (wd_consumer_seek) */
   }
   return wd_consumer_seek(gt->cons, gt->pos, gt->npos);
-}
-
-static int add_task(uint32_t **v, size_t *n, size_t cap, uint32_t t) {
-  for (size_t i = 0; i < *n; i++)
-    if ((*v)[i] == t) return 0;
-  if (*n >= cap) return -1;
-  (*v)[(*n)++] = t;
-  return 0;
-}
-
-wd_error_t *wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n) {
-  size_t need = gt->nowned + n;
-  if (need > gt->cap_task) {
-    uint32_t *o = realloc(gt->owned, need * sizeof(*o));
-    if (o) gt->owned = o;
-    uint32_t *t = realloc(gt->todo, need * sizeof(*t));
-    if (t) gt->todo = t;
-    if (!o || !t) return wd_error_nomem(); /* never a silently smaller ownership (issue 21) */
-    gt->cap_task = need;
-  }
-  for (size_t i = 0; i < n; i++) {
-    uint32_t task = (uint32_t)parts[i].partition;
-    bool had = false;
-    for (size_t k = 0; k < gt->nowned && !had; k++) had = gt->owned[k] == task;
-    if (had) continue;
-    (void)add_task(&gt->owned, &gt->nowned, gt->cap_task, task);
-    (void)add_task(&gt->todo, &gt->ntodo, gt->cap_task, task);
-  }
-  return NULL;
-}
-
-void wd_gtable_reconcile_all(wd_gtable_t *gt) {
-  gt->ntodo = 0;
-  for (size_t i = 0; i < gt->nowned; i++) gt->todo[gt->ntodo++] = gt->owned[i];
-}
-
-void wd_gtable_on_revoke(wd_gtable_t *gt) {
-  gt->nowned = 0;
-  gt->ntodo = 0;
-}
-
-bool wd_gtable_owned(void *ctx, uint32_t task) {
-  const wd_gtable_t *gt = ctx;
-  for (size_t i = 0; i < gt->nowned; i++)
-    if (gt->owned[i] == task) return true;
-  return false;
-}
-
-bool wd_gtable_next_reconcile(wd_gtable_t *gt, uint32_t *task) {
-  if (!gt->ntodo) return false;
-  *task = gt->todo[--gt->ntodo];
-  return true;
 }
 
 uint64_t wd_gtable_records(const wd_gtable_t *gt) { return gt->records; }

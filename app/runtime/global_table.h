@@ -11,8 +11,10 @@
  *   - the position group's consumer: a consumer in a group of this process alone
  *     (<transactional.id>.lookups), never subscribed, through which the commit coordinator sends
  *     and reads its commit marker (app/runtime/commit.h wd_commit_set_global);
- *   - the tasks this process owns (its current assignment) and those still to reconcile (every
- *     newly assigned task, before its first record: join/lookup.h wd_join_reconcile_task).
+ * Which tasks this process owns, and which are still to reconcile before their first record
+ * (join/lookup.h wd_join_reconcile_task), is the task table's (app/runtime/tasks.h: owned =
+ * wd_tasks_active, to reconcile = RECONCILING; commit.h wd_commit_task_owned and
+ * wd_commit_next_reconcile), not this unit's (issue 21 point 1).
  * The pipeline polls the global consumer between its group polls and applies those records in
  * the open commit like any other; their positions never go to the group.
  *
@@ -66,24 +68,6 @@ int wd_gtable_taken(wd_gtable_t *gt, const char *topic, int32_t partition, int64
  * or, with to_stored, to the positions stored in the state (the open commit was aborted: what it
  * took is read again). Errors: those of wd_consumer_seek; E_STORE_READ. */
 wd_error_t *wd_gtable_rewind(wd_gtable_t *gt, bool to_stored);
-
-/* The assignment of the group's partitions parts[0..n) (the pipeline's on_assign_all): their
- * tasks (the partition, per-partition tasks) are owned from now on and each is to be reconciled.
- * wd_gtable_on_revoke: nothing is owned any more (eager rebalancing revokes everything).
- * Errors: E_NOMEM (the ownership is then incomplete: the caller stops, never goes on with it). */
-wd_error_t *wd_gtable_on_assign(wd_gtable_t *gt, const wd_tp_offset_t *parts, size_t n);
-void wd_gtable_on_revoke(wd_gtable_t *gt);
-
-/* Whether task is owned (the filter of join/lookup.h wd_join_set_owner; ctx is the wd_gtable_t). */
-bool wd_gtable_owned(void *ctx, uint32_t task);
-
-/* The next owned task still to reconcile into *task (removed from that list): true, or false when
- * none is left. */
-bool wd_gtable_next_reconcile(wd_gtable_t *gt, uint32_t *task);
-
-/* Puts every owned task on the list to reconcile again (after an aborted commit, whose
- * reconciled rows and index entries were discarded with it). */
-void wd_gtable_reconcile_all(wd_gtable_t *gt);
 
 /* The end offsets of every partition of the lookup topics now (*out malloc'd, caller frees), to
  * read them to before the group is joined (wd_pipeline_run). Errors: those of

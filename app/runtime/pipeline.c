@@ -159,13 +159,12 @@ void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) {
 /* The consumer's callbacks go to the commit coordinator, which decides per task where each
  * partition starts (docs/exactly-once.md, "Recovery") and completes the open commit before
  * partitions are given up. */
-static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t n);
-
-static void on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
+static bool on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   wd_pipeline_t *p = ctx;
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
-  wd_commit_on_assign_all(p->commit, parts, n);
-  if (p->gt) gtable_assign(p, parts, n); /* owned now; reconciled before their first record */
+  /* the tasks are recorded (CREATED) and, when the group's offsets decide, initialised in the
+   * loop (wd_commit_init_step), their partitions held until then (issue 21 point 2) */
+  return wd_commit_on_assign_all(p->commit, parts, n);
 }
 
 static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
@@ -181,7 +180,6 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
            lost ? "lost" : "revoked");
   wd_commit_on_revoke(p->commit, lost);
   wd_state_drop_clean(p->state); /* the keys may belong to another process now */
-  if (p->gt) wd_gtable_on_revoke(p->gt);
 }
 
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
@@ -341,13 +339,13 @@ static void on_aborted(void *ctx) {
   wd_hist_gather_aborted(p->hg);
   wd_collector_ranges_reset(p->coll);
   p->st.aborted_commits++;
-  if (p->gt) { /* what the commit took of the lookup topics is read again; its reconciles redone */
+  if (p->gt) { /* what the commit took of the lookup topics is read again (its reconciles are redone:
+               * the coordinator moved the running tasks back to RECONCILING) */
     wd_error_t *err = wd_gtable_rewind(p->gt, true);
     if (err) {
       wd_log(WD_LOG_ERROR, "pipeline", "rewinding the lookup topics after an abort: %s", err->message);
       wd_error_destroy(err);
     }
-    wd_gtable_reconcile_all(p->gt);
   }
 }
 
@@ -371,23 +369,6 @@ static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int
   *si = -1;
   *canon = NULL;
   return WD_TOPIC_NONE;
-}
-
-/* issue 11 point 4: the tasks of an assignment to the global table (raw topics forwarded to a
- * repartition topic are no task's). */
-static void gtable_assign(wd_pipeline_t *p, const wd_tp_offset_t *parts, size_t n) {
-  wd_tp_offset_t *own = calloc(n ? n : 1, sizeof(*own));
-  size_t m = 0;
-  for (size_t i = 0; own && i < n; i++) {
-    int si;
-    const char *canon;
-    if (topic_kind(p, parts[i].topic, &si, &canon) != WD_TOPIC_RAW) own[m++] = parts[i];
-  }
-  /* no memory: the pipeline stops (an ownership with tasks missing would skip their rows' lookup
-   * changes: silently wrong output) */
-  wd_error_t *err = own ? wd_gtable_on_assign(p->gt, own, m) : wd_error_nomem();
-  if (err) wd_commit_keep_error(p->commit, wd_error_wrap(err, "recording the tasks of an assignment"));
-  free(own);
 }
 
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
@@ -1140,14 +1121,14 @@ static void check_copartitioning(wd_pipeline_t *p) {
 
 /* ---- issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
 
-/* Reconciles every newly assigned task (join/lookup.h wd_join_reconcile_task) before its first
- * record: its rows' lookup columns recomputed from this process's lookup tables, the differences
- * produced into the open commit (docs/lookups-scale-out.md). */
+/* Reconciles every RECONCILING task of the task table (join/lookup.h wd_join_reconcile_task)
+ * before its first record, which waits held meanwhile: its rows' lookup columns recomputed from
+ * this process's lookup tables, the differences produced into the open commit
+ * (docs/lookups-scale-out.md); then it is RUNNING. */
 static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
   uint32_t task;
   wd_error_t *err = NULL;
-  if (wd_commit_changelog_restoring(p->commit)) return NULL; /* after the restores (issue 21) */
-  while (!err && wd_gtable_next_reconcile(p->gt, &task)) {
+  while (!err && wd_commit_next_reconcile(p->commit, &task)) {
     size_t rows = 0;
     wd_changelog_reset(p->table, &p->cl);
     if ((err = wd_join_reconcile_task(p->lk.join, task, &p->cl, &rows))) break;
@@ -1174,9 +1155,11 @@ static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
       p->bm[0] = b0;
       p->restoring[0] = r0;
     }
+    if (err) break;
     wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes",
            task, rows, p->cl.n);
     wd_changelog_reset(p->table, &p->cl);
+    err = wd_commit_reconciled(p->commit, task);
   }
   return err;
 }
@@ -1321,6 +1304,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
     /* issue 21 point 2: restores from the state changelog run here, a slice per turn, while the
      * group is served and the other tasks run */
+    /* issue 21 point 2: an assignment's tasks are initialised here, not in the callback */
+    bool initialising = wd_commit_initialising(p->commit);
+    if (initialising && (err = wd_commit_init_step(p->commit))) break;
+    if (initialising) last_input = wd_mono_s();
     bool restoring = wd_commit_changelog_restoring(p->commit);
     if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
     if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
@@ -1343,6 +1330,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     int interval = (int)p->pace.interval;
     int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
     if (restoring || rebuilding) wait = 0;
+    if (wd_commit_initialising(p->commit) && wait > 200) wait = 200; /* its next try soon */
     if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
     if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
     if ((err = wd_commit_take_error(p->commit))) {
@@ -1958,7 +1946,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     }
     if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) goto fail;
     if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
-    wd_join_set_owner(p->lk.join, wd_gtable_owned, p->gt);
+    wd_join_set_owner(p->lk.join, wd_commit_task_owned, p->commit); /* the task table's owned tasks */
+    wd_commit_set_reconcile(p->commit, true); /* each task reconciled before its first record */
   }
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
   if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;

@@ -27,7 +27,7 @@ static const unsigned legal[WD_TASK_NSTATES] = {
     [WD_TASK_CREATED] = BIT(WD_TASK_RESTORING) | BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_CLOSED),
     [WD_TASK_RESTORING] = BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_RECONCILING] = BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
-    [WD_TASK_RUNNING] = BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
+    [WD_TASK_RUNNING] = BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_SUSPENDED] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_STANDBY) | BIT(WD_TASK_CLOSED),
     [WD_TASK_STANDBY] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_CLOSED] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_STANDBY),
@@ -91,6 +91,7 @@ wd_error_t *wd_task_move(wd_task_t *task, wd_task_state_t to, const char *why) {
     return wd_error_new(WD_ERR_INTERNAL, "E_TASK_TRANSITION", "task %" PRIu32 ": %s -> %s is not a legal move (%s)",
                         task->id, wd_task_state_name(from), wd_task_state_name(to), why ? why : "");
   task->state = to;
+  if (to == WD_TASK_CREATED) task->was_suspended = from == WD_TASK_SUSPENDED;
   /* the moves every rebalance makes go to DEBUG; those that change what the task emits (every move
    * to RUNNING: the task produces output here from now on; tests/chaos/multi waits on it) to INFO */
   bool routine = to == WD_TASK_CREATED || to == WD_TASK_SUSPENDED || to == WD_TASK_CLOSED || to == WD_TASK_STANDBY;
@@ -152,6 +153,10 @@ wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bo
   /* once held, every later record of the partition in the batch is held too: the partition is read
    * again from its first held record, so none may be taken out of order */
   if (part->held_at >= 0) return WD_GATE_HOLD;
+  if (task->state == WD_TASK_RECONCILING) { /* its lookup columns are recomputed first */
+    part->held_at = offset;
+    return WD_GATE_HOLD;
+  }
   if (task->state != WD_TASK_RESTORING) return WD_GATE_RUN;
   if (task->changelog_pending || task->rebuild == WD_REBUILD_STAGE || task->rebuild == WD_REBUILD_DIFF) {
     /* its rows are still being restored (or staged, or switched): nothing of it is taken */
@@ -167,9 +172,13 @@ wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bo
   if (wd_task_part_reached(task, part) || task->unreached == 0) {
     char why[160];
     snprintf(why, sizeof(why), "all %zu partition(s) reached the group's committed offsets", task->nparts);
-    wd_error_t *err = wd_task_move(task, WD_TASK_RUNNING, why);
-    wd_error_destroy(err); /* RESTORING -> RUNNING is legal */
+    wd_error_t *err = wd_task_move(task, task->reconcile ? WD_TASK_RECONCILING : WD_TASK_RUNNING, why);
+    wd_error_destroy(err); /* RESTORING -> RUNNING / RECONCILING is legal */
     *now_running = true;
+    if (task->reconcile) { /* reconciled before this record */
+      part->held_at = offset;
+      return WD_GATE_HOLD;
+    }
     return WD_GATE_RUN;
   }
   part->held_at = offset;

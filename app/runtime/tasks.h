@@ -13,7 +13,8 @@
  *                past a partition's restore end wait (the partition is held) until **every**
  *                partition of the task has caught up
  *   RECONCILING  restored; its rows' lookup columns are recomputed from this process's lookup
- *                tables before its first record (docs/lookups-scale-out.md)
+ *                tables before its first record (docs/lookups-scale-out.md); its records wait
+ *                (held) meanwhile. RUNNING goes back to it when an abort took back its reconcile.
  *   RUNNING      processing: the only state in which the task produces output
  *   SUSPENDED    revoked (a rebalance); its local state is kept and trusted if it comes back
  *                (a lost assignment closes its tasks instead)
@@ -24,7 +25,7 @@
  *   CREATED     -> RESTORING | RECONCILING | RUNNING | CLOSED
  *   RESTORING   -> RECONCILING | RUNNING | SUSPENDED | CLOSED
  *   RECONCILING -> RUNNING | SUSPENDED | CLOSED
- *   RUNNING     -> SUSPENDED | CLOSED
+ *   RUNNING     -> RECONCILING | SUSPENDED | CLOSED
  *   SUSPENDED   -> CREATED | STANDBY | CLOSED
  *   STANDBY     -> CREATED | CLOSED
  *   CLOSED      -> CREATED | STANDBY
@@ -85,6 +86,10 @@ typedef struct wd_task {
                              until it is done */
   wd_task_rebuild_t rebuild; /* a rebuild on a changed table definition (app/runtime/rebuild.h), in the
                                 poll loop, while RESTORING */
+  bool reconcile;            /* lookups under per-partition tasks: once caught up it is RECONCILING
+                                (its rows' lookup columns recomputed) before RUNNING */
+  bool was_suspended;        /* it became CREATED from SUSPENDED: it was in the assignment revoked
+                                last, its state kept (set by wd_task_move) */
   unsigned round;            /* bumped by every revoke (wd_tasks_clear_partitions): work begun for an
                                 earlier assignment of the task starts again */
 } wd_task_t;
@@ -148,8 +153,10 @@ typedef enum wd_gate {
  * RESTORING and the record is held). A task in WD_REBUILD_STAGE or WD_REBUILD_DIFF holds every record.
  * A held partition (held_at >= 0) gives WD_GATE_HOLD whatever the task's state (its later records
  * must not be taken before the held ones); HOLD sets held_at to the first held offset. A task
- * restoring from the state changelog topic (changelog_pending) holds every record. Any other
- * record of a task that is not RESTORING gives WD_GATE_RUN. */
+ * restoring from the state changelog topic (changelog_pending) holds every record, and so does a
+ * RECONCILING task; a task with `reconcile` set that catches up moves to RECONCILING (not RUNNING:
+ * *now_running is still set, the record is held). Any other record of a task that is not
+ * RESTORING gives WD_GATE_RUN. */
 wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bool *now_running);
 
 #endif

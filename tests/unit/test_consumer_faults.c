@@ -9,6 +9,8 @@
  * in tests/integration.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <stdlib.h>
@@ -108,3 +110,112 @@ Test(consumer_faults, end_offsets_are_asked_again_while_a_leader_moves, .timeout
   mock_done(&m);
 }
 
+
+/* ---- issue 21 point 2: an assignment held until its tasks are initialised ------------------- */
+
+typedef struct {
+  int calls;
+  bool hold;
+} assign_rec_t;
+
+static bool record_only(void *ctx, const wd_tp_offset_t *parts, size_t n) {
+  assign_rec_t *r = ctx;
+  (void)parts;
+  (void)n;
+  r->calls++;
+  return r->hold;
+}
+
+/* 20 records into each partition of "t" of the mock cluster. */
+static void produce20(mock_t *m) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", rd_kafka_mock_cluster_bootstraps(m->mc), errstr, sizeof(errstr));
+  rd_kafka_conf_set(conf, "log_level", "0", errstr, sizeof(errstr));
+  rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  cr_assert_not_null(p, "%s", errstr);
+  for (int32_t part = 0; part < 2; part++)
+    for (int i = 0; i < 20; i++)
+      cr_assert_eq(rd_kafka_producev(p, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(part),
+                                     RD_KAFKA_V_VALUE((void *)"v", 1), RD_KAFKA_V_END),
+                   RD_KAFKA_RESP_ERR_NO_ERROR);
+  cr_assert_eq(rd_kafka_flush(p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(p);
+}
+
+/* A group consumer whose on_assign_all returns `hold` (20 records in each of 2 partitions). */
+static void held_new(mock_t *m, const char *group, assign_rec_t *rec) {
+  mock_new(m, NULL);
+  wd_consumer_destroy(m->cons);
+  produce20(m);
+  wd_kafka_conf_t kc = {0};
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, rd_kafka_mock_cluster_bootstraps(m->mc)));
+  cr_assert_null(wd_kafka_conf_set(&kc, "log_level", "0"));
+  cr_assert_null(wd_kafka_conf_set_group(&kc, group));
+  const char *topics[] = {"t"};
+  wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, rec, &m->cons);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_consumer_set_assign_all_cb(m->cons, record_only);
+  wd_kafka_conf_clear(&kc);
+}
+
+/* Polls for up to ms; returns the records delivered per partition and the first offset of each. */
+static void poll_for(mock_t *m, int ms, size_t got[2], int64_t first[2]) {
+  wd_kmsg_t msgs[64];
+  for (int waited = 0; waited < ms; waited += 100) {
+    size_t n = 0;
+    wd_error_t *err = wd_consumer_poll_batch(m->cons, 64, 100, msgs, &n);
+    cr_assert_null(err, "%s", err ? err->message : "");
+    for (size_t i = 0; i < n; i++) {
+      int32_t p = msgs[i].partition;
+      if (!got[p]++) first[p] = msgs[i].offset;
+    }
+    wd_kmsg_release(msgs, n);
+  }
+}
+
+/* The callback that returns true gets every partition assigned paused: nothing of them is
+ * delivered, for as long as the caller decides (the member keeps polling: its group is served),
+ * until each is released; a partition assigned again at another offset (wd_consumer_reassign)
+ * then starts exactly there, though the assignment began at the group's committed offset (none:
+ * the beginning) a moment before. */
+Test(consumer_faults, a_held_assignment_delivers_nothing_until_released_where_decided, .timeout = 90) {
+  mock_t m;
+  assign_rec_t rec = {.hold = true};
+  held_new(&m, "g-held", &rec);
+  size_t got[2] = {0, 0};
+  int64_t first[2] = {-1, -1};
+  for (int i = 0; i < 100 && !rec.calls; i++) poll_for(&m, 100, got, first);
+  cr_assert_eq(rec.calls, 1, "no assignment within 10 s");
+  poll_for(&m, 2000, got, first);
+  cr_assert_eq(got[0] + got[1], 0, "a held partition delivered %zu records", got[0] + got[1]);
+  /* decided: partition 0 from offset 12, partition 1 where it waits */
+  wd_tp_offset_t at[2] = {{.topic = "t", .partition = 0, .offset = 12}, {.topic = "t", .partition = 1, .offset = 3}};
+  wd_error_t *err = wd_consumer_reassign(m.cons, at, 2);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_assert_null(wd_consumer_release_partition(m.cons, "t", 0, -1));
+  poll_for(&m, 1500, got, first);
+  cr_assert_eq(got[1], 0, "partition 1 is still held");
+  cr_assert_eq(first[0], 12, "partition 0 started at %" PRId64 ", not at the decided 12", first[0]);
+  cr_assert_eq(got[0], 8);
+  cr_assert_null(wd_consumer_release_partition(m.cons, "t", 1, -1));
+  poll_for(&m, 1500, got, first);
+  cr_assert_eq(first[1], 3);
+  cr_assert_eq(got[1], 17);
+  mock_done(&m);
+}
+
+/* Control: a callback that returns false starts the partitions at once. */
+Test(consumer_faults, control_an_assignment_not_held_delivers_at_once, .timeout = 60) {
+  mock_t m;
+  assign_rec_t rec = {.hold = false};
+  held_new(&m, "g-free", &rec);
+  size_t got[2] = {0, 0};
+  int64_t first[2] = {-1, -1};
+  for (int i = 0; i < 100 && got[0] + got[1] < 40; i++) poll_for(&m, 100, got, first);
+  cr_assert_eq(rec.calls, 1);
+  cr_assert_eq(got[0], 20);
+  cr_assert_eq(got[1], 20);
+  cr_assert_eq(first[0], 0);
+  mock_done(&m);
+}

@@ -22,6 +22,7 @@ static bool documented(wd_task_state_t a, wd_task_state_t b) {
       {WD_TASK_RESTORING, WD_TASK_SUSPENDED},     {WD_TASK_RESTORING, WD_TASK_CLOSED},
       {WD_TASK_RECONCILING, WD_TASK_RUNNING},     {WD_TASK_RECONCILING, WD_TASK_SUSPENDED},
       {WD_TASK_RECONCILING, WD_TASK_CLOSED},      {WD_TASK_RUNNING, WD_TASK_SUSPENDED},
+      {WD_TASK_RUNNING, WD_TASK_RECONCILING},
       {WD_TASK_RUNNING, WD_TASK_CLOSED},          {WD_TASK_SUSPENDED, WD_TASK_CREATED},
       {WD_TASK_SUSPENDED, WD_TASK_STANDBY},       {WD_TASK_SUSPENDED, WD_TASK_CLOSED},
       {WD_TASK_STANDBY, WD_TASK_CREATED},         {WD_TASK_STANDBY, WD_TASK_CLOSED},
@@ -41,7 +42,7 @@ Test(tasks, every_move_is_legal_exactly_as_documented) {
                    wd_task_state_name(S[j]));
       nlegal += documented(S[i], S[j]);
     }
-  cr_assert_eq(nlegal, 20);
+  cr_assert_eq(nlegal, 21);
   cr_assert_not(wd_task_move_legal((wd_task_state_t)99, WD_TASK_RUNNING));
   cr_assert_str_eq(wd_task_state_name((wd_task_state_t)99), "?");
 }
@@ -63,7 +64,7 @@ Test(tasks, each_illegal_move_is_refused_and_the_state_kept) {
       wd_error_destroy(err);
       refused++;
     }
-  cr_assert_eq(refused, 42 - 20);
+  cr_assert_eq(refused, 42 - 21);
 }
 
 Test(tasks, a_lifecycle_of_legal_moves) {
@@ -238,5 +239,51 @@ Test(tasks, a_rebuilding_task_gives_no_output_before_its_switch) {
   wd_tasks_clear_partitions(t);
   cr_assert_eq(task->rebuild, WD_REBUILD_NONE);
   cr_assert_eq(task->round, round + 1);
+  wd_tasks_destroy(t);
+}
+
+/* Issue 21 point 1, lookups under per-partition tasks: a task with `reconcile` set that catches up
+ * goes to RECONCILING, not RUNNING, and holds every record until it is reconciled (the record that
+ * brought it there included); an abort that takes back its reconcile moves RUNNING back to it. */
+Test(tasks, a_task_with_lookups_is_reconciled_before_its_first_record) {
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 3);
+  task->reconcile = true;
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, "assigned"));
+  wd_task_part_t *a = wd_task_add_partition(task, "orders", 3, 4);
+  cr_assert_null(wd_task_move(task, WD_TASK_RESTORING, NULL));
+  bool now = false;
+  for (int64_t off = 0; off < 4; off++) cr_assert_eq(wd_task_gate(task, a, off, &now), WD_GATE_RESTORE);
+  cr_assert_eq(wd_task_gate(task, a, 4, &now), WD_GATE_HOLD, "caught up: reconciled before this record");
+  cr_assert(now);
+  cr_assert_eq(task->state, WD_TASK_RECONCILING);
+  cr_assert_eq(a->held_at, 4);
+  a->held_at = -1; /* read again after the reconcile */
+  cr_assert_eq(wd_task_gate(task, a, 4, &now), WD_GATE_HOLD, "still reconciling: held");
+  cr_assert_null(wd_task_move(task, WD_TASK_RUNNING, "reconciled"));
+  a->held_at = -1;
+  cr_assert_eq(wd_task_gate(task, a, 4, &now), WD_GATE_RUN);
+  cr_assert_null(wd_task_move(task, WD_TASK_RECONCILING, "an abort took back its reconcile"));
+  cr_assert_eq(wd_task_gate(task, a, 5, &now), WD_GATE_HOLD);
+  wd_tasks_destroy(t);
+}
+
+/* kept_task (app/runtime/commit.c) trusts a task's local rows only when it was in the assignment
+ * revoked last: wd_task_move records whether CREATED came from SUSPENDED. */
+Test(tasks, created_remembers_whether_it_came_from_suspended) {
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 0);
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, NULL));
+  cr_assert_not(task->was_suspended, "CLOSED -> CREATED");
+  cr_assert_null(wd_task_move(task, WD_TASK_RUNNING, NULL));
+  cr_assert_null(wd_task_move(task, WD_TASK_SUSPENDED, NULL));
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, NULL));
+  cr_assert(task->was_suspended, "SUSPENDED -> CREATED");
+  cr_assert_null(wd_task_move(task, WD_TASK_CLOSED, NULL));
+  cr_assert_null(wd_task_move(task, WD_TASK_STANDBY, NULL));
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, NULL));
+  cr_assert_not(task->was_suspended, "STANDBY -> CREATED");
   wd_tasks_destroy(t);
 }
