@@ -347,6 +347,18 @@ void wd_producer_poll(wd_producer_t *p) { rd_kafka_poll(p->rk, 0); }
 
 bool wd_producer_unreachable(const wd_producer_t *p) { return p->waiting; }
 
+wd_error_t *wd_producer_fatal(wd_producer_t *p) {
+  char text[16];
+  if (!rd_kafka_fatal_error(p->rk, text, sizeof(text))) return NULL;
+  p->fatal = true;
+  return wd_producer_fatal_error(p);
+}
+
+void wd_producer_inject_fatal(wd_producer_t *p, int code, const char *reason) {
+  rd_kafka_test_fatal_error(p->rk, (rd_kafka_resp_err_t)code, reason ? reason : "injected");
+  p->fatal = true;
+}
+
 bool wd_producer_transactional(const wd_producer_t *p) { return p->transactional; }
 
 wd_error_t *wd_producer_txn_init(wd_producer_t *p, int timeout_ms) {

@@ -171,6 +171,17 @@ void wd_producer_poll(wd_producer_t *p);
  * out can then keep its own message quiet. Served by wd_producer_poll. */
 bool wd_producer_unreachable(const wd_producer_t *p);
 
+/* The fatal error librdkafka raised on p (rd_kafka_fatal_error: an idempotence or transaction
+ * state the producer cannot leave), as "E_KAFKA_FATAL" (fatal; fenced when the cause is a fencing
+ * one: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, _FENCED); NULL while there is none. The producer is
+ * unusable after one: its owner re-creates it or stops (app/runtime/collector.h). */
+wd_error_t *wd_producer_fatal(wd_producer_t *p);
+
+/* Fault injection (tests and the WIDEN_FAULT hook, docs/exactly-once.md): raises a fatal error
+ * with code `code` (an rd_kafka_resp_err_t, e.g. INVALID_TXN_STATE = 48) on p, as librdkafka's
+ * rd_kafka_test_fatal_error does; from then on wd_producer_fatal and every send report it. */
+void wd_producer_inject_fatal(wd_producer_t *p, int code, const char *reason);
+
 /* ---- transactions (exactly-once; docs/exactly-once.md) ------------------------------------
  * A producer whose conf names a `transactional.id` property is transactional: call
  * wd_producer_txn_init once, then per commit begin, send (wd_producer_send / _dead_letter),
