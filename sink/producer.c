@@ -414,19 +414,23 @@ void wd_producer_stats(const wd_producer_t *p, wd_producer_stats_t *stats) {
 
 void wd_producer_destroy(wd_producer_t *p) {
   if (!p) return;
-  for (size_t i = 0; i < p->ntopics; i++) {
-    rd_kafka_topic_destroy(p->topics[i].rkt);
-    free(p->topics[i].name);
-  }
-  free(p->topics);
-  free(p->delivered.v);
+  /* the delivery reports served below (messages acknowledged but not reported yet: a producer
+   * replaced after a fatal error) note no ranges: their topic handles go after them */
+  size_t ntopics = p->ntopics;
+  p->ntopics = 0;
   if (p->rk) {
     uint64_t in_flight = p->sent - p->acked - p->failed;
     if (in_flight) wd_log(WD_LOG_WARN, "sink", "closing the producer with %" PRIu64 " message(s) in flight", in_flight);
     rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(p->rk, 0);
-    rd_kafka_destroy(p->rk);
   }
+  for (size_t i = 0; i < ntopics; i++) {
+    rd_kafka_topic_destroy(p->topics[i].rkt);
+    free(p->topics[i].name);
+  }
+  free(p->topics);
+  free(p->delivered.v);
+  if (p->rk) rd_kafka_destroy(p->rk);
   free(p);
 }
 
