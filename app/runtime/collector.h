@@ -186,8 +186,8 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c);
  * created or initialised, with its reason), "E_PRODUCER_FATAL" with fenced set when the cause or
  * the new producer's init is fenced (never re-created: a zombie must stop), "E_INTERNAL" (a commit
  * runs on the helper thread). */
-#define WD_RECREATE_MAX 3
-#define WD_RECREATE_WINDOW_S 600
+#define WD_RECREATE_MAX 5
+#define WD_RECREATE_WINDOW_S 300
 wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause);
 
 /* How many times the producer was replaced (wd_collector_reopen, wd_collector_recreate) since
