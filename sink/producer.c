@@ -167,7 +167,7 @@ static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, w
 }
 
 static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {
-  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "producer");
+  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_SINK_FATAL", "producer");
 }
 
 static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, int32_t partition, const void *key,

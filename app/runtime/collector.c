@@ -68,10 +68,12 @@ static wd_error_t *busy_error(const char *what) {
 wd_collect_class_t wd_collector_classify(const wd_error_t *err) {
   if (!err) return WD_COLLECT_OK;
   if (err->fenced) return WD_COLLECT_FATAL;
-  if (err->fatal) /* out of memory is "fatal" too, but no Kafka error: it stops */
-    return err->cls == WD_ERR_KAFKA && !wd_error_is(err, WD_EID_E_PRODUCER_FATAL) && !wd_error_is(err, WD_EID_E_TXN_INIT)
-               ? WD_COLLECT_RECREATE
-               : WD_COLLECT_FATAL;
+  if (err->fatal) { /* the producer's own fatal errors (never a consumer's, out of memory, or the bound's) */
+    bool producer = wd_error_is(err, WD_EID_E_SINK_FATAL) || wd_error_is(err, WD_EID_E_SINK_PRODUCE) ||
+                    wd_error_is(err, WD_EID_E_TXN_BEGIN) || wd_error_is(err, WD_EID_E_TXN_OFFSETS) ||
+                    wd_error_is(err, WD_EID_E_TXN_COMMIT) || wd_error_is(err, WD_EID_E_TXN_ABORT);
+    return producer && err->cls == WD_ERR_KAFKA ? WD_COLLECT_RECREATE : WD_COLLECT_FATAL;
+  }
   if (err->txn_requires_abort) return WD_COLLECT_ABORT;
   if (wd_error_is(err, WD_EID_E_STOPPED)) return WD_COLLECT_STOPPED;
   if (err->retriable) return WD_COLLECT_RETRY;

@@ -85,9 +85,11 @@ typedef enum wd_collect_class {
 } wd_collect_class_t;
 
 /* The class of err (NULL: WD_COLLECT_OK). Abortable wins over retriable; fatal wins over both:
- * WD_COLLECT_RECREATE for a Kafka error (class WD_ERR_KAFKA) that is fatal and not fenced, except
- * "E_PRODUCER_FATAL" (the bound of wd_collector_recreate passed) and "E_TXN_INIT" (a new producer
- * that cannot start), which are WD_COLLECT_FATAL as every fenced one is. */
+ * WD_COLLECT_RECREATE for a fatal, not fenced error of the producer (ids "E_SINK_FATAL",
+ * "E_SINK_PRODUCE", "E_TXN_BEGIN", "E_TXN_OFFSETS", "E_TXN_COMMIT", "E_TXN_ABORT"); every other
+ * fatal one ("E_PRODUCER_FATAL": the bound of wd_collector_recreate passed; "E_TXN_INIT": a new
+ * producer that cannot start; a consumer's "E_KAFKA_FATAL"; out of memory) and every fenced one
+ * is WD_COLLECT_FATAL. */
 wd_collect_class_t wd_collector_classify(const wd_error_t *err);
 
 /* Creates the collector and its producer from conf (copied: kept to re-create the producer).
@@ -133,7 +135,7 @@ bool wd_collector_txn_open(const wd_collector_t *c);
  * MSG_SIZE_TOO_LARGE, as the producer would refuse it). A full queue waits (the wait hook).
  * Errors: those of wd_producer_send classified by wd_collector_classify: "E_SINK_PRODUCE"
  * (MSG_SIZE_TOO_LARGE, an unknown topic, ...; txn_requires_abort on _STATE), "E_STOPPED"
- * (retriable), "E_KAFKA_FATAL", "E_TXN_BEGIN", E_NOMEM. */
+ * (retriable), "E_SINK_FATAL", "E_TXN_BEGIN", E_NOMEM. */
 wd_error_t *wd_collector_send(wd_collector_t *c, wd_out_kind_t kind, const char *topic, int32_t partition,
                               const void *key, size_t klen, const void *value, size_t vlen);
 
@@ -164,7 +166,7 @@ wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms);
 
 /* At-least-once: waits until every record sent so far is acknowledged, up to timeout_ms.
  * Errors: "E_SINK_DELIVERY" (sticky, not retriable), "E_SINK_TIMEOUT" (retriable),
- * "E_KAFKA_FATAL". */
+ * "E_SINK_FATAL". */
 wd_error_t *wd_collector_wait_acked(wd_collector_t *c, int timeout_ms);
 
 /* Replaces the producer by a new one with the same configuration and initialises its transactions
@@ -197,7 +199,7 @@ uint64_t wd_collector_generation(const wd_collector_t *c);
 
 /* Fault injection (the WIDEN_FAULT hook "fatal-<point>", tests): the producer raises a fatal error
  * of code `code` (an rd_kafka_resp_err_t: INVALID_TXN_STATE is 48, PRODUCER_FENCED 90); the
- * collector's next call returns it ("E_KAFKA_FATAL", fatal; fenced for a fencing code). */
+ * collector's next call returns it ("E_SINK_FATAL", fatal; fenced for a fencing code). */
 void wd_collector_inject_fatal(wd_collector_t *c, int code);
 
 /* Holding (issue 22 point 2): from wd_collector_hold(c) on, records sent are kept in memory in

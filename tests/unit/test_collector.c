@@ -161,6 +161,14 @@ Test(collector, classify_is_one_table) {
   e->fatal = true;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   wd_error_destroy(e);
+  e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_FATAL", "consumer: x"); /* a consumer's: no producer to re-create */
+  e->fatal = true;
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
+  wd_error_destroy(e);
+  e = wd_error_new(WD_ERR_KAFKA, "E_SINK_FATAL", "producer: x"); /* the producer's */
+  e->fatal = true;
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_RECREATE);
+  wd_error_destroy(e);
   cr_assert_eq(wd_collector_classify(wd_error_nomem()), WD_COLLECT_FATAL); /* "fatal", but no Kafka error */
   e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "x");
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_STOPPED);
