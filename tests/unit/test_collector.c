@@ -700,3 +700,26 @@ Test(collector, an_injected_fatal_error_is_reported_and_recreated, .timeout = 60
   wd_collector_destroy(c);
   mock_done(&m);
 }
+
+/* At-least-once (an idempotent producer, no transactional.id) re-creates too: the new producer needs
+ * no init_transactions, and what is sent after it is acknowledged. */
+Test(collector, an_idempotent_producer_is_recreated_without_transactions, .timeout = 60) {
+  mock_t m;
+  mock_new(&m, 1);
+  wd_collector_t *c = collector(&m, NULL, NULL, NULL);
+  cr_assert_not(wd_collector_transactional(c));
+  wd_collector_inject_fatal(c, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+  wd_error_t *err = wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, "x", 1);
+  cr_assert_eq(wd_collector_classify(err), WD_COLLECT_RECREATE, "%s", err ? err->message : "sent");
+  wd_error_t *rerr = wd_collector_recreate(c, err);
+  cr_assert_null(rerr, "%s", rerr ? rerr->message : "");
+  wd_error_destroy(err);
+  send_batch(c, "out", "alo-", 3);
+  err = wd_collector_wait_acked(c, 10000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  int found = 0;
+  read_all(&m, "out", "alo-", &found);
+  cr_assert_eq(found, 3);
+  wd_collector_destroy(c);
+  mock_done(&m);
+}
