@@ -35,6 +35,7 @@ struct wd_producer {
   bool waiting;            /* a broker is unreachable (logged once) */
   bool queue_full_logged;
   bool fatal;
+  bool closing; /* wd_producer_destroy purges: the purged messages' reports are expected */
   /* output batches (epochs): every message is tagged with the epoch current at its send; a
    * batch is acknowledged when its epoch's count is back to zero (acks arrive out of order
    * across partitions, so a plain acked counter cannot tell) */
@@ -90,7 +91,7 @@ static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, voi
       snprintf(p->first_failure, sizeof(p->first_failure), "%s [%" PRId32 "]: %s (%s)",
                rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2name(rkm->err),
                rd_kafka_err2str(rkm->err));
-    wd_log(p->failed == 1 ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink", "delivery to %s [%" PRId32 "] failed: %s",
+    wd_log(p->failed == 1 && !p->closing ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink", "delivery to %s [%" PRId32 "] failed: %s",
            rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2str(rkm->err));
   } else {
     p->acked++;
@@ -418,6 +419,7 @@ void wd_producer_destroy(wd_producer_t *p) {
    * replaced after a fatal error) note no ranges: their topic handles go after them */
   size_t ntopics = p->ntopics;
   p->ntopics = 0;
+  p->closing = true;
   if (p->rk) {
     uint64_t in_flight = p->sent - p->acked - p->failed;
     if (in_flight) wd_log(WD_LOG_WARN, "sink", "closing the producer with %" PRIu64 " message(s) in flight", in_flight);
