@@ -58,16 +58,13 @@ struct wd_producer {
 
 /* Delivery report: runs inside rd_kafka_poll/flush on the producer's thread. */
 /* Notes an acknowledged offset (a failed allocation loses only that range: bookkeeping). */
-static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *rkm) {
-  const char *topic = NULL;
-  for (size_t i = 0; i < p->ntopics && !topic; i++)
-    if (p->topics[i].rkt == rkm->rkt) topic = p->topics[i].name;
-  if (!topic || rkm->offset < 0) return;
+/* Widens (or adds) the range of (topic, partition) to [first, end); topic is a handle's name of p. */
+static void wd_producer_add_range(wd_producer_t *p, const char *topic, int32_t partition, int64_t first, int64_t end) {
   wd_range_list_t *r = &p->delivered;
   for (size_t i = 0; i < r->n; i++)
-    if (r->v[i].partition == rkm->partition && r->v[i].topic == topic) {
-      if (rkm->offset < r->v[i].first) r->v[i].first = rkm->offset;
-      if (rkm->offset + 1 > r->v[i].end) r->v[i].end = rkm->offset + 1;
+    if (r->v[i].partition == partition && r->v[i].topic == topic) {
+      if (first < r->v[i].first) r->v[i].first = first;
+      if (end > r->v[i].end) r->v[i].end = end;
       return;
     }
   if (r->n == r->cap) {
@@ -77,7 +74,15 @@ static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *r
     r->v = v;
     r->cap = cap;
   }
-  r->v[r->n++] = (wd_producer_range_t){topic, rkm->partition, rkm->offset, rkm->offset + 1};
+  r->v[r->n++] = (wd_producer_range_t){topic, partition, first, end};
+}
+
+static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *rkm) {
+  const char *topic = NULL;
+  for (size_t i = 0; i < p->ntopics && !topic; i++)
+    if (p->topics[i].rkt == rkm->rkt) topic = p->topics[i].name;
+  if (!topic || rkm->offset < 0) return;
+  wd_producer_add_range(p, topic, rkm->partition, rkm->offset, rkm->offset + 1);
 }
 
 static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque) {
@@ -317,6 +322,19 @@ size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **o
 }
 
 void wd_producer_offsets_reset(wd_producer_t *p) { p->delivered.n = 0; }
+
+void wd_producer_offsets_carry(wd_producer_t *dst, const wd_producer_t *src) {
+  for (size_t i = 0; i < src->delivered.n; i++) {
+    const wd_producer_range_t *r = &src->delivered.v[i];
+    wd_error_t *err = NULL;
+    rd_kafka_topic_t *rkt = wd_producer_topic(dst, r->topic, &err);
+    wd_error_destroy(err); /* bookkeeping only: a range that cannot be carried is lost */
+    const char *name = NULL;
+    for (size_t k = 0; rkt && k < dst->ntopics && !name; k++)
+      if (dst->topics[k].rkt == rkt) name = dst->topics[k].name;
+    if (name) wd_producer_add_range(dst, name, r->partition, r->first, r->end);
+  }
+}
 
 wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout_ms) {
   int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_mono_ms() + timeout_ms;

@@ -157,6 +157,10 @@ typedef struct wd_producer_range {
 } wd_producer_range_t;
 size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **out);
 void wd_producer_offsets_reset(wd_producer_t *p);
+/* Adds src's acknowledged ranges to dst's (topic names copied into dst's handles): a producer that
+ * replaces src keeps the output ranges of the commit in hand (app/runtime/collector.h
+ * wd_collector_reopen). A range that cannot be carried (no memory) is lost: bookkeeping only. */
+void wd_producer_offsets_carry(wd_producer_t *dst, const wd_producer_t *src);
 
 /* rd_kafka_flush: sends everything queued and waits up to timeout_ms for its delivery reports.
  * Same result as wd_producer_wait_acked (kept for callers that only want the queue emptied,

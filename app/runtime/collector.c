@@ -333,6 +333,7 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
     wd_producer_destroy(np);
     return err;
   }
+  wd_producer_offsets_carry(np, c->prod); /* the commit history's output ranges of the commit in hand */
   wd_producer_destroy(c->prod); /* its open transaction was resolved by the new one's init */
   c->prod = np;
   wd_producer_set_wait(c->prod, producer_wait, c);

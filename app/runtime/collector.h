@@ -172,7 +172,8 @@ wd_error_t *wd_collector_wait_acked(wd_collector_t *c, int timeout_ms);
 /* Replaces the producer by a new one with the same configuration and initialises its transactions
  * (retried while retriable, 5 tries of up to 30 s): used when a commit's outcome stays unknown; the
  * new producer's init_transactions fences the old one and resolves its transaction (the caller
- * then reads the outcome from the group's committed offsets). The transaction is closed after it.
+ * then reads the outcome from the group's committed offsets). The transaction is closed after it;
+ * the output ranges acknowledged so far (wd_collector_ranges) are kept.
  * Errors: those of wd_producer_new and "E_TXN_INIT"; the old producer is kept on error. */
 wd_error_t *wd_collector_reopen(wd_collector_t *c);
 
@@ -240,7 +241,7 @@ uint64_t wd_collector_count(const wd_collector_t *c, wd_out_kind_t kind);
 
 /* The offsets of the records acknowledged since the last wd_collector_ranges_reset, per (topic,
  * partition), from the delivery reports (*out borrowed, valid until the next call into the
- * collector; topic names valid for the collector's life): for the commit history's output ranges
+ * collector; topic names valid until the producer is replaced: wd_collector_reopen, _recreate): for the commit history's output ranges
  * (read them once the commit's output is complete, then reset). */
 size_t wd_collector_ranges(const wd_collector_t *c, const wd_producer_range_t **out);
 void wd_collector_ranges_reset(wd_collector_t *c);

@@ -566,6 +566,13 @@ static int commit_or_recreate(wd_collector_t *c, wd_consumer_t *cons, const char
   if (k == WD_COLLECT_OK) return 1;
   if (k == WD_COLLECT_RECREATE) {
     uint64_t gen = wd_collector_generation(c);
+    const wd_producer_range_t *pr = NULL;
+    size_t npr = wd_collector_ranges(c, &pr);
+    wd_producer_range_t before[8];
+    cr_assert_leq(npr, 8);
+    memcpy(before, pr, npr * sizeof(*pr));
+    char names[8][64];
+    for (size_t i = 0; i < npr; i++) snprintf(names[i], sizeof(names[i]), "%s", pr[i].topic);
     wd_error_t *rerr = wd_collector_recreate(c, err);
     wd_error_destroy(err);
     if (rerr) {
@@ -574,6 +581,15 @@ static int commit_or_recreate(wd_collector_t *c, wd_consumer_t *cons, const char
     }
     cr_assert_eq(wd_collector_generation(c), gen + 1);
     cr_assert_not(wd_collector_txn_open(c), "the transaction of the fatal producer is still open");
+    /* the output ranges acknowledged so far are kept (the commit history's, if the commit committed) */
+    cr_assert_eq(wd_collector_ranges(c, &pr), npr);
+    for (size_t i = 0; i < npr; i++) {
+      cr_assert_str_eq(pr[i].topic, names[i]);
+      cr_assert_eq(pr[i].partition, before[i].partition);
+      cr_assert_eq(pr[i].first, before[i].first);
+      cr_assert_eq(pr[i].end, before[i].end);
+    }
+    wd_collector_ranges_reset(c); /* as the pipeline after the commit's history */
     (*recreated)++;
     return 0;
   }
