@@ -35,6 +35,7 @@ struct wd_producer {
   bool waiting;            /* a broker is unreachable (logged once) */
   bool queue_full_logged;
   bool fatal;
+  bool closing; /* wd_producer_destroy purges: the purged messages' reports are expected */
   /* output batches (epochs): every message is tagged with the epoch current at its send; a
    * batch is acknowledged when its epoch's count is back to zero (acks arrive out of order
    * across partitions, so a plain acked counter cannot tell) */
@@ -57,16 +58,13 @@ struct wd_producer {
 
 /* Delivery report: runs inside rd_kafka_poll/flush on the producer's thread. */
 /* Notes an acknowledged offset (a failed allocation loses only that range: bookkeeping). */
-static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *rkm) {
-  const char *topic = NULL;
-  for (size_t i = 0; i < p->ntopics && !topic; i++)
-    if (p->topics[i].rkt == rkm->rkt) topic = p->topics[i].name;
-  if (!topic || rkm->offset < 0) return;
+/* Widens (or adds) the range of (topic, partition) to [first, end); topic is a handle's name of p. */
+static void wd_producer_add_range(wd_producer_t *p, const char *topic, int32_t partition, int64_t first, int64_t end) {
   wd_range_list_t *r = &p->delivered;
   for (size_t i = 0; i < r->n; i++)
-    if (r->v[i].partition == rkm->partition && r->v[i].topic == topic) {
-      if (rkm->offset < r->v[i].first) r->v[i].first = rkm->offset;
-      if (rkm->offset + 1 > r->v[i].end) r->v[i].end = rkm->offset + 1;
+    if (r->v[i].partition == partition && r->v[i].topic == topic) {
+      if (first < r->v[i].first) r->v[i].first = first;
+      if (end > r->v[i].end) r->v[i].end = end;
       return;
     }
   if (r->n == r->cap) {
@@ -76,7 +74,15 @@ static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *r
     r->v = v;
     r->cap = cap;
   }
-  r->v[r->n++] = (wd_producer_range_t){topic, rkm->partition, rkm->offset, rkm->offset + 1};
+  r->v[r->n++] = (wd_producer_range_t){topic, partition, first, end};
+}
+
+static void wd_producer_note_range(wd_producer_t *p, const rd_kafka_message_t *rkm) {
+  const char *topic = NULL;
+  for (size_t i = 0; i < p->ntopics && !topic; i++)
+    if (p->topics[i].rkt == rkm->rkt) topic = p->topics[i].name;
+  if (!topic || rkm->offset < 0) return;
+  wd_producer_add_range(p, topic, rkm->partition, rkm->offset, rkm->offset + 1);
 }
 
 static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque) {
@@ -90,7 +96,7 @@ static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, voi
       snprintf(p->first_failure, sizeof(p->first_failure), "%s [%" PRId32 "]: %s (%s)",
                rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2name(rkm->err),
                rd_kafka_err2str(rkm->err));
-    wd_log(p->failed == 1 ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink", "delivery to %s [%" PRId32 "] failed: %s",
+    wd_log(p->failed == 1 && !p->closing ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink", "delivery to %s [%" PRId32 "] failed: %s",
            rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2str(rkm->err));
   } else {
     p->acked++;
@@ -167,7 +173,7 @@ static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, w
 }
 
 static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {
-  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "producer");
+  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_SINK_FATAL", "producer");
 }
 
 static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, int32_t partition, const void *key,
@@ -317,6 +323,19 @@ size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **o
 
 void wd_producer_offsets_reset(wd_producer_t *p) { p->delivered.n = 0; }
 
+void wd_producer_offsets_carry(wd_producer_t *dst, const wd_producer_t *src) {
+  for (size_t i = 0; i < src->delivered.n; i++) {
+    const wd_producer_range_t *r = &src->delivered.v[i];
+    wd_error_t *err = NULL;
+    rd_kafka_topic_t *rkt = wd_producer_topic(dst, r->topic, &err);
+    wd_error_destroy(err); /* bookkeeping only: a range that cannot be carried is lost */
+    const char *name = NULL;
+    for (size_t k = 0; rkt && k < dst->ntopics && !name; k++)
+      if (dst->topics[k].rkt == rkt) name = dst->topics[k].name;
+    if (name) wd_producer_add_range(dst, name, r->partition, r->first, r->end);
+  }
+}
+
 wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout_ms) {
   int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_mono_ms() + timeout_ms;
   for (;;) {
@@ -346,6 +365,18 @@ wd_error_t *wd_producer_flush(wd_producer_t *p, int timeout_ms) {
 void wd_producer_poll(wd_producer_t *p) { rd_kafka_poll(p->rk, 0); }
 
 bool wd_producer_unreachable(const wd_producer_t *p) { return p->waiting; }
+
+wd_error_t *wd_producer_fatal(wd_producer_t *p) {
+  char text[16];
+  if (!rd_kafka_fatal_error(p->rk, text, sizeof(text))) return NULL;
+  p->fatal = true;
+  return wd_producer_fatal_error(p);
+}
+
+void wd_producer_inject_fatal(wd_producer_t *p, int code, const char *reason) {
+  rd_kafka_test_fatal_error(p->rk, (rd_kafka_resp_err_t)code, reason ? reason : "injected");
+  p->fatal = true;
+}
 
 bool wd_producer_transactional(const wd_producer_t *p) { return p->transactional; }
 
@@ -402,19 +433,24 @@ void wd_producer_stats(const wd_producer_t *p, wd_producer_stats_t *stats) {
 
 void wd_producer_destroy(wd_producer_t *p) {
   if (!p) return;
-  for (size_t i = 0; i < p->ntopics; i++) {
-    rd_kafka_topic_destroy(p->topics[i].rkt);
-    free(p->topics[i].name);
-  }
-  free(p->topics);
-  free(p->delivered.v);
+  /* the delivery reports served below (messages acknowledged but not reported yet: a producer
+   * replaced after a fatal error) note no ranges: their topic handles go after them */
+  size_t ntopics = p->ntopics;
+  p->ntopics = 0;
+  p->closing = true;
   if (p->rk) {
     uint64_t in_flight = p->sent - p->acked - p->failed;
     if (in_flight) wd_log(WD_LOG_WARN, "sink", "closing the producer with %" PRIu64 " message(s) in flight", in_flight);
     rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(p->rk, 0);
-    rd_kafka_destroy(p->rk);
   }
+  for (size_t i = 0; i < ntopics; i++) {
+    rd_kafka_topic_destroy(p->topics[i].rkt);
+    free(p->topics[i].name);
+  }
+  free(p->topics);
+  free(p->delivered.v);
+  if (p->rk) rd_kafka_destroy(p->rk);
   free(p);
 }
 

@@ -75,7 +75,7 @@ wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out);
  * topic and librdkafka's reason (e.g. MSG_SIZE_TOO_LARGE, UNKNOWN_TOPIC, a sticky topic error;
  * retriable when librdkafka's code is; txn_requires_abort on a transactional producer whose
  * transaction is in an abortable error state: librdkafka's _STATE); "E_STOPPED" (retriable) when
- * the wait gave up on a full queue; "E_KAFKA_FATAL" (fatal = true) after a fatal producer
+ * the wait gave up on a full queue; "E_SINK_FATAL" (fatal = true) after a fatal producer
  * error (idempotence broken: the producer must be recreated); E_NOMEM. */
 wd_error_t *wd_producer_send(wd_producer_t *p, const char *topic, const void *key, size_t klen, const void *value,
                              size_t vlen, const wd_header_t *headers, size_t nheaders);
@@ -128,7 +128,7 @@ wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic
  * Errors: WD_ERR_KAFKA "E_SINK_DELIVERY" (not retriable) naming the first failed delivery's
  * topic, partition and librdkafka reason (sticky, see above) and how many failed;
  * "E_SINK_TIMEOUT" (retriable) when messages are still in flight at the timeout (how many);
- * "E_KAFKA_FATAL" after a fatal producer error. */
+ * "E_SINK_FATAL" after a fatal producer error. */
 wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms);
 
 /* Output batches for pipelining (the pipeline overlaps one batch's acknowledgement wait with the
@@ -141,7 +141,7 @@ uint64_t wd_producer_begin_batch(wd_producer_t *p);
 /* Waits until every message of batch `batch` and of every earlier batch is acknowledged, up to
  * timeout_ms (< 0: no limit), serving delivery reports. Messages of later batches may still be
  * in flight. Errors: "E_SINK_DELIVERY" (sticky, as wd_producer_wait_acked), "E_SINK_TIMEOUT"
- * (retriable), "E_KAFKA_FATAL". */
+ * (retriable), "E_SINK_FATAL". */
 wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t batch, int timeout_ms);
 
 /* The offsets of the messages acknowledged since the last wd_producer_offsets_reset (or since
@@ -157,6 +157,10 @@ typedef struct wd_producer_range {
 } wd_producer_range_t;
 size_t wd_producer_offsets(const wd_producer_t *p, const wd_producer_range_t **out);
 void wd_producer_offsets_reset(wd_producer_t *p);
+/* Adds src's acknowledged ranges to dst's (topic names copied into dst's handles): a producer that
+ * replaces src keeps the output ranges of the commit in hand (app/runtime/collector.h
+ * wd_collector_reopen). A range that cannot be carried (no memory) is lost: bookkeeping only. */
+void wd_producer_offsets_carry(wd_producer_t *dst, const wd_producer_t *src);
 
 /* rd_kafka_flush: sends everything queued and waits up to timeout_ms for its delivery reports.
  * Same result as wd_producer_wait_acked (kept for callers that only want the queue emptied,
@@ -170,6 +174,17 @@ void wd_producer_poll(wd_producer_t *p);
  * "cannot reach HOST:PORT (...); retrying", kafka/kafka.h): a caller retrying a request that timed
  * out can then keep its own message quiet. Served by wd_producer_poll. */
 bool wd_producer_unreachable(const wd_producer_t *p);
+
+/* The fatal error librdkafka raised on p (rd_kafka_fatal_error: an idempotence or transaction
+ * state the producer cannot leave), as "E_SINK_FATAL" (fatal; fenced when the cause is a fencing
+ * one: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, _FENCED); NULL while there is none. The producer is
+ * unusable after one: its owner re-creates it or stops (app/runtime/collector.h). */
+wd_error_t *wd_producer_fatal(wd_producer_t *p);
+
+/* Fault injection (tests and the WIDEN_FAULT hook, docs/exactly-once.md): raises a fatal error
+ * with code `code` (an rd_kafka_resp_err_t, e.g. INVALID_TXN_STATE = 48) on p, as librdkafka's
+ * rd_kafka_test_fatal_error does; from then on wd_producer_fatal and every send report it. */
+void wd_producer_inject_fatal(wd_producer_t *p, int code, const char *reason);
 
 /* ---- transactions (exactly-once; docs/exactly-once.md) ------------------------------------
  * A producer whose conf names a `transactional.id` property is transactional: call

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 /* A record kept while holding: its bytes are in c->hbuf at the offsets below. */
@@ -54,6 +55,10 @@ struct wd_collector {
   pthread_t bg_thread;
   int bg_timeout_ms;
   wd_error_t *bg_err; /* the thread's result, read after the join */
+  /* re-creations after fatal errors (wd_collector_recreate): when, a ring of the last few */
+  double recreated[WD_RECREATE_MAX];
+  size_t nrecreated;
+  uint64_t generation; /* producers replaced (reopen, recreate) */
 };
 
 static wd_error_t *busy_error(const char *what) {
@@ -62,7 +67,13 @@ static wd_error_t *busy_error(const char *what) {
 
 wd_collect_class_t wd_collector_classify(const wd_error_t *err) {
   if (!err) return WD_COLLECT_OK;
-  if (err->fenced || err->fatal) return WD_COLLECT_FATAL;
+  if (err->fenced) return WD_COLLECT_FATAL;
+  if (err->fatal) { /* the producer's own fatal errors (never a consumer's, out of memory, or the bound's) */
+    bool producer = wd_error_is(err, WD_EID_E_SINK_FATAL) || wd_error_is(err, WD_EID_E_SINK_PRODUCE) ||
+                    wd_error_is(err, WD_EID_E_TXN_BEGIN) || wd_error_is(err, WD_EID_E_TXN_OFFSETS) ||
+                    wd_error_is(err, WD_EID_E_TXN_COMMIT) || wd_error_is(err, WD_EID_E_TXN_ABORT);
+    return producer && err->cls == WD_ERR_KAFKA ? WD_COLLECT_RECREATE : WD_COLLECT_FATAL;
+  }
   if (err->txn_requires_abort) return WD_COLLECT_ABORT;
   if (wd_error_is(err, WD_EID_E_STOPPED)) return WD_COLLECT_STOPPED;
   if (err->retriable) return WD_COLLECT_RETRY;
@@ -148,7 +159,8 @@ wd_error_t *wd_collector_begin(wd_collector_t *c) {
   if (c->bg_started) return busy_error("beginning a transaction");
   open_round(c);
   if (!c->transactional || c->txn_open) return NULL;
-  wd_error_t *err = wd_producer_txn_begin(c->prod);
+  wd_error_t *err = wd_producer_fatal(c->prod); /* a fatal producer: re-created by the caller, never used */
+  if (!err) err = wd_producer_txn_begin(c->prod);
   if (!err) c->txn_open = true;
   return err;
 }
@@ -260,6 +272,7 @@ wd_error_t *wd_collector_send_offsets(wd_collector_t *c, const wd_tp_offset_t *o
   if (n == 0) return NULL;
   if (c->bg_started) return busy_error("sending offsets");
   wd_error_t *err = wd_collector_begin(c);
+  if (!err) err = wd_producer_fatal(c->prod);
   if (!err) err = wd_producer_txn_send_offsets(c->prod, offsets, n, gm, timeout_ms);
   return err;
 }
@@ -270,7 +283,8 @@ wd_error_t *wd_collector_commit(wd_collector_t *c, int timeout_ms) {
     close_round(c);
     return NULL;
   }
-  wd_error_t *err = wd_producer_txn_commit(c->prod, timeout_ms);
+  wd_error_t *err = wd_producer_fatal(c->prod);
+  if (!err) err = wd_producer_txn_commit(c->prod, timeout_ms);
   if (!err) close_round(c);
   return err;
 }
@@ -292,7 +306,8 @@ wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms) {
     c->round_open = false;
     return NULL;
   }
-  wd_error_t *err = wd_producer_txn_abort(c->prod, timeout_ms);
+  wd_error_t *err = wd_producer_fatal(c->prod);
+  if (!err) err = wd_producer_txn_abort(c->prod, timeout_ms);
   if (!err) close_round(c);
   return err;
 }
@@ -308,7 +323,7 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
   if (c->bg_started) return busy_error("re-creating the producer");
   wd_producer_t *np = NULL;
   wd_error_t *err = wd_producer_new(&c->conf, &np);
-  for (int attempt = 0; !err; attempt++) {
+  for (int attempt = 0; !err && c->transactional; attempt++) { /* at-least-once: nothing to initialise */
     wd_error_t *ierr = wd_producer_txn_init(np, 30000);
     if (!ierr) break;
     if (!ierr->retriable || attempt >= 4) err = ierr;
@@ -318,12 +333,60 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
     wd_producer_destroy(np);
     return err;
   }
+  wd_producer_offsets_carry(np, c->prod); /* the commit history's output ranges of the commit in hand */
   wd_producer_destroy(c->prod); /* its open transaction was resolved by the new one's init */
   c->prod = np;
   wd_producer_set_wait(c->prod, producer_wait, c);
   close_round(c);
+  c->generation++;
   wd_log(WD_LOG_INFO, "collector", "producer re-created (transactions initialised)");
   return NULL;
+}
+
+wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause) {
+  const char *why = cause ? cause->message : "a fatal producer error";
+  if (c->bg_started) return busy_error("re-creating the producer");
+  wd_error_t *err = NULL;
+  if (cause && cause->fenced) { /* a zombie never goes on */
+    err = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "%s", why);
+    if (err != wd_error_nomem()) err->fenced = true;
+    goto fatal;
+  }
+  double now = wd_mono_s();
+  int recent = 0;
+  for (int i = 0; i < WD_RECREATE_MAX; i++)
+    if (c->recreated[i] > 0 && now - c->recreated[i] < WD_RECREATE_WINDOW_S) recent++;
+  if (recent >= WD_RECREATE_MAX) {
+    err = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "the producer failed fatally again (%s) after %d "
+                       "re-creations within %d s: stopping; the last commit was not made, its records are read "
+                       "again on restart", why, recent, WD_RECREATE_WINDOW_S);
+    goto fatal;
+  }
+  wd_log(WD_LOG_WARN, "collector", "the producer failed fatally, not fenced (%s): re-creating it with the same "
+         "transactional.id; the open commit is resolved and redone (re-creation %d within %d s, at most %d)", why,
+         recent + 1, WD_RECREATE_WINDOW_S, WD_RECREATE_MAX);
+  wd_error_t *rerr = wd_collector_reopen(c);
+  if (!rerr) {
+    c->recreated[c->nrecreated++ % WD_RECREATE_MAX] = now;
+    return NULL;
+  }
+  err = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "the producer failed fatally (%s) and a new one could not "
+                     "start: %s", why, rerr->message);
+  if (err != wd_error_nomem()) err->fenced = rerr->fenced; /* another process took the transactional.id */
+  wd_error_destroy(rerr);
+fatal:
+  if (err != wd_error_nomem()) {
+    err->fatal = true;
+    err->retriable = false;
+  }
+  return err;
+}
+
+uint64_t wd_collector_generation(const wd_collector_t *c) { return c->generation; }
+
+void wd_collector_inject_fatal(wd_collector_t *c, int code) {
+  wd_log(WD_LOG_WARN, "collector", "fault hook: the producer raises a fatal error (code %d)", code);
+  wd_producer_inject_fatal(c->prod, code, "WIDEN_FAULT");
 }
 
 void wd_collector_hold(wd_collector_t *c, size_t max_bytes) {
@@ -401,6 +464,8 @@ static void *commit_thread(void *arg) {
 wd_error_t *wd_collector_commit_start(wd_collector_t *c, int timeout_ms) {
   if (c->bg_started) return busy_error("starting a commit");
   if (!c->txn_open) return NULL; /* nothing to commit: done at once */
+  wd_error_t *ferr = wd_producer_fatal(c->prod);
+  if (ferr) return ferr;
   c->holding = true; /* records sent meanwhile belong to the next transaction */
   c->bg_timeout_ms = timeout_ms;
   c->bg_err = NULL;

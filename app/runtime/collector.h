@@ -13,7 +13,8 @@
  * What it does, in one place:
  *   - owns the producer: creates it from the configuration it copies, and after a commit whose
  *     outcome stays unknown re-creates it with the same transactional.id (wd_collector_reopen:
- *     init_transactions fences the old one and resolves its transaction). Nobody else holds the
+ *     init_transactions fences the old one and resolves its transaction); so too after a fatal
+ *     producer error that is not fencing (wd_collector_recreate, bounded). Nobody else holds the
  *     producer; the commit coordinator (app/runtime/commit.h) and the pipeline borrow the collector;
  *   - begins the transaction lazily (transactional producer: `transactional.id` set), with the
  *     first record of a commit or with the commit's offsets (wd_collector_begin), calling the
@@ -23,8 +24,13 @@
  *     (librdkafka's _STATE on a send after a failed delivery, or txn_requires_abort from any
  *     transaction call) is WD_COLLECT_ABORT (abort the open commit, rewind, redo); a retriable one
  *     is WD_COLLECT_RETRY (call again: a commit whose outcome is not known yet, a coordinator that
- *     moved); a wait that gave up is WD_COLLECT_STOPPED; fenced, fatal and any other is
- *     WD_COLLECT_FATAL (stop with the message);
+ *     moved); a wait that gave up is WD_COLLECT_STOPPED; a fatal producer error that is not
+ *     fencing (librdkafka's rd_kafka_fatal_error: INVALID_TXN_STATE on EndTxn or
+ *     AddPartitionsToTxn after a broker restart, an idempotence state it cannot leave) is
+ *     WD_COLLECT_RECREATE (re-create the producer, resolve the open commit as one whose outcome is
+ *     unknown, rewind, redo: Kafka Streams' handling of a task producer's fatal error); fenced,
+ *     the re-creations' bound passed ("E_PRODUCER_FATAL") and any other is WD_COLLECT_FATAL (stop
+ *     with the message);
  *   - waits while librdkafka's queue is full by calling the owner's `wait` hook, which serves the
  *     consumer group (partitions paused) and says when to give up (a stop that used its time, a
  *     batch abandoned by a rebalance): the send then fails with a retriable "E_STOPPED";
@@ -70,13 +76,20 @@ typedef enum wd_out_kind {
 typedef enum wd_collect_class {
   WD_COLLECT_OK,      /* no error */
   WD_COLLECT_ABORT,   /* abortable (wd_error_abortable): abort the open commit, rewind, redo */
+  WD_COLLECT_RECREATE, /* the producer failed fatally, not fenced: wd_collector_recreate, then the
+                        * open commit is resolved as one with an unknown outcome (its commit was
+                        * called) or aborted (it was not), the consumer rewound, the work redone */
   WD_COLLECT_RETRY,   /* retriable: call the same function again (after serving the group) */
   WD_COLLECT_STOPPED, /* "E_STOPPED": a wait gave up (stop past its time, batch abandoned) */
   WD_COLLECT_FATAL    /* fenced, fatal, or not retriable: stop with the message */
 } wd_collect_class_t;
 
-/* The class of err (NULL: WD_COLLECT_OK). Abortable wins over retriable; fenced and fatal win over
- * both. */
+/* The class of err (NULL: WD_COLLECT_OK). Abortable wins over retriable; fatal wins over both:
+ * WD_COLLECT_RECREATE for a fatal, not fenced error of the producer (ids "E_SINK_FATAL",
+ * "E_SINK_PRODUCE", "E_TXN_BEGIN", "E_TXN_OFFSETS", "E_TXN_COMMIT", "E_TXN_ABORT"); every other
+ * fatal one ("E_PRODUCER_FATAL": the bound of wd_collector_recreate passed; "E_TXN_INIT": a new
+ * producer that cannot start; a consumer's "E_KAFKA_FATAL"; out of memory) and every fenced one
+ * is WD_COLLECT_FATAL. */
 wd_collect_class_t wd_collector_classify(const wd_error_t *err);
 
 /* Creates the collector and its producer from conf (copied: kept to re-create the producer).
@@ -122,7 +135,7 @@ bool wd_collector_txn_open(const wd_collector_t *c);
  * MSG_SIZE_TOO_LARGE, as the producer would refuse it). A full queue waits (the wait hook).
  * Errors: those of wd_producer_send classified by wd_collector_classify: "E_SINK_PRODUCE"
  * (MSG_SIZE_TOO_LARGE, an unknown topic, ...; txn_requires_abort on _STATE), "E_STOPPED"
- * (retriable), "E_KAFKA_FATAL", "E_TXN_BEGIN", E_NOMEM. */
+ * (retriable), "E_SINK_FATAL", "E_TXN_BEGIN", E_NOMEM. */
 wd_error_t *wd_collector_send(wd_collector_t *c, wd_out_kind_t kind, const char *topic, int32_t partition,
                               const void *key, size_t klen, const void *value, size_t vlen);
 
@@ -153,15 +166,42 @@ wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms);
 
 /* At-least-once: waits until every record sent so far is acknowledged, up to timeout_ms.
  * Errors: "E_SINK_DELIVERY" (sticky, not retriable), "E_SINK_TIMEOUT" (retriable),
- * "E_KAFKA_FATAL". */
+ * "E_SINK_FATAL". */
 wd_error_t *wd_collector_wait_acked(wd_collector_t *c, int timeout_ms);
 
 /* Replaces the producer by a new one with the same configuration and initialises its transactions
  * (retried while retriable, 5 tries of up to 30 s): used when a commit's outcome stays unknown; the
  * new producer's init_transactions fences the old one and resolves its transaction (the caller
- * then reads the outcome from the group's committed offsets). The transaction is closed after it.
+ * then reads the outcome from the group's committed offsets). The transaction is closed after it;
+ * the output ranges acknowledged so far (wd_collector_ranges) are kept.
  * Errors: those of wd_producer_new and "E_TXN_INIT"; the old producer is kept on error. */
 wd_error_t *wd_collector_reopen(wd_collector_t *c);
+
+/* After an error of class WD_COLLECT_RECREATE (cause, borrowed; may be NULL): replaces the fatal
+ * producer by a new one with the same configuration, as wd_collector_reopen (its
+ * init_transactions, with the same transactional.id, bumps the epoch: the old producer is fenced
+ * and its open transaction completed, if its commit had reached the coordinator, or aborted). The
+ * open transaction is closed after it; held records stay held (the caller resolves or aborts the
+ * commit they belong to). Bounded: at most WD_RECREATE_MAX re-creations within
+ * WD_RECREATE_WINDOW_S seconds; past it nothing is re-created and "E_PRODUCER_FATAL" (fatal, not
+ * retriable) is returned with the cause's message, so a producer that stays broken stops the
+ * process as before. Errors: "E_PRODUCER_FATAL" (the bound; a new producer that could not be
+ * created or initialised, with its reason), "E_PRODUCER_FATAL" with fenced set when the cause or
+ * the new producer's init is fenced (never re-created: a zombie must stop), "E_INTERNAL" (a commit
+ * runs on the helper thread). */
+#define WD_RECREATE_MAX 5
+#define WD_RECREATE_WINDOW_S 300
+wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause);
+
+/* How many times the producer was replaced (wd_collector_reopen, wd_collector_recreate) since
+ * wd_collector_new: a caller compares it before and after a step to tell whether that step
+ * replaced it already. */
+uint64_t wd_collector_generation(const wd_collector_t *c);
+
+/* Fault injection (the WIDEN_FAULT hook "fatal-<point>", tests): the producer raises a fatal error
+ * of code `code` (an rd_kafka_resp_err_t: INVALID_TXN_STATE is 48, PRODUCER_FENCED 90); the
+ * collector's next call returns it ("E_SINK_FATAL", fatal; fenced for a fencing code). */
+void wd_collector_inject_fatal(wd_collector_t *c, int code);
 
 /* Holding (issue 22 point 2): from wd_collector_hold(c) on, records sent are kept in memory in
  * order (up to `max_bytes` of keys and values; past it a send returns the retriable
@@ -201,7 +241,7 @@ uint64_t wd_collector_count(const wd_collector_t *c, wd_out_kind_t kind);
 
 /* The offsets of the records acknowledged since the last wd_collector_ranges_reset, per (topic,
  * partition), from the delivery reports (*out borrowed, valid until the next call into the
- * collector; topic names valid for the collector's life): for the commit history's output ranges
+ * collector; topic names valid until the producer is replaced: wd_collector_reopen, _recreate): for the commit history's output ranges
  * (read them once the commit's output is complete, then reset). */
 size_t wd_collector_ranges(const wd_collector_t *c, const wd_producer_range_t **out);
 void wd_collector_ranges_reset(wd_collector_t *c);

@@ -146,6 +146,7 @@ struct wd_commit {
   /* fault hook */
   char fault[32];
   long fault_left;
+  bool fault_fatal; /* WIDEN_FAULT=fatal-<point>: the producer turns fatal there instead of a kill */
 };
 
 /* The fault hook (docs/exactly-once.md): whether the configured point is reached for the n-th
@@ -160,8 +161,14 @@ static void fault_kill(wd_commit_t *c, const char *point) {
   raise(SIGKILL);
 }
 
+/* INVALID_TXN_STATE (librdkafka's rd_kafka_resp_err_t): what the fault hook's fatal error carries,
+ * as a transaction coordinator's answer after a broker restart */
+#define WD_FAULT_FATAL_CODE 48
+
 static void fault_point(wd_commit_t *c, const char *point) {
-  if (fault_due(c, point)) fault_kill(c, point);
+  if (!fault_due(c, point)) return;
+  if (c->fault_fatal) wd_collector_inject_fatal(c->coll, WD_FAULT_FATAL_CODE);
+  else fault_kill(c, point);
 }
 
 static void on_opening(void *ctx);
@@ -194,13 +201,18 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd
   const char *f = getenv("WIDEN_FAULT");
   if (f && *f) {
     const char *colon = strchr(f, ':');
+    if (!strncmp(f, "fatal-", 6)) {
+      c->fault_fatal = true;
+      f += 6;
+    }
     size_t len = colon ? (size_t)(colon - f) : strlen(f);
     if (len < sizeof(c->fault)) {
       memcpy(c->fault, f, len);
       c->fault[len] = 0;
       c->fault_left = colon ? strtol(colon + 1, NULL, 10) : 1;
       if (c->fault_left < 1) c->fault_left = 1;
-      wd_log(WD_LOG_WARN, "commit", "fault hook armed: SIGKILL at the %ld. time at %s", c->fault_left, c->fault);
+      wd_log(WD_LOG_WARN, "commit", "fault hook armed: %s at the %ld. time at %s",
+             c->fault_fatal ? "a fatal producer error" : "SIGKILL", c->fault_left, c->fault);
     }
   }
   *out = c;
@@ -1595,16 +1607,30 @@ static void drop_next(wd_commit_t *c) {
 enum { RUN_ALL, RUN_ASYNC, RUN_FIRST };
 static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *aborted, int mode);
 
-wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
+/* The producer re-created after a fatal error that is not fencing (the collector's
+ * WD_COLLECT_RECREATE, cause), unless it was replaced since generation gen already (the
+ * resolution of a commit that was committing re-created it). Errors: wd_collector_recreate's. */
+static wd_error_t *recreate_once(wd_commit_t *c, uint64_t gen, const wd_error_t *cause) {
+  if (wd_collector_generation(c->coll) != gen) return NULL;
+  return wd_collector_recreate(c->coll, cause);
+}
+
+/* wd_commit_abort; cause (borrowed, may be NULL): a fatal producer error that is not fencing
+ * (WD_COLLECT_RECREATE): the producer is re-created first (its new init_transactions aborts the
+ * old transaction, which never reached its commit: commit_txn resolves those that did). */
+static wd_error_t *commit_abort(wd_commit_t *c, const char *why, const wd_error_t *cause) {
   wd_error_t *err = NULL;
+  bool recreate = wd_collector_classify(cause) == WD_COLLECT_RECREATE;
+  uint64_t gen = wd_collector_generation(c->coll);
   if (c->committing && c->phase == WD_PHASE_OFFSETS_SENT) {
     /* issue 22 point 2: the commit whose transaction is committing is resolved first (completed, or
      * aborted by the broker's answer): it may have committed, so it is never taken back here; what
      * is aborted is what was taken after it */
     bool ab = false;
     if ((err = run_phases(c, c->stop, &ab, RUN_FIRST))) return err;
-    if (ab) return NULL; /* it aborted itself, and everything after it with it */
+    if (ab) return recreate ? recreate_once(c, gen, cause) : NULL; /* it aborted itself, and all after it */
   }
+  if (recreate && (err = recreate_once(c, gen, cause))) return err;
   if (c->phase == WD_PHASE_IDLE) return NULL;
   c->naborts++;
   wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
@@ -1615,6 +1641,13 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
       if (wd_collector_classify(err = wd_collector_abort(c->coll, stop_budget_ms(c, 30000))) != WD_COLLECT_RETRY) break;
       if (stop_expired(c)) break; /* the broker aborts it after transaction.timeout.ms */
       serve(c, 100);
+    }
+    if (wd_collector_classify(err) == WD_COLLECT_RECREATE) {
+      /* the producer turned fatal: a new one's init_transactions aborts the transaction */
+      wd_error_t *rerr = recreate_once(c, gen, err);
+      wd_error_destroy(err);
+      if ((err = rerr)) return err;
+      err = wd_collector_abort(c->coll, 0); /* no transaction open now: drops what is held */
     }
     if (wd_collector_classify(err) == WD_COLLECT_FATAL && (err->fatal || err->fenced)) return err;
     if (err) {
@@ -1656,6 +1689,12 @@ wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) {
   return err;
 }
 
+wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why) { return commit_abort(c, why, NULL); }
+
+wd_error_t *wd_commit_abort_for(wd_commit_t *c, const wd_error_t *cause) {
+  return commit_abort(c, cause ? cause->message : "aborted", cause);
+}
+
 /* The targets sent to the transaction: the commit's offsets of partitions that are not restoring
  * (a restoring partition is behind the group's committed offset: sending it would move it back). */
 static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
@@ -1670,12 +1709,15 @@ static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
 
 
 /* An abortable error (the collector's WD_COLLECT_ABORT: txn_requires_abort, not fenced or fatal)
- * aborts the open commit: the abort's
+ * aborts the open commit, and so does a fatal producer error that is not fencing
+ * (WD_COLLECT_RECREATE, before the commit's commit_transaction: the producer is re-created first,
+ * its init_transactions aborts the old transaction): the abort's
  * own error (or NULL) is returned in its place and *aborted set; any other error is returned as
  * it is. Takes err. */
 static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *aborted) {
-  if (wd_collector_classify(err) != WD_COLLECT_ABORT) return err;
-  wd_error_t *aerr = wd_commit_abort(c, err->message);
+  wd_collect_class_t k = wd_collector_classify(err);
+  if (k != WD_COLLECT_ABORT && k != WD_COLLECT_RECREATE) return err;
+  wd_error_t *aerr = commit_abort(c, err->message, err);
   wd_error_destroy(err);
   if (aborted) *aborted = true;
   return aerr;
@@ -1690,6 +1732,8 @@ static wd_error_t *abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *abo
 #define WD_OVERLAP_MAX_S 2.0
 #define WD_OVERLAP_MAX_HELD 200000
 
+static wd_error_t *resolve_outcome(wd_commit_t *c, bool *aborted);
+
 static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, bool async) {
   wd_error_t *err = NULL;
   double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
@@ -1700,10 +1744,17 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
      * collector.h) */
     if (!c->committing) {
       if (fault_due(c, "during-commit")) {
-        wd_error_destroy(wd_collector_commit(c->coll, 1));
-        fault_kill(c, "during-commit");
+        if (c->fault_fatal) {
+          wd_collector_inject_fatal(c->coll, WD_FAULT_FATAL_CODE);
+        } else {
+          wd_error_destroy(wd_collector_commit(c->coll, 1));
+          fault_kill(c, "during-commit");
+        }
       }
-      if ((err = wd_collector_commit_start(c->coll, stop_budget_ms(c, 10000)))) return err;
+      if ((err = wd_collector_commit_start(c->coll, stop_budget_ms(c, 10000)))) {
+        if (wd_collector_classify(err) == WD_COLLECT_RECREATE) goto resolve;
+        return err;
+      }
       if (!wd_collector_commit_started(c->coll)) { /* no transaction open: nothing to wait for */
         c->phase = WD_PHASE_COMMITTED;
         return NULL;
@@ -1719,9 +1770,13 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
     /* done, or too long in the background: its result (waited for) below, as before */
   }
   if (!c->committing && fault_due(c, "during-commit")) {
-    /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
-    wd_error_destroy(wd_collector_commit(c->coll, 1));
-    fault_kill(c, "during-commit");
+    if (c->fault_fatal) {
+      wd_collector_inject_fatal(c->coll, WD_FAULT_FATAL_CODE);
+    } else {
+      /* the EndTxn request is on its way (or not yet: a 1 ms wait); its outcome is the broker's */
+      wd_error_destroy(wd_collector_commit(c->coll, 1));
+      fault_kill(c, "during-commit");
+    }
   }
   bool told = false;
   for (;;) {
@@ -1735,6 +1790,7 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
       c->committing = false; /* what was taken after it goes too (drop_next) */
       return abort_if_abortable(c, err, aborted);
     }
+    if (k == WD_COLLECT_RECREATE) goto resolve; /* the outcome is not known: as below */
     if (k != WD_COLLECT_RETRY) return err; /* fenced, fatal, other */
     if ((stop && *stop >= 2) || stop_expired(c)) {
       wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
@@ -1765,10 +1821,42 @@ static wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *ab
          err->message);
   wd_error_destroy(err);
   if ((err = wd_collector_reopen(c->coll))) return err;
-  wd_tp_offset_t *g = calloc(c->nt, sizeof(*g));
+  return resolve_outcome(c, aborted);
+resolve:
+  /* a fatal producer error that is not fencing (WD_COLLECT_RECREATE) while committing: whether the
+   * transaction committed is not known (its EndTxn may have reached the coordinator); the new
+   * producer's init_transactions completes or aborts it, and it is resolved as above (Kafka
+   * Streams re-creates the task producer and re-processes from the committed offsets) */
+  if (!c->nt && !c->gcons) {
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "the producer failed fatally while committing "
+                                 "(%s) and the outcome cannot be read from the group's offsets (only restoring "
+                                 "partitions): restart widen to resolve it", err->message);
+    if (e != wd_error_nomem()) {
+      e->fatal = true;
+      e->retriable = false;
+    }
+    wd_error_destroy(err);
+    return e;
+  }
+  wd_log(WD_LOG_WARN, "commit", "commit %" PRIu64 ": the producer failed fatally while committing (%s): re-creating "
+         "it to resolve the transaction from the group's committed offsets", c->number + 1, err->message);
+  {
+    wd_error_t *rerr = wd_collector_recreate(c->coll, err);
+    wd_error_destroy(err);
+    if ((err = rerr)) return err;
+  }
+  return resolve_outcome(c, aborted);
+}
+
+/* After a new producer's init_transactions (which completed or aborted the commit's transaction):
+ * whether the open commit's transaction committed, from the group's committed offsets (or the
+ * marker); committed: phase COMMITTED (finalize next); not: the commit is aborted (*aborted). */
+static wd_error_t *resolve_outcome(wd_commit_t *c, bool *aborted) {
+  wd_error_t *err = NULL;
+  wd_tp_offset_t *g = calloc(c->nt ? c->nt : 1, sizeof(*g));
   if (!g) return wd_error_nomem();
   memcpy(g, c->t, c->nt * sizeof(*g));
-  err = group_offsets(c, g, c->nt);
+  if (c->nt) err = group_offsets(c, g, c->nt);
   bool committed = false;
   for (size_t i = 0; !err && i < c->nt && !committed; i++) committed = g[i].offset == c->t[i].offset;
   free(g);
@@ -1911,7 +1999,10 @@ static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *ab
     case WD_PHASE_SNAPPED:
       if (c->conf.changelog_topic && !c->changelog_sent && wd_store_batch_count(c->b) + wd_store_batch_count(c->fb)) {
         /* the commit's row changes to the state changelog, in the same transaction */
-        if ((err = wd_commit_begin(c))) break;
+        if ((err = wd_commit_begin(c))) {
+          err = abort_if_abortable(c, err, &ab);
+          break;
+        }
         if (wd_store_batch_foreach_state(c->b, send_changelog, c)) {
           err = abort_if_abortable(c, c->send_err, &ab);
           c->send_err = NULL;
@@ -1968,13 +2059,17 @@ static wd_error_t *run_phases(wd_commit_t *c, volatile const int *stop, bool *ab
           if (c->phase != WD_PHASE_SNAPPED) break; /* completed inside a rebalance callback */
         }
         if (!err && c->phase == WD_PHASE_SNAPPED) c->phase = WD_PHASE_COMMITTED;
+        err = abort_if_abortable(c, err, &ab); /* a fatal producer: re-created, the commit redone */
       } else {
         c->phase = WD_PHASE_COMMITTED; /* nothing to send: only the state */
       }
       break;
     case WD_PHASE_PREPARED: {
       /* 2. the input offsets, in the transaction */
-      if ((err = wd_commit_begin(c))) break;
+      if ((err = wd_commit_begin(c))) {
+        err = abort_if_abortable(c, err, &ab);
+        break;
+      }
       wd_group_meta_t *gm = NULL;
       if ((err = wd_consumer_group_metadata(c->cons, &gm))) break;
       for (int attempt = 0;; attempt++) {

@@ -111,7 +111,8 @@ typedef struct wd_commit_conf {
 /* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the
  * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
  * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
- * itself with SIGKILL. WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
+ * itself with SIGKILL; WIDEN_FAULT=fatal-<point>[:<n>] makes the producer raise a fatal error
+ * (INVALID_TXN_STATE, not fencing) there instead (wd_collector_inject_fatal). WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
  * wd_commit_run (the behaviour before issue 22 point 2; for interleaved benchmarks).
  * *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
 wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
@@ -254,9 +255,14 @@ bool wd_commit_stop_expired(wd_commit_t *c);
 /* Completes the open commit (docs/exactly-once.md steps 1-5); a no-op when none is open.
  * Waits (acknowledgements, a broker that is away) pause the partitions and serve the consumer.
  * *aborted (may be NULL) is set when the commit was aborted instead (abortable error): its output
- * is discarded, its state dropped, the consumer rewound; the pipeline goes on.
+ * is discarded, its state dropped, the consumer rewound; the pipeline goes on. So too after a fatal
+ * producer error that is not fencing (the collector's WD_COLLECT_RECREATE): the producer is
+ * re-created (bounded: wd_collector_recreate) and the commit resolved as one whose outcome is
+ * unknown when its commit_transaction was called (finalized if the group's offsets say it
+ * committed), else aborted.
  * stop: while set, waits give up after a last try (the commit is then left to recovery) and
- * "E_STOPPED" is returned. Errors: fenced, fatal, E_STORE_WRITE, E_SINK_DELIVERY (at-least-once),
+ * "E_STOPPED" is returned. Errors: fenced, fatal (E_PRODUCER_FATAL past the re-creations' bound),
+ * E_STORE_WRITE, E_SINK_DELIVERY (at-least-once),
  * E_STOPPED. */
 wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted);
 
@@ -281,6 +287,15 @@ uint64_t wd_commit_overlapped(const wd_commit_t *c);
 
 /* Aborts the open commit (as after an abortable error). Errors: fatal ones of abort_transaction. */
 wd_error_t *wd_commit_abort(wd_commit_t *c, const char *why);
+
+/* Aborts the open commit for cause (borrowed), an error of the collector's class WD_COLLECT_ABORT
+ * or WD_COLLECT_RECREATE (app/runtime/collector.h): for RECREATE (a fatal producer error that is
+ * not fencing, before the commit's commit_transaction) the producer is re-created first
+ * (wd_collector_recreate, bounded) unless resolving a commit that was committing did so already;
+ * then as wd_commit_abort (the output discarded, the state taken back, the consumer rewound to the
+ * committed offsets). Errors: as wd_commit_abort, and wd_collector_recreate's ("E_PRODUCER_FATAL":
+ * stop with it). */
+wd_error_t *wd_commit_abort_for(wd_commit_t *c, const wd_error_t *cause);
 
 /* A wait inside a batch (schema registry retries): pauses the partitions and serves the consumer
  * for about ms milliseconds (outside consumer callbacks; inside them it only sleeps). */

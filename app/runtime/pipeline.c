@@ -1188,12 +1188,14 @@ static wd_error_t *complete_commit(wd_pipeline_t *p);
 static bool commit_due(wd_pipeline_t *p);
 
 /* The one dispatch of the pipeline on an abortable error (app/runtime/collector.h wd_collector_classify:
- * WD_COLLECT_ABORT, from a send, a decode's wait or a commit): the open commit is aborted, its
- * output discarded and its records read again; *err becomes the abort's own error (NULL: go on).
- * Returns false (err untouched) for any other error. */
+ * WD_COLLECT_ABORT, from a send, a decode's wait or a commit; or WD_COLLECT_RECREATE, a fatal
+ * producer error that is not fencing: the producer is re-created first): the open commit is
+ * aborted, its output discarded and its records read again; *err becomes the abort's own error
+ * (NULL: go on). Returns false (err untouched) for any other error. */
 static bool aborted_for(wd_pipeline_t *p, wd_error_t **err) {
-  if (wd_collector_classify(*err) != WD_COLLECT_ABORT) return false;
-  wd_error_t *aerr = wd_commit_abort(p->commit, (*err)->message);
+  wd_collect_class_t k = wd_collector_classify(*err);
+  if (k != WD_COLLECT_ABORT && k != WD_COLLECT_RECREATE) return false;
+  wd_error_t *aerr = wd_commit_abort_for(p->commit, *err);
   wd_error_destroy(*err);
   *err = aerr;
   return true;
@@ -1316,10 +1318,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (rebuilding) {
       wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
       err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
-      if (wd_error_abortable(err)) {
-        wd_error_t *aerr = wd_commit_abort(p->commit, err->message);
-        wd_error_destroy(err);
-        if ((err = aerr)) break;
+      if (aborted_for(p, &err)) {
+        if (err) break;
         continue;
       }
       if (err) break;

@@ -314,6 +314,63 @@ static void crash_point(const char *point, int n) {
   env_done(&crash);
 }
 
+/* A fatal producer error that is not fencing at `point` (WIDEN_FAULT=fatal-<point>:<n>: the producer
+ * raises INVALID_TXN_STATE there, as a transaction coordinator answers after a broker restart): widen
+ * does not stop; it re-creates the producer (same transactional.id), resolves the open commit (taken
+ * back when its commit was not reached, by the group's offsets when it was), rewinds and redoes. The
+ * output read read_committed equals a clean run's per key (nothing lost or repeated), and so do the
+ * final rows, after a second run over more input. */
+static void fatal_point(const char *point, int n) {
+  env_t clean, fat;
+  char name[64];
+  snprintf(name, sizeof(name), "f%.20s", point);
+  env_init(&clean, "fclean", "exactly-once");
+  env_init(&fat, name, "exactly-once");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, fat.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &fat};
+  produce_orders(both, 2, 2000, 43, 0);
+  char fault[64], log[400];
+  snprintf(fault, sizeof(fault), "fatal-%s:%d", point, n);
+  snprintf(log, sizeof(log), "%s/fatal.log", fat.dir);
+  int rc = wait_exit(spawn_widen_log(&fat, fault, "2000", log));
+  FILE *f = fopen(log, "r");
+  cr_assert_not_null(f);
+  static char buf[1 << 20];
+  size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[len] = 0;
+  fclose(f);
+  cr_assert_eq(rc, 0, "widen stopped (exit %d) on a fatal producer error at %s instead of re-creating the "
+               "producer:\n%s", rc, fault, len > 3000 ? buf + len - 3000 : buf);
+  cr_assert_not_null(strstr(buf, "fault hook: the producer raises a fatal error"), "the fault hook at %s did not "
+                     "fire:\n%s", fault, len > 3000 ? buf + len - 3000 : buf);
+  cr_assert_not_null(strstr(buf, "re-creating it"), "no re-creation logged:\n%s", len > 3000 ? buf + len - 3000 : buf);
+  /* the open commit was taken back: before its commit at once; after it, once the group's offsets
+   * said its transaction did not commit (the new producer's init aborted it) */
+  const char *resolved = strcmp(point, "during-commit") ? "aborting commit" : "the transaction did not commit";
+  cr_assert_not_null(strstr(buf, resolved), "no \"%s\" logged:\n%s", resolved, len > 3000 ? buf + len - 3000 : buf);
+  produce_orders(both, 2, 3000, 43, 2000);
+  cr_assert_eq(run_widen(&fat, NULL), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *a = changelog_by_key(clean.out, &nc), *b = changelog_by_key(fat.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  assert_same_changelog(a, b, nc, ng);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&fat);
+  cr_assert_gt(json_array_size(ra), 50);
+  cr_assert(wd_test_json_same(ra, rb), "final rows differ from the clean run's");
+  json_decref(a);
+  json_decref(b);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&fat);
+}
+
+Test(exactly_once, fatal_during_produce_recreates_the_producer, .timeout = 200) { fatal_point("during-produce", 4); }
+Test(exactly_once, fatal_after_prepare_recreates_the_producer, .timeout = 200) { fatal_point("after-prepare", 4); }
+Test(exactly_once, fatal_during_commit_recreates_the_producer, .timeout = 200) { fatal_point("during-commit", 4); }
+
 Test(exactly_once, crash_before_begin, .timeout = 200) { crash_point("before-begin", 4); }
 Test(exactly_once, crash_during_produce, .timeout = 200) { crash_point("during-produce", 4); }
 Test(exactly_once, crash_after_prepare, .timeout = 200) { crash_point("after-prepare", 4); }

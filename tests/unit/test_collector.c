@@ -11,7 +11,12 @@
  *     stays in its group past max.poll.interval.ms (a wait that does not serve it loses the group:
  *     the control case, so the test can fail);
  *   - holding: records kept while the previous commit completes are sent in order by release,
- *     in the next transaction.
+ *     in the next transaction;
+ *   - a fatal producer error that is not fencing (EndTxn, AddPartitionsToTxn or AddOffsetsToTxn
+ *     answering INVALID_TXN_STATE: librdkafka makes the producer fatal): classified
+ *     WD_COLLECT_RECREATE, the producer re-created (same transactional.id) and the redone commit
+ *     commits; at most WD_RECREATE_MAX times within WD_RECREATE_WINDOW_S s, then E_PRODUCER_FATAL;
+ *     a fencing one (PRODUCER_FENCED) is never re-created.
  * The mock cluster has no read_committed (toolchain-notes §2): what a transaction leaves visible is
  * checked on the real broker by the exactly-once integration tests; here the outcome of each call
  * and the log's contents are.
@@ -31,7 +36,13 @@
 #include "ingest/consumer.h"
 
 /* the Kafka protocol's ApiKeys (librdkafka's RD_KAFKAP_* are not public) */
-enum { API_PRODUCE = 0, API_ADD_OFFSETS_TO_TXN = 25, API_END_TXN = 26, API_TXN_OFFSET_COMMIT = 28 };
+enum {
+  API_PRODUCE = 0,
+  API_ADD_PARTITIONS_TO_TXN = 24,
+  API_ADD_OFFSETS_TO_TXN = 25,
+  API_END_TXN = 26,
+  API_TXN_OFFSET_COMMIT = 28
+};
 
 typedef struct {
   rd_kafka_t *rk;
@@ -137,9 +148,28 @@ Test(collector, classify_is_one_table) {
   e->fenced = true; /* fenced wins over both */
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   e->fenced = false;
+  e->fatal = true; /* a fatal producer error that is not fencing: re-create the producer */
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_RECREATE);
+  e->fenced = true; /* fenced: never re-created */
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
+  wd_error_destroy(e);
+  e = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "x"); /* the re-creations' bound */
   e->fatal = true;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   wd_error_destroy(e);
+  e = wd_error_new(WD_ERR_KAFKA, "E_TXN_INIT", "x"); /* a new producer that cannot start */
+  e->fatal = true;
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
+  wd_error_destroy(e);
+  e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_FATAL", "consumer: x"); /* a consumer's: no producer to re-create */
+  e->fatal = true;
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
+  wd_error_destroy(e);
+  e = wd_error_new(WD_ERR_KAFKA, "E_SINK_FATAL", "producer: x"); /* the producer's */
+  e->fatal = true;
+  cr_assert_eq(wd_collector_classify(e), WD_COLLECT_RECREATE);
+  wd_error_destroy(e);
+  cr_assert_eq(wd_collector_classify(wd_error_nomem()), WD_COLLECT_FATAL); /* "fatal", but no Kafka error */
   e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "x");
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_STOPPED);
   wd_error_destroy(e);
@@ -495,6 +525,216 @@ Test(collector, a_commit_on_the_helper_thread_holds_what_is_sent_meanwhile, .tim
   read_all(&m, "out", "bgnext", &found);
   cr_assert_eq(found, 2);
   read_all(&m, "out", "bgfirst", &found);
+  cr_assert_eq(found, 3);
+  wd_collector_destroy(c);
+  mock_done(&m);
+}
+
+/* ---- a fatal producer error that is not fencing ---------------------------------------------- */
+
+/* One commit of prefix's 4 records with the input offset t, as the coordinator dispatches (app/runtime/commit.c):
+ * send_offsets and commit retried while WD_COLLECT_RETRY; WD_COLLECT_RECREATE: wd_collector_recreate (counted in
+ * *recreated) and 0 returned (the caller redoes the commit); 1 when committed. Any other class: the error is
+ * returned in *stop (the process would stop with it) and -1. */
+static int commit_or_recreate(wd_collector_t *c, wd_consumer_t *cons, const char *prefix, const wd_tp_offset_t *t,
+                              int *recreated, wd_error_t **stop) {
+  *stop = NULL;
+  wd_error_t *err = NULL;
+  for (int i = 0; i < 4 && !err; i++) {
+    char v[48];
+    int len = snprintf(v, sizeof(v), "%s%d", prefix, i);
+    err = wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, v, (size_t)len);
+    if (!err) usleep(50000); /* AddPartitionsToTxn is answered meanwhile */
+  }
+  wd_group_meta_t *gm = NULL;
+  double deadline = wd_mono_s() + 40;
+  if (!err) cr_assert_null(wd_consumer_group_metadata(cons, &gm));
+  for (int step = 0; !err && step < 2;) { /* 0: send_offsets, 1: commit */
+    err = step == 0 ? wd_collector_send_offsets(c, t, 1, gm, 5000) : wd_collector_commit(c, 5000);
+    if (!err) {
+      step++;
+      continue;
+    }
+    if (wd_collector_classify(err) != WD_COLLECT_RETRY) break;
+    wd_error_destroy(err);
+    err = NULL;
+    cr_assert_lt(wd_mono_s(), deadline, "retried for 40 s");
+    wd_consumer_serve(cons, 100);
+  }
+  wd_group_meta_destroy(gm);
+  wd_collect_class_t k = wd_collector_classify(err);
+  if (k == WD_COLLECT_OK) return 1;
+  if (k == WD_COLLECT_RECREATE) {
+    uint64_t gen = wd_collector_generation(c);
+    const wd_producer_range_t *pr = NULL;
+    size_t npr = wd_collector_ranges(c, &pr);
+    wd_producer_range_t before[8];
+    cr_assert_leq(npr, 8);
+    memcpy(before, pr, npr * sizeof(*pr));
+    char names[8][64];
+    for (size_t i = 0; i < npr; i++) snprintf(names[i], sizeof(names[i]), "%s", pr[i].topic);
+    wd_error_t *rerr = wd_collector_recreate(c, err);
+    wd_error_destroy(err);
+    if (rerr) {
+      *stop = rerr;
+      return -1;
+    }
+    cr_assert_eq(wd_collector_generation(c), gen + 1);
+    cr_assert_not(wd_collector_txn_open(c), "the transaction of the fatal producer is still open");
+    /* the output ranges acknowledged so far are kept (the commit history's, if the commit committed) */
+    cr_assert_eq(wd_collector_ranges(c, &pr), npr);
+    for (size_t i = 0; i < npr; i++) {
+      cr_assert_str_eq(pr[i].topic, names[i]);
+      cr_assert_eq(pr[i].partition, before[i].partition);
+      cr_assert_eq(pr[i].first, before[i].first);
+      cr_assert_eq(pr[i].end, before[i].end);
+    }
+    wd_collector_ranges_reset(c); /* as the pipeline after the commit's history */
+    (*recreated)++;
+    return 0;
+  }
+  *stop = err;
+  return -1;
+}
+
+Test(collector, a_fatal_producer_error_recreates_the_producer_and_the_commit_is_redone, .timeout = 120) {
+  mock_t m;
+  mock_new(&m, 1);
+  wd_collector_t *c = collector(&m, "wd-coll-fatal", NULL, NULL);
+  wd_consumer_t *cons = group_consumer(&m, "g-fatal", "in", NULL);
+  struct {
+    const char *what;
+    int api;
+  } faults[] = {
+      /* librdkafka 2.0.2 rdkafka_txnmgr.c: INVALID_TXN_STATE on these is ERR_ACTION_FATAL (the producer's
+       * fatal error), not normalised to _FENCED as PRODUCER_FENCED and INVALID_PRODUCER_EPOCH are */
+      {"EndTxn INVALID_TXN_STATE (the commit hit: outcome resolved by the coordinator)", API_END_TXN},
+      {"AddPartitionsToTxn INVALID_TXN_STATE (before the commit)", API_ADD_PARTITIONS_TO_TXN},
+      {"AddOffsetsToTxn INVALID_TXN_STATE (before the commit)", API_ADD_OFFSETS_TO_TXN},
+  };
+  int recreated = 0;
+  size_t nf = sizeof(faults) / sizeof(*faults);
+  for (size_t i = 0; i < WD_RECREATE_MAX; i++) { /* each fault, in turn, up to the bound */
+    size_t f = i % nf;
+    wd_tp_offset_t t = {"in", 0, (int64_t)(i + 1) * 10};
+    rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, faults[f].api, 1, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE, 0);
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "f%zu-a0-", i);
+    wd_error_t *stop = NULL;
+    int r = commit_or_recreate(c, cons, prefix, &t, &recreated, &stop);
+    cr_assert_eq(r, 0, "%s: %s (class %d) instead of a re-created producer", faults[f].what,
+                 stop ? stop->message : "committed", wd_collector_classify(stop));
+    cr_assert_eq(recreated, (int)i + 1);
+    size_t left = 99;
+    cr_assert_eq(rd_kafka_mock_broker_error_stack_cnt(m.mc, 1, faults[f].api, &left), 0);
+    cr_assert_eq(left, 0, "%s: the injected error was never answered", faults[f].what);
+    /* the redone commit, with the new producer */
+    snprintf(prefix, sizeof(prefix), "f%zu-a1-", i);
+    r = commit_or_recreate(c, cons, prefix, &t, &recreated, &stop);
+    cr_assert_eq(r, 1, "%s: the redone commit did not commit: %s", faults[f].what, stop ? stop->message : "");
+    cr_assert_not(wd_collector_txn_open(c));
+    int found = 0;
+    read_all(&m, "out", prefix, &found);
+    cr_assert_eq(found, 4, "%s: %d of the redone commit's 4 records in the log", faults[f].what, found);
+  }
+  /* the bound: one more fatal error within WD_RECREATE_WINDOW_S stops, with the cause in the message */
+  rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, API_END_TXN, 1, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE, 0);
+  wd_tp_offset_t t = {"in", 0, 1000};
+  wd_error_t *stop = NULL;
+  uint64_t gen = wd_collector_generation(c);
+  cr_assert_eq(commit_or_recreate(c, cons, "bound-", &t, &recreated, &stop), -1, "re-creation %d within %d s",
+               WD_RECREATE_MAX + 1, WD_RECREATE_WINDOW_S);
+  cr_assert_not_null(stop);
+  cr_assert_str_eq(stop->id, "E_PRODUCER_FATAL", "%s", stop->message);
+  cr_assert_eq(wd_collector_classify(stop), WD_COLLECT_FATAL);
+  cr_assert_not_null(strstr(stop->message, "INVALID_TXN_STATE"), "the cause is not in: %s", stop->message);
+  cr_assert_eq(wd_collector_generation(c), gen, "the producer was re-created past the bound");
+  wd_error_destroy(stop);
+  wd_consumer_destroy(cons);
+  wd_collector_destroy(c);
+  mock_done(&m);
+}
+
+Test(collector, a_fenced_producer_is_never_recreated, .timeout = 60) {
+  mock_t m;
+  mock_new(&m, 1);
+  wd_collector_t *c = collector(&m, "wd-coll-fenced", NULL, NULL);
+  wd_consumer_t *cons = group_consumer(&m, "g-fenced", "in", NULL);
+  rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, API_END_TXN, 1, RD_KAFKA_RESP_ERR_PRODUCER_FENCED, 0);
+  wd_tp_offset_t t = {"in", 0, 10};
+  wd_error_t *stop = NULL;
+  int recreated = 0;
+  cr_assert_eq(commit_or_recreate(c, cons, "fenced-", &t, &recreated, &stop), -1, "a fenced producer was %s",
+               recreated ? "re-created" : "committed");
+  cr_assert_not_null(stop);
+  cr_assert(stop->fenced, "not fenced: %s", stop->message);
+  cr_assert_eq(wd_collector_classify(stop), WD_COLLECT_FATAL, "%s", stop->message);
+  /* asked anyway, the collector refuses: a zombie never goes on */
+  uint64_t gen = wd_collector_generation(c);
+  wd_error_t *rerr = wd_collector_recreate(c, stop);
+  cr_assert_not_null(rerr);
+  cr_assert(rerr->fenced);
+  cr_assert_eq(wd_collector_classify(rerr), WD_COLLECT_FATAL);
+  cr_assert_eq(wd_collector_generation(c), gen);
+  wd_error_destroy(rerr);
+  wd_error_destroy(stop);
+  wd_consumer_destroy(cons);
+  wd_collector_destroy(c);
+  mock_done(&m);
+}
+
+/* The fault hook's injection (WIDEN_FAULT=fatal-<point>): the collector's next call reports it as a
+ * fatal error that is not fencing, and the re-created producer commits. */
+Test(collector, an_injected_fatal_error_is_reported_and_recreated, .timeout = 60) {
+  mock_t m;
+  mock_new(&m, 1);
+  wd_collector_t *c = collector(&m, "wd-coll-inject", NULL, NULL);
+  send_batch(c, "out", "inj-a0-", 2);
+  wd_collector_inject_fatal(c, RD_KAFKA_RESP_ERR_INVALID_TXN_STATE);
+  wd_error_t *err = wd_collector_commit(c, 5000);
+  cr_assert_not_null(err, "the commit of a fatal producer succeeded");
+  cr_assert_eq(wd_collector_classify(err), WD_COLLECT_RECREATE, "%s", err->message);
+  cr_assert_not(err->fenced);
+  wd_error_t *e2 = wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, "x", 1);
+  cr_assert_eq(wd_collector_classify(e2), WD_COLLECT_RECREATE, "%s", e2 ? e2->message : "sent");
+  wd_error_destroy(e2);
+  cr_assert_null(wd_collector_recreate(c, err));
+  wd_error_destroy(err);
+  send_batch(c, "out", "inj-a1-", 3);
+  err = wd_collector_commit(c, 10000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  int found = 0;
+  read_all(&m, "out", "inj-a1-", &found);
+  cr_assert_eq(found, 3);
+  /* a fencing code injected: never re-created */
+  wd_collector_inject_fatal(c, RD_KAFKA_RESP_ERR_PRODUCER_FENCED);
+  err = wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, "x", 1);
+  cr_assert_not_null(err);
+  cr_assert(err->fenced, "%s", err->message);
+  cr_assert_eq(wd_collector_classify(err), WD_COLLECT_FATAL);
+  wd_error_destroy(err);
+  wd_collector_destroy(c);
+  mock_done(&m);
+}
+
+/* At-least-once (an idempotent producer, no transactional.id) re-creates too: the new producer needs
+ * no init_transactions, and what is sent after it is acknowledged. */
+Test(collector, an_idempotent_producer_is_recreated_without_transactions, .timeout = 60) {
+  mock_t m;
+  mock_new(&m, 1);
+  wd_collector_t *c = collector(&m, NULL, NULL, NULL);
+  cr_assert_not(wd_collector_transactional(c));
+  wd_collector_inject_fatal(c, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+  wd_error_t *err = wd_collector_send(c, WD_OUT_CHANGELOG, "out", -1, "k", 1, "x", 1);
+  cr_assert_eq(wd_collector_classify(err), WD_COLLECT_RECREATE, "%s", err ? err->message : "sent");
+  wd_error_t *rerr = wd_collector_recreate(c, err);
+  cr_assert_null(rerr, "%s", rerr ? rerr->message : "");
+  wd_error_destroy(err);
+  send_batch(c, "out", "alo-", 3);
+  err = wd_collector_wait_acked(c, 10000);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  int found = 0;
+  read_all(&m, "out", "alo-", &found);
   cr_assert_eq(found, 3);
   wd_collector_destroy(c);
   mock_done(&m);
