@@ -3,6 +3,7 @@
  */
 #include "app/runtime/pipeline.h"
 #include "app/runtime/global_table.h"
+#include "app/runtime/lookups.h"
 #include "common/clock.h"
 #include "app/config/join_config.h"
 #include "app/config/table_config.h"
@@ -44,7 +45,7 @@ typedef struct {
   bool applied;
   bool tombstone;      /* a Kafka tombstone (null value), skipped */
   bool skipped;        /* replay --from: older than the point in time */
-  bool lookup;         /* a lookup source's message: its records are p->lk.recs[first .. first+count) */
+  bool lookup;         /* a lookup source's message: its records are the lookups' batch rows first .. first+count */
   bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
   bool held;           /* issue 21: not taken (its task is restoring other partitions): read again */
   int src;             /* index of its source (cfg->sources), -1 when none */
@@ -115,16 +116,7 @@ struct wd_pipeline {
   /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h):
    * the plan, the task and stateless topics, the forwarding (a single task: nothing repartitioned) */
   wd_repart_t *rp;
-  /* joins on other keys (join/lookup.h): the join layer, each source's id in it, and the records
-   * of the batch's lookup messages (rows of their lookup schemas) */
-  struct {
-    wd_join_t *join;
-    int *ids;
-    wd_changes_t *changes; /* per source (lookups only) */
-    wd_row_t **recs;
-    const wd_schema_t **schemas; /* per record */
-    size_t n, cap;
-  } lk;
+  wd_lookups_t *lk; /* the join layer on other keys and the batch's lookup rows (app/runtime/lookups.h) */
   /* issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h): the lookup topics
    * read whole by this process, outside the group; NULL otherwise */
   wd_gtable_t *gt;
@@ -433,11 +425,11 @@ static void log_once(wd_pipeline_t *p, const wd_kmsg_t *m, const wd_error_t *err
 static wd_error_t *trace_message(wd_pipeline_t *p, const wd_bmsg_t *b) {
   for (size_t i = b->first; i < b->first + b->count; i++) {
     json_t *j = json_object();
-    const wd_row_t *row = b->lookup ? p->lk.recs[i] : p->recs[i];
+    const wd_row_t *row = b->lookup ? wd_lookups_row(p->lk, i) : p->recs[i];
     json_object_set_new(j, "op", json_string(wd_row_kind_str(row->kind)));
-    json_object_set_new(j, "row", wd_row_to_json(b->lookup ? p->lk.schemas[i] : p->schema, row));
+    json_object_set_new(j, "row", wd_row_to_json(b->lookup ? wd_lookups_row_schema(p->lk, i) : p->schema, row));
     json_object_set_new(j, "message", json_integer((json_int_t)p->trace_msg));
-    if (p->lk.join && wd_join_active(p->lk.join) && b->src >= 0) /* the case format's "source" (tests/cases) */
+    if (wd_lookups_active(p->lk) && b->src >= 0) /* the case format's "source" (tests/cases) */
       json_object_set_new(j, "source", json_string(p->sources[b->src]->name));
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
@@ -604,18 +596,17 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
 
 
 static bool is_lookup(const wd_pipeline_t *p, int si) {
-  return si >= 0 && p->lk.join && wd_join_is_lookup(p->lk.join, p->lk.ids[si]);
+  return wd_lookups_is_lookup(p->lk, si);
 }
 
-/* Decodes a lookup source's record into rows of its lookup schema, kept in p->lk.recs (a decode
- * error goes to b->err, as for main sources). */
+/* Decodes a lookup source's record into rows of its lookup schema, kept in the lookups' batch (a
+ * decode error goes to b->err, as for main sources). */
 static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta, const wd_kmsg_t *m,
                                  wd_bmsg_t *b) {
-  const wd_schema_t *schema = wd_join_source_schema(p->lk.join, p->lk.ids[si]);
-  wd_changes_t *ch = &p->lk.changes[si];
+  wd_changes_t *ch = wd_lookups_changes(p->lk, si);
   b->lookup = true;
-  b->first = p->lk.n;
-  wd_error_t *derr = decode_record(p, p->sources[si], schema, ch, meta, m);
+  b->count = 0;
+  wd_error_t *derr = decode_record(p, p->sources[si], wd_lookups_schema(p->lk, si), ch, meta, m);
   if (derr) {
     if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
     b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
@@ -625,22 +616,8 @@ static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t
     p->st.skipped_tombstones++;
     return NULL;
   }
-  for (size_t k = 0; k < ch->count; k++) {
-    if (p->lk.n == p->lk.cap) {
-      size_t cap = p->lk.cap ? p->lk.cap * 2 : 256;
-      wd_row_t **r = realloc(p->lk.recs, cap * sizeof(*r));
-      if (r) p->lk.recs = r;
-      const wd_schema_t **sc = realloc(p->lk.schemas, cap * sizeof(*sc));
-      if (sc) p->lk.schemas = sc;
-      if (!r || !sc) return wd_error_nomem();
-      p->lk.cap = cap;
-    }
-    wd_row_t *row = wd_changes_take(ch, k);
-    if (!row) return wd_error_nomem();
-    p->lk.schemas[p->lk.n] = schema;
-    p->lk.recs[p->lk.n++] = row;
-  }
-  b->count = p->lk.n - b->first;
+  wd_error_t *err = wd_lookups_take(p->lk, si, &b->first, &b->count);
+  if (err) return err;
   p->st.changes_in += b->count;
   return NULL;
 }
@@ -649,15 +626,12 @@ static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t
  * engine when the config has no lookup and no required source. */
 static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, size_t first, size_t count,
                                  wd_merge_stats_t *ms) {
-  if (!p->lk.join || !wd_join_active(p->lk.join) || b->src < 0)
-    return wd_message_apply(p->table, wd_state_ops(), p->state, p->recs + first, count, &p->cl, ms);
-  wd_row_t *const *recs = b->lookup ? p->lk.recs + first : p->recs + first;
-  return wd_join_apply(p->lk.join, p->lk.ids[b->src], recs, count, &p->cl, ms);
+  return wd_lookups_apply(p->lk, b->src, b->lookup, p->recs, first, count, p->table, wd_state_ops(), p->state, &p->cl,
+                          ms);
 }
 
 static void release_lookup_recs(wd_pipeline_t *p) {
-  for (size_t i = 0; i < p->lk.n; i++) wd_row_destroy(p->lk.schemas[i], p->lk.recs[i]);
-  p->lk.n = 0;
+  wd_lookups_batch_done(p->lk);
 }
 
 /* ---- issue 10: repartition topics (app/runtime/repartition.h) ---------------------------------------- */
@@ -858,7 +832,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       else
         e = b->first + b->count;
       if (!b->lookup) wd_state_set_task(p->state, p->rec_task[r]);
-      if (p->lk.join && !b->lookup) wd_join_set_task(p->lk.join, p->rec_task[r]);
+      if (!b->lookup) wd_lookups_set_task(p->lk, p->rec_task[r]);
       merr = apply_message(p, b, r, e - r, &ms);
     }
     if (merr) {
@@ -1131,7 +1105,7 @@ static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
   while (!err && wd_commit_next_reconcile(p->commit, &task)) {
     size_t rows = 0;
     wd_changelog_reset(p->table, &p->cl);
-    if ((err = wd_join_reconcile_task(p->lk.join, task, &p->cl, &rows))) break;
+    if ((err = wd_join_reconcile_task(wd_lookups_join(p->lk), task, &p->cl, &rows))) break;
     if (p->cl.n) {
       /* produced as if from one message: index 0 of a batch that holds none */
       if (p->cl.n > p->cap_cl_src) {
@@ -1728,11 +1702,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
   if (!p->sources) goto nomem;
   size_t ntopics = 0;
-  p->lk.ids = calloc(cfg->sources.n + 1, sizeof(*p->lk.ids));
-  p->lk.changes = calloc(cfg->sources.n + 1, sizeof(*p->lk.changes));
-  if (!p->lk.ids || !p->lk.changes) goto nomem;
-  for (size_t i = 0; i < cfg->sources.n; i++) wd_changes_init(&p->lk.changes[i]);
-  err = wd_config_build_join(cfg, p->table, p->sources, p->lk.ids, &p->lk.join);
+  err = wd_lookups_new(cfg, p->table, p->sources, &p->lk);
   p->nsources = cfg->sources.n; /* the built ones are non-NULL */
   if (err) goto fail;
   for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
@@ -1778,14 +1748,14 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if ((err = metrics_setup(p))) goto fail; /* issue 13 */
   if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem; /* issue 13 */
-  if ((err = wd_join_start(p->lk.join, p->state, p->store))) goto fail;
+  if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) goto fail;
   /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
   bool global = false;
   for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
     global = global || is_lookup(p, (int)i);
   if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
-  if (wd_join_active(p->lk.join) && !p->opts.replay && !global)
+  if (wd_lookups_active(p->lk) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
         wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
@@ -1946,7 +1916,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     }
     if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) goto fail;
     if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
-    wd_join_set_owner(p->lk.join, wd_commit_task_owned, p->commit); /* the task table's owned tasks */
+    wd_join_set_owner(wd_lookups_join(p->lk), wd_commit_task_owned, p->commit); /* the task table's owned tasks */
     wd_commit_set_reconcile(p->commit, true); /* each task reconciled before its first record */
   }
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
@@ -1997,12 +1967,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   }
   free(p->fmt_state);
   release_lookup_recs(p);
-  wd_join_destroy(p->lk.join); /* before the state it hooks into */
-  for (size_t i = 0; p->lk.changes && i < p->nsources; i++) wd_changes_free(&p->lk.changes[i]);
-  free(p->lk.changes);
-  free(p->lk.ids);
-  free(p->lk.recs);
-  free(p->lk.schemas);
+  wd_lookups_destroy(p->lk); /* before the state its join hooks into */
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
   wd_commit_destroy(p->commit);
