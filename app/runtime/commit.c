@@ -147,12 +147,14 @@ struct wd_commit {
   char fault[32];
   long fault_left;
   bool fault_fatal; /* WIDEN_FAULT=fatal-<point>: the producer turns fatal there instead of a kill */
+  bool fault_repeat; /* WIDEN_FAULT=<point>:<n>+: at the n-th time and every time after */
 };
 
 /* The fault hook (docs/exactly-once.md): whether the configured point is reached for the n-th
  * time now; fault_kill then kills the process. */
 static bool fault_due(wd_commit_t *c, const char *point) {
-  return c->fault[0] && strcmp(c->fault, point) == 0 && --c->fault_left == 0;
+  if (!c->fault[0] || strcmp(c->fault, point) != 0) return false;
+  return --c->fault_left == 0 || (c->fault_repeat && c->fault_left < 0);
 }
 
 static void fault_kill(wd_commit_t *c, const char *point) {
@@ -209,10 +211,13 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd
     if (len < sizeof(c->fault)) {
       memcpy(c->fault, f, len);
       c->fault[len] = 0;
-      c->fault_left = colon ? strtol(colon + 1, NULL, 10) : 1;
+      char *end = NULL;
+      c->fault_left = colon ? strtol(colon + 1, &end, 10) : 1;
       if (c->fault_left < 1) c->fault_left = 1;
-      wd_log(WD_LOG_WARN, "commit", "fault hook armed: %s at the %ld. time at %s",
-             c->fault_fatal ? "a fatal producer error" : "SIGKILL", c->fault_left, c->fault);
+      c->fault_repeat = end && *end == '+';
+      wd_log(WD_LOG_WARN, "commit", "fault hook armed: %s at the %ld. time%s at %s",
+             c->fault_fatal ? "a fatal producer error" : "SIGKILL", c->fault_left,
+             c->fault_repeat ? " and every time after" : "", c->fault);
     }
   }
   *out = c;

@@ -112,7 +112,8 @@ typedef struct wd_commit_conf {
  * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
  * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
  * itself with SIGKILL; WIDEN_FAULT=fatal-<point>[:<n>] makes the producer raise a fatal error
- * (INVALID_TXN_STATE, not fencing) there instead (wd_collector_inject_fatal). WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
+ * (INVALID_TXN_STATE, not fencing) there instead (wd_collector_inject_fatal); a "+" after n
+ * (fatal-<point>:<n>+) does so every time from the n-th on. WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
  * wd_commit_run (the behaviour before issue 22 point 2; for interleaved benchmarks).
  * *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
 wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,

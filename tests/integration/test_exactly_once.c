@@ -371,6 +371,46 @@ Test(exactly_once, fatal_during_produce_recreates_the_producer, .timeout = 200) 
 Test(exactly_once, fatal_after_prepare_recreates_the_producer, .timeout = 200) { fatal_point("after-prepare", 4); }
 Test(exactly_once, fatal_during_commit_recreates_the_producer, .timeout = 200) { fatal_point("during-commit", 4); }
 
+/* A producer that stays fatal (WIDEN_FAULT=fatal-during-produce:2+: every commit from the 2nd on) is
+ * re-created WD_RECREATE_MAX (5) times, then widen stops with E_PRODUCER_FATAL naming the cause
+ * (exit 1), as before this bound existed; a run after it finishes the input and the output read
+ * read_committed equals a clean run's. */
+Test(exactly_once, a_producer_that_stays_fatal_stops_at_the_bound, .timeout = 200) {
+  env_t clean, fat;
+  env_init(&clean, "bclean", "exactly-once");
+  env_init(&fat, "bfatal", "exactly-once");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, fat.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &fat};
+  produce_orders(both, 2, 2000, 44, 0);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/fatal.log", fat.dir);
+  int rc = wait_exit(spawn_widen_log(&fat, "fatal-during-produce:2+", "2000", log));
+  FILE *f = fopen(log, "r");
+  cr_assert_not_null(f);
+  static char buf[1 << 20];
+  size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[len] = 0;
+  fclose(f);
+  const char *tail = len > 3000 ? buf + len - 3000 : buf;
+  cr_assert_eq(rc, 1, "a producer fatal at every commit: exit %d, not 1:\n%s", rc, tail);
+  cr_assert_not_null(strstr(buf, "re-creation 5 within 300 s"), "not re-created 5 times:\n%s", tail);
+  cr_assert_null(strstr(buf, "re-creation 6 within"), "re-created past the bound:\n%s", tail);
+  cr_assert_not_null(strstr(buf, "E_PRODUCER_FATAL: the producer failed fatally again"), "no bound message:\n%s", tail);
+  cr_assert_not_null(strstr(buf, "INVALID_TXN_STATE"), "the cause is not named:\n%s", tail);
+  produce_orders(both, 2, 3000, 44, 2000);
+  cr_assert_eq(run_widen(&fat, NULL), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *a = changelog_by_key(clean.out, &nc), *b = changelog_by_key(fat.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  assert_same_changelog(a, b, nc, ng);
+  json_decref(a);
+  json_decref(b);
+  env_done(&clean);
+  env_done(&fat);
+}
+
 Test(exactly_once, crash_before_begin, .timeout = 200) { crash_point("before-begin", 4); }
 Test(exactly_once, crash_during_produce, .timeout = 200) { crash_point("during-produce", 4); }
 Test(exactly_once, crash_after_prepare, .timeout = 200) { crash_point("after-prepare", 4); }
