@@ -37,6 +37,8 @@ struct wd_collector {
   void *opening_ctx;
   int (*wait)(void *ctx, int ms);
   void *wait_ctx;
+  int (*budget)(void *ctx, int cap_ms); /* ms a long wait may take now (0: give up), or NULL */
+  void *budget_ctx;
   uint64_t count[WD_OUT_KINDS];
   uint64_t mark; /* records produced (all kinds) at wd_collector_batch_mark */
   /* holding (issue 22 point 2) */
@@ -124,6 +126,11 @@ void wd_collector_destroy(wd_collector_t *c) {
 void wd_collector_set_opening(wd_collector_t *c, void (*opening)(void *ctx), void *ctx) {
   c->opening = opening;
   c->opening_ctx = ctx;
+}
+
+void wd_collector_set_budget(wd_collector_t *c, int (*budget)(void *ctx, int cap_ms), void *ctx) {
+  c->budget = budget;
+  c->budget_ctx = ctx;
 }
 
 void wd_collector_set_wait(wd_collector_t *c, int (*wait)(void *ctx, int ms), void *ctx) {
@@ -324,7 +331,15 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
   wd_producer_t *np = NULL;
   wd_error_t *err = wd_producer_new(&c->conf, &np);
   for (int attempt = 0; !err && c->transactional; attempt++) { /* at-least-once: nothing to initialise */
-    wd_error_t *ierr = wd_producer_txn_init(np, 30000);
+    /* a stop bounds it (issue 21 point 5): the owner's budget, 0 once the stop is past its time */
+    int ms = c->budget ? c->budget(c->budget_ctx, 30000) : 30000;
+    if (ms <= 0) {
+      err = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while re-creating the producer: the last commit was not "
+                         "made; its records are read again on restart");
+      err->retriable = true;
+      break;
+    }
+    wd_error_t *ierr = wd_producer_txn_init(np, ms);
     if (!ierr) break;
     if (!ierr->retriable || attempt >= 4) err = ierr;
     else wd_error_destroy(ierr);

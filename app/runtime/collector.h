@@ -111,6 +111,11 @@ void wd_collector_destroy(wd_collector_t *c);
  *     a retriable "E_STOPPED"). Without it the send polls delivery reports until there is room. */
 void wd_collector_set_opening(wd_collector_t *c, void (*opening)(void *ctx), void *ctx);
 void wd_collector_set_wait(wd_collector_t *c, int (*wait)(void *ctx, int ms), void *ctx);
+/* The owner's stop budget (ctx borrowed; NULL: none): budget(ctx, cap_ms) is the time in ms a long
+ * wait may take now, at most cap_ms; 0 gives up. wd_collector_reopen asks it before each
+ * init_transactions try, so that a stop with the broker away is not held up by the re-creation
+ * (issue 21 point 5); a give-up is a retriable "E_STOPPED". */
+void wd_collector_set_budget(wd_collector_t *c, int (*budget)(void *ctx, int cap_ms), void *ctx);
 
 /* Whether the producer is transactional (exactly-once). */
 bool wd_collector_transactional(const wd_collector_t *c);

@@ -174,6 +174,7 @@ static void fault_point(wd_commit_t *c, const char *point) {
 }
 
 static void on_opening(void *ctx);
+static int collector_budget(void *ctx, int cap_ms);
 
 wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out) {
@@ -191,6 +192,7 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd
   if (c->conf.txn_timeout_ms <= 0) c->conf.txn_timeout_ms = 60000;
   c->coll = coll;
   if (coll) wd_collector_set_opening(coll, on_opening, c);
+  if (coll) wd_collector_set_budget(coll, collector_budget, c);
   c->cons = cons;
   c->state = state;
   c->store = store;
@@ -278,6 +280,12 @@ static int stop_budget_ms(wd_commit_t *c, int cap_ms) {
 }
 
 void wd_commit_set_stop(wd_commit_t *c, volatile const int *stop) { c->stop = stop; }
+
+/* The collector's stop budget (wd_collector_set_budget): 0 once the stop is past its time. */
+static int collector_budget(void *ctx, int cap_ms) {
+  wd_commit_t *c = ctx;
+  return stop_expired(c) ? 0 : stop_budget_ms(c, cap_ms);
+}
 
 void wd_commit_keep_error(wd_commit_t *c, wd_error_t *err) { keep_cb_error(c, err); }
 
