@@ -768,7 +768,7 @@ static void task_now_running(wd_commit_t *c, wd_task_t *task) {
 }
 
 bool wd_commit_next_reconcile(wd_commit_t *c, uint32_t *task) {
-  if (c->rs) return false; /* after the restores: they rewrite rows of the tasks they restore */
+  if (c->rs || c->init_pending) return false; /* after the restores (they rewrite rows of the tasks they restore) and the initialisation */
   for (size_t i = 0; i < wd_tasks_count(c->tasks); i++) {
     wd_task_t *t = wd_tasks_at(c->tasks, i);
     if (t->state == WD_TASK_RECONCILING) {
