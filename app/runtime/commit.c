@@ -1283,7 +1283,15 @@ wd_error_t *wd_commit_init_step(wd_commit_t *c) {
   if (err) {
     free(g);
     if (err->retriable && stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
-    if (retry_transient(c, &c->init_since, 60, "reading the group's committed offsets", err)) {
+    /* at least as long as a transaction holding the group's offsets can stay open (a member
+     * killed for good: its offsets are UNSTABLE_OFFSET_COMMIT to a read_committed OffsetFetch until
+     * the broker aborts it after transaction.timeout.ms, the members' configured alike) */
+    double bound = c->conf.txn_timeout_ms / 1000.0 + 15;
+    if (bound < 60) bound = 60;
+    if (retry_transient(c, &c->init_since, bound,
+                        "reading the group's committed offsets (the broker away, or an open transaction of a member "
+                        "that is gone holding them until the broker aborts it)",
+                        err)) {
       wd_error_destroy(err);
       return NULL;
     }

@@ -1705,3 +1705,62 @@ static void crash_point_pp(const char *point, int n) {
 Test(scale_out, crash_after_prepare_per_partition, .timeout = 200) { crash_point_pp("after-prepare", 4); }
 Test(scale_out, crash_during_commit_per_partition, .timeout = 200) { crash_point_pp("during-commit", 4); }
 Test(scale_out, crash_after_commit_per_partition, .timeout = 200) { crash_point_pp("after-commit", 4); }
+
+/* A transaction of another producer that carries the group's offsets and stays open (a member
+ * killed for good, whose transaction.timeout.ms is long): a read_committed OffsetFetch answers
+ * UNSTABLE_OFFSET_COMMIT until the broker aborts it, so an assignment's decision waits in the poll
+ * loop. It must wait as long as such a transaction can stay open (the transaction timeout the
+ * members are configured with, here 90 s), not give up after 60 s: it once stopped with
+ * "E_RECOVER: cannot read the consumer group's committed offsets" while the transaction (70 s)
+ * was still open. */
+Test(exactly_once, an_open_transaction_holding_the_group_offsets_is_waited_for, .timeout = 300) {
+  env_t clean, e;
+  extra_props = "    transaction.timeout.ms: 90000\n";
+  env_init(&clean, "pclean", "exactly-once");
+  env_init(&e, "pend", "exactly-once");
+  extra_props = "";
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, e.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &e};
+  produce_orders(both, 2, 1500, 44, 0);
+  cr_assert_eq(run_widen(&e, NULL), 0);
+  produce_orders(both, 2, 2500, 44, 1500);
+  /* the open transaction: the group's offsets sent, never committed (aborted by the broker after
+   * its 70 s) */
+  char errstr[512], group[200], topic[200];
+  snprintf(group, sizeof(group), "%sgroup", e.prefix);
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+  cr_assert_eq(rd_kafka_conf_set(conf, "transactional.id", group, errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+  cr_assert_eq(rd_kafka_conf_set(conf, "transaction.timeout.ms", "70000", errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  cr_assert_not_null(rk, "%s", errstr);
+  cr_assert_null(rd_kafka_init_transactions(rk, 30000));
+  cr_assert_null(rd_kafka_begin_transaction(rk));
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(3);
+  for (int p = 0; p < 3; p++) rd_kafka_topic_partition_list_add(l, topic, p)->offset = 0;
+  rd_kafka_consumer_group_metadata_t *gm = rd_kafka_consumer_group_metadata_new(group);
+  cr_assert_null(rd_kafka_send_offsets_to_transaction(rk, l, gm, 30000));
+  rd_kafka_consumer_group_metadata_destroy(gm);
+  rd_kafka_topic_partition_list_destroy(l);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/pending.log", e.dir);
+  int rc = wait_exit(spawn_widen_log(&e, NULL, "3000", log));
+  char *text = wd_it_read_file(log);
+  size_t len = strlen(text);
+  cr_assert_eq(rc, 0, "widen gave up while the transaction holding the group's offsets was open (exit %d):\n%s", rc,
+               len > 3000 ? text + len - 3000 : text);
+  cr_assert_not_null(strstr(text, "reading the group's committed offsets"), "the decision never waited:\n%s",
+                     len > 3000 ? text + len - 3000 : text);
+  free(text);
+  rd_kafka_destroy(rk);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&e);
+  cr_assert_gt(json_array_size(ra), 50);
+  cr_assert(wd_test_json_same(ra, rb), "final rows differ from the clean run's");
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&e);
+}
