@@ -1306,17 +1306,12 @@ wd_error_t *wd_commit_init_step(wd_commit_t *c) {
   record_tasks(c);
   decide_tasks(c);
   if ((err = wd_commit_take_error(c))) return err;
-  /* each partition from where it was decided: assigned again first when that is not where it
-   * waits (the group's committed offset, or auto.offset.reset's when there is none) */
-  bool again = false;
-  for (size_t i = 0; i < c->ntps; i++) {
-    const wd_ctp_t *t = &c->tps[i];
-    bool same = t->start == t->placed;
-    if (!same && t->placed == WD_OFFSET_STORED)
-      same = t->group >= 0 ? t->start == t->group
-                           : t->start == (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
-    again |= !same;
-  }
+  /* each partition from where it was decided: always assigned again at that offset first. Where
+   * it waits is librdkafka's own reading of the group's committed offset, which is not always the
+   * decision's: a partition whose committed offset was held by an open transaction (a killed
+   * member's) while a rebalance changed the assignment was started at its beginning, and a
+   * restarted member applied its records again (found with two members, per-partition tasks) */
+  bool again = c->ntps > 0;
   if (again) {
     wd_tp_offset_t *at = calloc(c->ntps ? c->ntps : 1, sizeof(*at));
     if (!at) return wd_error_nomem();
