@@ -1296,7 +1296,15 @@ wd_error_t *wd_commit_init_step(wd_commit_t *c) {
   if (err) {
     free(g);
     if (err->retriable && stop_expired(c)) return stopped_error(err, "reading the consumer group's committed offsets");
-    if (retry_transient(c, &c->init_since, 60, "reading the group's committed offsets", err)) {
+    /* at least as long as a transaction holding the group's offsets can stay open (a member
+     * killed for good: its offsets are UNSTABLE_OFFSET_COMMIT to a read_committed OffsetFetch until
+     * the broker aborts it after transaction.timeout.ms, the members' configured alike) */
+    double bound = c->conf.txn_timeout_ms / 1000.0 + 15;
+    if (bound < 60) bound = 60;
+    if (retry_transient(c, &c->init_since, bound,
+                        "reading the group's committed offsets (the broker away, or an open transaction of a member "
+                        "that is gone holding them until the broker aborts it)",
+                        err)) {
       wd_error_destroy(err);
       return NULL;
     }
@@ -1311,17 +1319,12 @@ wd_error_t *wd_commit_init_step(wd_commit_t *c) {
   record_tasks(c);
   decide_tasks(c);
   if ((err = wd_commit_take_error(c))) return err;
-  /* each partition from where it was decided: assigned again first when that is not where it
-   * waits (the group's committed offset, or auto.offset.reset's when there is none) */
-  bool again = false;
-  for (size_t i = 0; i < c->ntps; i++) {
-    const wd_ctp_t *t = &c->tps[i];
-    bool same = t->start == t->placed;
-    if (!same && t->placed == WD_OFFSET_STORED)
-      same = t->group >= 0 ? t->start == t->group
-                           : t->start == (c->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
-    again |= !same;
-  }
+  /* each partition from where it was decided: always assigned again at that offset first. Where
+   * it waits is librdkafka's own reading of the group's committed offset, which is not always the
+   * decision's: a partition whose committed offset was held by an open transaction (a killed
+   * member's) while a rebalance changed the assignment was started at its beginning, and a
+   * restarted member applied its records again (found with two members, per-partition tasks) */
+  bool again = c->ntps > 0;
   if (again) {
     wd_tp_offset_t *at = calloc(c->ntps ? c->ntps : 1, sizeof(*at));
     if (!at) return wd_error_nomem();

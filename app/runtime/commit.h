@@ -149,12 +149,13 @@ bool wd_commit_initialising(const wd_commit_t *c);
 /* Decides the recorded assignment in the poll loop (Kafka Streams' task initialisation): reads the
  * group's committed offsets (one request per call, at most 5 s or the stop budget; a retriable
  * failure returns NULL with the assignment still pending, tried again at the next call, for up to
- * 60 s from the first failure), then per task: at the group's offsets -> RUNNING (RECONCILING
+ * 60 s, or transaction.timeout.ms + 15 s when longer, from the first failure), then per task: at the group's offsets -> RUNNING (RECONCILING
  * with wd_commit_set_reconcile); not -> its rows dropped and RESTORING (restored from the state
  * changelog topic by wd_commit_restore_step, or rebuilt from the sources' beginning); a changed
- * definition -> rebuilt (app/runtime/rebuild.h). Each partition is released at its decided offset.
+ * definition -> rebuilt (app/runtime/rebuild.h). Every partition is assigned again at its decided
+ * offset (wd_consumer_reassign), then released.
  * A rebalance between calls replaces the pending assignment. Errors: "E_RECOVER" (the group's
- * offsets unreadable for 60 s), "E_STOPPED" (stopping while the broker does not answer),
+ * offsets unreadable for that bound), "E_STOPPED" (stopping while the broker does not answer),
  * E_STORE_*, E_NOMEM, "E_TASK_TRANSITION", "E_KAFKA" (a seek refused). */
 wd_error_t *wd_commit_init_step(wd_commit_t *c);
 

@@ -1379,8 +1379,9 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     double t1 = wd_mono_s();
     pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0); /* issue 22 point 2 */
     if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
-    /* issue 11 point 4: the lookup topics, once no restore runs and the assignment is initialised
-     * (a lookup change in between would dirty rows of a task the initialisation then drops) */
+    /* issue 11 point 4: the lookup topics, neither during a restore nor while an assignment is
+     * being initialised (its CREATED tasks count as owned, and rows a lookup change touched
+     * before the decision drops them would be uncommitted rows of a task being dropped) */
     if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
       size_t ng = 0;
       err = global_batch(p, &ng);
