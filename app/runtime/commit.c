@@ -1108,12 +1108,9 @@ bool wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
    * wd_tasks_active) */
   wd_standby_set_ready(c->conf.standby); /* the copies of the others' tasks from now on */
   if (c->conf.group && (c->conf.exactly_once || nstateless)) {
-    /* decided in the poll loop, with the group's committed offsets: held until then at an
-     * explicit offset (the stored one, else 0), which a paused partition starts without asking
-     * the broker anything, so that no late answer to such a request (the committed offset, a
-     * logical offset's lookup) can move it after wd_commit_init_step assigned it again at the
-     * decided offset (librdkafka issue #5345) */
-    for (size_t i = 0; i < c->ntps; i++) c->tps[i].placed = c->tps[i].stored >= 0 ? c->tps[i].stored : 0;
+    /* decided in the poll loop, with the group's committed offsets: held until then, at the
+     * group's committed offset (librdkafka's own; the decision's most common answer) */
+    for (size_t i = 0; i < c->ntps; i++) c->tps[i].placed = WD_OFFSET_STORED;
     record_tasks(c);
     c->init_pending = true;
     c->init_since = 0;
