@@ -912,9 +912,13 @@ static wd_error_t *wd_consumer_seek_list(wd_consumer_t *c, rd_kafka_topic_partit
       if (timed_out && err != wd_error_nomem()) err->retriable = true;
     } else {
       for (int i = 0; i < list->cnt && !err; i++)
-        if (list->elems[i].err)
+        if (list->elems[i].err) {
           err = wd_kafka_error(c->rk, list->elems[i].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64,
                                list->elems[i].topic, list->elems[i].partition, want[i]);
+          /* _STATE: the partition's (re)assignment has not started its fetcher yet (just assigned
+           * again, wd_consumer_reassign): asked again once it has */
+          if (list->elems[i].err == RD_KAFKA_RESP_ERR__STATE && err != wd_error_nomem()) err->retriable = true;
+        }
     }
     if (!err || !err->retriable || err->fatal || wd_mono_ms() >= deadline) break;
     wd_log(WD_LOG_WARN, "ingest", "%s; retrying", err->message);
