@@ -106,6 +106,27 @@ static void wd_consumer_describe_offset(int64_t off, char *buf, size_t n) {
     snprintf(buf, n, "%" PRId64, off);
 }
 
+/* Pauses (pause) or resumes the partitions of list before they are assigned. librdkafka keeps an
+ * application's pause of a partition across assignments, and setting it before the assignment is
+ * the only race-free time: a pause or resume is an operation on the partition with a new version
+ * barrier, and one issued by this thread while librdkafka's main thread starts the partition's
+ * fetcher for the assignment can take a newer barrier than the start yet reach the partition
+ * first; the start is then discarded as outdated and the partition stays assigned but never
+ * fetched (every seek answers _STATE). Seen in CI after wd_consumer_reassign paused and released
+ * partitions right after rd_kafka_assign (rebuild/second_change_while_a_per_partition_rebuild_
+ * is_unfinished). Clears the per-partition errors; returns true when some partition was not known
+ * to librdkafka yet (it is paused or resumed after the assignment instead). */
+static bool wd_consumer_set_pause_state(wd_consumer_t *c, rd_kafka_topic_partition_list_t *list, bool pause) {
+  if (pause) rd_kafka_pause_partitions(c->rk, list);
+  else rd_kafka_resume_partitions(c->rk, list);
+  bool late = false;
+  for (int i = 0; i < list->cnt; i++) {
+    if (list->elems[i].err) late = true;
+    list->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
+  return late;
+}
+
 /* Sets every partition's starting offset through on_assign and assigns them (incremental: adds
  * them to the current assignment, assign mode). Poll thread. */
 static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_topic_partition_list_t *parts,
@@ -148,6 +169,8 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
     }
   }
   wd_log(WD_LOG_INFO, "ingest", "assigned %d partition(s): %s", parts->cnt, summary);
+  /* the pause state is set before the assignment, not after it (wd_consumer_set_pause_state) */
+  bool late = wd_consumer_set_pause_state(c, parts, hold);
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
   if (incremental) {
     rd_kafka_error_t *e = rd_kafka_incremental_assign(c->rk, parts);
@@ -165,10 +188,10 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
     for (int i = 0; c->holds && i < parts->cnt; i++)
       if (!rd_kafka_topic_partition_list_find(c->holds, parts->elems[i].topic, parts->elems[i].partition))
         rd_kafka_topic_partition_list_add(c->holds, parts->elems[i].topic, parts->elems[i].partition);
-    rd_kafka_pause_partitions(c->rk, parts);
+    if (late) rd_kafka_pause_partitions(c->rk, parts); /* a partition librdkafka did not know before */
     wd_log(WD_LOG_DEBUG, "ingest", "the %d assigned partition(s) wait paused until their tasks are initialised",
            parts->cnt);
-  } else {
+  } else if (late) {
     rd_kafka_resume_partitions(c->rk, parts); /* a new assignment starts fetching */
   }
   c->paused = false;
@@ -1033,7 +1056,7 @@ done:
   return err;
 }
 
-wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, size_t n) {
+wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, size_t n, bool release) {
   wd_error_t *err = NULL;
   rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(n ? (int)n : 1);
   if (!list) return wd_error_nomem();
@@ -1053,6 +1076,20 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
     }
   }
   wd_consumer_drop_held(c, list); /* nothing fetched of them is kept */
+  /* held or released before the assignment, never right after it (wd_consumer_set_pause_state) */
+  bool late = wd_consumer_set_pause_state(c, list, !release || c->paused);
+  for (int i = 0; i < list->cnt; i++) {
+    if (!release) {
+      if (!c->holds && !(c->holds = rd_kafka_topic_partition_list_new(list->cnt))) {
+        rd_kafka_topic_partition_list_destroy(list);
+        return wd_error_nomem();
+      }
+      if (!rd_kafka_topic_partition_list_find(c->holds, list->elems[i].topic, list->elems[i].partition))
+        rd_kafka_topic_partition_list_add(c->holds, list->elems[i].topic, list->elems[i].partition);
+    } else if (c->holds) {
+      rd_kafka_topic_partition_list_del(c->holds, list->elems[i].topic, list->elems[i].partition);
+    }
+  }
   /* the same partitions, assigned again at the decided offsets: librdkafka stops their fetchers
    * and starts them from there, in the order of its own assignment operations (a seek right after
    * an assignment can be overtaken by the assignment's start) */
@@ -1060,8 +1097,12 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
   if (rerr) {
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "assigning %zu partition(s) again at their decided offsets", n);
   } else {
-    rd_kafka_pause_partitions(c->rk, list); /* still held until released */
-    wd_log(WD_LOG_INFO, "ingest", "the %zu assigned partition(s) start at: %s", n, summary);
+    if (late) { /* only for a partition librdkafka did not know before the assignment */
+      if (!release || c->paused) rd_kafka_pause_partitions(c->rk, list);
+      else rd_kafka_resume_partitions(c->rk, list);
+    }
+    wd_log(WD_LOG_INFO, "ingest", "the %zu assigned partition(s) start at: %s%s", n, summary,
+           release ? "" : " (held)");
   }
   rd_kafka_topic_partition_list_destroy(list);
   return err;

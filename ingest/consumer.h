@@ -200,13 +200,18 @@ wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause);
  * Errors: "E_KAFKA" (pause or seek refused, e.g. the partition is not assigned), E_NOMEM. */
 wd_error_t *wd_consumer_hold_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset);
 /* Assigns the current assignment's partitions parts[0..n) again (the whole assignment: partitions
- * left out are unassigned), each at parts[i].offset (>= 0, or WD_OFFSET_BEGINNING / END / STORED),
- * still held: for a caller that decided where they start after the assignment callback
+ * left out are unassigned), each at parts[i].offset (>= 0, or WD_OFFSET_BEGINNING / END / STORED):
+ * for a caller that decided where they start after the assignment callback
  * (wd_consumer_assign_all_cb returned true) and needs positions other than the on_assign ones.
- * librdkafka applies assignments in order, so unlike a seek issued right after an assignment it
- * cannot be overtaken by the assignment's own start. Fetched records of these partitions are
- * dropped; no rebalance callback runs. Errors: "E_KAFKA" (the assignment refused), E_NOMEM. */
-wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, size_t n);
+ * release: each is released (as wd_consumer_release_partition with offset -1: it fetches unless
+ * every partition is paused); else each stays held until released. The pause state is set before
+ * the assignment, never right after it: a pause or resume racing librdkafka's start of the
+ * partition's fetcher can discard that start (the partition then never fetches; seeks answer
+ * _STATE). librdkafka applies assignments in order, so unlike a seek issued right after an
+ * assignment it cannot be overtaken by the assignment's own start. Fetched records of these
+ * partitions are dropped; no rebalance callback runs. Errors: "E_KAFKA" (the assignment
+ * refused), E_NOMEM. */
+wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, size_t n, bool release);
 /* Releases a held partition: when offset >= 0 (or WD_OFFSET_BEGINNING / WD_OFFSET_END) moves its
  * position to offset first (dropping what was fetched beyond), then resumes it unless every partition is paused (wd_consumer_pause(true):
  * the next wd_consumer_pause(false) resumes it). Errors: "E_KAFKA", E_NOMEM. */

@@ -1333,11 +1333,11 @@ wd_error_t *wd_commit_init_step(wd_commit_t *c) {
       at[i].partition = c->tps[i].partition;
       at[i].offset = c->tps[i].start;
     }
-    err = wd_consumer_reassign(c->cons, at, c->ntps);
+    /* released with the assignment: a release right after it could discard its start
+     * (wd_consumer_reassign) */
+    err = wd_consumer_reassign(c->cons, at, c->ntps, true);
     free(at);
   }
-  for (size_t i = 0; i < c->ntps && !err; i++)
-    err = wd_consumer_release_partition(c->cons, c->tps[i].topic, c->tps[i].partition, -1);
   return err;
 }
 
