@@ -919,18 +919,28 @@ Test(repartition, three_members_kill_add_restart, .timeout = 400) {
   create_topics3(&a, 3);
   const env_t *both[] = {&clean, &a};
   produce3(both, 2, 1500, 77, 0);
-  pid_t pa = spawn_widen(&a, NULL, "15000"), pb = spawn_widen(&b, NULL, "15000"), pc = spawn_widen(&c, NULL, "15000");
-  usleep(5000 * 1000); /* all three joined */
+  char log_a[400], log_b[400], log_c[400], log_d[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  snprintf(log_c, sizeof(log_c), "%s/c.log", c.dir);
+  snprintf(log_d, sizeof(log_d), "%s/d.log", d.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "15000", log_a), pb = spawn_widen_log(&b, NULL, "15000", log_b),
+        pc = spawn_widen_log(&c, NULL, "15000", log_c);
+  /* all three joined: each moved a task to RUNNING (app/runtime/tasks.c) */
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_c, "-> RUNNING", 60000), "C took no task within 60 s");
   for (uint64_t at = 1500; at < 3000; at += 300) {
     produce3(both, 2, at + 300, 77, at);
     usleep(300 * 1000);
   }
-  cr_assert_eq(kill(pc, SIGKILL), 0);
+  cr_assert_eq(kill(pc, SIGKILL), 0); /* C owned tasks (above) */
   cr_assert_eq(wait_exit(pc), 128 + SIGKILL);
   produce3(both, 2, 3750, 77, 3000);
-  pid_t pd = spawn_widen(&d, NULL, "15000");
+  pid_t pd = spawn_widen_log(&d, NULL, "15000", log_d);
   produce3(both, 2, 4500, 77, 3750);
-  usleep(2000 * 1000);
+  /* D joined and took tasks before A stops */
+  cr_assert(wd_it_wait_log(log_d, "-> RUNNING", 60000), "D took no task within 60 s");
   cr_assert_eq(kill(pa, SIGTERM), 0);
   cr_assert_eq(wait_exit(pa), 0);
   pa = spawn_widen(&a, NULL, "15000");
@@ -1453,10 +1463,14 @@ static void zombie(const char *tasks) {
   create_topics3(&a, 3);
   const env_t *both[] = {&clean, &a};
   produce3(both, 2, 1500, 55, 0);
-  pid_t pa = spawn_widen(&a, NULL, "20000");
-  usleep(4000 * 1000);
-  pid_t pb = spawn_widen(&b, NULL, "20000");
-  usleep(4000 * 1000); /* both joined */
+  char log_a[400], log_b[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "20000", log_a);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  pid_t pb = spawn_widen_log(&b, NULL, "20000", log_b);
+  /* both joined: B moved a task to RUNNING, given up by A in the rebalance */
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
   uint64_t at = 1500;
   for (; at < 2400; at += 150) {
     produce3(both, 2, at + 150, 55, at);
