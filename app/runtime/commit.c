@@ -1108,9 +1108,14 @@ bool wd_commit_on_assign_all(wd_commit_t *c, const wd_tp_offset_t *parts, size_t
    * wd_tasks_active) */
   wd_standby_set_ready(c->conf.standby); /* the copies of the others' tasks from now on */
   if (c->conf.group && (c->conf.exactly_once || nstateless)) {
-    /* decided in the poll loop, with the group's committed offsets: held until then, at the
-     * group's committed offset (librdkafka's own; the decision's most common answer) */
-    for (size_t i = 0; i < c->ntps; i++) c->tps[i].placed = WD_OFFSET_STORED;
+    /* decided in the poll loop, with the group's committed offsets: held until then at an
+     * explicit offset (the stored one, else 0), where a paused partition waits without asking the
+     * broker anything. At the group's committed offset librdkafka asked for it and, with none,
+     * looked the beginning up (ListOffsets); an answer that came after wd_commit_init_step had
+     * assigned the partition again was dropped as outdated but restarted librdkafka's offset
+     * query timer, which 500 ms later looked the beginning up again and moved the running
+     * partition back to it: its records were read twice (docs/runtime.md) */
+    for (size_t i = 0; i < c->ntps; i++) c->tps[i].placed = c->tps[i].stored >= 0 ? c->tps[i].stored : 0;
     record_tasks(c);
     c->init_pending = true;
     c->init_since = 0;

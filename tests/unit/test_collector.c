@@ -433,20 +433,18 @@ Test(collector, held_records_go_in_order_into_the_next_transaction, .timeout = 6
   send_batch(c, "out", "held", 3); /* kept: the first transaction is committing */
   cr_assert(wd_collector_batch_sent(c));
   cr_assert_eq(wd_collector_held(c), 3);
-  /* the commit answered late: called without waiting it says _TIMED_OUT (retriable) and goes on in
-   * the background; called again it completes (resumable), committing only "first" */
+  /* the commit answered late (EndTxn after 300 ms): called with a 50 ms wait it says _TIMED_OUT
+   * (retriable) and goes on in the background; called again it completes (resumable), committing
+   * only "first". Called again once, not polled with 0 ms waits: librdkafka 2.0.2 asserts ("Invalid
+   * transaction state transition") when a commit is called again and again with tiny timeouts,
+   * which CI hit under load (app/runtime/collector.h; widen commits on a helper thread) */
   rd_kafka_mock_broker_push_request_error_rtts(m.mc, 1, API_END_TXN, 1, RD_KAFKA_RESP_ERR_NO_ERROR, 300);
-  int polls = 0;
-  wd_error_t *err = NULL;
-  for (;; polls++) {
-    err = wd_collector_commit(c, 0);
-    if (wd_collector_classify(err) != WD_COLLECT_RETRY) break;
-    wd_error_destroy(err);
-    cr_assert_lt(polls, 2000, "the commit did not complete in 20 s of polls");
-    usleep(10000);
-  }
+  wd_error_t *err = wd_collector_commit(c, 50);
+  cr_assert_not_null(err, "the late commit did not say _TIMED_OUT: the resumed commit was not exercised");
+  cr_assert_eq(wd_collector_classify(err), WD_COLLECT_RETRY, "%s", err->message);
+  wd_error_destroy(err);
+  err = wd_collector_commit(c, 20000);
   cr_assert_null(err, "%s", err ? err->message : "");
-  cr_assert_gt(polls, 0, "the late commit never said _TIMED_OUT: the resumed commit was not exercised");
   int found = 0;
   read_all(&m, "out", "held", &found);
   cr_assert_eq(found, 0, "a held record was sent in the committing transaction");
