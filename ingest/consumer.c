@@ -106,6 +106,19 @@ static void wd_consumer_describe_offset(int64_t off, char *buf, size_t n) {
     snprintf(buf, n, "%" PRId64, off);
 }
 
+/* Notes topic [partition] as held (held: paused until released, also across wd_consumer_pause)
+ * or as released. Returns false when out of memory (the hold is not noted). */
+static bool wd_consumer_note_hold(wd_consumer_t *c, const char *topic, int32_t partition, bool held) {
+  if (!held) {
+    if (c->holds) rd_kafka_topic_partition_list_del(c->holds, topic, partition);
+    return true;
+  }
+  if (!c->holds && !(c->holds = rd_kafka_topic_partition_list_new(8))) return false;
+  if (!rd_kafka_topic_partition_list_find(c->holds, topic, partition))
+    rd_kafka_topic_partition_list_add(c->holds, topic, partition);
+  return true;
+}
+
 /* Pauses (pause) or resumes the partitions of list before they are assigned. librdkafka keeps an
  * application's pause of a partition across assignments, and setting it before the assignment is
  * the only race-free time: a pause or resume is an operation on the partition with a new version
@@ -184,10 +197,8 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   if (err) {
     wd_log(WD_LOG_ERROR, "ingest", "assign of %d partitions failed: %s", parts->cnt, rd_kafka_err2str(err));
   } else if (hold) { /* held until the caller releases each partition (outside this callback) */
-    if (!c->holds) c->holds = rd_kafka_topic_partition_list_new(parts->cnt);
-    for (int i = 0; c->holds && i < parts->cnt; i++)
-      if (!rd_kafka_topic_partition_list_find(c->holds, parts->elems[i].topic, parts->elems[i].partition))
-        rd_kafka_topic_partition_list_add(c->holds, parts->elems[i].topic, parts->elems[i].partition);
+    for (int i = 0; i < parts->cnt; i++) /* out of memory: not noted; each is still released by the caller */
+      if (!wd_consumer_note_hold(c, parts->elems[i].topic, parts->elems[i].partition, true)) break;
     if (late) rd_kafka_pause_partitions(c->rk, parts); /* a partition librdkafka did not know before */
     wd_log(WD_LOG_DEBUG, "ingest", "the %d assigned partition(s) wait paused until their tasks are initialised",
            parts->cnt);
@@ -1077,19 +1088,13 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
   }
   wd_consumer_drop_held(c, list); /* nothing fetched of them is kept */
   /* held or released before the assignment, never right after it (wd_consumer_set_pause_state) */
-  bool late = wd_consumer_set_pause_state(c, list, !release || c->paused);
-  for (int i = 0; i < list->cnt; i++) {
-    if (!release) {
-      if (!c->holds && !(c->holds = rd_kafka_topic_partition_list_new(list->cnt))) {
-        rd_kafka_topic_partition_list_destroy(list);
-        return wd_error_nomem();
-      }
-      if (!rd_kafka_topic_partition_list_find(c->holds, list->elems[i].topic, list->elems[i].partition))
-        rd_kafka_topic_partition_list_add(c->holds, list->elems[i].topic, list->elems[i].partition);
-    } else if (c->holds) {
-      rd_kafka_topic_partition_list_del(c->holds, list->elems[i].topic, list->elems[i].partition);
+  bool pause = !release || c->paused;
+  bool late = wd_consumer_set_pause_state(c, list, pause);
+  for (int i = 0; i < list->cnt; i++)
+    if (!wd_consumer_note_hold(c, list->elems[i].topic, list->elems[i].partition, !release)) {
+      rd_kafka_topic_partition_list_destroy(list);
+      return wd_error_nomem();
     }
-  }
   /* the same partitions, assigned again at the decided offsets: librdkafka stops their fetchers
    * and starts them from there, in the order of its own assignment operations (a seek right after
    * an assignment can be overtaken by the assignment's start) */
@@ -1097,10 +1102,8 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
   if (rerr) {
     err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "assigning %zu partition(s) again at their decided offsets", n);
   } else {
-    if (late) { /* only for a partition librdkafka did not know before the assignment */
-      if (!release || c->paused) rd_kafka_pause_partitions(c->rk, list);
-      else rd_kafka_resume_partitions(c->rk, list);
-    }
+    if (late) /* only for a partition librdkafka did not know before the assignment */
+      wd_consumer_set_pause_state(c, list, pause);
     wd_log(WD_LOG_INFO, "ingest", "the %zu assigned partition(s) start at: %s%s", n, summary,
            release ? "" : " (held)");
   }
@@ -1109,14 +1112,12 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
 }
 
 wd_error_t *wd_consumer_hold_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset) {
-  if (!c->holds && !(c->holds = rd_kafka_topic_partition_list_new(8))) return wd_error_nomem();
-  if (!rd_kafka_topic_partition_list_find(c->holds, topic, partition))
-    rd_kafka_topic_partition_list_add(c->holds, topic, partition);
+  if (!wd_consumer_note_hold(c, topic, partition, true)) return wd_error_nomem();
   return wd_consumer_hold_one(c, topic, partition, offset, true);
 }
 
 wd_error_t *wd_consumer_release_partition(wd_consumer_t *c, const char *topic, int32_t partition, int64_t offset) {
-  if (c->holds) rd_kafka_topic_partition_list_del(c->holds, topic, partition);
+  wd_consumer_note_hold(c, topic, partition, false);
   return wd_consumer_hold_one(c, topic, partition, offset, false);
 }
 

@@ -174,6 +174,16 @@ static void poll_for(mock_t *m, int ms, size_t got[2], int64_t first[2]) {
   }
 }
 
+/* A consumer whose callback holds (held_new), polled until its assignment came (at most 10 s);
+ * got and first zeroed for poll_for. */
+static void held_assigned(mock_t *m, const char *group, assign_rec_t *rec, size_t got[2], int64_t first[2]) {
+  held_new(m, group, rec);
+  got[0] = got[1] = 0;
+  first[0] = first[1] = -1;
+  for (int i = 0; i < 100 && !rec->calls; i++) poll_for(m, 100, got, first);
+  cr_assert_eq(rec->calls, 1, "no assignment within 10 s");
+}
+
 /* The callback that returns true gets every partition assigned paused: nothing of them is
  * delivered, for as long as the caller decides (the member keeps polling: its group is served),
  * until each is released; a partition assigned again at another offset (wd_consumer_reassign)
@@ -182,11 +192,9 @@ static void poll_for(mock_t *m, int ms, size_t got[2], int64_t first[2]) {
 Test(consumer_faults, a_held_assignment_delivers_nothing_until_released_where_decided, .timeout = 90) {
   mock_t m;
   assign_rec_t rec = {.hold = true};
-  held_new(&m, "g-held", &rec);
-  size_t got[2] = {0, 0};
-  int64_t first[2] = {-1, -1};
-  for (int i = 0; i < 100 && !rec.calls; i++) poll_for(&m, 100, got, first);
-  cr_assert_eq(rec.calls, 1, "no assignment within 10 s");
+  size_t got[2];
+  int64_t first[2];
+  held_assigned(&m, "g-held", &rec, got, first);
   poll_for(&m, 2000, got, first);
   cr_assert_eq(got[0] + got[1], 0, "a held partition delivered %zu records", got[0] + got[1]);
   /* decided: partition 0 from offset 12, partition 1 where it waits */
@@ -230,11 +238,9 @@ Test(consumer_faults, control_an_assignment_not_held_delivers_at_once, .timeout 
 Test(consumer_faults, assigned_again_and_released_every_partition_fetches_each_time, .timeout = 240) {
   mock_t m;
   assign_rec_t rec = {.hold = true};
-  held_new(&m, "g-again", &rec);
-  size_t got[2] = {0, 0};
-  int64_t first[2] = {-1, -1};
-  for (int i = 0; i < 100 && !rec.calls; i++) poll_for(&m, 100, got, first);
-  cr_assert_eq(rec.calls, 1, "no assignment within 10 s");
+  size_t got[2];
+  int64_t first[2];
+  held_assigned(&m, "g-again", &rec, got, first);
   for (int round = 0; round < 40; round++) {
     int64_t o0 = round % 20, o1 = (round * 7) % 20;
     wd_tp_offset_t at[2] = {{.topic = "t", .partition = 0, .offset = o0}, {.topic = "t", .partition = 1, .offset = o1}};
