@@ -123,6 +123,15 @@ static const wd_config_option_t SINK_OPTS[] = {
      NULL,
      "Encoding of the message key: a Debezium-style key object `{\"col\": value}`, the key values as text "
      "(joined by `,`), or an Avro record of the key columns registered under `<topic>-key`."},
+    {"schemas-enable", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, schemas_enable), "false", NULL, 0, 0, "false|true", 0,
+     NULL,
+     "Kafka Connect's JsonConverter `schemas.enable` for keys and values: `true` writes each key and value as "
+     "`{\"schema\": ..., \"payload\": ...}` with Connect's struct schemas and logical types (DECIMAL as "
+     "`org.apache.kafka.connect.data.Decimal` base64 bytes, DATE, TIME and TIMESTAMP as `...Date`, `...Time` "
+     "(milliseconds) and `...Timestamp` (milliseconds since the epoch)), the value schema named "
+     "`<table>.Envelope`, so that a Connect sink connector with JsonConverter `schemas.enable=true` (Debezium's JDBC "
+     "sink with `primary.key.mode=record_key`, `delete.enabled=true`) upserts and deletes the wide table. Needs "
+     "`format: debezium-json` and `key-format: json` or `string`. See docs/debezium-postgres.md."},
     {"dead-letter-topic", WD_CONFIG_STRING, offsetof(wd_config_sink_t, dead_letter_topic), NULL, "`<topic>.dlq`", 0, 0,
      NULL, 0, NULL, "Topic that receives input records that cannot be decoded or are rejected, with the reason."},
     {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_sink_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
@@ -1103,6 +1112,11 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
     snprintf(path, sizeof(path), "sources[%zu].options", s);
     if ((err = check_source_options(ld, src, path))) return err;
   }
+  if (cfg->sink.schemas_enable &&
+      (cfg->sink.format != WD_CONFIG_SINK_DEBEZIUM_JSON || cfg->sink.key_format == WD_CONFIG_KEY_AVRO))
+    return cfg_err(ld, cfg->sink.line, "sink.schemas-enable: true writes Kafka Connect's JSON envelope, which needs "
+                   "`format: debezium-json` and `key-format: json` or `string`; change the format or set "
+                   "schemas-enable: false");
   bool avro = cfg->sink.format == WD_CONFIG_SINK_AVRO || cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
   int avro_line = avro ? cfg->sink.line : 0;
   for (size_t s = 0; s < cfg->sources.n && !avro; s++)

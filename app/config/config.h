@@ -129,6 +129,7 @@ typedef struct wd_config_sink {
   char *topic;
   wd_config_sink_format_t format;
   wd_config_key_format_t key_format;
+  int schemas_enable;           /* 1: keys and values in Kafka Connect JsonConverter's envelope */
   char *dead_letter_topic;      /* never NULL after load: default "<topic>.dlq" */
   wd_config_pairs_t properties; /* extra librdkafka producer properties */
   int line;

@@ -1711,6 +1711,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
   p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
   p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
+  if (cfg->sink.schemas_enable && p->sink_fmt && p->key_fmt) { /* Kafka Connect's envelope (config checked) */
+    p->sink_fmt = wd_sink_format_with_schemas(p->sink_fmt);
+    p->key_fmt = wd_key_format_with_schemas(p->key_fmt);
+  }
   if (!p->sink_fmt || !p->key_fmt) {
     err = wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
                        (int)cfg->sink.format, (int)cfg->sink.key_format);
