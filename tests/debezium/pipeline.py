@@ -14,8 +14,8 @@ removes it) and must equal the SQL join; then the JDBC sink (primary.key.mode=re
 delete.enabled=true, JsonConverter schemas.enable=true) writes it into a table of the same database,
 which must equal the SQL join too. With `kill`, widen is SIGKILLed in the middle and restarted.
 
-Environment: WIDEN_BIN (the widen binary), WIDEN_TEST_BROKERS, PG_PORT (default 5432),
-CONNECT_PORT (default 8083), DEBEZIUM_ROWS (orders of the snapshot, default 200).
+Environment: WIDEN_BIN (the widen binary), WIDEN_TEST_BROKERS, WIDEN_TEST_PG_PORT (or PG_PORT,
+default 5432), WIDEN_TEST_CONNECT_PORT (or CONNECT_PORT, default 8083), DEBEZIUM_ROWS (orders of the snapshot, default 200).
 The services must be running (tests/debezium/services start); each scenario uses a database
 and topics of its own, dropped at its start.
 """
@@ -34,8 +34,8 @@ import urllib.request
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WIDEN = os.environ.get("WIDEN_BIN", os.path.join(REPO, "build-san", "widen"))
 BROKERS = os.environ.get("WIDEN_TEST_BROKERS", "127.0.0.1:9092")
-PG_PORT = os.environ.get("PG_PORT", "5432")
-CONNECT = "http://127.0.0.1:%s" % os.environ.get("CONNECT_PORT", "8083")
+PG_PORT = os.environ.get("WIDEN_TEST_PG_PORT", os.environ.get("PG_PORT", "5432"))
+CONNECT = "http://127.0.0.1:%s" % os.environ.get("WIDEN_TEST_CONNECT_PORT", os.environ.get("CONNECT_PORT", "8083"))
 NROWS = int(os.environ.get("DEBEZIUM_ROWS", "200"))
 PGUSER, PGPASS = os.environ.get("PG_USER", "widen"), os.environ.get("PG_PASSWORD", "widen-secret")
 TIMEOUT = float(os.environ.get("DEBEZIUM_TIMEOUT", "180"))
@@ -66,7 +66,7 @@ def die(msg):
 def psql(db, sql, check=True):
     env = dict(os.environ, PGPASSWORD=PGPASS)
     r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", PG_PORT, "-U", PGUSER,
-                        "-d", db, "-tA", "-c", sql], env=env, capture_output=True, text=True)
+                        "-d", db, "-tA", "-f", "-"], env=env, input=sql, capture_output=True, text=True)
     if check and r.returncode != 0:
         die("psql %s: %s\n%s" % (db, sql[:300], r.stderr))
     return r.stdout
