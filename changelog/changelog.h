@@ -105,6 +105,8 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
 /* Typed decoding of one value back into rows of schema (borrowed): rows[0..*n) are new rows
  * owned by the caller (wd_row_destroy), *n <= 2, each with its row kind (debezium-json u:
  * -U then +U, or +U alone when before is null; c/r: +I; d: -D). A tombstone gives *n = 0.
+ * A value in Kafka Connect's envelope with a schema (sink.schemas-enable, wd_connect_encode_debezium)
+ * is read with Connect's forms of DECIMAL, DATE, TIME and TIMESTAMP (of top-level columns).
  * Errors (nothing returned): "E_DECODE" as for wd_changelog_decode_tail; WD_ERR_RECORD "E_TYPE"
  * / "E_ARITH_OVERFLOW" / "E_UNKNOWN_COLUMN" from wd_row_from_json (the message says which
  * image); E_NOMEM. */
