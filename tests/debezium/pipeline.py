@@ -44,6 +44,8 @@ TIMEOUT = float(os.environ.get("DEBEZIUM_TIMEOUT", "180"))
 SCENARIOS = {
     "full_order_key": ("FULL", True, False, "single", False, True),
     "full_order_key_schemas": ("FULL", True, True, "single", False, False),
+    "full_own_id": ("FULL", False, False, "single", False, False),
+    "full_per_partition": ("FULL", True, False, "per-partition", False, True),
     # these need co-partitioning decided from key bytes, sources without full before images and
     # the TOAST placeholder option
     "defaults_identity": ("DEFAULT", False, True, "single", False, False),
@@ -76,15 +78,23 @@ def rest(method, path, body=None, ok=(200, 201, 204, 404)):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(CONNECT + path, data=data, method=method,
                                  headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            txt = r.read().decode()
-            return r.status, (json.loads(txt) if txt else None)
-    except urllib.error.HTTPError as e:
-        txt = e.read().decode()
-        if e.code not in ok:
-            die("Connect REST %s %s: HTTP %d %s" % (method, path, e.code, txt))
-        return e.code, txt
+    for attempt in range(20):
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                txt = r.read().decode()
+                return r.status, (json.loads(txt) if txt else None)
+        except urllib.error.HTTPError as e:
+            txt = e.read().decode()
+            if e.code == 409 and attempt < 19:  # "rebalance in progress": the worker is busy, again
+                time.sleep(0.5)
+                continue
+            if e.code not in ok:
+                die("Connect REST %s %s: HTTP %d %s" % (method, path, e.code, txt))
+            return e.code, txt
+        except urllib.error.URLError as e:  # refused while the worker is busy: again, then fail
+            if attempt == 19:
+                die("Connect REST %s %s: %s" % (method, path, e))
+            time.sleep(0.5)
 
 
 def wait_running(name, secs=90):
@@ -480,6 +490,15 @@ def main():
     rest("PUT", "/connectors/%s/config" % src_name, src)
     wait_running(src_name)
     log("source connector %s RUNNING" % src_name)
+
+    # the source topics exist once Debezium's snapshot wrote them (per-partition tasks read their
+    # partition counts at start)
+    def topics_exist():
+        r = subprocess.run(["kcat", "-L", "-b", BROKERS, "-m", "10"], capture_output=True, text=True)
+        missing = [t for t in ("orders", "payments", "shipments")
+                   if 'topic "%s.shop.%s"' % (prefix, t) not in r.stdout]
+        return not missing, "missing: %s" % missing
+    wait_until("Debezium's snapshot creates the three topics", topics_exist, 90)
 
     topic = prefix + ".orders_wide"
     cfg = os.path.join(work, "widen.yaml")
