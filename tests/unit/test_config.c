@@ -861,3 +861,17 @@ Test(config, rebuild_on_incompatible_change_needs_exactly_once) {
              20, "'state.on-incompatible-change: rebuild' runs under 'pipeline.processing-guarantee: exactly-once' only");
   wd_config_destroy(load_ok(minimal_with(21, "  dir: d\n  on-incompatible-change: rebuild")));
 }
+
+/* sink.schemas-enable: Kafka Connect's envelope of debezium-json with json or string keys only */
+Test(config, sink_schemas_enable) {
+  wd_config_t *cfg = load_ok(minimal_with(0, NULL));
+  cr_expect_eq(cfg->sink.schemas_enable, 0);
+  wd_config_destroy(cfg);
+  cfg = load_ok(minimal_with(19, "  topic: out\n  schemas-enable: true\n  key-format: string"));
+  cr_expect_eq(cfg->sink.schemas_enable, 1);
+  wd_config_destroy(cfg);
+  load_fails(minimal_with(19, "  topic: out\n  format: changelog-json\n  schemas-enable: true"), 18,
+             "needs `format: debezium-json`");
+  load_fails(minimal_with(19, "  topic: out\n  key-format: avro\n  schemas-enable: true"), 18,
+             "needs `format: debezium-json`");
+}
