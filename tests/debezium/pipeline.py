@@ -329,11 +329,11 @@ def normalize(rows):
     return rows
 
 
-def diff(want, got, limit=5):
+def diff(want, got, label="widen"):
     bad = []
     for k in sorted(set(want) | set(got)):
         if want.get(k) != got.get(k):
-            bad.append("order %s: sql %s widen %s" % (k, want.get(k), got.get(k)))
+            bad.append("order %s: sql %s %s %s" % (k, want.get(k), label, got.get(k)))
     return bad
 
 
@@ -567,7 +567,7 @@ def main():
                      paid::text, (paid_on - date '1970-01-01'), payment_version, carrier,
                      (extract(epoch FROM shipped_at) * 1000)::bigint, shipment_version)) FROM public.orders_wide""")
             got = normalize({r[0]: r for r in json.loads(out.strip() or "[]")})
-            bad = diff(want, got)
+            bad = diff(want, got, "jdbc-sink")
             return not bad, "%d of %d rows differ; first: %s" % (len(bad), len(want), "\n  ".join(bad[:5]))
         wait_until("the JDBC sink's table equals the SQL join", sink_equal)
         cols = psql(db, "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM "
