@@ -24,6 +24,7 @@ import decimal
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -448,6 +449,7 @@ def main():
         "%d orders" % (name, ri, "order_id" if order_key else "own id", str(schemas).lower(), tasks, toast, kill,
                        NROWS))
     work = tempfile.mkdtemp(prefix="wd-dbz-%s-" % name)
+    log("widen's config, state and log: %s (removed when the scenario passes)" % work)
     src_name, sink_name = "src-%s" % name, "sink-%s" % name
     rest("DELETE", "/connectors/%s" % src_name)
     rest("DELETE", "/connectors/%s" % sink_name)
@@ -577,6 +579,7 @@ def main():
         w.stop()
         rest("DELETE", "/connectors/%s" % sink_name)
         rest("DELETE", "/connectors/%s" % src_name)
+    shutil.rmtree(work, ignore_errors=True)
     log("PASS %s" % name)
 
 
