@@ -63,6 +63,7 @@ struct wd_consumer {
   bool wait_for_topics;    /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
   int nassigned;           /* partitions held now (rebalance callbacks) */
   int last_event;          /* 0 none yet, 1 an assignment, 2 a revocation */
+  wd_kafka_stats_t stats;  /* librdkafka's last statistics (statistics.interval.ms), stats.at_ms 0 before */
 };
 
 #define WD_MISSING_CHECK_MS 1000
@@ -298,6 +299,17 @@ static void wd_consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd
   }
 }
 
+/* librdkafka's statistics (statistics.interval.ms > 0): served by the polls, on the consumer's thread. */
+static int wd_consumer_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+  (void)rk;
+  wd_consumer_t *c = opaque;
+  if (wd_kafka_stats_parse(json, len, &c->stats))
+    wd_log(WD_LOG_DEBUG, "ingest", "librdkafka's statistics could not be read (%zu bytes)", len);
+  return 0; /* librdkafka frees json */
+}
+
+const wd_kafka_stats_t *wd_consumer_stats(const wd_consumer_t *c) { return c->stats.at_ms ? &c->stats : NULL; }
+
 static void wd_consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
   wd_consumer_t *c = opaque;
   if (wd_kafka_on_error(rk, err, reason, "ingest", &c->waiting)) c->fatal = true;
@@ -472,6 +484,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
     rd_kafka_conf_set_rebalance_cb(rconf, wd_consumer_rebalance_cb);
   }
   rd_kafka_conf_set_error_cb(rconf, wd_consumer_error_cb);
+  rd_kafka_conf_set_stats_cb(rconf, wd_consumer_stats_cb);
   rd_kafka_conf_set_opaque(rconf, c);
   if (!(c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, rconf, errstr, sizeof(errstr)))) {
     err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create the Kafka consumer: %s", errstr);
@@ -911,6 +924,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
   free(c->missing);
+  wd_kafka_stats_clear(&c->stats);
   free(c);
 }
 
