@@ -1144,38 +1144,6 @@ int64_t wd_consumer_position(wd_consumer_t *c, const char *topic, int32_t partit
   rd_kafka_topic_partition_list_destroy(list);
   return off;
 }
-/* librdkafka's property names (its own table, rd_kafka_conf_properties_show), as a new array of
- * *n new strings (free each and the array), or NULL. */
-static char **wd_kafka_property_names(size_t *n) {
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  char **names = NULL;
-  *n = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) return NULL;
-  rd_kafka_conf_properties_show(f);
-  fclose(f);
-  for (char *l = text; l && *l;) {
-    char *nl = strchr(l, '\n');
-    if (nl) *nl = 0;
-    if (*l >= 'a' && *l <= 'z' && strstr(l, " | ")) {
-      size_t k = strcspn(l, " |");
-      if (*n == cap) {
-        size_t nc = cap ? cap * 2 : 256;
-        char **g = realloc(names, nc * sizeof(*g));
-        if (!g) break;
-        names = g;
-        cap = nc;
-      }
-      if (!(names[*n] = strndup(l, k))) break;
-      (*n)++;
-    }
-    l = nl ? nl + 1 : NULL;
-  }
-  free(text);
-  return names;
-}
-
 wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients) {
   static const char *const consumer_fixed[] = {"enable.auto.commit", "enable.auto.offset.store", NULL};
   static const char *const producer_fixed[] = {"enable.idempotence", "acks", "partitioner", NULL};
@@ -1210,18 +1178,9 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
                           value, strerror(errno));
     return NULL;
   }
-  if (res == RD_KAFKA_CONF_UNKNOWN) {
-    size_t n = 0;
-    char **names = wd_kafka_property_names(&n);
-    const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
-    wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "unknown Kafka property '%s'%s%s%s", name,
-                                   near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
-                                   near ? near : "", near ? "'?" : "");
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-    return err;
-  }
-  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+  if (res == RD_KAFKA_CONF_UNKNOWN) return wd_kafka_unknown_property(name);
+  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name,
+                      wd_conf_shown(name, value), errstr);
 }
 
 const char *wd_consumer_idle_reason(const wd_consumer_t *c) {
