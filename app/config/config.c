@@ -1149,12 +1149,31 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
 /* Points cfg->table_opts at the table options (borrowed strings). */
 static wd_error_t *index_table_options(wd_config_t *cfg) {
   size_t n = cfg->table.options.n;
+  free(cfg->table_opts);
   if (!(cfg->table_opts = calloc(n + 1, sizeof(*cfg->table_opts)))) return wd_error_nomem();
   for (size_t i = 0; i < n; i++) {
     cfg->table_opts[i].key = cfg->table.options.v[i].key;
     cfg->table_opts[i].value = cfg->table.options.v[i].value;
   }
   return NULL;
+}
+
+/* When other mistakes were found already: the table's definition (its merge engine and options,
+ * checked when the table is built) too, so that one run names them all, not those of the table
+ * only once the others are fixed. Only a table section that loaded whole is built. */
+static wd_error_t *check_table_too(wd_config_t *cfg) {
+  bool whole = cfg->table.schema.n > 0 && cfg->table.primary_key.n > 0;
+  for (size_t i = 0; whole && i < cfg->table.schema.n; i++)
+    whole = cfg->table.schema.names[i] && cfg->table.schema.types[i];
+  for (size_t i = 0; whole && i < cfg->table.primary_key.n; i++) whole = cfg->table.primary_key.v[i] != NULL;
+  for (size_t i = 0; whole && i < cfg->table.options.n; i++)
+    whole = cfg->table.options.v[i].key && cfg->table.options.v[i].value;
+  if (!whole) return NULL;
+  wd_table_t *t = NULL;
+  wd_error_t *err = index_table_options(cfg);
+  if (!err) err = wd_config_build_table(cfg, &t);
+  wd_table_destroy(t);
+  return err;
 }
 
 wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
@@ -1210,6 +1229,7 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   ld.errs = &errs; /* the sections' keys: every mistake, not only the first */
   err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg);
   if (!err) err = check_kafka_properties(&ld, cfg);
+  if (!err && errs.first) err = ld_note(&ld, check_table_too(cfg));
   ld.errs = NULL;
   if (!err && errs.first) {
     err = errs.first;
