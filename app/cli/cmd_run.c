@@ -203,6 +203,7 @@ done:
   starting = 0;
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
+    err = wd_config_brokers_origin(cfg, err); /* a TLS or connection error names WIDEN_BROKERS */
     fprintf(stderr, "widen %s: %s\n", cmd, err->message);
     wd_error_destroy(err);
   }

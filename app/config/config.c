@@ -6,6 +6,7 @@
 #include "app/config/config.h"
 #include "common/kafka_conf.h"
 #include "app/config/interleaving.h"
+#include "common/log.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -408,6 +409,7 @@ void wd_config_destroy(wd_config_t *cfg) {
   if (!cfg) return;
   section_free(&ROOT_SEC, (char *)cfg);
   free(cfg->table_opts);
+  free(cfg->brokers_in_file);
   free(cfg->path);
   free(cfg);
 }
@@ -1253,7 +1255,18 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   wd_buf_free(&errs.more);
   if (err) goto done;
   if (env_brokers()) {
-    free(cfg->kafka.bootstrap_servers);
+    /* the file's value is kept to say where the address came from (a warning here, and the Kafka
+     * errors of `widen run`: wd_config_brokers_origin) */
+    if (cfg->kafka.bootstrap_servers && strcmp(cfg->kafka.bootstrap_servers, env_brokers())) {
+      wd_log(WD_LOG_WARN, "config",
+             "%s:%d: kafka.bootstrap.servers '%s' is replaced by the environment variable " WD_BROKERS_ENV
+             "='%s' (unset it to use the file's)",
+             path, cfg->kafka.line, cfg->kafka.bootstrap_servers, env_brokers());
+      cfg->brokers_in_file = cfg->kafka.bootstrap_servers;
+    } else {
+      free(cfg->kafka.bootstrap_servers);
+    }
+    cfg->kafka.bootstrap_servers = NULL;
     if (!(cfg->kafka.bootstrap_servers = strdup(env_brokers()))) {
       err = wd_error_nomem();
       goto done;
@@ -1285,6 +1298,24 @@ done:
 }
 
 /* ---- accessors --------------------------------------------------------------------------------------- */
+
+wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err) {
+  if (!err || !cfg || !cfg->brokers_from_env || err->cls != WD_ERR_KAFKA) return err;
+  const char *m = err->message;
+  size_t idl = strlen(err->id);
+  if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+  char file[600] = "";
+  if (cfg->brokers_in_file)
+    snprintf(file, sizeof(file), ", not from %s's kafka.bootstrap.servers '%s'", cfg->path, cfg->brokers_in_file);
+  wd_error_t *all = wd_error_new(err->cls, err->id, "%s (the brokers %s came from the environment variable "
+                                 WD_BROKERS_ENV "%s)", m, cfg->kafka.bootstrap_servers, file);
+  if (all == wd_error_nomem()) return err;
+  all->retriable = err->retriable;
+  all->fatal = err->fatal;
+  all->fenced = err->fenced;
+  wd_error_destroy(err);
+  return all;
+}
 
 const wd_option_t *wd_config_table_options(const wd_config_t *cfg, size_t *n) {
   *n = cfg->table.options.n;
