@@ -231,6 +231,7 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
   for (int k = 0; k < 4; k++)
     wd_metric_add(rm->m.changes_out, (const char *const[]){wd_row_kind_str((wd_row_kind_t)k)}, 0);
   wd_metric_add(rm->m.commits, NULL, 0);
+  wd_metric_add(rm->m.commit, NULL, 0); /* the histogram's series, no observation */
   wd_metric_add(rm->m.older, (const char *const[]){"sequence.field"}, 0);
   wd_metric_add(rm->m.tombstones, NULL, 0);
   wd_metric_add(rm->m.skipped, NULL, 0);
