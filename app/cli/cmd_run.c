@@ -59,11 +59,12 @@ static void on_signal(int sig) {
 static void on_alarm(int sig) {
   (void)sig;
   if (starting) {
-    static const char smsg[] = "widen: the start did not finish within 15 s of the stop signal (the broker does not "
-                               "answer): leaving now; recovery resolves what was open at the next start\n";
+    static const char smsg[] = "widen: the start did not finish within 15 s of the stop signal (a broker or the "
+                               "schema registry does not answer: the lines above say which): leaving now, nothing "
+                               "consumed or produced; recovery resolves what was open at the next start\n";
     ssize_t w = write(2, smsg, sizeof(smsg) - 1);
     (void)w;
-    _exit(0);
+    _exit(3); /* not a clean stop: the start did not finish */
   }
   bool settled = running ? wd_pipeline_settled(running) : grace_settled;
   static const char msg[] = "widen: the stop took longer than transaction.timeout.ms + 5 s (the broker does not "
@@ -163,6 +164,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
     rc = 0;
     goto done;
   }
+  opts->start_stop = &signals; /* a stop during the start ends its waits (the schema registry's) */
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
   starting = 0;
@@ -203,6 +205,7 @@ done:
   starting = 0;
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
+    if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its work was done: nothing lost */
     err = wd_config_brokers_origin(cfg, err); /* a TLS or connection error names WIDEN_BROKERS */
     fprintf(stderr, "widen %s: %s\n", cmd, err->message);
     wd_error_destroy(err);

@@ -508,7 +508,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
 
 /* Sleeps ms milliseconds (in slices, returning early when the pipeline is stopped). */
 static void sleep_ms(wd_pipeline_t *p, long ms) {
-  while (ms > 0 && !p->stop) {
+  while (ms > 0 && !p->stop && !(p->opts.start_stop && *p->opts.start_stop)) {
     long slice = ms > 100 ? 100 : ms;
     wd_sleep_ms(slice);
     ms -= slice;
@@ -1459,6 +1459,12 @@ static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const 
   for (unsigned attempt = 0;; attempt++) {
     wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
     if (!err || !err->retriable || waited >= 60000) return err;
+    if (p->opts.start_stop && *p->opts.start_stop) { /* stopped during the start: say what it waited for */
+      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped during the start while the schema registry "
+                                      "did not answer (%s); nothing was consumed or produced", err->message);
+      wd_error_destroy(err);
+      return serr;
+    }
     long ms = wd_registry_backoff_ms(attempt);
     wd_log(WD_LOG_WARN, "pipeline", "%s; retrying in %ld ms", err->message, ms);
     wd_error_destroy(err);

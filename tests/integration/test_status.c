@@ -281,3 +281,33 @@ Test(status, a_tls_error_says_the_brokers_came_from_widen_brokers, .timeout = 12
   free(out);
   free(sh(&rc, "rm -rf '%s'", e.dir));
 }
+
+/* A stop while the start waits for the schema registry (an Avro sink registers its schema at the
+ * start; the registry does not answer) ends the wait: E_STOPPED naming the registry, exit 3, in
+ * seconds; not "the broker does not answer" and exit 0 after 15 s. */
+Test(status, a_stop_during_a_registry_outage_at_the_start_names_the_registry, .timeout = 120) {
+  env_t e;
+  env_init(&e, "regstop");
+  int rc;
+  /* a port nobody listens on: every registration is refused (retriable) */
+  free(sh(&rc, "sed -i -e 's/^sink:/schema-registry:\\n  url: http:\\/\\/127.0.0.1:9\\nsink:/' -e "
+               "'s/^  topic: \\(.*out\\)$/  topic: \\1\\n  format: avro/' '%s'", e.cfg));
+  char *cfg = wd_it_read_file(e.cfg);
+  cr_assert(strstr(cfg, "format: avro") && strstr(cfg, "schema-registry:"), "%s", cfg);
+  free(cfg);
+  pid_t pid = spawn_run(&e);
+  cr_assert(wd_it_wait_log(e.log, "retrying in", 60000), "no registry retry logged:\n%s", wd_it_read_file(e.log));
+  int64_t t0 = wd_mono_ms();
+  kill(pid, SIGTERM);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  int64_t took = wd_mono_ms() - t0;
+  char *log = wd_it_read_file(e.log);
+  cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 3, "exit status %d, want 3:\n%s", status, log);
+  cr_expect_lt(took, 10000, "the stop took %lld ms", (long long)took);
+  cr_expect(strstr(log, "E_STOPPED: stopped during the start while the schema registry did not answer") != NULL, "%s",
+            log);
+  cr_expect(strstr(log, "broker does not answer") == NULL, "%s", log);
+  free(log);
+  free(sh(&rc, "rm -rf '%s'", e.dir));
+}
