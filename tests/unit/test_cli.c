@@ -68,7 +68,9 @@ Test(cli, a_misspelled_secret_property_is_masked) {
   const char *runs[] = {"tail --topic t --brokers 127.0.0.1:1 -X sasl.pasword=hunter2",
                         "produce --brokers 127.0.0.1:1 --topic t --file /dev/null -X sasl.pasword=hunter2",
                         "tail --topic t --brokers 127.0.0.1:1 -X sasl.mechanism=hunter2 -X sasl.password=hunter2 "
-                        "-X security.protocol=nonsense"};
+                        "-X security.protocol=nonsense",
+                        "tail --topic t --brokers 127.0.0.1:1 -X sasl.password:hunter2",
+                        "produce --brokers 127.0.0.1:1 --topic t --file /dev/null -X =hunter2"};
   for (size_t i = 0; i < sizeof(runs) / sizeof(*runs); i++) {
     int rc;
     char *out = widen(&rc, runs[i]);
