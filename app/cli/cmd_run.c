@@ -23,6 +23,7 @@
 #include "app/cli/cli.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
+#include "ingest/positions.h"
 #include "join/state.h"
 
 static wd_pipeline_t *running;
@@ -347,20 +348,84 @@ int wd_cmd_replay(int argc, char **argv) {
 /* ---- widen rows ---------------------------------------------------------------------- */
 
 static void rows_usage(FILE *f) {
-  fprintf(f, "usage: widen rows [--config] FILE [--state-dir DIR]\n\nPrints the wide table's rows from the state "
-             "directory (default state.dir) as JSON lines, sorted by primary key. While a widen runs on the "
+  fprintf(f, "usage: widen rows [--config] FILE [--state-dir DIR] [--all-tasks]\n\nPrints the wide table's rows from "
+             "the state directory (default state.dir) as JSON lines, sorted by primary key. While a widen runs on the "
              "directory it is read without its lock (a read-only RocksDB secondary instance, as `widen status` "
-             "does): the rows as of the last write it sees.\n");
+             "does): the rows as of the last write it sees.\n"
+             "With pipeline.tasks: per-partition the consumer group is asked which tasks this directory still "
+             "holds: the rows of a task that another member moved on (`widen status`: owned \"no\") are this "
+             "directory's old copy and are left out, and stderr says how many of which tasks; --all-tasks prints "
+             "them too.\n");
+}
+
+/* The tasks (per-partition: task i = partition i) another member of the group moved on: a source
+ * partition whose group offset is past this directory's stored one (as `widen status`'s owned
+ * "no"). *stale a new array (free) of *n task ids. A group that cannot be asked is logged (every
+ * row is then printed). */
+typedef struct {
+  uint32_t *v;
+  size_t n;
+} task_set_t;
+
+static bool task_kept(void *ctx, uint32_t task) {
+  const task_set_t *ts = ctx;
+  for (size_t i = 0; i < ts->n; i++)
+    if (ts->v[i] == task) return false;
+  return true;
+}
+
+static wd_error_t *stale_tasks(const wd_config_t *cfg, wd_store_t *st, task_set_t *ts) {
+  const char **topics = calloc(cfg->sources.n * 4 + 1, sizeof(*topics));
+  size_t nt = 0;
+  wd_kafka_conf_t kc = {0};
+  wd_partition_position_t *pos = NULL;
+  size_t npos = 0;
+  wd_error_t *err = topics ? NULL : wd_error_nomem();
+  for (size_t i = 0; !err && i < cfg->sources.n; i++)
+    for (size_t k = 0; k < cfg->sources.v[i].topics.n; k++) {
+      const char *tp = cfg->sources.v[i].topics.v[k];
+      bool seen = false;
+      for (size_t j = 0; j < nt; j++) seen = seen || !strcmp(topics[j], tp);
+      if (!seen && nt < cfg->sources.n * 4) topics[nt++] = tp;
+    }
+  if (!err) err = wd_kafka_conf_set_brokers(&kc, cfg->kafka.bootstrap_servers);
+  for (size_t i = 0; !err && i < cfg->kafka.properties.n; i++) {
+    const char *k = cfg->kafka.properties.v[i].key;
+    if (!strcmp(k, "group.instance.id") || !strcmp(k, "partition.assignment.strategy")) continue;
+    err = wd_kafka_conf_set(&kc, k, cfg->kafka.properties.v[i].value);
+  }
+  if (!err) err = wd_kafka_conf_set_group(&kc, cfg->kafka.group_id);
+  if (!err) err = wd_kafka_group_positions(&kc, topics, nt, 10000, &pos, &npos);
+  for (size_t i = 0; !err && i < npos; i++) {
+    int64_t stored = -1;
+    if ((err = wd_store_get_offset(st, pos[i].topic, pos[i].partition, &stored))) break;
+    if (stored < 0 || pos[i].committed <= stored || !task_kept(ts, (uint32_t)pos[i].partition)) continue;
+    uint32_t *v = realloc(ts->v, (ts->n + 1) * sizeof(*v));
+    if (!v) {
+      err = wd_error_nomem();
+      break;
+    }
+    ts->v = v;
+    ts->v[ts->n++] = (uint32_t)pos[i].partition;
+  }
+  free(pos);
+  wd_kafka_conf_clear(&kc);
+  free(topics);
+  return err;
 }
 
 int wd_cmd_rows(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {0}};
+      {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
+      {"all-tasks", no_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *config = NULL, *dir = NULL;
+  bool all_tasks = false;
   int ch;
   optind = 1;
   while ((ch = wd_cli_getopt("rows", argc, argv, "c:h", longopts)) != -1) {
-    if (ch == 'c')
+    if (ch == 'a')
+      all_tasks = true;
+    else if (ch == 'c')
       config = optarg;
     else if (ch == 's')
       dir = optarg;
@@ -408,10 +473,28 @@ int wd_cmd_rows(int argc, char **argv) {
   if (!err && (!srcs || !ids)) err = wd_error_nomem();
   if (!err) err = wd_config_build_join(cfg, t, srcs, ids, &join);
   if (!err) err = wd_join_start(join, state, st);
+  task_set_t stale = {0};
+  if (!err && !all_tasks && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && cfg->kafka.group_id) {
+    wd_error_t *kerr = stale_tasks(cfg, st, &stale);
+    if (kerr) {
+      fprintf(stderr, "widen rows: the group %s cannot say which tasks this directory still holds (%s): the rows of "
+              "every task kept here are printed\n", cfg->kafka.group_id, kerr->message);
+      wd_error_destroy(kerr);
+      stale.n = 0;
+    }
+    if (stale.n) wd_state_set_task_filter(state, task_kept, &stale);
+  }
   if (!err) {
     schema = wd_table_schema(t);
     err = wd_join_rows_sorted(join, &rows, &nrows);
   }
+  if (!err && stale.n) {
+    fprintf(stderr, "widen rows: left out %" PRIu64 " rows of task%s", wd_state_left_out(state), stale.n > 1 ? "s" : "");
+    for (size_t i = 0; i < stale.n; i++) fprintf(stderr, "%s %" PRIu32, i ? "," : "", stale.v[i]);
+    fprintf(stderr, ": another member of group %s moved their partitions on, so this directory holds an old copy "
+            "(widen status: owned \"no\"); --all-tasks prints them\n", cfg->kafka.group_id);
+  }
+  free(stale.v);
   if (!err) {
     for (size_t i = 0; i < nrows; i++) {
       wd_buf_reset(&buf);

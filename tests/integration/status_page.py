@@ -11,6 +11,8 @@ One page stays open while the pipeline changes under it:
      topic, partition and offset) without a reload;
   3. a second member joins the group: tasks move away from the first, and the page follows (the
      states it shows are those of /status again);
+  4. `widen rows` of the first member leaves out the rows of the tasks the second moved on and says
+     so (the two members' rows split the keys; --all-tasks prints the old copies too);
 and a screenshot is written to OUT_DIR/status_page.png. Exit 0 when all hold, 1 with the reason.
 """
 import base64
@@ -310,6 +312,35 @@ metrics:
         page3, st3 = wait("tasks to move to the second member and the page to follow",
                           lambda: matches(ws, port_a, moved), 120)
         print("after the second member joined the page shows tasks %s" % page3["tasks"], flush=True)
+
+        # 4. `widen rows` of A leaves out the rows of the tasks B moved on, and says so
+        produce("a", ['{"op":"u","before":null,"after":{"id":%d,"a":"z%d"}}' % (i, i) for i in range(1, 26)])
+
+        def settled(port):
+            st = status(port)
+            return st and st["ready"] and all(q["lag"] <= 0 and (q["end"] < 0 or q["committed"] == q["end"])
+                                               for t in st["tasks"] if t["owned"] for q in t["partitions"])
+        wait("both members to take the updates", lambda: settled(port_a) and settled(port_b) and
+             status(port_a)["pipeline"]["totals"]["records_in"] + status(port_b)["pipeline"]["totals"]["records_in"]
+             >= 41 + 25)
+
+        def rows(cfg_path, *extra):
+            r = subprocess.run([WIDEN, "rows", "--config", cfg_path] + list(extra), capture_output=True, text=True,
+                               env=env)
+            if r.returncode != 0:
+                fail("widen rows %s: %s" % (cfg_path, r.stderr))
+            return [json.loads(line)["id"] for line in r.stdout.splitlines() if line.strip()], r.stderr
+
+        rows_a, err_a = wait("A's rows to leave out the moved tasks",
+                             lambda: (lambda r: r if "left out" in r[1] else None)(rows(cfg)), 60)
+        rows_b, _ = rows(cfg_b)
+        all_a, _ = rows(cfg, "--all-tasks")
+        if set(rows_a) & set(rows_b) or sorted(set(rows_a) | set(rows_b)) != list(range(1, 26)):
+            fail("rows of A %s and of B %s should split the 25 keys" % (rows_a, rows_b))
+        if len(all_a) <= len(rows_a) or "--all-tasks prints them" not in err_a:
+            fail("A's rows with --all-tasks %d, without %d; stderr: %s" % (len(all_a), len(rows_a), err_a))
+        print("widen rows: A %d rows, B %d rows, A --all-tasks %d; %s" % (len(rows_a), len(rows_b), len(all_a),
+                                                                        err_a.strip()), flush=True)
 
         shot = ws.call("Page.captureScreenshot", format="png")
         os.makedirs(OUT, exist_ok=True)
