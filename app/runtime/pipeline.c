@@ -595,8 +595,10 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
     wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
            err->message, ms);
     /* wait serving the consumer (paused), so that the group does not evict this process */
-    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100)
+    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100) {
       wd_commit_wait(p->commit, left > 100 ? 100 : (int)left);
+      metrics_tick(p, wd_mono_s(), false); /* the wait is the loop's work: /livez and /status go on */
+    }
     if (wd_commit_batch_invalid(p->commit)) return err; /* the batch is abandoned */
     wd_error_destroy(err);
   }
