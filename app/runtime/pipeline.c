@@ -327,7 +327,7 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
 /* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
-  wd_run_metrics_commit_made(p->rm, number, wd_hist_gather_duration_s(p->hg)); /* issue 13 */
+  wd_run_metrics_commit_made(p->rm, number, wd_hist_gather_duration_s(p->hg));
   /* issue 13; the open commit may hold the next one's batches already (issue 22 point 2) */
   wd_hist_gather_committed(p->hg, p->trace);
   wd_collector_ranges_reset(p->coll);
