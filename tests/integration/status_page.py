@@ -320,9 +320,15 @@ metrics:
             st = status(port)
             return st and st["ready"] and all(q["lag"] <= 0 and (q["end"] < 0 or q["committed"] == q["end"])
                                                for t in st["tasks"] if t["owned"] for q in t["partitions"])
-        wait("both members to take the updates", lambda: settled(port_a) and settled(port_b) and
-             status(port_a)["pipeline"]["totals"]["records_in"] + status(port_b)["pipeline"]["totals"]["records_in"]
-             >= 41 + 25)
+        def took_updates():
+            sa, sb = status(port_a), status(port_b)
+            n = sa["pipeline"]["totals"]["records_in"] + sb["pipeline"]["totals"]["records_in"] if sa and sb else 0
+            return settled(port_a) and settled(port_b) and n >= 41 + 25
+        try:
+            wait("both members to take the updates", took_updates)
+        except SystemExit:
+            print("A: %s\nB: %s" % (json.dumps(status(port_a)), json.dumps(status(port_b))), flush=True)
+            raise
 
         def rows(cfg_path, *extra):
             r = subprocess.run([WIDEN, "rows", "--config", cfg_path] + list(extra), capture_output=True, text=True,
@@ -331,6 +337,8 @@ metrics:
                 fail("widen rows %s: %s" % (cfg_path, r.stderr))
             return [json.loads(line)["id"] for line in r.stdout.splitlines() if line.strip()], r.stderr
 
+        print("records taken: A %d, B %d" % (status(port_a)["pipeline"]["totals"]["records_in"],
+                                              status(port_b)["pipeline"]["totals"]["records_in"]), flush=True)
         rows_a, err_a = wait("A's rows to leave out the moved tasks",
                              lambda: (lambda r: r if "left out" in r[1] else None)(rows(cfg)), 60)
         rows_b, _ = rows(cfg_b)
