@@ -6,6 +6,7 @@
 #include "app/config/config.h"
 #include "common/kafka_conf.h"
 #include "app/config/interleaving.h"
+#include "common/log.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -417,6 +418,7 @@ void wd_config_destroy(wd_config_t *cfg) {
   if (!cfg) return;
   section_free(&ROOT_SEC, (char *)cfg);
   free(cfg->table_opts);
+  free(cfg->brokers_in_file);
   free(cfg->path);
   free(cfg);
 }
@@ -1163,12 +1165,31 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
 /* Points cfg->table_opts at the table options (borrowed strings). */
 static wd_error_t *index_table_options(wd_config_t *cfg) {
   size_t n = cfg->table.options.n;
+  free(cfg->table_opts);
   if (!(cfg->table_opts = calloc(n + 1, sizeof(*cfg->table_opts)))) return wd_error_nomem();
   for (size_t i = 0; i < n; i++) {
     cfg->table_opts[i].key = cfg->table.options.v[i].key;
     cfg->table_opts[i].value = cfg->table.options.v[i].value;
   }
   return NULL;
+}
+
+/* When other mistakes were found already: the table's definition (its merge engine and options,
+ * checked when the table is built) too, so that one run names them all, not those of the table
+ * only once the others are fixed. Only a table section that loaded whole is built. */
+static wd_error_t *check_table_too(wd_config_t *cfg) {
+  bool whole = cfg->table.schema.n > 0 && cfg->table.primary_key.n > 0;
+  for (size_t i = 0; whole && i < cfg->table.schema.n; i++)
+    whole = cfg->table.schema.names[i] && cfg->table.schema.types[i];
+  for (size_t i = 0; whole && i < cfg->table.primary_key.n; i++) whole = cfg->table.primary_key.v[i] != NULL;
+  for (size_t i = 0; whole && i < cfg->table.options.n; i++)
+    whole = cfg->table.options.v[i].key && cfg->table.options.v[i].value;
+  if (!whole) return NULL;
+  wd_table_t *t = NULL;
+  wd_error_t *err = index_table_options(cfg);
+  if (!err) err = wd_config_build_table(cfg, &t);
+  wd_table_destroy(t);
+  return err;
 }
 
 wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
@@ -1224,6 +1245,7 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   ld.errs = &errs; /* the sections' keys: every mistake, not only the first */
   err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg);
   if (!err) err = check_kafka_properties(&ld, cfg);
+  if (!err && errs.first) err = ld_note(&ld, check_table_too(cfg));
   ld.errs = NULL;
   if (!err && errs.first) {
     err = errs.first;
@@ -1247,7 +1269,18 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   wd_buf_free(&errs.more);
   if (err) goto done;
   if (env_brokers()) {
-    free(cfg->kafka.bootstrap_servers);
+    /* the file's value is kept to say where the address came from (a warning here, and the Kafka
+     * errors of `widen run`: wd_config_brokers_origin) */
+    if (cfg->kafka.bootstrap_servers && strcmp(cfg->kafka.bootstrap_servers, env_brokers())) {
+      wd_log(WD_LOG_WARN, "config",
+             "%s:%d: kafka.bootstrap.servers '%s' is replaced by the environment variable " WD_BROKERS_ENV
+             "='%s' (unset it to use the file's)",
+             path, cfg->kafka.line, cfg->kafka.bootstrap_servers, env_brokers());
+      cfg->brokers_in_file = cfg->kafka.bootstrap_servers;
+    } else {
+      free(cfg->kafka.bootstrap_servers);
+    }
+    cfg->kafka.bootstrap_servers = NULL;
     if (!(cfg->kafka.bootstrap_servers = strdup(env_brokers()))) {
       err = wd_error_nomem();
       goto done;
@@ -1279,6 +1312,24 @@ done:
 }
 
 /* ---- accessors --------------------------------------------------------------------------------------- */
+
+wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err) {
+  if (!err || !cfg || !cfg->brokers_from_env || err->cls != WD_ERR_KAFKA) return err;
+  const char *m = err->message;
+  size_t idl = strlen(err->id);
+  if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+  char file[600] = "";
+  if (cfg->brokers_in_file)
+    snprintf(file, sizeof(file), ", not from %s's kafka.bootstrap.servers '%s'", cfg->path, cfg->brokers_in_file);
+  wd_error_t *all = wd_error_new(err->cls, err->id, "%s (the brokers %s came from the environment variable "
+                                 WD_BROKERS_ENV "%s)", m, cfg->kafka.bootstrap_servers, file);
+  if (all == wd_error_nomem()) return err;
+  all->retriable = err->retriable;
+  all->fatal = err->fatal;
+  all->fenced = err->fenced;
+  wd_error_destroy(err);
+  return all;
+}
 
 const wd_option_t *wd_config_table_options(const wd_config_t *cfg, size_t *n) {
   *n = cfg->table.options.n;
