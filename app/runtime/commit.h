@@ -9,7 +9,7 @@
  *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
  *   (its output goes through the record collector, app/runtime/collector.h, which begins the transaction
  *    with the first record and calls the coordinator's opening hook)
- *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
+ *   wd_commit_gate(topic, partition, off)         whether a record runs, only rebuilds state, or waits;
  *   wd_commit_note_input(topic, partition, off, n) per partition of each batch: its last offset taken (applied or dead-lettered);
  *   wd_commit_batch_end()
  * and then, when wd_commit_due() says so (pipeline.commit-interval-ms, pipeline.commit-max-records)
@@ -189,10 +189,6 @@ bool wd_commit_batch_invalid(const wd_commit_t *c);
  * record. Errors: E_TXN_BEGIN (fatal/fenced). */
 wd_error_t *wd_commit_begin(wd_commit_t *c);
 
-/* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring
- * up to the group's committed offset): then it is merged but produces no output. */
-bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
-
 /* The gate of a record (issue 21, docs/runtime.md): whether the record at offset of (topic,
  * partition) is applied with output (WD_GATE_RUN), applied without output because its task is
  * RESTORING below the group's committed offset (WD_GATE_RESTORE), or not taken at all
@@ -220,9 +216,6 @@ bool wd_commit_changelog_restoring(const wd_commit_t *c);
  * for 60 s), store write errors, E_NOMEM. */
 wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms);
 
-/* The state name of task `task` ("RUNNING", ...; app/runtime/tasks.h), or NULL when it was never here. */
-const char *wd_commit_task_state(wd_commit_t *c, uint32_t task);
-
 /* Records that the open commit includes (topic, partition) up to offset (taken: applied or
  * dead-lettered), and `records` more records taken: called once per partition of a batch, with
  * the last offset of the batch's records of it (issue 22: one upsert per partition and batch, not
@@ -238,11 +231,6 @@ bool wd_commit_due(const wd_commit_t *c);
 void wd_commit_set_interval(wd_commit_t *c, int64_t ms);
 /* Whether a commit is open (anything noted since the last one). */
 bool wd_commit_pending(const wd_commit_t *c);
-
-/* Keeps err (taken) as the error the pipeline stops with at its next wd_commit_take_error (the
- * first one kept wins; later ones are freed): for failures inside consumer callbacks,
- * which cannot return one. */
-void wd_commit_keep_error(wd_commit_t *c, wd_error_t *err);
 
 /* The pipeline's stop request (borrowed; read, never written; may be set from a signal
  * handler): once it is set, every wait of the coordinator (acknowledgements, send_offsets,
@@ -355,7 +343,14 @@ uint64_t wd_commit_restored_records(const wd_commit_t *c);
 uint64_t wd_commit_number(const wd_commit_t *c);
 
 /* The first fatal error seen inside a consumer callback (where it cannot be returned), or NULL;
- * the caller takes it over. */
+ * the caller takes it over. Also an illegal phase move (E_COMMIT_PHASE, a bug) and the task
+ * manager's kept errors (app/runtime/task_manager.h). */
 wd_error_t *wd_commit_take_error(wd_commit_t *c);
+
+/* The commit's phase machine (commit.c's top comment): whether a commit may move from phase `from`
+ * to phase `to` (IDLE 0, OPEN 1, SNAPPED 2, PREPARED 3, OFFSETS_SENT 4, COMMITTED 5), and a phase's
+ * name ("?" out of range). For tests and logs. */
+bool wd_commit_phase_legal(int from, int to);
+const char *wd_commit_phase_name(int phase);
 
 #endif
