@@ -209,7 +209,7 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
 /* ---- issue 21 point 4: the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
  * The one place where the rebuild's records enter the open commit's transaction, through the record
  * collector (app/runtime/collector.h) as every other output: the difference in the sink's
- * formats, encoded as produce_changelog encodes the changelog, and the task's state entries to
+ * formats, encoded as emit_changelog encodes the changelog, and the task's state entries to
  * the state changelog topic. */
 static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
 
@@ -448,27 +448,41 @@ static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd
   return p->key_fmt->encode(c, row, &p->kbuf);
 }
 
-/* Produces the changelog rows of p->cl, keyed by primary key. */
-static wd_error_t *produce_changelog(wd_pipeline_t *p) {
+/* Where the rows given to emit_changelog came from. All members may be NULL: the rows are then
+ * one message's (a task's reconcile), sent, and an output over message.max.bytes is only logged. */
+typedef struct {
+  const size_t *src;    /* per row: the index of its source message (a message's rows are contiguous) */
+  const bool *quiet;    /* per source message: it only rebuilds state (nothing is sent) */
+  const wd_kmsg_t *msgs; /* per source message: named in the log of an output too large */
+  wd_bmsg_t *bm;        /* per source message: an output too large dead-letters it (bm[src].err) */
+} wd_emit_from_t;
+
+/* Produces the changelog rows rows[0..n), keyed by primary key, into the open commit through the
+ * collector (or counts them only: --no-output, a message that only rebuilds state). An output
+ * over the producer's message.max.bytes never stalls the pipeline: its source message is
+ * dead-lettered with the reason (from->bm) or, for rows of no message, logged. Errors: the
+ * collector's (abortable ones included: the caller aborts), the encoders'. */
+static wd_error_t *emit_changelog(wd_pipeline_t *p, wd_row_t *const *rows, size_t n, const wd_emit_from_t *from) {
   wd_error_t *err = NULL;
   const char *topic = p->cfg->sink.topic;
   const char *tname = p->cfg->table.name;
   int64_t ts = wd_wall_ms();
   wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
-  for (size_t i = 0; i < p->cl.n;) {
+  for (size_t i = 0; i < n;) {
     const wd_row_t *keyrow = NULL;
-    size_t src = p->cl_src[i];
-    if (p->opts.no_output || p->restoring[src]) {
+    size_t src = from->src ? from->src[i] : 0;
+    bool quiet = from->quiet && from->quiet[src];
+    if (p->opts.no_output || quiet) {
       /* nothing is sent: skip the rows of this source message (they are contiguous) unencoded */
       size_t at = i;
-      while (i < p->cl.n && p->cl_src[i] == src) i++;
-      if (!p->restoring[src]) p->st.changes_out += i - at;
+      while (i < n && (from->src ? from->src[i] : 0) == src) i++;
+      if (!quiet) p->st.changes_out += i - at;
       continue;
     }
     wd_buf_reset(&p->kbuf);
     wd_buf_reset(&p->vbuf);
     size_t at = i;
-    err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
+    err = p->sink_fmt->encode(&sc, rows, n, &i, &keyrow, &p->vbuf);
     p->st.changes_out += i - at;
     if (!err) err = encode_key(p, &sc, keyrow);
     if (!err)
@@ -477,12 +491,14 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
-      wd_kmsg_t *m = &p->msgs[src]; /* the rows encoded are this source message's */
+      static const wd_kmsg_t none = {.topic = "(reconcile)"};
+      const wd_kmsg_t *m = from->msgs ? &from->msgs[src] : &none; /* the rows encoded are this message's */
       wd_log(WD_LOG_ERROR, "pipeline", "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
-             "message.max.bytes; dead-lettered (raise message.max.bytes under sink.properties and the topic's "
-             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len);
-      if (!p->bm[src].err)
-        p->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
+             "message.max.bytes; %s (raise message.max.bytes under sink.properties and the topic's "
+             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len,
+             from->bm ? "dead-lettered" : "not sent");
+      if (from->bm && !from->bm[src].err)
+        from->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
                                       "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
                                       "producer's message.max.bytes (%s); the table state has the change",
                                       m->topic, m->partition, m->offset, p->vbuf.len, err->message);
@@ -853,7 +869,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (p->trace && (err = trace_message(p, b))) return err;
   }
   /* 4. produce the changelog and the dead letters into the open commit */
-  if ((err = produce_changelog(p))) return err;
+  wd_emit_from_t from = {p->cl_src, p->restoring, p->msgs, p->bm};
+  if ((err = emit_changelog(p, p->cl.rows, p->cl.n, &from))) return err;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     if (!b->err) continue;
@@ -1106,29 +1123,8 @@ static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
     size_t rows = 0;
     wd_changelog_reset(p->table, &p->cl);
     if ((err = wd_join_reconcile_task(wd_lookups_join(p->lk), task, &p->cl, &rows))) break;
-    if (p->cl.n) {
-      /* produced as if from one message: index 0 of a batch that holds none */
-      if (p->cl.n > p->cap_cl_src) {
-        size_t *c = realloc(p->cl_src, p->cl.n * 2 * sizeof(*c));
-        if (!c) return wd_error_nomem();
-        p->cl_src = c;
-        p->cap_cl_src = p->cl.n * 2;
-      }
-      memset(p->cl_src, 0, p->cl.n * sizeof(*p->cl_src));
-      /* slot 0 may hold the polled batch's first record (reconcile runs before it): kept aside */
-      wd_kmsg_t m0 = p->msgs[0];
-      wd_bmsg_t b0 = p->bm[0];
-      bool r0 = p->restoring[0];
-      memset(&p->bm[0], 0, sizeof(p->bm[0]));
-      memset(&p->msgs[0], 0, sizeof(p->msgs[0]));
-      p->msgs[0].topic = "(reconcile)";
-      p->restoring[0] = false;
-      err = produce_changelog(p);
-      wd_error_destroy(p->bm[0].err); /* an output over message.max.bytes: logged, not dead-lettered */
-      p->msgs[0] = m0;
-      p->bm[0] = b0;
-      p->restoring[0] = r0;
-    }
+    const wd_emit_from_t from = {0}; /* rows of no message: sent; one too large is logged */
+    if (p->cl.n) err = emit_changelog(p, p->cl.rows, p->cl.n, &from);
     if (err) break;
     wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes",
            task, rows, p->cl.n);
