@@ -1,5 +1,5 @@
 /*
- * common/error_ids.h — the one list of widen's stable error ids (issue 21 point 6).
+ * common/error_ids.h — the one list of widen's stable error ids.
  *
  * Every id that a wd_error_t carries is listed here once, with whether an error of that id is
  * retriable (waiting and trying again may succeed: a broker or registry that is away, a batch

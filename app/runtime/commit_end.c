@@ -57,7 +57,7 @@ wd_error_t *commit_abort(wd_commit_t *c, const char *why, const wd_error_t *caus
   bool recreate = wd_collector_classify(cause) == WD_COLLECT_RECREATE;
   uint64_t gen = wd_collector_generation(c->coll);
   if (c->committing && c->phase == WD_PHASE_OFFSETS_SENT) {
-    /* issue 22 point 2: the commit whose transaction is committing is resolved first (completed, or
+    /* the commit whose transaction is committing is resolved first (completed, or
      * aborted by the broker's answer): it may have committed, so it is never taken back here; what
      * is aborted is what was taken after it */
     bool ab = false;
@@ -144,7 +144,7 @@ wd_error_t *commit_abort_if_abortable(wd_commit_t *c, wd_error_t *err, bool *abo
  * with c->phase COMMITTED on success, IDLE when aborted (or completed by a nested run inside a
  * rebalance callback while it waited). */
 /* How long, and for how many held records, a commit's transaction may commit in the background
- * (issue 22 point 2) before the pipeline waits for it as before; also once the next commit holds
+ * before the pipeline waits for it as before; also once the next commit holds
  * pipeline.commit-max-records records (a commit stays within its bound). */
 #define WD_OVERLAP_MAX_S 2.0
 #define WD_OVERLAP_MAX_HELD 200000
@@ -155,7 +155,7 @@ wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, 
   wd_error_t *err = NULL;
   double deadline = wd_mono_s() + c->conf.txn_timeout_ms / 1000.0;
   if (async && c->conf.group && !c->in_callback && !(stop && *stop)) {
-    /* issue 22 point 2: commit_transaction runs on the collector's helper thread while the
+    /* commit_transaction runs on the collector's helper thread while the
      * pipeline merges the next batches, whose output the collector holds until this commit is
      * finalized (librdkafka 2.0.2 is not safe with short commit timeouts called again and again:
      * collector.h) */

@@ -1,5 +1,5 @@
 /*
- * app/runtime/commit_pace.h — when the open commit is due: the adaptive commit interval (issue 22 point 2).
+ * app/runtime/commit_pace.h — when the open commit is due: the adaptive commit interval.
  *
  * Under exactly-once the output of a commit becomes visible to read_committed consumers only when
  * its transaction commits, so the commit interval is the visible latency's floor; but every

@@ -47,7 +47,7 @@ typedef struct {
   bool skipped;        /* replay --from: older than the point in time */
   bool lookup;         /* a lookup source's message: its records are the lookups' batch rows first .. first+count */
   bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
-  bool held;           /* issue 21: not taken (its task is restoring other partitions): read again */
+  bool held;           /* not taken (its task is restoring other partitions): read again */
   int src;             /* index of its source (cfg->sources), -1 when none */
   const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
 } wd_bmsg_t;
@@ -101,35 +101,35 @@ struct wd_pipeline {
   size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
   bool closing;  /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
-  bool pu_no_retract; /* issue 23: the table rejects every retraction: -U records are left out */
+  bool pu_no_retract; /* the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
   wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
-  /* ---- issue 13: the open commit's history record and trace lines (app/ops/history_gather.h),
+  /* ---- the open commit's history record and trace lines (app/ops/history_gather.h),
    * and the metrics ---- */
   wd_hist_gather_t *hg;
   wd_run_metrics_t *rm; /* the metrics (app/ops/run_metrics.h), NULL when metrics.listen is not set */
-  wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
-  /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h):
+  wd_standby_t *standby; /* warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
+  /* sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h):
    * the plan, the task and stateless topics, the forwarding (a single task: nothing repartitioned) */
   wd_repart_t *rp;
   wd_lookups_t *lk; /* the join layer on other keys and the batch's lookup rows (app/runtime/lookups.h) */
-  /* issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h): the lookup topics
+  /* lookups under per-partition tasks (app/runtime/global_table.h): the lookup topics
    * read whole by this process, outside the group; NULL otherwise */
   wd_gtable_t *gt;
   const char **gtopics; /* the lookup topics (the sources' copies) */
   char *pos_group;      /* the per-process group of the commit marker, owned */
-  /* issue 21 point 4: the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
+  /* the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
   wd_rebuild_t *rb;
   wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
   char *rb_group;
-  /* issue 22 point 3: the topic index, and per batch its topics seen and its partitions
+  /* the topic index, and per batch its topics seen and its partitions
    * (app/runtime/topic_index.h) */
   wd_topic_index_t *tix;
-  /* issue 22 point 2: the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
+  /* the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
    * loop: the rate and the processing time per record over windows of >= 200 ms, each commit's
    * duration; smoothed */
   struct {
@@ -155,7 +155,7 @@ static bool on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   wd_pipeline_t *p = ctx;
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
   /* the tasks are recorded (CREATED) and, when the group's offsets decide, initialised in the
-   * loop (wd_commit_init_step), their partitions held until then (issue 21 point 2) */
+   * loop (wd_commit_init_step), their partitions held until then */
   return wd_commit_on_assign_all(p->commit, parts, n);
 }
 
@@ -177,7 +177,7 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
 
-/* ---- issue 13: the commit history record (app/ops/history.h) ------------------------------------
+/* ---- the commit history record (app/ops/history.h) ------------------------------------
  * The pipeline reports what the open commit took (input ranges, counts) to its gatherer
  * (app/ops/history_gather.h); the coordinator's hooks write the record into the commit's state
  * batch: before_finalize when the state is snapshotted (so a prepared commit that recovery
@@ -191,12 +191,11 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
 }
 
 /* At the commit's snapshot: what was noted so far is this commit's; what is taken from now on
- * belongs to the next one, whose batches may be merged while this one commits (issue 22
- * point 2). */
+ * belongs to the next one, whose batches may be merged while this one commits. */
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
   wd_pipeline_t *p = ctx;
   wd_hist_gather_snapshot(p->hg);
-  /* issue 21 point 4: a rebuild's switch commit deletes the staged rows and writes the task's mark */
+  /* a rebuild's switch commit deletes the staged rows and writes the task's mark */
   return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
 }
 
@@ -206,7 +205,7 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
   return hist_add(p, number, b, true);
 }
 
-/* ---- issue 21 point 4: the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
+/* ---- the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
  * The one place where the rebuild's records enter the open commit's transaction, through the record
  * collector (app/runtime/collector.h) as every other output: the difference in the sink's
  * formats, encoded as emit_changelog encodes the changelog, and the task's state entries to
@@ -269,7 +268,7 @@ static bool rebuild_task_current(void *ctx, uint32_t task) {
   return wd_rebuild_task_current(p->rb, task);
 }
 
-/* ---- issue 13: Prometheus metrics (app/ops/run_metrics.h). The pipeline only reports what it
+/* ---- Prometheus metrics (app/ops/run_metrics.h). The pipeline only reports what it
  * did; the unit counts, the server thread renders. ---- */
 static wd_error_t *metrics_setup(wd_pipeline_t *p) {
   wd_run_metrics_conf_t c = {p->cfg->metrics.listen, p->opts.replay, p->table,
@@ -317,8 +316,8 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   (void)number;
-  wd_run_metrics_commit_done(p->rm, wd_hist_gather_duration_s(p->hg)); /* issue 13 */
-  /* issue 13; the open commit may hold the next one's batches already (issue 22 point 2) */
+  wd_run_metrics_commit_done(p->rm, wd_hist_gather_duration_s(p->hg));
+  /* the open commit may hold the next one's batches already */
   wd_hist_gather_committed(p->hg, p->trace);
   wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
@@ -327,7 +326,7 @@ static void on_committed(void *ctx, uint64_t number) {
 
 static void on_aborted(void *ctx) {
   wd_pipeline_t *p = ctx;
-  /* issue 13: its output was discarded (and the next one's, taken meanwhile) */
+  /* its output was discarded (and the next one's, taken meanwhile) */
   wd_hist_gather_aborted(p->hg);
   wd_collector_ranges_reset(p->coll);
   p->st.aborted_commits++;
@@ -369,7 +368,7 @@ static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
   return topic_kind(p, topic, &si, &canon) ? p->sources[si] : NULL;
 }
 
-/* ---- issue 22 point 3: the topic index ---------------------------------------------------- */
+/* ---- the topic index ---------------------------------------------------- */
 
 /* Builds the index of every topic the pipeline reads (the sources' topics, their repartition
  * topics), once they are known (after plan_repartition, with p->gtopics set). 0, or -1 on no
@@ -563,7 +562,7 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
   return NULL;
 }
 
-/* Issue 23: a table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
+/* A table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
  * an update without its -U, as Paimon's Flink sink does for a primary-key table (it asks the
  * planner for no UPDATE_BEFORE unless the table can retract: sequence groups, aggregation,
  * changelog-producer input): the -U records of p->changes are left out and counted as ignored
@@ -650,7 +649,7 @@ static void release_lookup_recs(wd_pipeline_t *p) {
   wd_lookups_batch_done(p->lk);
 }
 
-/* ---- issue 10: repartition topics (app/runtime/repartition.h) ---------------------------------------- */
+/* ---- repartition topics (app/runtime/repartition.h) ---------------------------------------- */
 
 /* Decodes a record of the repartition topic of source si into change records of task
  * m->partition; bytes that are not a repartition record go to the dead-letter topic. */
@@ -713,7 +712,7 @@ static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m
  * hand: nothing of it was noted, and its records are read again. */
 static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
-  uint64_t changes0 = p->st.changes_out; /* issue 13 */
+  uint64_t changes0 = p->st.changes_out;
   p->nrecs = 0;
   wd_topic_index_batch_begin(p->tix); /* the topic pointers of the last batch's messages may be gone */
   wd_buf_reset(&p->keys);
@@ -724,17 +723,17 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     memset(b, 0, sizeof(*b));
     b->first = p->nrecs;
-    b->te = wd_topic_index_find(p->tix, m->topic); /* issue 22 point 3: one lookup per record, O(1) */
+    b->te = wd_topic_index_find(p->tix, m->topic); /* one lookup per record, O(1) */
     b->src = b->te ? b->te->si : -1;
     wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
     p->restoring[i] = gate == WD_GATE_RESTORE;
-    if (gate == WD_GATE_HOLD) { /* issue 21: read again once every partition of its task caught up */
+    if (gate == WD_GATE_HOLD) { /* read again once every partition of its task caught up */
       b->held = true;
       continue;
     }
     const wd_source_t *src = b->te ? p->sources[b->src] : NULL;
     if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
-        past_stop(p, m)) { /* issue 13: a rebuild stops where the old state stood */
+        past_stop(p, m)) { /* a rebuild stops where the old state stood */
       b->skipped = true;
       continue;
     }
@@ -742,7 +741,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
     int si = b->src;
     wd_topic_kind_t kind = b->te->kind;
-    if (kind == WD_TOPIC_REPARTITION) { /* issue 10: change records of task m->partition */
+    if (kind == WD_TOPIC_REPARTITION) { /* change records of task m->partition */
       if ((err = decode_repartitioned(p, si, m, b))) return err;
       continue;
     }
@@ -783,7 +782,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->pu_no_retract && (err = drop_update_before(p))) return err;
     if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
-    if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* issue 10: to the repartition topic, no state */
+    if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* to the repartition topic, no state */
       if ((err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows, p->changes.count,
                                    p->coll, &p->st.repartitioned)))
         return err;
@@ -882,13 +881,13 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (err) return err;
   }
   /* 5. the records belong to the open commit now: per partition of the batch, its offsets
-   * gathered once (issue 22 point 3), then handed to the coordinator (the input offsets, or a
+   * gathered once, then handed to the coordinator (the input offsets, or a
    * lookup topic's positions of this process), the global table and the history record */
   for (size_t i = 0; i < n; i++) {
     wd_kmsg_t *m = &p->msgs[i];
     if (!p->bm[i].te) continue;
-    if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
-    if (p->bm[i].held) continue;   /* issue 21: not taken (read again when its task runs) */
+    if (past_stop(p, m)) continue; /* not taken (read again after the rebuild) */
+    if (p->bm[i].held) continue;   /* not taken (read again when its task runs) */
     if (wd_topic_index_take(p->tix, p->bm[i].te, m->partition, m->offset)) return wd_error_nomem();
   }
   size_t nbtp = 0;
@@ -902,10 +901,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
         return wd_error_nomem();
     } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count))
       return wd_error_nomem();
-    if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem(); /* issue 13 */
+    if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem();
   }
   /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
-   * is not "in" (issue 23), nor one held for its task (issue 21: read again when the task runs) */
+   * is not "in", nor one held for its task (read again when the task runs) */
   uint64_t nskipped = 0;
   for (size_t i = 0; i < n; i++) nskipped += p->bm[i].skipped || p->bm[i].held;
   p->st.records_in += n - nskipped;
@@ -918,7 +917,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     p->st.dead_lettered += b->err && !p->restoring[i];
     p->st.restored += p->restoring[i];
   }
-  /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
+  /* the open commit's counts, and the batch's merge stats for the metrics */
   uint64_t ndead = 0, nrestored = 0;
   for (size_t i = 0; i < n; i++) {
     ndead += p->bm[i].err && !p->restoring[i];
@@ -949,11 +948,11 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
                               wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
-  /* issue 23: no "lag 0" while the process holds no partitions, but why it holds none */
+  /* no "lag 0" while the process holds no partitions, but why it holds none */
   const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
   char lag[160], nk[48] = "";
   if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
-  char ival[48] = ""; /* issue 22 point 2: the adaptive commit interval in force */
+  char ival[48] = ""; /* the adaptive commit interval in force */
   if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
   if (idle)
     snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
@@ -982,7 +981,7 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
-  if (p->commit && wd_commit_overlapped(p->commit)) /* issue 22 point 2 */
+  if (p->commit && wd_commit_overlapped(p->commit))
     fprintf(f, "; %" PRIu64 " commits completed while the next batches were merged", wd_commit_overlapped(p->commit));
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
   if (p->standby)
@@ -1002,7 +1001,7 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
 /* A partition is done when the state holds its records up to the end offset, or the consumer's
  * position has passed it with nothing pending (transaction markers and deleted records occupy
  * offsets that no record brings). */
-/* issue 13: whether m lies at or past its partition's stop offset (replay with stop_at_state). */
+/* whether m lies at or past its partition's stop offset (replay with stop_at_state). */
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
   if (!p->opts.stop_at_state) return false;
   for (size_t i = 0; i < p->nend; i++)
@@ -1010,7 +1009,7 @@ static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
   return true;
 }
 
-/* issue 13: the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
+/* the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
 static wd_error_t *stop_offsets(wd_pipeline_t *p) {
   wd_store_t *st = NULL;
   wd_error_t *err = wd_store_open_rocksdb(p->opts.stop_at_state, NULL, &st);
@@ -1110,7 +1109,7 @@ static void check_copartitioning(wd_pipeline_t *p) {
   free(a);
 }
 
-/* ---- issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
+/* ---- lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
 
 /* Reconciles every RECONCILING task of the task table (join/lookup.h wd_join_reconcile_task)
  * before its first record, which waits held meanwhile: its rows' lookup columns recomputed from
@@ -1191,7 +1190,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   if (err) return err;
   double t0 = wd_mono_s(), last = t0;
   uint64_t r0 = wd_gtable_records(p->gt);
-  p->pace.in.backlog = true; /* issue 22 point 2: a backlog up to the end offsets: the configured interval */
+  p->pace.in.backlog = true; /* a backlog up to the end offsets: the configured interval */
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
@@ -1214,7 +1213,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   return err;
 }
 
-/* ---- issue 22 point 2: when the open commit is due ---------------------------------------------
+/* ---- when the open commit is due ---------------------------------------------
  * The pipeline's one decision of when to commit: the interval from the adaptive rule of
  * app/runtime/commit_pace.h over the inputs measured below, then the coordinator's due check (interval
  * passed since the commit opened, or pipeline.commit-max-records reached). */
@@ -1256,7 +1255,7 @@ static wd_error_t *complete_commit(wd_pipeline_t *p) {
 }
 
 /* As complete_commit, but while input flows the transaction's commit goes on in the background and
- * the next batches are merged meanwhile, their output held (issue 22 point 2). */
+ * the next batches are merged meanwhile, their output held. */
 static wd_error_t *complete_commit_async(wd_pipeline_t *p) {
   bool aborted = false;
   return wd_commit_run_async(p->commit, &p->stop, &aborted);
@@ -1269,21 +1268,21 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   double start = wd_mono_s(), last_status = start, last_input = start;
   uint64_t last_in = 0;
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
-  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err; /* issue 13 */
-  if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* issue 11: before the group join */
+  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err;
+  if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* before the group join */
   while (!p->stop) {
     if ((err = wd_commit_take_error(p->commit))) break;
     if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
-    /* issue 21 point 2: restores from the state changelog run here, a slice per turn, while the
+    /* restores from the state changelog run here, a slice per turn, while the
      * group is served and the other tasks run */
-    /* issue 21 point 2: an assignment's tasks are initialised here, not in the callback */
+    /* an assignment's tasks are initialised here, not in the callback */
     bool initialising = wd_commit_initialising(p->commit);
     if (initialising && (err = wd_commit_init_step(p->commit))) break;
     if (initialising) last_input = wd_mono_s();
     bool restoring = wd_commit_changelog_restoring(p->commit);
     if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
     if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
-    /* issue 21 point 4: a rebuild's stage and switch run here too, a slice per turn */
+    /* a rebuild's stage and switch run here too, a slice per turn */
     bool rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
     if (rebuilding) {
       wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
@@ -1312,7 +1311,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       p->assigned = false;
       if (!p->opts.replay) check_copartitioning(p);
     }
-    if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
+    if (p->gt && (err = reconcile_tasks(p))) { /* tasks assigned in this poll */
       release_batch(p, n);
       if (aborted_for(p, &err)) { /* the batch is read again */
         if (err) break;
@@ -1330,7 +1329,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       err = process_batch(p, n);
       last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
       bool abandoned = wd_commit_batch_invalid(p->commit);
-      if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
+      if (!err && !abandoned) metrics_batch(p, n);
       wd_commit_batch_end(p->commit);
       release_batch(p, n);
       last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
@@ -1354,7 +1353,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
          * is completed below as on any stop; if some of its output was (records forwarded to a
          * repartition topic while decoding, changes before the record that waited), that output
          * must not be committed without the batch's source offsets: the open commit is aborted
-         * and all of it is read again (issue 21) */
+         * and all of it is read again */
         if (wd_collector_batch_sent(p->coll)) {
           wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
                  "and its records are read again on restart", err->message);
@@ -1373,9 +1372,9 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (err) break;
     }
     double t1 = wd_mono_s();
-    pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0); /* issue 22 point 2 */
-    if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
-    /* issue 11 point 4: the lookup topics, neither during a restore nor while an assignment is
+    pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0);
+    if ((err = wd_commit_after_batch(p->commit))) break; /* restores caught up, holds */
+    /* the lookup topics, neither during a restore nor while an assignment is
      * being initialised (its CREATED tasks count as owned, and rows a lookup change touched
      * before the decision drops them would be uncommitted rows of a task being dropped) */
     if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
@@ -1393,12 +1392,12 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       }
     }
     bool due = commit_due(p);
-    if (n && due) { /* input flows: the commit need not stop it (issue 22 point 2) */
+    if (n && due) { /* input flows: the commit need not stop it */
       if ((err = complete_commit_async(p))) break;
     } else if (due || (!n && wd_commit_pending(p->commit))) {
       double c0 = wd_mono_s();
       if ((err = complete_commit(p))) break;
-      pace_commit(p, (wd_mono_s() - c0) * 1000.0); /* issue 22 point 2 */
+      pace_commit(p, (wd_mono_s() - c0) * 1000.0);
     } else if (!n) {
       wd_collector_poll(p->coll);
       /* before the first input, allow 10 s more for the group join */
@@ -1408,8 +1407,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
       if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
     }
     p->settled = !wd_commit_pending(p->commit);
-    if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
-    metrics_tick(p, now, false); /* issue 13 */
+    if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break;
+    metrics_tick(p, now, false);
     /* a status line every interval, idle or not (README "Guarantees and operations") */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
         now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
@@ -1427,7 +1426,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
                              "%s) took over; this one stops without committing its open work (the other one "
                              "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
-  metrics_tick(p, wd_mono_s(), true); /* issue 13: the final values */
+  metrics_tick(p, wd_mono_s(), true); /* the final values */
   if (p->opts.replay && !err) wd_run_metrics_restore_done(p->rm);
   (void)start;
   return err;
@@ -1580,7 +1579,7 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
   return err;
 }
 
-/* issue 10: the table's partition count and which sources go through a repartition topic
+/* the table's partition count and which sources go through a repartition topic
  * (app/runtime/repartition.h), said at start; in a live run the repartition topics are created. */
 static wd_error_t *plan_repartition(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
@@ -1745,10 +1744,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
-  if ((err = metrics_setup(p))) goto fail; /* issue 13 */
-  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem; /* issue 13 */
+  if ((err = metrics_setup(p))) goto fail;
+  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem;
   if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) goto fail;
-  /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
+  /* with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
   bool global = false;
   for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
@@ -1790,7 +1789,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
     wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
   }
-  /* issue 23: static membership by default (KIP-345), with the state directory's instance id */
+  /* static membership by default (KIP-345), with the state directory's instance id */
   if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
     char inst[64];
     if (!(err = stored_instance_id(p, inst, sizeof(inst)))) err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
@@ -1806,12 +1805,12 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (err) goto fail;
   if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
   if (!(p->rp = wd_repart_new(p->nsources))) goto nomem;
-  if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
-  if ((err = check_layout(p, dir))) goto fail; /* issue 10: the rows are split by it */
+  if (p->per_partition && (err = plan_repartition(p))) goto fail;
+  if ((err = check_layout(p, dir))) goto fail; /* the rows are split by it */
   if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) goto nomem;
   size_t nt = 0, ngt = 0;
   for (size_t i = 0; i < p->nsources; i++) {
-    if (p->gtopics && is_lookup(p, (int)i)) { /* issue 11 point 4: a global table's, not the group's */
+    if (p->gtopics && is_lookup(p, (int)i)) { /* a global table's, not the group's */
       for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[ngt++] = p->sources[i]->topics[t];
       continue;
     }
@@ -1822,10 +1821,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     }
     if (raw && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
   }
-  if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
+  if (topic_index_build(p)) goto nomem;
   p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
                                   .min_ms = cfg->pipeline.commit_interval_min_ms,
-                                  .adaptive = p->exactly_once}; /* issue 22 point 2 */
+                                  .adaptive = p->exactly_once};
   p->pace.interval = cfg->pipeline.commit_interval_ms;
   /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
    * consumer's config (at-least-once trusts the local state: no changelog) */
@@ -1863,7 +1862,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .changelog_topic = p->changelog_topic,
       .txn_id = p->txn_id,
       .restore_conf = &p->rconf,
-      .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* issue 13: history */
+      .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* history */
   };
   if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
@@ -1875,7 +1874,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "(from %s)", p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
-  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
+  /* a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
     goto fail;
   if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {
@@ -1901,14 +1900,14 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     if (err) goto fail;
     wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
   }
-  wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
+  wd_commit_set_stop(p->commit, &p->stop); /* every wait is bounded once stopping */
   wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
   err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
-  if (p->gtopics) { /* issue 11 point 4: the global table, its commit marker in a group of this process */
+  if (p->gtopics) { /* the global table, its commit marker in a group of this process */
     if (p->exactly_once && asprintf(&p->pos_group, "%s.lookups", p->txn_id) < 0) {
       p->pos_group = NULL;
       goto nomem;
@@ -1949,7 +1948,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->gtopics);
   free(p->pos_group);
   wd_topic_index_destroy(p->tix);
-  wd_run_metrics_destroy(p->rm); /* issue 13: stops the server thread first */
+  wd_run_metrics_destroy(p->rm); /* stops the server thread first */
   wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);

@@ -407,7 +407,7 @@ static wd_error_t *restore_plan(wd_taskmgr_t *tm, uint32_t *tasks, int64_t *from
 
 uint64_t wd_taskmgr_restored_records(const wd_taskmgr_t *tm) { return tm->restored_records; }
 
-/* The assignment callback only records (issue 21 point 2, docs/runtime.md "Callbacks only record"):
+/* The assignment callback only records (docs/runtime.md "Callbacks only record"):
  * each partition with its stored offset, and its task CREATED. Under a group whose decision needs
  * the group's committed offsets (exactly-once, or partitions only forwarded), the partitions are
  * assigned held and the rest is decided in the poll loop (wd_commit_init_step); otherwise (no
@@ -483,8 +483,8 @@ done:
 
 bool wd_taskmgr_initialising(const wd_taskmgr_t *tm) { return tm->init_pending; }
 
-/* The decision of an assignment with the group's committed offsets g[i] of tm->tps[i] (issue 21:
- * in the poll loop): where each partition starts, which tasks restore (from the state changelog
+/* The decision of an assignment with the group's committed offsets g[i] of tm->tps[i] (in the
+ * poll loop): where each partition starts, which tasks restore (from the state changelog
  * topic, planned for wd_commit_restore_step) or rebuild from the sources, and their key ranges and
  * offsets dropped (rows first, offsets last). */
 static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g) {
