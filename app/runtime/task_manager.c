@@ -13,13 +13,13 @@
 #include "app/runtime/standby.h"
 #include "common/log.h"
 
-/* One assigned partition and what its assignment decided. Its task's view of it (restore end,
- * reached, held) is the task's wd_task_part_t. */
+/* One assigned partition and what its assignment decided (where it starts, the offsets it was
+ * decided with). How far it has caught up (its restore end, reached, held) is kept once, by its
+ * task (wd_task_part_t, app/runtime/tasks.h). */
 typedef struct wd_ctp {
   const char *topic;
   int32_t partition;
   int64_t start;       /* the starting offset on_assign answers */
-  int64_t restore_end; /* records below it only rebuild state (no output); -1: none */
   int64_t g_end;       /* the group's committed offset a rebuild started from (-1: none): offsets up
                           to it are never sent to the transaction (they would move the group back) */
   int64_t group;       /* exactly-once: the group's committed offset at the assignment (-1: none) */
@@ -38,11 +38,8 @@ struct wd_taskmgr {
   wd_tasks_t *tasks;     /* the task table (app/runtime/tasks.h) */
   wd_ctp_t *tps;         /* the assigned partitions */
   size_t ntps, cap_tps;
-  /* counters that let the gate answer RUN at once while nothing restores, holds or rebuilds */
-  size_t nrestoring;   /* partitions of RESTORING tasks not yet running */
-  size_t nholds;       /* task partitions held (wd_task_part_t.held_at >= 0) */
-  size_t nrebuild;     /* tasks in a rebuild phase (wd_task_t.rebuild; app/runtime/rebuild.h) */
-  bool any_gend;       /* some assigned partition has a g_end */
+  bool quiet;          /* every record runs: nothing restores, reconciles, rebuilds or is held (the
+                          gate's fast path); computed from the tasks by settle(), never counted */
   bool holds_dirty;    /* a record was held since the last wd_taskmgr_after_batch */
   bool init_pending;   /* an assignment recorded, its tasks CREATED, to decide (wd_taskmgr_init_step) */
   double init_since;   /* the first failed try of the group's offsets for it (retry_transient) */
@@ -73,6 +70,7 @@ wd_error_t *wd_taskmgr_new(const wd_commit_conf_t *conf, wd_state_t *state, wd_s
   tm->state = state;
   tm->store = store;
   tm->stop = stop;
+  tm->quiet = true;
   wd_standby_set_tasks(tm->conf.standby, tm->tasks); /* which tasks are this process's (one table) */
   *out = tm;
   return NULL;
@@ -89,7 +87,10 @@ void wd_taskmgr_destroy(wd_taskmgr_t *tm) {
 
 void wd_taskmgr_set_consumer(wd_taskmgr_t *tm, wd_consumer_t *cons) { tm->cons = cons; }
 void wd_taskmgr_set_global(wd_taskmgr_t *tm, bool on) { tm->global = on; }
-void wd_taskmgr_set_reconcile(wd_taskmgr_t *tm, bool on) { tm->reconcile = on; }
+void wd_taskmgr_set_reconcile(wd_taskmgr_t *tm, bool on) {
+  tm->reconcile = on;
+  tm->quiet = tm->quiet && !on;
+}
 void wd_taskmgr_set_restore_io(wd_taskmgr_t *tm, const wd_restore_io_t *io) { tm->restore_io = *io; }
 wd_tasks_t *wd_taskmgr_tasks(wd_taskmgr_t *tm) { return tm->tasks; }
 
@@ -150,10 +151,18 @@ static bool kept_task(wd_taskmgr_t *tm, uint32_t task) {
 
 /* ---- the task table (app/runtime/tasks.h, docs/runtime.md) --------------------------------------------- */
 
-/* Counts the tasks in a rebuild phase (the gate's fast path is off while there are some). */
-static void recount_rebuilds(wd_taskmgr_t *tm) {
-  tm->nrebuild = 0;
-  for (size_t i = 0; i < wd_tasks_count(tm->tasks); i++) tm->nrebuild += wd_tasks_at(tm->tasks, i)->rebuild != WD_REBUILD_NONE;
+/* Computes tm->quiet from the tasks themselves, after every change to them: no restorer, no
+ * reconcile, no task RESTORING, RECONCILING or in a rebuild phase, no partition held. While it is
+ * true the gate answers RUN at once (and after_batch has nothing to do). */
+static void settle(wd_taskmgr_t *tm) {
+  bool quiet = !tm->rs && !tm->reconcile;
+  for (size_t i = 0; quiet && i < wd_tasks_count(tm->tasks); i++) {
+    const wd_task_t *t = wd_tasks_at(tm->tasks, i);
+    if (t->state == WD_TASK_RESTORING || t->state == WD_TASK_RECONCILING || t->rebuild != WD_REBUILD_NONE)
+      quiet = false;
+    for (size_t k = 0; quiet && k < t->nparts; k++) quiet = t->parts[k].held_at < 0;
+  }
+  tm->quiet = quiet;
 }
 
 static void move_task(wd_taskmgr_t *tm, wd_task_t *task, wd_task_state_t to, const char *why) {
@@ -169,9 +178,9 @@ static void caught_up(wd_taskmgr_t *tm, wd_task_t *task, const char *why) {
 
 /* At an assignment (the callback): every task partition joins its task, CREATED (from SUSPENDED,
  * CLOSED or STANDBY); a task revoked before and not assigned again becomes STANDBY (standby copies
- * on) or CLOSED. Again in wd_commit_init_step, with the partitions' restore ends. */
-static void record_tasks(wd_taskmgr_t *tm) {
-  tm->nholds = 0;
+ * on) or CLOSED. Again in wd_commit_init_step, with the partitions' restore ends ends[i] of
+ * tm->tps[i] (NULL: none). */
+static void record_tasks(wd_taskmgr_t *tm, const int64_t *ends) {
   tm->holds_dirty = false;
   for (size_t i = 0; i < tm->ntps; i++) {
     if (tm->tps[i].stateless) continue; /* a raw topic forwarded: no task's */
@@ -183,7 +192,7 @@ static void record_tasks(wd_taskmgr_t *tm) {
     if (task->state == WD_TASK_SUSPENDED || task->state == WD_TASK_CLOSED || task->state == WD_TASK_STANDBY)
       move_task(tm, task, WD_TASK_CREATED, "assigned");
     task->reconcile = tm->reconcile; /* lookups under per-partition tasks (wd_commit_set_reconcile) */
-    if (!wd_task_add_partition(task, tm->tps[i].topic, tm->tps[i].partition, tm->tps[i].restore_end)) {
+    if (!wd_task_add_partition(task, tm->tps[i].topic, tm->tps[i].partition, ends ? ends[i] : -1)) {
       keep_error(tm, wd_error_nomem());
       return;
     }
@@ -226,19 +235,11 @@ static void decide_tasks(wd_taskmgr_t *tm) {
       caught_up(tm, task, "its state is at the group's offsets");
     }
   }
-  recount_rebuilds(tm);
 }
 
 /* A RESTORING task whose partitions all reached their restore end: it produces output from now
  * on; its held partitions are released after the batch (wd_commit_after_batch). */
-static void task_now_running(wd_taskmgr_t *tm, wd_task_t *task) {
-  for (size_t k = 0; k < task->nparts; k++) {
-    wd_ctp_t *t = find_tp(tm, task->parts[k].topic, task->parts[k].partition);
-    if (t && t->restore_end > 0) {
-      t->restore_end = -1;
-      tm->nrestoring--;
-    }
-  }
+static void task_now_running(wd_task_t *task) {
   wd_log(WD_LOG_INFO, "commit", "task %" PRIu32 ": state rebuilt up to the group's committed offsets of all its %zu "
          "partition(s); producing output from here on%s", task->id, task->nparts,
          task->state == WD_TASK_RECONCILING ? ", once reconciled with this process's lookup tables" : "");
@@ -261,6 +262,7 @@ wd_error_t *wd_taskmgr_reconciled(wd_taskmgr_t *tm, uint32_t task) {
   if (!t || t->state != WD_TASK_RECONCILING) return NULL; /* a rebalance meanwhile took it */
   wd_error_t *err = wd_task_move(t, WD_TASK_RUNNING, "reconciled with this process's lookup tables");
   tm->holds_dirty = true; /* its held partitions are released after the batch */
+  settle(tm);
   return err;
 }
 
@@ -270,24 +272,22 @@ bool wd_taskmgr_task_owned(void *ctx, uint32_t task) {
 }
 
 wd_gate_t wd_taskmgr_gate(wd_taskmgr_t *tm, const char *topic, int32_t partition, int64_t offset) {
-  if (!tm->nrestoring && !tm->nholds && !tm->rs && !tm->nrebuild && !tm->reconcile) return WD_GATE_RUN;
+  if (tm->quiet) return WD_GATE_RUN;
   if (is_stateless(tm, topic)) return WD_GATE_RUN;
   wd_task_t *task = wd_tasks_find(tm->tasks, task_of(tm, partition));
   if (!task) return WD_GATE_RUN;
   wd_task_part_t *part = wd_task_partition(task, topic, partition);
   bool was_held = part && part->held_at >= 0, now_running = false;
   wd_gate_t g = wd_task_gate(task, part, offset, &now_running);
-  if (now_running) task_now_running(tm, task);
-  if (g == WD_GATE_HOLD) {
-    tm->holds_dirty = true;
-    tm->nholds += !was_held;
-  }
+  if (now_running) task_now_running(task);
+  if (g == WD_GATE_HOLD) tm->holds_dirty = true;
+  if (now_running || (g == WD_GATE_HOLD && !was_held)) settle(tm);
   return g;
 }
 
 wd_error_t *wd_taskmgr_after_batch(wd_taskmgr_t *tm) {
   wd_error_t *err = NULL;
-  if (!tm->cons || (!tm->nrestoring && !tm->nholds && !tm->rs && !tm->nrebuild && !tm->reconcile)) return NULL;
+  if (!tm->cons || tm->quiet) return NULL;
   for (size_t i = 0; i < wd_tasks_count(tm->tasks) && !err; i++) {
     wd_task_t *task = wd_tasks_at(tm->tasks, i);
     /* a partition whose position reached its restore end without a record past it (idle, or a
@@ -303,7 +303,7 @@ wd_error_t *wd_taskmgr_after_batch(wd_taskmgr_t *tm) {
           continue;
         }
         caught_up(tm, task, "all its partitions reached the group's committed offsets");
-        task_now_running(tm, task);
+        task_now_running(task);
       }
     }
     for (size_t k = 0; k < task->nparts && !err; k++) {
@@ -313,7 +313,6 @@ wd_error_t *wd_taskmgr_after_batch(wd_taskmgr_t *tm) {
         err = wd_consumer_release_partition(tm->cons, pt->topic, pt->partition, pt->held_at);
         wd_log(WD_LOG_DEBUG, "commit", "%s[%d] released at %" PRId64, pt->topic, pt->partition, pt->held_at);
         pt->held_at = -1;
-        tm->nholds--;
       } else if (tm->holds_dirty) {
         /* read again from its first held record once the task runs */
         err = wd_consumer_hold_partition(tm->cons, pt->topic, pt->partition, pt->held_at);
@@ -321,6 +320,7 @@ wd_error_t *wd_taskmgr_after_batch(wd_taskmgr_t *tm) {
     }
   }
   tm->holds_dirty = false;
+  settle(tm);
   return err;
 }
 
@@ -344,7 +344,6 @@ static wd_error_t *task_restored(void *ctx, uint32_t id, int64_t from, uint64_t 
       task->changelog_pending = false;
       if (task->state == WD_TASK_RESTORING) task->rebuild = WD_REBUILD_STAGE;
     }
-    recount_rebuilds(tm);
     return NULL;
   }
   wd_store_batch_t *b = wd_store_batch_new();
@@ -385,6 +384,7 @@ wd_error_t *wd_taskmgr_restore_step(wd_taskmgr_t *tm, int max_ms) {
     wd_restorer_destroy(tm->rs);
     tm->rs = NULL;
   }
+  settle(tm);
   return err;
 }
 
@@ -430,7 +430,6 @@ bool wd_taskmgr_assign(wd_taskmgr_t *tm, const wd_tp_offset_t *parts, size_t n) 
     memset(t, 0, sizeof(*t));
     t->topic = parts[i].topic;
     t->partition = parts[i].partition;
-    t->restore_end = -1;
     t->g_end = -1;
     t->group = -1;
     t->stateless = is_stateless(tm, parts[i].topic);
@@ -458,7 +457,7 @@ bool wd_taskmgr_assign(wd_taskmgr_t *tm, const wd_tp_offset_t *parts, size_t n) 
      * query timer, which 500 ms later looked the beginning up again and moved the running
      * partition back to it: its records were read twice (docs/runtime.md) */
     for (size_t i = 0; i < tm->ntps; i++) tm->tps[i].placed = tm->tps[i].stored >= 0 ? tm->tps[i].stored : 0;
-    record_tasks(tm);
+    record_tasks(tm, NULL);
     tm->init_pending = true;
     tm->init_since = 0;
     hold = true;
@@ -475,9 +474,10 @@ bool wd_taskmgr_assign(wd_taskmgr_t *tm, const wd_tp_offset_t *parts, size_t n) 
            "%zu of %zu assigned partitions have no state in this directory: read from the %s to build their rows "
            "(at-least-once: if the group consumed them before, downstream sees those changes again)",
            fresh, n, tm->conf.latest_when_empty ? "end (auto.offset.reset=latest)" : "beginning");
-  record_tasks(tm);
+  record_tasks(tm, NULL);
   decide_tasks(tm);
 done:
+  settle(tm);
   return hold;
 }
 
@@ -487,7 +487,7 @@ bool wd_taskmgr_initialising(const wd_taskmgr_t *tm) { return tm->init_pending; 
  * poll loop): where each partition starts, which tasks restore (from the state changelog
  * topic, planned for wd_commit_restore_step) or rebuild from the sources, and their key ranges and
  * offsets dropped (rows first, offsets last). */
-static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g) {
+static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g, int64_t *ends) {
   wd_error_t *err = NULL;
   size_t n = tm->ntps;
   wd_store_batch_t *b = NULL;
@@ -564,12 +564,10 @@ static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g) 
       if (g[i].offset >= 0) t->start = g[i].offset; /* stored when the task's restore is done */
       continue;
     }
-    t->restore_end = g[i].offset; /* -1: the group never committed: nothing to rebuild silently */
-    if (t->restore_end > 0) {
-      t->g_end = t->restore_end;
-      tm->any_gend = true;
+    ends[i] = g[i].offset; /* -1: the group never committed: nothing to rebuild silently */
+    if (ends[i] > 0) {
+      t->g_end = ends[i];
       restoring++;
-      tm->nrestoring++;
     }
   }
   if (ntasks_restore && tm->conf.changelog_topic) {
@@ -690,13 +688,22 @@ int64_t wd_taskmgr_start_offset(wd_taskmgr_t *tm, const char *topic, int32_t par
 
 wd_error_t *wd_taskmgr_decide(wd_taskmgr_t *tm, const wd_tp_offset_t *g) {
   tm->init_pending = false;
-  for (size_t i = 0; i < tm->ntps; i++) tm->tps[i].group = g[i].offset;
-  wd_error_t *err = decide_assignment(tm, g);
-  if (err) return err;
-  /* the tasks with their restore ends (re-added): RESTORING, RECONCILING or RUNNING */
-  record_tasks(tm);
-  decide_tasks(tm);
-  return wd_taskmgr_take_error(tm);
+  int64_t *ends = malloc((tm->ntps ? tm->ntps : 1) * sizeof(*ends));
+  if (!ends) return wd_error_nomem();
+  for (size_t i = 0; i < tm->ntps; i++) {
+    tm->tps[i].group = g[i].offset;
+    ends[i] = -1;
+  }
+  wd_error_t *err = decide_assignment(tm, g, ends);
+  if (!err) {
+    /* the tasks with their restore ends (re-added): RESTORING, RECONCILING or RUNNING */
+    record_tasks(tm, ends);
+    decide_tasks(tm);
+    err = wd_taskmgr_take_error(tm);
+  }
+  free(ends);
+  settle(tm);
+  return err;
 }
 
 wd_error_t *wd_taskmgr_starts(const wd_taskmgr_t *tm, wd_tp_offset_t **out, size_t *n) {
@@ -742,19 +749,16 @@ void wd_taskmgr_revoke(wd_taskmgr_t *tm, bool lost) {
       move_task(tm, task, lost ? WD_TASK_CLOSED : WD_TASK_SUSPENDED, lost ? "its partitions were lost" : "revoked");
   }
   wd_tasks_clear_partitions(tm->tasks);
-  tm->nrebuild = 0;
   if (tm->rs) { /* a restore cut short: its tasks' offsets are gone, so it starts again when assigned */
     wd_log(WD_LOG_INFO, "commit", "the rebalance stops the restore of %zu task(s) from %s", wd_restorer_left(tm->rs),
            tm->conf.changelog_topic);
     wd_restorer_destroy(tm->rs);
     tm->rs = NULL;
   }
-  tm->nholds = 0;
   tm->holds_dirty = false;
-  tm->any_gend = false;
   tm->init_pending = false; /* an assignment not yet decided: gone with it */
   tm->ntps = 0;
-  tm->nrestoring = 0;
+  settle(tm);
 }
 
 void wd_taskmgr_abort_reconciles(wd_taskmgr_t *tm) {
@@ -765,6 +769,7 @@ void wd_taskmgr_abort_reconciles(wd_taskmgr_t *tm) {
     if (task->state == WD_TASK_RUNNING && task->reconcile)
       move_task(tm, task, WD_TASK_RECONCILING, "the abort took back its reconcile");
   }
+  settle(tm);
 }
 
 bool wd_taskmgr_task_rebuilding(wd_taskmgr_t *tm, uint32_t id) {
@@ -773,7 +778,7 @@ bool wd_taskmgr_task_rebuilding(wd_taskmgr_t *tm, uint32_t id) {
 }
 
 bool wd_taskmgr_below_group_end(const wd_taskmgr_t *tm, const char *topic, int32_t partition, int64_t next) {
-  const wd_ctp_t *t = tm->any_gend ? find_tp(tm, topic, partition) : NULL;
+  const wd_ctp_t *t = find_tp(tm, topic, partition);
   return t && next <= t->g_end;
 }
 
@@ -819,20 +824,13 @@ wd_error_t *wd_taskmgr_rebuild_sources(wd_taskmgr_t *tm, uint32_t id) {
     wd_task_part_t *pt = &task->parts[k];
     wd_ctp_t *t = find_tp(tm, pt->topic, pt->partition);
     int64_t g = t ? t->group : -1;
-    if (pt->held_at >= 0) tm->nholds--;
-    if (pt->restore_end > 0 && !pt->reached && t && t->restore_end > 0) tm->nrestoring--; /* set again below */
     if (!wd_task_add_partition(task, pt->topic, pt->partition, g > 0 ? g : -1)) { /* reached, held_at reset */
       free(to);
       return wd_error_nomem();
     }
     if (t) {
       t->start = WD_OFFSET_BEGINNING; /* an abort rewinds to the stored offsets, or the beginning */
-      t->restore_end = g > 0 ? g : -1;
       t->g_end = g > 0 ? g : -1;
-      if (g > 0) {
-        tm->any_gend = true;
-        tm->nrestoring++;
-      }
     }
     to[k] = (wd_tp_offset_t){pt->topic, pt->partition, -1}; /* -1: the beginning */
   }
@@ -841,6 +839,7 @@ wd_error_t *wd_taskmgr_rebuild_sources(wd_taskmgr_t *tm, uint32_t id) {
   for (size_t k = 0; k < n && !err; k++)
     err = wd_consumer_release_partition(tm->cons, task->parts[k].topic, task->parts[k].partition, -1);
   free(to);
+  settle(tm);
   if (!err)
     wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": rebuilding its rows from the sources' earliest offsets up to "
            "the group's committed offsets of its %zu partition(s), without output", id, n);
@@ -851,10 +850,10 @@ wd_error_t *wd_taskmgr_rebuild_done(wd_taskmgr_t *tm, uint32_t id) {
   wd_task_t *task = wd_tasks_find(tm->tasks, id);
   if (!task) return NULL;
   task->rebuild = WD_REBUILD_NONE;
-  recount_rebuilds(tm);
   wd_error_t *err = wd_task_move(task, WD_TASK_RUNNING, "rebuilt: its difference is emitted and its rows switched");
-  if (!err) task_now_running(tm, task);
+  if (!err) task_now_running(task);
   tm->holds_dirty = true; /* its held partitions are released after the next batch */
+  settle(tm);
   return err;
 }
 
