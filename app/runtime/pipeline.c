@@ -1261,163 +1261,216 @@ static wd_error_t *complete_commit_async(wd_pipeline_t *p) {
   return wd_commit_run_async(p->commit, &p->stop, &aborted);
 }
 
+/* ---- the loop: one turn at a time (Kafka Streams' StreamThread.runOnce) ------------------------- */
+
+/* What the turns of the loop carry from one to the next. */
+typedef struct loop {
+  size_t max;          /* pipeline.batch-size */
+  int timeout;         /* pipeline.batch-timeout-ms */
+  double last_status;  /* the last status line (monotonic s) */
+  double last_input;   /* the last input or work: --max-idle-ms counts from it */
+  uint64_t last_in;    /* records_in at the last status line */
+  /* this turn */
+  bool restoring, rebuilding; /* a changelog restore / a rebuild step ran before the poll */
+  double now;          /* right after the poll */
+  size_t n;            /* records taken (the group's, then the lookup topics') */
+  bool full;           /* the poll returned a full batch */
+} loop_t;
+
+/* How a turn ends: go on to its next step, start the next turn (what was polled is read again or
+ * was handled), or leave the loop (*err says why; NULL: a normal end). */
+typedef enum { TURN_ON = 0, TURN_AGAIN, TURN_STOP } turn_t;
+
+/* An error of a step: an abort (abortable, or a fatal producer that was re-created) starts the
+ * next turn, anything else leaves the loop. */
+static turn_t turn_after(wd_pipeline_t *p, wd_error_t **err) {
+  if (aborted_for(p, err)) return *err ? TURN_STOP : TURN_AGAIN;
+  return *err ? TURN_STOP : TURN_ON;
+}
+
+/* Between polls: the work the task manager and the rebuild do in slices while the group is served
+ * and the other tasks run: an assignment's initialisation, the changelog restores, a rebuild's
+ * stage and switch. */
+static turn_t between_polls(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  bool initialising = wd_commit_initialising(p->commit);
+  if (initialising && (*err = wd_commit_init_step(p->commit))) return TURN_STOP;
+  if (initialising) l->last_input = wd_mono_s();
+  l->restoring = wd_commit_changelog_restoring(p->commit);
+  if (l->restoring && (*err = wd_commit_restore_step(p->commit, 200))) return TURN_STOP;
+  if (l->restoring) l->last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
+  l->rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
+  if (l->rebuilding) {
+    wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
+    *err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
+    turn_t t = turn_after(p, err);
+    if (t != TURN_ON) return t;
+    l->last_input = wd_mono_s();
+  }
+  return TURN_ON;
+}
+
+/* The poll: records into p->msgs[0..l->n), waiting no longer than the open commit's interval (not
+ * at all while restoring or rebuilding); then what the callbacks left: an error, a new assignment
+ * to check, tasks to reconcile. */
+static turn_t poll_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  l->n = 0;
+  int interval = (int)p->pace.interval;
+  int wait = wd_commit_pending(p->commit) && interval < l->timeout ? interval : l->timeout;
+  if (l->restoring || l->rebuilding) wait = 0;
+  if (wd_commit_initialising(p->commit) && wait > 200) wait = 200; /* its next try soon */
+  if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
+  if ((*err = wd_consumer_poll_available(p->cons, l->max, wait, p->msgs, &l->n))) return TURN_STOP;
+  if ((*err = wd_commit_take_error(p->commit))) {
+    release_batch(p, l->n);
+    return TURN_STOP;
+  }
+  l->now = wd_mono_s();
+  if (p->assigned) {
+    p->assigned = false;
+    if (!p->opts.replay) check_copartitioning(p);
+  }
+  if (p->gt && (*err = reconcile_tasks(p))) { /* tasks assigned in this poll */
+    release_batch(p, l->n);
+    return aborted_for(p, err) && !*err ? TURN_AGAIN : TURN_STOP; /* aborted: the batch is read again */
+  }
+  l->full = l->n == l->max;
+  return TURN_ON;
+}
+
+/* A stop while the batch waited on something that comes back (the schema registry, a full producer
+ * queue): nothing of it was merged or noted, so it is read again on restart. If nothing of it was
+ * sent either, the open commit, with the batches before it, is completed as on any stop; if some
+ * of its output was (records forwarded to a repartition topic while decoding, changes before the
+ * record that waited), that output must not be committed without the batch's source offsets: the
+ * open commit is aborted and all of it is read again. Takes *err; always leaves the loop. */
+static turn_t stop_with_batch_left(wd_pipeline_t *p, wd_error_t **err) {
+  if (wd_collector_batch_sent(p->coll)) {
+    wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
+           "and its records are read again on restart", (*err)->message);
+    wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
+    wd_error_destroy(*err);
+    *err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
+                                      "last commit was aborted; its records are read again on restart");
+    if (!aerr) (*err)->retriable = true;
+    return TURN_STOP;
+  }
+  wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", (*err)->message);
+  wd_error_destroy(*err);
+  *err = NULL;
+  return TURN_STOP;
+}
+
+/* The batch in hand: processed (process_batch) between wd_commit_batch_begin and _end, released. A
+ * rebalance or an abort meanwhile abandons it (its records are read again by their owner). */
+static turn_t process_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  if (!l->n) return TURN_ON;
+  l->last_input = l->now;
+  if (p->busy_start == 0) p->busy_start = l->now;
+  wd_commit_batch_begin(p->commit);
+  wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
+  *err = process_batch(p, l->n);
+  bool abandoned = wd_commit_batch_invalid(p->commit);
+  if (!*err && !abandoned) metrics_batch(p, l->n);
+  wd_commit_batch_end(p->commit);
+  release_batch(p, l->n);
+  l->last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
+  if (*err && (abandoned || wd_error_is(*err, WD_EID_E_BATCH_ABANDONED))) {
+    /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
+     * aborted in the callback; the batch's records are read again by their owner */
+    wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
+           (*err)->message);
+    wd_error_destroy(*err);
+    *err = NULL;
+    return TURN_AGAIN;
+  }
+  if (aborted_for(p, err)) return *err ? TURN_STOP : TURN_AGAIN;
+  if (*err && p->stop && (*err)->retriable) return stop_with_batch_left(p, err);
+  return *err ? TURN_STOP : TURN_ON;
+}
+
+/* After the batch: the pace's measures, the task manager's releases (restores caught up, holds),
+ * and the lookup topics' records as one more batch of the open commit (neither during a restore
+ * nor while an assignment is initialised: its CREATED tasks count as owned, and rows a lookup
+ * change touched before the decision drops them would be uncommitted rows of a task being
+ * dropped). */
+static turn_t after_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  double t1 = wd_mono_s();
+  pace_batch(p, t1, l->n, l->full, l->n ? t1 - l->now : 0.0);
+  if ((*err = wd_commit_after_batch(p->commit))) return TURN_STOP;
+  if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
+    size_t ng = 0;
+    *err = global_batch(p, &ng);
+    turn_t t = turn_after(p, err);
+    if (t != TURN_ON) return t;
+    if (ng) {
+      l->last_input = wd_mono_s();
+      if (p->busy_start == 0) p->busy_start = l->now;
+      l->n += ng;
+    }
+  }
+  return TURN_ON;
+}
+
+/* The open commit when due: in the background while input flows, waited for otherwise (and when
+ * idle with a commit open); idle past --max-idle-ms ends the loop. */
+static turn_t maybe_commit(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  bool due = commit_due(p);
+  if (l->n && due) { /* input flows: the commit need not stop it */
+    if ((*err = complete_commit_async(p))) return TURN_STOP;
+  } else if (due || (!l->n && wd_commit_pending(p->commit))) {
+    double c0 = wd_mono_s();
+    if ((*err = complete_commit(p))) return TURN_STOP;
+    pace_commit(p, (wd_mono_s() - c0) * 1000.0);
+  } else if (!l->n) {
+    wd_collector_poll(p->coll);
+    /* before the first input, allow 10 s more for the group join */
+    uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
+    uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
+    double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
+    if (p->opts.max_idle_ms > 0 && (l->now - l->last_input) * 1000.0 >= idle_ms) return TURN_STOP;
+  }
+  return TURN_ON;
+}
+
+/* The end of a turn: settled or not, the standby copies, the metrics, a status line every interval
+ * (idle or not; README "Guarantees and operations"). */
+static turn_t report(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  p->settled = !wd_commit_pending(p->commit);
+  if (p->standby && (*err = wd_standby_poll(p->standby, 5000, NULL))) return TURN_STOP;
+  metrics_tick(p, l->now, false);
+  if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
+      l->now - l->last_status >= (double)p->cfg->pipeline.status_interval_s) {
+    p->st.lag = wd_consumer_lag(p->cons);
+    status_line(p, (double)(p->st.records_in - l->last_in) / (l->now - l->last_status));
+    l->last_status = l->now;
+    l->last_in = p->st.records_in;
+  }
+  return TURN_ON;
+}
+
+/* One turn: between polls, poll, process, after the batch, commit, report. */
+static turn_t run_once(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  turn_t t;
+  if ((*err = wd_commit_take_error(p->commit))) return TURN_STOP;
+  if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) return TURN_STOP;
+  if ((t = between_polls(p, l, err)) != TURN_ON) return t;
+  if ((t = poll_records(p, l, err)) != TURN_ON) return t;
+  if ((t = process_records(p, l, err)) != TURN_ON) return t;
+  if ((t = after_records(p, l, err)) != TURN_ON) return t;
+  if ((t = maybe_commit(p, l, err)) != TURN_ON) return t;
+  return report(p, l, err);
+}
+
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
-  size_t max = (size_t)p->cfg->pipeline.batch_size;
-  int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
-  double start = wd_mono_s(), last_status = start, last_input = start;
-  uint64_t last_in = 0;
+  double start = wd_mono_s();
+  loop_t l = {.max = (size_t)p->cfg->pipeline.batch_size, .timeout = (int)p->cfg->pipeline.batch_timeout_ms,
+              .last_status = start, .last_input = start, .now = start};
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
   if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err;
   if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* before the group join */
-  while (!p->stop) {
-    if ((err = wd_commit_take_error(p->commit))) break;
-    if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
-    /* restores from the state changelog run here, a slice per turn, while the
-     * group is served and the other tasks run */
-    /* an assignment's tasks are initialised here, not in the callback */
-    bool initialising = wd_commit_initialising(p->commit);
-    if (initialising && (err = wd_commit_init_step(p->commit))) break;
-    if (initialising) last_input = wd_mono_s();
-    bool restoring = wd_commit_changelog_restoring(p->commit);
-    if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
-    if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
-    /* a rebuild's stage and switch run here too, a slice per turn */
-    bool rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
-    if (rebuilding) {
-      wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
-      err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
-      if (aborted_for(p, &err)) {
-        if (err) break;
-        continue;
-      }
-      if (err) break;
-      last_input = wd_mono_s();
-    }
-    size_t n = 0;
-    /* with a commit open, wait no longer than its interval for more input */
-    int interval = (int)p->pace.interval;
-    int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
-    if (restoring || rebuilding) wait = 0;
-    if (wd_commit_initialising(p->commit) && wait > 200) wait = 200; /* its next try soon */
-    if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
-    if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
-    if ((err = wd_commit_take_error(p->commit))) {
-      release_batch(p, n);
-      break;
-    }
-    double now = wd_mono_s();
-    if (p->assigned) {
-      p->assigned = false;
-      if (!p->opts.replay) check_copartitioning(p);
-    }
-    if (p->gt && (err = reconcile_tasks(p))) { /* tasks assigned in this poll */
-      release_batch(p, n);
-      if (aborted_for(p, &err)) { /* the batch is read again */
-        if (err) break;
-        continue;
-      }
-      break;
-    }
-    bool full = n == max;
-    double busy0 = now;
-    if (n) {
-      last_input = now;
-      if (p->busy_start == 0) p->busy_start = now;
-      wd_commit_batch_begin(p->commit);
-      wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
-      err = process_batch(p, n);
-      last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
-      bool abandoned = wd_commit_batch_invalid(p->commit);
-      if (!err && !abandoned) metrics_batch(p, n);
-      wd_commit_batch_end(p->commit);
-      release_batch(p, n);
-      last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
-      if (err && (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED))) {
-        /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
-         * aborted in the callback; the batch's records are read again by their owner */
-        wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
-               err->message);
-        wd_error_destroy(err);
-        err = NULL;
-        continue;
-      }
-      if (aborted_for(p, &err)) {
-        if (err) break;
-        continue;
-      }
-      if (err && p->stop && err->retriable) {
-        /* stopped while waiting on something that comes back (the schema registry, a full
-         * producer queue): nothing of this batch was merged or noted, so it is read again on
-         * restart. If nothing of it was sent either, the open commit, with the batches before it,
-         * is completed below as on any stop; if some of its output was (records forwarded to a
-         * repartition topic while decoding, changes before the record that waited), that output
-         * must not be committed without the batch's source offsets: the open commit is aborted
-         * and all of it is read again */
-        if (wd_collector_batch_sent(p->coll)) {
-          wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
-                 "and its records are read again on restart", err->message);
-          wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
-          wd_error_destroy(err);
-          err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
-                                           "last commit was aborted; its records are read again on restart");
-          if (!aerr) err->retriable = true;
-          break;
-        }
-        wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", err->message);
-        wd_error_destroy(err);
-        err = NULL;
-        break;
-      }
-      if (err) break;
-    }
-    double t1 = wd_mono_s();
-    pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0);
-    if ((err = wd_commit_after_batch(p->commit))) break; /* restores caught up, holds */
-    /* the lookup topics, neither during a restore nor while an assignment is
-     * being initialised (its CREATED tasks count as owned, and rows a lookup change touched
-     * before the decision drops them would be uncommitted rows of a task being dropped) */
-    if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
-      size_t ng = 0;
-      err = global_batch(p, &ng);
-      if (aborted_for(p, &err)) {
-        if (err) break;
-        continue;
-      }
-      if (err) break;
-      if (ng) {
-        last_input = wd_mono_s();
-        if (p->busy_start == 0) p->busy_start = now;
-        n += ng;
-      }
-    }
-    bool due = commit_due(p);
-    if (n && due) { /* input flows: the commit need not stop it */
-      if ((err = complete_commit_async(p))) break;
-    } else if (due || (!n && wd_commit_pending(p->commit))) {
-      double c0 = wd_mono_s();
-      if ((err = complete_commit(p))) break;
-      pace_commit(p, (wd_mono_s() - c0) * 1000.0);
-    } else if (!n) {
-      wd_collector_poll(p->coll);
-      /* before the first input, allow 10 s more for the group join */
-      uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
-      uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
-      double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
-      if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
-    }
-    p->settled = !wd_commit_pending(p->commit);
-    if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break;
-    metrics_tick(p, now, false);
-    /* a status line every interval, idle or not (README "Guarantees and operations") */
-    if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
-        now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
-      p->st.lag = wd_consumer_lag(p->cons);
-      status_line(p, (double)(p->st.records_in - last_in) / (now - last_status));
-      last_status = now;
-      last_in = p->st.records_in;
-    }
-  }
+  while (!p->stop)
+    if (run_once(p, &l, &err) == TURN_STOP) break;
   p->settled = 0;
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
   p->settled = !err && !wd_commit_pending(p->commit);
@@ -1428,7 +1481,6 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   p->st.lag = wd_consumer_lag(p->cons);
   metrics_tick(p, wd_mono_s(), true); /* the final values */
   if (p->opts.replay && !err) wd_run_metrics_restore_done(p->rm);
-  (void)start;
   return err;
 }
 
