@@ -1739,72 +1739,82 @@ static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
   return ensure_internal_topic(p, p->changelog_topic, cfgs, "the state changelog topic");
 }
 
-wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
+/* ---- start-up: the steps of wd_pipeline_new, in order ---------------------------------------------
+ * Each step fills its part of p and returns an error; on one, wd_pipeline_new destroys p, which
+ * frees whatever the steps made. */
+
+/* The table, the sources (and the lookups' join layer), the sink's formats; *ntopics: the sources'
+ * topics in all. */
+static wd_error_t *open_table_and_sources(wd_pipeline_t *p, size_t *ntopics) {
+  const wd_config_t *cfg = p->cfg;
   wd_error_t *err = NULL;
-  *out = NULL;
-  wd_pipeline_t *p = calloc(1, sizeof(*p));
-  if (!p) return wd_error_nomem();
-  p->cfg = cfg;
-  if (opts) p->opts = *opts;
   wd_changes_init(&p->changes);
-  if ((err = wd_config_build_table(cfg, &p->table))) goto fail;
+  if ((err = wd_config_build_table(cfg, &p->table))) return err;
   p->schema = wd_table_schema(p->table);
   p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
-  if (!p->sources) goto nomem;
-  size_t ntopics = 0;
+  if (!p->sources) return wd_error_nomem();
+  *ntopics = 0;
   err = wd_lookups_new(cfg, p->table, p->sources, &p->lk);
   p->nsources = cfg->sources.n; /* the built ones are non-NULL */
-  if (err) goto fail;
-  for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
+  if (err) return err;
+  for (size_t i = 0; i < cfg->sources.n; i++) *ntopics += p->sources[i]->ntopics;
   p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
   p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
-  if (!p->sink_fmt || !p->key_fmt) {
-    err = wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
-                       (int)cfg->sink.format, (int)cfg->sink.key_format);
-    goto fail;
-  }
-  if ((err = setup_avro(p))) goto fail;
-  /* the decoder state of each source format in use (ingest/format.h), and start-up warnings */
-  {
-    wd_formats(&p->nfmt);
-    if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) goto nomem;
-    wd_format_env_t env = {p->registry};
-    for (size_t i = 0; i < p->nsources; i++) {
-      const wd_source_t *src = p->sources[i];
-      const wd_format_t *f = wd_format_of(src->format);
-      char *warn = wd_format_decimal_warning(src, p->schema);
-      if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
-      free(warn);
-      if (!f->open || p->fmt_state[src->format]) continue;
-      if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
-    }
-    const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
-    if (!names) goto nomem;
-    size_t nn = 0;
-    for (size_t i = 0; i < cfg->sources.n; i++)
-      if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
-    char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
-    free(names);
+  if (!p->sink_fmt || !p->key_fmt)
+    return wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
+                        (int)cfg->sink.format, (int)cfg->sink.key_format);
+  return setup_avro(p);
+}
+
+/* The decoder state of each source format in use (ingest/format.h), and start-up warnings. */
+static wd_error_t *open_formats(wd_pipeline_t *p) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
+  wd_formats(&p->nfmt);
+  if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) return wd_error_nomem();
+  wd_format_env_t env = {p->registry};
+  for (size_t i = 0; i < p->nsources; i++) {
+    const wd_source_t *src = p->sources[i];
+    const wd_format_t *f = wd_format_of(src->format);
+    char *warn = wd_format_decimal_warning(src, p->schema);
     if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
     free(warn);
-    p->pu_no_retract = wd_table_rejects_retractions(p->table);
+    if (!f->open || p->fmt_state[src->format]) continue;
+    if ((err = f->open(&env, &p->fmt_state[src->format]))) return err;
   }
+  const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
+  if (!names) return wd_error_nomem();
+  size_t nn = 0;
+  for (size_t i = 0; i < cfg->sources.n; i++)
+    if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
+  char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
+  free(names);
+  if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+  free(warn);
+  p->pu_no_retract = wd_table_rejects_retractions(p->table);
+  return NULL;
+}
+
+/* The state directory dir: the store, the state over it (checked against the table), the metrics,
+ * the history gatherer, the join layer's start; which lookup topics are a global table. */
+static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
-  const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
-  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
-  if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
+  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) return err;
+  if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) return wd_error_nomem();
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
-  if ((err = wd_state_check_table(p->state, dir))) goto fail;
-  if ((err = metrics_setup(p))) goto fail;
-  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem;
-  if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) goto fail;
+  if ((err = wd_state_check_table(p->state, dir))) return err;
+  if ((err = metrics_setup(p))) return err;
+  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) return wd_error_nomem();
+  if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) return err;
   /* with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
   bool global = false;
   for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
     global = global || is_lookup(p, (int)i);
-  if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
+  if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) return wd_error_nomem();
   if (wd_lookups_active(p->lk) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
@@ -1812,26 +1822,35 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
                "this table (README \"Joins on other keys\")");
         break;
       }
-  size_t max = (size_t)cfg->pipeline.batch_size;
+  return NULL;
+}
+
+/* The batch's arrays (pipeline.batch-size) and the trace file. */
+static wd_error_t *open_batch(wd_pipeline_t *p) {
+  size_t max = (size_t)p->cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
   p->bm = calloc(max, sizeof(*p->bm));
   p->restoring = calloc(max, sizeof(*p->restoring));
-  if (!p->msgs || !p->bm || !p->restoring) goto nomem;
-  if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a"))) {
-    err = wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
-    goto fail;
-  }
+  if (!p->msgs || !p->bm || !p->restoring) return wd_error_nomem();
+  if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a")))
+    return wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
   if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
+  return NULL;
+}
 
-  /* Kafka clients */
+/* The Kafka clients' configurations (consumer, producer), the output topics made, static
+ * membership, the transactional.id (*txn_timeout_ms: its transaction.timeout.ms), the collector. */
+static wd_error_t *open_kafka(wd_pipeline_t *p, int *txn_timeout_ms) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
   p->exactly_once = cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE && !p->opts.replay;
   p->per_partition = cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION;
-  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) goto fail;
+  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) return err;
   for (size_t i = 0; i < cfg->kafka.properties.n; i++)
     if (!producer_only(cfg->kafka.properties.v[i].key) &&
         (err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
-      goto fail;
-  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) goto fail;
+      return err;
+  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) return err;
   for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++)
     if (!consumer_only(cfg->kafka.properties.v[i].key))
       err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
@@ -1849,31 +1868,41 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       wd_log(WD_LOG_INFO, "pipeline", "static membership: group.instance.id %s (kept in %s; a restart within "
              "session.timeout.ms takes the partitions back without a rebalance)", inst, cfg->state.dir);
   }
-  int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
-  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
-  p->stop_grace_s = (unsigned)(txn_timeout_ms > 0 ? txn_timeout_ms : 60000) / 1000u + 5u;
+  *txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
+  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, txn_timeout_ms);
+  p->stop_grace_s = (unsigned)(*txn_timeout_ms > 0 ? *txn_timeout_ms : 60000) / 1000u + 5u;
   p->settled = 1;
   if (!err) err = wd_collector_new(&p->pconf, &p->coll);
-  if (err) goto fail;
-  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
-  if (!(p->rp = wd_repart_new(p->nsources))) goto nomem;
-  if (p->per_partition && (err = plan_repartition(p))) goto fail;
-  if ((err = check_layout(p, dir))) goto fail; /* the rows are split by it */
-  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) goto nomem;
-  size_t nt = 0, ngt = 0;
+  if (err) return err;
+  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) return err;
+  return NULL;
+}
+
+/* The topics: the repartition plan and the state's layout (dir), the group's topics (*nt of them)
+ * and the global table's (*ngt), the topic index, the commit pace; per-partition tasks under
+ * exactly-once in a group: the state changelog topic and the restore consumer's configuration. */
+static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics, size_t *nt, size_t *ngt) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
+  if (!(p->rp = wd_repart_new(p->nsources))) return wd_error_nomem();
+  if (p->per_partition && (err = plan_repartition(p))) return err;
+  if ((err = check_layout(p, dir))) return err; /* the rows are split by it */
+  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) return wd_error_nomem();
+  *nt = *ngt = 0;
   for (size_t i = 0; i < p->nsources; i++) {
     if (p->gtopics && is_lookup(p, (int)i)) { /* a global table's, not the group's */
-      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[ngt++] = p->sources[i]->topics[t];
+      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[(*ngt)++] = p->sources[i]->topics[t];
       continue;
     }
     bool raw = wd_repart_on(p->rp, i) && wd_repart_forwarding(p->rp);
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
-      p->topics[nt++] = p->sources[i]->topics[t];
-      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) goto nomem;
+      p->topics[(*nt)++] = p->sources[i]->topics[t];
+      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) return wd_error_nomem();
     }
-    if (raw && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
+    if (raw && wd_repart_add_topic(p->rp, p->topics[(*nt)++] = wd_repart_topic(p->rp, i), false))
+      return wd_error_nomem();
   }
-  if (topic_index_build(p)) goto nomem;
+  if (topic_index_build(p)) return wd_error_nomem();
   p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
                                   .min_ms = cfg->pipeline.commit_interval_min_ms,
                                   .adaptive = p->exactly_once};
@@ -1884,16 +1913,23 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     if (cfg->state.changelog_topic) p->changelog_topic = strdup(cfg->state.changelog_topic);
     else if (asprintf(&p->changelog_topic, "%s-%s-changelog", cfg->kafka.group_id, cfg->table.name) < 0)
       p->changelog_topic = NULL;
-    if (!p->changelog_topic) goto nomem;
-    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) goto fail;
+    if (!p->changelog_topic) return wd_error_nomem();
+    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) return err;
     for (size_t i = 0; i < cfg->kafka.properties.n; i++) {
       const char *k = cfg->kafka.properties.v[i].key;
       if (producer_only(k) || !strcmp(k, "group.instance.id")) continue;
-      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) goto fail;
+      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) return err;
     }
   }
-  /* the commit coordinator first: the consumer's callbacks (in assign mode already inside
-   * wd_consumer_new) go to it */
+  return NULL;
+}
+
+/* The commit coordinator (before the consumer: its callbacks, in assign mode already inside
+ * wd_consumer_new, go to it), with the standby copies and a rebuild armed on an incompatible
+ * definition (app/ops/fingerprint.h) and its commit marker. */
+static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_timeout_ms) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
   const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
   size_t ntask = 0, nstateless = 0;
   const char *const *task_topics = wd_repart_task_topics(p->rp, &ntask);
@@ -1916,11 +1952,11 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .restore_conf = &p->rconf,
       .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* history */
   };
-  if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
+  if (p->changelog_topic && (err = ensure_changelog(p))) return err;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
     if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)wd_repart_partitions(p->rp), p->store,
                               p->state, task_topics, ntask, &p->standby)))
-      goto fail;
+      return err;
     cc.standby = p->standby;
     wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
            "(from %s)", p->changelog_topic);
@@ -1928,47 +1964,70 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
   /* a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
-    goto fail;
-  if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
-                       "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
-                       "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
-                       dir);
-    goto fail;
-  }
+    return err;
+  if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic)))
+    return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+                        "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
+                        "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
+                        dir);
   if (p->rb) cc.hooks.task_current = rebuild_task_current;
-  if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) goto fail;
+  if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) return err;
   if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
     wd_kafka_conf_t mconf = {0};
     const char *mtopic = p->changelog_topic ? p->changelog_topic : cfg->sink.topic;
     if (asprintf(&p->rb_group, "%s.rebuild", p->txn_id) < 0) {
       p->rb_group = NULL;
-      goto nomem;
+      return wd_error_nomem();
     }
     err = wd_kafka_conf_copy(&mconf, &p->kconf);
     if (!err) err = wd_kafka_conf_set_group(&mconf, p->rb_group);
     if (!err) err = wd_consumer_new(&mconf, &mtopic, 1, NULL, NULL, &p->rb_marker);
     wd_kafka_conf_clear(&mconf);
-    if (err) goto fail;
+    if (err) return err;
     wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
   }
   wd_commit_set_stop(p->commit, &p->stop); /* every wait is bounded once stopping */
   wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
-  err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
-  if (err) goto fail;
+  return NULL;
+}
+
+/* The group consumer of topics[0..nt) (its callbacks to the coordinator) and, with lookups under
+ * per-partition tasks, the global table of the lookup topics gtopics[0..ngt) with its commit
+ * marker in a group of this process. */
+static wd_error_t *open_consumers(wd_pipeline_t *p, size_t nt, size_t ngt) {
+  wd_error_t *err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
+  if (err) return err;
   wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
-  if (p->gtopics) { /* the global table, its commit marker in a group of this process */
+  if (p->gtopics) {
     if (p->exactly_once && asprintf(&p->pos_group, "%s.lookups", p->txn_id) < 0) {
       p->pos_group = NULL;
-      goto nomem;
+      return wd_error_nomem();
     }
-    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) goto fail;
+    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) return err;
     if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
     wd_join_set_owner(wd_lookups_join(p->lk), wd_commit_task_owned, p->commit); /* the task table's owned tasks */
     wd_commit_set_reconcile(p->commit, true); /* each task reconciled before its first record */
   }
+  return NULL;
+}
+
+wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
+  wd_error_t *err = NULL;
+  *out = NULL;
+  wd_pipeline_t *p = calloc(1, sizeof(*p));
+  if (!p) return wd_error_nomem();
+  p->cfg = cfg;
+  if (opts) p->opts = *opts;
+  const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
+  size_t ntopics = 0, nt = 0, ngt = 0;
+  int txn_timeout_ms = 0;
+  if ((err = open_table_and_sources(p, &ntopics)) || (err = open_formats(p)) || (err = open_state(p, dir, ntopics)) ||
+      (err = open_batch(p)) || (err = open_kafka(p, &txn_timeout_ms)) ||
+      (err = plan_topics(p, dir, ntopics, &nt, &ngt)) || (err = open_coordinator(p, dir, txn_timeout_ms)) ||
+      (err = open_consumers(p, nt, ngt)))
+    goto fail;
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
   if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
   if (p->gt && (err = wd_gtable_start(p->gt))) goto fail; /* at the positions recovery left */
@@ -1977,8 +2036,6 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "isolation.level=read_committed", p->txn_id, cfg->sink.topic);
   *out = p;
   return NULL;
-nomem:
-  err = wd_error_nomem();
 fail:
   wd_pipeline_destroy(p);
   return err;
