@@ -129,16 +129,7 @@ struct wd_pipeline {
   /* the topic index, and per batch its topics seen and its partitions
    * (app/runtime/topic_index.h) */
   wd_topic_index_t *tix;
-  /* the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
-   * loop: the rate and the processing time per record over windows of >= 200 ms, each commit's
-   * duration; smoothed */
-  struct {
-    wd_commit_pace_t in;
-    int64_t interval;    /* the interval in force, ms */
-    double win_t0;       /* the window's start (monotonic s) */
-    double win_busy;     /* ... seconds spent processing batches in it */
-    uint64_t win_records; /* ... records taken in it */
-  } pace;
+  wd_commit_pacer_t pace; /* the adaptive commit interval's inputs, measured by the loop (app/runtime/commit_pace.h) */
 };
 
 unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p) { return p->stop_grace_s; }
@@ -1190,7 +1181,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   if (err) return err;
   double t0 = wd_mono_s(), last = t0;
   uint64_t r0 = wd_gtable_records(p->gt);
-  p->pace.in.backlog = true; /* a backlog up to the end offsets: the configured interval */
+  wd_commit_pacer_backlog(&p->pace, true); /* a backlog up to the end offsets: the configured interval */
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
@@ -1205,7 +1196,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
     }
   }
   if (!err) err = complete_commit(p);
-  p->pace.in.backlog = false;
+  wd_commit_pacer_backlog(&p->pace, false);
   free(ends);
   if (!err)
     wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
@@ -1215,37 +1206,11 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
 
 /* ---- when the open commit is due ---------------------------------------------
  * The pipeline's one decision of when to commit: the interval from the adaptive rule of
- * app/runtime/commit_pace.h over the inputs measured below, then the coordinator's due check (interval
+ * app/runtime/commit_pace.h over the inputs its pacer measured, then the coordinator's due check (interval
  * passed since the commit opened, or pipeline.commit-max-records reached). */
 static bool commit_due(wd_pipeline_t *p) {
-  p->pace.interval = wd_commit_pace_interval_ms(&p->pace.in);
-  wd_commit_set_interval(p->commit, p->pace.interval);
+  wd_commit_set_interval(p->commit, wd_commit_pacer_interval(&p->pace));
   return wd_commit_due(p->commit);
-}
-
-/* After each poll: n records taken (full: the poll returned a whole batch), busy_s seconds spent
- * processing them; closes the measuring window every 200 ms (halving the weight of the past). */
-static void pace_batch(wd_pipeline_t *p, double now, size_t n, bool full, double busy_s) {
-  p->pace.in.backlog = full;
-  p->pace.win_busy += busy_s;
-  p->pace.win_records += n;
-  if (p->pace.win_t0 <= 0) p->pace.win_t0 = now;
-  double w = now - p->pace.win_t0;
-  if (w < 0.2) return;
-  double rate = (double)p->pace.win_records / w;
-  p->pace.in.rate = p->pace.in.rate > 0 ? 0.5 * p->pace.in.rate + 0.5 * rate : rate;
-  if (p->pace.win_records) {
-    double us = p->pace.win_busy * 1e6 / (double)p->pace.win_records;
-    p->pace.in.record_us = p->pace.in.record_us > 0 ? 0.5 * p->pace.in.record_us + 0.5 * us : us;
-  }
-  p->pace.win_t0 = now;
-  p->pace.win_busy = 0;
-  p->pace.win_records = 0;
-}
-
-/* A commit of the loop took ms milliseconds. */
-static void pace_commit(wd_pipeline_t *p, double ms) {
-  p->pace.in.commit_ms = p->pace.in.commit_ms > 0 ? 0.7 * p->pace.in.commit_ms + 0.3 * ms : ms;
 }
 
 /* Completes the open commit; an aborted one is counted and the pipeline goes on. */
@@ -1395,7 +1360,7 @@ static turn_t process_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
  * dropped). */
 static turn_t after_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   double t1 = wd_mono_s();
-  pace_batch(p, t1, l->n, l->full, l->n ? t1 - l->now : 0.0);
+  wd_commit_pacer_batch(&p->pace, t1, l->n, l->full, l->n ? t1 - l->now : 0.0);
   if ((*err = wd_commit_after_batch(p->commit))) return TURN_STOP;
   if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
     size_t ng = 0;
@@ -1420,7 +1385,7 @@ static turn_t maybe_commit(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   } else if (due || (!l->n && wd_commit_pending(p->commit))) {
     double c0 = wd_mono_s();
     if ((*err = complete_commit(p))) return TURN_STOP;
-    pace_commit(p, (wd_mono_s() - c0) * 1000.0);
+    wd_commit_pacer_commit(&p->pace, (wd_mono_s() - c0) * 1000.0);
   } else if (!l->n) {
     wd_collector_poll(p->coll);
     /* before the first input, allow 10 s more for the group join */
@@ -1903,10 +1868,8 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
       return wd_error_nomem();
   }
   if (topic_index_build(p)) return wd_error_nomem();
-  p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
-                                  .min_ms = cfg->pipeline.commit_interval_min_ms,
-                                  .adaptive = p->exactly_once};
-  p->pace.interval = cfg->pipeline.commit_interval_ms;
+  wd_commit_pacer_init(&p->pace, cfg->pipeline.commit_interval_ms, cfg->pipeline.commit_interval_min_ms,
+                       p->exactly_once);
   /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
    * consumer's config (at-least-once trusts the local state: no changelog) */
   if (p->per_partition && !p->opts.replay && p->exactly_once) {
