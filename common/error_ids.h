@@ -1,5 +1,5 @@
 /*
- * common/error_ids.h — the one list of widen's stable error ids (issue 21 point 6).
+ * common/error_ids.h — the one list of widen's stable error ids.
  *
  * Every id that a wd_error_t carries is listed here once, with whether an error of that id is
  * retriable (waiting and trying again may succeed: a broker or registry that is away, a batch
@@ -90,6 +90,7 @@
   X(E_BATCH_ABANDONED, 1) \
   X(E_CHANGES_TIMEOUT, 1) \
   X(E_COLLECTOR_FULL, 1) \
+  X(E_COMMIT_PHASE, 0) \
   X(E_DECODE, 0) \
   X(E_DELETE_NO_SEQUENCE, 0) \
   X(E_FIRST_ROW_RETRACT, 0) \
@@ -136,6 +137,7 @@
   X(E_TXN_COMMIT, 1) \
   X(E_TXN_INIT, 1) \
   X(E_TXN_OFFSETS, 1) \
+  X(E_TXN_UNKNOWN, 0) \
   X(E_TYPE, 0) \
   X(E_UNKNOWN_COLUMN, 0)
 

@@ -41,7 +41,7 @@ struct wd_collector {
   void *budget_ctx;
   uint64_t count[WD_OUT_KINDS];
   uint64_t mark; /* records produced (all kinds) at wd_collector_batch_mark */
-  /* holding (issue 22 point 2) */
+  /* holding */
   bool holding;
   size_t hold_max;
   wd_held_t *held;
@@ -331,7 +331,7 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
   wd_producer_t *np = NULL;
   wd_error_t *err = wd_producer_new(&c->conf, &np);
   for (int attempt = 0; !err && c->transactional; attempt++) { /* at-least-once: nothing to initialise */
-    /* a stop bounds it (issue 21 point 5): the owner's budget, 0 once the stop is past its time */
+    /* a stop bounds it: the owner's budget, 0 once the stop is past its time */
     int ms = c->budget ? c->budget(c->budget_ctx, 30000) : 30000;
     if (ms <= 0) {
       err = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while re-creating the producer: the last commit was not "
@@ -514,4 +514,3 @@ wd_error_t *wd_collector_partition_count(wd_collector_t *c, const char *topic, i
   return wd_producer_partition_count(c->prod, topic, timeout_ms, count);
 }
 
-void wd_collector_stats(const wd_collector_t *c, wd_producer_stats_t *stats) { wd_producer_stats(c->prod, stats); }

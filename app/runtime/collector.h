@@ -1,5 +1,5 @@
 /*
- * app/runtime/collector.h — the record collector (issue 21 point 3, docs/runtime.md "The record
+ * app/runtime/collector.h — the record collector (docs/runtime.md "The record
  * collector"): the ONE path from `widen run` into the Kafka producer and its transaction.
  *
  * Every record widen writes goes through it, tagged with its kind:
@@ -42,7 +42,7 @@
  *     reports (wd_collector_ranges), for the commit history (app/ops/history.h);
  *   - can hold a commit's records (wd_collector_hold): while the previous transaction is being
  *     committed the next commit's records are kept in memory, not sent; wd_collector_release
- *     begins the next transaction and sends them in order (issue 22 point 2, docs/exactly-once.md
+ *     begins the next transaction and sends them in order (docs/exactly-once.md
  *     "A commit that does not block the pipeline").
  *
  * Ownership: the collector owns its producer and its copy of the configuration; hook contexts
@@ -113,8 +113,8 @@ void wd_collector_set_opening(wd_collector_t *c, void (*opening)(void *ctx), voi
 void wd_collector_set_wait(wd_collector_t *c, int (*wait)(void *ctx, int ms), void *ctx);
 /* The owner's stop budget (ctx borrowed; NULL: none): budget(ctx, cap_ms) is the time in ms a long
  * wait may take now, at most cap_ms; 0 gives up. wd_collector_reopen asks it before each
- * init_transactions try, so that a stop with the broker away is not held up by the re-creation
- * (issue 21 point 5); a give-up is a retriable "E_STOPPED". */
+ * init_transactions try, so that a stop with the broker away is not held up by the re-creation;
+ * a give-up is a retriable "E_STOPPED". */
 void wd_collector_set_budget(wd_collector_t *c, int (*budget)(void *ctx, int cap_ms), void *ctx);
 
 /* Whether the producer is transactional (exactly-once). */
@@ -208,7 +208,7 @@ uint64_t wd_collector_generation(const wd_collector_t *c);
  * collector's next call returns it ("E_SINK_FATAL", fatal; fenced for a fencing code). */
 void wd_collector_inject_fatal(wd_collector_t *c, int code);
 
-/* Holding (issue 22 point 2): from wd_collector_hold(c) on, records sent are kept in memory in
+/* Holding: from wd_collector_hold(c) on, records sent are kept in memory in
  * order (up to `max_bytes` of keys and values; past it a send returns the retriable
  * "E_COLLECTOR_FULL": the caller completes the commit in hand and calls wd_collector_release), not
  * sent, and no transaction is begun. wd_collector_release begins the transaction (opening hook
@@ -219,7 +219,7 @@ bool wd_collector_holding(const wd_collector_t *c);
 size_t wd_collector_held(const wd_collector_t *c);
 wd_error_t *wd_collector_release(wd_collector_t *c);
 
-/* The commit on a helper thread (issue 22 point 2): wd_collector_commit_start runs librdkafka's
+/* The commit on a helper thread: wd_collector_commit_start runs librdkafka's
  * commit_transaction(timeout_ms) on a thread of its own and returns at once (a no-op when no
  * transaction is open); from then on the collector holds every record sent (wd_collector_hold)
  * and nothing else touches the producer (wd_collector_poll is a no-op; begin, send_offsets,
@@ -261,8 +261,5 @@ bool wd_collector_unreachable(const wd_collector_t *c);
 wd_error_t *wd_collector_ensure_topic(wd_collector_t *c, const char *topic, int partitions,
                                       const char *const *configs, int timeout_ms);
 wd_error_t *wd_collector_partition_count(wd_collector_t *c, const char *topic, int timeout_ms, int *count);
-
-/* The producer's counters (wd_producer_stats). */
-void wd_collector_stats(const wd_collector_t *c, wd_producer_stats_t *stats);
 
 #endif

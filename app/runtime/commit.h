@@ -9,7 +9,7 @@
  *   wd_commit_batch_begin()                       the batch is in hand (a rebalance now aborts);
  *   (its output goes through the record collector, app/runtime/collector.h, which begins the transaction
  *    with the first record and calls the coordinator's opening hook)
- *   wd_commit_restoring(topic, partition, off)    whether a record only rebuilds state (no output);
+ *   wd_commit_gate(topic, partition, off)         whether a record runs, only rebuilds state, or waits;
  *   wd_commit_note_input(topic, partition, off, n) per partition of each batch: its last offset taken (applied or dead-lettered);
  *   wd_commit_batch_end()
  * and then, when wd_commit_due() says so (pipeline.commit-interval-ms, pipeline.commit-max-records)
@@ -62,7 +62,7 @@ typedef struct wd_commit_hooks {
   void (*aborted)(void *ctx);
   /* Once commit `number`'s output is complete (acknowledged, or its transaction committed), just
    * before the finalize write of b: may add (or replace) entries of b, e.g. the commit history
-   * record with the output offsets from the delivery reports (issue 13). A commit that recovery
+   * record with the output offsets from the delivery reports. A commit that recovery
    * applies after a crash keeps what before_finalize added. May be NULL. 0, or -1 on no memory. */
   int (*before_write)(void *ctx, uint64_t number, wd_store_batch_t *b);
   /* Per-partition tasks: whether a state entry of the commit's batch belongs to no task and is
@@ -114,7 +114,7 @@ typedef struct wd_commit_conf {
  * itself with SIGKILL; WIDEN_FAULT=fatal-<point>[:<n>] makes the producer raise a fatal error
  * (INVALID_TXN_STATE, not fencing) there instead (wd_collector_inject_fatal); a "+" after n
  * (fatal-<point>:<n>+) does so every time from the n-th on. WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as
- * wd_commit_run (the behaviour before issue 22 point 2; for interleaved benchmarks).
+ * wd_commit_run (no overlap; for interleaved before/after benchmarks).
  * *out owned by the caller (wd_commit_destroy). Errors: E_NOMEM. */
 wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd_consumer_t *cons, wd_state_t *state,
                           wd_store_t *store, wd_commit_t **out);
@@ -130,8 +130,8 @@ void wd_commit_set_consumer(wd_commit_t *c, wd_consumer_t *cons);
  * when the group's offsets cannot be read. */
 wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop);
 
-/* The consumer callbacks (forward them from the pipeline's). They only record (issue 21 point 2,
- * docs/runtime.md "Callbacks only record"): on_assign_all reads each partition's stored offset
+/* The consumer callbacks (forward them from the pipeline's). They only record
+ * (docs/runtime.md "Callbacks only record"): on_assign_all reads each partition's stored offset
  * (local) and makes its task CREATED. Under a consumer group with exactly-once, or with partitions
  * only forwarded to a repartition topic, the decision needs the group's committed offsets: it
  * returns true (the consumer assigns every partition held, consumer.h) and wd_commit_init_step
@@ -189,11 +189,7 @@ bool wd_commit_batch_invalid(const wd_commit_t *c);
  * record. Errors: E_TXN_BEGIN (fatal/fenced). */
 wd_error_t *wd_commit_begin(wd_commit_t *c);
 
-/* Whether the record at offset of (topic, partition) only rebuilds state (its task is restoring
- * up to the group's committed offset): then it is merged but produces no output. */
-bool wd_commit_restoring(const wd_commit_t *c, const char *topic, int32_t partition, int64_t offset);
-
-/* The gate of a record (issue 21, docs/runtime.md): whether the record at offset of (topic,
+/* The gate of a record (docs/runtime.md): whether the record at offset of (topic,
  * partition) is applied with output (WD_GATE_RUN), applied without output because its task is
  * RESTORING below the group's committed offset (WD_GATE_RESTORE), or not taken at all
  * (WD_GATE_HOLD: its partition reached the group's offset while another partition of its task has
@@ -211,7 +207,7 @@ wd_error_t *wd_commit_after_batch(wd_commit_t *c);
 /* Whether some task of the assignment is still being restored from the state changelog topic. */
 bool wd_commit_changelog_restoring(const wd_commit_t *c);
 
-/* One slice of the changelog restores of the current assignment (issue 21 point 2, docs/runtime.md
+/* One slice of the changelog restores of the current assignment (docs/runtime.md
  * "Restoration in the poll loop"): polls the restore consumer for up to max_ms, writes what it read
  * to the store, and finishes each task whose changelog partition reached its end offset (its
  * offsets := the group's, then RUNNING). A no-op when nothing is being restored. The pipeline
@@ -220,12 +216,9 @@ bool wd_commit_changelog_restoring(const wd_commit_t *c);
  * for 60 s), store write errors, E_NOMEM. */
 wd_error_t *wd_commit_restore_step(wd_commit_t *c, int max_ms);
 
-/* The state name of task `task` ("RUNNING", ...; app/runtime/tasks.h), or NULL when it was never here. */
-const char *wd_commit_task_state(wd_commit_t *c, uint32_t task);
-
 /* Records that the open commit includes (topic, partition) up to offset (taken: applied or
  * dead-lettered), and `records` more records taken: called once per partition of a batch, with
- * the last offset of the batch's records of it (issue 22: one upsert per partition and batch, not
+ * the last offset of the batch's records of it (one upsert per partition and batch, not
  * one per record). topic must stay valid for the coordinator's life (the sources' copy). 0, or -1
  * on no memory. */
 int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, int64_t offset, uint64_t records);
@@ -234,15 +227,10 @@ int wd_commit_note_input(wd_commit_t *c, const char *topic, int32_t partition, i
 bool wd_commit_due(const wd_commit_t *c);
 /* The interval wd_commit_due uses from now on, in milliseconds (negative: 0); it starts as
  * conf.interval_ms. The pipeline sets it before each wd_commit_due from its adaptive rule
- * (app/runtime/commit_pace.h, issue 22 point 2). */
+ * (app/runtime/commit_pace.h). */
 void wd_commit_set_interval(wd_commit_t *c, int64_t ms);
 /* Whether a commit is open (anything noted since the last one). */
 bool wd_commit_pending(const wd_commit_t *c);
-
-/* Keeps err (taken) as the error the pipeline stops with at its next wd_commit_take_error (the
- * first one kept wins; later ones are freed): for failures inside consumer callbacks,
- * which cannot return one. */
-void wd_commit_keep_error(wd_commit_t *c, wd_error_t *err);
 
 /* The pipeline's stop request (borrowed; read, never written; may be set from a signal
  * handler): once it is set, every wait of the coordinator (acknowledgements, send_offsets,
@@ -268,8 +256,8 @@ bool wd_commit_stop_expired(wd_commit_t *c);
  * E_STOPPED. */
 wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborted);
 
-/* As wd_commit_run, but the pipeline need not wait for the transaction's commit (issue 22 point 2,
- * docs/exactly-once.md "A commit that does not block the pipeline"): under exactly-once in a group,
+/* As wd_commit_run, but the pipeline need not wait for the transaction's commit
+ * (docs/exactly-once.md "A commit that does not block the pipeline"): under exactly-once in a group,
  * commit_transaction runs on the collector's helper thread (wd_collector_commit_start) and, while it
  * runs (wd_commit_committing), the call returns; the records taken meanwhile belong to the next commit
  * (their inputs noted apart, their output held by the collector) and each later call (wd_commit_due
@@ -355,7 +343,14 @@ uint64_t wd_commit_restored_records(const wd_commit_t *c);
 uint64_t wd_commit_number(const wd_commit_t *c);
 
 /* The first fatal error seen inside a consumer callback (where it cannot be returned), or NULL;
- * the caller takes it over. */
+ * the caller takes it over. Also an illegal phase move (E_COMMIT_PHASE, a bug) and the task
+ * manager's kept errors (app/runtime/task_manager.h). */
 wd_error_t *wd_commit_take_error(wd_commit_t *c);
+
+/* The commit's phase machine (commit.c's top comment): whether a commit may move from phase `from`
+ * to phase `to` (IDLE 0, OPEN 1, SNAPPED 2, PREPARED 3, OFFSETS_SENT 4, COMMITTED 5), and a phase's
+ * name ("?" out of range). For tests and logs. */
+bool wd_commit_phase_legal(int from, int to);
+const char *wd_commit_phase_name(int phase);
 
 #endif

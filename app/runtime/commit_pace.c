@@ -16,3 +16,33 @@ int64_t wd_commit_pace_interval_ms(const wd_commit_pace_t *in) {
   if ((double)ms < want) ms++; /* rounded up */
   return ms < min ? min : ms > max ? max : ms;
 }
+
+void wd_commit_pacer_init(wd_commit_pacer_t *pc, int64_t max_ms, int64_t min_ms, bool adaptive) {
+  *pc = (wd_commit_pacer_t){.in = {.max_ms = max_ms, .min_ms = min_ms, .adaptive = adaptive}, .interval = max_ms};
+}
+
+void wd_commit_pacer_batch(wd_commit_pacer_t *pc, double now, size_t n, bool full, double busy_s) {
+  pc->in.backlog = full;
+  pc->win_busy += busy_s;
+  pc->win_records += n;
+  if (pc->win_t0 <= 0) pc->win_t0 = now;
+  double w = now - pc->win_t0;
+  if (w < 0.2) return;
+  double rate = (double)pc->win_records / w;
+  pc->in.rate = pc->in.rate > 0 ? 0.5 * pc->in.rate + 0.5 * rate : rate;
+  if (pc->win_records) {
+    double us = pc->win_busy * 1e6 / (double)pc->win_records;
+    pc->in.record_us = pc->in.record_us > 0 ? 0.5 * pc->in.record_us + 0.5 * us : us;
+  }
+  pc->win_t0 = now;
+  pc->win_busy = 0;
+  pc->win_records = 0;
+}
+
+void wd_commit_pacer_commit(wd_commit_pacer_t *pc, double ms) {
+  pc->in.commit_ms = pc->in.commit_ms > 0 ? 0.7 * pc->in.commit_ms + 0.3 * ms : ms;
+}
+
+void wd_commit_pacer_backlog(wd_commit_pacer_t *pc, bool backlog) { pc->in.backlog = backlog; }
+
+int64_t wd_commit_pacer_interval(wd_commit_pacer_t *pc) { return pc->interval = wd_commit_pace_interval_ms(&pc->in); }

@@ -1,5 +1,5 @@
 /*
- * app/runtime/commit_pace.h — when the open commit is due: the adaptive commit interval (issue 22 point 2).
+ * app/runtime/commit_pace.h — when the open commit is due: the adaptive commit interval.
  *
  * Under exactly-once the output of a commit becomes visible to read_committed consumers only when
  * its transaction commits, so the commit interval is the visible latency's floor; but every
@@ -32,6 +32,7 @@
 #define WD_APP_COMMIT_PACE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The share of the pipeline's idle time that commits may take while it is caught up. */
@@ -52,5 +53,31 @@ typedef struct {
  * D * (1 / (WD_COMMIT_PACE_IDLE_SHARE * (1 - u)) - 1) rounded up, clamped to [min_ms, max_ms],
  * with u = rate * record_us / 1e6 (negative inputs count as 0). Pure: no clock, no state. */
 int64_t wd_commit_pace_interval_ms(const wd_commit_pace_t *in);
+
+/* The pacer: the rule's inputs measured by the loop, beside the rule. The loop reports each poll
+ * (wd_commit_pacer_batch) and each commit it waited for (wd_commit_pacer_commit); the rate and the
+ * processing time per record are measured over windows of at least 200 ms and smoothed (the past
+ * weighs half at each window), a commit's duration likewise (0.7 the past). Plain data: the
+ * pipeline holds one. No clock of its own: the caller passes the monotonic time. */
+typedef struct {
+  wd_commit_pace_t in;  /* the rule's inputs */
+  int64_t interval;     /* the interval in force, ms (the last wd_commit_pacer_interval) */
+  double win_t0;        /* the window's start (monotonic s; 0: none yet) */
+  double win_busy;      /* ... seconds spent processing batches in it */
+  uint64_t win_records; /* ... records taken in it */
+} wd_commit_pacer_t;
+
+/* A pacer at max_ms (pipeline.commit-interval-ms) with the floor min_ms; adaptive under
+ * exactly-once. */
+void wd_commit_pacer_init(wd_commit_pacer_t *pc, int64_t max_ms, int64_t min_ms, bool adaptive);
+/* After each poll at monotonic time now: n records taken, full when the poll returned a whole
+ * batch (a backlog), busy_s seconds spent processing them; closes the window every 200 ms. */
+void wd_commit_pacer_batch(wd_commit_pacer_t *pc, double now, size_t n, bool full, double busy_s);
+/* A commit the loop waited for took ms milliseconds. */
+void wd_commit_pacer_commit(wd_commit_pacer_t *pc, double ms);
+/* Whether records are waiting (a backlog: the configured interval) regardless of the last poll. */
+void wd_commit_pacer_backlog(wd_commit_pacer_t *pc, bool backlog);
+/* The interval now (wd_commit_pace_interval_ms of the measured inputs), kept in pc->interval. */
+int64_t wd_commit_pacer_interval(wd_commit_pacer_t *pc);
 
 #endif

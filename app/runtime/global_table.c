@@ -59,7 +59,6 @@ void wd_gtable_destroy(wd_gtable_t *gt) {
 
 wd_consumer_t *wd_gtable_group_consumer(wd_gtable_t *gt) { return gt->gcons; }
 
-bool wd_gtable_has_topic(const wd_gtable_t *gt, const char *topic) { return canon(gt, topic) != NULL; }
 
 static wd_tp_offset_t *find_pos(wd_gtable_t *gt, const char *topic, int32_t partition) {
   for (size_t i = 0; i < gt->npos; i++)

@@ -1,5 +1,5 @@
 /*
- * app/runtime/global_table.h — lookup sources under scale-out (issue 11 point 4): the lookup topics read
+ * app/runtime/global_table.h — lookup sources under scale-out: the lookup topics read
  * whole by every process of the group, like a global table, while the main sources are shared by
  * the group in per-partition tasks. The design and the argument are in docs/lookups-scale-out.md.
  *
@@ -14,7 +14,7 @@
  * Which tasks this process owns, and which are still to reconcile before their first record
  * (join/lookup.h wd_join_reconcile_task), is the task table's (app/runtime/tasks.h: owned =
  * wd_tasks_active, to reconcile = RECONCILING; commit.h wd_commit_task_owned and
- * wd_commit_next_reconcile), not this unit's (issue 21 point 1).
+ * wd_commit_next_reconcile), not this unit's.
  * The pipeline polls the global consumer between its group polls and applies those records in
  * the open commit like any other; their positions never go to the group.
  *
@@ -56,9 +56,6 @@ wd_error_t *wd_gtable_start(wd_gtable_t *gt);
 /* Polls up to max records already fetched (no wait) into msgs[0..*n) (released by the caller with
  * wd_kmsg_release). Errors: those of wd_consumer_poll_batch. */
 wd_error_t *wd_gtable_poll(wd_gtable_t *gt, size_t max, wd_kmsg_t *msgs, size_t *n);
-
-/* Whether topic is one of the table's. */
-bool wd_gtable_has_topic(const wd_gtable_t *gt, const char *topic);
 
 /* Records that the pipeline took (topic, partition) up to offset (it is in the open commit). 0, or
  * -1 on no memory. */

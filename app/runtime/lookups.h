@@ -1,5 +1,5 @@
 /*
- * app/runtime/lookups.h — the join layer as `widen run`'s loop uses it (issue 21 point 7: this state
+ * app/runtime/lookups.h — the join layer as `widen run`'s loop uses it (this state
  * left struct wd_pipeline): the join on other keys built from the configuration (join/lookup.h),
  * each source's id in it, the decode buffers of the lookup sources and the rows of the lookup
  * messages of the batch in hand.

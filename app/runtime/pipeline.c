@@ -48,7 +48,7 @@ typedef struct {
   bool skipped;        /* replay --from: older than the point in time */
   bool lookup;         /* a lookup source's message: its records are the lookups' batch rows first .. first+count */
   bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
-  bool held;           /* issue 21: not taken (its task is restoring other partitions): read again */
+  bool held;           /* not taken (its task is restoring other partitions): read again */
   int src;             /* index of its source (cfg->sources), -1 when none */
   const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
 } wd_bmsg_t;
@@ -102,44 +102,35 @@ struct wd_pipeline {
   size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
   bool closing;  /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
-  bool pu_no_retract; /* issue 23: the table rejects every retraction: -U records are left out */
+  bool pu_no_retract; /* the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
   wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
-  /* ---- issue 13: the open commit's history record and trace lines (app/ops/history_gather.h),
+  /* ---- the open commit's history record and trace lines (app/ops/history_gather.h),
    * and the metrics ---- */
   wd_hist_gather_t *hg;
   wd_run_metrics_t *rm; /* the metrics (app/ops/run_metrics.h), NULL when metrics.listen is not set */
-  wd_standby_t *standby; /* issue 10: warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
-  /* issue 10: sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h):
+  wd_standby_t *standby; /* warm copies of the tasks not owned here (app/runtime/standby.h), or NULL */
+  /* sources not keyed by the wide key go through repartition topics (app/runtime/repartition.h):
    * the plan, the task and stateless topics, the forwarding (a single task: nothing repartitioned) */
   wd_repart_t *rp;
   wd_lookups_t *lk; /* the join layer on other keys and the batch's lookup rows (app/runtime/lookups.h) */
-  /* issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h): the lookup topics
+  /* lookups under per-partition tasks (app/runtime/global_table.h): the lookup topics
    * read whole by this process, outside the group; NULL otherwise */
   wd_gtable_t *gt;
   const char **gtopics; /* the lookup topics (the sources' copies) */
   char *pos_group;      /* the per-process group of the commit marker, owned */
-  /* issue 21 point 4: the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
+  /* the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
   wd_rebuild_t *rb;
   wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
   char *rb_group;
-  /* issue 22 point 3: the topic index, and per batch its topics seen and its partitions
+  /* the topic index, and per batch its topics seen and its partitions
    * (app/runtime/topic_index.h) */
   wd_topic_index_t *tix;
-  /* issue 22 point 2: the adaptive commit interval's inputs (app/runtime/commit_pace.h), measured by the
-   * loop: the rate and the processing time per record over windows of >= 200 ms, each commit's
-   * duration; smoothed */
-  struct {
-    wd_commit_pace_t in;
-    int64_t interval;    /* the interval in force, ms */
-    double win_t0;       /* the window's start (monotonic s) */
-    double win_busy;     /* ... seconds spent processing batches in it */
-    uint64_t win_records; /* ... records taken in it */
-  } pace;
+  wd_commit_pacer_t pace; /* the adaptive commit interval's inputs, measured by the loop (app/runtime/commit_pace.h) */
 };
 
 unsigned wd_pipeline_stop_grace_s(const wd_pipeline_t *p) { return p->stop_grace_s; }
@@ -157,7 +148,7 @@ static bool on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
   wd_run_metrics_rebalance(p->rm);
   /* the tasks are recorded (CREATED) and, when the group's offsets decide, initialised in the
-   * loop (wd_commit_init_step), their partitions held until then (issue 21 point 2) */
+   * loop (wd_commit_init_step), their partitions held until then */
   return wd_commit_on_assign_all(p->commit, parts, n);
 }
 
@@ -179,7 +170,7 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
 static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
 
-/* ---- issue 13: the commit history record (app/ops/history.h) ------------------------------------
+/* ---- the commit history record (app/ops/history.h) ------------------------------------
  * The pipeline reports what the open commit took (input ranges, counts) to its gatherer
  * (app/ops/history_gather.h); the coordinator's hooks write the record into the commit's state
  * batch: before_finalize when the state is snapshotted (so a prepared commit that recovery
@@ -193,12 +184,11 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
 }
 
 /* At the commit's snapshot: what was noted so far is this commit's; what is taken from now on
- * belongs to the next one, whose batches may be merged while this one commits (issue 22
- * point 2). */
+ * belongs to the next one, whose batches may be merged while this one commits. */
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
   wd_pipeline_t *p = ctx;
   wd_hist_gather_snapshot(p->hg);
-  /* issue 21 point 4: a rebuild's switch commit deletes the staged rows and writes the task's mark */
+  /* a rebuild's switch commit deletes the staged rows and writes the task's mark */
   return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
 }
 
@@ -208,10 +198,10 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
   return hist_add(p, number, b, true);
 }
 
-/* ---- issue 21 point 4: the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
+/* ---- the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
  * The one place where the rebuild's records enter the open commit's transaction, through the record
  * collector (app/runtime/collector.h) as every other output: the difference in the sink's
- * formats, encoded as produce_changelog encodes the changelog, and the task's state entries to
+ * formats, encoded as emit_changelog encodes the changelog, and the task's state entries to
  * the state changelog topic. */
 static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
 
@@ -271,7 +261,7 @@ static bool rebuild_task_current(void *ctx, uint32_t task) {
   return wd_rebuild_task_current(p->rb, task);
 }
 
-/* ---- issue 13: Prometheus metrics (app/ops/run_metrics.h). The pipeline only reports what it
+/* ---- Prometheus metrics (app/ops/run_metrics.h). The pipeline only reports what it
  * did; the unit counts, the server thread renders. ---- */
 static wd_error_t *metrics_setup(wd_pipeline_t *p) {
   wd_run_metrics_conf_t c = {p->cfg->metrics.listen, p->opts.replay, p->table,
@@ -328,7 +318,7 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
   wd_run_metrics_commit_made(p->rm, number, wd_hist_gather_duration_s(p->hg));
-  /* issue 13; the open commit may hold the next one's batches already (issue 22 point 2) */
+  /* the open commit may hold the next one's batches already */
   wd_hist_gather_committed(p->hg, p->trace);
   wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
@@ -337,7 +327,7 @@ static void on_committed(void *ctx, uint64_t number) {
 
 static void on_aborted(void *ctx) {
   wd_pipeline_t *p = ctx;
-  /* issue 13: its output was discarded (and the next one's, taken meanwhile) */
+  /* its output was discarded (and the next one's, taken meanwhile) */
   wd_hist_gather_aborted(p->hg);
   wd_collector_ranges_reset(p->coll);
   p->st.aborted_commits++;
@@ -379,7 +369,7 @@ static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
   return topic_kind(p, topic, &si, &canon) ? p->sources[si] : NULL;
 }
 
-/* ---- issue 22 point 3: the topic index ---------------------------------------------------- */
+/* ---- the topic index ---------------------------------------------------- */
 
 /* Builds the index of every topic the pipeline reads (the sources' topics, their repartition
  * topics), once they are known (after plan_repartition, with p->gtopics set). 0, or -1 on no
@@ -458,27 +448,41 @@ static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd
   return p->key_fmt->encode(c, row, &p->kbuf);
 }
 
-/* Produces the changelog rows of p->cl, keyed by primary key. */
-static wd_error_t *produce_changelog(wd_pipeline_t *p) {
+/* Where the rows given to emit_changelog came from. All members may be NULL: the rows are then
+ * one message's (a task's reconcile), sent, and an output over message.max.bytes is only logged. */
+typedef struct {
+  const size_t *src;    /* per row: the index of its source message (a message's rows are contiguous) */
+  const bool *quiet;    /* per source message: it only rebuilds state (nothing is sent) */
+  const wd_kmsg_t *msgs; /* per source message: named in the log of an output too large */
+  wd_bmsg_t *bm;        /* per source message: an output too large dead-letters it (bm[src].err) */
+} wd_emit_from_t;
+
+/* Produces the changelog rows rows[0..n), keyed by primary key, into the open commit through the
+ * collector (or counts them only: --no-output, a message that only rebuilds state). An output
+ * over the producer's message.max.bytes never stalls the pipeline: its source message is
+ * dead-lettered with the reason (from->bm) or, for rows of no message, logged. Errors: the
+ * collector's (abortable ones included: the caller aborts), the encoders'. */
+static wd_error_t *emit_changelog(wd_pipeline_t *p, wd_row_t *const *rows, size_t n, const wd_emit_from_t *from) {
   wd_error_t *err = NULL;
   const char *topic = p->cfg->sink.topic;
   const char *tname = p->cfg->table.name;
   int64_t ts = wd_wall_ms();
   wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
-  for (size_t i = 0; i < p->cl.n;) {
+  for (size_t i = 0; i < n;) {
     const wd_row_t *keyrow = NULL;
-    size_t src = p->cl_src[i];
-    if (p->opts.no_output || p->restoring[src]) {
+    size_t src = from->src ? from->src[i] : 0;
+    bool quiet = from->quiet && from->quiet[src];
+    if (p->opts.no_output || quiet) {
       /* nothing is sent: skip the rows of this source message (they are contiguous) unencoded */
       size_t at = i;
-      while (i < p->cl.n && p->cl_src[i] == src) i++;
-      if (!p->restoring[src]) p->st.changes_out += i - at;
+      while (i < n && (from->src ? from->src[i] : 0) == src) i++;
+      if (!quiet) p->st.changes_out += i - at;
       continue;
     }
     wd_buf_reset(&p->kbuf);
     wd_buf_reset(&p->vbuf);
     size_t at = i;
-    err = p->sink_fmt->encode(&sc, p->cl.rows, p->cl.n, &i, &keyrow, &p->vbuf);
+    err = p->sink_fmt->encode(&sc, rows, n, &i, &keyrow, &p->vbuf);
     p->st.changes_out += i - at;
     if (!err) err = encode_key(p, &sc, keyrow);
     if (!err)
@@ -487,12 +491,14 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
     if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
-      wd_kmsg_t *m = &p->msgs[src]; /* the rows encoded are this source message's */
+      static const wd_kmsg_t none = {.topic = "(reconcile)"};
+      const wd_kmsg_t *m = from->msgs ? &from->msgs[src] : &none; /* the rows encoded are this message's */
       wd_log(WD_LOG_ERROR, "pipeline", "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
-             "message.max.bytes; dead-lettered (raise message.max.bytes under sink.properties and the topic's "
-             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len);
-      if (!p->bm[src].err)
-        p->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
+             "message.max.bytes; %s (raise message.max.bytes under sink.properties and the topic's "
+             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len,
+             from->bm ? "dead-lettered" : "not sent");
+      if (from->bm && !from->bm[src].err)
+        from->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
                                       "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
                                       "producer's message.max.bytes (%s); the table state has the change",
                                       m->topic, m->partition, m->offset, p->vbuf.len, err->message);
@@ -557,7 +563,7 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
   return NULL;
 }
 
-/* Issue 23: a table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
+/* A table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
  * an update without its -U, as Paimon's Flink sink does for a primary-key table (it asks the
  * planner for no UPDATE_BEFORE unless the table can retract: sequence groups, aggregation,
  * changelog-producer input): the -U records of p->changes are left out and counted as ignored
@@ -646,7 +652,7 @@ static void release_lookup_recs(wd_pipeline_t *p) {
   wd_lookups_batch_done(p->lk);
 }
 
-/* ---- issue 10: repartition topics (app/runtime/repartition.h) ---------------------------------------- */
+/* ---- repartition topics (app/runtime/repartition.h) ---------------------------------------- */
 
 /* Decodes a record of the repartition topic of source si into change records of task
  * m->partition; bytes that are not a repartition record go to the dead-letter topic. */
@@ -709,7 +715,7 @@ static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m
  * hand: nothing of it was noted, and its records are read again. */
 static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
   wd_error_t *err = NULL;
-  uint64_t changes0 = p->st.changes_out; /* issue 13 */
+  uint64_t changes0 = p->st.changes_out;
   p->nrecs = 0;
   wd_topic_index_batch_begin(p->tix); /* the topic pointers of the last batch's messages may be gone */
   wd_buf_reset(&p->keys);
@@ -720,17 +726,17 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_bmsg_t *b = &p->bm[i];
     memset(b, 0, sizeof(*b));
     b->first = p->nrecs;
-    b->te = wd_topic_index_find(p->tix, m->topic); /* issue 22 point 3: one lookup per record, O(1) */
+    b->te = wd_topic_index_find(p->tix, m->topic); /* one lookup per record, O(1) */
     b->src = b->te ? b->te->si : -1;
     wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
     p->restoring[i] = gate == WD_GATE_RESTORE;
-    if (gate == WD_GATE_HOLD) { /* issue 21: read again once every partition of its task caught up */
+    if (gate == WD_GATE_HOLD) { /* read again once every partition of its task caught up */
       b->held = true;
       continue;
     }
     const wd_source_t *src = b->te ? p->sources[b->src] : NULL;
     if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
-        past_stop(p, m)) { /* issue 13: a rebuild stops where the old state stood */
+        past_stop(p, m)) { /* a rebuild stops where the old state stood */
       b->skipped = true;
       continue;
     }
@@ -738,7 +744,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
     int si = b->src;
     wd_topic_kind_t kind = b->te->kind;
-    if (kind == WD_TOPIC_REPARTITION) { /* issue 10: change records of task m->partition */
+    if (kind == WD_TOPIC_REPARTITION) { /* change records of task m->partition */
       if ((err = decode_repartitioned(p, si, m, b))) return err;
       continue;
     }
@@ -779,7 +785,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->pu_no_retract && (err = drop_update_before(p))) return err;
     if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
-    if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* issue 10: to the repartition topic, no state */
+    if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* to the repartition topic, no state */
       if ((err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows, p->changes.count,
                                    p->coll, &p->st.repartitioned)))
         return err;
@@ -865,7 +871,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (p->trace && (err = trace_message(p, b))) return err;
   }
   /* 4. produce the changelog and the dead letters into the open commit */
-  if ((err = produce_changelog(p))) return err;
+  wd_emit_from_t from = {p->cl_src, p->restoring, p->msgs, p->bm};
+  if ((err = emit_changelog(p, p->cl.rows, p->cl.n, &from))) return err;
   for (size_t i = 0; i < n; i++) {
     wd_bmsg_t *b = &p->bm[i];
     if (!b->err) continue;
@@ -877,13 +884,13 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (err) return err;
   }
   /* 5. the records belong to the open commit now: per partition of the batch, its offsets
-   * gathered once (issue 22 point 3), then handed to the coordinator (the input offsets, or a
+   * gathered once, then handed to the coordinator (the input offsets, or a
    * lookup topic's positions of this process), the global table and the history record */
   for (size_t i = 0; i < n; i++) {
     wd_kmsg_t *m = &p->msgs[i];
     if (!p->bm[i].te) continue;
-    if (past_stop(p, m)) continue; /* issue 13: not taken (read again after the rebuild) */
-    if (p->bm[i].held) continue;   /* issue 21: not taken (read again when its task runs) */
+    if (past_stop(p, m)) continue; /* not taken (read again after the rebuild) */
+    if (p->bm[i].held) continue;   /* not taken (read again when its task runs) */
     if (wd_topic_index_take(p->tix, p->bm[i].te, m->partition, m->offset)) return wd_error_nomem();
   }
   size_t nbtp = 0;
@@ -897,10 +904,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
         return wd_error_nomem();
     } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count))
       return wd_error_nomem();
-    if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem(); /* issue 13 */
+    if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem();
   }
   /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
-   * is not "in" (issue 23), nor one held for its task (issue 21: read again when the task runs) */
+   * is not "in", nor one held for its task (read again when the task runs) */
   uint64_t nskipped = 0;
   for (size_t i = 0; i < n; i++) nskipped += p->bm[i].skipped || p->bm[i].held;
   p->st.records_in += n - nskipped;
@@ -913,7 +920,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     p->st.dead_lettered += b->err && !p->restoring[i];
     p->st.restored += p->restoring[i];
   }
-  /* issue 13: the open commit's counts, and the batch's merge stats for the metrics */
+  /* the open commit's counts, and the batch's merge stats for the metrics */
   uint64_t ndead = 0, nrestored = 0;
   for (size_t i = 0; i < n; i++) {
     ndead += p->bm[i].err && !p->restoring[i];
@@ -949,11 +956,11 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
                               wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
-  /* issue 23: no "lag 0" while the process holds no partitions, but why it holds none */
+  /* no "lag 0" while the process holds no partitions, but why it holds none */
   const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
   char lag[160], nk[48] = "";
   if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
-  char ival[48] = ""; /* issue 22 point 2: the adaptive commit interval in force */
+  char ival[48] = ""; /* the adaptive commit interval in force */
   if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
   if (idle)
     snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
@@ -982,7 +989,7 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
           p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
           busy > 0 ? (double)p->st.records_in / busy : 0.0);
   if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
-  if (p->commit && wd_commit_overlapped(p->commit)) /* issue 22 point 2 */
+  if (p->commit && wd_commit_overlapped(p->commit))
     fprintf(f, "; %" PRIu64 " commits completed while the next batches were merged", wd_commit_overlapped(p->commit));
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
   if (p->standby)
@@ -1002,7 +1009,7 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
 /* A partition is done when the state holds its records up to the end offset, or the consumer's
  * position has passed it with nothing pending (transaction markers and deleted records occupy
  * offsets that no record brings). */
-/* issue 13: whether m lies at or past its partition's stop offset (replay with stop_at_state). */
+/* whether m lies at or past its partition's stop offset (replay with stop_at_state). */
 static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
   if (!p->opts.stop_at_state) return false;
   for (size_t i = 0; i < p->nend; i++)
@@ -1010,7 +1017,7 @@ static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
   return true;
 }
 
-/* issue 13: the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
+/* the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
 static wd_error_t *stop_offsets(wd_pipeline_t *p) {
   wd_store_t *st = NULL;
   wd_error_t *err = wd_store_open_rocksdb(p->opts.stop_at_state, NULL, &st);
@@ -1110,7 +1117,7 @@ static void check_copartitioning(wd_pipeline_t *p) {
   free(a);
 }
 
-/* ---- issue 11 point 4: lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
+/* ---- lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
 
 /* Reconciles every RECONCILING task of the task table (join/lookup.h wd_join_reconcile_task)
  * before its first record, which waits held meanwhile: its rows' lookup columns recomputed from
@@ -1123,29 +1130,8 @@ static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
     size_t rows = 0;
     wd_changelog_reset(p->table, &p->cl);
     if ((err = wd_join_reconcile_task(wd_lookups_join(p->lk), task, &p->cl, &rows))) break;
-    if (p->cl.n) {
-      /* produced as if from one message: index 0 of a batch that holds none */
-      if (p->cl.n > p->cap_cl_src) {
-        size_t *c = realloc(p->cl_src, p->cl.n * 2 * sizeof(*c));
-        if (!c) return wd_error_nomem();
-        p->cl_src = c;
-        p->cap_cl_src = p->cl.n * 2;
-      }
-      memset(p->cl_src, 0, p->cl.n * sizeof(*p->cl_src));
-      /* slot 0 may hold the polled batch's first record (reconcile runs before it): kept aside */
-      wd_kmsg_t m0 = p->msgs[0];
-      wd_bmsg_t b0 = p->bm[0];
-      bool r0 = p->restoring[0];
-      memset(&p->bm[0], 0, sizeof(p->bm[0]));
-      memset(&p->msgs[0], 0, sizeof(p->msgs[0]));
-      p->msgs[0].topic = "(reconcile)";
-      p->restoring[0] = false;
-      err = produce_changelog(p);
-      wd_error_destroy(p->bm[0].err); /* an output over message.max.bytes: logged, not dead-lettered */
-      p->msgs[0] = m0;
-      p->bm[0] = b0;
-      p->restoring[0] = r0;
-    }
+    const wd_emit_from_t from = {0}; /* rows of no message: sent; one too large is logged */
+    if (p->cl.n) err = emit_changelog(p, p->cl.rows, p->cl.n, &from);
     if (err) break;
     wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes",
            task, rows, p->cl.n);
@@ -1212,7 +1198,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   if (err) return err;
   double t0 = wd_mono_s(), last = t0;
   uint64_t r0 = wd_gtable_records(p->gt);
-  p->pace.in.backlog = true; /* issue 22 point 2: a backlog up to the end offsets: the configured interval */
+  wd_commit_pacer_backlog(&p->pace, true); /* a backlog up to the end offsets: the configured interval */
   while (!err && !p->stop && !wd_gtable_reached(p->gt, ends, nends)) {
     size_t n = 0;
     err = global_batch(p, &n);
@@ -1227,7 +1213,7 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
     }
   }
   if (!err) err = complete_commit(p);
-  p->pace.in.backlog = false;
+  wd_commit_pacer_backlog(&p->pace, false);
   free(ends);
   if (!err)
     wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
@@ -1235,39 +1221,13 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   return err;
 }
 
-/* ---- issue 22 point 2: when the open commit is due ---------------------------------------------
+/* ---- when the open commit is due ---------------------------------------------
  * The pipeline's one decision of when to commit: the interval from the adaptive rule of
- * app/runtime/commit_pace.h over the inputs measured below, then the coordinator's due check (interval
+ * app/runtime/commit_pace.h over the inputs its pacer measured, then the coordinator's due check (interval
  * passed since the commit opened, or pipeline.commit-max-records reached). */
 static bool commit_due(wd_pipeline_t *p) {
-  p->pace.interval = wd_commit_pace_interval_ms(&p->pace.in);
-  wd_commit_set_interval(p->commit, p->pace.interval);
+  wd_commit_set_interval(p->commit, wd_commit_pacer_interval(&p->pace));
   return wd_commit_due(p->commit);
-}
-
-/* After each poll: n records taken (full: the poll returned a whole batch), busy_s seconds spent
- * processing them; closes the measuring window every 200 ms (halving the weight of the past). */
-static void pace_batch(wd_pipeline_t *p, double now, size_t n, bool full, double busy_s) {
-  p->pace.in.backlog = full;
-  p->pace.win_busy += busy_s;
-  p->pace.win_records += n;
-  if (p->pace.win_t0 <= 0) p->pace.win_t0 = now;
-  double w = now - p->pace.win_t0;
-  if (w < 0.2) return;
-  double rate = (double)p->pace.win_records / w;
-  p->pace.in.rate = p->pace.in.rate > 0 ? 0.5 * p->pace.in.rate + 0.5 * rate : rate;
-  if (p->pace.win_records) {
-    double us = p->pace.win_busy * 1e6 / (double)p->pace.win_records;
-    p->pace.in.record_us = p->pace.in.record_us > 0 ? 0.5 * p->pace.in.record_us + 0.5 * us : us;
-  }
-  p->pace.win_t0 = now;
-  p->pace.win_busy = 0;
-  p->pace.win_records = 0;
-}
-
-/* A commit of the loop took ms milliseconds. */
-static void pace_commit(wd_pipeline_t *p, double ms) {
-  p->pace.in.commit_ms = p->pace.in.commit_ms > 0 ? 0.7 * p->pace.in.commit_ms + 0.3 * ms : ms;
 }
 
 /* Completes the open commit; an aborted one is counted and the pipeline goes on. */
@@ -1277,169 +1237,222 @@ static wd_error_t *complete_commit(wd_pipeline_t *p) {
 }
 
 /* As complete_commit, but while input flows the transaction's commit goes on in the background and
- * the next batches are merged meanwhile, their output held (issue 22 point 2). */
+ * the next batches are merged meanwhile, their output held. */
 static wd_error_t *complete_commit_async(wd_pipeline_t *p) {
   bool aborted = false;
   return wd_commit_run_async(p->commit, &p->stop, &aborted);
 }
 
-wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
-  wd_error_t *err = NULL;
-  size_t max = (size_t)p->cfg->pipeline.batch_size;
-  int timeout = (int)p->cfg->pipeline.batch_timeout_ms;
-  double start = wd_mono_s(), last_status = start, last_input = start;
-  uint64_t last_in = 0;
-  if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
-  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err; /* issue 13 */
-  if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* issue 11: before the group join */
-  while (!p->stop) {
-    if ((err = wd_commit_take_error(p->commit))) break;
-    if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) break;
-    /* issue 21 point 2: restores from the state changelog run here, a slice per turn, while the
-     * group is served and the other tasks run */
-    /* issue 21 point 2: an assignment's tasks are initialised here, not in the callback */
-    bool initialising = wd_commit_initialising(p->commit);
-    if (initialising && (err = wd_commit_init_step(p->commit))) break;
-    if (initialising) last_input = wd_mono_s();
-    bool restoring = wd_commit_changelog_restoring(p->commit);
-    if (restoring && (err = wd_commit_restore_step(p->commit, 200))) break;
-    if (restoring) last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
-    /* issue 21 point 4: a rebuild's stage and switch run here too, a slice per turn */
-    bool rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
-    if (rebuilding) {
-      wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
-      err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
-      if (aborted_for(p, &err)) {
-        if (err) break;
-        continue;
-      }
-      if (err) break;
-      last_input = wd_mono_s();
-    }
-    size_t n = 0;
-    /* with a commit open, wait no longer than its interval for more input */
-    int interval = (int)p->pace.interval;
-    int wait = wd_commit_pending(p->commit) && interval < timeout ? interval : timeout;
-    if (restoring || rebuilding) wait = 0;
-    if (wd_commit_initialising(p->commit) && wait > 200) wait = 200; /* its next try soon */
-    if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
-    if ((err = wd_consumer_poll_available(p->cons, max, wait, p->msgs, &n))) break;
-    if ((err = wd_commit_take_error(p->commit))) {
-      release_batch(p, n);
-      break;
-    }
-    double now = wd_mono_s();
-    if (p->assigned) {
-      p->assigned = false;
-      if (!p->opts.replay) check_copartitioning(p);
-    }
-    if (p->gt && (err = reconcile_tasks(p))) { /* issue 11 point 4: tasks assigned in this poll */
-      release_batch(p, n);
-      if (aborted_for(p, &err)) { /* the batch is read again */
-        if (err) break;
-        continue;
-      }
-      break;
-    }
-    bool full = n == max;
-    double busy0 = now;
-    if (n) {
-      last_input = now;
-      if (p->busy_start == 0) p->busy_start = now;
-      wd_commit_batch_begin(p->commit);
-      wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
-      err = process_batch(p, n);
-      last_input = wd_mono_s(); /* idle counts from the end of the batch (it may have waited long) */
-      bool abandoned = wd_commit_batch_invalid(p->commit);
-      if (!err && !abandoned) metrics_batch(p, n); /* issue 13 */
-      wd_commit_batch_end(p->commit);
-      release_batch(p, n);
-      last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
-      if (err && (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED))) {
-        /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
-         * aborted in the callback; the batch's records are read again by their owner */
-        wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
-               err->message);
-        wd_error_destroy(err);
-        err = NULL;
-        continue;
-      }
-      if (aborted_for(p, &err)) {
-        if (err) break;
-        continue;
-      }
-      if (err && p->stop && err->retriable) {
-        /* stopped while waiting on something that comes back (the schema registry, a full
-         * producer queue): nothing of this batch was merged or noted, so it is read again on
-         * restart. If nothing of it was sent either, the open commit, with the batches before it,
-         * is completed below as on any stop; if some of its output was (records forwarded to a
-         * repartition topic while decoding, changes before the record that waited), that output
-         * must not be committed without the batch's source offsets: the open commit is aborted
-         * and all of it is read again (issue 21) */
-        if (wd_collector_batch_sent(p->coll)) {
-          wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
-                 "and its records are read again on restart", err->message);
-          wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
-          wd_error_destroy(err);
-          err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
-                                           "last commit was aborted; its records are read again on restart");
-          if (!aerr) err->retriable = true;
-          break;
-        }
-        wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", err->message);
-        wd_error_destroy(err);
-        err = NULL;
-        break;
-      }
-      if (err) break;
-    }
-    double t1 = wd_mono_s();
-    pace_batch(p, t1, n, full, n ? t1 - busy0 : 0.0); /* issue 22 point 2 */
-    if ((err = wd_commit_after_batch(p->commit))) break; /* issue 21: restores caught up, holds */
-    /* issue 11 point 4: the lookup topics, neither during a restore nor while an assignment is
-     * being initialised (its CREATED tasks count as owned, and rows a lookup change touched
-     * before the decision drops them would be uncommitted rows of a task being dropped) */
-    if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
-      size_t ng = 0;
-      err = global_batch(p, &ng);
-      if (aborted_for(p, &err)) {
-        if (err) break;
-        continue;
-      }
-      if (err) break;
-      if (ng) {
-        last_input = wd_mono_s();
-        if (p->busy_start == 0) p->busy_start = now;
-        n += ng;
-      }
-    }
-    bool due = commit_due(p);
-    if (n && due) { /* input flows: the commit need not stop it (issue 22 point 2) */
-      if ((err = complete_commit_async(p))) break;
-    } else if (due || (!n && wd_commit_pending(p->commit))) {
-      double c0 = wd_mono_s();
-      if ((err = complete_commit(p))) break;
-      pace_commit(p, (wd_mono_s() - c0) * 1000.0); /* issue 22 point 2 */
-    } else if (!n) {
-      wd_collector_poll(p->coll);
-      /* before the first input, allow 10 s more for the group join */
-      uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
-      uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
-      double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
-      if (p->opts.max_idle_ms > 0 && (now - last_input) * 1000.0 >= idle_ms) break;
-    }
-    p->settled = !wd_commit_pending(p->commit);
-    if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
-    metrics_tick(p, now, false); /* issue 13 */
-    /* a status line every interval, idle or not (README "Guarantees and operations") */
-    if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
-        now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
-      p->st.lag = wd_consumer_lag(p->cons);
-      status_line(p, (double)(p->st.records_in - last_in) / (now - last_status));
-      last_status = now;
-      last_in = p->st.records_in;
+/* ---- the loop: one turn at a time (Kafka Streams' StreamThread.runOnce) ------------------------- */
+
+/* What the turns of the loop carry from one to the next. */
+typedef struct loop {
+  size_t max;          /* pipeline.batch-size */
+  int timeout;         /* pipeline.batch-timeout-ms */
+  double last_status;  /* the last status line (monotonic s) */
+  double last_input;   /* the last input or work: --max-idle-ms counts from it */
+  uint64_t last_in;    /* records_in at the last status line */
+  /* this turn */
+  bool restoring, rebuilding; /* a changelog restore / a rebuild step ran before the poll */
+  double now;          /* right after the poll */
+  size_t n;            /* records taken (the group's, then the lookup topics') */
+  bool full;           /* the poll returned a full batch */
+} loop_t;
+
+/* How a turn ends: go on to its next step, start the next turn (what was polled is read again or
+ * was handled), or leave the loop (*err says why; NULL: a normal end). */
+typedef enum { TURN_ON = 0, TURN_AGAIN, TURN_STOP } turn_t;
+
+/* An error of a step: an abort (abortable, or a fatal producer that was re-created) starts the
+ * next turn, anything else leaves the loop. */
+static turn_t turn_after(wd_pipeline_t *p, wd_error_t **err) {
+  if (aborted_for(p, err)) return *err ? TURN_STOP : TURN_AGAIN;
+  return *err ? TURN_STOP : TURN_ON;
+}
+
+/* Between polls: the work the task manager and the rebuild do in slices while the group is served
+ * and the other tasks run: an assignment's initialisation, the changelog restores, a rebuild's
+ * stage and switch. */
+static turn_t between_polls(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  bool initialising = wd_commit_initialising(p->commit);
+  if (initialising && (*err = wd_commit_init_step(p->commit))) return TURN_STOP;
+  if (initialising) l->last_input = wd_mono_s();
+  l->restoring = wd_commit_changelog_restoring(p->commit);
+  if (l->restoring && (*err = wd_commit_restore_step(p->commit, 200))) return TURN_STOP;
+  if (l->restoring) l->last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
+  l->rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
+  if (l->rebuilding) {
+    wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
+    *err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
+    turn_t t = turn_after(p, err);
+    if (t != TURN_ON) return t;
+    l->last_input = wd_mono_s();
+  }
+  return TURN_ON;
+}
+
+/* The poll: records into p->msgs[0..l->n), waiting no longer than the open commit's interval (not
+ * at all while restoring or rebuilding); then what the callbacks left: an error, a new assignment
+ * to check, tasks to reconcile. */
+static turn_t poll_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  l->n = 0;
+  int interval = (int)p->pace.interval;
+  int wait = wd_commit_pending(p->commit) && interval < l->timeout ? interval : l->timeout;
+  if (l->restoring || l->rebuilding) wait = 0;
+  if (wd_commit_initialising(p->commit) && wait > 200) wait = 200; /* its next try soon */
+  if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
+  if ((*err = wd_consumer_poll_available(p->cons, l->max, wait, p->msgs, &l->n))) return TURN_STOP;
+  if ((*err = wd_commit_take_error(p->commit))) {
+    release_batch(p, l->n);
+    return TURN_STOP;
+  }
+  l->now = wd_mono_s();
+  if (p->assigned) {
+    p->assigned = false;
+    if (!p->opts.replay) check_copartitioning(p);
+  }
+  if (p->gt && (*err = reconcile_tasks(p))) { /* tasks assigned in this poll */
+    release_batch(p, l->n);
+    return aborted_for(p, err) && !*err ? TURN_AGAIN : TURN_STOP; /* aborted: the batch is read again */
+  }
+  l->full = l->n == l->max;
+  return TURN_ON;
+}
+
+/* A stop while the batch waited on something that comes back (the schema registry, a full producer
+ * queue): nothing of it was merged or noted, so it is read again on restart. If nothing of it was
+ * sent either, the open commit, with the batches before it, is completed as on any stop; if some
+ * of its output was (records forwarded to a repartition topic while decoding, changes before the
+ * record that waited), that output must not be committed without the batch's source offsets: the
+ * open commit is aborted and all of it is read again. Takes *err; always leaves the loop. */
+static turn_t stop_with_batch_left(wd_pipeline_t *p, wd_error_t **err) {
+  if (wd_collector_batch_sent(p->coll)) {
+    wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
+           "and its records are read again on restart", (*err)->message);
+    wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
+    wd_error_destroy(*err);
+    *err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
+                                      "last commit was aborted; its records are read again on restart");
+    if (!aerr) (*err)->retriable = true;
+    return TURN_STOP;
+  }
+  wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand is left for the restart (%s)", (*err)->message);
+  wd_error_destroy(*err);
+  *err = NULL;
+  return TURN_STOP;
+}
+
+/* The batch in hand: processed (process_batch) between wd_commit_batch_begin and _end, released. A
+ * rebalance or an abort meanwhile abandons it (its records are read again by their owner). */
+static turn_t process_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  if (!l->n) return TURN_ON;
+  l->last_input = l->now;
+  if (p->busy_start == 0) p->busy_start = l->now;
+  wd_commit_batch_begin(p->commit);
+  wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
+  *err = process_batch(p, l->n);
+  bool abandoned = wd_commit_batch_invalid(p->commit);
+  if (!*err && !abandoned) metrics_batch(p, l->n);
+  wd_commit_batch_end(p->commit);
+  release_batch(p, l->n);
+  l->last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
+  if (*err && (abandoned || wd_error_is(*err, WD_EID_E_BATCH_ABANDONED))) {
+    /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
+     * aborted in the callback; the batch's records are read again by their owner */
+    wd_log(WD_LOG_INFO, "pipeline", "the batch in hand was abandoned (%s); its records are read again",
+           (*err)->message);
+    wd_error_destroy(*err);
+    *err = NULL;
+    return TURN_AGAIN;
+  }
+  if (aborted_for(p, err)) return *err ? TURN_STOP : TURN_AGAIN;
+  if (*err && p->stop && (*err)->retriable) return stop_with_batch_left(p, err);
+  return *err ? TURN_STOP : TURN_ON;
+}
+
+/* After the batch: the pace's measures, the task manager's releases (restores caught up, holds),
+ * and the lookup topics' records as one more batch of the open commit (neither during a restore
+ * nor while an assignment is initialised: its CREATED tasks count as owned, and rows a lookup
+ * change touched before the decision drops them would be uncommitted rows of a task being
+ * dropped). */
+static turn_t after_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  double t1 = wd_mono_s();
+  wd_commit_pacer_batch(&p->pace, t1, l->n, l->full, l->n ? t1 - l->now : 0.0);
+  if ((*err = wd_commit_after_batch(p->commit))) return TURN_STOP;
+  if (p->gt && !wd_commit_changelog_restoring(p->commit) && !wd_commit_initialising(p->commit)) {
+    size_t ng = 0;
+    *err = global_batch(p, &ng);
+    turn_t t = turn_after(p, err);
+    if (t != TURN_ON) return t;
+    if (ng) {
+      l->last_input = wd_mono_s();
+      if (p->busy_start == 0) p->busy_start = l->now;
+      l->n += ng;
     }
   }
+  return TURN_ON;
+}
+
+/* The open commit when due: in the background while input flows, waited for otherwise (and when
+ * idle with a commit open); idle past --max-idle-ms ends the loop. */
+static turn_t maybe_commit(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  bool due = commit_due(p);
+  if (l->n && due) { /* input flows: the commit need not stop it */
+    if ((*err = complete_commit_async(p))) return TURN_STOP;
+  } else if (due || (!l->n && wd_commit_pending(p->commit))) {
+    double c0 = wd_mono_s();
+    if ((*err = complete_commit(p))) return TURN_STOP;
+    wd_commit_pacer_commit(&p->pace, (wd_mono_s() - c0) * 1000.0);
+  } else if (!l->n) {
+    wd_collector_poll(p->coll);
+    /* before the first input, allow 10 s more for the group join */
+    uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
+    uint64_t group_in = p->st.records_in > gin ? p->st.records_in - gin : 0;
+    double idle_ms = (double)p->opts.max_idle_ms + (group_in ? 0.0 : 10000.0);
+    if (p->opts.max_idle_ms > 0 && (l->now - l->last_input) * 1000.0 >= idle_ms) return TURN_STOP;
+  }
+  return TURN_ON;
+}
+
+/* The end of a turn: settled or not, the standby copies, the metrics, a status line every interval
+ * (idle or not; README "Guarantees and operations"). */
+static turn_t report(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  p->settled = !wd_commit_pending(p->commit);
+  if (p->standby && (*err = wd_standby_poll(p->standby, 5000, NULL))) return TURN_STOP;
+  metrics_tick(p, l->now, false);
+  if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
+      l->now - l->last_status >= (double)p->cfg->pipeline.status_interval_s) {
+    p->st.lag = wd_consumer_lag(p->cons);
+    status_line(p, (double)(p->st.records_in - l->last_in) / (l->now - l->last_status));
+    l->last_status = l->now;
+    l->last_in = p->st.records_in;
+  }
+  return TURN_ON;
+}
+
+/* One turn: between polls, poll, process, after the batch, commit, report. */
+static turn_t run_once(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
+  turn_t t;
+  if ((*err = wd_commit_take_error(p->commit))) return TURN_STOP;
+  if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) return TURN_STOP;
+  if ((t = between_polls(p, l, err)) != TURN_ON) return t;
+  if ((t = poll_records(p, l, err)) != TURN_ON) return t;
+  if ((t = process_records(p, l, err)) != TURN_ON) return t;
+  if ((t = after_records(p, l, err)) != TURN_ON) return t;
+  if ((t = maybe_commit(p, l, err)) != TURN_ON) return t;
+  return report(p, l, err);
+}
+
+wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
+  wd_error_t *err = NULL;
+  double start = wd_mono_s();
+  loop_t l = {.max = (size_t)p->cfg->pipeline.batch_size, .timeout = (int)p->cfg->pipeline.batch_timeout_ms,
+              .last_status = start, .last_input = start, .now = start};
+  if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
+  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err;
+  if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* before the group join */
+  while (!p->stop)
+    if (run_once(p, &l, &err) == TURN_STOP) break;
   p->settled = 0;
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
   p->settled = !err && !wd_commit_pending(p->commit);
@@ -1448,9 +1461,8 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
                              "%s) took over; this one stops without committing its open work (the other one "
                              "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
-  metrics_tick(p, wd_mono_s(), true); /* issue 13: the final values */
+  metrics_tick(p, wd_mono_s(), true); /* the final values */
   if (p->opts.replay && !err) wd_run_metrics_restore_done(p->rm);
-  (void)start;
   return err;
 }
 
@@ -1607,7 +1619,7 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
   return err;
 }
 
-/* issue 10: the table's partition count and which sources go through a repartition topic
+/* the table's partition count and which sources go through a repartition topic
  * (app/runtime/repartition.h), said at start; in a live run the repartition topics are created. */
 static wd_error_t *plan_repartition(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
@@ -1715,76 +1727,86 @@ static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
   return ensure_internal_topic(p, p->changelog_topic, cfgs, "the state changelog topic");
 }
 
-wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
+/* ---- start-up: the steps of wd_pipeline_new, in order ---------------------------------------------
+ * Each step fills its part of p and returns an error; on one, wd_pipeline_new destroys p, which
+ * frees whatever the steps made. */
+
+/* The table, the sources (and the lookups' join layer), the sink's formats; *ntopics: the sources'
+ * topics in all. */
+static wd_error_t *open_table_and_sources(wd_pipeline_t *p, size_t *ntopics) {
+  const wd_config_t *cfg = p->cfg;
   wd_error_t *err = NULL;
-  *out = NULL;
-  wd_pipeline_t *p = calloc(1, sizeof(*p));
-  if (!p) return wd_error_nomem();
-  p->cfg = cfg;
-  if (opts) p->opts = *opts;
   wd_changes_init(&p->changes);
-  if ((err = wd_config_build_table(cfg, &p->table))) goto fail;
+  if ((err = wd_config_build_table(cfg, &p->table))) return err;
   p->schema = wd_table_schema(p->table);
   p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
-  if (!p->sources) goto nomem;
-  size_t ntopics = 0;
+  if (!p->sources) return wd_error_nomem();
+  *ntopics = 0;
   err = wd_lookups_new(cfg, p->table, p->sources, &p->lk);
   p->nsources = cfg->sources.n; /* the built ones are non-NULL */
-  if (err) goto fail;
-  for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
+  if (err) return err;
+  for (size_t i = 0; i < cfg->sources.n; i++) *ntopics += p->sources[i]->ntopics;
   p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
   p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
   if (cfg->sink.schemas_enable && p->sink_fmt && p->key_fmt) { /* Kafka Connect's envelope (config checked) */
     p->sink_fmt = wd_sink_format_with_schemas(p->sink_fmt);
     p->key_fmt = wd_key_format_with_schemas(p->key_fmt);
   }
-  if (!p->sink_fmt || !p->key_fmt) {
-    err = wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
-                       (int)cfg->sink.format, (int)cfg->sink.key_format);
-    goto fail;
-  }
-  if ((err = setup_avro(p))) goto fail;
-  /* the decoder state of each source format in use (ingest/format.h), and start-up warnings */
-  {
-    wd_formats(&p->nfmt);
-    if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) goto nomem;
-    wd_format_env_t env = {p->registry};
-    for (size_t i = 0; i < p->nsources; i++) {
-      const wd_source_t *src = p->sources[i];
-      const wd_format_t *f = wd_format_of(src->format);
-      char *warn = wd_format_decimal_warning(src, p->schema);
-      if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
-      free(warn);
-      if (!f->open || p->fmt_state[src->format]) continue;
-      if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
-    }
-    const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
-    if (!names) goto nomem;
-    size_t nn = 0;
-    for (size_t i = 0; i < cfg->sources.n; i++)
-      if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
-    char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
-    free(names);
+  if (!p->sink_fmt || !p->key_fmt)
+    return wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
+                        (int)cfg->sink.format, (int)cfg->sink.key_format);
+  return setup_avro(p);
+}
+
+/* The decoder state of each source format in use (ingest/format.h), and start-up warnings. */
+static wd_error_t *open_formats(wd_pipeline_t *p) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
+  wd_formats(&p->nfmt);
+  if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) return wd_error_nomem();
+  wd_format_env_t env = {p->registry};
+  for (size_t i = 0; i < p->nsources; i++) {
+    const wd_source_t *src = p->sources[i];
+    const wd_format_t *f = wd_format_of(src->format);
+    char *warn = wd_format_decimal_warning(src, p->schema);
     if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
     free(warn);
-    p->pu_no_retract = wd_table_rejects_retractions(p->table);
+    if (!f->open || p->fmt_state[src->format]) continue;
+    if ((err = f->open(&env, &p->fmt_state[src->format]))) return err;
   }
+  const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
+  if (!names) return wd_error_nomem();
+  size_t nn = 0;
+  for (size_t i = 0; i < cfg->sources.n; i++)
+    if (!cfg->sources.v[i].lookup) names[nn++] = cfg->sources.v[i].name;
+  char *warn = wd_table_config_retraction_warning(p->table, cfg->table.name, nn, names);
+  free(names);
+  if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
+  free(warn);
+  p->pu_no_retract = wd_table_rejects_retractions(p->table);
+  return NULL;
+}
+
+/* The state directory dir: the store, the state over it (checked against the table), the metrics,
+ * the history gatherer, the join layer's start; which lookup topics are a global table. */
+static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
-  const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
-  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
-  if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
+  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) return err;
+  if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) return wd_error_nomem();
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
-  if ((err = wd_state_check_table(p->state, dir))) goto fail;
-  if ((err = metrics_setup(p))) goto fail; /* issue 13 */
-  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem; /* issue 13 */
-  if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) goto fail;
-  /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
+  if ((err = wd_state_check_table(p->state, dir))) return err;
+  if ((err = metrics_setup(p))) return err;
+  if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) return wd_error_nomem();
+  if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) return err;
+  /* with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
   bool global = false;
   for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
     global = global || is_lookup(p, (int)i);
-  if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) goto nomem;
+  if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) return wd_error_nomem();
   if (wd_lookups_active(p->lk) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
@@ -1792,26 +1814,35 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
                "this table (README \"Joins on other keys\")");
         break;
       }
-  size_t max = (size_t)cfg->pipeline.batch_size;
+  return NULL;
+}
+
+/* The batch's arrays (pipeline.batch-size) and the trace file. */
+static wd_error_t *open_batch(wd_pipeline_t *p) {
+  size_t max = (size_t)p->cfg->pipeline.batch_size;
   p->msgs = calloc(max, sizeof(*p->msgs));
   p->bm = calloc(max, sizeof(*p->bm));
   p->restoring = calloc(max, sizeof(*p->restoring));
-  if (!p->msgs || !p->bm || !p->restoring) goto nomem;
-  if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a"))) {
-    err = wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
-    goto fail;
-  }
+  if (!p->msgs || !p->bm || !p->restoring) return wd_error_nomem();
+  if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a")))
+    return wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
   if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
+  return NULL;
+}
 
-  /* Kafka clients */
+/* The Kafka clients' configurations (consumer, producer), the output topics made, static
+ * membership, the transactional.id (*txn_timeout_ms: its transaction.timeout.ms), the collector. */
+static wd_error_t *open_kafka(wd_pipeline_t *p, int *txn_timeout_ms) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
   p->exactly_once = cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE && !p->opts.replay;
   p->per_partition = cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION;
-  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) goto fail;
+  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) return err;
   for (size_t i = 0; i < cfg->kafka.properties.n; i++)
     if (!producer_only(cfg->kafka.properties.v[i].key) &&
         (err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
-      goto fail;
-  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) goto fail;
+      return err;
+  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) return err;
   for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++)
     if (!consumer_only(cfg->kafka.properties.v[i].key))
       err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
@@ -1821,7 +1852,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
     wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
   }
-  /* issue 23: static membership by default (KIP-345), with the state directory's instance id */
+  /* static membership by default (KIP-345), with the state directory's instance id */
   if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
     char inst[64];
     if (!(err = stored_instance_id(p, inst, sizeof(inst)))) err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
@@ -1829,51 +1860,66 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       wd_log(WD_LOG_INFO, "pipeline", "static membership: group.instance.id %s (kept in %s; a restart within "
              "session.timeout.ms takes the partitions back without a rebalance)", inst, cfg->state.dir);
   }
-  int txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
-  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, &txn_timeout_ms);
-  p->stop_grace_s = (unsigned)(txn_timeout_ms > 0 ? txn_timeout_ms : 60000) / 1000u + 5u;
+  *txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
+  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, txn_timeout_ms);
+  p->stop_grace_s = (unsigned)(*txn_timeout_ms > 0 ? *txn_timeout_ms : 60000) / 1000u + 5u;
   p->settled = 1;
   if (!err) err = wd_collector_new(&p->pconf, &p->coll);
-  if (err) goto fail;
-  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) goto fail;
-  if (!(p->rp = wd_repart_new(p->nsources))) goto nomem;
-  if (p->per_partition && (err = plan_repartition(p))) goto fail; /* issue 10 */
-  if ((err = check_layout(p, dir))) goto fail; /* issue 10: the rows are split by it */
-  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) goto nomem;
-  size_t nt = 0, ngt = 0;
+  if (err) return err;
+  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) return err;
+  return NULL;
+}
+
+/* The topics: the repartition plan and the state's layout (dir), the group's topics (*nt of them)
+ * and the global table's (*ngt), the topic index, the commit pace; per-partition tasks under
+ * exactly-once in a group: the state changelog topic and the restore consumer's configuration. */
+static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics, size_t *nt, size_t *ngt) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
+  if (!(p->rp = wd_repart_new(p->nsources))) return wd_error_nomem();
+  if (p->per_partition && (err = plan_repartition(p))) return err;
+  if ((err = check_layout(p, dir))) return err; /* the rows are split by it */
+  if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) return wd_error_nomem();
+  *nt = *ngt = 0;
   for (size_t i = 0; i < p->nsources; i++) {
-    if (p->gtopics && is_lookup(p, (int)i)) { /* issue 11 point 4: a global table's, not the group's */
-      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[ngt++] = p->sources[i]->topics[t];
+    if (p->gtopics && is_lookup(p, (int)i)) { /* a global table's, not the group's */
+      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[(*ngt)++] = p->sources[i]->topics[t];
       continue;
     }
     bool raw = wd_repart_on(p->rp, i) && wd_repart_forwarding(p->rp);
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
-      p->topics[nt++] = p->sources[i]->topics[t];
-      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) goto nomem;
+      p->topics[(*nt)++] = p->sources[i]->topics[t];
+      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) return wd_error_nomem();
     }
-    if (raw && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
+    if (raw && wd_repart_add_topic(p->rp, p->topics[(*nt)++] = wd_repart_topic(p->rp, i), false))
+      return wd_error_nomem();
   }
-  if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
-  p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
-                                  .min_ms = cfg->pipeline.commit_interval_min_ms,
-                                  .adaptive = p->exactly_once}; /* issue 22 point 2 */
-  p->pace.interval = cfg->pipeline.commit_interval_ms;
+  if (topic_index_build(p)) return wd_error_nomem();
+  wd_commit_pacer_init(&p->pace, cfg->pipeline.commit_interval_ms, cfg->pipeline.commit_interval_min_ms,
+                       p->exactly_once);
   /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
    * consumer's config (at-least-once trusts the local state: no changelog) */
   if (p->per_partition && !p->opts.replay && p->exactly_once) {
     if (cfg->state.changelog_topic) p->changelog_topic = strdup(cfg->state.changelog_topic);
     else if (asprintf(&p->changelog_topic, "%s-%s-changelog", cfg->kafka.group_id, cfg->table.name) < 0)
       p->changelog_topic = NULL;
-    if (!p->changelog_topic) goto nomem;
-    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) goto fail;
+    if (!p->changelog_topic) return wd_error_nomem();
+    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) return err;
     for (size_t i = 0; i < cfg->kafka.properties.n; i++) {
       const char *k = cfg->kafka.properties.v[i].key;
       if (producer_only(k) || !strcmp(k, "group.instance.id")) continue;
-      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) goto fail;
+      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) return err;
     }
   }
-  /* the commit coordinator first: the consumer's callbacks (in assign mode already inside
-   * wd_consumer_new) go to it */
+  return NULL;
+}
+
+/* The commit coordinator (before the consumer: its callbacks, in assign mode already inside
+ * wd_consumer_new, go to it), with the standby copies and a rebuild armed on an incompatible
+ * definition (app/ops/fingerprint.h) and its commit marker. */
+static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_timeout_ms) {
+  const wd_config_t *cfg = p->cfg;
+  wd_error_t *err = NULL;
   const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
   size_t ntask = 0, nstateless = 0;
   const char *const *task_topics = wd_repart_task_topics(p->rp, &ntask);
@@ -1894,64 +1940,88 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       .changelog_topic = p->changelog_topic,
       .txn_id = p->txn_id,
       .restore_conf = &p->rconf,
-      .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* issue 13: history */
+      .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* history */
   };
-  if (p->changelog_topic && (err = ensure_changelog(p))) goto fail;
+  if (p->changelog_topic && (err = ensure_changelog(p))) return err;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
     if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)wd_repart_partitions(p->rp), p->store,
                               p->state, task_topics, ntask, &p->standby)))
-      goto fail;
+      return err;
     cc.standby = p->standby;
     wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
            "(from %s)", p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
-  /* issue 21 point 4: a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
+  /* a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
-    goto fail;
-  if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic))) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
-                       "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
-                       "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
-                       dir);
-    goto fail;
-  }
+    return err;
+  if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic)))
+    return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+                        "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
+                        "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
+                        dir);
   if (p->rb) cc.hooks.task_current = rebuild_task_current;
-  if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) goto fail;
+  if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) return err;
   if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
     wd_kafka_conf_t mconf = {0};
     const char *mtopic = p->changelog_topic ? p->changelog_topic : cfg->sink.topic;
     if (asprintf(&p->rb_group, "%s.rebuild", p->txn_id) < 0) {
       p->rb_group = NULL;
-      goto nomem;
+      return wd_error_nomem();
     }
     err = wd_kafka_conf_copy(&mconf, &p->kconf);
     if (!err) err = wd_kafka_conf_set_group(&mconf, p->rb_group);
     if (!err) err = wd_consumer_new(&mconf, &mtopic, 1, NULL, NULL, &p->rb_marker);
     wd_kafka_conf_clear(&mconf);
-    if (err) goto fail;
+    if (err) return err;
     wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
   }
-  wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
+  wd_commit_set_stop(p->commit, &p->stop); /* every wait is bounded once stopping */
   wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
+  return NULL;
+}
+
+/* The group consumer of topics[0..nt) (its callbacks to the coordinator) and, with lookups under
+ * per-partition tasks, the global table of the lookup topics gtopics[0..ngt) with its commit
+ * marker in a group of this process. */
+static wd_error_t *open_consumers(wd_pipeline_t *p, size_t nt, size_t ngt) {
+  wd_error_t *err = NULL;
   /* the metrics take librdkafka's statistics of the pipeline's consumer (a property of its own wins) */
   if (p->rm && !wd_kafka_conf_get(&p->kconf, "statistics.interval.ms"))
     err = wd_kafka_conf_set(&p->kconf, "statistics.interval.ms", "5000");
   if (!err) err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
-  if (err) goto fail;
+  if (err) return err;
   wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
-  if (p->gtopics) { /* issue 11 point 4: the global table, its commit marker in a group of this process */
+  if (p->gtopics) {
     if (p->exactly_once && asprintf(&p->pos_group, "%s.lookups", p->txn_id) < 0) {
       p->pos_group = NULL;
-      goto nomem;
+      return wd_error_nomem();
     }
-    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) goto fail;
+    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) return err;
     if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
     wd_join_set_owner(wd_lookups_join(p->lk), wd_commit_task_owned, p->commit); /* the task table's owned tasks */
     wd_commit_set_reconcile(p->commit, true); /* each task reconciled before its first record */
   }
+  return NULL;
+}
+
+wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
+  wd_error_t *err = NULL;
+  *out = NULL;
+  wd_pipeline_t *p = calloc(1, sizeof(*p));
+  if (!p) return wd_error_nomem();
+  p->cfg = cfg;
+  if (opts) p->opts = *opts;
+  const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
+  size_t ntopics = 0, nt = 0, ngt = 0;
+  int txn_timeout_ms = 0;
+  if ((err = open_table_and_sources(p, &ntopics)) || (err = open_formats(p)) || (err = open_state(p, dir, ntopics)) ||
+      (err = open_batch(p)) || (err = open_kafka(p, &txn_timeout_ms)) ||
+      (err = plan_topics(p, dir, ntopics, &nt, &ngt)) || (err = open_coordinator(p, dir, txn_timeout_ms)) ||
+      (err = open_consumers(p, nt, ngt)))
+    goto fail;
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
   if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
   if (p->gt && (err = wd_gtable_start(p->gt))) goto fail; /* at the positions recovery left */
@@ -1960,8 +2030,6 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
            "isolation.level=read_committed", p->txn_id, cfg->sink.topic);
   *out = p;
   return NULL;
-nomem:
-  err = wd_error_nomem();
 fail:
   wd_pipeline_destroy(p);
   return err;
@@ -1983,7 +2051,7 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->gtopics);
   free(p->pos_group);
   wd_topic_index_destroy(p->tix);
-  wd_run_metrics_destroy(p->rm); /* issue 13: stops the server thread first */
+  wd_run_metrics_destroy(p->rm); /* stops the server thread first */
   wd_collector_destroy(p->coll); /* flushes its producer first */
   wd_kafka_conf_clear(&p->kconf);
   wd_kafka_conf_clear(&p->pconf);

@@ -45,7 +45,7 @@ typedef struct wd_pipeline_opts {
                               `widen simulate` case), for tests and debugging */
   int64_t max_idle_ms;     /* > 0: stop after this long without input (tests, demo) */
   const char *stop_at_state; /* replay: stop each partition at the offset stored in this state
-                                directory (closed; the old state of an automatic rebuild, issue 13)
+                                directory (closed; the old state of an automatic rebuild)
                                 instead of the end offsets; later records are not taken */
   const volatile sig_atomic_t *start_stop; /* when set and non-zero during wd_pipeline_new: a stop
                                 came (a signal); its waits (the schema registry's registration)
@@ -88,7 +88,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
  * E_TXN_UNKNOWN, E_SINK_DELIVERY (at-least-once), store errors, E_STOPPED. */
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p);
 
-/* Seconds a stop may take before the process leaves anyway (issue 21, docs/runtime.md "Stop"):
+/* Seconds a stop may take before the process leaves anyway (docs/runtime.md "Stop"):
  * transaction.timeout.ms, the bound of every wait once stopping, plus 5 s to close the clients
  * (librdkafka's send_offsets_to_transaction does not keep its timeout while the coordinator is
  * away: confluentinc/librdkafka#5456). Async-signal-safe. */

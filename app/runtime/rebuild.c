@@ -5,7 +5,6 @@
 #include "app/runtime/rebuild.h"
 
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "app/ops/fingerprint.h"
 #include "app/ops/netchange.h"
+#include "app/runtime/fault.h"
 #include "app/runtime/tasks.h"
 #include "common/buf.h"
 #include "common/clock.h"
@@ -64,16 +64,13 @@ struct wd_rebuild {
   json_t *defs;          /* meta WD_REBUILD_DEFS_KEY: mark -> {definition, base} (owned; NULL: none) */
   view_t *views;         /* the views of defs built so far (owned) */
   size_t nviews;
-  char fault[32];        /* WIDEN_FAULT=rebuild-<point> */
+  wd_fault_t fault;      /* WIDEN_FAULT=rebuild-<point> (app/runtime/fault.h) */
 };
 
-/* ---- the fault hook (tests: a SIGKILL in a phase) -------------------------------------------- */
+/* ---- the fault hook (app/runtime/fault.h; tests: a SIGKILL in a phase) -------------------------- */
 
 static void fault(wd_rebuild_t *rb, const char *point) {
-  if (!rb->fault[0] || strcmp(rb->fault, point)) return;
-  wd_log(WD_LOG_WARN, "rebuild", "fault hook: killing the process at %s", point);
-  fflush(NULL);
-  raise(SIGKILL);
+  if (!rb->fault.fatal && wd_fault_due(&rb->fault, point)) wd_fault_kill("rebuild", point, NULL);
 }
 
 /* ---- opening ---------------------------------------------------------------------------------- */
@@ -179,8 +176,7 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
       goto fail;
     }
   }
-  const char *f = getenv("WIDEN_FAULT");
-  if (f && !strncmp(f, "rebuild-", 8)) snprintf(rb->fault, sizeof(rb->fault), "%s", f);
+  wd_fault_from_env(&rb->fault);
   wd_log(WD_LOG_INFO, "rebuild", "the table definition changed incompatibly: every task this process owns is rebuilt "
          "from the sources' earliest offsets before it produces output, and emits only its difference (old rows "
          "from %s)", changelog ? "the state changelog topic" : rb->old_dir);

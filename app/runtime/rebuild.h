@@ -1,6 +1,6 @@
 /*
  * app/runtime/rebuild.h — the rebuild on an incompatible table definition as a runtime mode of `widen run`
- * (issue 21 point 4; docs/runtime.md "Rebuild as a runtime mode").
+ * (docs/runtime.md "Rebuild as a runtime mode").
  *
  * wd_definition_prepare (app/ops/fingerprint.h) arms it: the state directory is a fresh one holding
  * the new definition and the old one (meta WD_REBUILD_OLD_DEF_KEY); the state before the change is
@@ -58,7 +58,7 @@
 typedef struct wd_rebuild wd_rebuild_t;
 
 /* Where the switch's records go: the one place of the rebuild's output (the pipeline's producer
- * and transaction; the record collector of issue 21 point 3 takes them over). */
+ * and transaction, through the record collector). */
 typedef struct wd_rebuild_io {
   void *ctx;
   /* The difference rows rows[0..n) (kinds set; an -U is followed by its +U) to sink.topic, encoded

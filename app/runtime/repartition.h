@@ -1,6 +1,6 @@
 /*
  * app/runtime/repartition.h — sources not keyed by the wide key: the internal repartition topics of
- * `pipeline.tasks: per-partition` (issue 10; design in docs/scale-out.md).
+ * `pipeline.tasks: per-partition` (design in docs/scale-out.md).
  *
  * The unit of work is a task: partition i of the wide table's key space, i < N (the table's
  * partition count, `pipeline.partitions`, else the largest partition count of the sources that
@@ -23,7 +23,7 @@
  * The origin names the source record in dead letters and traces.
  *
  * The functions wd_repartition_* are pure (no Kafka, no RocksDB). The object wd_repart_t (below)
- * holds a pipeline's repartition state (issue 21 point 7: out of the pipeline's struct): the plan,
+ * holds a pipeline's repartition state (out of the pipeline's struct): the plan,
  * the task and stateless topics, the keying checks done, and the scratch of forwarding, which it
  * sends through the record collector (app/runtime/collector.h); app/runtime/pipeline.c reads the
  * repartition topics like the sources.

@@ -1,6 +1,6 @@
 /*
  * app/runtime/standby.h — standby replicas (`pipeline.num-standby-replicas`, Kafka Streams'
- * num.standby.replicas; issue 10, docs/scale-out.md): a process keeps warm copies of the tasks it
+ * num.standby.replicas, docs/scale-out.md): a process keeps warm copies of the tasks it
  * does not own by tailing their partitions of the state changelog topic, so that a task that
  * moves to it is caught up from where its copy stands instead of restored from the beginning.
  *

@@ -1,5 +1,5 @@
 /*
- * app/runtime/topic_index.h — the pipeline's topic index (issue 22 point 3; issue 21 point 7: out of
+ * app/runtime/topic_index.h — the pipeline's topic index (out of
  * the pipeline's struct): what each topic the pipeline reads is to it, found in O(1) per record,
  * and the partitions of the batch in hand, gathered once per partition and batch for the commit
  * coordinator, the global table and the history record.
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What a topic is to the pipeline (issue 10). */
+/* What a topic is to the pipeline. */
 typedef enum {
   WD_TOPIC_NONE = 0,    /* not read by the pipeline */
   WD_TOPIC_DIRECT,      /* a co-partitioned source's (or a single task's) topic */

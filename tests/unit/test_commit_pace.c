@@ -85,3 +85,32 @@ Test(commit_pace, unknown_or_negative_inputs_count_as_zero) {
   in.min_ms = -7;
   cr_assert_eq(wd_commit_pace_interval_ms(&in), 4);
 }
+
+/* The pacer measures the rule's inputs: the rate and the processing time per record over windows
+ * of at least 200 ms (the past weighs half at each window), a commit's duration (0.7 the past), a
+ * full poll as a backlog. */
+Test(commit_pace, the_pacer_measures_over_windows_of_200_ms) {
+  wd_commit_pacer_t pc;
+  wd_commit_pacer_init(&pc, 100, 10, true);
+  cr_assert_eq(pc.interval, 100);
+  wd_commit_pacer_batch(&pc, 10.0, 50, false, 0.001); /* opens the window */
+  wd_commit_pacer_batch(&pc, 10.1, 50, false, 0.001); /* 0.1 s: the window stays open */
+  cr_assert_eq(pc.in.rate, 0);
+  wd_commit_pacer_batch(&pc, 10.25, 100, false, 0.002); /* 0.25 s, 200 records: 800/s, 20 us each */
+  cr_assert_float_eq(pc.in.rate, 800.0, 1e-6);
+  cr_assert_float_eq(pc.in.record_us, 20.0, 1e-6);
+  cr_assert_eq(pc.win_records, 0);
+  wd_commit_pacer_batch(&pc, 10.65, 1200, false, 0.012); /* 0.4 s: 3000/s, 10 us: halfway to each */
+  cr_assert_float_eq(pc.in.rate, 1900.0, 1e-6);
+  cr_assert_float_eq(pc.in.record_us, 15.0, 1e-6);
+  wd_commit_pacer_commit(&pc, 10.0);
+  wd_commit_pacer_commit(&pc, 20.0);
+  cr_assert_float_eq(pc.in.commit_ms, 13.0, 1e-9);
+  /* u = 1900 * 15e-6 = 0.0285: 13 * (1 / (0.8 * 0.9715) - 1) = 3.7..., below the floor */
+  cr_assert_eq(wd_commit_pacer_interval(&pc), 10);
+  cr_assert_eq(pc.interval, 10);
+  wd_commit_pacer_batch(&pc, 10.7, 500, true, 0.0); /* a full poll: behind (the window stays open) */
+  cr_assert_eq(wd_commit_pacer_interval(&pc), 100);
+  wd_commit_pacer_backlog(&pc, false);
+  cr_assert_eq(wd_commit_pacer_interval(&pc), 10);
+}
