@@ -666,8 +666,8 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
   /* every change record must belong to this partition's task: a record placed by another
    * partition count (or by hand) would put its key in a second task */
   for (size_t r = b->first; r < p->nrecs; r++) {
-    int32_t want = wd_producer_partition_of(p->keys.data + p->key_off[r], p->key_off[r + 1] - p->key_off[r],
-                                            wd_repart_partitions(p->rp));
+    int32_t want = wd_repart_home(p->rp, (size_t)si, p->schema, p->recs[r]);
+    if (want < 0) return wd_error_nomem();
     if (want == m->partition) continue;
     b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
                           "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
@@ -690,6 +690,40 @@ static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m
                       "partition the old key's own records are in, not to this record's; set `repartition: true` on "
                       "this source (its change records then go through a repartition topic, each by its own key)",
                       p->sources[si]->name, m->topic, m->partition, m->offset);
+}
+
+/* Checks that the change records just decoded from m (source si, read directly with per-partition
+ * tasks) are in their wide key's partition, wd_repart_home. *home: -1 when they are (or the record
+ * has none); else their home partition (a replay, or `repartition: auto` in a live run: the caller
+ * forwards the record there through the source's repartition topic), or -2 for a record read
+ * again while its task restores (forwarded when first read: nothing to do). Errors: C_SOURCE_KEYING
+ * for a source that says `repartition: false` (wd_repart_misplaced_error) or for a record whose
+ * change records have several keys (key_change_error), E_NOMEM. */
+static wd_error_t *direct_home(wd_pipeline_t *p, int si, const wd_kmsg_t *m, const wd_kafka_meta_t *meta,
+                               bool restoring, int32_t *home) {
+  *home = -1;
+  int32_t first = -1;
+  for (size_t k = 0; k < p->changes.count; k++) {
+    int32_t h = wd_repart_home(p->rp, (size_t)si, p->schema, p->changes.rows[k]);
+    if (h < 0) return wd_error_nomem();
+    if (k == 0) first = h;
+    if (h != first) return key_change_error(p, si, m); /* two keys: placed by neither */
+  }
+  if (first < 0 || first == m->partition) return NULL;
+  if (!p->st.misplaced && wd_repart_forwarding(p->rp) && !restoring && wd_repart_fallback(p->rp, (size_t)si)) {
+    size_t kl = 0;
+    const char *kb = wd_repart_canonical_key(p->rp, &kl);
+    wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a record outside its wide key's partition "
+           "(%d, murmur2 of widen's key bytes %.*s): its Kafka key is not widen's key bytes (e.g. Kafka Connect's "
+           "JsonConverter with schemas.enable=true); such records go through repartition topic %s "
+           "(`repartition: auto`)", p->sources[si]->name, m->topic, m->partition, m->offset, first, (int)kl, kb,
+           wd_repart_topic(p->rp, (size_t)si));
+  }
+  if (!wd_repart_forwarding(p->rp)) *home = first;
+  else if (restoring) *home = -2;
+  else if (wd_repart_fallback(p->rp, (size_t)si)) *home = first;
+  else return wd_repart_misplaced_error(p->rp, p->sources[si], meta, first);
+  return NULL;
 }
 
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
@@ -767,6 +801,19 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->pu_no_retract && (err = drop_update_before(p))) return err;
     if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
+    /* a co-partitioned source's record must be in its wide key's partition (murmur2 of widen's key
+     * bytes): else forwarded to it (`repartition: auto`), or the pipeline stops (app/runtime/repartition.h) */
+    int32_t home = -1;
+    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) &&
+        (err = direct_home(p, si, m, &meta, p->restoring[i], &home)))
+      return err;
+    if (home == -2) continue; /* restoring: forwarded when first read */
+    if (home >= 0 && !wd_repart_forwarding(p->rp)) { /* a replay: its task is the key's home */
+      kind = WD_TOPIC_RAW;
+    } else if (home >= 0) {
+      kind = WD_TOPIC_RAW;
+      p->st.misplaced++;
+    }
     if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* issue 10: to the repartition topic, no state */
       if ((err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows, p->changes.count,
                                    p->coll, &p->st.repartitioned)))
@@ -786,9 +833,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
       /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
       p->rec_task[p->nrecs - 1] =
-          kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
-                                                                     wd_repart_partitions(p->rp))
-                               : task;
+          home >= 0 ? (uint32_t)wd_repart_home(p->rp, (size_t)si, p->schema, row)
+          : kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
+                                                                       wd_repart_partitions(p->rp))
+                                 : task;
       if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
           (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
            memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
@@ -1623,9 +1671,12 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
     const char *topic = wd_repart_topic(p->rp, i);
     if (!topic) continue;
     err = ensure_internal_topic(p, topic, NULL, "repartition topic");
-    if (!err)
+    if (!err && wd_repart_on(p->rp, i))
       wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
              topic);
+    else if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "source '%s': read directly; a record outside its wide key's partition "
+             "(murmur2 of widen's key bytes) goes through repartition topic %s", p->sources[i]->name, topic);
   }
 done:
   for (size_t i = 0; counts && i < n; i++) free(counts[i]);
@@ -1824,7 +1875,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       p->topics[nt++] = p->sources[i]->topics[t];
       if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) goto nomem;
     }
-    if (raw && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
+    if ((raw || wd_repart_fallback(p->rp, i)) && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
   }
   if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
   p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,

@@ -800,6 +800,9 @@ static void create_topics3(const env_t *e, int payment_partitions) {
  * shipments keyed by {"shipment_id": 7 * order_id + 3} (one order's shipments stay in one
  * partition, but not in its order's partition). */
 static const char *produce3_only = NULL; /* when set: only this stream's records are produced */
+/* when set: every key is written as Kafka Connect's JsonConverter writes it with schemas.enable=true
+ * (Debezium's default): {"schema":{...,"name":"srv.shop.<stream>.Key"},"payload":{...}} */
+static bool produce3_envelope = false;
 
 static void produce3(const env_t *const *envs, size_t nenvs, uint64_t records, uint64_t seed, uint64_t skip) {
   wd_kafka_conf_t kc = {0};
@@ -826,6 +829,17 @@ static void produce3(const env_t *const *envs, size_t nenvs, uint64_t records, u
       cr_assert_eq(sscanf(m.key, "{\"order_id\":%lld}", &id), 1, "%.*s", (int)m.key_len, m.key);
       klen = (size_t)snprintf(key, sizeof(key), "{\"shipment_id\":%lld}", 7 * id + 3);
       k = key;
+    }
+    char env_key[400];
+    if (produce3_envelope) {
+      long long id = 0;
+      cr_assert_eq(sscanf(m.key, "{\"order_id\":%lld}", &id), 1, "%.*s", (int)m.key_len, m.key);
+      klen = (size_t)snprintf(env_key, sizeof(env_key),
+                              "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int64\",\"optional\":false,"
+                              "\"field\":\"order_id\"}],\"optional\":false,\"name\":\"srv.shop.%s.Key\"},"
+                              "\"payload\":{\"order_id\":%lld}}",
+                              m.stream, id);
+      k = env_key;
     }
     for (size_t e = 0; e < nenvs; e++) {
       snprintf(topic, sizeof(topic), "%s%s", envs[e]->prefix, m.stream);
@@ -986,12 +1000,12 @@ Test(repartition, three_members_kill_add_restart, .timeout = 400) {
   env_done(&d);
 }
 
-/* A source whose Kafka key is not the wide key, left co-partitioned (`repartition: auto` with the
- * table's partition count), stops widen at its first record with C_SOURCE_KEYING naming the
+/* A source whose Kafka key is not the wide key, forced to be read directly (`repartition: false`
+ * with the table's partition count), stops widen at its first record with C_SOURCE_KEYING naming the
  * source, the record and the fix. */
 Test(repartition, a_source_keyed_otherwise_is_refused, .timeout = 120) {
   env_t e;
-  env3(&e, "rkey", "auto");
+  env3(&e, "rkey", "false");
   create_topics3(&e, 6); /* every source co-partitioned by count */
   const env_t *one[] = {&e};
   produce3(one, 1, 300, 5, 0);
@@ -1886,4 +1900,75 @@ Test(scale_out, a_rebalance_while_an_open_transaction_holds_the_group_offsets, .
   env_done(&clean);
   env_done(&a);
   env_done(&b);
+}
+
+/* Kafka Connect's JsonConverter with schemas.enable=true (its default) writes each key as
+ * {"schema":{...,"name":"srv.shop.<table>.Key"},"payload":{"order_id":7}}, and Connect partitions by
+ * murmur2 of those bytes: the three topics have the same partition count and the wide key's field in
+ * their keys, but one order's records are in different partitions of each. With `repartition: auto`
+ * one member with 6 tasks must still give every key the changelog a consumer can explain and end
+ * at the table of a single-task run (before: each task built its own partial row, `+I of a present
+ * key`). The source's records outside their key's partition go through its repartition topic. */
+Test(repartition, connect_envelope_keys_are_not_co_partitioned, .timeout = 200) {
+  env_t clean, e;
+  env3t(&clean, "cvclean", "single");
+  env3(&e, "cvauto", "auto");
+  create_topics3(&clean, 6);
+  create_topics3(&e, 6);
+  const env_t *both[] = {&clean, &e};
+  produce3_envelope = true;
+  produce3(both, 2, 3000, 47, 0);
+  produce3_envelope = false;
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", e.dir);
+  pid_t pid = spawn_widen_log(&e, NULL, "3000", log);
+  cr_assert_eq(wait_exit(pid), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(e.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(y);
+  assert_ends_at(fx, &clean);
+  assert_ends_at(fy, &clean);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&e);
+  cr_assert(wd_test_json_same(ra, rb), "the per-partition table differs from the single task's");
+  char *text = wd_it_read_file(log);
+  cr_assert(strstr(text, "go through repartition topic"), "no misplaced record was noticed:\n%s", text);
+  free(text);
+  json_decref(ra);
+  json_decref(rb);
+  json_decref(x);
+  json_decref(y);
+  json_decref(fx);
+  json_decref(fy);
+  env_done(&clean);
+  env_done(&e);
+}
+
+/* The same keys with `repartition: false` on shipments: the first shipments record outside its
+ * key's partition stops widen with C_SOURCE_KEYING naming the record (topic, partition, offset),
+ * its key and the fix; nothing of it is applied. */
+Test(repartition, connect_envelope_keys_with_repartition_false_stop, .timeout = 120) {
+  env_t e;
+  env3(&e, "cvfalse", "false");
+  create_topics3(&e, 6);
+  const env_t *one[] = {&e};
+  produce3_envelope = true;
+  produce3_only = "shipments";
+  produce3(one, 1, 600, 47, 0);
+  produce3_only = NULL;
+  produce3_envelope = false;
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", e.dir);
+  pid_t pid = spawn_widen_log(&e, NULL, "3000", log);
+  int rc = wait_exit(pid);
+  char *text = wd_it_read_file(log);
+  char at[200];
+  snprintf(at, sizeof(at), "source 'shipments' (%sshipments[", e.prefix);
+  cr_assert_neq(rc, 0, "widen accepted misplaced records:\n%s", text);
+  cr_assert(strstr(text, "C_SOURCE_KEYING") && strstr(text, at) && strstr(text, "srv.shop.shipments.Key") &&
+                strstr(text, "{\"order_id\":") && strstr(text, "repartition: auto"),
+            "%s", text);
+  free(text);
+  env_done(&e);
 }
