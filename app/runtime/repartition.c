@@ -71,7 +71,8 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
     if (in[i].lookup || out[i]) continue;
     size_t others = 0;
     for (size_t k = 0; k < n; k++) others += out[k];
-    if (!others && wd_buf_printf(&w, "source '%s': co-partitioned (%d partitions, keyed by the wide key): read directly\n",
+    if (!others && wd_buf_printf(&w, "source '%s': co-partitioned (%d partitions, like the table): read "
+                                       "directly, each record checked to be in its wide key's partition\n",
                                  in[i].name, np))
       err = wd_error_nomem();
   }
@@ -444,7 +445,7 @@ const char *wd_repart_canonical_key(const wd_repart_t *rp, size_t *len) {
 wd_error_t *wd_repart_misplaced_error(const wd_repart_t *rp, const wd_source_t *src, const wd_kafka_meta_t *origin,
                                       int32_t want) {
   /* the record's key as text, shortened, for the message */
-  char shown[120];
+  char shown[240];
   size_t n = 0;
   for (size_t i = 0; origin->key && i < origin->key_len && n + 5 < sizeof(shown); i++) {
     unsigned char c = ((const unsigned char *)origin->key)[i];

@@ -5,7 +5,10 @@
  * The unit of work is a task: partition i of the wide table's key space, i < N (the table's
  * partition count, `pipeline.partitions`, else the largest partition count of the sources that
  * are not forced through a repartition topic). A source whose topics have N partitions and whose
- * Kafka key is the wide key is *co-partitioned*: its partition i feeds task i directly. Any other
+ * records are each in their wide key's partition (wd_repartition_direct_partition: murmur2 of
+ * widen's JSON key bytes, checked per record) is *co-partitioned*: its partition i feeds task i
+ * directly; under `auto` a record found elsewhere goes through the source's repartition topic to
+ * its key's partition (wd_repart_fallback), under `false` it stops the pipeline. Any other
  * source (`sources[].repartition: true`, or `auto` with another partition count) is
  * *repartitioned*: whoever owns one of its partitions decodes its records (stateless: no state is
  * read), groups each record's change records by wide key and produces one repartition record per
@@ -151,7 +154,9 @@ const char *const *wd_repart_stateless_topics(const wd_repart_t *rp, size_t *n);
 
 /* Checks, once per source, the Kafka key of co-partitioned source si's first record (origin:
  * its topic, partition, offset and key) against the wide key (wd_repartition_key_mismatch).
- * Only while forwarding (a live run with a plan); later records of si are not checked.
+ * Only while forwarding (a live run with a plan) and for a source without a fallback
+ * (`repartition: false`; under `auto` wd_repart_fallback routes the records, and the per-record
+ * partition check of the pipeline decides); later records of si are not checked here.
  * Errors: WD_ERR_CONFIG "C_SOURCE_KEYING" naming the source, the record and what to set. */
 wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *src, const wd_schema_t *schema,
                                 const wd_kafka_meta_t *origin);
