@@ -30,6 +30,13 @@ const wd_source_option_t wd_source_options[] = {
      "DEFAULT): apply takes the sequence field from the stored row, so the delete is applied; dead-letter rejects "
      "it to the dead-letter topic; ignore leaves it to the merge, which orders it oldest and drops it. Each kind "
      "is counted in the status line."},
+    {"unavailable.value.placeholder", NULL, "__debezium_unavailable_value",
+     "Debezium's option of the same name: the value its connectors send for a column whose value they do not "
+     "have (a PostgreSQL TOAST column an UPDATE did not touch, an Oracle LOB). A column value equal to it (as "
+     "text, as its bytes in a BYTES column, or as the base64 of those bytes, as Debezium sends binary columns) is "
+     "not carried: as if the field were absent from the row image, the wide row keeps the value it had. Default "
+     "for debezium-json and debezium-avro; for the other formats only when set. Set it as the connector's "
+     "`unavailable.value.placeholder`; an empty value turns it off."},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -55,6 +62,8 @@ static void wd_source_col_clear(wd_source_col_t *c) {
 
 /* ---- sources ------------------------------------------------------------------------------ */
 
+static int wd_source_set_placeholder(wd_source_t *src, const char *text);
+
 /* The next wd_source_t.serial (from 1; any thread). */
 static uint64_t wd_source_next_serial(void) {
   static _Atomic uint64_t next;
@@ -78,6 +87,11 @@ wd_error_t *wd_source_new(const char *name, wd_source_format_t format, wd_source
   src->serial = wd_source_next_serial();
   src->time_unit = WD_UNIT_AUTO;
   src->timestamp_unit = WD_UNIT_AUTO;
+  if ((format == WD_FMT_DEBEZIUM_JSON || format == WD_FMT_DEBEZIUM_AVRO) &&
+      wd_source_set_placeholder(src, "__debezium_unavailable_value")) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
   *out = src;
   src = NULL;
 cleanup:
@@ -92,6 +106,8 @@ void wd_source_destroy(wd_source_t *src) {
   for (size_t i = 0; i < src->ncols; i++) wd_source_col_clear(&src->cols[i]);
   free(src->cols);
   wd_hindex_free(&src->hash);
+  free(src->placeholder);
+  free(src->placeholder_b64);
   free(src->name);
   free(src);
 }
@@ -348,7 +364,57 @@ cleanup:
   return err;
 }
 
+/* Sets src's placeholder to text (copied) and its base64 form; an empty text: none. 0 or -1. */
+static int wd_source_set_placeholder(wd_source_t *src, const char *text) {
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  free(src->placeholder);
+  free(src->placeholder_b64);
+  src->placeholder = src->placeholder_b64 = NULL;
+  src->placeholder_len = src->placeholder_b64_len = 0;
+  size_t n = text ? strlen(text) : 0;
+  if (!n) return 0;
+  char *p = strdup(text), *e = malloc((n + 2) / 3 * 4 + 1);
+  if (!p || !e) {
+    free(p);
+    free(e);
+    return -1;
+  }
+  size_t k = 0;
+  const unsigned char *u = (const unsigned char *)text;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t w = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) | (i + 2 < n ? u[i + 2] : 0);
+    e[k++] = b64[w >> 18 & 63];
+    e[k++] = b64[w >> 12 & 63];
+    e[k++] = i + 1 < n ? b64[w >> 6 & 63] : '=';
+    e[k++] = i + 2 < n ? b64[w & 63] : '=';
+  }
+  e[k] = 0;
+  src->placeholder = p;
+  src->placeholder_len = n;
+  src->placeholder_b64 = e;
+  src->placeholder_b64_len = k;
+  return 0;
+}
+
+bool wd_source_unavailable(const wd_source_t *src, const wd_type_t *t, const wd_value_t *v) {
+  if (!src->placeholder || v->is_null) return false;
+  switch (t->id) {
+  case WD_STRING:
+  case WD_VARCHAR:
+  case WD_CHAR:
+  case WD_BYTES:
+    return (v->s.n == src->placeholder_len && !memcmp(v->s.p, src->placeholder, v->s.n)) ||
+           (v->s.n == src->placeholder_b64_len && !memcmp(v->s.p, src->placeholder_b64, v->s.n));
+  default:
+    return false;
+  }
+}
+
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value) {
+  if (key && strcmp(key, "unavailable.value.placeholder") == 0) {
+    src->placeholder_set = true;
+    return wd_source_set_placeholder(src, value) ? wd_error_nomem() : NULL;
+  }
   if (key && strcmp(key, "decimal-encoding") == 0) {
     static const char *const names[] = {"auto", "text", "base64"};
     for (int i = 0; i < 3; i++)
@@ -377,7 +443,7 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
   if (key && strcmp(key, "timestamp-unit") == 0) dst = &src->timestamp_unit;
   if (!dst)
     return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "source '%s': unknown option '%s' (known: time-unit, "
-                        "timestamp-unit, decimal-encoding, delete-without-sequence)", src->name, key ? key : "(null)");
+                        "timestamp-unit, decimal-encoding, delete-without-sequence, unavailable.value.placeholder)", src->name, key ? key : "(null)");
   for (int i = 0; i < 4; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;

@@ -182,6 +182,11 @@ typedef struct wd_source {
   wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding (when decimal_encoding_set) */
   bool decimal_encoding_set;  /* else the format's default (wd_format_decimal_encoding) */
   wd_delete_no_seq_t delete_without_sequence; /* option delete-without-sequence */
+  /* option unavailable.value.placeholder (owned, NUL-terminated; NULL: none) and its base64 form;
+   * placeholder_set: given by the config (else the format's default, wd_source_new) */
+  char *placeholder, *placeholder_b64;
+  size_t placeholder_len, placeholder_b64_len;
+  bool placeholder_set;
   size_t schema_ncols;        /* ncols of the schema the mapping was built for */
   /* private: index (common/hindex.h) over the first segment of IMAGE mappings -> index in cols
    * (the first of those sharing it; the others follow through next_same); slot NULL before the
@@ -227,9 +232,17 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
 
 /* Sets a source option (see wd_source_options): "time-unit" / "timestamp-unit" with value
  * auto|millis|micros|nanos, "decimal-encoding" auto|text|base64, "delete-without-sequence"
- * apply|dead-letter|ignore. Errors: WD_ERR_CONFIG "C_UNKNOWN_OPTION" for another key,
+ * apply|dead-letter|ignore, "unavailable.value.placeholder" any text (empty: none; E_NOMEM).
+ * Errors: WD_ERR_CONFIG "C_UNKNOWN_OPTION" for another key,
  * "C_BAD_OPTION_VALUE" for a value outside the list (the message lists it). */
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value);
+
+/* Whether value v (borrowed, of type t) is src's unavailable.value.placeholder: a STRING, CHAR,
+ * VARCHAR or BYTES value whose bytes are the placeholder's, or the base64 text of them (Debezium
+ * sends a binary column's placeholder as base64 in JSON). Such a value is not carried: the decoder
+ * leaves the column absent (wd_row_t.absent) and the merge keeps the stored value. False when the
+ * source has no placeholder, for NULL and for other types. */
+bool wd_source_unavailable(const wd_source_t *src, const wd_type_t *t, const wd_value_t *v);
 
 /* Checks a fully built source against schema, once at start-up.
  * Errors (WD_ERR_CONFIG): C_SOURCE_NO_KEY when a primary-key column is not mapped (the message

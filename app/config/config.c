@@ -1025,6 +1025,7 @@ static wd_error_t *check_source_options(const ld_t *ld, const wd_config_source_t
       if (near) return cfg_err(ld, pr->line, "unknown key '%s' in '%s'; did you mean '%s'?", pr->key, path, near);
       return cfg_err(ld, pr->line, "unknown key '%s' in '%s'; use one of: %s", pr->key, path, list);
     }
+    if (!o->values) continue; /* free text */
     wd_config_option_t as_enum = {0};
     as_enum.type = WD_CONFIG_ENUM;
     as_enum.values = o->values;
@@ -1524,8 +1525,8 @@ int wd_config_write_doc(FILE *f) {
           "Interpreted by the source's decoder (ingest/source.h).\n\n"
           "| key | values | default | description |\n|---|---|---|---|\n");
   for (const wd_source_option_t *o = wd_source_options; o->name; o++) {
-    char vals[256];
-    doc_values(o->values, vals, sizeof(vals));
+    char vals[256] = "text";
+    if (o->values) doc_values(o->values, vals, sizeof(vals));
     fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->name, vals, o->def, o->description);
   }
   fprintf(f,
