@@ -13,12 +13,19 @@
 #include "ingest/format.h"
 
 const wd_source_option_t wd_source_options[] = {
-    {"time-unit", "auto|millis|micros|nanos", "auto",
-     "Unit of integer TIME values whose envelope schema gives no io.debezium.time name "
-     "(auto: millis for TIME(p<=3), micros above)."},
-    {"timestamp-unit", "auto|millis|micros|nanos", "auto",
-     "Unit of integer TIMESTAMP/TIMESTAMP_LTZ values whose envelope schema gives no "
-     "io.debezium.time name (auto: millis for p<=3, micros above)."},
+    {"time-unit", "auto|millis|micros|nanos|precision", "auto",
+     "Unit of integer TIME values. auto: the record's type says it (the envelope schema's "
+     "io.debezium.time.Time/MicroTime/NanoTime, an Avro logical type); an integer without one (schemaless JSON) "
+     "stops widen with C_TEMPORAL_UNIT naming the record: the wide column's precision does not tell the source's "
+     "unit. millis, micros, nanos: that unit when the record does not say. precision: the source columns have the "
+     "wide columns' precisions (Debezium's adaptive mode: millis for p<=3, micros for 4-6, nanos above)."},
+    {"timestamp-unit", "auto|millis|micros|nanos|precision", "auto",
+     "Unit of integer TIMESTAMP/TIMESTAMP_LTZ values. auto: the record's type says it (the envelope schema's "
+     "io.debezium.time.Timestamp/MicroTimestamp/NanoTimestamp, Connect's Timestamp, an Avro logical type; a `$.` path "
+     "ending in _ms/_us/_ns); an integer without one (Kafka Connect's JsonConverter with schemas.enable=false) stops "
+     "widen with C_TEMPORAL_UNIT naming the record. millis, micros, nanos: that unit when the record does not say "
+     "(a PostgreSQL timestamp(6) through Debezium is micros). precision: the source columns have the wide columns' "
+     "precisions (millis for p<=3, micros for 4-6, nanos above). A value outside the years 0001-9999 is E_TYPE."},
     {"decimal-encoding", "auto|text|base64", "auto",
      "How a JSON string is read into a DECIMAL column when the envelope schema does not say "
      "(auto: decimal text when it is one, else Debezium's base64 bytes if it is well-formed base64; "
@@ -40,7 +47,7 @@ const wd_source_option_t wd_source_options[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const wd_unit_names[] = {"auto", "millis", "micros", "nanos"};
+static const char *const wd_unit_names[] = {"auto", "millis", "micros", "nanos", "precision"};
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -444,13 +451,13 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
   if (!dst)
     return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "source '%s': unknown option '%s' (known: time-unit, "
                         "timestamp-unit, decimal-encoding, delete-without-sequence, unavailable.value.placeholder)", src->name, key ? key : "(null)");
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;
       return NULL;
     }
   return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "source '%s': option '%s' = '%s' is not one of auto, "
-                      "millis, micros, nanos", src->name, key, value ? value : "(null)");
+                      "millis, micros, nanos, precision", src->name, key, value ? value : "(null)");
 }
 
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema) {

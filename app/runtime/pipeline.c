@@ -83,6 +83,8 @@ struct wd_pipeline {
   wd_commit_t *commit;  /* the commit coordinator (app/runtime/commit.h) */
   bool exactly_once;
   bool *restoring;      /* per message of the batch: it only rebuilds state (no output) */
+  char **dec_warn;      /* per source: its decimal-encoding warning, said at its first record without an
+                           envelope schema (a schema'd source's schema decides: no warning), NULL after */
   uint32_t *rec_task;   /* per change record of the batch: its task */
   size_t cap_rec_task;
   /* replay */
@@ -572,6 +574,16 @@ static wd_error_t *drop_update_before(wd_pipeline_t *p) {
 /* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
  * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
  * is stopped: a record is never dead-lettered for it. */
+/* A record of src without an envelope schema: its decimal-encoding warning (if any) is said now, once. */
+static void schemaless_noted(wd_pipeline_t *p, const wd_source_t *src) {
+  for (size_t i = 0; p->dec_warn && i < p->nsources; i++)
+    if (p->sources[i] == src && p->dec_warn[i]) {
+      wd_log(WD_LOG_WARN, "pipeline", "%s (its records carry no envelope schema)", p->dec_warn[i]);
+      free(p->dec_warn[i]);
+      p->dec_warn[i] = NULL;
+    }
+}
+
 static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_schema_t *schema,
                                  wd_changes_t *changes, const wd_kafka_meta_t *meta, const wd_kmsg_t *m) {
   const wd_format_t *f = wd_format_of(src->format);
@@ -579,6 +591,7 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
   for (unsigned attempt = 0;; attempt++) {
     wd_error_t *err = f->decode(state, src, schema, meta, m->value, m->value_len, changes);
     /* a lookup's rows (join/lookup.h) are ordered by its own table, not by the wide one */
+    if (!err && (changes->flags & WD_CHANGES_SCHEMALESS)) schemaless_noted(p, src);
     if (!err) return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
     if (!err->retriable || p->stop) return err;
     long ms = wd_registry_backoff_ms(attempt);
@@ -1776,9 +1789,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     for (size_t i = 0; i < p->nsources; i++) {
       const wd_source_t *src = p->sources[i];
       const wd_format_t *f = wd_format_of(src->format);
-      char *warn = wd_format_decimal_warning(src, p->schema);
-      if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
-      free(warn);
+      if (!p->dec_warn && !(p->dec_warn = calloc(p->nsources, sizeof(*p->dec_warn)))) goto nomem;
+      p->dec_warn[i] = wd_format_decimal_warning(src, p->schema); /* said at its first schemaless record */
       if (!f->open || p->fmt_state[src->format]) continue;
       if ((err = f->open(&env, &p->fmt_state[src->format]))) goto fail;
     }
@@ -2032,6 +2044,8 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_repart_destroy(p->rp);
   free(p->txn_id);
   free(p->restoring);
+  for (size_t i = 0; p->dec_warn && i < p->nsources; i++) free(p->dec_warn[i]);
+  free(p->dec_warn);
   free(p->rec_task);
   free(p->cl_src);
   wd_store_close(p->store);

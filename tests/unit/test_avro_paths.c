@@ -207,6 +207,9 @@ static void table_new_cols(table_t *t, const char *const *cols, size_t stride, s
   wd_error_t *err = wd_schema_new(n, names, types, 1, pk, &t->schema);
   cr_assert_null(err, "%s", err ? err->message : "");
   cr_assert_null(wd_source_new("s", WD_FMT_DEBEZIUM_AVRO, &t->src));
+  /* random longs into temporal columns: read them by the column's precision (the decoders are compared) */
+  cr_assert_null(wd_source_set_option(t->src, "timestamp-unit", "precision"));
+  cr_assert_null(wd_source_set_option(t->src, "time-unit", "precision"));
   for (size_t i = 0; i < n; i++) {
     err = wd_source_add_column(t->src, t->schema, names[i], specs[i]);
     cr_assert_null(err, "%s: %s", names[i], err ? err->message : "");
@@ -669,8 +672,9 @@ Test(avro_paths, random_records_decode_the_same_both_ways) {
     }
   }
   /* enough of them decode in every table (the rest fail with the same errors both ways: values
-   * out of a column's range, texts that do not parse, truncate ops, ...) */
-  cr_expect_gt(fx_rows, 500, "%zu rows of the fixtures' schemas", fx_rows);
+   * out of a column's range, random longs outside the years 0001-9999 in a timestamp column, texts
+   * that do not parse, truncate ops, ...) */
+  cr_expect_gt(fx_rows, 200, "%zu rows of the fixtures' schemas", fx_rows);
   for (int t = 1; t < KS_GROUPS; t++) cr_expect_gt(ks_rows[t], 100, "table %d: %zu rows", t, ks_rows[t]);
   cr_expect_gt(c.failed, 500, "%zu failed", c.failed);
   cr_log_info("%zu decoded, %zu failed; fixtures' schemas %zu rows; every-type tables %zu %zu %zu %zu %zu %zu %zu %zu %zu",
