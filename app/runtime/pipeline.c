@@ -1033,6 +1033,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
     fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
   if (p->st.repartitioned)
     fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
+  if (p->st.misplaced)
+    fprintf(f, " (%" PRIu64 " source records outside their wide key's partition)", p->st.misplaced);
   if (p->st.deletes_without_sequence)
     fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
   if (p->st.null_key_halves)
