@@ -1989,3 +1989,62 @@ Test(repartition, connect_envelope_keys_with_repartition_false_stop, .timeout = 
   free(text);
   env_done(&e);
 }
+
+/* The same Connect-envelope keys with two live members (3 tasks each) while input flows, member B
+ * killed (SIGKILL) and started again: the records outside their key's partition are forwarded by
+ * whichever member owns their source partition to the member owning their key's task, in the
+ * commit that consumes them. Read read_committed, every key's changelog is explainable and ends at
+ * the table of a single-task run. */
+Test(repartition, connect_envelope_keys_two_members_and_a_kill, .timeout = 300) {
+  env_t clean, a, b;
+  env3t(&clean, "cv2clean", "single");
+  env3(&a, "cv2A", "auto");
+  {
+    const char *saved = yaml_template;
+    char *y = wd_it_replace(strdup(YAML3), "REPARTITION", "auto");
+    yaml_template = y;
+    env_member(&a, &b, "cv2B", "exactly-once", "per-partition");
+    yaml_template = saved;
+    free(y);
+  }
+  create_topics3(&clean, 6);
+  create_topics3(&a, 6);
+  const env_t *both[] = {&clean, &a};
+  produce3_envelope = true;
+  produce3(both, 2, 1200, 53, 0);
+  char log_a[400], log_b[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "12000", log_a), pb = spawn_widen_log(&b, NULL, "12000", log_b);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
+  for (uint64_t at = 1200; at < 2400; at += 300) {
+    produce3(both, 2, at + 300, 53, at);
+    usleep(300 * 1000);
+  }
+  cr_assert_eq(kill(pb, SIGKILL), 0);
+  cr_assert_eq(wait_exit(pb), 128 + SIGKILL);
+  produce3(both, 2, 3000, 53, 2400);
+  pb = spawn_widen_log(&b, NULL, "12000", log_b);
+  for (uint64_t at = 3000; at < 4200; at += 300) {
+    produce3(both, 2, at + 300, 53, at);
+    usleep(300 * 1000);
+  }
+  produce3_envelope = false;
+  cr_assert_eq(wait_exit(pa), 0);
+  cr_assert_eq(wait_exit(pb), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  cr_assert_gt(nc, 1000, "the single run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(y);
+  assert_ends_at(fx, &clean);
+  assert_ends_at(fy, &clean);
+  json_decref(x);
+  json_decref(y);
+  json_decref(fx);
+  json_decref(fy);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
