@@ -13,6 +13,7 @@
 
 #include "app/config/config.h"
 #include "common/buf.h"
+#include "ingest/format.h"
 #include "ingest/source.h"
 #include "join/merge.h"
 
@@ -222,6 +223,37 @@ Test(toast, the_placeholder_is_the_sources_option) {
   EXPECT_FEED(&f, "{\"after\":{\"order_id\":1,\"customer\":\"__debezium_unavailable_value\",\"note\":null,"
                   "\"amount\":6},\"op\":\"c\"}",
               "+I(1,__debezium_unavailable_value,NULL,6) => +I(1,__debezium_unavailable_value,NULL,6)");
+  fx_done(&f);
+  free(y);
+}
+
+/* ---- time units at `config check` ------------------------------------------------------------- */
+
+/* `widen config check` says which TIMESTAMP/TIME columns of a debezium-json source need their
+ * records' envelope schema to know their unit (timestamp-unit auto), with the fix; a unit set, or
+ * none of those columns, says nothing. */
+Test(units, config_check_names_the_columns_that_need_a_schema) {
+  static const char *const table = "  schema:\n"
+                                   "    - {name: order_id, type: BIGINT NOT NULL}\n"
+                                   "    - {name: paid_at, type: TIMESTAMP(3)}\n"
+                                   "    - {name: note, type: STRING}\n"
+                                   "  primary-key: [order_id]\n";
+  fx_t f;
+  char *y = yaml(table, "    columns: [order_id, paid_at, note]\n");
+  wd_error_t *err = fx_load(&f, y);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  char *note = wd_format_temporal_note(f.src, wd_table_schema(f.t));
+  cr_assert_not_null(note);
+  cr_expect(strstr(note, "source 'orders'") && strstr(note, "column paid_at") && strstr(note, "C_TEMPORAL_UNIT") &&
+                strstr(note, "timestamp-unit"),
+            "%s", note);
+  free(note);
+  fx_done(&f);
+  free(y);
+  y = yaml(table, "    columns: [order_id, paid_at, note]\n    options: {timestamp-unit: micros}\n");
+  err = fx_load(&f, y);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_expect_null(wd_format_temporal_note(f.src, wd_table_schema(f.t)));
   fx_done(&f);
   free(y);
 }
