@@ -571,9 +571,6 @@ static wd_error_t *drop_update_before(wd_pipeline_t *p) {
   return NULL;
 }
 
-/* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
- * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
- * is stopped: a record is never dead-lettered for it. */
 /* A record of src without an envelope schema: its decimal-encoding warning (if any) is said now, once. */
 static void schemaless_noted(wd_pipeline_t *p, const wd_source_t *src) {
   for (size_t i = 0; p->dec_warn && i < p->nsources; i++)
@@ -584,6 +581,9 @@ static void schemaless_noted(wd_pipeline_t *p, const wd_source_t *src) {
     }
 }
 
+/* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
+ * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
+ * is stopped: a record is never dead-lettered for it. */
 static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_schema_t *schema,
                                  wd_changes_t *changes, const wd_kafka_meta_t *meta, const wd_kmsg_t *m) {
   const wd_format_t *f = wd_format_of(src->format);
@@ -1889,7 +1889,9 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
       p->topics[nt++] = p->sources[i]->topics[t];
       if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) goto nomem;
     }
-    if ((raw || wd_repart_fallback(p->rp, i)) && wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false)) goto nomem;
+    if ((raw || wd_repart_fallback(p->rp, i)) && /* `auto` read directly: its repartition topic too */
+        wd_repart_add_topic(p->rp, p->topics[nt++] = wd_repart_topic(p->rp, i), false))
+      goto nomem;
   }
   if (topic_index_build(p)) goto nomem; /* issue 22 point 3 */
   p->pace.in = (wd_commit_pace_t){.max_ms = cfg->pipeline.commit_interval_ms,
