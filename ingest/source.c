@@ -419,7 +419,6 @@ bool wd_source_unavailable(const wd_source_t *src, const wd_type_t *t, const wd_
 
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value) {
   if (key && strcmp(key, "unavailable.value.placeholder") == 0) {
-    src->placeholder_set = true;
     return wd_source_set_placeholder(src, value) ? wd_error_nomem() : NULL;
   }
   if (key && strcmp(key, "decimal-encoding") == 0) {

@@ -189,11 +189,10 @@ typedef struct wd_source {
   wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding (when decimal_encoding_set) */
   bool decimal_encoding_set;  /* else the format's default (wd_format_decimal_encoding) */
   wd_delete_no_seq_t delete_without_sequence; /* option delete-without-sequence */
-  /* option unavailable.value.placeholder (owned, NUL-terminated; NULL: none) and its base64 form;
-   * placeholder_set: given by the config (else the format's default, wd_source_new) */
+  /* option unavailable.value.placeholder (owned, NUL-terminated; NULL: none; default for the
+   * debezium formats set by wd_source_new) and its base64 form */
   char *placeholder, *placeholder_b64;
   size_t placeholder_len, placeholder_b64_len;
-  bool placeholder_set;
   size_t schema_ncols;        /* ncols of the schema the mapping was built for */
   /* private: index (common/hindex.h) over the first segment of IMAGE mappings -> index in cols
    * (the first of those sharing it; the others follow through next_same); slot NULL before the
