@@ -245,3 +245,10 @@ int wd_conv_parse_timestamp(const char *p, size_t n, int64_t *micros, int32_t *n
   *nanos = (int32_t)(sub % 1000);
   return 0;
 }
+
+bool wd_conv_ts_in_years(int64_t micros) {
+  /* 0001-01-01T00:00:00 and 9999-12-31T23:59:59.999999, proleptic Gregorian */
+  return micros >= -62135596800LL * 1000000 && micros <= 253402300799999999LL;
+}
+
+bool wd_conv_date_in_years(int64_t days) { return days >= -719162 && days <= 2932896; }

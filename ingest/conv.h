@@ -40,4 +40,12 @@ int wd_conv_parse_time(const char *p, size_t n, int64_t *nanos);
  * says whether a zone was given. 0 or -1. */
 int wd_conv_parse_timestamp(const char *p, size_t n, int64_t *micros, int32_t *nanos, bool *zoned);
 
+/* Whether an instant (µs since 1970-01-01T00:00:00) or a day (days since 1970-01-01) lies in the
+ * years 0001-9999, the range of SQL's TIMESTAMP and DATE (Flink, Paimon, PostgreSQL's output): a
+ * decoder refuses a value outside it (E_TYPE) rather than store a year 58141 (an integer read in
+ * the wrong unit) or -68031. */
+bool wd_conv_ts_in_years(int64_t micros);
+bool wd_conv_date_in_years(int64_t days);
+#define WD_CONV_YEARS_TEXT "outside the years 0001-9999 (an integer in another unit than the one it was read in?)"
+
 #endif

@@ -1033,6 +1033,25 @@ static wd_error_t *wd_av_type_error(const wd_avx_t *x, const wd_avf_t *f, const 
   return err;
 }
 
+/* An Avro integer into a TIME/TIMESTAMP column whose unit nothing says (no logical type, no
+ * Connect or Debezium name, no _ms/_us/_ns path, the source option auto): not guessed from the
+ * wide column's precision. WD_ERR_CONFIG "C_TEMPORAL_UNIT" (the pipeline stops) with the fix. */
+static wd_error_t *wd_av_unknown_unit(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n,
+                                      const char *option) {
+  char at[160];
+  wd_av_type_text(n, at, sizeof(at));
+  const wd_field_t *col = &x->schema->cols[f->c->col];
+  char *ts = wd_type_to_string(col->type);
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_TEMPORAL_UNIT",
+                                 "source '%s': field '%s' (Avro %s) -> column '%s' %s: an integer without a unit (no "
+                                 "logical type, no io.debezium.time name) and the source's %s is auto; the wide "
+                                 "column's precision does not tell the source's unit. Set the source option `%s: "
+                                 "millis`, `micros` or `nanos`",
+                                 x->src->name, f->c->spec, at, col->name, ts ? ts : "?", option, option);
+  free(ts);
+  return err;
+}
+
 static const char *wd_av_err_text(const wd_error_t *e) {
   const char *m = e->message;
   size_t n = strlen(e->id);
@@ -1063,12 +1082,14 @@ static int64_t wd_av_unit(const wd_av_node_t *n) {
   return 0;
 }
 
+/* The unit (ns length) of option u; 0 for auto (not known). */
 static int64_t wd_av_opt_unit(wd_time_unit_t u, int precision) {
   switch (u) {
   case WD_UNIT_MILLIS: return 1000000;
   case WD_UNIT_MICROS: return 1000;
   case WD_UNIT_NANOS: return 1;
-  default: return precision <= 3 ? 1000000 : 1000;
+  case WD_UNIT_PRECISION: return precision <= 3 ? 1000000 : precision <= 6 ? 1000 : 1;
+  default: return 0;
   }
 }
 
@@ -1219,9 +1240,11 @@ static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_n
       out->i = (int64_t)(ns / ((wd_i128)86400 * 1000000000) - (ns % ((wd_i128)86400 * 1000000000) < 0));
     } else
       out->i = iv;
+    if (!wd_conv_date_in_years(out->i)) return wd_av_type_error(x, f, n, "%" PRId64 " is %s", iv, WD_CONV_YEARS_TEXT);
     break;
   case WD_TIME: {
     int64_t u = unit ? unit : wd_av_opt_unit(x->src->time_unit, t->precision);
+    if (!u) return wd_av_unknown_unit(x, f, n, "time-unit");
     if (u == WD_AV_DAYS) return wd_av_type_error(x, f, n, "a date is not a time of day");
     wd_i128 ns = (wd_i128)iv * u;
     if (ns < 0 || ns >= (wd_i128)86400 * 1000000000) return wd_av_type_error(x, f, n, "%" PRId64 " is not a time of day", iv);
@@ -1233,6 +1256,7 @@ static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_n
   case WD_TIMESTAMP:
   case WD_TIMESTAMP_LTZ: {
     int64_t u = unit ? unit : path_unit ? path_unit : wd_av_opt_unit(x->src->timestamp_unit, t->precision);
+    if (!u) return wd_av_unknown_unit(x, f, n, "timestamp-unit");
     if (u == WD_AV_DAYS) {
       if (iv > INT64_MAX / 86400000000 || iv < INT64_MIN / 86400000000)
         return wd_av_type_error(x, f, n, "%" PRId64 " is out of range", iv);
@@ -1245,6 +1269,7 @@ static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_n
       out->ts.us = (int64_t)us;
       out->ts.ns = (int32_t)(ns - us * 1000);
     }
+    if (!wd_conv_ts_in_years(out->ts.us)) return wd_av_type_error(x, f, n, "%" PRId64 " is %s", iv, WD_CONV_YEARS_TEXT);
     wd_av_ts_truncate(t->precision, &out->ts.us, &out->ts.ns);
     break;
   }

@@ -132,6 +132,13 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
     } else if ((err = rd->value(rd->ctx, image, img, m, v, &present))) {
       return err;
     }
+    /* Debezium's unavailable.value.placeholder (a TOAST column the change did not touch): not carried */
+    if (c->kind == WD_MAP_IMAGE && present && !pk && wd_source_unavailable(src, schema->cols[c->col].type, v)) {
+      wd_value_clear(schema->cols[c->col].type, v);
+      v->is_null = true;
+      if (wd_row_set_absent(row, (size_t)c->col)) return wd_error_nomem();
+      continue;
+    }
     if (c->kind != WD_MAP_IMAGE || present) continue;
     if (pk) {
       if (missing_pk < 0) missing_pk = (int)m;

@@ -94,3 +94,33 @@ char *wd_format_decimal_warning(const wd_source_t *src, const wd_schema_t *schem
     return NULL;
   return msg;
 }
+
+char *wd_format_temporal_note(const wd_source_t *src, const wd_schema_t *schema) {
+  const wd_format_t *f = wd_format_of(src->format);
+  if (!f || src->format != WD_FMT_DEBEZIUM_JSON) return NULL;
+  char cols[256] = "";
+  size_t n = 0;
+  for (size_t m = 0; m < src->ncols; m++) {
+    const wd_source_col_t *c = &src->cols[m];
+    if (c->kind != WD_MAP_IMAGE) continue;
+    int id = schema->cols[c->col].type->id;
+    wd_time_unit_t u = id == WD_TIME ? src->time_unit
+                       : id == WD_TIMESTAMP || id == WD_TIMESTAMP_LTZ ? src->timestamp_unit
+                                                                      : WD_UNIT_MILLIS;
+    if (u != WD_UNIT_AUTO) continue;
+    if (n++ < 4) {
+      if (cols[0]) strncat(cols, ", ", sizeof(cols) - strlen(cols) - 1);
+      strncat(cols, schema->cols[c->col].name, sizeof(cols) - strlen(cols) - 1);
+    }
+  }
+  if (!n) return NULL;
+  char *msg = NULL;
+  if (asprintf(&msg,
+               "source '%s' (%s): column%s %s%s read with time-unit/timestamp-unit auto: an integer value needs the "
+               "record's envelope schema to say its unit (Kafka Connect's JsonConverter with schemas.enable=true); "
+               "without one widen stops at it (C_TEMPORAL_UNIT). With schemas.enable=false set `timestamp-unit` "
+               "(`time-unit`) to millis, micros, nanos or precision",
+               src->name, f->name, n > 1 ? "s" : "", cols, n > 4 ? ", ..." : "") < 0)
+    return NULL;
+  return msg;
+}

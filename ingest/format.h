@@ -114,6 +114,12 @@ const char *wd_format_names(void);
  * when there is nothing to say. */
 char *wd_format_decimal_warning(const wd_source_t *src, const wd_schema_t *schema);
 
+/* A note (malloc'd, caller frees) for `widen config check` when a debezium-json source maps row
+ * fields into TIME/TIMESTAMP/TIMESTAMP_LTZ columns with its unit option auto: their integers must
+ * come with the envelope schema naming their unit, else widen stops (C_TEMPORAL_UNIT); NULL when
+ * none (or no memory). */
+char *wd_format_temporal_note(const wd_source_t *src, const wd_schema_t *schema);
+
 /* The decimal encoding a source uses for JSON strings: its decimal-encoding option when set,
  * else its format's decimal_default. */
 wd_decimal_encoding_t wd_format_decimal_encoding(const wd_source_t *src);

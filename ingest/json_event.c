@@ -21,6 +21,7 @@
  */
 #include "common/jsmn_doc.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -691,26 +692,56 @@ static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_typ
 
 /* ---- temporal ------------------------------------------------------------------------------- */
 
-/* The unit of an integer TIME/TIMESTAMP value: schema name first, then a path suffix, then
- * the source option, then the precision rule. */
+/* The unit of an integer TIME/TIMESTAMP value: the source's type when the record says it (the
+ * envelope schema's name), then a path suffix, then the source option. WD_UNIT_AUTO when none
+ * does: the unit is not known (a schemaless record, an int64 without a name), and the caller
+ * refuses to guess (unknown_unit). */
 static wd_time_unit_t wd_int_unit(wd_dbz_t *x, wd_fld_t *f, const wd_type_t *t, wd_time_unit_t opt, bool *days) {
   *days = false;
   wd_fld_hints(x, f);
   if (f->name) {
-    if (wd_fld_name_is(f, "io.debezium.time.Time") || wd_fld_name_is(f, "io.debezium.time.Timestamp"))
+    if (wd_fld_name_is(f, "io.debezium.time.Time") || wd_fld_name_is(f, "io.debezium.time.Timestamp") ||
+        wd_fld_name_is(f, "org.apache.kafka.connect.data.Time") ||
+        wd_fld_name_is(f, "org.apache.kafka.connect.data.Timestamp"))
       return WD_UNIT_MILLIS;
     if (wd_fld_name_is(f, "io.debezium.time.MicroTime") || wd_fld_name_is(f, "io.debezium.time.MicroTimestamp"))
       return WD_UNIT_MICROS;
     if (wd_fld_name_is(f, "io.debezium.time.NanoTime") || wd_fld_name_is(f, "io.debezium.time.NanoTimestamp"))
       return WD_UNIT_NANOS;
-    if (wd_fld_name_is(f, "io.debezium.time.Date")) {
+    if (wd_fld_name_is(f, "io.debezium.time.Date") || wd_fld_name_is(f, "org.apache.kafka.connect.data.Date")) {
       *days = true;
       return WD_UNIT_AUTO;
     }
   }
   if (f->c->path_unit != WD_UNIT_AUTO) return f->c->path_unit;
-  if (opt != WD_UNIT_AUTO) return opt;
-  return t->precision <= 3 ? WD_UNIT_MILLIS : WD_UNIT_MICROS;
+  if (opt == WD_UNIT_PRECISION) return t->precision <= 3 ? WD_UNIT_MILLIS : t->precision <= 6 ? WD_UNIT_MICROS : WD_UNIT_NANOS;
+  return opt;
+}
+
+/* An integer TIME/TIMESTAMP value whose unit nothing says (no envelope schema name, no _ms/_us/_ns
+ * path, the source option `auto`): the wide column's precision says nothing about the source's
+ * unit (Debezium sends a PostgreSQL timestamp(6) as µs whatever the wide column), so the record
+ * is not read: WD_ERR_CONFIG "C_TEMPORAL_UNIT" (the pipeline stops) naming the record, the field
+ * and the fix. */
+static wd_error_t *wd_unknown_unit(const wd_dbz_t *x, const wd_fld_t *f, const char *option) {
+  char label[192];
+  wd_fld_label(f, label, sizeof(label));
+  const wd_field_t *col = &x->schema->cols[f->c->col];
+  char *ts = wd_type_to_string(col->type);
+  char at[200] = "";
+  if (x->meta && x->meta->topic)
+    snprintf(at, sizeof(at), " (%s[%d]@%" PRId64 ")", x->meta->topic, (int)x->meta->partition, x->meta->offset);
+  wd_error_t *err = wd_error_new(
+      WD_ERR_CONFIG, "C_TEMPORAL_UNIT",
+      "source '%s'%s: field %s -> column '%s' %s: an integer without a unit: the record has no envelope schema "
+      "naming its type (io.debezium.time.Timestamp, MicroTimestamp, NanoTimestamp...: Kafka Connect's "
+      "JsonConverter with schemas.enable=false leaves it out) and the source's %s is auto; the wide column's "
+      "precision does not tell the source's unit. Set the source option `%s: millis`, `micros` or `nanos` (Debezium "
+      "sends PostgreSQL/MySQL columns of precision 0-3 in millis, 4-6 in micros with time.precision.mode=adaptive), "
+      "or enable schemas in the converter",
+      x->src->name, at, label, col->name, ts ? ts : "?", option, option);
+  free(ts);
+  return err;
 }
 
 static wd_error_t *wd_json_int(wd_dbz_t *x, wd_fld_t *f, int tok, int64_t *v) {
@@ -729,6 +760,7 @@ static wd_error_t *wd_to_date(wd_dbz_t *x, wd_fld_t *f, int tok, int64_t *out) {
   if (d->t[tok].type == JSMN_PRIMITIVE) {
     if ((err = wd_json_int(x, f, tok, out))) return err;
     if (*out < INT32_MIN || *out > INT32_MAX) return wd_type_error(x, f, tok, "days out of range");
+    if (!wd_conv_date_in_years(*out)) return wd_type_error(x, f, tok, "%s", WD_CONV_YEARS_TEXT);
     return NULL;
   }
   if (d->t[tok].type != JSMN_STRING) return wd_type_error(x, f, tok, "expected days or \"YYYY-MM-DD\"");
@@ -748,6 +780,7 @@ static wd_error_t *wd_to_time(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
     bool days;
     if ((err = wd_json_int(x, f, tok, &v))) return err;
     wd_time_unit_t u = wd_int_unit(x, f, t, x->src->time_unit, &days);
+    if (u == WD_UNIT_AUTO && !days) return wd_unknown_unit(x, f, "time-unit");
     int64_t mul = u == WD_UNIT_MILLIS ? 1000000 : u == WD_UNIT_MICROS ? 1000 : 1;
     if (days || v < 0 || v > 86400LL * 1000000000LL / mul)
       return wd_type_error(x, f, tok, "not a time of day in %s", days ? "days" : u == WD_UNIT_MILLIS ? "ms" : u == WD_UNIT_MICROS ? "µs" : "ns");
@@ -788,6 +821,7 @@ static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_t
     bool days;
     if ((err = wd_json_int(x, f, tok, &v))) return err;
     wd_time_unit_t u = wd_int_unit(x, f, t, x->src->timestamp_unit, &days);
+    if (u == WD_UNIT_AUTO && !days) return wd_unknown_unit(x, f, "timestamp-unit");
     if (days) {
       if (v > INT64_MAX / 86400000000LL || v < INT64_MIN / 86400000000LL)
         return wd_type_error(x, f, tok, "days out of range");
@@ -811,6 +845,7 @@ static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_t
   } else {
     return wd_type_error(x, f, tok, "expected an integer or an ISO-8601 string");
   }
+  if (!wd_conv_ts_in_years(*us)) return wd_type_error(x, f, tok, "%s", WD_CONV_YEARS_TEXT);
   wd_ts_truncate(t->precision, us, ns);
   return NULL;
 }
@@ -1384,6 +1419,7 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
     *err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the envelope's payload is not an object", src->name);
     return -1;
   }
+  if (connect_envelope && !fast && x->doc.schema < 0) out->flags |= WD_CHANGES_SCHEMALESS;
   return 0;
 }
 

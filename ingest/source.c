@@ -13,12 +13,19 @@
 #include "ingest/format.h"
 
 const wd_source_option_t wd_source_options[] = {
-    {"time-unit", "auto|millis|micros|nanos", "auto",
-     "Unit of integer TIME values whose envelope schema gives no io.debezium.time name "
-     "(auto: millis for TIME(p<=3), micros above)."},
-    {"timestamp-unit", "auto|millis|micros|nanos", "auto",
-     "Unit of integer TIMESTAMP/TIMESTAMP_LTZ values whose envelope schema gives no "
-     "io.debezium.time name (auto: millis for p<=3, micros above)."},
+    {"time-unit", "auto|millis|micros|nanos|precision", "auto",
+     "Unit of integer TIME values. auto: the record's type says it (the envelope schema's "
+     "io.debezium.time.Time/MicroTime/NanoTime, an Avro logical type); an integer without one (schemaless JSON) "
+     "stops widen with C_TEMPORAL_UNIT naming the record: the wide column's precision does not tell the source's "
+     "unit. millis, micros, nanos: that unit when the record does not say. precision: the source columns have the "
+     "wide columns' precisions (Debezium's adaptive mode: millis for p<=3, micros for 4-6, nanos above)."},
+    {"timestamp-unit", "auto|millis|micros|nanos|precision", "auto",
+     "Unit of integer TIMESTAMP/TIMESTAMP_LTZ values. auto: the record's type says it (the envelope schema's "
+     "io.debezium.time.Timestamp/MicroTimestamp/NanoTimestamp, Connect's Timestamp, an Avro logical type; a `$.` path "
+     "ending in _ms/_us/_ns); an integer without one (Kafka Connect's JsonConverter with schemas.enable=false) stops "
+     "widen with C_TEMPORAL_UNIT naming the record. millis, micros, nanos: that unit when the record does not say "
+     "(a PostgreSQL timestamp(6) through Debezium is micros). precision: the source columns have the wide columns' "
+     "precisions (millis for p<=3, micros for 4-6, nanos above). A value outside the years 0001-9999 is E_TYPE."},
     {"decimal-encoding", "auto|text|base64", "auto",
      "How a JSON string is read into a DECIMAL column when the envelope schema does not say "
      "(auto: decimal text when it is one, else Debezium's base64 bytes if it is well-formed base64; "
@@ -30,10 +37,17 @@ const wd_source_option_t wd_source_options[] = {
      "DEFAULT): apply takes the sequence field from the stored row, so the delete is applied; dead-letter rejects "
      "it to the dead-letter topic; ignore leaves it to the merge, which orders it oldest and drops it. Each kind "
      "is counted in the status line."},
+    {"unavailable.value.placeholder", NULL, "__debezium_unavailable_value",
+     "Debezium's option of the same name: the value its connectors send for a column whose value they do not "
+     "have (a PostgreSQL TOAST column an UPDATE did not touch, an Oracle LOB). A column value equal to it (as "
+     "text, as its bytes in a BYTES column, or as the base64 of those bytes, as Debezium sends binary columns) is "
+     "not carried: as if the field were absent from the row image, the wide row keeps the value it had. Default "
+     "for debezium-json and debezium-avro; for the other formats only when set. Set it as the connector's "
+     "`unavailable.value.placeholder`; an empty value turns it off."},
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const wd_unit_names[] = {"auto", "millis", "micros", "nanos"};
+static const char *const wd_unit_names[] = {"auto", "millis", "micros", "nanos", "precision"};
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -54,6 +68,8 @@ static void wd_source_col_clear(wd_source_col_t *c) {
 }
 
 /* ---- sources ------------------------------------------------------------------------------ */
+
+static int wd_source_set_placeholder(wd_source_t *src, const char *text);
 
 /* The next wd_source_t.serial (from 1; any thread). */
 static uint64_t wd_source_next_serial(void) {
@@ -78,6 +94,11 @@ wd_error_t *wd_source_new(const char *name, wd_source_format_t format, wd_source
   src->serial = wd_source_next_serial();
   src->time_unit = WD_UNIT_AUTO;
   src->timestamp_unit = WD_UNIT_AUTO;
+  if ((format == WD_FMT_DEBEZIUM_JSON || format == WD_FMT_DEBEZIUM_AVRO) &&
+      wd_source_set_placeholder(src, "__debezium_unavailable_value")) {
+    err = wd_error_nomem();
+    goto cleanup;
+  }
   *out = src;
   src = NULL;
 cleanup:
@@ -92,6 +113,8 @@ void wd_source_destroy(wd_source_t *src) {
   for (size_t i = 0; i < src->ncols; i++) wd_source_col_clear(&src->cols[i]);
   free(src->cols);
   wd_hindex_free(&src->hash);
+  free(src->placeholder);
+  free(src->placeholder_b64);
   free(src->name);
   free(src);
 }
@@ -348,7 +371,56 @@ cleanup:
   return err;
 }
 
+/* Sets src's placeholder to text (copied) and its base64 form; an empty text: none. 0 or -1. */
+static int wd_source_set_placeholder(wd_source_t *src, const char *text) {
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  free(src->placeholder);
+  free(src->placeholder_b64);
+  src->placeholder = src->placeholder_b64 = NULL;
+  src->placeholder_len = src->placeholder_b64_len = 0;
+  size_t n = text ? strlen(text) : 0;
+  if (!n) return 0;
+  char *p = strdup(text), *e = malloc((n + 2) / 3 * 4 + 1);
+  if (!p || !e) {
+    free(p);
+    free(e);
+    return -1;
+  }
+  size_t k = 0;
+  const unsigned char *u = (const unsigned char *)text;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t w = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) | (i + 2 < n ? u[i + 2] : 0);
+    e[k++] = b64[w >> 18 & 63];
+    e[k++] = b64[w >> 12 & 63];
+    e[k++] = i + 1 < n ? b64[w >> 6 & 63] : '=';
+    e[k++] = i + 2 < n ? b64[w & 63] : '=';
+  }
+  e[k] = 0;
+  src->placeholder = p;
+  src->placeholder_len = n;
+  src->placeholder_b64 = e;
+  src->placeholder_b64_len = k;
+  return 0;
+}
+
+bool wd_source_unavailable(const wd_source_t *src, const wd_type_t *t, const wd_value_t *v) {
+  if (!src->placeholder || v->is_null) return false;
+  switch (t->id) {
+  case WD_STRING:
+  case WD_VARCHAR:
+  case WD_CHAR:
+  case WD_BYTES:
+    return (v->s.n == src->placeholder_len && !memcmp(v->s.p, src->placeholder, v->s.n)) ||
+           (v->s.n == src->placeholder_b64_len && !memcmp(v->s.p, src->placeholder_b64, v->s.n));
+  default:
+    return false;
+  }
+}
+
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value) {
+  if (key && strcmp(key, "unavailable.value.placeholder") == 0) {
+    return wd_source_set_placeholder(src, value) ? wd_error_nomem() : NULL;
+  }
   if (key && strcmp(key, "decimal-encoding") == 0) {
     static const char *const names[] = {"auto", "text", "base64"};
     for (int i = 0; i < 3; i++)
@@ -377,14 +449,14 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
   if (key && strcmp(key, "timestamp-unit") == 0) dst = &src->timestamp_unit;
   if (!dst)
     return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "source '%s': unknown option '%s' (known: time-unit, "
-                        "timestamp-unit, decimal-encoding, delete-without-sequence)", src->name, key ? key : "(null)");
-  for (int i = 0; i < 4; i++)
+                        "timestamp-unit, decimal-encoding, delete-without-sequence, unavailable.value.placeholder)", src->name, key ? key : "(null)");
+  for (int i = 0; i < 5; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;
       return NULL;
     }
   return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "source '%s': option '%s' = '%s' is not one of auto, "
-                      "millis, micros, nanos", src->name, key, value ? value : "(null)");
+                      "millis, micros, nanos, precision", src->name, key, value ? value : "(null)");
 }
 
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema) {

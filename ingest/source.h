@@ -53,18 +53,22 @@
  *                 scale; a string that is valid decimal text is read as text first); a
  *                 VariableScaleDecimal struct. More fraction digits than s round HALF_UP;
  *                 |value| >= 10^(p-s) is E_TYPE.
- *   DATE          days since 1970-01-01 (io.debezium.time.Date) or "YYYY-MM-DD".
+ *   DATE          days since 1970-01-01 (io.debezium.time.Date) in the years 0001-9999, or
+ *                 "YYYY-MM-DD".
  *   TIME(p)       an integer in the unit of the envelope schema's field name
- *                 (io.debezium.time.Time ms, MicroTime µs, NanoTime ns); without a schema name
- *                 the source option `time-unit` (default `auto`: ms for p <= 3, µs for p > 3;
- *                 note MySQL's default adaptive_time_microseconds sends MicroTime for every
- *                 TIME column, so set `time-unit: micros` for schemaless MySQL TIME(0..3));
- *                 or "hh:mm[:ss[.fffffffff]]" (a trailing "Z" is allowed). 0 <= t < 24h.
+ *                 (io.debezium.time.Time ms, MicroTime µs, NanoTime ns, Connect's Time ms);
+ *                 without a schema name the source option `time-unit` (millis, micros, nanos;
+ *                 precision: ms for p <= 3, µs for 4-6, ns above; the default `auto` refuses an
+ *                 integer without a schema name: WD_ERR_CONFIG C_TEMPORAL_UNIT, the pipeline
+ *                 stops; note MySQL's default adaptive_time_microseconds sends MicroTime for
+ *                 every TIME column); or "hh:mm[:ss[.fffffffff]]" (a trailing "Z" is allowed).
+ *                 0 <= t < 24h.
  *   TIMESTAMP(p), TIMESTAMP_LTZ(p)  an integer in the unit of the schema name
  *                 (io.debezium.time.Timestamp ms, MicroTimestamp µs, NanoTimestamp ns,
- *                 io.debezium.time.Date days); without one, for `$.`/`$key.` paths whose last
- *                 segment ends in _ms/_us/_ns that unit, else the option `timestamp-unit`
- *                 (default `auto`: ms for p <= 3, µs for p > 3); or an ISO-8601 string
+ *                 io.debezium.time.Date days, Connect's Timestamp ms and Date days); without one,
+ *                 for `$.`/`$key.` paths whose last segment ends in _ms/_us/_ns that unit, else
+ *                 the option `timestamp-unit` (as time-unit: `auto` refuses, C_TEMPORAL_UNIT);
+ *                 the instant must lie in the years 0001-9999 (else E_TYPE); or an ISO-8601 string
  *                 "YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]][Z|±hh[:mm]]" (ZonedTimestamp). A zone
  *                 offset is applied: the value is the UTC instant, for TIMESTAMP as well as for
  *                 TIMESTAMP_LTZ; a string without zone is taken as is (as UTC for LTZ).
@@ -106,10 +110,13 @@ typedef int wd_source_format_t;
 /* Integer unit of TIME/TIMESTAMP values that carry no schema name (option time-unit,
  * timestamp-unit). */
 typedef enum wd_time_unit {
-  WD_UNIT_AUTO = 0, /* ms for precision <= 3, µs above */
+  WD_UNIT_AUTO = 0, /* the record's type decides (envelope schema name, Avro logical type); an
+                       integer that has none is refused (C_TEMPORAL_UNIT), never guessed */
   WD_UNIT_MILLIS,
   WD_UNIT_MICROS,
-  WD_UNIT_NANOS
+  WD_UNIT_NANOS,
+  WD_UNIT_PRECISION /* declared by the user: the source columns have the wide columns' precisions,
+                       so Debezium's adaptive mode sends ms for p <= 3, µs for 4-6, ns above */
 } wd_time_unit_t;
 
 /* How a schemaless JSON string goes into a DECIMAL column (option decimal-encoding). */
@@ -182,6 +189,10 @@ typedef struct wd_source {
   wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding (when decimal_encoding_set) */
   bool decimal_encoding_set;  /* else the format's default (wd_format_decimal_encoding) */
   wd_delete_no_seq_t delete_without_sequence; /* option delete-without-sequence */
+  /* option unavailable.value.placeholder (owned, NUL-terminated; NULL: none; default for the
+   * debezium formats set by wd_source_new) and its base64 form */
+  char *placeholder, *placeholder_b64;
+  size_t placeholder_len, placeholder_b64_len;
   size_t schema_ncols;        /* ncols of the schema the mapping was built for */
   /* private: index (common/hindex.h) over the first segment of IMAGE mappings -> index in cols
    * (the first of those sharing it; the others follow through next_same); slot NULL before the
@@ -227,9 +238,17 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
 
 /* Sets a source option (see wd_source_options): "time-unit" / "timestamp-unit" with value
  * auto|millis|micros|nanos, "decimal-encoding" auto|text|base64, "delete-without-sequence"
- * apply|dead-letter|ignore. Errors: WD_ERR_CONFIG "C_UNKNOWN_OPTION" for another key,
+ * apply|dead-letter|ignore, "unavailable.value.placeholder" any text (empty: none; E_NOMEM).
+ * Errors: WD_ERR_CONFIG "C_UNKNOWN_OPTION" for another key,
  * "C_BAD_OPTION_VALUE" for a value outside the list (the message lists it). */
 wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *value);
+
+/* Whether value v (borrowed, of type t) is src's unavailable.value.placeholder: a STRING, CHAR,
+ * VARCHAR or BYTES value whose bytes are the placeholder's, or the base64 text of them (Debezium
+ * sends a binary column's placeholder as base64 in JSON). Such a value is not carried: the decoder
+ * leaves the column absent (wd_row_t.absent) and the merge keeps the stored value. False when the
+ * source has no placeholder, for NULL and for other types. */
+bool wd_source_unavailable(const wd_source_t *src, const wd_type_t *t, const wd_value_t *v);
 
 /* Checks a fully built source against schema, once at start-up.
  * Errors (WD_ERR_CONFIG): C_SOURCE_NO_KEY when a primary-key column is not mapped (the message
@@ -253,6 +272,8 @@ typedef struct wd_kafka_meta {
 /* ---- decoded change records ---------------------------------------------------------------- */
 
 #define WD_CHANGES_TOMBSTONE 0x1u /* the value was a tombstone: no records, nothing to apply */
+#define WD_CHANGES_SCHEMALESS 0x2u /* a Debezium JSON value without its envelope schema
+                                      (JsonConverter schemas.enable=false): nothing says its types */
 
 /* The change records of one source message. Reusable: wd_changes_init once, then each decode
  * resets it and fills it; wd_changes_free at the end. The rows are owned by the container and

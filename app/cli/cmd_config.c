@@ -12,6 +12,7 @@
 #include "app/config/interleaving.h"
 #include "app/config/join_config.h"
 #include "app/config/table_config.h"
+#include "ingest/format.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -91,6 +92,8 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
 static int cmd_check(const char *path) {
   wd_config_t *cfg = NULL;
   wd_table_t *t = NULL;
+  char *notes[16] = {0}; /* time units the records must say (wd_format_temporal_note) */
+  size_t nnotes = 0;
   wd_error_t *err = wd_config_load(path, &cfg);
   int rc = 2;
   if (!err) err = wd_config_build_table(cfg, &t);
@@ -100,6 +103,9 @@ static int cmd_check(const char *path) {
     wd_join_t *join = NULL;
     err = srcs && ids ? wd_config_build_join(cfg, t, srcs, ids, &join) : wd_error_nomem();
     wd_join_destroy(join);
+    for (size_t i = 0; !err && srcs && i < cfg->sources.n && nnotes < 16; i++)
+      if (srcs[i] && !cfg->sources.v[i].lookup && (notes[nnotes] = wd_format_temporal_note(srcs[i], wd_table_schema(t))))
+        nnotes++;
     for (size_t i = 0; srcs && i < cfg->sources.n; i++) wd_source_destroy(srcs[i]);
     free(srcs);
     free(ids);
@@ -124,8 +130,10 @@ static int cmd_check(const char *path) {
   if (rw) fprintf(stdout, "  warning   %s\n", rw);
   free(rw);
   free(names);
+  for (size_t i = 0; i < nnotes; i++) fprintf(stdout, "  note      %s\n", notes[i]);
   rc = 0;
 done:
+  for (size_t i = 0; i < nnotes; i++) free(notes[i]);
   wd_error_destroy(err);
   wd_table_destroy(t);
   wd_config_destroy(cfg);

@@ -103,12 +103,17 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"repartition", WD_CONFIG_ENUM, offsetof(wd_config_source_t, repartition), "auto", NULL, 0, 0, "auto|true|false", 0,
      NULL,
      "With `pipeline.tasks: per-partition`: whether this source goes through an internal repartition topic "
-     "(`<group.id>-<table>-<source>-repartition`, keyed by the wide key, murmur2 over the table's partition count, "
-     "produced in the same transaction). `auto`: when its partition count differs from the table's; `true`: always "
-     "(set it when the Kafka key is not the wide key, e.g. payments keyed by `payment_id` feeding an `order_id` "
-     "table; widen stops with C_SOURCE_KEYING when it sees such a key on a source that is not repartitioned); "
-     "`false`: never. Once one source goes through a repartition topic every main source does (a repartition topic "
-     "is partitioned by widen's key bytes, a source topic by its producer's). Ignored with `pipeline.tasks: single`."},
+     "(`<group.id>-<table>-<source>-repartition`, keyed by the wide key, produced in the same transaction). A source "
+     "read directly must have each record in its wide key's partition: murmur2 (Kafka's default partitioner) of "
+     "widen's own JSON key bytes (`{\"order_id\":7}`) modulo the table's partition count, as Debezium through Kafka "
+     "Connect's JsonConverter with schemas.enable=false writes it; a `{\"schema\",\"payload\"}` key "
+     "(schemas.enable=true, Connect's default), an Avro key, other fields or another partitioner are other bytes. "
+     "`auto`: through the repartition topic when its partition count differs from the table's; else read directly, "
+     "checking every record, and a record outside its key's partition goes through the repartition topic (created "
+     "at start) to the right task; `true`: always (e.g. payments keyed by `payment_id` feeding an `order_id` "
+     "table); `false`: never: a record outside its key's partition stops widen with C_SOURCE_KEYING naming it. "
+     "Once one source goes through a repartition topic every main source does (a repartition topic is partitioned "
+     "by widen's key bytes, a source topic by its producer's). Ignored with `pipeline.tasks: single`."},
     END_OPT,
 };
 
@@ -1031,6 +1036,7 @@ static wd_error_t *check_source_options(const ld_t *ld, const wd_config_source_t
       if (near) return cfg_err(ld, pr->line, "unknown key '%s' in '%s'; did you mean '%s'?", pr->key, path, near);
       return cfg_err(ld, pr->line, "unknown key '%s' in '%s'; use one of: %s", pr->key, path, list);
     }
+    if (!o->values) continue; /* free text */
     wd_config_option_t as_enum = {0};
     as_enum.type = WD_CONFIG_ENUM;
     as_enum.values = o->values;
@@ -1584,8 +1590,8 @@ int wd_config_write_doc(FILE *f) {
           "Interpreted by the source's decoder (ingest/source.h).\n\n"
           "| key | values | default | description |\n|---|---|---|---|\n");
   for (const wd_source_option_t *o = wd_source_options; o->name; o++) {
-    char vals[256];
-    doc_values(o->values, vals, sizeof(vals));
+    char vals[256] = "text";
+    if (o->values) doc_values(o->values, vals, sizeof(vals));
     fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->name, vals, o->def, o->description);
   }
   fprintf(f,

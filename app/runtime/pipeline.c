@@ -84,6 +84,8 @@ struct wd_pipeline {
   wd_commit_t *commit;  /* the commit coordinator (app/runtime/commit.h) */
   bool exactly_once;
   bool *restoring;      /* per message of the batch: it only rebuilds state (no output) */
+  char **dec_warn;      /* per source: its decimal-encoding warning, said at its first record without an
+                           envelope schema (a schema'd source's schema decides: no warning), NULL after */
   uint32_t *rec_task;   /* per change record of the batch: its task */
   size_t cap_rec_task;
   /* replay */
@@ -585,6 +587,16 @@ static wd_error_t *drop_update_before(wd_pipeline_t *p) {
   return NULL;
 }
 
+/* A record of src without an envelope schema: its decimal-encoding warning (if any) is said now, once. */
+static void schemaless_noted(wd_pipeline_t *p, const wd_source_t *src) {
+  for (size_t i = 0; p->dec_warn && i < p->nsources; i++)
+    if (p->sources[i] == src && p->dec_warn[i]) {
+      wd_log(WD_LOG_WARN, "pipeline", "%s (its records carry no envelope schema)", p->dec_warn[i]);
+      free(p->dec_warn[i]);
+      p->dec_warn[i] = NULL;
+    }
+}
+
 /* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
  * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
  * is stopped: a record is never dead-lettered for it. */
@@ -595,6 +607,7 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
   for (unsigned attempt = 0;; attempt++) {
     wd_error_t *err = f->decode(state, src, schema, meta, m->value, m->value_len, changes);
     /* a lookup's rows (join/lookup.h) are ordered by its own table, not by the wide one */
+    if (!err && (changes->flags & WD_CHANGES_SCHEMALESS)) schemaless_noted(p, src);
     if (!err) return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
     if (!err->retriable || p->stop) return err;
     long ms = wd_registry_backoff_ms(attempt);
@@ -684,8 +697,8 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
   /* every change record must belong to this partition's task: a record placed by another
    * partition count (or by hand) would put its key in a second task */
   for (size_t r = b->first; r < p->nrecs; r++) {
-    int32_t want = wd_producer_partition_of(p->keys.data + p->key_off[r], p->key_off[r + 1] - p->key_off[r],
-                                            wd_repart_partitions(p->rp));
+    int32_t want = wd_repart_home(p->rp, (size_t)si, p->schema, p->recs[r]);
+    if (want < 0) return wd_error_nomem();
     if (want == m->partition) continue;
     b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
                           "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
@@ -708,6 +721,40 @@ static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m
                       "partition the old key's own records are in, not to this record's; set `repartition: true` on "
                       "this source (its change records then go through a repartition topic, each by its own key)",
                       p->sources[si]->name, m->topic, m->partition, m->offset);
+}
+
+/* Checks that the change records just decoded from m (source si, read directly with per-partition
+ * tasks) are in their wide key's partition, wd_repart_home. *home: -1 when they are (or the record
+ * has none); else their home partition (a replay, or `repartition: auto` in a live run: the caller
+ * forwards the record there through the source's repartition topic), or -2 for a record read
+ * again while its task restores (forwarded when first read: nothing to do). Errors: C_SOURCE_KEYING
+ * for a source that says `repartition: false` (wd_repart_misplaced_error) or for a record whose
+ * change records have several keys (key_change_error), E_NOMEM. */
+static wd_error_t *direct_home(wd_pipeline_t *p, int si, const wd_kmsg_t *m, const wd_kafka_meta_t *meta,
+                               bool restoring, int32_t *home) {
+  *home = -1;
+  int32_t first = -1;
+  for (size_t k = 0; k < p->changes.count; k++) {
+    int32_t h = wd_repart_home(p->rp, (size_t)si, p->schema, p->changes.rows[k]);
+    if (h < 0) return wd_error_nomem();
+    if (k == 0) first = h;
+    if (h != first) return key_change_error(p, si, m); /* two keys: placed by neither */
+  }
+  if (first < 0 || first == m->partition) return NULL;
+  if (!p->st.misplaced && wd_repart_forwarding(p->rp) && !restoring && wd_repart_fallback(p->rp, (size_t)si)) {
+    size_t kl = 0;
+    const char *kb = wd_repart_canonical_key(p->rp, &kl);
+    wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a record outside its wide key's partition "
+           "(%d, murmur2 of widen's key bytes %.*s): its Kafka key is not widen's key bytes (e.g. Kafka Connect's "
+           "JsonConverter with schemas.enable=true); such records go through repartition topic %s "
+           "(`repartition: auto`)", p->sources[si]->name, m->topic, m->partition, m->offset, first, (int)kl, kb,
+           wd_repart_topic(p->rp, (size_t)si));
+  }
+  if (!wd_repart_forwarding(p->rp)) *home = first;
+  else if (restoring) *home = -2;
+  else if (wd_repart_fallback(p->rp, (size_t)si)) *home = first;
+  else return wd_repart_misplaced_error(p->rp, p->sources[si], meta, first);
+  return NULL;
 }
 
 /* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
@@ -785,6 +832,19 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->pu_no_retract && (err = drop_update_before(p))) return err;
     if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
+    /* a co-partitioned source's record must be in its wide key's partition (murmur2 of widen's key
+     * bytes): else forwarded to it (`repartition: auto`), or the pipeline stops (app/runtime/repartition.h) */
+    int32_t home = -1;
+    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) &&
+        (err = direct_home(p, si, m, &meta, p->restoring[i], &home)))
+      return err;
+    if (home == -2) continue; /* restoring: forwarded when first read */
+    if (home >= 0 && !wd_repart_forwarding(p->rp)) { /* a replay: its task is the key's home */
+      kind = WD_TOPIC_RAW;
+    } else if (home >= 0) {
+      kind = WD_TOPIC_RAW;
+      p->st.misplaced++;
+    }
     if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* to the repartition topic, no state */
       if ((err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows, p->changes.count,
                                    p->coll, &p->st.repartitioned)))
@@ -804,9 +864,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
       /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
       p->rec_task[p->nrecs - 1] =
-          kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
-                                                                     wd_repart_partitions(p->rp))
-                               : task;
+          home >= 0 ? (uint32_t)wd_repart_home(p->rp, (size_t)si, p->schema, row)
+          : kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
+                                                                       wd_repart_partitions(p->rp))
+                                 : task;
       if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
           (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
            memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
@@ -996,6 +1057,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
     fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
   if (p->st.repartitioned)
     fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
+  if (p->st.misplaced)
+    fprintf(f, " (%" PRIu64 " source records outside their wide key's partition)", p->st.misplaced);
   if (p->st.deletes_without_sequence)
     fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
   if (p->st.null_key_halves)
@@ -1658,9 +1721,12 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
     const char *topic = wd_repart_topic(p->rp, i);
     if (!topic) continue;
     err = ensure_internal_topic(p, topic, NULL, "repartition topic");
-    if (!err)
+    if (!err && wd_repart_on(p->rp, i))
       wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
              topic);
+    else if (!err)
+      wd_log(WD_LOG_INFO, "pipeline", "source '%s': read directly; a record outside its wide key's partition "
+             "(murmur2 of widen's key bytes) goes through repartition topic %s", p->sources[i]->name, topic);
   }
 done:
   for (size_t i = 0; counts && i < n; i++) free(counts[i]);
@@ -1768,9 +1834,8 @@ static wd_error_t *open_formats(wd_pipeline_t *p) {
   for (size_t i = 0; i < p->nsources; i++) {
     const wd_source_t *src = p->sources[i];
     const wd_format_t *f = wd_format_of(src->format);
-    char *warn = wd_format_decimal_warning(src, p->schema);
-    if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
-    free(warn);
+    if (!p->dec_warn && !(p->dec_warn = calloc(p->nsources, sizeof(*p->dec_warn)))) return wd_error_nomem();
+    p->dec_warn[i] = wd_format_decimal_warning(src, p->schema); /* said at its first schemaless record */
     if (!f->open || p->fmt_state[src->format]) continue;
     if ((err = f->open(&env, &p->fmt_state[src->format]))) return err;
   }
@@ -1891,7 +1956,8 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
       p->topics[(*nt)++] = p->sources[i]->topics[t];
       if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) return wd_error_nomem();
     }
-    if (raw && wd_repart_add_topic(p->rp, p->topics[(*nt)++] = wd_repart_topic(p->rp, i), false))
+    if ((raw || wd_repart_fallback(p->rp, i)) && /* `auto` read directly: its repartition topic too */
+        wd_repart_add_topic(p->rp, p->topics[(*nt)++] = wd_repart_topic(p->rp, i), false))
       return wd_error_nomem();
   }
   if (topic_index_build(p)) return wd_error_nomem();
@@ -2079,6 +2145,8 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_repart_destroy(p->rp);
   free(p->txn_id);
   free(p->restoring);
+  for (size_t i = 0; p->dec_warn && i < p->nsources; i++) free(p->dec_warn[i]);
+  free(p->dec_warn);
   free(p->rec_task);
   free(p->cl_src);
   wd_store_close(p->store);

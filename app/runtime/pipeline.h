@@ -67,6 +67,7 @@ typedef struct wd_pipeline_stats {
   uint64_t skipped_before_from; /* replay --from: records older than the point in time */
   uint64_t restored;         /* records merged without output while a task was rebuilt */
   uint64_t repartitioned;    /* records produced to repartition topics (one per wide key of a source record) */
+  uint64_t misplaced;        /* records of sources read directly found outside their wide key's partition */
   uint64_t aborted_commits;  /* commits aborted (abortable errors, rebalances mid-batch) */
   uint64_t commits;          /* commits completed */
   uint64_t deletes_without_sequence; /* -D records whose sequence field was NULL or absent (key-only

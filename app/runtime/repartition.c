@@ -11,6 +11,7 @@
 
 #include "app/config/config.h"
 #include "app/runtime/collector.h"
+#include "changelog/changelog.h"
 #include "sink/producer.h"
 #include "join/row_codec.h"
 
@@ -70,7 +71,8 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
     if (in[i].lookup || out[i]) continue;
     size_t others = 0;
     for (size_t k = 0; k < n; k++) others += out[k];
-    if (!others && wd_buf_printf(&w, "source '%s': co-partitioned (%d partitions, keyed by the wide key): read directly\n",
+    if (!others && wd_buf_printf(&w, "source '%s': co-partitioned (%d partitions, like the table): read "
+                                       "directly, each record checked to be in its wide key's partition\n",
                                  in[i].name, np))
       err = wd_error_nomem();
   }
@@ -251,6 +253,8 @@ struct wd_repart {
   char **topic;       /* per source: its repartition topic (owned), NULL when not repartitioned */
   bool forward;       /* a live run: records of repartitioned sources are forwarded */
   bool *checked;      /* per source: its Kafka key was checked against the wide key */
+  bool *fallback;     /* per source: read directly, its records not in their key's partition forwarded */
+  wd_buf_t jkey;      /* the canonical (JSON) key bytes of one change record */
   const char **task_topics; /* the topics of the tasks (co-partitioned sources', repartition topics) */
   size_t ntask, cap_task;
   const char **stateless;   /* the topics whose records are only forwarded */
@@ -283,6 +287,8 @@ void wd_repart_destroy(wd_repart_t *rp) {
   free(rp->topic);
   free(rp->on);
   free(rp->checked);
+  free(rp->fallback);
+  wd_buf_free(&rp->jkey);
   wd_buf_free(&rp->key);
   wd_buf_free(&rp->val);
   wd_buf_free(&rp->row);
@@ -299,10 +305,15 @@ wd_error_t *wd_repart_plan(wd_repart_t *rp, const wd_repartition_input_t *in, in
   if (!rp->on && !(rp->on = calloc(n ? n : 1, sizeof(*rp->on)))) return wd_error_nomem();
   if (!rp->topic && !(rp->topic = calloc(n ? n : 1, sizeof(*rp->topic)))) return wd_error_nomem();
   if (!rp->checked && !(rp->checked = calloc(n ? n : 1, sizeof(*rp->checked)))) return wd_error_nomem();
+  if (!rp->fallback && !(rp->fallback = calloc(n ? n : 1, sizeof(*rp->fallback)))) return wd_error_nomem();
   rp->forward = forward;
   wd_error_t *err = wd_repartition_plan(in, n, configured, &rp->partitions, rp->on, why);
-  for (size_t i = 0; i < n && !err && forward; i++)
-    if (rp->on[i] && !(rp->topic[i] = wd_repartition_topic(group, table, in[i].name))) err = wd_error_nomem();
+  for (size_t i = 0; i < n && !err && forward; i++) {
+    /* `auto` read directly: a record found outside its key's partition goes through the topic */
+    rp->fallback[i] = !rp->on[i] && !in[i].lookup && in[i].mode == WD_CONFIG_REPARTITION_AUTO;
+    if ((rp->on[i] || rp->fallback[i]) && !(rp->topic[i] = wd_repartition_topic(group, table, in[i].name)))
+      err = wd_error_nomem();
+  }
   return err;
 }
 
@@ -344,7 +355,7 @@ const char *const *wd_repart_stateless_topics(const wd_repart_t *rp, size_t *n) 
 
 wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *src, const wd_schema_t *schema,
                                 const wd_kafka_meta_t *origin) {
-  if (!rp->checked || si >= rp->nsources || rp->checked[si] || !rp->forward) return NULL;
+  if (!rp->checked || si >= rp->nsources || rp->checked[si] || !rp->forward || rp->fallback[si]) return NULL;
   rp->checked[si] = true;
   char *why = wd_repartition_key_mismatch(src, schema, origin->key, origin->key_len);
   if (!why) return NULL;
@@ -391,9 +402,66 @@ wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *sch
       }
     wd_buf_reset(&rp->val);
     if (wd_repartition_encode(schema, source, origin, rp->group, ng, &rp->row, &rp->val)) return wd_error_nomem();
-    int32_t part = wd_producer_partition_of(key, klen, rp->partitions);
+    int32_t part = rp->on[si] ? wd_producer_partition_of(key, klen, rp->partitions)
+                              : wd_repart_home(rp, si, schema, rp->group[0]);
+    if (part < 0) return wd_error_nomem();
     err = wd_collector_send(coll, WD_OUT_REPARTITION, rp->topic[si], part, key, klen, rp->val.data, rp->val.len);
     if (!err) (*nsent)++;
   }
   return err;
+}
+
+/* ---- where a key's records belong --------------------------------------------------------------- */
+
+int32_t wd_repartition_direct_partition(const wd_schema_t *schema, const wd_row_t *row, int32_t partitions,
+                                        wd_buf_t *scratch) {
+  wd_buf_reset(scratch);
+  wd_error_t *err = wd_changelog_encode_key_json(schema, row, scratch);
+  if (err) {
+    wd_error_destroy(err);
+    return -1;
+  }
+  return wd_producer_partition_of(scratch->data, scratch->len, partitions);
+}
+
+int32_t wd_repart_home(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const wd_row_t *row) {
+  if (rp->on && si < rp->nsources && rp->on[si]) {
+    wd_buf_reset(&rp->jkey);
+    if (wd_row_key_encode(schema, row, &rp->jkey)) return -1;
+    return wd_producer_partition_of(rp->jkey.data, rp->jkey.len, rp->partitions);
+  }
+  return wd_repartition_direct_partition(schema, row, rp->partitions, &rp->jkey);
+}
+
+bool wd_repart_fallback(const wd_repart_t *rp, size_t si) {
+  return rp && rp->fallback && si < rp->nsources && rp->fallback[si] && rp->forward;
+}
+
+const char *wd_repart_canonical_key(const wd_repart_t *rp, size_t *len) {
+  *len = rp->jkey.len;
+  return (const char *)rp->jkey.data;
+}
+
+wd_error_t *wd_repart_misplaced_error(const wd_repart_t *rp, const wd_source_t *src, const wd_kafka_meta_t *origin,
+                                      int32_t want) {
+  /* the record's key as text, shortened, for the message */
+  char shown[240];
+  size_t n = 0;
+  for (size_t i = 0; origin->key && i < origin->key_len && n + 5 < sizeof(shown); i++) {
+    unsigned char c = ((const unsigned char *)origin->key)[i];
+    n += (size_t)snprintf(shown + n, sizeof(shown) - n, c >= 0x20 && c < 0x7f && c != '\\' ? "%c" : "\\x%02x", c);
+  }
+  shown[n] = 0;
+  bool cut = origin->key && n + 5 >= sizeof(shown);
+  return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+                      "source '%s' (%s[%d]@%" PRId64 "): the record is in partition %d, but its wide key belongs to "
+                      "partition %d of %d (murmur2 of widen's key bytes %.*s, as Kafka's default partitioner places "
+                      "them); its Kafka key is %s%s%s%s, so the source is not co-partitioned with the table (Kafka "
+                      "Connect's JsonConverter with schemas.enable=true, an Avro key, a key of other fields or "
+                      "another partitioner) and its rows would be split over tasks. The source says `repartition: "
+                      "false`: set `repartition: auto` (records outside their key's partition then go through its "
+                      "repartition topic) or `true`",
+                      src->name, origin->topic, origin->partition, origin->offset, origin->partition, want,
+                      rp->partitions, (int)rp->jkey.len, (const char *)rp->jkey.data, origin->key ? "'" : "",
+                      origin->key ? shown : "null", cut ? "..." : "", origin->key ? "'" : "");
 }

@@ -5,7 +5,10 @@
  * The unit of work is a task: partition i of the wide table's key space, i < N (the table's
  * partition count, `pipeline.partitions`, else the largest partition count of the sources that
  * are not forced through a repartition topic). A source whose topics have N partitions and whose
- * Kafka key is the wide key is *co-partitioned*: its partition i feeds task i directly. Any other
+ * records are each in their wide key's partition (wd_repartition_direct_partition: murmur2 of
+ * widen's JSON key bytes, checked per record) is *co-partitioned*: its partition i feeds task i
+ * directly; under `auto` a record found elsewhere goes through the source's repartition topic to
+ * its key's partition (wd_repart_fallback), under `false` it stops the pipeline. Any other
  * source (`sources[].repartition: true`, or `auto` with another partition count) is
  * *repartitioned*: whoever owns one of its partitions decodes its records (stateless: no state is
  * read), groups each record's change records by wide key and produces one repartition record per
@@ -99,6 +102,17 @@ void wd_repartition_rec_free(const wd_schema_t *schema, wd_repartition_rec_t *re
  * ("its Kafka key has the field(s) payment_id; the primary key comes from its field(s) order_id"). */
 char *wd_repartition_key_mismatch(const wd_source_t *src, const wd_schema_t *schema, const void *key, size_t klen);
 
+/* The partition of the table (of `partitions`) that a co-partitioned source record carrying row
+ * (of schema) must be in: murmur2 (Kafka's default partitioner, wd_producer_partition_of) of the
+ * canonical key bytes, the JSON key widen writes itself (wd_changelog_encode_key_json:
+ * {"order_id":7}, the primary-key columns in key order), modulo partitions. A producer that keys
+ * records by those bytes with Kafka's default partitioner (Debezium through Kafka Connect's
+ * JsonConverter with schemas.enable=false and the same column names) puts every record there;
+ * a {"schema","payload"} key, an Avro key or other fields are other bytes, so other partitions.
+ * scratch: reset and filled with those key bytes. -1 on no memory. */
+int32_t wd_repartition_direct_partition(const wd_schema_t *schema, const wd_row_t *row, int32_t partitions,
+                                        wd_buf_t *scratch);
+
 /* ---- a pipeline's repartition state (wd_repart_t) -------------------------------------------
  * Made once per pipeline (single task too: then nothing is repartitioned and every topic is a
  * task's). Owner: the pipeline (wd_repart_destroy). Thread: the pipeline's. */
@@ -140,7 +154,9 @@ const char *const *wd_repart_stateless_topics(const wd_repart_t *rp, size_t *n);
 
 /* Checks, once per source, the Kafka key of co-partitioned source si's first record (origin:
  * its topic, partition, offset and key) against the wide key (wd_repartition_key_mismatch).
- * Only while forwarding (a live run with a plan); later records of si are not checked.
+ * Only while forwarding (a live run with a plan) and for a source without a fallback
+ * (`repartition: false`; under `auto` wd_repart_fallback routes the records, and the per-record
+ * partition check of the pipeline decides); later records of si are not checked here.
  * Errors: WD_ERR_CONFIG "C_SOURCE_KEYING" naming the source, the record and what to set. */
 wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *src, const wd_schema_t *schema,
                                 const wd_kafka_meta_t *origin);
@@ -148,11 +164,33 @@ wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *s
 /* Forwards rows[0..n) (borrowed: the change records decoded from one record of repartitioned
  * source si, named source, read at origin) to si's repartition topic through coll (inside the
  * open commit): one repartition record per wide key, in the order of each key's first change
- * record, at partition murmur2(key) mod N (wd_producer_partition_of). *sent grows by the records
+ * record, at partition murmur2(key) mod N (wd_producer_partition_of), or for a source read directly
+ * (wd_repart_fallback) at its key's home (wd_repart_home). *sent grows by the records
  * sent. The scratch is rp's, grown and kept across calls.
  * Errors: those of wd_collector_send (the records before it were sent), E_NOMEM. */
 wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const char *source,
                               const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n,
                               struct wd_collector *coll, uint64_t *sent);
+
+/* The partition (task) that the change record row of source si belongs to: for a repartitioned
+ * source murmur2 of wd_row_key_encode's bytes (where its repartition topic puts it), else
+ * wd_repartition_direct_partition. The key bytes hashed stay in rp until the next call
+ * (wd_repart_canonical_key). -1 on no memory. */
+int32_t wd_repart_home(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const wd_row_t *row);
+
+/* Whether source si is read directly with `repartition: auto` in a live run: its records whose
+ * partition is not their key's home (wd_repart_home) are forwarded through its repartition
+ * topic (wd_repart_topic, created at start) to the home partition, instead of stopping. */
+bool wd_repart_fallback(const wd_repart_t *rp, size_t si);
+
+/* The key bytes the last wd_repart_home hashed (borrowed from rp), *len their length. */
+const char *wd_repart_canonical_key(const wd_repart_t *rp, size_t *len);
+
+/* The error for a record of co-partitioned source src read at origin (its key included) whose
+ * partition is not want, its key's home (wd_repart_home, just called): WD_ERR_CONFIG
+ * "C_SOURCE_KEYING" naming the source, the record, its key, widen's key bytes and both partitions,
+ * and the fix (`repartition: auto` or `true`). */
+wd_error_t *wd_repart_misplaced_error(const wd_repart_t *rp, const wd_source_t *src, const wd_kafka_meta_t *origin,
+                                      int32_t want);
 
 #endif

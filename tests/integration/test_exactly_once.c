@@ -800,6 +800,10 @@ static void create_topics3(const env_t *e, int payment_partitions) {
  * shipments keyed by {"shipment_id": 7 * order_id + 3} (one order's shipments stay in one
  * partition, but not in its order's partition). */
 static const char *produce3_only = NULL; /* when set: only this stream's records are produced */
+/* when set: every key is written as Kafka Connect's JsonConverter writes it with schemas.enable=true
+ * (Debezium's default): {"schema":{...,"name":"srv.shop.<stream>.Key"},"payload":{...}}, and every
+ * value as {"schema":{...},"payload":<the event>} */
+static bool produce3_envelope = false;
 
 static void produce3(const env_t *const *envs, size_t nenvs, uint64_t records, uint64_t seed, uint64_t skip) {
   wd_kafka_conf_t kc = {0};
@@ -827,10 +831,32 @@ static void produce3(const env_t *const *envs, size_t nenvs, uint64_t records, u
       klen = (size_t)snprintf(key, sizeof(key), "{\"shipment_id\":%lld}", 7 * id + 3);
       k = key;
     }
+    char env_key[400];
+    if (produce3_envelope) {
+      long long id = 0;
+      cr_assert_eq(sscanf(m.key, "{\"order_id\":%lld}", &id), 1, "%.*s", (int)m.key_len, m.key);
+      klen = (size_t)snprintf(env_key, sizeof(env_key),
+                              "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int64\",\"optional\":false,"
+                              "\"field\":\"order_id\"}],\"optional\":false,\"name\":\"srv.shop.%s.Key\"},"
+                              "\"payload\":{\"order_id\":%lld}}",
+                              m.stream, id);
+      k = env_key;
+    }
+    char *env_val = NULL;
+    const char *val = m.value;
+    size_t vlen = m.value_len;
+    if (produce3_envelope) { /* the value in JsonConverter's envelope too (a schema without field types) */
+      cr_assert(asprintf(&env_val, "{\"schema\":{\"type\":\"struct\",\"fields\":[],\"optional\":false,"
+                                   "\"name\":\"srv.shop.%s.Envelope\"},\"payload\":%.*s}",
+                         m.stream, (int)m.value_len, m.value) > 0);
+      val = env_val;
+      vlen = strlen(env_val);
+    }
     for (size_t e = 0; e < nenvs; e++) {
       snprintf(topic, sizeof(topic), "%s%s", envs[e]->prefix, m.stream);
-      cr_assert_null(wd_producer_send(p, topic, k, klen, m.value, m.value_len, NULL, 0));
+      cr_assert_null(wd_producer_send(p, topic, k, klen, val, vlen, NULL, 0));
     }
+    free(env_val);
   }
   wd_error_t *err = wd_producer_wait_acked(p, 60000);
   cr_assert_null(err, "%s", err ? err->message : "");
@@ -986,12 +1012,12 @@ Test(repartition, three_members_kill_add_restart, .timeout = 400) {
   env_done(&d);
 }
 
-/* A source whose Kafka key is not the wide key, left co-partitioned (`repartition: auto` with the
- * table's partition count), stops widen at its first record with C_SOURCE_KEYING naming the
+/* A source whose Kafka key is not the wide key, forced to be read directly (`repartition: false`
+ * with the table's partition count), stops widen at its first record with C_SOURCE_KEYING naming the
  * source, the record and the fix. */
 Test(repartition, a_source_keyed_otherwise_is_refused, .timeout = 120) {
   env_t e;
-  env3(&e, "rkey", "auto");
+  env3(&e, "rkey", "false");
   create_topics3(&e, 6); /* every source co-partitioned by count */
   const env_t *one[] = {&e};
   produce3(one, 1, 300, 5, 0);
@@ -1883,6 +1909,141 @@ Test(scale_out, a_rebalance_while_an_open_transaction_holds_the_group_offsets, .
   assert_same_changelog(x, y, nc, ng);
   json_decref(x);
   json_decref(y);
+  env_done(&clean);
+  env_done(&a);
+  env_done(&b);
+}
+
+/* Kafka Connect's JsonConverter with schemas.enable=true (its default) writes each key as
+ * {"schema":{...,"name":"srv.shop.<table>.Key"},"payload":{"order_id":7}}, and Connect partitions by
+ * murmur2 of those bytes: the three topics have the same partition count and the wide key's field in
+ * their keys, but one order's records are in different partitions of each. With `repartition: auto`
+ * one member with 6 tasks must still give every key the changelog a consumer can explain and end
+ * at the table of a single-task run (before: each task built its own partial row, `+I of a present
+ * key`). The source's records outside their key's partition go through its repartition topic. */
+Test(repartition, connect_envelope_keys_are_not_co_partitioned, .timeout = 200) {
+  env_t clean, e;
+  env3t(&clean, "cvclean", "single");
+  env3(&e, "cvauto", "auto");
+  create_topics3(&clean, 6);
+  create_topics3(&e, 6);
+  const env_t *both[] = {&clean, &e};
+  produce3_envelope = true;
+  produce3(both, 2, 3000, 47, 0);
+  produce3_envelope = false;
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", e.dir);
+  pid_t pid = spawn_widen_log(&e, NULL, "3000", log);
+  cr_assert_eq(wait_exit(pid), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(e.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(y);
+  assert_ends_at(fx, &clean);
+  assert_ends_at(fy, &clean);
+  json_t *ra0 = state_rows(&clean), *rb0 = state_rows(&e), *ra = rows_by_key(ra0), *rb = rows_by_key(rb0);
+  json_decref(ra0);
+  json_decref(rb0);
+  cr_assert_gt(json_object_size(ra), 150);
+  cr_assert(wd_test_json_same(ra, rb), "the per-partition table differs from the single task's");
+  char *text = wd_it_read_file(log);
+  cr_assert(strstr(text, "go through repartition topic"), "no misplaced record was noticed:\n%s", text);
+  /* the values carry their envelope schema: no decimal-encoding warning (it decides) */
+  cr_assert(!strstr(text, "decimal-encoding is auto"), "a schema'd source warned:\n%s", text);
+  free(text);
+  json_decref(ra);
+  json_decref(rb);
+  json_decref(x);
+  json_decref(y);
+  json_decref(fx);
+  json_decref(fy);
+  env_done(&clean);
+  env_done(&e);
+}
+
+/* The same keys with `repartition: false` on shipments: the first shipments record outside its
+ * key's partition stops widen with C_SOURCE_KEYING naming the record (topic, partition, offset),
+ * its key and the fix; nothing of it is applied. */
+Test(repartition, connect_envelope_keys_with_repartition_false_stop, .timeout = 120) {
+  env_t e;
+  env3(&e, "cvfalse", "false");
+  create_topics3(&e, 6);
+  const env_t *one[] = {&e};
+  produce3_envelope = true;
+  produce3_only = "shipments";
+  produce3(one, 1, 600, 47, 0);
+  produce3_only = NULL;
+  produce3_envelope = false;
+  char log[400];
+  snprintf(log, sizeof(log), "%s/run.log", e.dir);
+  pid_t pid = spawn_widen_log(&e, NULL, "3000", log);
+  int rc = wait_exit(pid);
+  char *text = wd_it_read_file(log);
+  char at[200];
+  snprintf(at, sizeof(at), "source 'shipments' (%sshipments[", e.prefix);
+  cr_assert_neq(rc, 0, "widen accepted misplaced records:\n%s", text);
+  cr_assert(strstr(text, "C_SOURCE_KEYING") && strstr(text, at) && strstr(text, "srv.shop.shipments.Key") &&
+                strstr(text, "{\"order_id\":") && strstr(text, "repartition: auto"),
+            "%s", text);
+  free(text);
+  env_done(&e);
+}
+
+/* The same Connect-envelope keys with two live members (3 tasks each) while input flows, member B
+ * killed (SIGKILL) and started again: the records outside their key's partition are forwarded by
+ * whichever member owns their source partition to the member owning their key's task, in the
+ * commit that consumes them. Read read_committed, every key's changelog is explainable and ends at
+ * the table of a single-task run. */
+Test(repartition, connect_envelope_keys_two_members_and_a_kill, .timeout = 300) {
+  env_t clean, a, b;
+  env3t(&clean, "cv2clean", "single");
+  env3(&a, "cv2A", "auto");
+  {
+    const char *saved = yaml_template;
+    char *y = wd_it_replace(strdup(YAML3), "REPARTITION", "auto");
+    yaml_template = y;
+    env_member(&a, &b, "cv2B", "exactly-once", "per-partition");
+    yaml_template = saved;
+    free(y);
+  }
+  create_topics3(&clean, 6);
+  create_topics3(&a, 6);
+  const env_t *both[] = {&clean, &a};
+  produce3_envelope = true;
+  produce3(both, 2, 1200, 53, 0);
+  char log_a[400], log_b[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "12000", log_a), pb = spawn_widen_log(&b, NULL, "12000", log_b);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
+  for (uint64_t at = 1200; at < 2400; at += 300) {
+    produce3(both, 2, at + 300, 53, at);
+    usleep(300 * 1000);
+  }
+  cr_assert_eq(kill(pb, SIGKILL), 0);
+  cr_assert_eq(wait_exit(pb), 128 + SIGKILL);
+  produce3(both, 2, 3000, 53, 2400);
+  pb = spawn_widen_log(&b, NULL, "12000", log_b);
+  for (uint64_t at = 3000; at < 4200; at += 300) {
+    produce3(both, 2, at + 300, 53, at);
+    usleep(300 * 1000);
+  }
+  produce3_envelope = false;
+  cr_assert_eq(wait_exit(pa), 0);
+  cr_assert_eq(wait_exit(pb), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *x = changelog_by_key(clean.out, &nc), *y = changelog_by_key(a.out, &ng);
+  cr_assert_gt(nc, 1000, "the single run emitted only %zu changes", nc);
+  json_t *fx = replay_checked(x), *fy = replay_checked(y);
+  assert_ends_at(fx, &clean);
+  assert_ends_at(fy, &clean);
+  json_decref(x);
+  json_decref(y);
+  json_decref(fx);
+  json_decref(fy);
   env_done(&clean);
   env_done(&a);
   env_done(&b);

@@ -207,6 +207,9 @@ static void table_new_cols(table_t *t, const char *const *cols, size_t stride, s
   wd_error_t *err = wd_schema_new(n, names, types, 1, pk, &t->schema);
   cr_assert_null(err, "%s", err ? err->message : "");
   cr_assert_null(wd_source_new("s", WD_FMT_DEBEZIUM_AVRO, &t->src));
+  /* random longs into temporal columns: read them by the column's precision (the decoders are compared) */
+  cr_assert_null(wd_source_set_option(t->src, "timestamp-unit", "precision"));
+  cr_assert_null(wd_source_set_option(t->src, "time-unit", "precision"));
   for (size_t i = 0; i < n; i++) {
     err = wd_source_add_column(t->src, t->schema, names[i], specs[i]);
     cr_assert_null(err, "%s: %s", names[i], err ? err->message : "");
@@ -669,8 +672,9 @@ Test(avro_paths, random_records_decode_the_same_both_ways) {
     }
   }
   /* enough of them decode in every table (the rest fail with the same errors both ways: values
-   * out of a column's range, texts that do not parse, truncate ops, ...) */
-  cr_expect_gt(fx_rows, 500, "%zu rows of the fixtures' schemas", fx_rows);
+   * out of a column's range, random longs outside the years 0001-9999 in a timestamp column, texts
+   * that do not parse, truncate ops, ...) */
+  cr_expect_gt(fx_rows, 200, "%zu rows of the fixtures' schemas", fx_rows);
   for (int t = 1; t < KS_GROUPS; t++) cr_expect_gt(ks_rows[t], 100, "table %d: %zu rows", t, ks_rows[t]);
   cr_expect_gt(c.failed, 500, "%zu failed", c.failed);
   cr_log_info("%zu decoded, %zu failed; fixtures' schemas %zu rows; every-type tables %zu %zu %zu %zu %zu %zu %zu %zu %zu",
@@ -687,5 +691,38 @@ Test(avro_paths, random_records_decode_the_same_both_ways) {
   gen_free(&g101);
   table_free(&fx);
   for (int g = 0; g <= KS_GROUPS; g++) table_free(&ks[g]);
+  both_done(&c);
+}
+
+/* Debezium's unavailable.value.placeholder (a TOAST column an UPDATE did not touch) in a
+ * debezium-avro record: the column is absent from the change records (the merge keeps the stored
+ * value), the same through both Avro readers, as in the JSON decoder. */
+Test(avro_paths, the_unavailable_value_placeholder_is_not_carried) {
+  both_t c;
+  both_init(&c);
+  static const char *const cols[][3] = {{"id", "BIGINT", NULL}, {"s", "STRING", NULL}};
+  table_t t;
+  table_new(&t, cols, 2);
+  /* wire header (id 103); after: id 21, m {}, arr [], s "__debezium_unavailable_value"; op "u" */
+  uint8_t v[64] = {0, 0, 0, 0, 103, 42, 0, 0, 56};
+  size_t n = 9;
+  memcpy(v + n, "__debezium_unavailable_value", 28);
+  n += 28;
+  v[n++] = 2;
+  v[n++] = 'u';
+  same_both_ways(&c, &t, v, n, NULL, 0, "placeholder record");
+  cr_assert_eq(c.ok, 1);
+  cr_assert_eq(t.a.count, 2, "an update without a before image: -U of the key, +U");
+  const wd_row_t *after = t.a.rows[1];
+  cr_expect_eq(after->kind, WD_UPDATE_AFTER);
+  cr_expect(after->absent && after->absent[1], "s is not carried");
+  cr_expect(after->v[1].is_null, "and holds nothing");
+  /* with the option off the text is a value */
+  cr_assert_null(wd_source_set_option(t.src, "unavailable.value.placeholder", ""));
+  same_both_ways(&c, &t, v, n, NULL, 0, "placeholder record, option off");
+  after = t.a.rows[1];
+  cr_expect(!(after->absent && after->absent[1]));
+  cr_expect(!after->v[1].is_null && after->v[1].s.n == 28);
+  table_free(&t);
   both_done(&c);
 }

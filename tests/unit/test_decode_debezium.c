@@ -627,13 +627,15 @@ Test(types, timestamps) {
   expect_v("TIMESTAMP(6)", NULL, TS_SCHEMA("Timestamp"), "1679581805123", "2023-03-23 14:30:05.123000");
   expect_v("TIMESTAMP(3)", NULL, "{\"type\":\"int32\",\"name\":\"io.debezium.time.Date\",\"field\":\"v\"}", "19439",
            "2023-03-23 00:00:00.000");
-  /* without a schema: ms for p <= 3, µs above */
-  expect_v("TIMESTAMP(3)", NULL, NULL, "1679581805123", "2023-03-23 14:30:05.123");
-  expect_v("TIMESTAMP(6)", NULL, NULL, "1679581805123456", "2023-03-23 14:30:05.123456");
-  expect_v("TIMESTAMP_LTZ(3)", NULL, NULL, "0", "1970-01-01 00:00:00.000");
-  expect_v("TIMESTAMP(6)", NULL, NULL, "-1", "1969-12-31 23:59:59.999999");
-  expect_v("TIMESTAMP(3)", NULL, NULL, "-1", "1969-12-31 23:59:59.999");
-  expect_v("TIMESTAMP(0)", NULL, NULL, "-1", "1969-12-31 23:59:59.000");
+  /* without a schema and timestamp-unit auto the unit is not known: never guessed from the column */
+  expect_v("TIMESTAMP(3)", NULL, NULL, "1679581805123", "ERR C_TEMPORAL_UNIT");
+  expect_v("TIMESTAMP(6)", NULL, NULL, "1679581805123456", "ERR C_TEMPORAL_UNIT");
+  expect_v("TIMESTAMP_LTZ(3)", NULL, NULL, "0", "ERR C_TEMPORAL_UNIT");
+  /* Kafka Connect's own Timestamp and Date names (time.precision.mode=connect) */
+  expect_v("TIMESTAMP(6)", NULL, "{\"type\":\"int64\",\"name\":\"org.apache.kafka.connect.data.Timestamp\",\"field\":\"v\"}",
+           "1679581805123", "2023-03-23 14:30:05.123000");
+  expect_v("DATE", NULL, "{\"type\":\"int32\",\"name\":\"org.apache.kafka.connect.data.Date\",\"field\":\"v\"}",
+           "19439", "2023-03-23");
   /* ISO-8601 strings (ZonedTimestamp), offsets applied */
   expect_v("TIMESTAMP_LTZ(3)", NULL, NULL, "\"2020-01-01T10:00:00Z\"", "2020-01-01 10:00:00.000");
   expect_v("TIMESTAMP_LTZ(3)", NULL, NULL, "\"2020-01-01T12:00:00+02:00\"", "2020-01-01 10:00:00.000");
@@ -666,6 +668,83 @@ Test(types, timestamp_unit_option) {
   wd_schema_destroy(s);
 }
 
+/* The issue's case: schemaless Debezium (schemas.enable=false) sends a PostgreSQL timestamp(6) as µs;
+ * into a TIMESTAMP(3) column with timestamp-unit auto it was read as ms (1900-01-01 became year
+ * -68031, 2023 year 55000-odd). Now: refused with the fix; right with `micros`; a value outside the
+ * years 0001-9999 in the unit given is E_TYPE, never stored. `precision` declares the old rule. */
+Test(types, schemaless_units_follow_the_source_not_the_column) {
+  wd_schema_t *s;
+  wd_source_t *src;
+  one_col("TIMESTAMP(3)", NULL, &s, &src);
+  const char *us1900 = "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":-2208988800000000}}";
+  const char *us2023 = "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":1679581805123456}}";
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  wd_kafka_meta_t meta = {"srv.shop.orders", 2, 77, -1, NULL, 0};
+  wd_error_t *err = wd_decode_debezium_json(src, s, &meta, us2023, strlen(us2023), &ch);
+  cr_assert_not_null(err);
+  cr_expect_str_eq(err->id, "C_TEMPORAL_UNIT");
+  cr_expect(strstr(err->message, "srv.shop.orders[2]@77") && strstr(err->message, "timestamp-unit: millis") &&
+                strstr(err->message, "column 'v' TIMESTAMP(3)"),
+            "%s", err->message);
+  wd_error_destroy(err);
+  cr_assert_null(wd_source_set_option(src, "timestamp-unit", "micros"));
+  expect_decode(src, s, us2023, "+I(1,2023-03-23 14:30:05.123)");
+  expect_decode(src, s, us1900, "+I(1,1900-01-01 00:00:00.000)");
+  /* read in the wrong unit, the value is outside the years 0001-9999: E_TYPE, not stored */
+  cr_assert_null(wd_source_set_option(src, "timestamp-unit", "millis"));
+  err = wd_decode_debezium_json(src, s, &meta, us2023, strlen(us2023), &ch);
+  cr_assert_not_null(err, "year 55000-odd accepted");
+  cr_expect_str_eq(err->id, "E_TYPE");
+  cr_expect(strstr(err->message, "0001-9999"), "%s", err->message);
+  wd_error_destroy(err);
+  err = wd_decode_debezium_json(src, s, &meta, us1900, strlen(us1900), &ch);
+  cr_assert_not_null(err, "year -68031 accepted");
+  cr_expect_str_eq(err->id, "E_TYPE");
+  wd_error_destroy(err);
+  /* the envelope schema says the unit whatever the option */
+  const char *schemad = "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\","
+                        "\"fields\":[{\"type\":\"int32\",\"field\":\"id\"},{\"type\":\"int64\",\"name\":"
+                        "\"io.debezium.time.MicroTimestamp\",\"field\":\"v\"}]}]},"
+                        "\"payload\":{\"op\":\"c\",\"before\":null,\"after\":{\"id\":1,\"v\":1679581805123456}}}";
+  expect_decode(src, s, schemad, "+I(1,2023-03-23 14:30:05.123)");
+  wd_changes_free(&ch);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+  /* precision: the user says the source columns have the wide columns' precisions */
+  one_col("TIMESTAMP(6)", NULL, &s, &src);
+  cr_assert_null(wd_source_set_option(src, "timestamp-unit", "precision"));
+  expect_decode(src, s, us2023, "+I(1,2023-03-23 14:30:05.123456)");
+  expect_decode(src, s, "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":-1}}", "+I(1,1969-12-31 23:59:59.999999)");
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+  one_col("TIMESTAMP(3)", NULL, &s, &src);
+  cr_assert_null(wd_source_set_option(src, "timestamp-unit", "precision"));
+  expect_decode(src, s, "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":1679581805123}}", "+I(1,2023-03-23 14:30:05.123)");
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+  one_col("TIME(3)", NULL, &s, &src);
+  cr_assert_null(wd_source_set_option(src, "time-unit", "precision"));
+  expect_decode(src, s, "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":36803123}}", "+I(1,10:13:23.123)");
+  wd_changes_t c2;
+  wd_changes_init(&c2);
+  const char *bad[] = {"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":86400000}}", "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":-1}}"};
+  for (int i = 0; i < 2; i++) {
+    err = wd_decode_debezium_json(src, s, NULL, bad[i], strlen(bad[i]), &c2);
+    cr_assert_not_null(err);
+    cr_expect_str_eq(err->id, "E_TYPE");
+    wd_error_destroy(err);
+  }
+  wd_changes_free(&c2);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+  /* DATE days outside the years 0001-9999 */
+  expect_v("DATE", NULL, NULL, "2932896", "9999-12-31");
+  expect_v("DATE", NULL, NULL, "2932897", "ERR E_TYPE");
+  expect_v("DATE", NULL, NULL, "-719162", "0001-01-01");
+  expect_v("DATE", NULL, NULL, "-719163", "ERR E_TYPE");
+}
+
 Test(types, times) {
   expect_v("TIME(3)", NULL, "{\"type\":\"int32\",\"name\":\"io.debezium.time.Time\",\"field\":\"v\"}", "36803123",
            "10:13:23.123");
@@ -673,12 +752,9 @@ Test(types, times) {
            "36803000000", "10:13:23");
   expect_v("TIME(3)", NULL, "{\"type\":\"int64\",\"name\":\"io.debezium.time.NanoTime\",\"field\":\"v\"}",
            "36803123456789", "10:13:23.123");
-  expect_v("TIME(3)", NULL, NULL, "36803123", "10:13:23.123");       /* ms for p <= 3 */
-  expect_v("TIME(6)", NULL, NULL, "36803123456", "10:13:23.123456"); /* µs above */
+  expect_v("TIME(3)", NULL, NULL, "36803123", "ERR C_TEMPORAL_UNIT"); /* no schema, time-unit auto */
   expect_v("TIME(3)", NULL, NULL, "\"10:15:30.5\"", "10:15:30.500");
   expect_v("TIME(0)", NULL, NULL, "\"10:15:30Z\"", "10:15:30");
-  expect_v("TIME(3)", NULL, NULL, "86400000", "ERR E_TYPE");
-  expect_v("TIME(3)", NULL, NULL, "-1", "ERR E_TYPE");
   expect_v("TIME(3)", NULL, NULL, "\"25:00:00\"", "ERR E_TYPE");
 }
 
@@ -827,7 +903,11 @@ Test(ops, tombstones) {
   /* the flag does not stick */
   const char *c = "{\"op\":\"c\",\"after\":{\"id\":1}}";
   cr_assert_null(wd_decode_debezium_json(src, s, NULL, c, strlen(c), &ch));
-  cr_expect_eq(ch.flags, 0);
+  cr_expect_eq(ch.flags & WD_CHANGES_TOMBSTONE, 0);
+  cr_expect(ch.flags & WD_CHANGES_SCHEMALESS, "a value without its envelope schema is flagged");
+  const char *sc = "{\"schema\":{\"type\":\"struct\",\"fields\":[]},\"payload\":{\"op\":\"c\",\"after\":{\"id\":1}}}";
+  cr_assert_null(wd_decode_debezium_json(src, s, NULL, sc, strlen(sc), &ch));
+  cr_expect_eq(ch.flags, 0, "a schema'd value is not flagged schemaless");
   cr_expect_eq(ch.count, 1);
   wd_changes_free(&ch);
   wd_source_destroy(src);

@@ -278,8 +278,9 @@ Test(repart, plan_topics_and_lists) {
   wd_repart_destroy(NULL);
 }
 
-/* A co-partitioned source's Kafka key is checked once, at its first record, and only while
- * forwarding (a live run with a plan). */
+/* A source forced to be read directly (`repartition: false`) has its Kafka key's fields checked
+ * once, at its first record, and only while forwarding (a live run with a plan); under `auto` the
+ * run-time check of each record's partition decides (repart.home_*). */
 Test(repart, check_key_once_per_source) {
   wd_schema_t *s = schema3();
   wd_source_t *src = payments_source(s, "order_id");
@@ -289,7 +290,7 @@ Test(repart, check_key_once_per_source) {
   wd_repart_t *rp = wd_repart_new(1);
   cr_assert_null(wd_repart_check_key(rp, 0, src, s, &bad_m), "no plan: not checked");
   int c3 = 3;
-  wd_repartition_input_t in[] = {{"payments", WD_CONFIG_REPARTITION_AUTO, false, 1, T2, &c3}};
+  wd_repartition_input_t in[] = {{"payments", WD_CONFIG_REPARTITION_FALSE, false, 1, T2, &c3}};
   cr_assert_null(wd_repart_plan(rp, in, 0, true, "g", "wide", NULL));
   wd_error_t *err = wd_repart_check_key(rp, 0, src, s, &bad_m);
   cr_assert_not_null(err);
@@ -312,6 +313,84 @@ Test(repart, check_key_once_per_source) {
   cr_assert_null(wd_repart_plan(rp, in, 0, false, "g", "wide", NULL));
   cr_expect_null(wd_repart_check_key(rp, 0, src, s, &bad_m));
   wd_repart_destroy(rp);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
+/* The partition a co-partitioned record must be in: murmur2 (Kafka's Java client, the value of
+ * org.apache.kafka.common.utils.Utils.murmur2 for these bytes is 301823749) of the JSON key widen
+ * writes itself, {"order_id":5}, modulo the partition count. */
+Test(repart, direct_partition_is_murmur2_of_widens_json_key) {
+  wd_schema_t *s = schema3();
+  wd_row_t *r = wd_row_new(s);
+  r->kind = WD_INSERT;
+  r->v[0] = (wd_value_t){.is_null = false, .i = 5};
+  wd_buf_t b = {0};
+  cr_assert_eq(wd_repartition_direct_partition(s, r, 7, &b), 301823749 % 7);
+  cr_assert_eq(b.len, strlen("{\"order_id\":5}"));
+  cr_assert(!memcmp(b.data, "{\"order_id\":5}", b.len));
+  cr_assert_eq(wd_repartition_direct_partition(s, r, 12, &b), 301823749 % 12);
+  /* Kafka Connect's JsonConverter key of the same order, with its schema, lands elsewhere */
+  const char *env = "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int64\",\"optional\":false,"
+                    "\"field\":\"order_id\"}],\"optional\":false,\"name\":\"srv.shop.orders.Key\"},"
+                    "\"payload\":{\"order_id\":5}}";
+  cr_assert_neq(wd_producer_partition_of(env, strlen(env), 7), 301823749 % 7);
+  wd_buf_free(&b);
+  wd_row_destroy(s, r);
+  wd_schema_destroy(s);
+}
+
+/* `auto` read directly falls back to the source's repartition topic for a record outside its
+ * key's partition (the topic is named and made at start); `false` stops with C_SOURCE_KEYING
+ * naming the record, its key and the fix; a repartitioned source's home is where its repartition
+ * topic puts the key (murmur2 of wd_row_key_encode). */
+Test(repart, home_fallback_and_misplaced_error) {
+  wd_schema_t *s = schema3();
+  wd_source_t *src = payments_source(s, "order_id");
+  wd_row_t *r = wd_row_new(s);
+  r->kind = WD_INSERT;
+  r->v[0] = (wd_value_t){.is_null = false, .i = 5};
+  int c7 = 7;
+  wd_repartition_input_t in[] = {{"orders", WD_CONFIG_REPARTITION_AUTO, false, 1, T1, &c7},
+                                 {"payments", WD_CONFIG_REPARTITION_FALSE, false, 1, T2, &c7},
+                                 {"shipments", WD_CONFIG_REPARTITION_AUTO, true, 1, T3, &c7}};
+  wd_repart_t *rp = wd_repart_new(3);
+  wd_error_t *err = wd_repart_plan(rp, in, 0, true, "g", "wide", NULL);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_assert(wd_repart_fallback(rp, 0) && !wd_repart_on(rp, 0));
+  cr_assert_str_eq(wd_repart_topic(rp, 0), "g-wide-orders-repartition");
+  cr_assert(!wd_repart_fallback(rp, 1) && !wd_repart_topic(rp, 1), "false: no repartition topic");
+  cr_assert(!wd_repart_fallback(rp, 2) && !wd_repart_topic(rp, 2), "a lookup source is never repartitioned");
+  cr_assert_eq(wd_repart_home(rp, 1, s, r), 301823749 % 7);
+  size_t kl = 0;
+  const char *kb = wd_repart_canonical_key(rp, &kl);
+  cr_assert(kl == 14 && !memcmp(kb, "{\"order_id\":5}", kl));
+  const char *key = "{\"schema\":{\"name\":\"srv.shop.payments.Key\"},\"payload\":{\"order_id\":5}}";
+  wd_kafka_meta_t m = {"payments", 1, 77, -1, key, strlen(key)};
+  err = wd_repart_misplaced_error(rp, src, &m, 301823749 % 7);
+  cr_assert_str_eq(err->id, "C_SOURCE_KEYING");
+  cr_expect(strstr(err->message, "source 'payments' (payments[1]@77)") &&
+                strstr(err->message, "partition 3 of 7") && strstr(err->message, "{\"order_id\":5}") &&
+                strstr(err->message, "srv.shop.payments.Key") && strstr(err->message, "repartition: auto"),
+            "%s", err->message);
+  wd_error_destroy(err);
+  wd_repart_destroy(rp);
+  /* a replay forwards nothing: no fallback */
+  rp = wd_repart_new(3);
+  cr_assert_null(wd_repart_plan(rp, in, 0, false, "g", "wide", NULL));
+  cr_assert(!wd_repart_fallback(rp, 0) && !wd_repart_topic(rp, 0));
+  wd_repart_destroy(rp);
+  /* a repartitioned source: murmur2 of widen's stored key bytes */
+  in[0].mode = WD_CONFIG_REPARTITION_TRUE; /* and payments goes along (auto) */
+  in[1].mode = WD_CONFIG_REPARTITION_AUTO;
+  rp = wd_repart_new(3);
+  cr_assert_null(wd_repart_plan(rp, in, 0, true, "g", "wide", NULL));
+  wd_buf_t kb2 = {0};
+  cr_assert_eq(wd_row_key_encode(s, r, &kb2), 0);
+  cr_assert_eq(wd_repart_home(rp, 0, s, r), wd_producer_partition_of(kb2.data, kb2.len, 7));
+  wd_buf_free(&kb2);
+  wd_repart_destroy(rp);
+  wd_row_destroy(s, r);
   wd_source_destroy(src);
   wd_schema_destroy(s);
 }
