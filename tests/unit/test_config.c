@@ -883,7 +883,7 @@ Test(config, four_mistakes_are_named_in_one_run) {
   char cmd[1024];
   snprintf(cmd, sizeof(cmd),
            "sed -e 's/merge-engine: partial-update/merge-engine: partial-updat/' -e 's/^  batch-size:/  bach-size:/' "
-           "-e '92s/format: debezium-json/format: debezium-jsn/' -e 's/^  batch-timeout-ms: 100/  batch-timeout-ms: "
+           "-e '/^sink:/,/format:/s/format: debezium-json/format: debezium-jsn/' -e 's/^  batch-timeout-ms: 100/  batch-timeout-ms: "
            "soon/' '%s/configs/demo.yaml' > '%s'",
            WD_SOURCE_DIR, write_yaml("x: 1\n"));
   cr_assert_eq(system(cmd), 0);

@@ -617,10 +617,10 @@ Test(jsmn_doc, image_key_memory_matches_a_fresh_decode) {
   wd_changes_init(&ch);
   const char *js = "{\"before\":null,\"after\":{\"id\":1,\"a\":\"x\",\"b\":\"y\"},\"op\":\"c\"}";
   decode_text(ms, s2, js, strlen(js), &ch, &got);
-  cr_assert_str_eq((const char *)got.data, "op c ts -1 flags 0: +I(1,y,NULL)");
+  cr_assert_str_eq((const char *)got.data, "op c ts -1 flags 2: +I(1,y,NULL)");
   cr_assert_null(wd_source_add_column(ms, s2, "b", "a"));
   decode_text(ms, s2, js, strlen(js), &ch, &got);
-  cr_assert_str_eq((const char *)got.data, "op c ts -1 flags 0: +I(1,y,x)");
+  cr_assert_str_eq((const char *)got.data, "op c ts -1 flags 2: +I(1,y,x)");
   wd_changes_free(&ch);
   wd_source_destroy(ms);
   wd_schema_destroy(s2);
