@@ -1751,6 +1751,8 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if ((err = wd_state_check_table(p->state, dir))) goto fail;
   if ((err = metrics_setup(p))) goto fail; /* issue 13 */
   if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem; /* issue 13 */
+  if ((err = wd_hist_gather_retain(p->hg, &(wd_history_retention_t){cfg->state.history_retention_ms,
+      (uint64_t)cfg->state.history_max_bytes, (size_t)cfg->state.history_size}, p->store))) goto fail;
   if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) goto fail;
   /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
