@@ -371,6 +371,28 @@ static const wd_error_doc_t DOCS[] = {
     {"E_UNKNOWN_COLUMN",
      "A record names a column the table does not have. Dead-lettered.",
      "Fix the input or the mapping."},
+    /* ids other changes add to common/error_ids.h */
+    {"C_SOURCE_KEY_EMPTY",
+     "A source's `primary-key:` names no field.",
+     "List the fields of the source's own primary key."},
+    {"C_SOURCE_KEY_LOOKUP",
+     "A source has both `lookup: true` and `primary-key:`; a lookup is kept by its `key:` already.",
+     "Remove `primary-key:` from the lookup source."},
+    {"C_SOURCE_KEY_PER_PARTITION",
+     "A source with its own `primary-key:` under `pipeline.tasks: per-partition`, which does not support it yet.",
+     "Set `pipeline.tasks: single`, or remove `primary-key:` and send full before images keyed by the wide key (Postgres `REPLICA IDENTITY FULL`)."},
+    {"C_SOURCE_KEY_REQUIRED",
+     "A source format whose deletes carry only the Kafka key (e.g. `upsert-json` tombstones) without `primary-key:`.",
+     "Add `primary-key: [<its key fields>]` to the source."},
+    {"C_TEMPORAL_UNIT",
+     "An integer time or timestamp value whose unit nothing says (no logical type, no Debezium time name, no `_ms`/`_us`/`_ns` path) while the source's unit option is `auto`. widen stops rather than guess.",
+     "Set the source option the message names (`timestamp-unit` / `time-unit`) to the source's unit."},
+    {"E_COMMIT_PHASE",
+     "A commit was asked for an illegal phase change: a bug. widen stops; a restart resumes from the last commit.",
+     "Report it with the log."},
+    {"E_TXN_UNKNOWN",
+     "A transaction's outcome stayed unknown past `transaction.timeout.ms` and could not be resolved in-process.",
+     "Restart widen: the open commit is resolved from the group's committed offsets."},
 };
 
 const wd_error_doc_t *wd_error_doc(const char *id) {
