@@ -8,7 +8,8 @@ and is checked as it is.
 Any other block is a fragment of one: it is merged into a small base config (a kafka section, a
 table keyed by the first column the fragment's sources map, with a STRING column for every other, a source
 and a sink where the fragment has none, a schema registry when something is Avro) and the result
-is checked. `${env:NAME}` references get a value in the environment; an `ssl.ca.location` that
+is checked. A block with none of widen's sections at its top (a Kubernetes manifest, a compose
+file) is not a widen config and is skipped. `${env:NAME}` references get a value in the environment; an `ssl.ca.location` that
 does not exist here (`/etc/widen/ca.pem`) is replaced by the system's CA bundle. YAML is read
 with libyaml (PyYAML's CSafeLoader), the parser widen itself uses. A block that does not parse
 as YAML, or that `widen config check` refuses, fails the test with its file and line.
@@ -57,6 +58,7 @@ def mapped_columns(sources):
 
 
 WHOLE = ("kafka", "table", "sources", "sink", "state")
+SECTIONS = set(WHOLE) | {"pipeline", "schema-registry", "metrics"}
 
 
 def complete(frag):
@@ -89,7 +91,7 @@ def complete(frag):
 
 
 def main():
-    widen, repo = sys.argv[1], sys.argv[2]
+    widen, repo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     failed = checked = 0
     env = dict(os.environ)
     for path, line, text in blocks(repo):
@@ -105,6 +107,9 @@ def main():
         if not isinstance(frag, dict):
             print("FAIL %s: not a mapping" % where)
             failed += 1
+            continue
+        if not SECTIONS & set(frag):
+            print("skip %s: not a widen config (top-level %s)" % (where, ", ".join(map(str, frag))))
             continue
         whole = all(k in frag for k in WHOLE)
         for section in ("kafka", "sink"):
