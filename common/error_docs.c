@@ -393,6 +393,9 @@ static const wd_error_doc_t DOCS[] = {
     {"E_TXN_UNKNOWN",
      "A transaction's outcome stayed unknown past `transaction.timeout.ms` and could not be resolved in-process.",
      "Restart widen: the open commit is resolved from the group's committed offsets."},
+    {"E_STATE_DISK_FULL",
+     "The state directory's filesystem has less free space than `state.min-free-bytes`; widen stops before the disk is full (the open commit is aborted, nothing is lost).",
+     "Free space on that filesystem (or move `state.dir` to a larger one, or lower `state.min-free-bytes`) and start widen again."},
 };
 
 const wd_error_doc_t *wd_error_doc(const char *id) {
