@@ -321,8 +321,10 @@ static const wd_error_doc_t DOCS[] = {
      "Changelog messages were still in flight at a time limit. Retried.",
      "Check the broker's health and `delivery.timeout.ms`."},
     {"E_STATE_CORRUPT",
-     "The state directory holds values widen cannot read (a bookkeeping entry, a history record).",
-     "Rebuild the table (`widen replay` into a fresh directory, or a new state directory)."},
+     "The state directory is damaged (a file RocksDB refuses, a value widen cannot read); widen stops, naming the "
+     "file.",
+     "Move the directory aside (or start with `state.on-corruption: rebuild`, which does it): its tasks are rebuilt "
+     "without repeating output. [State directory](#state-directory-full-disk-and-corruption) says more."},
     {"E_STOPPED",
      "A stop came before an operation finished (a retriable condition, not a failure).",
      "Nothing; the next start resumes from the last commit."},
