@@ -105,10 +105,33 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
 /* Typed decoding of one value back into rows of schema (borrowed): rows[0..*n) are new rows
  * owned by the caller (wd_row_destroy), *n <= 2, each with its row kind (debezium-json u:
  * -U then +U, or +U alone when before is null; c/r: +I; d: -D). A tombstone gives *n = 0.
+ * A value in Kafka Connect's envelope with a schema (sink.schemas-enable, wd_connect_encode_debezium)
+ * is read with Connect's forms of DECIMAL, DATE, TIME and TIMESTAMP (of top-level columns).
  * Errors (nothing returned): "E_DECODE" as for wd_changelog_decode_tail; WD_ERR_RECORD "E_TYPE"
  * / "E_ARITH_OVERFLOW" / "E_UNKNOWN_COLUMN" from wd_row_from_json (the message says which
  * image); E_NOMEM. */
 wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_schema_t *schema, const void *value,
                                      size_t len, wd_row_t *rows[2], size_t *n);
+
+/* ---- Kafka Connect JsonConverter envelope (changelog/encode_connect.c, `sink.schemas-enable`) ----
+ * Messages as Kafka Connect's JsonConverter with schemas.enable=true writes them:
+ * {"schema": <Connect schema>, "payload": <value>}, with Connect's logical types for DECIMAL
+ * (org.apache.kafka.connect.data.Decimal: base64 two's complement bytes, scale parameter), DATE
+ * (Date: days), TIME (Time: milliseconds of the day) and TIMESTAMP/TIMESTAMP_LTZ (Timestamp:
+ * milliseconds since the epoch; finer digits dropped). Mapping of every type: encode_connect.c.
+ * Each appends to out; on error out is as it was. Errors: E_NOMEM (wd_error_nomem); the
+ * debezium value also WD_ERR_INTERNAL for the misuses wd_changelog_encode_debezium_json reports. */
+
+/* The key: a struct named "<table>.Key" (table NULL: "widen.Key") of the primary-key columns of
+ * row (borrowed), as Debezium's keys are. */
+wd_error_t *wd_connect_encode_key(const wd_schema_t *schema, const char *table, const wd_row_t *row, wd_buf_t *out);
+/* A string key: schema {"type":"string"}, payload the text p[0..n). */
+wd_error_t *wd_connect_encode_string_key(const char *text, size_t n, wd_buf_t *out);
+/* A Debezium change event (arguments as wd_changelog_encode_debezium_json) in a struct named
+ * "<table>.Envelope" with fields before/after ("<table>.Value", optional), source {name, table},
+ * op and ts_ms: what Debezium's JDBC sink connector and ExtractNewRecordState recognise as a
+ * Debezium envelope. */
+wd_error_t *wd_connect_encode_debezium(const wd_schema_t *schema, const char *table, int64_t ts_ms, wd_row_kind_t kind,
+                                       const wd_row_t *before, const wd_row_t *after, wd_buf_t *out);
 
 #endif

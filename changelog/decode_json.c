@@ -12,6 +12,7 @@
 #include "changelog/changelog.h"
 #include "common/jsmn_doc.h"
 #include "common/json.h"
+#include "common/text.h"
 
 /* ---- a small jsmn document ---------------------------------------------------------------- */
 
@@ -181,6 +182,44 @@ cleanup:
 
 /* ---- typed rows ------------------------------------------------------------------------------ */
 
+/* A Kafka Connect JsonConverter image (sink.schemas-enable: changelog/encode_connect.c) in place
+ * into the canonical texts wd_row_from_json reads: Decimal's base64 bytes, Date's days, Time's and
+ * Timestamp's milliseconds of the top-level columns. A value not of its Connect form is left as
+ * it is (wd_row_from_json then reports the column). Returns 0, or -1 when out of memory. */
+static int wd_connect_image_to_canonical(const wd_schema_t *schema, json_t *img) {
+  wd_buf_t text = {0};
+  int rc = 0;
+  for (size_t c = 0; c < schema->ncols && !rc; c++) {
+    const wd_type_t *t = schema->cols[c].type;
+    json_t *j = json_object_get(img, schema->cols[c].name);
+    if (!j || json_is_null(j)) continue;
+    wd_value_t v = {.is_null = false};
+    if (t->id == WD_DECIMAL && json_is_string(j)) {
+      const char *b = json_string_value(j);
+      size_t n = json_string_length(j), outn = 0;
+      uint8_t raw[64];
+      if (n > 60 || wd_base64_decode(b, n, WD_BASE64_STRICT, raw, &outn) || outn == 0 || outn > 16) continue;
+      unsigned __int128 u = (raw[0] & 0x80) ? ~(unsigned __int128)0 : 0; /* sign extension */
+      for (size_t i = 0; i < outn; i++) u = (u << 8) | raw[i];
+      v.dec = (wd_i128)u;
+    } else if (t->id == WD_DATE && json_is_integer(j)) {
+      v.i = json_integer_value(j);
+    } else if (t->id == WD_TIME && json_is_integer(j)) {
+      v.i = json_integer_value(j) * 1000000;
+    } else if ((t->id == WD_TIMESTAMP || t->id == WD_TIMESTAMP_LTZ) && json_is_integer(j)) {
+      v.ts.us = json_integer_value(j) * 1000;
+    } else {
+      continue;
+    }
+    wd_buf_reset(&text);
+    if (wd_value_format(t, &v, &text) ||
+        json_object_set_new(img, schema->cols[c].name, json_stringn((const char *)text.data, text.len)))
+      rc = -1;
+  }
+  wd_buf_free(&text);
+  return rc;
+}
+
 /* A new row of kind from JSON object j (borrowed); what names the image for messages. */
 static wd_error_t *wd_row_of(const wd_schema_t *schema, const json_t *j, wd_row_kind_t kind, const char *what,
                              wd_row_t **out) {
@@ -218,8 +257,11 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
     goto cleanup;
   }
   const json_t *obj = root;
-  if (!json_object_get(obj, "op") && json_is_object(json_object_get(obj, "payload")))
+  bool connect = false;
+  if (!json_object_get(obj, "op") && json_is_object(json_object_get(obj, "payload"))) {
     obj = json_object_get(obj, "payload");
+    connect = json_is_object(json_object_get(root, "schema")); /* sink.schemas-enable */
+  }
   const char *op = json_string_value(json_object_get(obj, "op"));
   if (format == WD_CHANGELOG_JSON) {
     wd_row_kind_t kind;
@@ -247,6 +289,11 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
        del = op && strcmp(op, "d") == 0;
   if (!c && !u && !del) {
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+    goto cleanup;
+  }
+  if (connect && ((before && wd_connect_image_to_canonical(schema, (json_t *)before)) ||
+                  (after && wd_connect_image_to_canonical(schema, (json_t *)after)))) {
+    err = wd_error_nomem();
     goto cleanup;
   }
   if ((del && !before) || (!del && !after)) {

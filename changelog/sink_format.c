@@ -50,6 +50,32 @@ static wd_error_t *key_avro(const wd_sink_ctx_t *c, const wd_row_t *row, wd_buf_
   return wd_avro_sink_encode_key(c->avro, row, out);
 }
 
+/* debezium-json in Kafka Connect JsonConverter's envelope (sink.schemas-enable). */
+static wd_error_t *enc_debezium_connect(const wd_sink_ctx_t *c, wd_row_t *const *rows, size_t n, size_t *i,
+                                        const wd_row_t **keyrow, wd_buf_t *out) {
+  wd_row_kind_t kind;
+  const wd_row_t *before = NULL, *after = NULL;
+  wd_changelog_pair(rows, n, i, &kind, &before, &after);
+  *keyrow = after ? after : before;
+  return wd_connect_encode_debezium(c->schema, c->table, c->ts_ms, kind, before, after, out);
+}
+
+static wd_error_t *key_json_connect(const wd_sink_ctx_t *c, const wd_row_t *row, wd_buf_t *out) {
+  return wd_connect_encode_key(c->schema, c->table, row, out);
+}
+
+static wd_error_t *key_string_connect(const wd_sink_ctx_t *c, const wd_row_t *row, wd_buf_t *out) {
+  wd_buf_t text = {0};
+  wd_error_t *err = key_string(c, row, &text);
+  if (!err) err = wd_connect_encode_string_key(text.len ? (const char *)text.data : "", text.len, out);
+  wd_buf_free(&text);
+  return err;
+}
+
+static const wd_sink_format_t wd_sink_format_debezium_connect = {"debezium-json", false, enc_debezium_connect};
+static const wd_key_format_t wd_key_format_json_connect = {"json", false, key_json_connect};
+static const wd_key_format_t wd_key_format_string_connect = {"string", false, key_string_connect};
+
 static const wd_sink_format_t wd_sink_formats[] = {
     {"debezium-json", false, enc_debezium_json},
     {"changelog-json", false, enc_changelog_json},
@@ -82,4 +108,14 @@ const wd_key_format_t *wd_key_format_find(const char *name) {
 
 const wd_key_format_t *wd_key_format_at(int i) {
   return i >= 0 && (size_t)i < WD_N(wd_key_formats) ? &wd_key_formats[i] : NULL;
+}
+
+const wd_sink_format_t *wd_sink_format_with_schemas(const wd_sink_format_t *f) {
+  return f == &wd_sink_formats[0] ? &wd_sink_format_debezium_connect : NULL;
+}
+
+const wd_key_format_t *wd_key_format_with_schemas(const wd_key_format_t *f) {
+  if (f == &wd_key_formats[0]) return &wd_key_format_json_connect;
+  if (f == &wd_key_formats[1]) return &wd_key_format_string_connect;
+  return NULL;
 }

@@ -58,4 +58,10 @@ const wd_sink_format_t *wd_sink_format_at(int i);
 const wd_key_format_t *wd_key_format_find(const char *name);
 const wd_key_format_t *wd_key_format_at(int i);
 
+/* The same format in Kafka Connect JsonConverter's envelope ({"schema","payload"}, Connect's
+ * logical types; changelog.h wd_connect_*), for `sink.schemas-enable: true`: debezium-json and
+ * the json and string keys have one; NULL for the others (changelog-json, avro). */
+const wd_sink_format_t *wd_sink_format_with_schemas(const wd_sink_format_t *f);
+const wd_key_format_t *wd_key_format_with_schemas(const wd_key_format_t *f);
+
 #endif

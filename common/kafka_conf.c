@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
@@ -70,8 +71,17 @@ wd_error_t *wd_kafka_conf_set_pair(wd_kafka_conf_t *conf, const char *name_eq_va
   char *name = NULL, *value = NULL;
   const char *eq = name_eq_value ? strchr(name_eq_value, '=') : NULL;
   if (!eq || eq == name_eq_value) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' is not of the form name=value",
-                       name_eq_value ? name_eq_value : "(null)");
+    /* only a text that is a property name is repeated: anything else may be a secret typed wrongly
+     * (sasl.password:hunter2, =hunter2) */
+    const char *arg = name_eq_value ? name_eq_value : "";
+    bool is_name = !eq && *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                                      strlen(arg);
+    if (is_name)
+      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' is not of the form name=value", arg);
+    else
+      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+                         "a Kafka property argument is not of the form name=value%s (not shown: it may hold a secret)",
+                         eq ? ": the name is missing" : "");
     goto cleanup;
   }
   if (!(name = strndup(name_eq_value, (size_t)(eq - name_eq_value)))) {

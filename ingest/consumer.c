@@ -63,6 +63,7 @@ struct wd_consumer {
   bool wait_for_topics;    /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
   int nassigned;           /* partitions held now (rebalance callbacks) */
   int last_event;          /* 0 none yet, 1 an assignment, 2 a revocation */
+  wd_kafka_stats_t stats;  /* librdkafka's last statistics (statistics.interval.ms), stats.at_ms 0 before */
 };
 
 #define WD_MISSING_CHECK_MS 1000
@@ -298,6 +299,17 @@ static void wd_consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd
   }
 }
 
+/* librdkafka's statistics (statistics.interval.ms > 0): served by the polls, on the consumer's thread. */
+static int wd_consumer_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+  (void)rk;
+  wd_consumer_t *c = opaque;
+  if (wd_kafka_stats_parse(json, len, &c->stats))
+    wd_log(WD_LOG_DEBUG, "ingest", "librdkafka's statistics could not be read (%zu bytes)", len);
+  return 0; /* librdkafka frees json */
+}
+
+const wd_kafka_stats_t *wd_consumer_stats(const wd_consumer_t *c) { return c->stats.at_ms ? &c->stats : NULL; }
+
 static void wd_consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
   wd_consumer_t *c = opaque;
   if (wd_kafka_on_error(rk, err, reason, "ingest", &c->waiting)) c->fatal = true;
@@ -472,6 +484,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
     rd_kafka_conf_set_rebalance_cb(rconf, wd_consumer_rebalance_cb);
   }
   rd_kafka_conf_set_error_cb(rconf, wd_consumer_error_cb);
+  rd_kafka_conf_set_stats_cb(rconf, wd_consumer_stats_cb);
   rd_kafka_conf_set_opaque(rconf, c);
   if (!(c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, rconf, errstr, sizeof(errstr)))) {
     err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create the Kafka consumer: %s", errstr);
@@ -911,6 +924,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
   free(c->missing);
+  wd_kafka_stats_clear(&c->stats);
   free(c);
 }
 
@@ -1130,38 +1144,6 @@ int64_t wd_consumer_position(wd_consumer_t *c, const char *topic, int32_t partit
   rd_kafka_topic_partition_list_destroy(list);
   return off;
 }
-/* librdkafka's property names (its own table, rd_kafka_conf_properties_show), as a new array of
- * *n new strings (free each and the array), or NULL. */
-static char **wd_kafka_property_names(size_t *n) {
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  char **names = NULL;
-  *n = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) return NULL;
-  rd_kafka_conf_properties_show(f);
-  fclose(f);
-  for (char *l = text; l && *l;) {
-    char *nl = strchr(l, '\n');
-    if (nl) *nl = 0;
-    if (*l >= 'a' && *l <= 'z' && strstr(l, " | ")) {
-      size_t k = strcspn(l, " |");
-      if (*n == cap) {
-        size_t nc = cap ? cap * 2 : 256;
-        char **g = realloc(names, nc * sizeof(*g));
-        if (!g) break;
-        names = g;
-        cap = nc;
-      }
-      if (!(names[*n] = strndup(l, k))) break;
-      (*n)++;
-    }
-    l = nl ? nl + 1 : NULL;
-  }
-  free(text);
-  return names;
-}
-
 wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigned clients) {
   static const char *const consumer_fixed[] = {"enable.auto.commit", "enable.auto.offset.store", NULL};
   static const char *const producer_fixed[] = {"enable.idempotence", "acks", "partitioner", NULL};
@@ -1196,18 +1178,9 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
                           value, strerror(errno));
     return NULL;
   }
-  if (res == RD_KAFKA_CONF_UNKNOWN) {
-    size_t n = 0;
-    char **names = wd_kafka_property_names(&n);
-    const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
-    wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "unknown Kafka property '%s'%s%s%s", name,
-                                   near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
-                                   near ? near : "", near ? "'?" : "");
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-    return err;
-  }
-  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, value, errstr);
+  if (res == RD_KAFKA_CONF_UNKNOWN) return wd_kafka_unknown_property(name);
+  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name,
+                      wd_conf_shown(name, value), errstr);
 }
 
 const char *wd_consumer_idle_reason(const wd_consumer_t *c) {

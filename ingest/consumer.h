@@ -39,6 +39,7 @@
 
 #include "common/error.h"
 #include "common/kafka_conf.h"
+#include "ingest/kafka_stats.h"
 
 typedef struct wd_consumer wd_consumer_t;
 
@@ -246,6 +247,11 @@ void wd_consumer_destroy(wd_consumer_t *c);
  * partitions are assigned to other members" (its assignment is empty: more members than
  * partitions), "its topics do not exist yet". From the rebalance callbacks; no request. */
 const char *wd_consumer_idle_reason(const wd_consumer_t *c);
+
+/* librdkafka's last statistics of this consumer (ingest/kafka_stats.h; emitted every
+ * statistics.interval.ms when that property is set, parsed in the polls), borrowed from c and valid
+ * until the next poll; NULL before the first (or with statistics off). */
+const wd_kafka_stats_t *wd_consumer_stats(const wd_consumer_t *c);
 
 /* The number of partitions the consumer holds now (from the rebalance callbacks). */
 int wd_consumer_assigned_count(const wd_consumer_t *c);

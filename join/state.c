@@ -38,6 +38,9 @@ typedef struct wd_cached {
 } wd_cached_t;
 
 struct wd_state {
+  bool (*scan_keep)(void *ctx, uint32_t task); /* wd_state_set_task_filter, or NULL */
+  void *scan_keep_ctx;
+  uint64_t scan_left_out;
   const wd_table_t *t;
   wd_store_t *st;
   size_t max_cached;
@@ -546,13 +549,25 @@ typedef struct {
   wd_error_t *err;
 } scan_ctx_t;
 
+void wd_state_set_task_filter(wd_state_t *s, bool (*keep)(void *ctx, uint32_t task), void *ctx) {
+  s->scan_keep = keep;
+  s->scan_keep_ctx = ctx;
+  s->scan_left_out = 0;
+}
+
+uint64_t wd_state_left_out(const wd_state_t *s) { return s->scan_left_out; }
+
 static int scan_one(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
   scan_ctx_t *sc = ctx;
   if (klen < WD_STATE_PREFIX_LEN || key[0] != WD_STATE_ROW_NS) return 0; /* another namespace */
   wd_entry_t e;
   if ((sc->err = decode_entry(sc->s, val, vlen, &e))) return 1;
   int rc = 0;
-  if (e.state == WD_ENTRY_ROW) rc = sc->cb(sc->ctx, e.row);
+  uint32_t task = (uint32_t)key[1] << 24 | (uint32_t)key[2] << 16 | (uint32_t)key[3] << 8 | key[4];
+  if (e.state == WD_ENTRY_ROW && sc->s->scan_keep && !sc->s->scan_keep(sc->s->scan_keep_ctx, task))
+    sc->s->scan_left_out++;
+  else if (e.state == WD_ENTRY_ROW)
+    rc = sc->cb(sc->ctx, e.row);
   wd_entry_clear(sc->s->t, &e);
   return rc;
 }

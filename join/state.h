@@ -143,6 +143,12 @@ wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir);
 typedef int (*wd_state_row_cb)(void *ctx, const wd_row_t *row);
 wd_error_t *wd_state_scan_rows(wd_state_t *s, wd_state_row_cb cb, void *ctx);
 
+/* A filter of the row scans (wd_state_scan_rows, wd_state_rows_sorted): the rows of a task for
+ * which keep(ctx, task) is false are left out and counted (wd_state_left_out, reset here). keep
+ * NULL: every row. For listing tools (`widen rows` leaves out the tasks another member moved on). */
+void wd_state_set_task_filter(wd_state_t *s, bool (*keep)(void *ctx, uint32_t task), void *ctx);
+uint64_t wd_state_left_out(const wd_state_t *s);
+
 /* Every stored row (tombstones skipped), read from the store (flush first), sorted by primary key
  * (wd_value_cmp per key column): *rows is a new array of *n new rows, released with
  * wd_state_rows_free. Errors: those of wd_state_scan_rows, E_NOMEM. */

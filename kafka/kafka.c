@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "common/clock.h"
 
 /* The last X.509 verification error OpenSSL reported to wd_kafka_cert_verify_cb (0: none), so that
@@ -91,9 +92,57 @@ static bool wd_kafka_kv_has(const wd_kafka_kv_t *kv, const char *name) {
   return false;
 }
 
+/* librdkafka's property names (its own table, rd_kafka_conf_properties_show), as a new array of
+ * *n new strings (free each and the array), or NULL. */
+char **wd_kafka_property_names(size_t *n) {
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  char **names = NULL;
+  *n = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  rd_kafka_conf_properties_show(f);
+  fclose(f);
+  for (char *l = text; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl) *nl = 0;
+    if (*l >= 'a' && *l <= 'z' && strstr(l, " | ")) {
+      size_t k = strcspn(l, " |");
+      if (*n == cap) {
+        size_t nc = cap ? cap * 2 : 256;
+        char **g = realloc(names, nc * sizeof(*g));
+        if (!g) break;
+        names = g;
+        cap = nc;
+      }
+      if (!(names[*n] = strndup(l, k))) break;
+      (*n)++;
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  free(text);
+  return names;
+}
+
+/* An unknown property's error: its name and the closest known one, never its value (a typo of a
+ * secret's name, sasl.pasword, is as secret as the right one). */
+wd_error_t *wd_kafka_unknown_property(const char *name) {
+  size_t n = 0;
+  char **names = wd_kafka_property_names(&n);
+  const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "unknown Kafka property '%s'%s%s%s",
+                                 name, near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
+                                 near ? near : "", near ? "'?" : "");
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return err;
+}
+
 static wd_error_t *wd_kafka_conf_set1(rd_kafka_conf_t *rconf, const char *name, const char *value) {
   char errstr[512];
-  if (rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+  rd_kafka_conf_res_t res = rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr));
+  if (res == RD_KAFKA_CONF_UNKNOWN) return wd_kafka_unknown_property(name);
+  if (res != RD_KAFKA_CONF_OK)
     return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, wd_conf_shown(name, value),
                        errstr);
   return NULL;

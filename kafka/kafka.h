@@ -89,6 +89,15 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
  * The message names the brokers and the user, never a password. Thread: the caller's (it
  * polls rk). Security errors seen later (after the check) are logged by wd_kafka_on_error with
  * the same text, at ERROR once until a broker answers again, and the client keeps retrying. */
+/* librdkafka's property names (its own table, rd_kafka_conf_properties_show), as a new array of *n
+ * new strings (free each and the array), or NULL on no memory. */
+char **wd_kafka_property_names(size_t *n);
+
+/* The error for a property librdkafka does not know: WD_ERR_CONFIG "C_KAFKA_PROPERTY" "unknown Kafka
+ * property 'NAME'; did you mean 'NEAR'?" (the closest known name, common/text.h wd_closest). Never
+ * names the value: a misspelled secret (sasl.pasword) is as secret as the right name. */
+wd_error_t *wd_kafka_unknown_property(const char *name);
+
 wd_error_t *wd_kafka_check_connect(rd_kafka_t *rk, int timeout_ms, const char *module, bool *waiting);
 
 /* Clears *waiting and logs "broker reachable again" at INFO when it was set. */

@@ -67,8 +67,9 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
     for (size_t k = 0; k < src->columns.n; k++) fprintf(f, " %s", src->columns.v[k].key);
     fprintf(f, "\n");
   }
-  fprintf(f, "  sink      %s (%s, key %s), dead letters to %s\n", cfg->sink.topic, SINK_FMT[cfg->sink.format],
-          KEY_FMT[cfg->sink.key_format], cfg->sink.dead_letter_topic);
+  fprintf(f, "  sink      %s (%s, key %s%s), dead letters to %s\n", cfg->sink.topic, SINK_FMT[cfg->sink.format],
+          KEY_FMT[cfg->sink.key_format], cfg->sink.schemas_enable ? ", Kafka Connect JSON with schemas" : "",
+          cfg->sink.dead_letter_topic);
   char kept[32] = "forever";
   if (cfg->state.tombstone_retention_ms >= 0) format_duration(cfg->state.tombstone_retention_ms, kept, sizeof(kept));
   fprintf(f, "  state     %s: tombstones kept %s, cache %lld rows, %lld MiB\n", cfg->state.dir, kept,

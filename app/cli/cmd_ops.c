@@ -218,8 +218,8 @@ static void changes_usage(FILE *f) {
              "appeared, -D for one that went, -U then +U for a changed row, nothing for a key whose net\n"
              "change is empty. A and B are commit numbers, or points in time (ms since the epoch, or\n"
              "YYYY-MM-DD[THH:MM[:SS]] UTC) that select the commits made between them; A after B is a\n"
-             "usage error, and commits before the history or a range starting after its last commit are\n"
-             "C_HISTORY_RANGE (exit 1). Reads only the\n"
+             "usage error, and commits or a point in time before the history (once older commits were\n"
+             "dropped) or a range starting after its last commit are C_HISTORY_RANGE (exit 1). Reads only the\n"
              "output records of those commits (their offsets are in the history), never the whole state;\n"
              "the state is opened read-only, so this works while `widen run` runs.\n");
 }
@@ -361,6 +361,27 @@ int wd_cmd_changes(int argc, char **argv) {
                        "; state.history-retention and state.history-max-bytes set how much is kept)",
                        a.v, b.v, first, last);
     goto done;
+  }
+  if (a.is_time && last && first > 1) {
+    /* a point in time before the oldest commit kept: the commits between it and that one are
+     * gone from the history (as commit numbers before it are refused above) */
+    wd_history_entry_t *e0 = NULL;
+    if ((err = wd_history_get(st, first, &e0))) goto done;
+    int64_t t0 = e0 ? e0->info.time_ms : 0;
+    wd_history_entry_free(e0);
+    if (t0 && a.v < t0) {
+      time_t ta = (time_t)(a.v / 1000), tf = (time_t)(t0 / 1000);
+      char sa[32], sf[32];
+      strftime(sa, sizeof(sa), "%Y-%m-%dT%H:%M:%SZ", gmtime(&ta));
+      strftime(sf, sizeof(sf), "%Y-%m-%dT%H:%M:%SZ", gmtime(&tf));
+      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+                         "--from %s (%s) is before the history: its oldest commit kept, %" PRIu64 ", was made at %s "
+                         "(%" PRId64 "); the commits before it are gone, so the answer would be incomplete. Give "
+                         "--from %" PRId64 " or later (state.history-retention and state.history-max-bytes set how much "
+                         "is kept)",
+                         from_s, sa, first, sf, t0, t0);
+      goto done;
+    }
   }
   if (!a.is_time && (!last || (uint64_t)a.v > last)) {
     /* the range begins after the last commit: none of its commits exists (yet) */

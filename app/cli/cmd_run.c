@@ -23,6 +23,7 @@
 #include "app/cli/cli.h"
 #include "changelog/changelog.h"
 #include "common/log.h"
+#include "ingest/positions.h"
 #include "join/state.h"
 
 static wd_pipeline_t *running;
@@ -59,11 +60,12 @@ static void on_signal(int sig) {
 static void on_alarm(int sig) {
   (void)sig;
   if (starting) {
-    static const char smsg[] = "widen: the start did not finish within 15 s of the stop signal (the broker does not "
-                               "answer): leaving now; recovery resolves what was open at the next start\n";
+    static const char smsg[] = "widen: the start did not finish within 15 s of the stop signal (a broker or the "
+                               "schema registry does not answer: the lines above say which): leaving now, nothing "
+                               "consumed or produced; recovery resolves what was open at the next start\n";
     ssize_t w = write(2, smsg, sizeof(smsg) - 1);
     (void)w;
-    _exit(0);
+    _exit(3); /* not a clean stop: the start did not finish */
   }
   bool settled = running ? wd_pipeline_settled(running) : grace_settled;
   static const char msg[] = "widen: the stop took longer than transaction.timeout.ms + 5 s (the broker does not "
@@ -163,6 +165,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
     rc = 0;
     goto done;
   }
+  opts->start_stop = &signals; /* a stop during the start ends its waits (the schema registry's) */
   if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
   running = p;
   starting = 0;
@@ -203,6 +206,8 @@ done:
   starting = 0;
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
+    if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its work was done: nothing lost */
+    err = wd_config_brokers_origin(cfg, err); /* a TLS or connection error names WIDEN_BROKERS */
     fprintf(stderr, "widen %s: %s\n", cmd, err->message);
     wd_error_destroy(err);
   }
@@ -343,20 +348,84 @@ int wd_cmd_replay(int argc, char **argv) {
 /* ---- widen rows ---------------------------------------------------------------------- */
 
 static void rows_usage(FILE *f) {
-  fprintf(f, "usage: widen rows [--config] FILE [--state-dir DIR]\n\nPrints the wide table's rows from the state "
-             "directory (default state.dir) as JSON lines, sorted by primary key. While a widen runs on the "
+  fprintf(f, "usage: widen rows [--config] FILE [--state-dir DIR] [--all-tasks]\n\nPrints the wide table's rows from "
+             "the state directory (default state.dir) as JSON lines, sorted by primary key. While a widen runs on the "
              "directory it is read without its lock (a read-only RocksDB secondary instance, as `widen status` "
-             "does): the rows as of the last write it sees.\n");
+             "does): the rows as of the last write it sees.\n"
+             "With pipeline.tasks: per-partition the consumer group is asked which tasks this directory still "
+             "holds: the rows of a task that another member moved on (`widen status`: owned \"no\") are this "
+             "directory's old copy and are left out, and stderr says how many of which tasks; --all-tasks prints "
+             "them too.\n");
+}
+
+/* The tasks (per-partition: task i = partition i) another member of the group moved on: a source
+ * partition whose group offset is past this directory's stored one (as `widen status`'s owned
+ * "no"). *stale a new array (free) of *n task ids. A group that cannot be asked is logged (every
+ * row is then printed). */
+typedef struct {
+  uint32_t *v;
+  size_t n;
+} task_set_t;
+
+static bool task_kept(void *ctx, uint32_t task) {
+  const task_set_t *ts = ctx;
+  for (size_t i = 0; i < ts->n; i++)
+    if (ts->v[i] == task) return false;
+  return true;
+}
+
+static wd_error_t *stale_tasks(const wd_config_t *cfg, wd_store_t *st, task_set_t *ts) {
+  const char **topics = calloc(cfg->sources.n * 4 + 1, sizeof(*topics));
+  size_t nt = 0;
+  wd_kafka_conf_t kc = {0};
+  wd_partition_position_t *pos = NULL;
+  size_t npos = 0;
+  wd_error_t *err = topics ? NULL : wd_error_nomem();
+  for (size_t i = 0; !err && i < cfg->sources.n; i++)
+    for (size_t k = 0; k < cfg->sources.v[i].topics.n; k++) {
+      const char *tp = cfg->sources.v[i].topics.v[k];
+      bool seen = false;
+      for (size_t j = 0; j < nt; j++) seen = seen || !strcmp(topics[j], tp);
+      if (!seen && nt < cfg->sources.n * 4) topics[nt++] = tp;
+    }
+  if (!err) err = wd_kafka_conf_set_brokers(&kc, cfg->kafka.bootstrap_servers);
+  for (size_t i = 0; !err && i < cfg->kafka.properties.n; i++) {
+    const char *k = cfg->kafka.properties.v[i].key;
+    if (!strcmp(k, "group.instance.id") || !strcmp(k, "partition.assignment.strategy")) continue;
+    err = wd_kafka_conf_set(&kc, k, cfg->kafka.properties.v[i].value);
+  }
+  if (!err) err = wd_kafka_conf_set_group(&kc, cfg->kafka.group_id);
+  if (!err) err = wd_kafka_group_positions(&kc, topics, nt, 10000, &pos, &npos);
+  for (size_t i = 0; !err && i < npos; i++) {
+    int64_t stored = -1;
+    if ((err = wd_store_get_offset(st, pos[i].topic, pos[i].partition, &stored))) break;
+    if (stored < 0 || pos[i].committed <= stored || !task_kept(ts, (uint32_t)pos[i].partition)) continue;
+    uint32_t *v = realloc(ts->v, (ts->n + 1) * sizeof(*v));
+    if (!v) {
+      err = wd_error_nomem();
+      break;
+    }
+    ts->v = v;
+    ts->v[ts->n++] = (uint32_t)pos[i].partition;
+  }
+  free(pos);
+  wd_kafka_conf_clear(&kc);
+  free(topics);
+  return err;
 }
 
 int wd_cmd_rows(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {0}};
+      {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
+      {"all-tasks", no_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *config = NULL, *dir = NULL;
+  bool all_tasks = false;
   int ch;
   optind = 1;
   while ((ch = wd_cli_getopt("rows", argc, argv, "c:h", longopts)) != -1) {
-    if (ch == 'c')
+    if (ch == 'a')
+      all_tasks = true;
+    else if (ch == 'c')
       config = optarg;
     else if (ch == 's')
       dir = optarg;
@@ -404,10 +473,28 @@ int wd_cmd_rows(int argc, char **argv) {
   if (!err && (!srcs || !ids)) err = wd_error_nomem();
   if (!err) err = wd_config_build_join(cfg, t, srcs, ids, &join);
   if (!err) err = wd_join_start(join, state, st);
+  task_set_t stale = {0};
+  if (!err && !all_tasks && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && cfg->kafka.group_id) {
+    wd_error_t *kerr = stale_tasks(cfg, st, &stale);
+    if (kerr) {
+      fprintf(stderr, "widen rows: the group %s cannot say which tasks this directory still holds (%s): the rows of "
+              "every task kept here are printed\n", cfg->kafka.group_id, kerr->message);
+      wd_error_destroy(kerr);
+      stale.n = 0;
+    }
+    if (stale.n) wd_state_set_task_filter(state, task_kept, &stale);
+  }
   if (!err) {
     schema = wd_table_schema(t);
     err = wd_join_rows_sorted(join, &rows, &nrows);
   }
+  if (!err && stale.n) {
+    fprintf(stderr, "widen rows: left out %" PRIu64 " rows of task%s", wd_state_left_out(state), stale.n > 1 ? "s" : "");
+    for (size_t i = 0; i < stale.n; i++) fprintf(stderr, "%s %" PRIu32, i ? "," : "", stale.v[i]);
+    fprintf(stderr, ": another member of group %s moved their partitions on, so this directory holds an old copy "
+            "(widen status: owned \"no\"); --all-tasks prints them\n", cfg->kafka.group_id);
+  }
+  free(stale.v);
   if (!err) {
     for (size_t i = 0; i < nrows; i++) {
       wd_buf_reset(&buf);

@@ -6,6 +6,7 @@
 #include "app/config/config.h"
 #include "common/kafka_conf.h"
 #include "app/config/interleaving.h"
+#include "common/log.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -123,6 +124,15 @@ static const wd_config_option_t SINK_OPTS[] = {
      NULL,
      "Encoding of the message key: a Debezium-style key object `{\"col\": value}`, the key values as text "
      "(joined by `,`), or an Avro record of the key columns registered under `<topic>-key`."},
+    {"schemas-enable", WD_CONFIG_ENUM, offsetof(wd_config_sink_t, schemas_enable), "false", NULL, 0, 0, "false|true", 0,
+     NULL,
+     "Kafka Connect's JsonConverter `schemas.enable` for keys and values: `true` writes each key and value as "
+     "`{\"schema\": ..., \"payload\": ...}` with Connect's struct schemas and logical types (DECIMAL as "
+     "`org.apache.kafka.connect.data.Decimal` base64 bytes, DATE, TIME and TIMESTAMP as `...Date`, `...Time` "
+     "(milliseconds) and `...Timestamp` (milliseconds since the epoch)), the value schema named "
+     "`<table>.Envelope`, so that a Connect sink connector with JsonConverter `schemas.enable=true` (Debezium's JDBC "
+     "sink with `primary.key.mode=record_key`, `delete.enabled=true`) upserts and deletes the wide table. Needs "
+     "`format: debezium-json` and `key-format: json` or `string`. See docs/debezium-postgres.md."},
     {"dead-letter-topic", WD_CONFIG_STRING, offsetof(wd_config_sink_t, dead_letter_topic), NULL, "`<topic>.dlq`", 0, 0,
      NULL, 0, NULL, "Topic that receives input records that cannot be decoded or are rejected, with the reason."},
     {"properties", WD_CONFIG_PAIRS, offsetof(wd_config_sink_t, properties), NULL, NULL, 0, 0, NULL, 0, NULL,
@@ -419,6 +429,7 @@ void wd_config_destroy(wd_config_t *cfg) {
   if (!cfg) return;
   section_free(&ROOT_SEC, (char *)cfg);
   free(cfg->table_opts);
+  free(cfg->brokers_in_file);
   free(cfg->path);
   free(cfg);
 }
@@ -1114,6 +1125,11 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
     snprintf(path, sizeof(path), "sources[%zu].options", s);
     if ((err = check_source_options(ld, src, path))) return err;
   }
+  if (cfg->sink.schemas_enable &&
+      (cfg->sink.format != WD_CONFIG_SINK_DEBEZIUM_JSON || cfg->sink.key_format == WD_CONFIG_KEY_AVRO))
+    return cfg_err(ld, cfg->sink.line, "sink.schemas-enable: true writes Kafka Connect's JSON envelope, which needs "
+                   "`format: debezium-json` and `key-format: json` or `string`; change the format or set "
+                   "schemas-enable: false");
   bool avro = cfg->sink.format == WD_CONFIG_SINK_AVRO || cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
   int avro_line = avro ? cfg->sink.line : 0;
   for (size_t s = 0; s < cfg->sources.n && !avro; s++)
@@ -1160,12 +1176,31 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
 /* Points cfg->table_opts at the table options (borrowed strings). */
 static wd_error_t *index_table_options(wd_config_t *cfg) {
   size_t n = cfg->table.options.n;
+  free(cfg->table_opts);
   if (!(cfg->table_opts = calloc(n + 1, sizeof(*cfg->table_opts)))) return wd_error_nomem();
   for (size_t i = 0; i < n; i++) {
     cfg->table_opts[i].key = cfg->table.options.v[i].key;
     cfg->table_opts[i].value = cfg->table.options.v[i].value;
   }
   return NULL;
+}
+
+/* When other mistakes were found already: the table's definition (its merge engine and options,
+ * checked when the table is built) too, so that one run names them all, not those of the table
+ * only once the others are fixed. Only a table section that loaded whole is built. */
+static wd_error_t *check_table_too(wd_config_t *cfg) {
+  bool whole = cfg->table.schema.n > 0 && cfg->table.primary_key.n > 0;
+  for (size_t i = 0; whole && i < cfg->table.schema.n; i++)
+    whole = cfg->table.schema.names[i] && cfg->table.schema.types[i];
+  for (size_t i = 0; whole && i < cfg->table.primary_key.n; i++) whole = cfg->table.primary_key.v[i] != NULL;
+  for (size_t i = 0; whole && i < cfg->table.options.n; i++)
+    whole = cfg->table.options.v[i].key && cfg->table.options.v[i].value;
+  if (!whole) return NULL;
+  wd_table_t *t = NULL;
+  wd_error_t *err = index_table_options(cfg);
+  if (!err) err = wd_config_build_table(cfg, &t);
+  wd_table_destroy(t);
+  return err;
 }
 
 wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
@@ -1221,6 +1256,7 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   ld.errs = &errs; /* the sections' keys: every mistake, not only the first */
   err = load_section(&ld, &ROOT_SEC, "", root, line_of(root), (char *)cfg);
   if (!err) err = check_kafka_properties(&ld, cfg);
+  if (!err && errs.first) err = ld_note(&ld, check_table_too(cfg));
   ld.errs = NULL;
   if (!err && errs.first) {
     err = errs.first;
@@ -1244,7 +1280,18 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   wd_buf_free(&errs.more);
   if (err) goto done;
   if (env_brokers()) {
-    free(cfg->kafka.bootstrap_servers);
+    /* the file's value is kept to say where the address came from (a warning here, and the Kafka
+     * errors of `widen run`: wd_config_brokers_origin) */
+    if (cfg->kafka.bootstrap_servers && strcmp(cfg->kafka.bootstrap_servers, env_brokers())) {
+      wd_log(WD_LOG_WARN, "config",
+             "%s:%d: kafka.bootstrap.servers '%s' is replaced by the environment variable " WD_BROKERS_ENV
+             "='%s' (unset it to use the file's)",
+             path, cfg->kafka.line, cfg->kafka.bootstrap_servers, env_brokers());
+      cfg->brokers_in_file = cfg->kafka.bootstrap_servers;
+    } else {
+      free(cfg->kafka.bootstrap_servers);
+    }
+    cfg->kafka.bootstrap_servers = NULL;
     if (!(cfg->kafka.bootstrap_servers = strdup(env_brokers()))) {
       err = wd_error_nomem();
       goto done;
@@ -1276,6 +1323,24 @@ done:
 }
 
 /* ---- accessors --------------------------------------------------------------------------------------- */
+
+wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err) {
+  if (!err || !cfg || !cfg->brokers_from_env || err->cls != WD_ERR_KAFKA) return err;
+  const char *m = err->message;
+  size_t idl = strlen(err->id);
+  if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+  char file[600] = "";
+  if (cfg->brokers_in_file)
+    snprintf(file, sizeof(file), ", not from %s's kafka.bootstrap.servers '%s'", cfg->path, cfg->brokers_in_file);
+  wd_error_t *all = wd_error_new(err->cls, err->id, "%s (the brokers %s came from the environment variable "
+                                 WD_BROKERS_ENV "%s)", m, cfg->kafka.bootstrap_servers, file);
+  if (all == wd_error_nomem()) return err;
+  all->retriable = err->retriable;
+  all->fatal = err->fatal;
+  all->fenced = err->fenced;
+  wd_error_destroy(err);
+  return all;
+}
 
 const wd_option_t *wd_config_table_options(const wd_config_t *cfg, size_t *n) {
   *n = cfg->table.options.n;

@@ -129,6 +129,7 @@ typedef struct wd_config_sink {
   char *topic;
   wd_config_sink_format_t format;
   wd_config_key_format_t key_format;
+  int schemas_enable;           /* 1: keys and values in Kafka Connect JsonConverter's envelope */
   char *dead_letter_topic;      /* never NULL after load: default "<topic>.dlq" */
   wd_config_pairs_t properties; /* extra librdkafka producer properties */
   int line;
@@ -204,6 +205,7 @@ typedef struct wd_config {
   wd_config_pipeline_t pipeline;
   wd_config_metrics_t metrics;
   bool brokers_from_env; /* kafka.bootstrap.servers came from WIDEN_BROKERS */
+  char *brokers_in_file;  /* the file's kafka.bootstrap.servers that WIDEN_BROKERS replaced (owned), or NULL */
   int line;
   /* private */
   wd_option_t *table_opts; /* borrows from table.options */
@@ -222,6 +224,12 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out);
 void wd_config_destroy(wd_config_t *cfg);
 
 /* ---- accessors ------------------------------------------------------------------------------ */
+
+/* A Kafka error (class WD_ERR_KAFKA: a TLS handshake, an unreachable broker) of a pipeline whose
+ * brokers came from WIDEN_BROKERS gets where they came from appended: "(the brokers B came from the
+ * environment variable WIDEN_BROKERS, not from FILE's kafka.bootstrap.servers 'F')". Takes err and
+ * returns the error to report (err itself when nothing is added, or on no memory); cfg may be NULL. */
+wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err);
 
 /* The table options as (key, value) pairs in file order, borrowed from cfg; *n gets their number.
  * The pointer is non-NULL even when *n is 0. */

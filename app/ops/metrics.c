@@ -40,6 +40,8 @@ struct wd_metrics {
   wd_metric_t **fam;
   size_t n, cap;
   struct MHD_Daemon *d;
+  wd_metrics_route_fn route; /* the other paths (wd_metrics_set_route), or NULL */
+  void *route_ctx;
   char addr[300]; /* "host:port" served ("" before wd_metrics_serve) */
 };
 
@@ -269,24 +271,37 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   wd_metrics_t *m = cls;
   wd_buf_t body = {0};
   unsigned status = MHD_HTTP_OK;
+  const char *ctype = NULL;
   if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
     status = MHD_HTTP_METHOD_NOT_ALLOWED;
-    wd_buf_printf(&body, "only GET /metrics\n");
+    wd_buf_printf(&body, "only GET\n");
   } else if (strcmp(url, "/metrics")) {
-    status = MHD_HTTP_NOT_FOUND;
-    wd_buf_printf(&body, "not found: widen serves /metrics\n");
+    status = m->route ? m->route(m->route_ctx, url, &body, &ctype) : 0;
+    if (!status) {
+      status = MHD_HTTP_NOT_FOUND;
+      wd_buf_reset(&body);
+      wd_buf_printf(&body, m->route ? "not found: widen serves /, /status, /livez, /readyz and /metrics\n"
+                                    : "not found: widen serves /metrics\n");
+    }
   } else if (wd_metrics_render(m, &body)) {
     status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+  } else {
+    ctype = "text/plain; version=0.0.4; charset=utf-8";
   }
   struct MHD_Response *r =
       MHD_create_response_from_buffer(body.len, body.len ? body.data : (void *)"", MHD_RESPMEM_MUST_COPY);
   wd_buf_free(&body);
   if (!r) return MHD_NO;
-  MHD_add_response_header(r, "Content-Type",
-                          status == MHD_HTTP_OK ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
+  MHD_add_response_header(r, "Content-Type", ctype ? ctype : "text/plain; charset=utf-8");
+  MHD_add_response_header(r, "Cache-Control", "no-store");
   enum MHD_Result ret = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ret;
+}
+
+void wd_metrics_set_route(wd_metrics_t *m, wd_metrics_route_fn fn, void *ctx) {
+  m->route = fn;
+  m->route_ctx = ctx;
 }
 
 wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {

@@ -49,6 +49,15 @@ void wd_metric_observe(wd_metric_t *f, const char *const *lv, double v);
  * that could not be allocated are left out. */
 void wd_metric_set_all(wd_metric_t *f, size_t n, const char *const *lvs, const double *values);
 
+/* Other paths of the server (the probes, /status and the status page: app/ops/status.h): fn is called
+ * on the server's thread for every GET/HEAD of a path other than /metrics, with the path (borrowed
+ * for the call); it appends the answer to body, may set *content_type (a static string; default
+ * text/plain) and returns the HTTP status, 0 for "not mine" (404). Set it before wd_metrics_serve
+ * (the server thread reads it unlocked); NULL: only /metrics is served. ctx is borrowed and must
+ * outlive the server (wd_metrics_destroy stops it first). */
+typedef unsigned (*wd_metrics_route_fn)(void *ctx, const char *path, wd_buf_t *body, const char **content_type);
+void wd_metrics_set_route(wd_metrics_t *m, wd_metrics_route_fn fn, void *ctx);
+
 /* Appends the text exposition of every family to out. 0, or -1 on no memory. */
 int wd_metrics_render(wd_metrics_t *m, wd_buf_t *out);
 

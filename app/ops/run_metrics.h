@@ -14,6 +14,21 @@
  *   widen_consumer_lag{topic,partition}, widen_assigned_partitions, widen_state_size_bytes,
  *   widen_state_cache_{hits,misses}_total, widen_state_cache_entries,
  *   widen_restore_progress_ratio                                  (tick, at most once a second)
+ *   widen_kafka_tombstones_skipped_total, widen_rebalances_total, widen_restores_total,
+ *   widen_last_commit_timestamp_seconds, widen_tasks{state}, widen_task_state{task,state},
+ *   widen_consumer_lag_sum, widen_build_info{version}, process_cpu_seconds_total,
+ *   process_resident_memory_bytes, process_open_fds, process_start_time_seconds,
+ *   widen_kafka_broker_rtt_seconds{broker,quantile}, widen_kafka_broker_queue_messages{broker,queue},
+ *   widen_kafka_reply_queue, widen_kafka_fetch_queue_messages, widen_kafka_consumer_lag{topic,partition}
+ *                                           (librdkafka's statistics, ingest/kafka_stats.h)
+ *
+ * Every series without labels, every source's records_in, every row kind's changes_out and every
+ * task state's widen_tasks exist from the start at 0: an alert on them needs no "absent()".
+ *
+ * The unit also keeps what the status document shows that only it sees (the last commits, the
+ * dead letters by error id with the latest examples, the rates over the last ten seconds:
+ * wd_run_metrics_status_json) and owns the probes' unit (app/ops/status.h), whose routes it
+ * serves beside /metrics.
  *
  * Off (metrics.listen not set): wd_run_metrics_new gives NULL and every function here accepts
  * NULL and does nothing.
@@ -31,7 +46,9 @@
 #include "common/error.h"
 #include "app/ops/metrics.h"
 #include "common/kafka_conf.h"
+#include "ingest/kafka_stats.h"
 #include "ingest/source.h"
+#include "app/ops/status.h"
 #include "join/merge.h"
 
 typedef struct wd_run_metrics wd_run_metrics_t;
@@ -73,6 +90,41 @@ void wd_run_metrics_batch_done(wd_run_metrics_t *m);
 
 /* A commit was made: its duration (seconds, from its first batch to its state write). */
 void wd_run_metrics_commit_done(wd_run_metrics_t *m, double duration_s);
+/* As wd_run_metrics_commit_done, with the commit's number (for the status document's last commits,
+ * which also get the records taken and the rows emitted since the previous commit). */
+void wd_run_metrics_commit_made(wd_run_metrics_t *m, uint64_t number, double duration_s);
+
+/* A dead letter of a batch taken (as wd_run_metrics_dead_letter), with where its record came from
+ * and the reason's text (all borrowed for the call; topic and message may be NULL): counted, and
+ * kept among the latest examples of the status document. */
+void wd_run_metrics_dead_letter_at(wd_run_metrics_t *m, const char *error_id, const char *topic, int32_t partition,
+                                   int64_t offset, const char *message);
+
+/* A Kafka tombstone (a record with a null value) of a batch taken, skipped. */
+void wd_run_metrics_skipped_tombstone(wd_run_metrics_t *m);
+
+/* The group gave this process a new assignment (a rebalance). */
+void wd_run_metrics_rebalance(wd_run_metrics_t *m);
+
+/* The task states of now (tick): n tasks, ids[i] in states[i] (wd_task_state_t values, names
+ * given by state_names[0..nstates)); restores: how many times a task of this process entered
+ * RESTORING so far. Tasks in the state "CLOSED" get no series. */
+void wd_run_metrics_tasks(wd_run_metrics_t *m, size_t n, const uint32_t *ids, const int *states,
+                          const char *const *state_names, size_t nstates, uint64_t restores);
+
+/* librdkafka's statistics of the pipeline's consumer (tick; ks borrowed for the call, NULL:
+ * none yet, the series keep their values). */
+void wd_run_metrics_kafka(wd_run_metrics_t *m, const wd_kafka_stats_t *ks);
+
+/* The status document's part that this unit keeps (pipeline thread): a new JSON object text
+ * (malloc'd, the caller frees) without the outer braces' closing, i.e. members only:
+ *   "rates":{...},"commits":[...],"dead_letters":{"by_reason":{...},"latest":[...]},"process":{...}
+ * NULL when m is NULL or on no memory. */
+char *wd_run_metrics_status_members(wd_run_metrics_t *m);
+
+/* The probes' unit (borrowed from m; NULL when off): the pipeline beats it (wd_run_metrics_tick_due
+ * does, every loop turn) and publishes its snapshot into it. */
+wd_status_t *wd_run_metrics_status(wd_run_metrics_t *m);
 
 /* ---- the tick: gauges of now -------------------------------------------------------------- */
 
@@ -88,6 +140,7 @@ typedef struct wd_run_tick {
 } wd_run_tick_t;
 
 /* Whether a tick is due at now (monotonic seconds): one second after the last (force: always).
+ * Every call is also the loop's heartbeat for /livez (wd_status_beat).
  * When it returns true the tick counts as made at now: gather the values and call
  * wd_run_metrics_tick. Always false when m is NULL. */
 bool wd_run_metrics_tick_due(wd_run_metrics_t *m, double now, bool force);

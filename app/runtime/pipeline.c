@@ -12,6 +12,7 @@
 #include "app/ops/history_gather.h"
 #include "app/runtime/rebuild.h"
 #include "app/ops/run_metrics.h"
+#include "app/runtime/status_report.h"
 #include "app/runtime/repartition.h"
 #include "app/runtime/standby.h"
 #include "app/runtime/collector.h"
@@ -154,6 +155,7 @@ void wd_pipeline_get_stats(const wd_pipeline_t *p, wd_pipeline_stats_t *stats) {
 static bool on_assign_all(void *ctx, const wd_tp_offset_t *parts, size_t n) {
   wd_pipeline_t *p = ctx;
   p->assigned = true; /* the loop checks the new assignment's co-partitioning */
+  wd_run_metrics_rebalance(p->rm);
   /* the tasks are recorded (CREATED) and, when the group's offsets decide, initialised in the
    * loop (wd_commit_init_step), their partitions held until then (issue 21 point 2) */
   return wd_commit_on_assign_all(p->commit, parts, n);
@@ -283,8 +285,12 @@ static void metrics_batch(wd_pipeline_t *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (p->bm[i].te) wd_run_metrics_record(p->rm, p->bm[i].src);
   for (size_t i = 0; i < p->cl.n; i++) wd_run_metrics_change(p->rm, p->cl.rows[i]->kind);
-  for (size_t i = 0; i < n; i++)
-    if (p->bm[i].err && !p->restoring[i]) wd_run_metrics_dead_letter(p->rm, p->bm[i].err->id);
+  for (size_t i = 0; i < n; i++) {
+    if (p->bm[i].err && !p->restoring[i])
+      wd_run_metrics_dead_letter_at(p->rm, p->bm[i].err->id, p->msgs[i].topic, p->msgs[i].partition, p->msgs[i].offset,
+                                    p->bm[i].err->message);
+    if (p->bm[i].tombstone && !p->restoring[i]) wd_run_metrics_skipped_tombstone(p->rm);
+  }
   wd_run_metrics_batch_done(p->rm);
 }
 
@@ -310,14 +316,18 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
     t.restore = want > 0 ? have / want : 1.0;
   }
   wd_run_metrics_tick(p->rm, &t);
+  wd_status_inputs_t si = {p->commit, p->cons, p->store, &p->st, p->cfg->table.name, p->cfg->sink.topic,
+                           p->cfg->kafka.group_id, p->txn_id, p->exactly_once, p->pace.interval,
+                           wd_commit_initialising(p->commit), wd_commit_changelog_restoring(p->commit),
+                           p->rb && wd_rebuild_busy(p->rb, p->commit), p->stop != 0, lags, t.nlags};
+  wd_status_report(&si, p->rm); /* the probes' and /status's snapshot */
   free(lags);
 }
 
 /* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
 static void on_committed(void *ctx, uint64_t number) {
   wd_pipeline_t *p = ctx;
-  (void)number;
-  wd_run_metrics_commit_done(p->rm, wd_hist_gather_duration_s(p->hg)); /* issue 13 */
+  wd_run_metrics_commit_made(p->rm, number, wd_hist_gather_duration_s(p->hg));
   /* issue 13; the open commit may hold the next one's batches already (issue 22 point 2) */
   wd_hist_gather_committed(p->hg, p->trace);
   wd_collector_ranges_reset(p->coll);
@@ -498,7 +508,7 @@ static wd_error_t *produce_changelog(wd_pipeline_t *p) {
 
 /* Sleeps ms milliseconds (in slices, returning early when the pipeline is stopped). */
 static void sleep_ms(wd_pipeline_t *p, long ms) {
-  while (ms > 0 && !p->stop) {
+  while (ms > 0 && !p->stop && !(p->opts.start_stop && *p->opts.start_stop)) {
     long slice = ms > 100 ? 100 : ms;
     wd_sleep_ms(slice);
     ms -= slice;
@@ -585,8 +595,10 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
     wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
            err->message, ms);
     /* wait serving the consumer (paused), so that the group does not evict this process */
-    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100)
+    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100) {
       wd_commit_wait(p->commit, left > 100 ? 100 : (int)left);
+      metrics_tick(p, wd_mono_s(), false); /* the wait is the loop's work: /livez and /status go on */
+    }
     if (wd_commit_batch_invalid(p->commit)) return err; /* the batch is abandoned */
     wd_error_destroy(err);
   }
@@ -927,6 +939,11 @@ static void release_batch(wd_pipeline_t *p, size_t n) {
   wd_kmsg_release(p->msgs, n);
 }
 
+/* Whether a task of this process restores its state now (not: ever did; the status line's tail). */
+static bool restoring_now(wd_pipeline_t *p) {
+  return wd_tasks_in_state(wd_commit_tasks(p->commit), WD_TASK_RESTORING) > 0 || wd_commit_changelog_restoring(p->commit);
+}
+
 static void status_line(wd_pipeline_t *p, double rate) {
   wd_buf_t by_id = {0}; /* the dead letters by error id */
   if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
@@ -948,7 +965,7 @@ static void status_line(wd_pipeline_t *p, double rate) {
           "%s | %s | commits %" PRIu64 "%s%s%s\n",
           p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
           p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, lag, p->st.commits,
-          p->exactly_once ? " (exactly-once" : " (at-least-once)", ival, p->st.restored ? " | restoring" : "");
+          p->exactly_once ? " (exactly-once" : " (at-least-once)", ival, restoring_now(p) ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
 
@@ -1444,6 +1461,12 @@ static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const 
   for (unsigned attempt = 0;; attempt++) {
     wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
     if (!err || !err->retriable || waited >= 60000) return err;
+    if (p->opts.start_stop && *p->opts.start_stop) { /* stopped during the start: say what it waited for */
+      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped during the start while the schema registry "
+                                      "did not answer (%s); nothing was consumed or produced", err->message);
+      wd_error_destroy(err);
+      return serr;
+    }
     long ms = wd_registry_backoff_ms(attempt);
     wd_log(WD_LOG_WARN, "pipeline", "%s; retrying in %ld ms", err->message, ms);
     wd_error_destroy(err);
@@ -1711,6 +1734,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   for (size_t i = 0; i < cfg->sources.n; i++) ntopics += p->sources[i]->ntopics;
   p->sink_fmt = wd_sink_format_at((int)cfg->sink.format);
   p->key_fmt = wd_key_format_at((int)cfg->sink.key_format);
+  if (cfg->sink.schemas_enable && p->sink_fmt && p->key_fmt) { /* Kafka Connect's envelope (config checked) */
+    p->sink_fmt = wd_sink_format_with_schemas(p->sink_fmt);
+    p->key_fmt = wd_key_format_with_schemas(p->key_fmt);
+  }
   if (!p->sink_fmt || !p->key_fmt) {
     err = wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
                        (int)cfg->sink.format, (int)cfg->sink.key_format);
@@ -1909,7 +1936,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   }
   wd_commit_set_stop(p->commit, &p->stop); /* issue 21 point 5: every wait is bounded once stopping */
   wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
-  err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
+  /* the metrics take librdkafka's statistics of the pipeline's consumer (a property of its own wins) */
+  if (p->rm && !wd_kafka_conf_get(&p->kconf, "statistics.interval.ms"))
+    err = wd_kafka_conf_set(&p->kconf, "statistics.interval.ms", "5000");
+  if (!err) err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) goto fail;
   wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);

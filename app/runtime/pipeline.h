@@ -24,6 +24,7 @@
 #ifndef WD_PIPELINE_H
 #define WD_PIPELINE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,9 @@ typedef struct wd_pipeline_opts {
   const char *stop_at_state; /* replay: stop each partition at the offset stored in this state
                                 directory (closed; the old state of an automatic rebuild, issue 13)
                                 instead of the end offsets; later records are not taken */
+  const volatile sig_atomic_t *start_stop; /* when set and non-zero during wd_pipeline_new: a stop
+                                came (a signal); its waits (the schema registry's registration)
+                                end with E_STOPPED instead of waiting on (borrowed) */
 } wd_pipeline_opts_t;
 
 /* Counters, also printed in the status line and the summary. */

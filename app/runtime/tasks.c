@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 struct wd_tasks {
@@ -82,6 +83,12 @@ wd_task_t *wd_tasks_ensure(wd_tasks_t *t, uint32_t id) {
 
 size_t wd_tasks_count(const wd_tasks_t *t) { return t->n; }
 
+size_t wd_tasks_in_state(const wd_tasks_t *t, wd_task_state_t s) {
+  size_t n = 0;
+  for (size_t i = 0; t && i < t->n; i++) n += t->tasks[i]->state == s;
+  return n;
+}
+
 wd_task_t *wd_tasks_at(wd_tasks_t *t, size_t i) { return i < t->n ? t->tasks[i] : NULL; }
 
 wd_error_t *wd_task_move(wd_task_t *task, wd_task_state_t to, const char *why) {
@@ -91,6 +98,8 @@ wd_error_t *wd_task_move(wd_task_t *task, wd_task_state_t to, const char *why) {
     return wd_error_new(WD_ERR_INTERNAL, "E_TASK_TRANSITION", "task %" PRIu32 ": %s -> %s is not a legal move (%s)",
                         task->id, wd_task_state_name(from), wd_task_state_name(to), why ? why : "");
   task->state = to;
+  task->moved_at_ms = wd_wall_ms();
+  if (to == WD_TASK_RESTORING) task->restores++;
   if (to == WD_TASK_CREATED) task->was_suspended = from == WD_TASK_SUSPENDED;
   /* the moves every rebalance makes go to DEBUG; those that change what the task emits (every move
    * to RUNNING: the task produces output here from now on; tests/chaos/multi waits on it) to INFO */

@@ -92,6 +92,8 @@ typedef struct wd_task {
                                 last, its state kept (set by wd_task_move) */
   unsigned round;            /* bumped by every revoke (wd_tasks_clear_partitions): work begun for an
                                 earlier assignment of the task starts again */
+  unsigned restores;         /* moves into RESTORING so far (set by wd_task_move; the metrics) */
+  int64_t moved_at_ms;       /* wall-clock ms of its last move (wd_task_move), 0 before */
 } wd_task_t;
 
 typedef struct wd_tasks wd_tasks_t;
@@ -116,6 +118,8 @@ wd_task_t *wd_tasks_find(wd_tasks_t *t, uint32_t id);
 bool wd_tasks_active(const wd_tasks_t *t, uint32_t id);
 /* The task with this id, created CLOSED with no partitions if the table has none. NULL: no memory. */
 wd_task_t *wd_tasks_ensure(wd_tasks_t *t, uint32_t id);
+/* How many tasks are in state s now (t may be NULL: 0). */
+size_t wd_tasks_in_state(const wd_tasks_t *t, wd_task_state_t s);
 /* Iteration over all tasks (CLOSED ones too): the count, and the i-th (NULL past the end). */
 size_t wd_tasks_count(const wd_tasks_t *t);
 wd_task_t *wd_tasks_at(wd_tasks_t *t, size_t i);

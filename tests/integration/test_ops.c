@@ -453,6 +453,45 @@ Test(ops, changes_over_ranges_equal_changelog_replay, .timeout = 240) {
   env_done(&e);
 }
 
+/* A point in time before the oldest commit kept is refused as commit numbers before it are
+ * (C_HISTORY_RANGE, exit 1), not answered from the history's start with exit 0; from the oldest
+ * commit's own time on the answer is given. A history that still holds commit 1 answers any
+ * earlier time (nothing is missing). */
+Test(ops, changes_by_time_before_the_history_is_refused, .timeout = 240) {
+  env_t e;
+  env_init(&e, "chtime", "  history-size: 3\n", "carrier,ship_status,shipped_at");
+  produce(&e, 30, 400, 6);
+  run_to_idle(&e);
+  json_t *hist = history(&e);
+  cr_assert_eq(json_array_size(hist), 3, "history-size 3 keeps 3 commits, got %zu", json_array_size(hist));
+  json_t *oldest = json_array_get(hist, 0);
+  json_int_t first = json_integer_value(json_object_get(oldest, "number"));
+  json_int_t t0 = json_integer_value(json_object_get(oldest, "time_ms"));
+  cr_assert_gt(first, 1, "older commits were dropped");
+  int rc;
+  char now[32], from[32];
+  snprintf(now, sizeof(now), "%lld", (long long)time(NULL) * 1000 + 1000);
+  char *msg = sh(&rc, "'%s' changes --config '%s' --from 2020-01-01 --to %s 2>&1", wd_it_widen_bin(), e.cfg, now);
+  cr_expect_eq(rc, 1, "--from 2020-01-01 before the history: rc %d, %s", rc, msg);
+  cr_expect(strstr(msg, "C_HISTORY_RANGE") && strstr(msg, "is before the history"), "%s", msg);
+  free(msg);
+  snprintf(from, sizeof(from), "%lld", (long long)t0 - 1);
+  msg = sh(&rc, "'%s' changes --config '%s' --from %s --to %s 2>&1", wd_it_widen_bin(), e.cfg, from, now);
+  cr_expect_eq(rc, 1, "--from one ms before the oldest commit: rc %d, %s", rc, msg);
+  free(msg);
+  snprintf(from, sizeof(from), "%lld", (long long)t0);
+  json_t *by_time = changes(&e, from, now);
+  char fa[32], fb[32];
+  snprintf(fa, sizeof(fa), "%lld", (long long)first);
+  snprintf(fb, sizeof(fb), "%lld", (long long)json_integer_value(json_object_get(json_array_get(hist, 2), "number")));
+  json_t *by_number = changes(&e, fa, fb);
+  assert_same(by_time, by_number, "changes from the oldest commit's time = over the commits kept");
+  json_decref(by_time);
+  json_decref(by_number);
+  json_decref(hist);
+  env_done(&e);
+}
+
 Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 280) {
   env_t e;
   env_init(&e, "rebuild", "", "carrier,ship_status,shipped_at");
@@ -485,9 +524,22 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   free(err);
   /* rebuild */
   free(sh(&rc, "sed -i -e 's#^state:#state:\\n  on-incompatible-change: rebuild#' '%s'", e2.cfg));
-  err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 1500 2>&1", wd_it_widen_bin(), e2.cfg);
+  free(sh(&rc, "sed -i -e 's/  batch-timeout-ms: 50/  batch-timeout-ms: 50\\n  status-interval-s: 1/' '%s'", e2.cfg));
+  err = sh(&rc, "'%s' run --config '%s' --max-idle-ms 3500 2>&1", wd_it_widen_bin(), e2.cfg);
   cr_assert_eq(rc, 0, "%s", err);
   cr_expect(strstr(err, "emitted the difference"), "%s", err);
+  /* once the task logged RESTORING -> RUNNING, no status line says it is restoring */
+  const char *running = strstr(err, "RESTORING -> RUNNING");
+  cr_assert_not_null(running, "%s", err);
+  int lines_after = 0;
+  for (const char *l = strstr(running, "widen: in "); l; l = strstr(l + 1, "widen: in ")) {
+    const char *eol = strchr(l, '\n');
+    size_t len = eol ? (size_t)(eol - l) : strlen(l);
+    lines_after++;
+    cr_expect(strstr(l, "| restoring") == NULL || (eol && strstr(l, "| restoring") > eol),
+              "a status line after RESTORING -> RUNNING: %.*s", (int)len, l);
+  }
+  cr_expect_gt(lines_after, 0, "status lines after the rebuild: %s", err);
   free(err);
   json_t *new_rows = rows(&e2, e.state);
   /* a fresh replay with the new definition gives the same table */

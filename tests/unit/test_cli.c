@@ -60,3 +60,25 @@ Test(cli, a_missing_config_is_said_not_just_usage) {
   expect_says("changes --from 1 --to 2", 1, "widen changes: --config FILE is required");
   expect_says("changes --config x.yaml", 1, "widen changes: --from A and --to B are required");
 }
+
+/* A misspelled secret on the command line (-X sasl.pasword=...) is refused with a did-you-mean and
+ * its value is never printed, in tail and in produce, as a typo in a config file is; nor is the
+ * value of a secret that librdkafka refuses. */
+Test(cli, a_misspelled_secret_property_is_masked) {
+  const char *runs[] = {"tail --topic t --brokers 127.0.0.1:1 -X sasl.pasword=hunter2",
+                        "produce --brokers 127.0.0.1:1 --topic t --file /dev/null -X sasl.pasword=hunter2",
+                        "tail --topic t --brokers 127.0.0.1:1 -X sasl.mechanism=hunter2 -X sasl.password=hunter2 "
+                        "-X security.protocol=nonsense",
+                        "tail --topic t --brokers 127.0.0.1:1 -X sasl.password:hunter2",
+                        "produce --brokers 127.0.0.1:1 --topic t --file /dev/null -X =hunter2"};
+  for (size_t i = 0; i < sizeof(runs) / sizeof(*runs); i++) {
+    int rc;
+    char *out = widen(&rc, runs[i]);
+    cr_expect_eq(rc, 1, "widen %s: exit %d\n%s", runs[i], rc, out);
+    cr_expect(strstr(out, "hunter2") == NULL, "widen %s prints the value:\n%s", runs[i], out);
+    if (i < 2)
+      cr_expect(strstr(out, "unknown Kafka property 'sasl.pasword'; did you mean 'sasl.password'?") != NULL,
+                "widen %s:\n%s", runs[i], out);
+    free(out);
+  }
+}

@@ -861,3 +861,39 @@ Test(config, rebuild_on_incompatible_change_needs_exactly_once) {
              20, "'state.on-incompatible-change: rebuild' runs under 'pipeline.processing-guarantee: exactly-once' only");
   wd_config_destroy(load_ok(minimal_with(21, "  dir: d\n  on-incompatible-change: rebuild")));
 }
+
+/* sink.schemas-enable: Kafka Connect's envelope of debezium-json with json or string keys only */
+Test(config, sink_schemas_enable) {
+  wd_config_t *cfg = load_ok(minimal_with(0, NULL));
+  cr_expect_eq(cfg->sink.schemas_enable, 0);
+  wd_config_destroy(cfg);
+  cfg = load_ok(minimal_with(19, "  topic: out\n  schemas-enable: true\n  key-format: string"));
+  cr_expect_eq(cfg->sink.schemas_enable, 1);
+  wd_config_destroy(cfg);
+  load_fails(minimal_with(19, "  topic: out\n  format: changelog-json\n  schemas-enable: true"), 18,
+             "needs `format: debezium-json`");
+  load_fails(minimal_with(19, "  topic: out\n  key-format: avro\n  schemas-enable: true"), 18,
+             "needs `format: debezium-json`");
+}
+
+/* A file with four independent mistakes names all four in one run: the table's merge-engine value
+ * (checked when the table is built) as well as the keys' and values' mistakes, not only once
+ * the others are fixed. */
+Test(config, four_mistakes_are_named_in_one_run) {
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd),
+           "sed -e 's/merge-engine: partial-update/merge-engine: partial-updat/' -e 's/^  batch-size:/  bach-size:/' "
+           "-e '92s/format: debezium-json/format: debezium-jsn/' -e 's/^  batch-timeout-ms: 100/  batch-timeout-ms: "
+           "soon/' '%s/configs/demo.yaml' > '%s'",
+           WD_SOURCE_DIR, write_yaml("x: 1\n"));
+  cr_assert_eq(system(cmd), 0);
+  wd_config_t *cfg = NULL;
+  wd_error_t *err = wd_config_load(tmp_path, &cfg);
+  cr_assert_null(cfg);
+  cr_assert_not_null(err);
+  const char *want[] = {"'sink.format' is 'debezium-jsn'", "unknown key 'bach-size'", "batch-timeout-ms",
+                        "option 'merge-engine' = 'partial-updat'", "and 3 more errors in this file"};
+  for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+    cr_expect(strstr(err->message, want[i]) != NULL, "no \"%s\" in:\n%s", want[i], err->message);
+  wd_error_destroy(err);
+}

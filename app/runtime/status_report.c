@@ -1,0 +1,131 @@
+/*
+ * app/runtime/status_report.c — the status snapshot (see status_report.h).
+ */
+#include "app/runtime/status_report.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/runtime/tasks.h"
+#include "common/log.h"
+
+static int64_t lag_of(const wd_status_inputs_t *in, const char *topic, int32_t partition) {
+  for (size_t i = 0; i < in->nlags; i++)
+    if (in->lags[i].partition == partition && !strcmp(in->lags[i].topic, topic)) return in->lags[i].offset;
+  return -1;
+}
+
+static const char *rebuild_name(wd_task_rebuild_t r) {
+  switch (r) {
+  case WD_REBUILD_STAGE: return "STAGE";
+  case WD_REBUILD_SOURCES: return "SOURCES";
+  case WD_REBUILD_DIFF: return "DIFF";
+  default: return NULL;
+  }
+}
+
+void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
+  wd_status_t *status = wd_run_metrics_status(rm);
+  if (!status) return;
+  wd_tasks_t *tasks = in->commit ? wd_commit_tasks(in->commit) : NULL;
+  size_t nt = tasks ? wd_tasks_count(tasks) : 0;
+  char why[400] = "";
+  const char *idle = in->cons ? wd_consumer_idle_reason(in->cons) : NULL;
+  if (in->stopping)
+    snprintf(why, sizeof(why), "stopping");
+  else if (in->initialising)
+    snprintf(why, sizeof(why), "initialising an assignment");
+  else if (in->restoring)
+    snprintf(why, sizeof(why), "restoring tasks from the state changelog topic");
+  else if (in->rebuilding)
+    snprintf(why, sizeof(why), "rebuilding the state after a table definition change");
+  else if (idle && strcmp(idle, "all partitions are assigned to other members"))
+    snprintf(why, sizeof(why), "no partitions: %s", idle);
+
+  /* the metrics: task states, restores, librdkafka's statistics */
+  uint32_t *ids = calloc(nt + 1, sizeof(*ids));
+  int *states = calloc(nt + 1, sizeof(*states));
+  const char *names[WD_TASK_NSTATES];
+  for (int s = 0; s < WD_TASK_NSTATES; s++) names[s] = wd_task_state_name((wd_task_state_t)s);
+  uint64_t restores = 0;
+  json_t *root = json_object(), *jt = json_array();
+  for (size_t i = 0; i < nt; i++) {
+    wd_task_t *t = wd_tasks_at(tasks, i);
+    restores += t->restores;
+    if (ids && states) ids[i] = t->id, states[i] = (int)t->state;
+    if (t->state == WD_TASK_CLOSED) continue;
+    bool owned = wd_tasks_active(tasks, t->id);
+    if (!why[0] && owned && t->state != WD_TASK_RUNNING)
+      snprintf(why, sizeof(why), "task %" PRIu32 " is %s", t->id, wd_task_state_name(t->state));
+    json_t *parts = json_array();
+    for (size_t k = 0; owned && parts && k < t->nparts; k++) {
+      const wd_task_part_t *tp = &t->parts[k];
+      int64_t pos = in->cons ? wd_consumer_position(in->cons, tp->topic, tp->partition) : -1, committed = -1;
+      if (in->store) {
+        wd_error_t *err = wd_store_get_offset(in->store, tp->topic, tp->partition, &committed);
+        if (err) committed = -1;
+        wd_error_destroy(err);
+      }
+      int64_t lag = lag_of(in, tp->topic, tp->partition);
+      if (!why[0] && lag > WD_STATUS_READY_LAG)
+        snprintf(why, sizeof(why), "task %" PRIu32 ": %s[%d] is %" PRId64 " records behind (bound %d)", t->id, tp->topic,
+                 (int)tp->partition, lag, WD_STATUS_READY_LAG);
+      json_array_append_new(parts, json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:b}", "topic", tp->topic, "partition",
+                                             (int)tp->partition, "position", (json_int_t)pos, "committed",
+                                             (json_int_t)committed, "end",
+                                             (json_int_t)(lag >= 0 && pos >= 0 ? pos + lag : -1), "lag",
+                                             (json_int_t)lag, "held", tp->held_at >= 0));
+    }
+    const char *rb = rebuild_name(t->rebuild);
+    json_array_append_new(jt, json_pack("{s:I,s:s,s:b,s:I,s:i,s:s?,s:o}", "id", (json_int_t)t->id, "state",
+                                        wd_task_state_name(t->state), "owned", owned, "since_ms",
+                                        (json_int_t)t->moved_at_ms, "restores", (int)t->restores, "rebuild", rb,
+                                        "partitions", parts ? parts : json_array()));
+  }
+  if (ids && states) wd_run_metrics_tasks(rm, nt, ids, states, names, WD_TASK_NSTATES, restores);
+  free(ids);
+  free(states);
+  if (in->cons) wd_run_metrics_kafka(rm, wd_consumer_stats(in->cons));
+
+  const wd_pipeline_stats_t *st = in->st;
+  int64_t lag_sum = 0;
+  for (size_t i = 0; i < in->nlags; i++) lag_sum += in->lags[i].offset;
+  json_t *pl = json_pack(
+      "{s:s?,s:s?,s:s?,s:s?,s:s,s:I,s:s,s:i,s:s?,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "table", in->table,
+      "sink_topic", in->sink_topic, "group", in->group, "transactional_id", in->transactional_id, "delivery",
+      in->exactly_once ? "exactly-once" : "at-least-once", "commit_interval_ms", (json_int_t)in->commit_interval_ms,
+      "phase", in->stopping ? "stopping" : "running", "assigned_partitions",
+      in->cons ? wd_consumer_assigned_count(in->cons) : 0, "idle_reason", idle, "lag", (json_int_t)lag_sum, "totals",
+      "records_in", (json_int_t)(st ? st->records_in : 0), "changes_out", (json_int_t)(st ? st->changes_out : 0),
+      "dead_letters", (json_int_t)(st ? st->dead_lettered : 0), "skipped_tombstones",
+      (json_int_t)(st ? st->skipped_tombstones : 0), "commits", (json_int_t)(st ? st->commits : 0), "aborted_commits",
+      (json_int_t)(st ? st->aborted_commits : 0), "restored_records", (json_int_t)(st ? st->restored : 0), "restores",
+      (json_int_t)restores);
+  char *text = NULL, *members = wd_run_metrics_status_members(rm);
+  if (root && jt && pl && members) {
+    json_object_set_new(root, "pipeline", pl);
+    pl = NULL;
+    json_object_set_new(root, "tasks", jt);
+    jt = NULL;
+    char *head = json_dumps(root, JSON_COMPACT); /* {"pipeline":..,"tasks":..} + "," + members + "}" */
+    size_t hl = head ? strlen(head) : 0, ml = strlen(members);
+    if (head && hl >= 2 && (text = malloc(hl + ml + 2))) {
+      memcpy(text, head, hl - 1);
+      text[hl - 1] = ',';
+      memcpy(text + hl, members, ml);
+      text[hl + ml] = '}';
+      text[hl + ml + 1] = 0;
+    }
+    free(head);
+  }
+  if (!text || wd_status_publish(status, text, !why[0], why))
+    wd_log(WD_LOG_DEBUG, "pipeline", "the status snapshot could not be made (no memory)");
+  free(text);
+  free(members);
+  json_decref(pl);
+  json_decref(jt);
+  json_decref(root);
+}
