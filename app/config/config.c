@@ -88,7 +88,7 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"lookup", WD_CONFIG_ENUM, offsetof(wd_config_source_t, lookup), "false", NULL, 0, 0, "false|true", 0, NULL,
      "A lookup (dimension) source: its rows are kept by its own `key` and joined to the wide rows whose `on` "
      "columns equal it; its `columns` always hold the current lookup row's values, or NULL when there is none. "
-     "One process per table for now (README \"Joins on other keys\")."},
+     "One process per table for now (docs/lookups.md)."},
     {"key", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, key), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Lookup only: where the lookup's primary key comes from, one mapping path per `on` column (`id`, `$key.id`)."},
     {"on", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, on), NULL, NULL, 0, 0, NULL, 0, NULL,

@@ -1061,7 +1061,7 @@ static void partition_list(uint64_t mask, char *buf, size_t n) {
   if (!buf[0]) snprintf(buf, n, "none");
 }
 
-/* Warns when the assignment is not co-partitioned across the source topics (README "Scaling out"):
+/* Warns when the assignment is not co-partitioned across the source topics (docs/guarantees.md "Scaling out"):
  * every source topic should have the same partition numbers assigned to this process, or the
  * changes of one key may be merged by two processes into two stores. */
 static void check_copartitioning(wd_pipeline_t *p) {
@@ -1100,8 +1100,8 @@ static void check_copartitioning(wd_pipeline_t *p) {
         if (!told)
           wd_log(WD_LOG_WARN, "pipeline",
                  "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
-                 "several processes in the group a key's changes may be merged by two of them (README \"Scaling "
-                 "out\")", have, topic, want, first);
+                 "several processes in the group a key's changes may be merged by two of them (docs/guarantees.md "
+                 "\"Scaling out\")", have, topic, want, first);
         told = true;
         free(a);
         return;
@@ -1431,7 +1431,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     p->settled = !wd_commit_pending(p->commit);
     if (p->standby && (err = wd_standby_poll(p->standby, 5000, NULL))) break; /* issue 10 */
     metrics_tick(p, now, false); /* issue 13 */
-    /* a status line every interval, idle or not (README "Guarantees and operations") */
+    /* a status line every interval, idle or not (docs/guarantees.md) */
     if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
         now - last_status >= (double)p->cfg->pipeline.status_interval_s) {
       p->st.lag = wd_consumer_lag(p->cons);
@@ -1791,7 +1791,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
         wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
-               "this table (README \"Joins on other keys\")");
+               "this table (docs/lookups.md)");
         break;
       }
   size_t max = (size_t)cfg->pipeline.batch_size;
