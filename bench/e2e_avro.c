@@ -6,9 +6,13 @@
  *       [--records 200000] [--keys 100000] [--sink avro|json] [--seed 1] [--work /tmp/widen-bench-e2e-avro]
  *       [--no-ceiling]
  *
- * The registry: the in-process stand-in (HTTP on 127.0.0.1, an ephemeral port) serving the
- *   fixtures' writer schemas (tests/fixtures/avro/schemas.json); widen fetches each id once and
- *   the Avro sink registers <out>-value / <out>-key there. Its CPU is this process's, not widen's.
+ * The registry: with --registry URL a real one (scripts/registry: Apicurio Registry's
+ *   Confluent-compatible API, e.g. http://127.0.0.1:8081/apis/ccompat/v7; bench/run-e2e --avro
+ *   starts it): the fixtures' writer schemas (tests/fixtures/avro/schemas.json) are registered
+ *   under <prefix>orders-value/-key and the generated records carry the ids it assigned.
+ *   Without it, the in-process stand-in (HTTP on 127.0.0.1, an ephemeral port) serving those
+ *   schemas under the fixtures' ids; its CPU is this process's, not widen's. Either way widen
+ *   fetches each id once and the Avro sink registers <out>-value / <out>-key there.
  * Input: --records Debezium Avro envelopes generated with avro-c exactly as bench/avro.c does
  *   (writer schemas 1 and 2 mixed, c/r/u/d over --keys keys, Avro key schema 7 as the Kafka key),
  *   produced (idempotent, acks=all, murmur2) to one fresh topic <prefix>orders of 4 partitions.
@@ -167,7 +171,8 @@ int main(int argc, char **argv) {
   bool ceiling = true, avro_sink = true;
   static const struct option lo[] = {{"widen", 1, 0, 'w'}, {"records", 1, 0, 'r'}, {"keys", 1, 0, 'k'},
                                      {"sink", 1, 0, 'S'},  {"work", 1, 0, 'W'},    {"seed", 1, 0, 's'},
-                                     {"no-ceiling", 0, 0, 'N'}, {0, 0, 0, 0}};
+                                     {"no-ceiling", 0, 0, 'N'}, {"registry", 1, 0, 'R'}, {0, 0, 0, 0}};
+  const char *registry = NULL;
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
@@ -181,6 +186,7 @@ int main(int argc, char **argv) {
       case 'W': work = optarg; break;
       case 's': seed = strtoull(optarg, NULL, 10); break;
       case 'N': ceiling = false; break;
+      case 'R': registry = optarg; break;
       default: fprintf(stderr, "usage: see bench/e2e_avro.c\n"); return 2;
     }
   }
@@ -200,23 +206,53 @@ int main(int argc, char **argv) {
   json_t *schemas = json_loads(sj, 0, NULL);
   free(sj);
   if (!schemas) bench_die("%s", "schemas.json does not parse");
-  wd_standin_t *srv = wd_standin_start(NULL, NULL);
-  if (!srv) bench_die("%s", "registry stand-in does not start");
+  wd_standin_t *srv = NULL;
   const char *k;
   json_t *v;
-  json_object_foreach(schemas, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
+  if (!registry) {
+    if (!(srv = wd_standin_start(NULL, NULL))) bench_die("%s", "registry stand-in does not start");
+    json_object_foreach(schemas, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
+  }
   wd_bench_avro_input_t in;
   double g0 = wd_mono_s();
   wd_bench_avro_generate(schemas, records, keys, seed, &in);
+
+  char prefix[128], group[160], cfgp[4300], state[4300], logp[4300], topic[256], outt[256], ceil_t[256];
+  snprintf(prefix, sizeof prefix, "benchavro%d-%" PRId64 ".", (int)getpid(), wd_wall_ms() % 100000000);
+  snprintf(topic, sizeof topic, "%sorders", prefix);
+  if (registry) {
+    /* the real registry assigns its own ids: register, then rewrite each record's wire header */
+    int32_t ids[16] = {0};
+    wd_registry_conf_t rc = {registry, NULL, NULL, 10000};
+    wd_registry_t *reg = NULL;
+    wd_error_t *e = wd_registry_new(&rc, &reg);
+    if (e) bench_die("--registry: %s", e->message);
+    json_object_foreach(schemas, k, v) {
+      int fid = atoi(k);
+      char subject[300];
+      snprintf(subject, sizeof subject, "%s-%s", topic, fid == 7 ? "key" : "value");
+      if (fid <= 0 || fid >= 16) bench_die("schemas.json: id %s", k);
+      if ((e = wd_registry_register(reg, subject, json_string_value(v), &ids[fid])))
+        bench_die("registering a fixture schema in the registry: %s", e->message);
+    }
+    wd_registry_destroy(reg);
+    for (int half = 0; half < 2; half++) {
+      wd_buf_t *b = half ? &in.keys : &in.vals;
+      size_t *off = half ? in.koff : in.voff;
+      for (uint64_t i = 0; i < in.n; i++) {
+        uint8_t *h = (uint8_t *)b->data + off[i];
+        uint32_t fid = ((uint32_t)h[1] << 24) | ((uint32_t)h[2] << 16) | ((uint32_t)h[3] << 8) | h[4];
+        if (fid >= 16 || !ids[fid]) bench_die("%s", "a generated record's schema id was not registered");
+        wd_wire_header(ids[fid], h);
+      }
+    }
+  }
   json_decref(schemas);
   fprintf(stderr, "e2e_avro: generated %" PRIu64 " records (%.0f B avg value, %.0f B avg key) in %.2f s\n", records,
           (double)in.vals.len / records, (double)in.keys.len / records, wd_mono_s() - g0);
 
-  char prefix[128], group[160], cfgp[4300], state[4300], logp[4300], topic[256], outt[256], ceil_t[256];
   const char *names[4] = {"orders", "out", "out.dlq", "ceiling"};
-  snprintf(prefix, sizeof prefix, "benchavro%d-%" PRId64 ".", (int)getpid(), wd_wall_ms() % 100000000);
   bench_create_topics(prefix, names, 4);
-  snprintf(topic, sizeof topic, "%sorders", prefix);
   snprintf(outt, sizeof outt, "%sout", prefix);
   snprintf(ceil_t, sizeof ceil_t, "%sceiling", prefix);
   double psecs = produce(topic, &in);
@@ -227,13 +263,13 @@ int main(int argc, char **argv) {
   snprintf(cfgp, sizeof cfgp, "%s/sat.yaml", work);
   snprintf(state, sizeof state, "%s/sat-state", work);
   snprintf(logp, sizeof logp, "%s/sat.log", work);
-  write_config(cfgp, prefix, group, state, wd_standin_url(srv), avro_sink);
-  int req0 = wd_standin_requests(srv);
+  write_config(cfgp, prefix, group, state, srv ? wd_standin_url(srv) : registry, avro_sink);
+  int req0 = srv ? wd_standin_requests(srv) : 0;
   double w0 = wd_mono_s();
   pid_t pid = bench_start_widen(widen, cfgp, logp);
   double wcpu = bench_wait_widen(pid);
   double wwall_proc = wd_mono_s() - w0;
-  int reqs = wd_standin_requests(srv) - req0;
+  int reqs = srv ? wd_standin_requests(srv) - req0 : -1; /* -1: a real registry, not counted */
   int64_t tmin = 0, tmax = 0;
   size_t nout = read_output(outt, &tmin, &tmax);
   double span = nout ? (double)(tmax - tmin) / 1e3 : 0;
@@ -245,9 +281,9 @@ int main(int argc, char **argv) {
   rd_kafka_consumer_close(wm);
   rd_kafka_destroy(wm);
   printf("widen    %" PRIu64 " Avro input records -> %zu output messages (%s sink; %" PRId64 " dead letters; %d registry "
-         "requests); widen CPU %.2f s -> %.0f input records/s per core; output span %.2f s -> %.0f records/s wall "
+         "requests (-1: real registry %s)); widen CPU %.2f s -> %.0f input records/s per core; output span %.2f s -> %.0f records/s wall "
          "(process lifetime %.2f s incl. start, join, 1.5 s idle)\n",
-         records, nout, avro_sink ? "Avro" : "Debezium JSON", ndlq, reqs, wcpu, records / wcpu, span, sat, wwall_proc);
+         records, nout, avro_sink ? "Avro" : "Debezium JSON", ndlq, reqs, registry ? registry : "-", wcpu, records / wcpu, span, sat, wwall_proc);
 
   double ccpu = 0, cwall = 0;
   if (ceiling) {

@@ -8,8 +8,9 @@
  * id's text. Kafka errors made by kafka/kafka.h (wd_kafka_error*) then set retriable from
  * librdkafka's own classification of the code, which is finer than the id.
  *
- * The ids and their meanings for users are documented in configs/OPTIONS.md and the README
- * ("C_..." configuration, "E_..." records and runtime; spec §11). tests/unit/test_error_ids.c
+ * What each id means for users and what to do about it is in common/error_docs.c (printed by
+ * `widen config doc --errors` into docs/operations.md; tests/unit/test_error_docs.c fails when an
+ * id has no entry there or the page is stale: run scripts/gen-docs). tests/unit/test_error_ids.c
  * fails when the source uses an id that is not listed here.
  *
  * X(ID, retriable)
@@ -112,6 +113,7 @@
   X(E_NO_KEY, 0) \
   X(E_OUTPUT_TOO_LARGE, 0) \
   X(E_PRODUCER_FATAL, 0) \
+  X(E_PRODUCE_AVRO, 0) \
   X(E_PU_DELETE_NOT_ACCEPTED, 0) \
   X(E_REBUILD, 0) \
   X(E_RECOVER, 1) \

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "app/cli/commands.h"
+#include "common/error_docs.h"
 #include "app/config/config.h"
 #include "app/config/interleaving.h"
 #include "app/config/join_config.h"
@@ -18,6 +19,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: widen config check FILE...   validate pipeline configs and print a summary of each\n"
           "       widen config doc          print the option reference (configs/OPTIONS.md)\n"
+          "       widen config doc --errors print every error id, what it means and what to do (docs/operations.md)\n"
           "\n"
           "WIDEN_BROKERS, when set, replaces kafka.bootstrap.servers.\n"
           "Exit status: 0 valid, 2 the config is refused, 1 usage error.\n");
@@ -154,6 +156,7 @@ int wd_cmd_config(int argc, char **argv) {
     return rc;
   }
   if (argc == 2 && !strcmp(argv[1], "doc")) return wd_config_write_doc(stdout) ? 1 : 0;
+  if (argc == 3 && !strcmp(argv[1], "doc") && !strcmp(argv[2], "--errors")) return wd_error_docs_write(stdout) ? 1 : 0;
   usage(stderr);
   return 1;
 }

@@ -70,6 +70,23 @@ static void status_usage(FILE *f) {
              "  --no-kafka   skip the group's offsets and the lag (no broker needed)\n");
 }
 
+/* The kept history's time span and what keeps it (state.history-*), one line. */
+static void print_history_kept(const wd_config_t *cfg, uint64_t first, int64_t first_ms, uint64_t last,
+                               int64_t last_ms) {
+  char a[40] = "-", b[40] = "-", age[32] = "no age limit", size[32] = "no size limit";
+  if (last) {
+    fmt_time(first_ms, a, sizeof(a));
+    fmt_time(last_ms, b, sizeof(b));
+  }
+  if (cfg->state.history_retention_ms > 0)
+    snprintf(age, sizeof(age), "%.3g h", (double)cfg->state.history_retention_ms / 3600000.0);
+  if (cfg->state.history_max_bytes > 0)
+    snprintf(size, sizeof(size), "%.3g MiB", (double)cfg->state.history_max_bytes / 1048576.0);
+  printf("history: %" PRIu64 " commits kept, %s .. %s (state.history-retention %s, state.history-max-bytes %s%s)\n",
+         last ? last - first + 1 : 0, a, b, age, size,
+         cfg->state.history_size > 0 ? ", state.history-size" : "");
+}
+
 int wd_cmd_status(int argc, char **argv) {
   static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                            {"state-dir", required_argument, NULL, 's'},
@@ -111,13 +128,18 @@ int wd_cmd_status(int argc, char **argv) {
   const char *sdir = dir ? dir : cfg->state.dir;
   if ((err = wd_store_open_rocksdb_secondary(sdir, &st))) goto done;
   uint64_t first = 0, last = 0;
-  if ((err = wd_history_last(st, &last)) || (err = wd_history_first(st, &first))) goto done;
+  int64_t first_ms = 0, last_ms = 0;
+  if ((err = wd_history_kept_range(st, &first, &first_ms, &last, &last_ms))) goto done;
   uint64_t from = last_n > 0 && last >= (uint64_t)last_n && last - (uint64_t)last_n + 1 > first
                       ? last - (uint64_t)last_n + 1
                       : first;
   char when[40] = "-";
   printf("table %s, state %s: %" PRIu64 " bytes on disk; commits %" PRIu64 "..%" PRIu64 " in the history\n",
          cfg->table.name, sdir, wd_store_disk_bytes(st), first, last);
+  print_history_kept(cfg, first, first_ms, last, last_ms);
+  if (last_n > 0 && last && (uint64_t)last_n > last - first + 1)
+    printf("history: --last %ld reaches before the history: it keeps %" PRIu64 " commits\n", last_n,
+           last - first + 1);
   printf("commits (oldest first):\n");
   for (uint64_t n = from; last && n <= last; n++) {
     wd_history_entry_t *e = NULL;
@@ -336,7 +358,7 @@ int wd_cmd_changes(int argc, char **argv) {
      * (commits after the last one do not exist yet: B is taken as the last) */
     err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
                        "commits %" PRId64 "..%" PRId64 " are not all in the history (it holds %" PRIu64 "..%" PRIu64
-                       "; state.history-size sets how many are kept)",
+                       "; state.history-retention and state.history-max-bytes set how much is kept)",
                        a.v, b.v, first, last);
     goto done;
   }
@@ -355,7 +377,8 @@ int wd_cmd_changes(int argc, char **argv) {
       err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
                          "--from %s (%s) is before the history: its oldest commit kept, %" PRIu64 ", was made at %s "
                          "(%" PRId64 "); the commits before it are gone, so the answer would be incomplete. Give "
-                         "--from %" PRId64 " or later (state.history-size sets how many commits are kept)",
+                         "--from %" PRId64 " or later (state.history-retention and state.history-max-bytes set how much "
+                         "is kept)",
                          from_s, sa, first, sf, t0, t0);
       goto done;
     }

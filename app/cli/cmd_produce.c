@@ -15,6 +15,7 @@
 #include "app/cli/commands.h"
 #include "common/clock.h"
 #include "app/cli/generate.h"
+#include "app/cli/produce_avro.h"
 #include "app/cli/cli.h"
 #include "common/kafka_conf.h"
 #include "common/log.h"
@@ -52,8 +53,18 @@ static void usage(FILE *f) {
           "topic per stream (prefix + stream name), keyed {\"order_id\":N}: creates then updates,\n"
           "about 20%% of the records late (out of order per key), 1%% deletes, ~200-byte row images.\n"
           "\n"
+          "With --format debezium-avro (either mode) each message is written as Kafka Connect's\n"
+          "AvroConverter writes Debezium events: its Avro schemas are inferred from the topic's first\n"
+          "message, registered under <topic>-value and <topic>-key in the schema registry --registry\n"
+          "(Confluent's API; for Apicurio Registry http://host:port/apis/ccompat/v7), and each key and\n"
+          "value is sent in the Confluent wire format; read them with a source of format debezium-avro.\n"
+          "\n"
           "options:\n"
           "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
+          "  --format F           debezium-json (default: the lines or events as they are) or\n"
+          "                       debezium-avro (needs --registry)\n"
+          "  --registry URL       the schema registry of --format debezium-avro (default:\n"
+          "                       $WIDEN_REGISTRY; credentials as http://user:password@host:port)\n"
           "  --topic T            topic to send the file to (file mode)\n"
           "  --file F             JSON-lines file, - for stdin (file mode)\n"
           "  --key-field NAME     a primary-key field (repeatable; default id)\n"
@@ -167,7 +178,21 @@ typedef struct wd_produce_args {
   uint64_t keys, records, seed;
   double late_ratio, delete_ratio, key_change_ratio, rate;
   int timeout_ms;
+  wd_produce_avro_t *avro; /* --format debezium-avro: the converter, else NULL */
 } wd_produce_args_t;
+
+/* Sends one message, through the Avro converter with --format debezium-avro. */
+static wd_error_t *wd_produce_send(const wd_produce_args_t *a, wd_producer_t *prod, const char *topic,
+                                   const char *key, size_t klen, const char *value, size_t vlen) {
+  if (!a->avro) return wd_producer_send(prod, topic, key, klen, value, vlen, NULL, 0);
+  char *k = NULL, *v = NULL;
+  size_t kl = 0, vl = 0;
+  wd_error_t *err = wd_produce_avro_encode(a->avro, topic, key, klen, value, vlen, &k, &kl, &v, &vl);
+  if (!err) err = wd_producer_send(prod, topic, k, kl, v, vl, NULL, 0);
+  free(k);
+  free(v);
+  return err;
+}
 
 static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint64_t *nsent) {
   int rc = 1;
@@ -209,9 +234,9 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
     }
     wd_produce_throttle(a->rate, t0, *nsent);
     if (own)
-      err = wd_producer_send(prod, a->topic, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0, NULL, 0);
+      err = wd_produce_send(a, prod, a->topic, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0);
     else
-      err = wd_producer_send(prod, a->topic, key, key ? strlen(key) : 0, line, (size_t)len, NULL, 0);
+      err = wd_produce_send(a, prod, a->topic, key, key ? strlen(key) : 0, line, (size_t)len);
     free(key);
     free(value);
     if (err) {
@@ -271,7 +296,7 @@ static int wd_produce_generate(const wd_produce_args_t *a, wd_producer_t *prod, 
   wd_gen_msg_t m;
   while (!wd_produce_stop && wd_gen_next(g, &m)) {
     wd_produce_throttle(a->rate, t0, *nsent);
-    if ((err = wd_producer_send(prod, m.topic, m.key, m.key_len, m.value, m.value_len, NULL, 0))) {
+    if ((err = wd_produce_send(a, prod, m.topic, m.key, m.key_len, m.value, m.value_len))) {
       fprintf(stderr, "widen produce: %s\n", err->message);
       goto cleanup;
     }
@@ -326,7 +351,7 @@ static int wd_parse_double(const char *opt, const char *text, double *out) {
 
 int wd_cmd_produce(int argc, char **argv) {
   enum { O_BROKERS = 256, O_TOPIC, O_FILE, O_KEY_FIELD, O_GENERATE, O_KEYS, O_RECORDS, O_SEED, O_STREAMS, O_PREFIX,
-         O_LATE, O_DELETE, O_KEY_CHANGE, O_RATE, O_TIMEOUT };
+         O_LATE, O_DELETE, O_KEY_CHANGE, O_RATE, O_TIMEOUT, O_FORMAT, O_REGISTRY };
   static const struct option longopts[] = {
       {"brokers", required_argument, NULL, O_BROKERS},     {"topic", required_argument, NULL, O_TOPIC},
       {"file", required_argument, NULL, O_FILE},           {"key-field", required_argument, NULL, O_KEY_FIELD},
@@ -336,6 +361,7 @@ int wd_cmd_produce(int argc, char **argv) {
       {"late-ratio", required_argument, NULL, O_LATE},     {"delete-ratio", required_argument, NULL, O_DELETE},
       {"key-change-ratio", required_argument, NULL, O_KEY_CHANGE},
       {"rate", required_argument, NULL, O_RATE},           {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+      {"format", required_argument, NULL, O_FORMAT},       {"registry", required_argument, NULL, O_REGISTRY},
       {"property", required_argument, NULL, 'X'},          {"help", no_argument, NULL, 'h'},
       {0}};
   int rc = 1, ch;
@@ -344,7 +370,8 @@ int wd_cmd_produce(int argc, char **argv) {
   wd_produce_args_t a = {.keys = 1000, .records = 10000, .seed = 1, .timeout_ms = 60000};
   uint64_t v, nsent = 0;
   struct sigaction sa = {0}, old_int, old_term;
-  bool handlers = false, show_usage = false;
+  bool handlers = false, show_usage = false, avro = false;
+  const char *registry = NULL;
 
   optind = 1;
   while ((ch = wd_cli_getopt("produce", argc, argv, "hX:", longopts)) != -1) {
@@ -353,6 +380,16 @@ int wd_cmd_produce(int argc, char **argv) {
       if ((err = wd_kafka_conf_set_brokers(&a.kconf, optarg))) goto cleanup;
       break;
     case O_TOPIC: a.topic = optarg; break;
+    case O_FORMAT:
+      if (!strcmp(optarg, "debezium-avro")) avro = true;
+      else if (!strcmp(optarg, "debezium-json")) avro = false;
+      else {
+        fprintf(stderr, "widen produce: --format: '%s' is not debezium-json or debezium-avro\n", optarg);
+        show_usage = true;
+        goto cleanup;
+      }
+      break;
+    case O_REGISTRY: registry = optarg; break;
     case O_FILE: a.file = optarg; break;
     case O_KEY_FIELD:
       if (a.nkey_fields == WD_PRODUCE_MAX_KEY_FIELDS) {
@@ -416,6 +453,14 @@ int wd_cmd_produce(int argc, char **argv) {
                                  "--topic-prefix)\n");
     { show_usage = true; goto cleanup; }
   }
+  if (!registry && getenv("WIDEN_REGISTRY") && *getenv("WIDEN_REGISTRY")) registry = getenv("WIDEN_REGISTRY");
+  if (avro && !registry) {
+    fprintf(stderr, "widen produce: --format debezium-avro needs --registry URL (or WIDEN_REGISTRY): the schema "
+                    "registry the Avro schemas are registered in\n");
+    show_usage = true;
+    goto cleanup;
+  }
+  if (avro && (err = wd_produce_avro_new(registry, &a.avro))) goto cleanup;
   a.key_given = a.nkey_fields > 0;
   if (!a.nkey_fields) a.key_fields[a.nkey_fields++] = "id";
 
@@ -445,6 +490,7 @@ cleanup:
   }
   wd_error_destroy(err);
   wd_producer_destroy(prod);
+  wd_produce_avro_destroy(a.avro);
   wd_kafka_conf_clear(&a.kconf);
   return rc;
 }

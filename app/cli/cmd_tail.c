@@ -118,8 +118,7 @@ static const void *wd_tail_header(const wd_kmsg_t *m, const char *want, size_t *
   return NULL;
 }
 
-/* The dead-letter view of a record that carries widen's dead-letter headers (README "Input and
- * output formats"): {"dead_letter":{"error":ID,"reason":TEXT,"source":{"topic","partition","offset"},
+/* The dead-letter view of a record that carries widen's dead-letter headers (docs/formats.md): {"dead_letter":{"error":ID,"reason":TEXT,"source":{"topic","partition","offset"},
  * "key":K,"value":V}} with the rejected key and value as JSON when they are JSON, else as strings
  * (so a non-JSON value is shown, not dropped). 1 when m is a dead letter (out written), 0 when it
  * is not, -1 when out of memory. */

@@ -88,7 +88,7 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"lookup", WD_CONFIG_ENUM, offsetof(wd_config_source_t, lookup), "false", NULL, 0, 0, "false|true", 0, NULL,
      "A lookup (dimension) source: its rows are kept by its own `key` and joined to the wide rows whose `on` "
      "columns equal it; its `columns` always hold the current lookup row's values, or NULL when there is none. "
-     "One process per table for now (README \"Joins on other keys\")."},
+     "One process per table for now (docs/lookups.md)."},
     {"key", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, key), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Lookup only: where the lookup's primary key comes from, one mapping path per `on` column (`id`, `$key.id`)."},
     {"on", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, on), NULL, NULL, 0, 0, NULL, 0, NULL,
@@ -180,10 +180,21 @@ static const wd_config_option_t STATE_OPTS[] = {
      0, NULL,
      "Memory budget of the decoded-row cache in MiB (an estimate per row from its stored size); rows are evicted "
      "when either this or cache-entries is exceeded."},
-    {"history-size", WD_CONFIG_INT, offsetof(wd_config_state_t, history_size), "1000", NULL, 0, 100000000, NULL, 0,
+    {"history-retention", WD_CONFIG_DURATION, offsetof(wd_config_state_t, history_retention_ms), "24h", NULL, 0,
+     INT64_MAX, NULL, 0, NULL,
+     "How long the commit history (one record per commit: number, time, mode, input and output offset ranges, "
+     "counts, duration; `widen status`, `widen changes`) keeps a commit: older records are deleted by the commit "
+     "that makes them too old. 0: no age limit (history-max-bytes still holds)."},
+    {"history-max-bytes", WD_CONFIG_INT, offsetof(wd_config_state_t, history_max_bytes), "268435456", NULL, 0,
+     INT64_MAX, NULL, 0, NULL,
+     "Upper bound of the commit history's size in bytes (its records' JSON: about 100 bytes per partition a "
+     "commit read or wrote, plus 150): the oldest records are deleted first when it is reached, whatever "
+     "history-retention says. 0: no size limit. The default (256 MiB) holds 24 h of about 3 commits/s of 8 "
+     "partitions; `widen status` prints the time span kept."},
+    {"history-size", WD_CONFIG_INT, offsetof(wd_config_state_t, history_size), "0", NULL, 0, 100000000, NULL, 0,
      NULL,
-     "Commit history records kept in the state (one per commit: number, time, mode, input and output offset "
-     "ranges, counts, duration; `widen status`, `widen changes`); 0 keeps all."},
+     "At most this many commit history records are kept, whatever their age and size; 0: no count limit "
+     "(history-retention and history-max-bytes decide)."},
     {"on-incompatible-change", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_incompatible_change), "fail", NULL, 0,
      0, "fail|rebuild", 0, NULL,
      "What a start does when the table definition changed in a way that changes the stored rows (schema, primary "

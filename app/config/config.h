@@ -156,7 +156,9 @@ typedef struct wd_config_state {
   int64_t cache_entries;
   int64_t cache_memory_mb;
   char *changelog_topic; /* NULL: <group.id>-<table>-changelog (pipeline.tasks per-partition) */
-  int64_t history_size;             /* commit history records kept (app/ops/history.h); 0: all */
+  int64_t history_size;             /* commit history records kept at most (app/ops/history.h); 0: no count limit */
+  int64_t history_retention_ms;     /* commit history records older than this are dropped; 0: no age limit */
+  int64_t history_max_bytes;        /* the history's records together at most this many bytes; 0: no size limit */
   wd_config_on_incompatible_t on_incompatible_change;
   int line;
 } wd_config_state_t;

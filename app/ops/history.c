@@ -9,7 +9,60 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define WD_HISTORY_FIRST_KEY "history/first"
+
 static void history_key(char *buf, size_t n, uint64_t number) { snprintf(buf, n, "history/%020" PRIu64, number); }
+
+/* One kept record. */
+typedef struct kept_rec {
+  uint64_t number;
+  int64_t time_ms;
+  uint64_t bytes;
+} kept_rec_t;
+
+/* A ring of the kept records, oldest at head. */
+struct wd_history_kept {
+  kept_rec_t *r;
+  size_t cap, head, n;
+  uint64_t bytes;
+};
+
+static kept_rec_t *kept_at(wd_history_kept_t *k, size_t i) { return &k->r[(k->head + i) % k->cap]; }
+
+static int kept_push(wd_history_kept_t *k, kept_rec_t rec) {
+  if (k->n == k->cap) {
+    size_t cap = k->cap ? k->cap * 2 : 256;
+    kept_rec_t *r = malloc(cap * sizeof(*r));
+    if (!r) return -1;
+    for (size_t i = 0; i < k->n; i++) r[i] = *kept_at(k, i);
+    free(k->r);
+    k->r = r;
+    k->cap = cap;
+    k->head = 0;
+  }
+  k->r[(k->head + k->n) % k->cap] = rec;
+  k->n++;
+  k->bytes += rec.bytes;
+  return 0;
+}
+
+/* the time_ms of a stored record's JSON (it is written second, after number) */
+static bool record_time(const uint8_t *v, size_t len, int64_t *t) {
+  static const char tag[] = "\"time_ms\":";
+  size_t tl = sizeof(tag) - 1;
+  for (size_t i = 0; i + tl < len && i < 64; i++)
+    if (!memcmp(v + i, tag, tl)) {
+      char buf[24];
+      size_t j = 0;
+      for (size_t at = i + tl; at < len && j + 1 < sizeof(buf) && (v[at] == '-' || (v[at] >= '0' && v[at] <= '9'));)
+        buf[j++] = (char)v[at++];
+      buf[j] = 0;
+      if (!j) return false;
+      *t = strtoll(buf, NULL, 10);
+      return true;
+    }
+  return false;
+}
 
 static json_t *ranges_json(const wd_commit_range_t *r, size_t n) {
   json_t *a = json_array();
@@ -167,6 +220,35 @@ wd_error_t *wd_history_first(wd_store_t *st, uint64_t *number) {
   *number = 0;
   wd_error_t *err = wd_history_last(st, &last);
   if (err || !last) return err;
+  uint8_t *fv = NULL;
+  size_t flen = 0;
+  if ((err = wd_store_get_meta(st, WD_HISTORY_FIRST_KEY, &fv, &flen))) return err;
+  if (fv) {
+    char buf[32];
+    uint64_t f = 0;
+    if (flen > 0 && flen < sizeof(buf)) {
+      memcpy(buf, fv, flen);
+      buf[flen] = 0;
+      f = strtoull(buf, NULL, 10);
+    }
+    free(fv);
+    if (f >= 1 && f <= last) {
+      /* normally its record is there; a first whose record is gone walks forward to the next kept */
+      for (uint64_t n = f; n <= last; n++) {
+        char key[64];
+        uint8_t *v = NULL;
+        size_t vlen = 0;
+        history_key(key, sizeof(key), n);
+        if ((err = wd_store_get_meta(st, key, &v, &vlen))) return err;
+        free(v);
+        if (v) {
+          *number = n;
+          return NULL;
+        }
+      }
+      return NULL;
+    }
+  }
   uint64_t n = last;
   while (n > 1) {
     char key[64];
@@ -179,5 +261,95 @@ wd_error_t *wd_history_first(wd_store_t *st, uint64_t *number) {
     n--;
   }
   *number = n;
+  return NULL;
+}
+
+wd_error_t *wd_history_kept_load(wd_store_t *st, wd_history_kept_t **out) {
+  *out = NULL;
+  wd_history_kept_t *k = calloc(1, sizeof(*k));
+  if (!k) return wd_error_nomem();
+  uint64_t first = 0, last = 0;
+  wd_error_t *err = wd_history_last(st, &last);
+  if (!err) err = wd_history_first(st, &first);
+  for (uint64_t n = first; !err && first && n <= last; n++) {
+    char key[64];
+    uint8_t *v = NULL;
+    size_t vlen = 0;
+    history_key(key, sizeof(key), n);
+    if ((err = wd_store_get_meta(st, key, &v, &vlen)) || !v) break;
+    kept_rec_t rec = {n, 0, vlen};
+    bool ok = record_time(v, vlen, &rec.time_ms);
+    free(v);
+    if (!ok)
+      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "commit history record %" PRIu64 " of the state has no time_ms", n);
+    else if (kept_push(k, rec))
+      err = wd_error_nomem();
+  }
+  if (err) {
+    wd_history_kept_free(k);
+    return err;
+  }
+  *out = k;
+  return NULL;
+}
+
+void wd_history_kept_free(wd_history_kept_t *k) {
+  if (!k) return;
+  free(k->r);
+  free(k);
+}
+
+void wd_history_kept_stats(const wd_history_kept_t *k, uint64_t *records, uint64_t *bytes) {
+  *records = k ? k->n : 0;
+  *bytes = k ? k->bytes : 0;
+}
+
+int wd_history_add_retained(wd_store_batch_t *b, const wd_commit_info_t *ci, const wd_history_retention_t *r,
+                            wd_history_kept_t *k) {
+  if (!b || !ci || !r || !k || ci->number == 0) return -1;
+  wd_buf_t v = {0};
+  if (wd_history_to_json(ci, &v)) return -1;
+  uint64_t len = v.len;
+  wd_buf_free(&v);
+  if (wd_history_add(b, ci, 0)) return -1;
+  /* the same number again (the commit's second put) replaces its entry; a lower one (another
+   * history restarted, e.g. a fresh state directory) starts the index afresh */
+  while (k->n && kept_at(k, k->n - 1)->number >= ci->number) {
+    k->bytes -= kept_at(k, k->n - 1)->bytes;
+    k->n--;
+  }
+  if (kept_push(k, (kept_rec_t){ci->number, ci->time_ms, len})) return -1;
+  while (k->n > 1) {
+    kept_rec_t *o = kept_at(k, 0);
+    bool drop = (r->keep > 0 && k->n > r->keep) || (r->max_bytes > 0 && k->bytes > r->max_bytes) ||
+                (r->max_age_ms > 0 && o->time_ms < ci->time_ms - r->max_age_ms);
+    if (!drop) break;
+    char key[64];
+    history_key(key, sizeof(key), o->number);
+    if (wd_store_batch_delete_meta(b, key)) return -1;
+    k->bytes -= o->bytes;
+    k->head = (k->head + 1) % k->cap;
+    k->n--;
+  }
+  char first[32];
+  int n = snprintf(first, sizeof(first), "%" PRIu64, kept_at(k, 0)->number);
+  return wd_store_batch_set_meta(b, WD_HISTORY_FIRST_KEY, (const uint8_t *)first, (size_t)n) ? -1 : 0;
+}
+
+wd_error_t *wd_history_kept_range(wd_store_t *st, uint64_t *first, int64_t *first_time_ms, uint64_t *last,
+                                  int64_t *last_time_ms) {
+  *first = *last = 0;
+  *first_time_ms = *last_time_ms = 0;
+  wd_error_t *err = wd_history_last(st, last);
+  if (!err) err = wd_history_first(st, first);
+  if (err || !*last) return err;
+  uint64_t nums[2] = {*first, *last};
+  int64_t *times[2] = {first_time_ms, last_time_ms};
+  for (int i = 0; i < 2; i++) {
+    wd_history_entry_t *e = NULL;
+    if ((err = wd_history_get(st, nums[i], &e))) return err;
+    if (e) *times[i] = e->info.time_ms;
+    wd_history_entry_free(e);
+  }
   return NULL;
 }

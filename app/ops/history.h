@@ -9,8 +9,11 @@
  *    "out":[{"topic":..,"partition":..,"from":..,"to":..}],  changelog offsets [from, to) per
  *                                                           output partition (delivery reports)
  *    "records_in":..,"changes_out":..,"dead_letters":..,"duration_ms":..}
- * and "history/last" -> the last number (decimal text). Numbers start at 1 and increase by one
- * per commit; the record `keep` numbers older than a new one is deleted in the same batch.
+ * "history/last" -> the last number (decimal text) and "history/first" -> the oldest number kept
+ * (decimal text; written by wd_history_add_retained). Numbers start at 1 and increase by one per
+ * commit. Retention (wd_history_retention_t: state.history-retention, state.history-max-bytes,
+ * state.history-size): the oldest records are deleted in the batch of the commit that makes them
+ * too old, too many or the history too big, so what is kept is always numbers first..last.
  * Incremental table engines keep such a refresh history (mode, input range, rows, duration);
  * `widen status` prints it and `widen changes` reads the output ranges it names.
  *
@@ -68,13 +71,50 @@ typedef struct wd_history_entry {
   wd_commit_range_t *in, *out; /* topics owned too */
 } wd_history_entry_t;
 
+/* How much history is kept (state.history-*): a record is dropped once it is older than max_age_ms
+ * (by its time_ms, against the newest record's), once the records' JSON bytes together exceed
+ * max_bytes (oldest first), or once more than keep records are kept. 0 in a field: no limit of that
+ * kind. The newest record is always kept. */
+typedef struct wd_history_retention {
+  int64_t max_age_ms;
+  uint64_t max_bytes;
+  size_t keep;
+} wd_history_retention_t;
+
+/* The kept records' numbers, times and sizes, in memory (about 24 bytes a record), so that
+ * retention needs no reads in the commit path. Owned by its creator (wd_history_kept_free). */
+typedef struct wd_history_kept wd_history_kept_t;
+
+/* Indexes the history already in st (first..last: one read per record; about 1 s for 400 000
+ * records). *out owned by the caller. Errors: "E_STORE_READ", "E_STATE_CORRUPT" (a record without
+ * time_ms), E_NOMEM. */
+wd_error_t *wd_history_kept_load(wd_store_t *st, wd_history_kept_t **out);
+void wd_history_kept_free(wd_history_kept_t *k); /* accepts NULL */
+/* Records kept and their JSON bytes together, as of the last wd_history_add_retained. */
+void wd_history_kept_stats(const wd_history_kept_t *k, uint64_t *records, uint64_t *bytes);
+
+/* Adds the record of ci to b as wd_history_add does (without its count limit), then deletes in b
+ * the oldest records r says to drop (k tells which, and is updated: a record put again under the
+ * same number replaces its entry) and sets "history/first". Returns 0, or -1 on no memory or a
+ * NULL argument (discard b). When b is then discarded, k may name as dropped records that stay in
+ * the store: they are below "history/first", never read, and deleted by no later commit. */
+int wd_history_add_retained(wd_store_batch_t *b, const wd_commit_info_t *ci, const wd_history_retention_t *r,
+                            wd_history_kept_t *k);
+
+/* What the history holds: first..last (0..0 when none) and their commit times (ms since the
+ * epoch; 0 when none). For callers that must say when a requested range reaches outside it.
+ * Errors: as wd_history_first and wd_history_get. */
+wd_error_t *wd_history_kept_range(wd_store_t *st, uint64_t *first, int64_t *first_time_ms, uint64_t *last,
+                                  int64_t *last_time_ms);
+
 /* Reads record `number`: *out a new entry (wd_history_entry_free), or NULL when the store has no
  * such record (never written, or dropped by keep). Errors: "E_STORE_READ", "E_STATE_CORRUPT"
  * (the record is not the JSON above), E_NOMEM. */
 wd_error_t *wd_history_get(wd_store_t *st, uint64_t number, wd_history_entry_t **out);
 void wd_history_entry_free(wd_history_entry_t *e);
 
-/* The oldest number still stored (walking back from the last): 0 when there is no history. */
+/* The oldest number still kept: "history/first" when set (and its record there), else walking back
+ * from the last (histories written before "history/first" existed): 0 when there is no history. */
 wd_error_t *wd_history_first(wd_store_t *st, uint64_t *number);
 
 /* Appends ci as the record's JSON object (compact, no newline) to out. 0, or -1 on no memory. */

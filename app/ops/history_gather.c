@@ -21,6 +21,8 @@ struct wd_hist_open {
 struct wd_hist_gather {
   const char *sink_topic;
   size_t keep;
+  wd_history_retention_t ret; /* with kept: wd_hist_gather_retain */
+  wd_history_kept_t *kept;
   struct wd_hist_open hc, hs; /* hc: the open commit's; hs: the commit being completed */
   wd_buf_t trace_hc, trace_hs; /* their trace lines */
 };
@@ -33,8 +35,19 @@ wd_hist_gather_t *wd_hist_gather_new(const char *sink_topic, size_t keep) {
   return g;
 }
 
+wd_error_t *wd_hist_gather_retain(wd_hist_gather_t *g, const wd_history_retention_t *r, wd_store_t *st) {
+  wd_history_kept_t *k = NULL;
+  wd_error_t *err = wd_history_kept_load(st, &k);
+  if (err) return err;
+  wd_history_kept_free(g->kept);
+  g->kept = k;
+  g->ret = *r;
+  return NULL;
+}
+
 void wd_hist_gather_destroy(wd_hist_gather_t *g) {
   if (!g) return;
+  wd_history_kept_free(g->kept);
   free(g->hc.in);
   free(g->hs.in);
   wd_buf_free(&g->trace_hc);
@@ -102,7 +115,7 @@ int wd_hist_gather_put(wd_hist_gather_t *g, uint64_t number, wd_store_batch_t *b
   const char *mode = rebuild ? "rebuild" : h->records_in && h->restored == h->records_in ? "restore" : "incremental";
   wd_commit_info_t ci = {number, wd_wall_ms(), mode, h->in, h->nin, o, no, h->records_in,
                          h->changes_out, h->dead_letters, h->last_duration_s * 1000.0};
-  int rc = wd_history_add(b, &ci, g->keep);
+  int rc = g->kept ? wd_history_add_retained(b, &ci, &g->ret, g->kept) : wd_history_add(b, &ci, g->keep);
   free(o);
   return rc;
 }

@@ -42,6 +42,11 @@ typedef struct wd_hist_gather wd_hist_gather_t;
 wd_hist_gather_t *wd_hist_gather_new(const char *sink_topic, size_t keep);
 void wd_hist_gather_destroy(wd_hist_gather_t *g); /* accepts NULL */
 
+/* From now on the records are kept by r (copied; app/ops/history.h wd_history_add_retained)
+ * instead of keep: the history already in st (borrowed for the call) is indexed first.
+ * Errors: as wd_history_kept_load. */
+wd_error_t *wd_hist_gather_retain(wd_hist_gather_t *g, const wd_history_retention_t *r, wd_store_t *st);
+
 /* The open commit took the records [from, to) of (topic, partition) (topic borrowed, compared by
  * pointer: one copy per topic); merged with what it took of that partition before. The first
  * note of a commit (before any count) starts its clock. 0, or -1 on no memory (nothing noted). */

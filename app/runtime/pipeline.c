@@ -1131,7 +1131,7 @@ static void partition_list(uint64_t mask, char *buf, size_t n) {
   if (!buf[0]) snprintf(buf, n, "none");
 }
 
-/* Warns when the assignment is not co-partitioned across the source topics (README "Scaling out"):
+/* Warns when the assignment is not co-partitioned across the source topics (docs/guarantees.md "Scaling out"):
  * every source topic should have the same partition numbers assigned to this process, or the
  * changes of one key may be merged by two processes into two stores. */
 static void check_copartitioning(wd_pipeline_t *p) {
@@ -1170,8 +1170,8 @@ static void check_copartitioning(wd_pipeline_t *p) {
         if (!told)
           wd_log(WD_LOG_WARN, "pipeline",
                  "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
-                 "several processes in the group a key's changes may be merged by two of them (README \"Scaling "
-                 "out\")", have, topic, want, first);
+                 "several processes in the group a key's changes may be merged by two of them (docs/guarantees.md "
+                 "\"Scaling out\")", have, topic, want, first);
         told = true;
         free(a);
         return;
@@ -1478,7 +1478,7 @@ static turn_t maybe_commit(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
 }
 
 /* The end of a turn: settled or not, the standby copies, the metrics, a status line every interval
- * (idle or not; README "Guarantees and operations"). */
+ * (idle or not; docs/guarantees.md). */
 static turn_t report(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   p->settled = !wd_commit_pending(p->commit);
   if (p->standby && (*err = wd_standby_poll(p->standby, 5000, NULL))) return TURN_STOP;
@@ -1865,6 +1865,8 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   if ((err = wd_state_check_table(p->state, dir))) return err;
   if ((err = metrics_setup(p))) return err;
   if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) return wd_error_nomem();
+  if ((err = wd_hist_gather_retain(p->hg, &(wd_history_retention_t){cfg->state.history_retention_ms,
+      (uint64_t)cfg->state.history_max_bytes, (size_t)cfg->state.history_size}, p->store))) return err;
   if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) return err;
   /* with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
@@ -1876,7 +1878,7 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
         wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
-               "this table (README \"Joins on other keys\")");
+               "this table (docs/lookups.md)");
         break;
       }
   return NULL;

@@ -1,11 +1,15 @@
 /*
  * tests/integration/test_pipeline_avro.c — `widen run` with a debezium-avro source and the avro
  * sink (Avro keys) on the real Kafka broker (WIDEN_TEST_BROKERS), black box like
- * test_pipeline.c. The schema registry is the in-process STAND-IN of tests/support (two
- * endpoints, basic auth), told to refuse its first requests so that widen's backoff is exercised.
+ * test_pipeline.c. The first two tests run against a real schema registry (WIDEN_TEST_REGISTRY:
+ * Apicurio Registry's Confluent-compatible API, started by scripts/registry; scripts/test and
+ * .ci/run start it): the fixtures' writer schemas are registered there and the fixtures' wire
+ * headers carry the ids it assigned. The tests of registry faults (an outage, 503s) use the
+ * in-process STAND-IN of tests/support, which can be told to fail.
  * The input is the fastavro-written fixtures of tests/fixtures/avro (an independent encoder):
  * create, evolved writer schema, a type change (dead-lettered with E_TYPE), update, delete.
- * The output is read back with avro-c and the schema widen registered under <topic>-value.
+ * The output is read back with avro-c and the schema its wire header names, which must be the
+ * one registered under <topic>-value.
  *
  * Second test, the Avro counterpart of test_pipeline.c's three_streams_equal_simulate: a
  * generated stream of Debezium Avro envelopes (avro-c, the fixtures' writer schemas 1 and 2 mixed
@@ -22,6 +26,7 @@
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +121,78 @@ static const char *YAML =
     "state:\n  dir: STATE\n"
     "pipeline:\n  batch-size: 2\n  status-interval-s: 0\n";
 
+/* ---- the real schema registry (WIDEN_TEST_REGISTRY) ------------------------------------------ */
+
+/* The registry's URL; the test fails with what to start when it is not set. */
+static const char *real_registry(void) {
+  const char *u = getenv("WIDEN_TEST_REGISTRY");
+  cr_assert(u && *u, "WIDEN_TEST_REGISTRY is not set: start a registry with scripts/registry start and set it to "
+                     "`scripts/registry url` (scripts/test does)");
+  return u;
+}
+
+/* Registers the fixtures' writer schemas (schemas.json: fixture id -> schema) in the registry at
+ * url, the value schemas under <in_topic>-value and the key schema (fixture id 7) under
+ * <in_topic>-key, as a Debezium connector would; ids[fixture id] = the id the registry assigned. */
+static void register_fixture_schemas(const char *url, const char *in_topic, json_t *schemas, int32_t ids[16]) {
+  wd_registry_conf_t rc = {url, NULL, NULL, 10000};
+  wd_registry_t *reg = NULL;
+  cr_assert_null(wd_registry_new(&rc, &reg));
+  const char *k;
+  json_t *v;
+  json_object_foreach(schemas, k, v) {
+    int fid = atoi(k);
+    cr_assert(fid > 0 && fid < 16);
+    char subject[160];
+    snprintf(subject, sizeof(subject), "%s-%s", in_topic, fid == 7 ? "key" : "value");
+    wd_error_t *e = wd_registry_register(reg, subject, json_string_value(v), &ids[fid]);
+    cr_assert_null(e, "registering fixture schema %d under %s at %s: %s", fid, subject, url, e ? e->message : "");
+    cr_assert_gt(ids[fid], 0);
+  }
+  wd_registry_destroy(reg);
+}
+
+/* A fixture in the wire format with its schema id replaced by the registry's (ids). */
+static void rewire(char *bin, size_t len, const int32_t ids[16]) {
+  cr_assert(len > WD_WIRE_HEADER && bin[0] == 0);
+  uint32_t fid = ((uint32_t)(uint8_t)bin[1] << 24) | ((uint32_t)(uint8_t)bin[2] << 16) |
+                 ((uint32_t)(uint8_t)bin[3] << 8) | (uint8_t)bin[4];
+  cr_assert(fid < 16 && ids[fid] > 0, "fixture schema id %u was not registered", fid);
+  wd_wire_header(ids[fid], (uint8_t *)bin);
+}
+
+/* The schema of the records widen wrote: the id in the wire header of the first record of topic
+ * (its key when key, else its value),
+ * its text from the registry (*json, malloc'd), and proof that it is the schema registered under
+ * subject (registering the same text there again gives the same id, and no new one). */
+static int32_t written_schema(const char *url, const char *topic, int key, const char *subject, char **json) {
+  wd_consumer_t *c = wd_it_consumer(topic);
+  wd_kmsg_t msgs[8];
+  size_t n = 0;
+  for (int i = 0; i < 60 && n == 0; i++) cr_assert_null(wd_consumer_poll_batch(c, 1, 500, msgs, &n));
+  cr_assert_gt(n, 0, "nothing in %s", topic);
+  const uint8_t *h = key ? msgs[0].key : msgs[0].value;
+  size_t hl = key ? msgs[0].key_len : msgs[0].value_len;
+  cr_assert(hl > WD_WIRE_HEADER && h[0] == 0, "the first %s of %s is not in the wire format", key ? "key" : "value",
+            topic);
+  int32_t id = (int32_t)(((uint32_t)h[1] << 24) | ((uint32_t)h[2] << 16) | ((uint32_t)h[3] << 8) | h[4]);
+  wd_kmsg_release(msgs, n);
+  wd_consumer_destroy(c);
+  wd_registry_conf_t rc = {url, NULL, NULL, 10000};
+  wd_registry_t *reg = NULL;
+  cr_assert_null(wd_registry_new(&rc, &reg));
+  const char *text = NULL;
+  wd_error_t *e = wd_registry_get_schema(reg, id, &text);
+  cr_assert_null(e, "schema %d of %s: %s", (int)id, topic, e ? e->message : "");
+  *json = strdup(text);
+  int32_t again = -1;
+  cr_assert_null(wd_registry_register(reg, subject, *json, &again));
+  cr_assert_eq(again, id, "the schema of %s's records (id %d) is not the one under %s (%d)", topic, (int)id, subject,
+               (int)again);
+  wd_registry_destroy(reg);
+  return id;
+}
+
 static char *subst(const char *in, const char *from, const char *to) {
   size_t fl = strlen(from), tl = strlen(to);
   char *out = malloc(strlen(in) * 2 + 4096), *o = out;
@@ -132,15 +209,10 @@ static char *subst(const char *in, const char *from, const char *to) {
 }
 
 Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
-  wd_standin_t *srv = wd_standin_start("alice", "s3cret");
-  cr_assert_not_null(srv);
+  const char *url = real_registry();
   size_t n;
   char *schemas = fixture("schemas.json", &n);
   json_t *sj = json_loads(schemas, 0, NULL);
-  const char *k;
-  json_t *v;
-  json_object_foreach(sj, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
-  json_decref(sj);
   free(schemas);
 
   char dir[] = "/tmp/widen-it-avro-XXXXXX";
@@ -154,7 +226,7 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   snprintf(out_topic, sizeof(out_topic), "%sout", prefix);
   snprintf(dlq, sizeof(dlq), "%s.dlq", out_topic);
   char *y1 = subst(YAML, "PREFIX", prefix), *y2 = subst(y1, "GROUP", group), *y3 = subst(y2, "STATE", state),
-       *y4 = subst(y3, "URL", wd_standin_url(srv));
+       *y4 = subst(y3, "URL", url);
   FILE *f = fopen(cfgpath, "w");
   fputs(y4, f);
   fclose(f);
@@ -163,7 +235,10 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   free(y3);
   free(y4);
 
-  /* the input, written by fastavro */
+  /* the input, written by fastavro, its writer schemas registered as a Debezium connector would */
+  int32_t ids[16] = {0};
+  register_fixture_schemas(url, in_topic, sj, ids);
+  json_decref(sj);
   static const char *const VALUES[] = {"v1_create.bin", "v2_evolved.bin", "v3_type_changed.bin", "v1_update.bin",
                                        "v1_delete.bin"};
   static const char *const KEYS[] = {"key_1.bin", "key_2.bin", "key_3.bin", "key_1.bin", "key_1.bin"};
@@ -177,6 +252,8 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   for (size_t i = 0; i < 5; i++) {
     size_t kl, vl;
     char *key = fixture(KEYS[i], &kl), *val = fixture(VALUES[i], &vl);
+    rewire(key, kl, ids);
+    rewire(val, vl, ids);
     cr_assert_null(wd_producer_send(p, in_topic, key, kl, val, vl, NULL, 0));
     free(key);
     if (i == 2) {
@@ -188,8 +265,6 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   cr_assert_null(wd_producer_wait_acked(p, 60000));
   wd_producer_destroy(p);
 
-  /* the registry refuses the first requests: widen waits and retries */
-  wd_standin_fail_next(srv, 3);
   const char *bin = getenv("WIDEN_BIN");
   cr_assert(bin && access(bin, X_OK) == 0);
   const char *argv[] = {bin, "run", "--config", cfgpath, "--quiet", "--max-idle-ms", "2500", NULL};
@@ -200,14 +275,17 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "widen run failed (status %d)", status);
 
-  /* the output: Avro values with the registered schema, Avro keys */
-  char vschema[8192];
+  /* the output: Avro values with the schema registered under <out>-value */
+  char *vschema = NULL;
   char subject[160];
   snprintf(subject, sizeof(subject), "%s-value", out_topic);
-  cr_assert_eq(wd_standin_subject_schema(srv, subject, vschema, sizeof(vschema)), 0, "nothing registered as %s", subject);
+  written_schema(url, out_topic, 0, subject, &vschema);
+  /* Avro keys with the schema registered under <out>-key */
+  char *kschema = NULL;
   snprintf(subject, sizeof(subject), "%s-key", out_topic);
-  char kschema[2048];
-  cr_assert_eq(wd_standin_subject_schema(srv, subject, kschema, sizeof(kschema)), 0);
+  written_schema(url, out_topic, 1, subject, &kschema);
+  cr_expect(strstr(kschema, "\"id\"") != NULL, "key schema: %s", kschema);
+  free(kschema);
   avro_schema_t as;
   cr_assert_eq(avro_schema_from_json_length(vschema, strlen(vschema), &as), 0);
   avro_value_iface_t *iface = avro_generic_class_from_schema(as);
@@ -255,7 +333,7 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
   avro_value_decref(&val);
   avro_value_iface_decref(iface);
   avro_schema_decref(as);
-  wd_standin_stop(srv);
+  free(vschema);
   char cmd[200];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
@@ -407,9 +485,11 @@ static char *wire(int32_t id, avro_value_t *v, size_t *len) {
 }
 
 /* Produces n generated Debezium Avro records over nkeys keys (ids 1..nkeys) to topic, writer
- * schemas 1 and 2 of schemas (id -> JSON text) mixed; the source lsn (the table's sequence field)
+ * schemas 1 and 2 of schemas (fixture id -> JSON text) mixed, the key schema 7, each written with
+ * the registry's id for it (ids[fixture id]); the source lsn (the table's sequence field)
  * rises, but one record in five carries an older one. */
-static void produce_avro_stream(const char *topic, json_t *schemas, uint64_t nkeys, uint64_t n, uint64_t seed) {
+static void produce_avro_stream(const char *topic, json_t *schemas, const int32_t ids[16], uint64_t nkeys, uint64_t n,
+                                uint64_t seed) {
   avro_schema_t as[3];
   avro_value_iface_t *ifc[3];
   avro_value_t env[3];
@@ -442,7 +522,7 @@ static void produce_avro_stream(const char *topic, json_t *schemas, uint64_t nke
     avro_value_get_by_name(&env[2], "id", &kf, NULL);
     avro_value_set_long(&kf, (int64_t)key + 1);
     size_t vl, kl;
-    char *val = wire(ver, &env[ver - 1], &vl), *k = wire(7, &env[2], &kl);
+    char *val = wire(ids[ver], &env[ver - 1], &vl), *k = wire(ids[7], &env[2], &kl);
     cr_assert_null(wd_producer_send(p, topic, k, kl, val, vl, NULL, 0));
     free(val);
     free(k);
@@ -718,15 +798,11 @@ static void assert_json_eq(json_t *a, json_t *b, const char *what) {
  * topic per key and the final state equal simulate over the order widen applied the records. */
 Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   enum { KEYS = 40, RECORDS = 800 };
-  wd_standin_t *srv = wd_standin_start("alice", "s3cret");
-  cr_assert_not_null(srv);
+  const char *url = real_registry();
   char *schemas_text = fixture("schemas.json", NULL);
   json_t *schemas = json_loads(schemas_text, 0, NULL);
   cr_assert_not_null(schemas);
   free(schemas_text);
-  const char *k;
-  json_t *v;
-  json_object_foreach(schemas, k, v) wd_standin_put(srv, atoi(k), json_string_value(v));
 
   char dir[] = "/tmp/widen-it-avrosim-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
@@ -742,7 +818,7 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   char *y0 = subst(YAML, "  primary-key: id\n",
                    "  primary-key: id\n  options:\n    sequence.field: lsn\n    changelog-producer: lookup\n");
   char *y1 = subst(y0, "PREFIX", prefix), *y2 = subst(y1, "GROUP", group), *y3 = subst(y2, "STATE", state),
-       *y4 = subst(y3, "URL", wd_standin_url(srv)), *y5 = subst(y4, "batch-size: 2\n", "batch-size: 50\n");
+       *y4 = subst(y3, "URL", url), *y5 = subst(y4, "batch-size: 2\n", "batch-size: 50\n");
   FILE *f = fopen(cfgpath, "w");
   fputs(y5, f);
   fclose(f);
@@ -753,7 +829,9 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   free(y4);
   free(y5);
 
-  produce_avro_stream(in_topic, schemas, KEYS, RECORDS, 21);
+  int32_t ids[16] = {0};
+  register_fixture_schemas(url, in_topic, schemas, ids);
+  produce_avro_stream(in_topic, schemas, ids, KEYS, RECORDS, 21);
   json_decref(schemas);
 
   const char *bin = getenv("WIDEN_BIN");
@@ -782,17 +860,9 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   assert_json_eq(rows, json_object_get(sim, "rows"), "final state rows vs simulate");
 
   /* the output topic, per key, decoded from the Avro wire format */
-  char subject[160], vschema[16384];
+  char subject[160], *vschema = NULL;
   snprintf(subject, sizeof(subject), "%s-value", out_topic);
-  cr_assert_eq(wd_standin_subject_schema(srv, subject, vschema, sizeof(vschema)), 0, "nothing registered as %s",
-               subject);
-  /* the stand-in gives the same schema text the same id: ask it for the id */
-  wd_registry_conf_t rc = {wd_standin_url(srv), "alice", "s3cret", 5000};
-  wd_registry_t *reg = NULL;
-  int32_t vid = -1;
-  cr_assert_null(wd_registry_new(&rc, &reg));
-  cr_assert_null(wd_registry_register(reg, subject, vschema, &vid));
-  wd_registry_destroy(reg);
+  int32_t vid = written_schema(url, out_topic, 0, subject, &vschema);
   json_t *out = read_avro_changelog(out_topic, vschema, vid, wd_table_schema(t));
   json_t *got = by_key_seq(out), *want = by_key_seq(json_object_get(sim, "changelog"));
   assert_json_eq(got, want, "output changelog per key vs simulate");
@@ -805,7 +875,7 @@ Test(pipeline_avro, generated_avro_stream_equals_simulate, .timeout = 280) {
   json_decref(sim);
   wd_table_destroy(t);
   wd_config_destroy(cfg);
-  wd_standin_stop(srv);
+  free(vschema);
   char cmd[200];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
@@ -862,7 +932,9 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   free(y2);
   free(y3);
   free(y4);
-  /* widen starts (registers the sink's schemas, joins the group) before the input exists */
+  /* widen starts (registers the sink's schemas, joins the group) before the input exists; the
+   * registry refuses its first 3 requests: widen waits and retries */
+  wd_standin_fail_next(srv, 3);
   const char *bin = getenv("WIDEN_BIN");
   cr_assert(bin && access(bin, X_OK) == 0);
   const char *argv[] = {bin, "run", "--config", cfgpath, "--max-idle-ms", "8000", NULL};
@@ -873,8 +945,8 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
-  for (int i = 0; i < 200 && wd_standin_requests(srv) < 2; i++) usleep(50 * 1000);
-  cr_assert_geq(wd_standin_requests(srv), 2, "widen did not register its schemas");
+  for (int i = 0; i < 300 && wd_standin_requests(srv) < 3 + 2; i++) usleep(50 * 1000);
+  cr_assert_geq(wd_standin_requests(srv), 3 + 2, "widen did not register its schemas after 3 refusals");
   usleep(2000 * 1000); /* the group join */
   wd_standin_fail_next(srv, 9); /* 100 ms doubling to 10 s: about 32 s of 503s */
   static const char *const VALUES[] = {"v1_create.bin", "v2_evolved.bin", "v1_update.bin"};
@@ -897,7 +969,7 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   char *log = fixture_path_read(logpath);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "widen run failed (status %d): %s", status, log);
-  cr_assert_geq(wd_standin_requests(srv), 2 + 9, "the registry stall was not reached");
+  cr_assert_geq(wd_standin_requests(srv), 3 + 2 + 9, "the registry stall was not reached");
   cr_assert_null(strstr(log, "maximum poll interval"), "the group evicted widen while it waited:\n%s", log);
   cr_assert_null(strstr(log, "lost"), "partitions were lost while widen waited:\n%s", log);
   size_t assigned = 0;
@@ -1024,4 +1096,70 @@ Test(pipeline_avro, registry_outage_during_stop_repartitioned_nothing_forwarded_
   char cmd[200];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
+}
+
+/* ---- widen produce --format debezium-avro through the real registry ------------------------- */
+
+/* sh -c of the formatted command; its exit status (0 = success). */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof(cmd), fmt, ap);
+  va_end(ap);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The walkthrough's workload written twice by `widen produce --generate` with one seed, as
+ * Debezium JSON and as Debezium Avro through the registry (--format debezium-avro), and read by
+ * configs/demo.yaml and configs/demo-avro.yaml (topics, group, state and registry URL
+ * substituted): both tables have the same rows, all 60 keys. The Avro schemas are registered
+ * under <topic>-value and <topic>-key and the records carry their ids. */
+Test(pipeline_avro, produce_debezium_avro_same_rows_as_json, .timeout = 240) {
+  const char *url = real_registry();
+  const char *bin = wd_it_widen_bin();
+  const char *src = __FILE__;
+  const char *end = strstr(src, "tests/integration/");
+  cr_assert_not_null(end);
+  char repo[512];
+  snprintf(repo, sizeof(repo), "%.*s", (int)(end - src), src);
+  char dir[] = "/tmp/widen-it-avroproduce-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char p[64];
+  snprintf(p, sizeof(p), "wdtest.avprod%d%ld", (int)getpid(), (long)time(NULL) % 100000);
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  /* the two configs: the repository's, renamed into this test's topics, group and state */
+  cr_assert_eq(sh("sed -e 's#shop\\.#%s.j.#g; s#\\./state/demo#%s/state-json#; s#widen-demo#%s-json#' "
+                  "'%sconfigs/demo.yaml' > %s/json.yaml", p, dir, p, repo, dir), 0);
+  cr_assert_eq(sh("sed -e 's#shop-avro\\.#%s.a.#g; s#\\./state/demo-avro#%s/state-avro#; s#widen-demo-avro#%s-avro#; "
+                  "s#http://127.0.0.1:8081/apis/ccompat/v7#%s#' '%sconfigs/demo-avro.yaml' > %s/avro.yaml",
+                  p, dir, p, url, repo, dir), 0);
+  cr_assert_eq(sh("grep -q '%s' %s/avro.yaml", url, dir), 0, "the registry URL of demo-avro.yaml was not replaced");
+  const char *gen = "--generate --keys 60 --records 1500 --seed 7";
+  cr_assert_eq(sh("'%s' produce %s --topic-prefix %s.j. > %s/pj.log 2>&1", bin, gen, p, dir), 0);
+  cr_assert_eq(sh("'%s' produce %s --topic-prefix %s.a. --format debezium-avro --registry '%s' > %s/pa.log 2>&1", bin,
+                  gen, p, url, dir), 0, "widen produce --format debezium-avro failed: %s/pa.log", dir);
+  for (int i = 0; i < 2; i++) {
+    const char *name = i ? "avro" : "json";
+    cr_assert_eq(sh("'%s' run --config %s/%s.yaml --quiet --max-idle-ms 2500 > %s/run-%s.log 2>&1", bin, dir, name,
+                    dir, name), 0, "widen run (%s) failed: %s/run-%s.log", name, dir, name);
+    cr_assert_eq(sh("'%s' rows --config %s/%s.yaml > %s/rows-%s.jsonl 2>/dev/null", bin, dir, name, dir, name), 0);
+  }
+  cr_assert_eq(sh("test $(wc -l < %s/rows-json.jsonl) -eq 60", dir), 0, "not 60 rows from the JSON topics");
+  cr_assert_eq(sh("cmp -s %s/rows-json.jsonl %s/rows-avro.jsonl", dir, dir), 0,
+               "the Avro topics gave other rows than the JSON ones (%s/rows-*.jsonl)", dir);
+  /* the avro topics are in the wire format with the ids registered under <topic>-value/-key */
+  char topic[128], subject[160], *schema = NULL;
+  snprintf(topic, sizeof(topic), "%s.a.orders", p);
+  snprintf(subject, sizeof(subject), "%s-value", topic);
+  written_schema(url, topic, 0, subject, &schema);
+  cr_expect(strstr(schema, "\"Envelope\"") && strstr(schema, "\"order_version\""), "%s", schema);
+  free(schema);
+  snprintf(subject, sizeof(subject), "%s-key", topic);
+  written_schema(url, topic, 1, subject, &schema);
+  cr_expect(strstr(schema, "\"order_id\"") != NULL, "%s", schema);
+  free(schema);
+  cr_expect_eq(sh("rm -rf '%s'", dir), 0);
 }

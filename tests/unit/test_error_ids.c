@@ -51,6 +51,8 @@ Test(error_ids, every_id_the_sources_use_is_listed) {
     while ((e = readdir(dp))) {
       size_t len = strlen(e->d_name);
       if (len < 3 || (strcmp(e->d_name + len - 2, ".c") && strcmp(e->d_name + len - 2, ".h"))) continue;
+      /* the users' documentation of the ids (it raises none; it may document ids ahead of their use) */
+      if (!strcmp(DIRS[d], "common") && !strcmp(e->d_name, "error_docs.c")) continue;
       char path[2048];
       snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
       bad += scan_file(path);
