@@ -744,7 +744,11 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if (err) return err;
       continue;
     }
-    wd_error_t *derr = decode_record(p, src, p->schema, &p->changes, &meta, m);
+    wd_error_t *derr = wd_lookups_has_key(p->lk, si) /* its own primary key: through its stored rows */
+                           ? decode_record(p, src, wd_lookups_key_schema(p->lk, si), wd_lookups_key_changes(p->lk, si),
+                                           &meta, m)
+                           : decode_record(p, src, p->schema, &p->changes, &meta, m);
+    if (!derr && wd_lookups_has_key(p->lk, si)) derr = wd_lookups_normalise(p->lk, si, &p->changes);
     if (wd_commit_batch_invalid(p->commit)) {
       wd_error_destroy(derr);
       return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
@@ -1752,6 +1756,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if ((err = metrics_setup(p))) goto fail; /* issue 13 */
   if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) goto nomem; /* issue 13 */
   if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) goto fail;
+  if ((err = wd_srckey_start(wd_lookups_srckey(p->lk), p->state, p->store))) goto fail;
   /* issue 11 point 4: with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
   bool global = false;
