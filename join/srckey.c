@@ -186,6 +186,9 @@ wd_error_t *wd_srckey_start(wd_srckey_t *sk, wd_state_t *wide, wd_store_t *st) {
   for (size_t i = 0; i < sk->n; i++) {
     if (!(sk->src[i].state = wd_state_new(sk->src[i].table, st, 0))) return wd_error_nomem();
     wd_state_set_namespace(sk->src[i].state, (uint8_t)(WD_SRCKEY_NS_FIRST + i));
+    /* its rows are always written with its whole schema: a change of it is a definition change
+     * (app/ops/fingerprint.c "source <s> primary-key"), never columns appended in place */
+    wd_state_set_base_ncols(sk->src[i].state, 0);
   }
   if (sk->n && wd_state_add_hooks(wide, &HOOKS, sk))
     return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "the wide state has a second layer's hooks already");

@@ -93,6 +93,8 @@ void wd_state_set_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx)
   s->hooks_ctx = ctx;
 }
 
+void wd_state_set_base_ncols(wd_state_t *s, size_t n) { s->base_ncols = n; }
+
 int wd_state_add_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx) {
   if (hooks && s->hooks2) return -1;
   s->hooks2 = hooks;

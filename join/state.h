@@ -135,6 +135,11 @@ int wd_state_add_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx);
  * them. Set it before the first use. */
 void wd_state_set_namespace(wd_state_t *s, uint8_t ns);
 
+/* Sets the column count of the rows first written (0: the schema's): a state over another
+ * schema than the wide table's (join/srckey.h) does not take the wide table's count that
+ * wd_state_new reads from the store's meta. Set it before the first use. */
+void wd_state_set_base_ncols(wd_state_t *s, size_t n);
+
 /* Number of dirty entries and of cached entries. */
 size_t wd_state_dirty(const wd_state_t *s);
 size_t wd_state_cached(const wd_state_t *s);
