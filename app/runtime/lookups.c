@@ -90,10 +90,11 @@ wd_error_t *wd_lookups_new(const wd_config_t *cfg, wd_table_t *t, wd_source_t **
 void wd_lookups_destroy(wd_lookups_t *lk) {
   if (!lk) return;
   wd_lookups_batch_done(lk);
+  /* the decode buffers' rows are of the schemas the join and the source-key layer own */
+  for (size_t i = 0; lk->changes && i < lk->nsources; i++) wd_changes_free(&lk->changes[i]);
   wd_join_destroy(lk->join);
   wd_srckey_destroy(lk->sk);
   free(lk->skids);
-  for (size_t i = 0; lk->changes && i < lk->nsources; i++) wd_changes_free(&lk->changes[i]);
   free(lk->changes);
   free(lk->ids);
   free(lk->recs);
