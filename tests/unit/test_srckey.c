@@ -239,3 +239,77 @@ Test(srckey, config_errors) {
   wd_srckey_destroy(sk);
   wd_table_destroy(t);
 }
+
+/* The upsert-json format: the value is the row (+I), a null value deletes the Kafka key's row (-D
+ * with the key's fields, the others absent), a null key and value is nothing, a key that is not a
+ * JSON object on a tombstone is E_DECODE; then through the source rows: an upsert of a stored key
+ * is an update, a move, and a tombstone retracts from the wide row. */
+Test(srckey, upsert_json_records) {
+  fx_t f;
+  fx_open(&f, NULL);
+  wd_source_t *src = NULL;
+  const wd_schema_t *ss = wd_srckey_schema(f.sk, f.id);
+  cr_assert_null(wd_source_new("payments", 6, &src));
+  cr_assert_str_eq(wd_format_of(6)->name, "upsert-json");
+  cr_assert_null(wd_source_add_topic(src, "p"));
+  cr_assert_null(wd_source_add_column(src, ss, "primary-key.payment_id", "payment_id"));
+  cr_assert_null(wd_source_add_column(src, ss, "order_id", "order_id"));
+  cr_assert_null(wd_source_add_column(src, ss, "pay_method", "method"));
+  cr_assert_null(wd_source_add_column(src, ss, "amount", "amount"));
+  cr_assert_null(wd_source_add_column(src, ss, "payment_ver", "ts"));
+  cr_assert_null(wd_source_check(src, ss));
+  wd_source_destroy(f.src);
+  f.src = src;
+  const wd_format_t *fmt = wd_format_of(6);
+  const char *key = "{\"schema\":{\"type\":\"struct\"},\"payload\":{\"payment_id\":100426}}";
+  wd_kafka_meta_t meta = {"p", 0, 1, -1, key, strlen(key)};
+  const char *v1 = "{\"payment_id\":100426,\"order_id\":586,\"method\":\"card\",\"amount\":10,\"ts\":1000}";
+  cr_assert_null(fmt->decode(NULL, src, ss, &meta, v1, strlen(v1), &f.dec));
+  cr_assert_eq(f.dec.count, 1);
+  cr_assert_eq(f.dec.rows[0]->kind, WD_INSERT);
+  cr_assert_null(fmt->decode(NULL, src, ss, &meta, NULL, 0, &f.dec)); /* a tombstone */
+  cr_assert_eq(f.dec.count, 1);
+  cr_assert_eq(f.dec.flags & WD_CHANGES_TOMBSTONE, 0);
+  const wd_row_t *d = f.dec.rows[0];
+  cr_assert_eq(d->kind, WD_DELETE);
+  cr_assert_eq(d->v[0].s.n, 6);
+  cr_assert(!memcmp(d->v[0].s.p, "100426", 6));
+  cr_assert(d->absent && d->absent[1], "order_id is not in the key: absent");
+  wd_kafka_meta_t nokey = {"p", 0, 2, -1, NULL, 0};
+  cr_assert_null(fmt->decode(NULL, src, ss, &nokey, "null", 4, &f.dec));
+  cr_assert_eq(f.dec.count, 0);
+  cr_assert(f.dec.flags & WD_CHANGES_TOMBSTONE);
+  wd_kafka_meta_t scalar = {"p", 0, 3, -1, "100426", 6};
+  wd_error_t *err = fmt->decode(NULL, src, ss, &scalar, NULL, 0, &f.dec);
+  cr_assert(wd_error_is(err, WD_EID_E_DECODE), "%s", err ? err->message : "no error");
+  wd_error_destroy(err);
+
+  /* through the source rows into the wide table */
+  char k[256], rows[512];
+  struct {
+    const char *value;
+    const char *want;
+  } steps[] = {
+      {v1, "+I(586)"},
+      {"{\"payment_id\":100426,\"order_id\":586,\"method\":\"cash\",\"amount\":11,\"ts\":2000}", "-U(586) +U(586)"},
+      {"{\"payment_id\":100426,\"order_id\":725,\"method\":\"cash\",\"amount\":11,\"ts\":3000}", "-D(586) +I(725)"},
+      {NULL, "-D(725)"},
+  };
+  for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    const char *v = steps[i].value;
+    cr_assert_null(fmt->decode(NULL, src, ss, &meta, v, v ? strlen(v) : 0, &f.dec));
+    wd_changes_reset(&f.out);
+    cr_assert_null(wd_srckey_apply(f.sk, f.id, f.dec.rows, f.dec.count, add_cb, &f, NULL));
+    k[0] = 0;
+    for (size_t r = 0; r < f.out.count; r++)
+      snprintf(k + strlen(k), sizeof(k) - strlen(k), "%s%s(%lld)", r ? " " : "", wd_row_kind_str(f.out.rows[r]->kind),
+               (long long)f.out.rows[r]->v[0].i);
+    cr_assert_str_eq(k, steps[i].want, "step %zu", i);
+    wd_changelog_reset(f.t, &f.cl);
+    cr_assert_null(wd_message_apply(f.t, wd_state_ops(), f.wide, f.out.rows, f.out.count, &f.cl, NULL));
+    cr_assert_null(wd_state_flush(f.wide, f.b));
+  }
+  rows_text(&f, rows, sizeof(rows));
+  cr_assert_str_eq(rows, "586:-:-;725:-:-;");
+  fx_close(&f, false);
+}
