@@ -416,7 +416,7 @@ static void assert_rows(json_t *want, json_t *got, const char *what) {
 
 /* Produces the workload in two parts, runs widen after each (the first run killed by the fault
  * hook when fault is set), and checks the state and the output against the join. */
-static void run_case(const char *name, bool upsert, const char *fault) {
+static void run_case_lose(const char *name, bool upsert, const char *fault, bool lose_state) {
   env_t e;
   env_init(&e, name, upsert, "single");
   wl_t w;
@@ -427,6 +427,11 @@ static void run_case(const char *name, bool upsert, const char *fault) {
   int rc = run_widen(&e, fault, log);
   if (fault) cr_assert_eq(rc, 128 + SIGKILL, "the fault hook %s did not fire (exit %d)", fault, rc);
   else cr_assert_eq(rc, 0, "widen exited with %d (log %s)", rc, log);
+  if (lose_state) { /* the state directory lost between the runs: rebuilt from the sources */
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e.state);
+    cr_assert_eq(system(cmd), 0);
+  }
   produce(&w, 1000);
   snprintf(log, sizeof(log), "%s/run2.log", e.dir);
   rc = run_widen(&e, NULL, log);
@@ -444,6 +449,8 @@ static void run_case(const char *name, bool upsert, const char *fault) {
   env_done(&e);
 }
 
+static void run_case(const char *name, bool upsert, const char *fault) { run_case_lose(name, upsert, fault, false); }
+
 Test(source_keys, debezium_default_replica_identity_gives_the_join, .timeout = 200) {
   run_case("dbz", false, NULL);
 }
@@ -459,6 +466,10 @@ Test(source_keys, a_kill_after_prepare_keeps_it_exactly_once, .timeout = 200) {
 Test(source_keys, during_produce_kill_keeps_it_exactly_once, .timeout = 200) {
   run_case("killp", true, "during-produce:5");
 }
+
+/* The state directory lost after a run: the restart re-reads the sources up to the group's offsets
+ * (without output) and rebuilds the source rows with the wide rows, then goes on. */
+Test(source_keys, lost_state_rebuilds_the_source_rows, .timeout = 200) { run_case_lose("lost", false, NULL, true); }
 
 /* With per-partition tasks the combination is refused at start with what to change. */
 Test(source_keys, per_partition_is_refused_with_the_fix, .timeout = 60) {
