@@ -887,4 +887,9 @@ Test(config, source_primary_key) {
   err = wd_config_load(write_yaml(yaml), &cfg);
   assert_error_at(err, "C_SOURCE_KEY_PER_PARTITION", 17, "pipeline.tasks: single");
   cr_assert_null(cfg);
+  err = wd_config_load(write_yaml(minimal_with(17, "    columns: {a: a}\n    lookup: true\n    key: [id]\n    on: [v]\n"
+                                                   "    primary-key: [id]")),
+                       &cfg);
+  assert_error_at(err, "C_SOURCE_KEY_LOOKUP", 21, "remove `primary-key:`");
+  cr_assert_null(cfg);
 }
