@@ -71,8 +71,9 @@ int wd_definition_json(const wd_config_t *cfg, wd_buf_t *out) {
     if (sj && s->primary_key.n) { /* join/srckey.h: its stored rows are encoded for its key and its columns */
       wd_buf_t kb = {0};
       for (size_t k = 0; k < s->primary_key.n; k++) wd_buf_printf(&kb, "%s%s", k ? "," : "", s->primary_key.v[k]);
-      wd_buf_printf(&kb, " ->");
-      for (size_t k = 0; k < s->columns.n; k++) wd_buf_printf(&kb, " %s", s->columns.v[k].key);
+      wd_buf_printf(&kb, " (columns");
+      for (size_t k = 0; k < s->columns.n; k++) wd_buf_printf(&kb, "%s %s", k ? "," : "", s->columns.v[k].key);
+      wd_buf_printf(&kb, ")");
       if (!wd_buf_putc(&kb, 0)) json_object_set_new(sj, "primary-key", json_string((const char *)kb.data));
       wd_buf_free(&kb);
     }
