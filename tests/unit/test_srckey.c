@@ -313,3 +313,27 @@ Test(srckey, upsert_json_records) {
   cr_assert_str_eq(rows, "586:-:-;725:-:-;");
   fx_close(&f, false);
 }
+
+/* A dropped task (restored from the state changelog topic, rebuilt from the sources) drops its
+ * source rows with its wide rows; other tasks' source rows stay. */
+Test(srckey, a_dropped_task_drops_its_source_rows) {
+  fx_t f;
+  fx_open(&f, NULL);
+  char k[256];
+  wd_state_set_task(f.wide, 1);
+  wd_srckey_set_task(f.sk, 1);
+  feed(&f, INS(100427, 725, "cash", 5, 1000), k, sizeof(k));
+  wd_state_set_task(f.wide, 0);
+  wd_srckey_set_task(f.sk, 0);
+  feed(&f, INS(100426, 586, "card", 10, 1001), k, sizeof(k));
+  cr_assert_null(wd_state_drop_task(f.wide, 0, f.b));
+  cr_assert_null(wd_store_write(f.st, f.b));
+  wd_store_batch_clear(f.b);
+  feed(&f, DEL(100426, 3000), k, sizeof(k));
+  cr_assert_str_eq(k, "", "task 0's source row survived the drop: %s", k);
+  wd_state_set_task(f.wide, 1);
+  wd_srckey_set_task(f.sk, 1);
+  feed(&f, DEL(100427, 3001), k, sizeof(k));
+  cr_assert_str_eq(k, "-D(725)", "task 1's source row was dropped with task 0: %s", k);
+  fx_close(&f, false);
+}
