@@ -116,7 +116,8 @@ static const wd_config_option_t SOURCE_OPTS[] = {
      "last row per key in the state store and derives deletes, updates and moves from it, so key-only deletes "
      "(Postgres REPLICA IDENTITY DEFAULT), updates without a before image and a row moving to another wide key "
      "retract what it had put into its old wide row (docs/source-keys.md). Required by `format: upsert-json`. Not "
-     "with `lookup: true`, nor (yet) with `pipeline.tasks: per-partition`."},
+     "with `lookup: true`. With `pipeline.tasks: per-partition` its topics need the table's partition count (its "
+     "partition i is task i's input) and its derived records go through its repartition topic."},
     END_OPT,
 };
 
@@ -1025,10 +1026,9 @@ static wd_error_t *not_in(const ld_t *ld, int line, const char *subject, const c
 }
 
 /* Source options: known keys (ingest's wd_source_options[]) and values from their lists. */
-/* A source's own primary key (join/srckey.h): a main source's; the upsert format needs it; not yet
- * with per-partition tasks (the source rows would have to live in the task of the source's own
- * key while the rows they change live in the task of the wide key). */
-static wd_error_t *check_source_key(const ld_t *ld, const wd_config_t *cfg, const wd_config_source_t *src) {
+/* A source's own primary key (join/srckey.h): a main source's; the upsert format needs it (with
+ * per-partition tasks its partition counts are checked at start: app/runtime/lookups.h). */
+static wd_error_t *check_source_key(const ld_t *ld, const wd_config_source_t *src) {
   const wd_format_t *f = wd_format_of(src->format);
   bool upsert = f && !strcmp(f->name, "upsert-json");
   if (src->primary_key.n && src->lookup)
@@ -1039,12 +1039,6 @@ static wd_error_t *check_source_key(const ld_t *ld, const wd_config_t *cfg, cons
     return cfg_err_id(ld, "C_SOURCE_KEY_REQUIRED", src->line,
                       "source '%s' has `format: upsert-json`, whose deletes (tombstones) carry only the Kafka key; "
                       "add `primary-key: [<its key fields>]`", src->name);
-  if (src->primary_key.n && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION)
-    return cfg_err_id(ld, "C_SOURCE_KEY_PER_PARTITION", src->primary_key.line,
-                      "source '%s' has its own `primary-key:`, which is not supported with `pipeline.tasks: "
-                      "per-partition` yet; set `pipeline.tasks: single`, or remove `primary-key:` and send the "
-                      "source with full before images keyed by the wide key (Postgres REPLICA IDENTITY FULL)",
-                      src->name);
   return NULL;
 }
 
@@ -1146,7 +1140,7 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
         return not_in(ld, src->on.lines[i], subject, src->on.v[i], "table.schema", schema->names, schema->n);
       }
     }
-    if ((err = check_source_key(ld, cfg, src))) return err;
+    if ((err = check_source_key(ld, src))) return err;
     snprintf(path, sizeof(path), "sources[%zu].options", s);
     if ((err = check_source_options(ld, src, path))) return err;
   }

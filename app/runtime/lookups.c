@@ -180,8 +180,9 @@ static wd_row_t *add_change(void *ctx, wd_row_kind_t kind) {
   return wd_changes_add(lk->out, lk->ws, kind);
 }
 
-wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, wd_changes_t *out) {
+wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, uint32_t task, wd_changes_t *out) {
   wd_changes_t *in = &lk->changes[si];
+  wd_srckey_set_task(lk->sk, task);
   wd_changes_reset(out);
   out->flags = in->flags;
   out->op = in->op;
@@ -195,4 +196,27 @@ wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, wd_changes_t *out) {
   out->null_key_halves += nk;
   if (err) wd_changes_reset(out);
   return err;
+}
+
+wd_error_t *wd_lookups_check_partitions(const wd_lookups_t *lk, const wd_config_t *cfg,
+                                        const wd_repartition_input_t *in, size_t n, int32_t partitions) {
+  for (size_t i = 0; i < n && i < cfg->sources.n; i++) {
+    if (!wd_lookups_has_key(lk, (int)i)) continue;
+    const wd_config_source_t *cs = &cfg->sources.v[i];
+    if (cs->repartition == WD_CONFIG_REPARTITION_FALSE)
+      return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEY_PER_PARTITION",
+                          "%s:%d: source '%s' has its own `primary-key` and says `repartition: false`; its derived "
+                          "records always go through its repartition topic under per-partition tasks: remove "
+                          "`repartition: false`",
+                          cfg->path, cs->line, cs->name);
+    for (size_t k = 0; k < in[i].ntopics; k++)
+      if (in[i].counts[k] != partitions)
+        return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEY_PER_PARTITION",
+                            "%s:%d: source '%s' has its own `primary-key`: its partition i is the input of task i "
+                            "(whose state keeps its source rows), but topic %s has %d partitions and the table %d; "
+                            "give the topic %d partitions, or set pipeline.partitions: %d (or pipeline.tasks: single)",
+                            cfg->path, cs->line, cs->name, in[i].topics[k], in[i].counts[k], (int)partitions,
+                            (int)partitions, in[i].counts[k]);
+  }
+  return NULL;
 }

@@ -25,6 +25,7 @@
 #include "ingest/source.h"
 #include "join/lookup.h"
 #include "join/srckey.h"
+#include "app/runtime/repartition.h"
 #include "join/merge.h"
 
 typedef struct wd_lookups wd_lookups_t;
@@ -84,7 +85,17 @@ wd_srckey_t *wd_lookups_srckey(const wd_lookups_t *lk);
 bool wd_lookups_has_key(const wd_lookups_t *lk, int si);
 wd_changes_t *wd_lookups_key_changes(wd_lookups_t *lk, int si);
 const wd_schema_t *wd_lookups_key_schema(const wd_lookups_t *lk, int si);
-/* Errors: those of join/srckey.h wd_srckey_apply (out is then empty). */
-wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, wd_changes_t *out);
+/* task: the task of the source's rows (per-partition: the partition the record was read from,
+ * whose task owns the source rows; else 0). Errors: those of join/srckey.h wd_srckey_apply (out
+ * is then empty). */
+wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, uint32_t task, wd_changes_t *out);
+/* With per-partition tasks (docs/source-keys.md): a source with its own primary key is the input
+ * of the tasks (its partition i is task i's, whose state keeps its source rows) and forwards its
+ * derived records through its repartition topic, so each of its topics must have the table's
+ * partition count and the source must not say `repartition: false`. in[0..n): the plan's inputs
+ * (app/runtime/repartition.h). Errors: WD_ERR_CONFIG "C_SOURCE_KEY_PER_PARTITION" naming the
+ * source, the topic, both counts and what to change. */
+wd_error_t *wd_lookups_check_partitions(const wd_lookups_t *lk, const wd_config_t *cfg,
+                                        const wd_repartition_input_t *in, size_t n, int32_t partitions);
 
 #endif

@@ -85,6 +85,8 @@ typedef struct {
   bool upsert;
 } env_t;
 
+static int orders_partitions = 2; /* a test sets it */
+
 static void env_init(env_t *e, const char *name, bool upsert, const char *tasks) {
   memset(e, 0, sizeof(*e));
   e->upsert = upsert;
@@ -108,7 +110,7 @@ static void env_init(env_t *e, const char *name, bool upsert, const char *tasks)
   free(y);
   char t[200];
   snprintf(t, sizeof(t), "%sorders", e->prefix);
-  wd_it_create_topic(t, 2);
+  wd_it_create_topic(t, orders_partitions);
   snprintf(t, sizeof(t), "%spayments", e->prefix);
   wd_it_create_topic(t, 3);
 }
@@ -346,6 +348,17 @@ static json_t *state_rows(const env_t *e) {
   wd_store_close(st);
   wd_table_destroy(t);
   wd_config_destroy(cfg);
+  /* per-partition tasks: the store is in task order; sort by order_id */
+  size_t n = json_array_size(rows);
+  for (size_t a = 0; a < n; a++)
+    for (size_t b = a + 1; b < n; b++) {
+      json_t *x = json_array_get(rows, a), *y = json_array_get(rows, b);
+      if (json_integer_value(json_object_get(x, "order_id")) > json_integer_value(json_object_get(y, "order_id"))) {
+        json_incref(x);
+        json_array_set(rows, a, y);
+        json_array_set_new(rows, b, x);
+      }
+    }
   return rows;
 }
 
@@ -416,9 +429,9 @@ static void assert_rows(json_t *want, json_t *got, const char *what) {
 
 /* Produces the workload in two parts, runs widen after each (the first run killed by the fault
  * hook when fault is set), and checks the state and the output against the join. */
-static void run_case_lose(const char *name, bool upsert, const char *fault, bool lose_state) {
+static void run_case_tasks(const char *name, bool upsert, const char *fault, bool lose_state, const char *tasks) {
   env_t e;
-  env_init(&e, name, upsert, "single");
+  env_init(&e, name, upsert, tasks);
   wl_t w;
   wl_init(&w, &e, 7 + (upsert ? 1 : 0));
   char log[400];
@@ -449,6 +462,10 @@ static void run_case_lose(const char *name, bool upsert, const char *fault, bool
   env_done(&e);
 }
 
+static void run_case_lose(const char *name, bool upsert, const char *fault, bool lose_state) {
+  run_case_tasks(name, upsert, fault, lose_state, "single");
+}
+
 static void run_case(const char *name, bool upsert, const char *fault) { run_case_lose(name, upsert, fault, false); }
 
 Test(source_keys, debezium_default_replica_identity_gives_the_join, .timeout = 200) {
@@ -471,16 +488,32 @@ Test(source_keys, during_produce_kill_keeps_it_exactly_once, .timeout = 200) {
  * (without output) and rebuilds the source rows with the wide rows, then goes on. */
 Test(source_keys, lost_state_rebuilds_the_source_rows, .timeout = 200) { run_case_lose("lost", false, NULL, true); }
 
-/* With per-partition tasks the combination is refused at start with what to change. */
-Test(source_keys, per_partition_is_refused_with_the_fix, .timeout = 60) {
+/* Per-partition tasks: the payments topic (3 partitions, keyed by payment_id) is the input of the
+ * tasks, whose state keeps the source rows; the derived records go through its repartition topic
+ * to the tasks of their order ids (orders through its own). A kill after a prepare, a restart, and
+ * then the state directory lost (restored from the state changelog topic). */
+Test(source_keys, per_partition_tasks_give_the_join, .timeout = 300) {
+  orders_partitions = 3;
+  run_case_tasks("pp", false, "after-prepare:3", false, "per-partition");
+}
+
+Test(source_keys, per_partition_lost_state_is_restored, .timeout = 300) {
+  orders_partitions = 3;
+  run_case_tasks("pplost", true, NULL, true, "per-partition");
+}
+
+/* A source with its own primary key whose partition count is not the table's is refused at start
+ * with what to change. */
+Test(source_keys, per_partition_other_partition_count_is_refused, .timeout = 60) {
+  orders_partitions = 2;
   env_t e;
-  env_init(&e, "pp", false, "per-partition");
+  env_init(&e, "ppn", false, "per-partition");
   char log[400];
   snprintf(log, sizeof(log), "%s/run.log", e.dir);
   int rc = run_widen(&e, NULL, log);
   cr_assert_neq(rc, 0);
   char *text = wd_it_read_file(log);
-  cr_assert(text && strstr(text, "C_SOURCE_KEY_PER_PARTITION") && strstr(text, "pipeline.tasks: single"), "%s",
+  cr_assert(text && strstr(text, "C_SOURCE_KEY_PER_PARTITION") && strstr(text, "give the topic 2 partitions"), "%s",
             text ? text : "(no log)");
   free(text);
   env_done(&e);
