@@ -41,7 +41,7 @@ static const char *const YAML =
     "  group.id: PREFIXgroup\n"
     "  properties:\n"
     "    session.timeout.ms: 6000\n"
-    "    group.instance.id: PREFIXinstance\n"
+    "    group.instance.id: PREFIXINSTANCE\n"
     "table:\n"
     "  name: orders_wide\n"
     "  schema:\n"
@@ -97,6 +97,7 @@ static void env_init(env_t *e, const char *name, bool upsert, const char *tasks)
   snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
   snprintf(e->out, sizeof(e->out), "%sout", e->prefix);
   char *y = strdup(YAML);
+  y = wd_it_replace(y, "INSTANCE", "instance");
   y = wd_it_replace(y, "PREFIX", e->prefix);
   y = wd_it_replace(y, "BROKERS", wd_it_brokers());
   y = wd_it_replace(y, "STATE", e->state);
@@ -500,6 +501,72 @@ Test(source_keys, per_partition_tasks_give_the_join, .timeout = 300) {
 Test(source_keys, per_partition_lost_state_is_restored, .timeout = 300) {
   orders_partitions = 3;
   run_case_tasks("pplost", true, NULL, true, "per-partition");
+}
+
+/* Another member m of e's group: the same config with its own state directory and instance id. */
+static void env_member(const env_t *e, env_t *m, const char *name) {
+  *m = *e;
+  snprintf(m->dir, sizeof(m->dir), "/tmp/widen-sk-%s-XXXXXX", name);
+  cr_assert_not_null(mkdtemp(m->dir));
+  snprintf(m->cfg, sizeof(m->cfg), "%s/widen.yaml", m->dir);
+  snprintf(m->state, sizeof(m->state), "%s/state", m->dir);
+  char *y = wd_it_read_file(e->cfg);
+  cr_assert_not_null(y);
+  y = wd_it_replace(y, "instance\n", "member2\n");
+  y = wd_it_replace(y, e->state, m->state);
+  FILE *f = fopen(m->cfg, "w");
+  cr_assert_not_null(f);
+  fputs(y, f);
+  fclose(f);
+  free(y);
+}
+
+static pid_t spawn_widen(const env_t *e, const char *log) {
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", "4000", NULL};
+  setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
+  unsetenv("WIDEN_FAULT");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+/* Two members share the tasks (the payments partitions and the tasks move between them as they
+ * join and leave); the output read read_committed equals the join. */
+Test(source_keys, per_partition_two_members_give_the_join, .timeout = 300) {
+  orders_partitions = 3;
+  env_t e, m;
+  env_init(&e, "pp2", false, "per-partition");
+  env_member(&e, &m, "pp2m");
+  wl_t w;
+  wl_init(&w, &e, 11);
+  produce(&w, 1500);
+  char la[400], lb[400];
+  snprintf(la, sizeof(la), "%s/a.log", e.dir);
+  snprintf(lb, sizeof(lb), "%s/b.log", m.dir);
+  pid_t a = spawn_widen(&e, la), b = spawn_widen(&m, lb);
+  int st = 0;
+  cr_assert_eq(waitpid(a, &st, 0), a);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 1 failed (log %s)", la);
+  cr_assert_eq(waitpid(b, &st, 0), b);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 2 failed (log %s)", lb);
+  produce(&w, 1000);
+  b = spawn_widen(&m, lb); /* the second part: member 2 alone first, then both */
+  (void)wd_it_wait_log(lb, "assigned", 30000); /* member 2 holds every task, then shares them */
+  a = spawn_widen(&e, la);
+  cr_assert_eq(waitpid(a, &st, 0), a);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 1 failed (log %s)", la);
+  cr_assert_eq(waitpid(b, &st, 0), b);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 2 failed (log %s)", lb);
+  json_t *want = expected(&w), *out = replayed_output(&e);
+  assert_rows(want, out, "output of two members read read_committed");
+  json_decref(want);
+  json_decref(out);
+  env_done(&m);
+  env_done(&e);
 }
 
 /* A source with its own primary key whose partition count is not the table's is refused at start
