@@ -43,6 +43,9 @@
  * the wide rows and the input offsets, a discard (aborted commit) drops their uncommitted
  * changes, and a dropped task drops them too. They are task state: the state changelog topic
  * carries them (partition = task, bytes 1-4 of the key), restores and standbys write them back.
+ * The task is the caller's (wd_srckey_set_task): with per-partition tasks the partition of the
+ * source's own topic the record came from, while the derived records go to the tasks of their wide
+ * keys (app/runtime: through the source's repartition topic; docs/source-keys.md).
  *
  * Ownership: a wd_srckey_t borrows the wide table (and, once started, the wide state and the
  * store); it owns its sources' tables, schemas and states. One thread at a time.
