@@ -521,17 +521,72 @@ static void env_member(const env_t *e, env_t *m, const char *name) {
   free(y);
 }
 
-static pid_t spawn_widen(const env_t *e, const char *log) {
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", "4000", NULL};
+static const char *idle_ms = "4000"; /* a test sets it */
+
+static pid_t spawn_widen_fault(const env_t *e, const char *log, const char *fault) {
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config", e->cfg, "--quiet", "--max-idle-ms", idle_ms, NULL};
   setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
-  unsetenv("WIDEN_FAULT");
+  if (fault) setenv("WIDEN_FAULT", fault, 1);
+  else unsetenv("WIDEN_FAULT");
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
+  unsetenv("WIDEN_FAULT");
   return pid;
+}
+
+static pid_t spawn_widen(const env_t *e, const char *log) { return spawn_widen_fault(e, log, NULL); }
+
+static void append(const env_t *e, const char *line) {
+  FILE *f = fopen(e->cfg, "a");
+  cr_assert_not_null(f);
+  fputs(line, f);
+  fclose(f);
+}
+
+/* Two members with standby copies (num-standby-replicas: 1): member 1 is killed (SIGKILL after a
+ * prepare) while both run; member 2 takes its tasks over from its copies of their state (source
+ * rows included) and finishes alone; the output read read_committed equals the join. */
+Test(source_keys, per_partition_standby_takes_over_after_a_kill, .timeout = 300) {
+  orders_partitions = 3;
+  env_t e, m;
+  env_init(&e, "ppsb", false, "per-partition");
+  append(&e, "  num-standby-replicas: 1\n");
+  env_member(&e, &m, "ppsbm");
+  wl_t w;
+  wl_init(&w, &e, 13);
+  produce(&w, 1500);
+  char la[400], lb[400];
+  snprintf(la, sizeof(la), "%s/a.log", e.dir);
+  snprintf(lb, sizeof(lb), "%s/b.log", m.dir);
+  pid_t a = spawn_widen(&e, la), b = spawn_widen(&m, lb);
+  int st = 0;
+  cr_assert_eq(waitpid(a, &st, 0), a);
+  cr_assert_eq(waitpid(b, &st, 0), b);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 2 failed (log %s)", lb);
+  produce(&w, 1000);
+  b = spawn_widen(&m, lb);
+  a = spawn_widen_fault(&e, la, "after-prepare:2");
+  cr_assert_eq(waitpid(a, &st, 0), a);
+  cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "member 1 was not killed by the fault hook (log %s)", la);
+  cr_assert_eq(waitpid(b, &st, 0), b);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 2 failed (log %s)", lb);
+  /* member 2 alone, long enough for the group to give it the dead member's tasks (its session
+   * times out after 6 s): from its standby copies */
+  idle_ms = "12000";
+  snprintf(lb, sizeof(lb), "%s/b2.log", m.dir);
+  b = spawn_widen(&m, lb);
+  cr_assert_eq(waitpid(b, &st, 0), b);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member 2 failed (log %s)", lb);
+  json_t *want = expected(&w), *out = replayed_output(&e);
+  assert_rows(want, out, "output after a kill with standbys, read read_committed");
+  json_decref(want);
+  json_decref(out);
+  env_done(&m);
+  env_done(&e);
 }
 
 /* Two members share the tasks (the payments partitions and the tasks move between them as they
