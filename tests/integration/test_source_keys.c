@@ -12,6 +12,9 @@
  * read_committed (folded per key, and explainable: every -U/-D is the row emitted last). Without
  * the source's `primary-key` (today's main: the option does not exist) a key-only delete has no
  * wide key and is dropped, and a moved payment stays in its old order for ever.
+ * Runs: one task (kills at two crash points, the state directory lost), per-partition tasks (a kill,
+ * the state restored from the changelog topic, two members, a kill with standby copies), and the
+ * refusals.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
