@@ -15,7 +15,8 @@
   X(canal_json) \
   X(maxwell_json) \
   X(ogg_json) \
-  X(changelog_json)
+  X(changelog_json) \
+  X(upsert_json)
 #define WD_FORMAT_EXTERN(n) extern const wd_format_t wd_format_##n;
 WD_FORMATS(WD_FORMAT_EXTERN)
 #define WD_FORMAT_REF(n) &wd_format_##n,

@@ -422,7 +422,7 @@ static void hook_discard(void *ctx) {
     if (j->pending[i]->plen) (void)bucket_add(j, j->pending[i]);
 }
 
-static const wd_state_hooks_t HOOKS = {hook_snapshot, hook_written, hook_drop_clean, hook_discard};
+static const wd_state_hooks_t HOOKS = {hook_snapshot, hook_written, hook_drop_clean, hook_discard, NULL};
 
 /* ---- the lookups' row states, under their namespace ------------------------------------------- */
 

@@ -74,6 +74,8 @@ struct wd_state {
   wd_cached_t *last; /* the entry of the last state_get (its put follows), NULL after a drop of it */
   const wd_state_hooks_t *hooks; /* borrowed, may be NULL */
   void *hooks_ctx;
+  const wd_state_hooks_t *hooks2; /* a second layer's (wd_state_add_hooks), may be NULL */
+  void *hooks2_ctx;
   /* the undo image (wd_state_set_undo): the entry each dirty entry had before its first change
    * since the last snapshot, handed to the snapshot's batch as its prior */
   bool undo;
@@ -92,6 +94,15 @@ void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses
 void wd_state_set_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx) {
   s->hooks = hooks;
   s->hooks_ctx = ctx;
+}
+
+void wd_state_set_base_ncols(wd_state_t *s, size_t n) { s->base_ncols = n; }
+
+int wd_state_add_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx) {
+  if (hooks && s->hooks2) return -1;
+  s->hooks2 = hooks;
+  s->hooks2_ctx = ctx;
+  return 0;
 }
 
 wd_state_t *wd_state_new(const wd_table_t *t, wd_store_t *st, size_t max_cached) {
@@ -451,6 +462,10 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
     wd_error_t *err = s->hooks->snapshot(s->hooks_ctx, b, n);
     if (err) return err;
   }
+  if (s->hooks2 && s->hooks2->snapshot) {
+    wd_error_t *err = s->hooks2->snapshot(s->hooks2_ctx, b, n);
+    if (err) return err;
+  }
   for (size_t i = 0; i < s->ndirty; i++) {
     s->dirty[i]->dirty = false;
     s->dirty[i]->snap = n;
@@ -467,6 +482,7 @@ void wd_state_written(wd_state_t *s, uint64_t snap) {
   wd_cached_t *c, *tmp;
   if (snap > s->written) s->written = snap;
   if (s->hooks && s->hooks->written) s->hooks->written(s->hooks_ctx, snap);
+  if (s->hooks2 && s->hooks2->written) s->hooks2->written(s->hooks2_ctx, snap);
   bool over_bytes = s->max_bytes && s->bytes > s->max_bytes;
   if (HASH_COUNT(s->map) <= s->max_cached && !over_bytes) return;
   /* trim to 90% of the budgets, second-chance style: an entry used since the last trim is kept
@@ -502,6 +518,7 @@ wd_error_t *wd_state_flush(wd_state_t *s, wd_store_batch_t *b) {
 void wd_state_drop_clean(wd_state_t *s) {
   wd_cached_t *c, *tmp;
   if (s->hooks && s->hooks->drop_clean) s->hooks->drop_clean(s->hooks_ctx);
+  if (s->hooks2 && s->hooks2->drop_clean) s->hooks2->drop_clean(s->hooks2_ctx);
   HASH_ITER(hh, s->map, c, tmp) {
     if (!c->dirty && c->snap <= s->written) drop(s, c);
   }
@@ -509,26 +526,35 @@ void wd_state_drop_clean(wd_state_t *s) {
 
 void wd_state_discard(wd_state_t *s) {
   if (s->hooks && s->hooks->discard) s->hooks->discard(s->hooks_ctx);
+  if (s->hooks2 && s->hooks2->discard) s->hooks2->discard(s->hooks2_ctx);
   for (size_t i = 0; i < s->ndirty; i++) drop(s, s->dirty[i]);
   s->ndirty = 0;
   clear_priors(s);
 }
 
-static bool in_task(const wd_cached_t *c, uint32_t task) {
-  return c->klen >= WD_STATE_PREFIX_LEN && c->key[0] == WD_STATE_ROW_NS &&
+static bool in_task(const wd_state_t *s, const wd_cached_t *c, uint32_t task) {
+  return c->klen >= WD_STATE_PREFIX_LEN && c->key[0] == s->ns &&
          (((uint32_t)c->key[1] << 24) | ((uint32_t)c->key[2] << 16) | ((uint32_t)c->key[3] << 8) | c->key[4]) == task;
 }
 
 wd_error_t *wd_state_drop_task(wd_state_t *s, uint32_t task, wd_store_batch_t *b) {
   wd_cached_t *c, *tmp;
   for (size_t i = 0; i < s->ndirty; i++)
-    if (in_task(s->dirty[i], task))
+    if (in_task(s, s->dirty[i], task))
       return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "dropping task %u with uncommitted rows", task);
   HASH_ITER(hh, s->map, c, tmp) {
-    if (in_task(c, task)) drop(s, c);
+    if (in_task(s, c, task)) drop(s, c);
   }
-  uint8_t begin[WD_STATE_PREFIX_LEN] = {WD_STATE_ROW_NS, (uint8_t)(task >> 24), (uint8_t)(task >> 16),
-                                        (uint8_t)(task >> 8), (uint8_t)task};
+  if (s->hooks && s->hooks->drop_task) {
+    wd_error_t *err = s->hooks->drop_task(s->hooks_ctx, task, b);
+    if (err) return err;
+  }
+  if (s->hooks2 && s->hooks2->drop_task) {
+    wd_error_t *err = s->hooks2->drop_task(s->hooks2_ctx, task, b);
+    if (err) return err;
+  }
+  uint8_t begin[WD_STATE_PREFIX_LEN] = {s->ns, (uint8_t)(task >> 24), (uint8_t)(task >> 16), (uint8_t)(task >> 8),
+                                        (uint8_t)task};
   uint8_t end[WD_STATE_PREFIX_LEN + 1];
   memcpy(end, begin, sizeof(begin));
   end[WD_STATE_PREFIX_LEN] = 0;

@@ -67,8 +67,8 @@ wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tas
  * of those keys gets the committed entry from the store. Clean entries stay. */
 void wd_state_discard(wd_state_t *s);
 
-/* Forgets task `task`: its cached entries are dropped and a deletion of its whole key range is
- * added to b (the caller writes b, with the task's offsets removed, in one write). Errors:
+/* Forgets task `task`: its cached entries are dropped and a deletion of its whole key range (under
+ * the state's namespace, wd_state_set_namespace) is added to b, with the hooks' drop_task first (the caller writes b, with the task's offsets removed, in one write). Errors:
  * E_INTERNAL when the task has uncommitted entries; E_NOMEM. */
 wd_error_t *wd_state_drop_task(wd_state_t *s, uint32_t task, wd_store_batch_t *b);
 
@@ -119,14 +119,26 @@ typedef struct wd_state_hooks {
   void (*written)(void *ctx, uint64_t snap);
   void (*drop_clean)(void *ctx);
   void (*discard)(void *ctx);
+  /* from wd_state_drop_task, before the state adds its own range deletion to b: the layer drops
+   * its own entries of task `task` into b as well */
+  wd_error_t *(*drop_task)(void *ctx, uint32_t task, wd_store_batch_t *b);
 } wd_state_hooks_t;
 void wd_state_set_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx);
+/* A second set of hooks, for a second layer beside the one of wd_state_set_hooks (join/srckey.h:
+ * the sources' own rows), called after the first set at the same points. hooks NULL unsets it.
+ * 0, or -1 when a second set is already there. */
+int wd_state_add_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx);
 
 /* Sets the namespace byte of this state's keys (default WD_STATE_ROW_NS): another layer keeping
  * its own entries in a wd_state (join/lookup.h: lookup rows under 'L', the task being the lookup)
  * uses another byte, so that wd_state_scan_rows and wd_state_drop_task of the wide state never see
  * them. Set it before the first use. */
 void wd_state_set_namespace(wd_state_t *s, uint8_t ns);
+
+/* Sets the column count of the rows first written (0: the schema's): a state over another
+ * schema than the wide table's (join/srckey.h) does not take the wide table's count that
+ * wd_state_new reads from the store's meta. Set it before the first use. */
+void wd_state_set_base_ncols(wd_state_t *s, size_t n);
 
 /* Number of dirty entries and of cached entries. */
 size_t wd_state_dirty(const wd_state_t *s);

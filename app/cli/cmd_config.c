@@ -66,6 +66,9 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
     for (size_t k = 0; k < src->topics.n; k++) fprintf(f, "%s%s", k ? ", " : "", src->topics.v[k]);
     fprintf(f, " (%s), %zu columns:", wd_source_format_name(src->format), src->columns.n);
     for (size_t k = 0; k < src->columns.n; k++) fprintf(f, " %s", src->columns.v[k].key);
+    for (size_t k = 0; k < src->primary_key.n; k++) /* docs/source-keys.md */
+      fprintf(f, "%s%s", k ? ", " : "; its own primary key (", src->primary_key.v[k]);
+    if (src->primary_key.n) fprintf(f, "): deletes, updates and moves derived from its stored rows");
     fprintf(f, "\n");
   }
   fprintf(f, "  sink      %s (%s, key %s%s), dead letters to %s\n", cfg->sink.topic, SINK_FMT[cfg->sink.format],

@@ -17,6 +17,7 @@
 
 #include "app/config/table_config.h"
 #include "ingest/consumer.h"
+#include "ingest/format.h"
 #include "join/table_options.h"
 
 /* ---- the option table ------------------------------------------------------------------------- */
@@ -72,11 +73,12 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"topic", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL, WD_CONFIG_ALIAS, NULL,
      "Another spelling of `topics` for a single topic (set one of the two)."},
     {"format", WD_CONFIG_ENUM, offsetof(wd_config_source_t, format), "debezium-json", NULL, 0, 0,
-     "debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|changelog-json", 0, NULL,
+     "debezium-json|debezium-avro|canal-json|maxwell-json|ogg-json|changelog-json|upsert-json", 0, NULL,
      "Format of the record values (ingest/format.h): Debezium JSON (JsonConverter, with or without schemas; also "
      "widen's debezium-json output), Debezium Avro (AvroConverter) in the Confluent wire format with writer schemas "
-     "from `schema-registry`, Alibaba Canal flat messages, Maxwell JSON, Oracle GoldenGate JSON, or widen's "
-     "changelog-json output (to chain pipelines)."},
+     "from `schema-registry`, Alibaba Canal flat messages, Maxwell JSON, Oracle GoldenGate JSON, widen's "
+     "changelog-json output (to chain pipelines), or an upsert topic (upsert-json: the value is the row as a JSON "
+     "object, a null value deletes the Kafka key's row; needs `primary-key`)."},
     {"columns", WD_CONFIG_PAIRS, offsetof(wd_config_source_t, columns), NULL, NULL, 0, 0, NULL,
      WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY | WD_CONFIG_NULL_IS_KEY, NULL,
      "The wide columns this source writes, `column: path`: a field of the row image (`weight`, `address.city`), "
@@ -114,6 +116,14 @@ static const wd_config_option_t SOURCE_OPTS[] = {
      "table); `false`: never: a record outside its key's partition stops widen with C_SOURCE_KEYING naming it. "
      "Once one source goes through a repartition topic every main source does (a repartition topic is partitioned "
      "by widen's key bytes, a source topic by its producer's). Ignored with `pipeline.tasks: single`."},
+    {"primary-key", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, primary_key), NULL, NULL, 0, 0, NULL, 0, NULL,
+     "The source's own primary key when it is not the wide key (payments(payment_id) filling a table keyed by "
+     "`order_id`): mapping paths of its key fields (`payment_id`, `$key.payment_id`). widen then keeps the source's "
+     "last row per key in the state store and derives deletes, updates and moves from it, so key-only deletes "
+     "(Postgres REPLICA IDENTITY DEFAULT), updates without a before image and a row moving to another wide key "
+     "retract what it had put into its old wide row (docs/source-keys.md). Required by `format: upsert-json`. Not "
+     "with `lookup: true`. With `pipeline.tasks: per-partition` its topics need the table's partition count (its "
+     "partition i is task i's input) and its derived records go through its repartition topic."},
     END_OPT,
 };
 
@@ -476,6 +486,8 @@ static yaml_node_t *node_at(const ld_t *ld, int index) { return yaml_document_ge
 
 /* A C_CONFIG error "<file>:<line>: <text>". */
 static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static wd_error_t *cfg_err_id(const ld_t *ld, const char *id, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) {
   char *text = NULL;
   va_list ap;
@@ -484,6 +496,18 @@ static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) {
   va_end(ap);
   if (rc < 0) return wd_error_nomem();
   wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%d: %s", ld->file, line, text);
+  free(text);
+  return err;
+}
+
+static wd_error_t *cfg_err_id(const ld_t *ld, const char *id, int line, const char *fmt, ...) {
+  char *text = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = vasprintf(&text, fmt, ap);
+  va_end(ap);
+  if (rc < 0) return wd_error_nomem();
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, id, "%s:%d: %s", ld->file, line, text);
   free(text);
   return err;
 }
@@ -1029,6 +1053,22 @@ static wd_error_t *not_in(const ld_t *ld, int line, const char *subject, const c
 }
 
 /* Source options: known keys (ingest's wd_source_options[]) and values from their lists. */
+/* A source's own primary key (join/srckey.h): a main source's; the upsert format needs it (with
+ * per-partition tasks its partition counts are checked at start: app/runtime/lookups.h). */
+static wd_error_t *check_source_key(const ld_t *ld, const wd_config_source_t *src) {
+  const wd_format_t *f = wd_format_of(src->format);
+  bool upsert = f && !strcmp(f->name, "upsert-json");
+  if (src->primary_key.n && src->lookup)
+    return cfg_err_id(ld, "C_SOURCE_KEY_LOOKUP", src->primary_key.line,
+                      "source '%s' has both `lookup: true` and `primary-key:`; a lookup is kept by its `key:` "
+                      "already, so remove `primary-key:`", src->name);
+  if (upsert && !src->primary_key.n)
+    return cfg_err_id(ld, "C_SOURCE_KEY_REQUIRED", src->line,
+                      "source '%s' has `format: upsert-json`, whose deletes (tombstones) carry only the Kafka key; "
+                      "add `primary-key: [<its key fields>]`", src->name);
+  return NULL;
+}
+
 static wd_error_t *check_source_options(const ld_t *ld, const wd_config_source_t *src, const char *path) {
   const char *names[16];
   size_t n = 0;
@@ -1128,6 +1168,7 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
         return not_in(ld, src->on.lines[i], subject, src->on.v[i], "table.schema", schema->names, schema->n);
       }
     }
+    if ((err = check_source_key(ld, src))) return err;
     snprintf(path, sizeof(path), "sources[%zu].options", s);
     if ((err = check_source_options(ld, src, path))) return err;
   }
@@ -1443,6 +1484,10 @@ wd_error_t *wd_config_build_table(const wd_config_t *cfg, wd_table_t **out) {
   return err;
 }
 
+void wd_config_source_key_name(const wd_config_source_t *cs, size_t k, char *buf, size_t n) {
+  snprintf(buf, n, "primary-key.%s", k < cs->primary_key.n ? cs->primary_key.v[k] : "?");
+}
+
 wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema,
                                    wd_source_t **out) {
   wd_error_t *err = NULL;
@@ -1463,6 +1508,13 @@ wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_sc
   for (size_t k = 0; cs->lookup && k < cs->on.n && k < cs->key.n; k++) { /* the lookup's key, named like `on` */
     line = cs->key.lines[k];
     if ((err = wd_source_add_column(src, schema, cs->on.v[k], cs->key.v[k]))) goto done;
+  }
+  for (size_t k = 0; !cs->lookup && k < cs->primary_key.n; k++) { /* the source's own key (join/srckey.h) */
+    char name[320];
+    wd_config_source_key_name(cs, k, name, sizeof(name));
+    if (wd_schema_find(schema, name) < 0) break; /* built for the wide schema: its key is not there */
+    line = cs->primary_key.lines[k];
+    if ((err = wd_source_add_column(src, schema, name, cs->primary_key.v[k]))) goto done;
   }
   if (cs->lookup && cs->sequence) {
     line = cs->line;

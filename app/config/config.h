@@ -103,6 +103,8 @@ typedef struct wd_config_source {
   int required;              /* 0/1: INNER (rows are visible only while this source contributes) */
   char *sequence;            /* lookup: mapping spec of its sequence field (BIGINT), or NULL */
   int repartition;           /* wd_config_repartition_t (per-partition tasks: app/runtime/repartition.h) */
+  wd_config_strings_t primary_key; /* a main source's own primary key: mapping specs of its key fields
+                                      (join/srckey.h, docs/source-keys.md); empty: keyed by the wide key */
   int line;
 } wd_config_source_t;
 
@@ -256,10 +258,15 @@ wd_error_t *wd_config_build_table(const wd_config_t *cfg, wd_table_t **out);
 /* Builds source i (< cfg->sources.n) against the table's schema (borrowed; the one of the table
  * built by wd_config_build_table; for a lookup source the lookup schema of join/lookup.h, whose
  * key columns are named like its `on` columns and filled from its `key` specs, and whose `_seq`
- * column is filled from `sequence`): its topics, format, column mapping and options, then
- * wd_source_check. On success *out is a new source owned by the caller.
+ * column is filled from `sequence`; for a source with its own `primary-key` the source schema of
+ * join/srckey.h, whose key columns are named by wd_config_source_key_name and filled from its
+ * `primary-key` specs): its topics, format, column mapping and options, then wd_source_check. On success *out is a new source owned by the caller.
  * Errors: the C_... ids of ingest/source.h with "<file>:<line>: " after the id (the line of the
  * failing mapping or option, else of the source). */
+/* The name of key column k of a source with its own `primary-key` in its source schema
+ * (join/srckey.h): "primary-key.<spec>", into buf[0..n) (truncated, terminated). */
+void wd_config_source_key_name(const wd_config_source_t *cs, size_t k, char *buf, size_t n);
+
 wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema,
                                    wd_source_t **out);
 

@@ -65,9 +65,19 @@ int wd_definition_json(const wd_config_t *cfg, wd_buf_t *out) {
     json_array_append_new(cols, json_pack("[s,s]", cfg->table.schema.names[i], cfg->table.schema.types[i]));
   for (size_t i = 0; srcs && i < cfg->sources.n; i++) {
     const wd_config_source_t *s = &cfg->sources.v[i];
-    json_array_append_new(srcs, json_pack("{s:s,s:o,s:s,s:o,s:o}", "name", s->name, "topics", strings_json(&s->topics),
-                                          "format", wd_source_format_name(s->format), "columns",
-                                          pairs_json(&s->columns), "options", pairs_json(&s->options)));
+    json_t *sj = json_pack("{s:s,s:o,s:s,s:o,s:o}", "name", s->name, "topics", strings_json(&s->topics), "format",
+                           wd_source_format_name(s->format), "columns", pairs_json(&s->columns), "options",
+                           pairs_json(&s->options));
+    if (sj && s->primary_key.n) { /* join/srckey.h: its stored rows are encoded for its key and its columns */
+      wd_buf_t kb = {0};
+      for (size_t k = 0; k < s->primary_key.n; k++) wd_buf_printf(&kb, "%s%s", k ? "," : "", s->primary_key.v[k]);
+      wd_buf_printf(&kb, " (columns");
+      for (size_t k = 0; k < s->columns.n; k++) wd_buf_printf(&kb, "%s %s", k ? "," : "", s->columns.v[k].key);
+      wd_buf_printf(&kb, ")");
+      if (!wd_buf_putc(&kb, 0)) json_object_set_new(sj, "primary-key", json_string((const char *)kb.data));
+      wd_buf_free(&kb);
+    }
+    json_array_append_new(srcs, sj);
   }
   json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:{s:s,s:s,s:s,s:s},s:{s:I,s:I,s:I}}", "columns", cols, "primary-key",
                         strings_json(&cfg->table.primary_key), "options", pairs_json(&cfg->table.options), "sources",
@@ -175,6 +185,8 @@ static int flatten(const char *text, size_t len, items_t *it) {
     join_names(json_object_get(e, "topics"), &b);
     item_add(it, false, (const char *)b.data, "source %s topics", name);
     item_add(it, false, json_string_value(json_object_get(e, "format")), "source %s format", name);
+    if (json_object_get(e, "primary-key"))
+      item_add(it, false, json_string_value(json_object_get(e, "primary-key")), "source %s primary-key", name);
     json_array_foreach(json_object_get(e, "columns"), k, f) item_add(it, false, json_string_value(json_array_get(f, 1)),
                                                                      "source %s column %s", name,
                                                                      json_string_value(json_array_get(f, 0)));

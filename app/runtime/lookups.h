@@ -24,6 +24,8 @@
 #include "common/error.h"
 #include "ingest/source.h"
 #include "join/lookup.h"
+#include "join/srckey.h"
+#include "app/runtime/repartition.h"
 #include "join/merge.h"
 
 typedef struct wd_lookups wd_lookups_t;
@@ -71,5 +73,29 @@ void wd_lookups_set_task(wd_lookups_t *lk, uint32_t task);
 wd_error_t *wd_lookups_apply(wd_lookups_t *lk, int si, bool lookup, wd_row_t *const *main_recs, size_t first,
                              size_t count, const wd_table_t *t, const wd_state_ops_t *ops, void *state,
                              wd_changelog_t *out, wd_merge_stats_t *stats);
+
+/* ---- sources with their own primary key (join/srckey.h, docs/source-keys.md) --------------------
+ * wd_lookups_new builds them against their source schema; their messages are decoded into
+ * wd_lookups_key_changes (rows of wd_lookups_key_schema), then wd_lookups_normalise turns them
+ * into change records of the wide table in out (reset first; the decode's flags, op and ts_ms
+ * copied) through the source rows. */
+/* The layer (borrowed; for wd_srckey_start and wd_srckey_set_task). */
+wd_srckey_t *wd_lookups_srckey(const wd_lookups_t *lk);
+/* Whether source si has its own primary key. */
+bool wd_lookups_has_key(const wd_lookups_t *lk, int si);
+wd_changes_t *wd_lookups_key_changes(wd_lookups_t *lk, int si);
+const wd_schema_t *wd_lookups_key_schema(const wd_lookups_t *lk, int si);
+/* task: the task of the source's rows (per-partition: the partition the record was read from,
+ * whose task owns the source rows; else 0). Errors: those of join/srckey.h wd_srckey_apply (out
+ * is then empty). */
+wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, uint32_t task, wd_changes_t *out);
+/* With per-partition tasks (docs/source-keys.md): a source with its own primary key is the input
+ * of the tasks (its partition i is task i's, whose state keeps its source rows) and forwards its
+ * derived records through its repartition topic, so each of its topics must have the table's
+ * partition count and the source must not say `repartition: false`. in[0..n): the plan's inputs
+ * (app/runtime/repartition.h). Errors: WD_ERR_CONFIG "C_SOURCE_KEY_PER_PARTITION" naming the
+ * source, the topic, both counts and what to change. */
+wd_error_t *wd_lookups_check_partitions(const wd_lookups_t *lk, const wd_config_t *cfg,
+                                        const wd_repartition_input_t *in, size_t n, int32_t partitions);
 
 #endif

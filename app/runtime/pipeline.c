@@ -809,7 +809,12 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if (err) return err;
       continue;
     }
-    wd_error_t *derr = decode_record(p, src, p->schema, &p->changes, &meta, m);
+    wd_error_t *derr = wd_lookups_has_key(p->lk, si) /* its own primary key: through its stored rows */
+                           ? decode_record(p, src, wd_lookups_key_schema(p->lk, si), wd_lookups_key_changes(p->lk, si),
+                                           &meta, m)
+                           : decode_record(p, src, p->schema, &p->changes, &meta, m);
+    if (!derr && wd_lookups_has_key(p->lk, si))
+      derr = wd_lookups_normalise(p->lk, si, p->per_partition ? (uint32_t)m->partition : 0, &p->changes);
     if (wd_commit_batch_invalid(p->commit)) {
       wd_error_destroy(derr);
       return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
@@ -846,8 +851,9 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       p->st.misplaced++;
     }
     if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* to the repartition topic, no state */
-      if ((err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows, p->changes.count,
-                                   p->coll, &p->st.repartitioned)))
+      /* (a source with its own primary key re-read to rebuild its rows: forwarded when first read) */
+      if (!p->restoring[i] && (err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows,
+                                                       p->changes.count, p->coll, &p->st.repartitioned)))
         return err;
       b->forwarded = true;
       continue;
@@ -1702,12 +1708,15 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
     }
     for (size_t k = 0; k < src->ntopics && !err; k++)
       err = wd_collector_partition_count(p->coll, src->topics[k], 30000, &counts[i][k]);
-    in[i] = (wd_repartition_input_t){src->name, p->cfg->sources.v[i].repartition, is_lookup(p, (int)i), src->ntopics,
+    /* a source with its own primary key always forwards its derived records (docs/source-keys.md) */
+    int mode = wd_lookups_has_key(p->lk, (int)i) ? WD_CONFIG_REPARTITION_TRUE : p->cfg->sources.v[i].repartition;
+    in[i] = (wd_repartition_input_t){src->name, mode, is_lookup(p, (int)i), src->ntopics,
                                      (const char *const *)src->topics, counts[i]};
   }
   if (err || (err = wd_repart_plan(p->rp, in, p->cfg->pipeline.partitions, !p->opts.replay, p->cfg->kafka.group_id,
                                    p->cfg->table.name, &why)))
     goto done;
+  if ((err = wd_lookups_check_partitions(p->lk, p->cfg, in, n, wd_repart_partitions(p->rp)))) goto done;
   size_t nrp = 0;
   for (size_t i = 0; i < n; i++) nrp += wd_repart_on(p->rp, i);
   wd_log(WD_LOG_INFO, "pipeline", "per-partition tasks: the table has %d partitions (tasks)%s",
@@ -1868,6 +1877,7 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   if ((err = wd_hist_gather_retain(p->hg, &(wd_history_retention_t){cfg->state.history_retention_ms,
       (uint64_t)cfg->state.history_max_bytes, (size_t)cfg->state.history_size}, p->store))) return err;
   if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) return err;
+  if ((err = wd_srckey_start(wd_lookups_srckey(p->lk), p->state, p->store))) return err;
   /* with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
   bool global = false;
@@ -1956,7 +1966,9 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
     bool raw = wd_repart_on(p->rp, i) && wd_repart_forwarding(p->rp);
     for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
       p->topics[(*nt)++] = p->sources[i]->topics[t];
-      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw)) return wd_error_nomem();
+      /* a source with its own primary key is a task's input (its rows are task state), forwarded */
+      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw && !wd_lookups_has_key(p->lk, (int)i)))
+        return wd_error_nomem();
     }
     if ((raw || wd_repart_fallback(p->rp, i)) && /* `auto` read directly: its repartition topic too */
         wd_repart_add_topic(p->rp, p->topics[(*nt)++] = wd_repart_topic(p->rp, i), false))

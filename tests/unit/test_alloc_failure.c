@@ -19,6 +19,8 @@
 #include "app/config/table_config.h"
 #include "common/ratelog.h"
 #include "ingest/source.h"
+#include "ingest/format.h"
+#include "join/srckey.h"
 #include "join/state.h"
 #include "join/store.h"
 #include "tests/support/fail_alloc.h"
@@ -272,3 +274,108 @@ static void check_ratelog(void *ctx, int r, bool failed) {
 }
 
 Test(alloc_failure, ratelog) { each_failure(ratelog_op, check_ratelog, NULL); }
+
+/* ---- a source with its own primary key (join/srckey.h): build, insert, move, key-only delete ---- */
+
+typedef struct {
+  const wd_schema_t *ws;
+  wd_changes_t *out;
+} sk_sink_t;
+
+static wd_row_t *sk_add2(void *ctx, wd_row_kind_t kind) {
+  sk_sink_t *k = ctx;
+  return wd_changes_add(k->out, k->ws, kind);
+}
+
+/* 0: every step ran and derived what it should; 1: a clean E_NOMEM; 2: a wrong result. */
+static int srckey_op(void *ctx) {
+  (void)ctx;
+  int rc = 1;
+  wd_schema_t *schema = NULL;
+  wd_table_t *t = NULL;
+  wd_store_t *st = NULL;
+  wd_state_t *wide = NULL;
+  wd_srckey_t *sk = NULL;
+  wd_source_t *src = NULL;
+  wd_store_batch_t *b = NULL;
+  wd_changes_t dec, out;
+  wd_changelog_t cl = {0};
+  wd_changes_init(&dec);
+  wd_changes_init(&out);
+  wd_error_t *err = NULL;
+  const char *names[] = {"order_id", "pay_method", "payment_ver"};
+  const char *types[] = {"BIGINT NOT NULL", "STRING", "BIGINT"};
+  const char *pk[] = {"order_id"};
+  wd_option_t opts[] = {{"merge-engine", "partial-update"}, {"fields.payment_ver.sequence-group", "pay_method"}};
+  bool mapped[3] = {true, true, true};
+  const char *key[] = {"primary-key.payment_id"};
+  int id = -1;
+  if ((err = wd_schema_new(3, names, types, 1, pk, &schema))) goto done;
+  err = wd_table_new(schema, 2, opts, &t);
+  schema = NULL; /* the table's (also after a failure) */
+  if (err) goto done;
+  if ((err = wd_store_open_memory(&st))) goto done;
+  if (!(wide = wd_state_new(t, st, 0)) || !(b = wd_store_batch_new())) goto done;
+  if ((err = wd_srckey_new(t, &sk)) || (err = wd_srckey_add(sk, "payments", key, 1, mapped, &id)) ||
+      (err = wd_srckey_start(sk, wide, st)))
+    goto done;
+  const wd_schema_t *ss = wd_srckey_schema(sk, id);
+  if ((err = wd_source_new("payments", WD_FMT_DEBEZIUM_JSON, &src)) || (err = wd_source_add_topic(src, "p")) ||
+      (err = wd_source_add_column(src, ss, "primary-key.payment_id", "payment_id")) ||
+      (err = wd_source_add_column(src, ss, "order_id", "order_id")) ||
+      (err = wd_source_add_column(src, ss, "pay_method", "method")) ||
+      (err = wd_source_add_column(src, ss, "payment_ver", "$.source.ts_ms")) || (err = wd_source_check(src, ss)))
+    goto done;
+  static const char *const msgs[] = {
+      "{\"op\":\"c\",\"after\":{\"payment_id\":1,\"order_id\":586,\"method\":\"card\"},\"source\":{\"ts_ms\":1}}",
+      "{\"op\":\"u\",\"before\":null,\"after\":{\"payment_id\":1,\"order_id\":725,\"method\":\"card\"},"
+      "\"source\":{\"ts_ms\":2}}",
+      "{\"op\":\"d\",\"before\":{\"payment_id\":1},\"after\":null,\"source\":{\"ts_ms\":3}}"};
+  static const size_t want[] = {1, 2, 1};
+  sk_sink_t sink = {wd_table_schema(t), &out};
+  for (size_t i = 0; i < 3; i++) {
+    if ((err = wd_format_of(WD_FMT_DEBEZIUM_JSON)->decode(NULL, src, ss, NULL, msgs[i], strlen(msgs[i]), &dec)))
+      goto done;
+    wd_changes_reset(&out);
+    if ((err = wd_srckey_apply(sk, id, dec.rows, dec.count, sk_add2, &sink, NULL))) goto done;
+    if (out.count != want[i]) {
+      rc = 2;
+      goto done;
+    }
+    wd_changelog_reset(t, &cl);
+    if ((err = wd_message_apply(t, wd_state_ops(), wide, out.rows, out.count, &cl, NULL)) ||
+        (err = wd_state_flush(wide, b))) {
+      wd_state_discard(wide);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  if (err && err->cls != WD_ERR_NOMEM) {
+    fprintf(stderr, "srckey_op: %s\n", err->message);
+    rc = 2;
+  }
+  wd_error_destroy(err);
+  wd_changes_free(&dec);
+  wd_changes_free(&out);
+  if (t) wd_changelog_free(t, &cl);
+  wd_source_destroy(src);
+  wd_srckey_destroy(sk);
+  wd_store_batch_destroy(b);
+  wd_state_destroy(wide);
+  wd_store_close(st);
+  wd_table_destroy(t);
+  wd_schema_destroy(schema);
+  return rc;
+}
+
+static void check_srckey(void *ctx, int result, bool failed) {
+  (void)ctx;
+  if (!failed) cr_assert_eq(result, 0, "without a failure the derivation must be right");
+  else cr_assert_neq(result, 2, "an allocation failure must end in E_NOMEM or the right result");
+}
+
+Test(alloc_failure, source_key_insert_move_delete) {
+  size_t n = each_failure(srckey_op, check_srckey, NULL);
+  cr_assert_gt(n, 20);
+}

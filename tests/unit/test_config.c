@@ -897,3 +897,35 @@ Test(config, four_mistakes_are_named_in_one_run) {
     cr_expect(strstr(err->message, want[i]) != NULL, "no \"%s\" in:\n%s", want[i], err->message);
   wd_error_destroy(err);
 }
+
+/* A source's own primary key (docs/source-keys.md): loaded as a list of mapping paths; refused on
+ * a lookup, required by upsert-json, each naming its line and the fix; accepted with per-partition
+ * tasks. */
+Test(config, source_primary_key) {
+  wd_config_t *cfg = load_ok(minimal_with(16, "    topic: in\n    primary-key: [payment_id, $key.region]"));
+  cr_assert_eq(cfg->sources.v[0].primary_key.n, 2);
+  cr_assert_str_eq(cfg->sources.v[0].primary_key.v[1], "$key.region");
+  char name[64];
+  wd_config_source_key_name(&cfg->sources.v[0], 0, name, sizeof(name));
+  cr_assert_str_eq(name, "primary-key.payment_id");
+  wd_config_destroy(cfg);
+  cfg = NULL;
+  wd_error_t *err = wd_config_load(write_yaml(minimal_with(16, "    topic: in\n    format: upsert-json")), &cfg);
+  assert_error_at(err, "C_SOURCE_KEY_REQUIRED", 15, "add `primary-key:");
+  err = wd_config_load(
+      write_yaml(minimal_with(21, "  dir: /tmp/wd-state\npipeline:\n  tasks: per-partition")), &cfg);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  wd_config_destroy(cfg);
+  cfg = NULL;
+  char yaml[8192]; /* per-partition tasks: partition counts are checked at start (test_source_keys) */
+  snprintf(yaml, sizeof(yaml), "%s", minimal_with(16, "    topic: in\n    primary-key: [pid]"));
+  strcat(yaml, "pipeline:\n  tasks: per-partition\n");
+  cfg = load_ok(yaml);
+  wd_config_destroy(cfg);
+  cfg = NULL;
+  err = wd_config_load(write_yaml(minimal_with(17, "    columns: {a: a}\n    lookup: true\n    key: [id]\n    on: [v]\n"
+                                                   "    primary-key: [id]")),
+                       &cfg);
+  assert_error_at(err, "C_SOURCE_KEY_LOOKUP", 21, "remove `primary-key:`");
+  cr_assert_null(cfg);
+}

@@ -186,9 +186,9 @@ Test(files, ogg) { check_file("ogg-json", "data/flink-json/ogg-data.txt", ogg_wa
 Test(registry, every_format_by_name) {
   size_t n;
   const wd_format_t *const *all = wd_formats(&n);
-  cr_assert_eq(n, 6);
+  cr_assert_eq(n, 7);
   static const char *const names[] = {"debezium-json", "debezium-avro", "canal-json", "maxwell-json", "ogg-json",
-                                      "changelog-json"};
+                                      "changelog-json", "upsert-json"};
   for (size_t i = 0; i < n; i++) {
     cr_expect_str_eq(all[i]->name, names[i]);
     cr_expect_eq(wd_format_find(names[i]), all[i]);
@@ -196,8 +196,10 @@ Test(registry, every_format_by_name) {
     cr_expect_not_null(all[i]->decode);
   }
   cr_expect_null(wd_format_find("canal-avro"));
-  cr_expect_null(wd_format_of(6));
-  cr_expect_str_eq(wd_format_names(), "debezium-json, debezium-avro, canal-json, maxwell-json, ogg-json, changelog-json");
+  cr_expect_null(wd_format_of(7));
+  cr_expect_str_eq(wd_format_names(),
+                   "debezium-json, debezium-avro, canal-json, maxwell-json, ogg-json, changelog-json, upsert-json");
+  cr_expect(wd_format_find("upsert-json")->caps & WD_FORMAT_CAP_NO_BEFORE);
   cr_expect(wd_format_find("canal-json")->caps & WD_FORMAT_CAP_MULTI_ROW);
   cr_expect(wd_format_find("debezium-avro")->caps & WD_FORMAT_CAP_REGISTRY);
   cr_expect(wd_format_find("changelog-json")->caps & WD_FORMAT_CAP_ROW_KINDS);
