@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "app/ops/state_dir.h"
 #include "common/log.h"
 
 struct wd_run_metrics {
@@ -15,7 +16,7 @@ struct wd_run_metrics {
   size_t nsources;
   struct {
     wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
-        *cache_hits, *cache_misses, *cache_entries, *restore, *commits;
+        *cache_hits, *cache_misses, *cache_entries, *restore, *commits, *disk_free;
   } m;
   /* the batch in hand */
   wd_merge_stats_t ms;   /* its merge stats (wd_run_metrics_merged) */
@@ -73,6 +74,10 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
   rm->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes",
                                         "Approximate bytes of the state store on disk.", WD_METRIC_GAUGE, 0, NULL,
                                         NULL, 0);
+  rm->m.disk_free = wd_metrics_family(r, "widen_state_disk_free_bytes",
+                                      "Free bytes of the state directory's filesystem (statvfs, measured before each "
+                                      "state write); below state.min-free-bytes widen stops with E_STATE_DISK_FULL.",
+                                      WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.cache_hits = wd_metrics_family(r, "widen_state_cache_hits_total",
                                        "Key lookups served by the decoded-row cache.", WD_METRIC_COUNTER, 0, NULL,
                                        NULL, 0);
@@ -186,6 +191,7 @@ void wd_run_metrics_tick(wd_run_metrics_t *m, const wd_run_tick_t *t) {
   free(parts);
   wd_metric_set(m->m.assigned, NULL, (double)t->assigned);
   wd_metric_set(m->m.state_bytes, NULL, (double)t->state_bytes);
+  if (wd_state_disk_free_bytes() >= 0) wd_metric_set(m->m.disk_free, NULL, (double)wd_state_disk_free_bytes());
   wd_metric_add(m->m.cache_hits, NULL, (double)(t->cache_hits - m->hits));
   wd_metric_add(m->m.cache_misses, NULL, (double)(t->cache_misses - m->misses));
   m->hits = t->cache_hits;

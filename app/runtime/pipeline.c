@@ -1744,6 +1744,7 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   }
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
+  so.min_free_bytes = (uint64_t)cfg->state.min_free_bytes; /* the disk guard: E_STATE_DISK_FULL */
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) goto fail;
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) goto nomem;
