@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changelog/avro.h"
+#include "changelog/changelog.h"
+#include "common/buf.h"
 #include "ingest/format.h"
+#include "join/row_codec.h"
 #include "tests/fuzz/fuzz.h"
 
 void wd_fuzz_fail(const char *what, const char *message) {
@@ -43,6 +47,7 @@ static const char *const COLS[][3] = {
     {"src_db", "STRING", "$.source.db"},
     {"k_id", "BIGINT", "$key.id"},
     {"k_name", "STRING", "$key.payload.name"},
+    {"k_ts", "TIMESTAMP(6)", "$key.ts"},
     {"off", "BIGINT", "$kafka.offset"},
     {"topic", "STRING", "$kafka.topic"},
     {"kts", "TIMESTAMP_LTZ(3)", "$kafka.timestamp"},
@@ -89,6 +94,107 @@ const wd_source_t *wd_fuzz_source(const char *format) {
   wd_fuzz_fail(format, "more than 8 sources");
 }
 
+/* The row as a decoder's row reads back from an output: absent values are NULL there. */
+static bool wd_fuzz_same(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b) {
+  for (size_t c = 0; c < s->ncols; c++) {
+    bool an = a->v[c].is_null || (a->absent && a->absent[c]);
+    bool bn = b->v[c].is_null || (b->absent && b->absent[c]);
+    if (an != bn) return false;
+    if (!an && !wd_value_eq(s->cols[c].type, &a->v[c], &b->v[c])) return false;
+  }
+  return true;
+}
+
+/* A copy of r with its absent values NULL (what the merge and the encoders see of them). */
+static wd_row_t *wd_fuzz_full(const wd_schema_t *s, const wd_row_t *r) {
+  wd_row_t *c = wd_row_copy(s, r);
+  if (!c) wd_fuzz_fail("follow", "no memory");
+  return c;
+}
+
+void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *out) {
+  /* one Avro sink per schema (the harnesses use two tables), made on first use and kept */
+  static struct {
+    const wd_schema_t *s;
+    wd_avro_sink_t *sink;
+  } sinks[4];
+  wd_avro_sink_t *avro = NULL;
+  for (size_t i = 0; i < 4 && !avro; i++) {
+    if (!sinks[i].s) {
+      wd_error_t *e = wd_avro_sink_new(s, "fuzzed", &sinks[i].sink);
+      if (e) wd_fuzz_fail(what, e->message);
+      sinks[i].s = s;
+    }
+    if (sinks[i].s == s) avro = sinks[i].sink;
+  }
+  if (!avro) wd_fuzz_fail(what, "more than 4 schemas");
+  wd_buf_t b = {0};
+  char why[128];
+  for (size_t i = 0; i < out->count; i++) {
+    const wd_row_t *r = out->rows[i];
+    wd_row_t *full = wd_fuzz_full(s, r);
+    for (size_t c = 0; c < s->ncols; c++) {
+      /* every value inside its type's range, and its text defined */
+      if (!wd_value_in_range(s->cols[c].type, &r->v[c], why, sizeof(why))) {
+        char m[256];
+        snprintf(m, sizeof(m), "column '%s' decoded outside its type's range: %s", s->cols[c].name, why);
+        wd_fuzz_fail(what, m);
+      }
+      wd_buf_reset(&b);
+      if (wd_value_format(s->cols[c].type, &r->v[c], &b)) wd_fuzz_fail(what, "wd_value_format failed");
+    }
+    /* the stored row codec: what is written reads back equal */
+    wd_buf_reset(&b);
+    if (wd_row_encode(s, full, false, 0, &b)) wd_fuzz_fail(what, "wd_row_encode failed");
+    wd_row_t *back = NULL;
+    bool tomb = false;
+    wd_error_t *e = wd_row_decode(s, b.data, b.len, &back, &tomb);
+    if (e) wd_fuzz_fail(what, e->message);
+    if (!wd_fuzz_same(s, full, back) || back->kind != full->kind) wd_fuzz_fail(what, "stored row round trip differs");
+    wd_row_destroy(s, back);
+    /* each sink format: changelog-json and debezium-json read back equal; avro encodes */
+    wd_buf_reset(&b);
+    if ((e = wd_changelog_encode_changelog_json(s, "fuzzed", 1, full, &b))) wd_fuzz_fail(what, e->message);
+    wd_row_t *rows[2] = {NULL, NULL};
+    size_t n = 0;
+    if ((e = wd_changelog_decode_rows(WD_CHANGELOG_JSON, s, b.data, b.len, rows, &n))) {
+      char m[512];
+      snprintf(m, sizeof(m), "changelog-json output does not read back: %s: %.*s", e->message, (int)(b.len > 300 ? 300 : b.len),
+               (const char *)b.data);
+      wd_fuzz_fail(what, m);
+    }
+    if (n != 1 || !wd_fuzz_same(s, full, rows[0]) || rows[0]->kind != full->kind) {
+      char m[512];
+      snprintf(m, sizeof(m), "changelog-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
+      wd_fuzz_fail(what, m);
+    }
+    for (size_t k = 0; k < n; k++) wd_row_destroy(s, rows[k]);
+    if (full->kind != WD_UPDATE_BEFORE) {
+      wd_buf_reset(&b);
+      wd_row_kind_t kind = full->kind == WD_INSERT ? WD_INSERT : full->kind == WD_DELETE ? WD_DELETE : WD_UPDATE_AFTER;
+      if ((e = wd_changelog_encode_debezium_json(s, "fuzzed", 1, kind, kind == WD_DELETE ? full : NULL,
+                                                 kind == WD_DELETE ? NULL : full, &b)))
+        wd_fuzz_fail(what, e->message);
+      n = 0;
+      if ((e = wd_changelog_decode_rows(WD_CHANGELOG_DEBEZIUM_JSON, s, b.data, b.len, rows, &n))) {
+        char m[512];
+        snprintf(m, sizeof(m), "debezium-json output does not read back: %s", e->message);
+        wd_fuzz_fail(what, m);
+      }
+      if (n != 1 || !wd_fuzz_same(s, full, rows[0])) {
+        char m[512];
+        snprintf(m, sizeof(m), "debezium-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
+        wd_fuzz_fail(what, m);
+      }
+      for (size_t k = 0; k < n; k++) wd_row_destroy(s, rows[k]);
+    }
+    wd_buf_reset(&b);
+    if ((e = wd_avro_sink_encode_value(avro, full, &b))) wd_fuzz_fail(what, e->message);
+    wd_row_destroy(s, full);
+  }
+  wd_buf_free(&b);
+}
+
 void wd_fuzz_check_decode(const char *what, const wd_schema_t *s, wd_error_t *err, const wd_changes_t *out) {
   if (err) {
     if (!err->message || !err->message[0]) wd_fuzz_fail(what, "an error without a message");
@@ -105,4 +211,5 @@ void wd_fuzz_check_decode(const char *what, const wd_schema_t *s, wd_error_t *er
       if (!(r->absent && r->absent[s->pk[k]]) && r->v[s->pk[k]].is_null)
         wd_fuzz_fail(what, "a record with a NULL primary key");
   }
+  wd_fuzz_follow(what, s, out);
 }

@@ -101,3 +101,4 @@ Test(fuzz_regressions, ogg_json) { check("ogg_json", wd_fuzz_ogg_json); }
 Test(fuzz_regressions, changelog_json) { check("changelog_json", wd_fuzz_changelog_json); }
 Test(fuzz_regressions, config) { check("config", wd_fuzz_config); }
 Test(fuzz_regressions, simulate) { check("simulate", wd_fuzz_simulate); }
+Test(fuzz_regressions, stored_row) { check("stored_row", wd_fuzz_stored_row); }
