@@ -56,7 +56,9 @@ const wd_source_t *wd_fuzz_source(const char *format);
 void wd_fuzz_check_decode(const char *what, const wd_schema_t *s, wd_error_t *err, const wd_changes_t *out);
 
 /* Follows each decoded record of out (after success) through what the pipeline does with it:
- * every value inside its type's range (wd_value_in_range) and formatted (wd_value_format), the
+ * the message merged into a table on a memory store (the simulate path: wd_message_apply, the
+ * changelog rows formatted and encoded, the state flushed through the stored-row codec and read
+ * back), every value inside its type's range (wd_value_in_range) and formatted (wd_value_format), the
  * stored-row codec (encoded and decoded back equal), and each sink format: changelog-json and
  * debezium-json encoded and read back (wd_changelog_decode_rows) equal, Avro encoded. Called by
  * wd_fuzz_check_decode. Aborts when a step fails or a round trip differs. */
