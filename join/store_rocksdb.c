@@ -317,6 +317,42 @@ static wd_error_t *wd_rdb_corrupt_error(const char *dir, const char *msg) {
                       dir);
 }
 
+/* The marker a run leaves in a state directory whose corruption RocksDB reported while reading or
+ * writing it (a damaged block is found only when read): the next open of the directory refuses it
+ * with E_STATE_CORRUPT, so that state.on-corruption applies at the next start. */
+#define WD_RDB_CORRUPT_MARKER "WIDEN-CORRUPT"
+
+/* An error of a read or write of rs: E_STATE_CORRUPT (and the marker written) when RocksDB says
+ * Corruption, else WD_ERR_IO id with "<what> the state store in <dir>: <msg>". */
+static wd_error_t *wd_rdb_io_error(const char *dir, const char *id, const char *what, const char *msg) {
+  if (!strstr(msg, "Corruption"))
+    return wd_error_new(WD_ERR_IO, id, "%s the state store in %s: %s", what, dir, msg);
+  wd_error_t *err = wd_rdb_corrupt_error(dir, msg);
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/" WD_RDB_CORRUPT_MARKER, dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "%s\n", msg);
+    fclose(f);
+  }
+  return err;
+}
+
+/* E_STATE_CORRUPT when dir holds the marker of a corruption found by an earlier run. */
+static wd_error_t *wd_rdb_marker_error(const char *dir) {
+  char path[4096], line[2048] = "";
+  snprintf(path, sizeof(path), "%s/" WD_RDB_CORRUPT_MARKER, dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  if (!fgets(line, sizeof(line), f)) line[0] = 0;
+  fclose(f);
+  line[strcspn(line, "\n")] = 0;
+  char msg[2300];
+  snprintf(msg, sizeof(msg), "%s (found by an earlier run, which left %s/" WD_RDB_CORRUPT_MARKER ")",
+           line[0] ? line : "Corruption", dir);
+  return wd_rdb_corrupt_error(dir, msg);
+}
+
 /* True when RocksDB's open error says the directory's LOCK file is held (toolchain-notes §3). */
 static int wd_rdb_is_lock_error(const char *msg) {
   return strstr(msg, "IO error") && (strstr(msg, "While lock file") || strstr(msg, "lock hold by current process"));
@@ -377,6 +413,7 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
     rs->filter = rocksdb_compactionfilter_create(&rs->retention, wd_rdb_filter_destructor, wd_rdb_filter,
                                                  wd_rdb_filter_name);
   }
+  if ((err = wd_rdb_marker_error(dir))) goto cleanup;
   for (int compress = 1; compress >= 0; compress--) {
     wd_rdb_build_options(rs, opts, compress);
     rocksdb_free(rerr);
@@ -438,6 +475,7 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   *out = NULL;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
     return wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "state directory %s does not exist", dir);
+  if ((err = wd_rdb_marker_error(dir))) return err;
   const char *tmp = getenv("TMPDIR");
   snprintf(tmpl, sizeof(tmpl), "%s/widen-secondary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   rs = calloc(1, sizeof(*rs));
@@ -525,7 +563,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   done = n;
   for (size_t i = 0; i < n; i++) {
     if (rs->errs[i]) {
-      if (!err) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      if (!err) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading", rs->errs[i]);
       continue;
     }
     if (!rs->pins[i] || err) continue;
@@ -566,7 +604,7 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
                                rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   for (size_t i = 0; i < n && !err; i++)
     if (rs->errs[i])
-      err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading", rs->errs[i]);
   for (size_t i = 0; i < n && !err; i++) {
     size_t len = 0;
     const char *p = rs->pins[i] ? rocksdb_pinnableslice_value(rs->pins[i], &len) : NULL;
@@ -592,7 +630,7 @@ static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t kl
   *val = NULL;
   *vlen = 0;
   if (rerr) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading an offset from the store in %s: %s", rs->dir, rerr);
+    err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading an offset from", rerr);
     goto cleanup;
   }
   if (!pin) goto cleanup;
@@ -662,7 +700,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
     }
   }
   rocksdb_write(rs->db, sync ? rs->wopts_sync : rs->wopts, rs->wb, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "writing to the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_WRITE", "writing to", rerr);
   rocksdb_writebatch_clear(rs->wb);
   rocksdb_free(rerr);
   return err;
@@ -684,7 +722,7 @@ static wd_error_t *wd_rdb_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "scanning", rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_free(rerr);
@@ -724,7 +762,7 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "scanning", rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_readoptions_destroy(ro);

@@ -5,8 +5,9 @@
 #      stops with E_STATE_DISK_FULL (rc 1) naming the directory and the free bytes, never an
 #      assertion or a signal; once space is freed, a restart resumes and the table equals a replay
 #      of the sources into a fresh directory (`widen replay`): nothing lost, nothing applied twice;
-#   2. corruption: copies of that state directory with a truncated SST, a damaged MANIFEST, a
-#      CURRENT naming a missing MANIFEST, and a damaged WAL tail. Each of the first three is refused
+#   2. corruption: copies of that state directory with a truncated SST, a damaged data block of an
+#      SST (found when read: `widen rows` reports it and marks the directory), a damaged MANIFEST, a
+#      CURRENT naming a missing MANIFEST, and a damaged WAL tail. Each of the first four is refused
 #      with E_STATE_CORRUPT naming the file (rc 1); with state.on-corruption: rebuild the directory
 #      is moved aside and the run rebuilds the table: rows equal the replay, and the output topic
 #      (read_committed) gets no record more (the rebuild emits nothing). A damaged WAL tail is
@@ -96,6 +97,9 @@ corrupt() { # corrupt KIND DIR: damages one kind of file; prints the file's name
   manifest)
     f=$(ls "$d"/MANIFEST-* | head -1)
     dd if=/dev/urandom of="$f" bs=1 seek=20 count=200 conv=notrunc 2>/dev/null ;;
+  block) # a data block of an SST: found only when read (widen rows scans every row)
+    f=$(ls -S "$d"/*.sst | head -1)
+    printf '\xde\xad\xbe\xef\xde\xad\xbe\xef' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null ;;
   current)
     f=$d/CURRENT
     echo "MANIFEST-999999" > "$f" ;;
@@ -107,7 +111,7 @@ corrupt() { # corrupt KIND DIR: damages one kind of file; prints the file's name
   esac
   basename "$f"
 }
-for kind in sst manifest current wal; do
+for kind in sst block manifest current wal; do
   d=$T/c-$kind
   cp -a "$T/small/state" "$d"
   file=$(corrupt "$kind" "$d")
@@ -115,6 +119,11 @@ for kind in sst manifest current wal; do
   [[ $kind == current ]] && want="MANIFEST-999999, which its CURRENT file names, is missing"
   mkconf "$T/$kind.yaml" "$d"
   mkconf "$T/$kind.rebuild.yaml" "$d" "on-corruption: rebuild"
+  if [[ $kind == block ]]; then # found by a read, which leaves WIDEN-CORRUPT: refused from then on
+    "$W" rows --config "$T/$kind.yaml" > /dev/null 2> "$T/$kind.scan.err"
+    grep -q "E_STATE_CORRUPT" "$T/$kind.scan.err" && [[ -f $d/WIDEN-CORRUPT ]]
+    check "$kind: a damaged block found by a read is E_STATE_CORRUPT and marks the directory" $? "$(head -c 400 "$T/$kind.scan.err")"
+  fi
   "$W" run --config "$T/$kind.yaml" --quiet --max-idle-ms 3000 > "$T/$kind.fail.log" 2>&1
   rc=$?
   if [[ $kind == wal ]]; then
