@@ -39,6 +39,9 @@ typedef struct wd_store_options {
  * metrics' gauge and readiness false while short). */
 int64_t wd_store_disk_free_bytes(void);
 bool wd_store_disk_short(void);
+/* Measures the guarded store's filesystem again now (the first store opened with min_free_bytes
+ * > 0 in this process), updating what the two above return; its free bytes, or -1. Any thread. */
+int64_t wd_store_disk_refresh(void);
 /* The free bytes an unprivileged writer has on dir's filesystem now (statvfs f_bavail *
  * f_frsize), or -1 when it cannot be measured. */
 int64_t wd_store_disk_measure(const char *dir);

@@ -82,6 +82,11 @@ typedef struct wd_store_rdb {
  * (the metrics and readiness threads). */
 static _Atomic int64_t wd_rdb_disk_free = -1;
 static _Atomic bool wd_rdb_disk_is_short = false;
+/* the guarded directory and its minimum, for wd_store_disk_refresh: written once, by the first
+ * open of a guarded store, before wd_rdb_disk_dir_set is (release); read after it (acquire) */
+static char wd_rdb_disk_dir[4096];
+static uint64_t wd_rdb_disk_min;
+static _Atomic bool wd_rdb_disk_dir_set = false;
 
 int64_t wd_store_disk_free_bytes(void) { return atomic_load(&wd_rdb_disk_free); }
 bool wd_store_disk_short(void) { return atomic_load(&wd_rdb_disk_is_short); }
@@ -91,6 +96,16 @@ int64_t wd_store_disk_measure(const char *dir) {
   if (!dir || statvfs(dir, &sv) != 0) return -1;
   unsigned __int128 b = (unsigned __int128)sv.f_bavail * (sv.f_frsize ? sv.f_frsize : sv.f_bsize);
   return b > INT64_MAX ? INT64_MAX : (int64_t)b;
+}
+
+int64_t wd_store_disk_refresh(void) {
+  if (!atomic_load_explicit(&wd_rdb_disk_dir_set, memory_order_acquire)) return atomic_load(&wd_rdb_disk_free);
+  int64_t free_b = wd_store_disk_measure(wd_rdb_disk_dir);
+  if (free_b >= 0) {
+    atomic_store(&wd_rdb_disk_free, free_b);
+    atomic_store(&wd_rdb_disk_is_short, (uint64_t)free_b < wd_rdb_disk_min);
+  }
+  return free_b;
 }
 
 /* Before each write of a guarded store: E_STATE_DISK_FULL when the free bytes of its filesystem
@@ -438,6 +453,11 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   }
   rs->min_free_bytes = opts ? opts->min_free_bytes : 0;
   if (rs->min_free_bytes) {
+    if (!atomic_load(&wd_rdb_disk_dir_set) && strlen(dir) < sizeof(wd_rdb_disk_dir)) {
+      strcpy(wd_rdb_disk_dir, dir);
+      wd_rdb_disk_min = rs->min_free_bytes;
+      atomic_store_explicit(&wd_rdb_disk_dir_set, true, memory_order_release);
+    }
     int64_t free_b = wd_store_disk_measure(dir);
     atomic_store(&wd_rdb_disk_free, free_b);
     atomic_store(&wd_rdb_disk_is_short, free_b >= 0 && (uint64_t)free_b < rs->min_free_bytes);

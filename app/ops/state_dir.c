@@ -46,6 +46,12 @@ wd_error_t *wd_state_dir_check(const wd_config_t *cfg, const char *dir) {
   return NULL;
 }
 
-bool wd_state_disk_short(void) { return wd_store_disk_short(); }
+bool wd_state_disk_short(void) {
+  wd_store_disk_refresh();
+  return wd_store_disk_short();
+}
 
-int64_t wd_state_disk_free_bytes(void) { return wd_store_disk_free_bytes(); }
+int64_t wd_state_disk_free_bytes(void) {
+  wd_store_disk_refresh();
+  return wd_store_disk_free_bytes();
+}

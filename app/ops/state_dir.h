@@ -25,12 +25,12 @@
  * fails (the message says why). */
 wd_error_t *wd_state_dir_check(const wd_config_t *cfg, const char *dir);
 
-/* Whether the state disk is short: its last measured free bytes are below state.min-free-bytes
- * (a running pipeline stops with E_STATE_DISK_FULL then). For readiness (not ready while short).
- * Any thread. */
+/* Whether the state disk is short: its free bytes, measured now (statvfs), are below
+ * state.min-free-bytes (a running pipeline stops with E_STATE_DISK_FULL at its next state write).
+ * For readiness (not ready while short). false before the pipeline opened its store. Any thread. */
 bool wd_state_disk_short(void);
-/* The last measured free bytes of the state directory's filesystem, or -1 before any measure
- * (the gauge widen_state_disk_free_bytes). Any thread. */
+/* The free bytes of the state directory's filesystem, measured now, or -1 before the pipeline
+ * opened its store (the gauge widen_state_disk_free_bytes). Any thread. */
 int64_t wd_state_disk_free_bytes(void);
 
 #endif
