@@ -8,6 +8,7 @@
 #include "changelog/avro.h"
 #include "changelog/changelog.h"
 #include "common/buf.h"
+#include "common/text.h"
 #include "ingest/format.h"
 #include "join/merge.h"
 #include "join/row_codec.h"
@@ -97,15 +98,37 @@ const wd_source_t *wd_fuzz_source(const char *format) {
   wd_fuzz_fail(format, "more than 8 sources");
 }
 
-/* The row as a decoder's row reads back from an output: absent values are NULL there. */
-static bool wd_fuzz_same(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b) {
+/* Whether a text value is valid UTF-8 (the JSON encoders write an invalid byte as U+FFFD, by
+ * design: their output is JSON, so such a value does not read back as it was). Nested values are
+ * taken as valid (their texts are checked by the JSON library that reads them). */
+static bool wd_fuzz_utf8(const wd_type_t *t, const wd_value_t *v) {
+  if (v->is_null || !wd_type_is_text(t)) return true;
+  for (size_t i = 0; i < v->s.n;) {
+    if ((uint8_t)v->s.p[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k = wd_utf8_decode((const uint8_t *)v->s.p + i, v->s.n - i, NULL);
+    if (!k) return false;
+    i += k;
+  }
+  return true;
+}
+
+/* The row as a decoder's row reads back from an output: absent values are NULL there; with json,
+ * a text value that is not valid UTF-8 is not compared (see wd_fuzz_utf8). */
+static bool wd_fuzz_same_as(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b, bool json) {
   for (size_t c = 0; c < s->ncols; c++) {
     bool an = a->v[c].is_null || (a->absent && a->absent[c]);
     bool bn = b->v[c].is_null || (b->absent && b->absent[c]);
     if (an != bn) return false;
+    if (json && !an && !wd_fuzz_utf8(s->cols[c].type, &a->v[c])) continue;
     if (!an && !wd_value_eq(s->cols[c].type, &a->v[c], &b->v[c])) return false;
   }
   return true;
+}
+static bool wd_fuzz_same(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b) {
+  return wd_fuzz_same_as(s, a, b, false);
 }
 
 /* A copy of r with its absent values NULL (what the merge and the encoders see of them). */
@@ -244,7 +267,7 @@ void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *
                (const char *)b.data);
       wd_fuzz_fail(what, m);
     }
-    if (n != 1 || !wd_fuzz_same(s, full, rows[0]) || rows[0]->kind != full->kind) {
+    if (n != 1 || !wd_fuzz_same_as(s, full, rows[0], true) || rows[0]->kind != full->kind) {
       char m[512];
       snprintf(m, sizeof(m), "changelog-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
       wd_fuzz_fail(what, m);
@@ -262,7 +285,7 @@ void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *
         snprintf(m, sizeof(m), "debezium-json output does not read back: %s", e->message);
         wd_fuzz_fail(what, m);
       }
-      if (n != 1 || !wd_fuzz_same(s, full, rows[0])) {
+      if (n != 1 || !wd_fuzz_same_as(s, full, rows[0], true)) {
         char m[512];
         snprintf(m, sizeof(m), "debezium-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
         wd_fuzz_fail(what, m);
