@@ -98,11 +98,22 @@ const wd_source_t *wd_fuzz_source(const char *format) {
   wd_fuzz_fail(format, "more than 8 sources");
 }
 
-/* Whether a text value is valid UTF-8 (the JSON encoders write an invalid byte as U+FFFD, by
- * design: their output is JSON, so such a value does not read back as it was). Nested values are
- * taken as valid (their texts are checked by the JSON library that reads them). */
+/* Whether a value's texts are valid UTF-8 (the JSON encoders write an invalid byte as U+FFFD, by
+ * design: their output is JSON, so such a value does not read back as it was); nested values
+ * element by element. */
 static bool wd_fuzz_utf8(const wd_type_t *t, const wd_value_t *v) {
-  if (v->is_null || !wd_type_is_text(t)) return true;
+  if (v->is_null) return true;
+  if (t->id == WD_ARRAY || t->id == WD_ROW) {
+    for (size_t i = 0; i < v->list.n; i++)
+      if (!wd_fuzz_utf8(t->id == WD_ARRAY ? t->elem : t->fields[i].type, &v->list.v[i])) return false;
+    return true;
+  }
+  if (t->id == WD_MAP) {
+    for (size_t i = 0; i < v->map.n; i++)
+      if (!wd_fuzz_utf8(t->elem, &v->map.k[i]) || !wd_fuzz_utf8(t->val, &v->map.v[i])) return false;
+    return true;
+  }
+  if (!wd_type_is_text(t)) return true;
   for (size_t i = 0; i < v->s.n;) {
     if ((uint8_t)v->s.p[i] < 0x80) {
       i++;
