@@ -250,7 +250,7 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
   *n = 0;
   if (wd_is_tombstone(value, len)) goto cleanup;
   json_error_t jerr;
-  root = json_loadb(value, len, 0, &jerr);
+  root = json_loadb(value, len, JSON_ALLOW_NUL, &jerr);
   if (!root) {
     err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "%s value: not JSON (%s at byte %d)", wd_changelog_format_name(format),
                        jerr.text, jerr.position);

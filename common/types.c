@@ -962,27 +962,77 @@ static int wd_base64_parse(const char *s, size_t n, wd_value_t *v) {
   return 0;
 }
 
-/* Civil date from days since 1970-01-01 (H. Hinnant's algorithm). */
-static void wd_civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
-  z += 719468;
-  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
+/* Civil date from days since 1970-01-01 (H. Hinnant's algorithm), for any int64 z: the
+ * arithmetic is done in 128 bits, so no step overflows (the year of INT64_MAX days is about
+ * 2.5e16, which fits). */
+static void wd_civil_from_days(int64_t days, int64_t *y, int *m, int *d) {
+  wd_i128 z = (wd_i128)days + 719468;
+  wd_i128 era = (z >= 0 ? z : z - 146096) / 146097;
+  wd_i128 doe = z - era * 146097;
+  wd_i128 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  wd_i128 doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  wd_i128 mp = (5 * doy + 2) / 153;
   *d = (int)(doy - (153 * mp + 2) / 5 + 1);
   *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-  *y = yoe + era * 400 + (*m <= 2);
+  *y = (int64_t)(yoe + era * 400 + (*m <= 2));
 }
 
 /* see types.h */
-int64_t wd_days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
+int64_t wd_days_from_civil(int64_t year, int m, int d) {
+  wd_i128 y = (wd_i128)year - (m <= 2);
+  wd_i128 era = (y >= 0 ? y : y - 399) / 400;
+  wd_i128 yoe = y - era * 400;
+  wd_i128 doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  wd_i128 doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  wd_i128 r = era * 146097 + doe - 719468;
+  return r > INT64_MAX ? INT64_MAX : r < INT64_MIN ? INT64_MIN : (int64_t)r;
+}
+
+/* see types.h */
+bool wd_value_in_range(const wd_type_t *t, const wd_value_t *v, char *why, size_t cap) {
+  if (v->is_null) return true;
+  switch (t->id) {
+    case WD_TINYINT:
+    case WD_SMALLINT:
+    case WD_INT:
+    case WD_BIGINT:
+      if (v->i >= wd_type_int_min(t) && v->i <= wd_type_int_max(t)) return true;
+      if (why) snprintf(why, cap, "%lld is outside %lld..%lld", (long long)v->i, (long long)wd_type_int_min(t),
+                        (long long)wd_type_int_max(t));
+      return false;
+    case WD_DECIMAL: {
+      wd_i128 lim = wd_pow10(t->precision);
+      if (v->dec < lim && v->dec > -lim) return true;
+      if (why) snprintf(why, cap, "more than %d digits", t->precision);
+      return false;
+    }
+    case WD_DATE:
+      if (v->i >= WD_DATE_MIN_DAYS && v->i <= WD_DATE_MAX_DAYS) return true;
+      if (why) snprintf(why, cap, "%lld days since 1970-01-01 is outside the years 0001-9999", (long long)v->i);
+      return false;
+    case WD_TIME:
+      if (v->i >= 0 && v->i <= WD_TIME_MAX_NS) return true;
+      if (why) snprintf(why, cap, "%lld ns is not a time of day (00:00:00..23:59:59.999999999)", (long long)v->i);
+      return false;
+    case WD_TIMESTAMP:
+    case WD_TIMESTAMP_LTZ:
+      if (v->ts.us >= WD_TIMESTAMP_MIN_US && v->ts.us <= WD_TIMESTAMP_MAX_US && v->ts.ns >= 0 && v->ts.ns <= 999)
+        return true;
+      if (why) snprintf(why, cap, "%lld µs since 1970-01-01 is outside the years 0001-9999", (long long)v->ts.us);
+      return false;
+    case WD_ARRAY:
+    case WD_ROW:
+      for (size_t i = 0; i < v->list.n; i++)
+        if (!wd_value_in_range(t->id == WD_ARRAY ? t->elem : t->fields[i].type, &v->list.v[i], why, cap)) return false;
+      return true;
+    case WD_MAP:
+      for (size_t i = 0; i < v->map.n; i++)
+        if (!wd_value_in_range(t->elem, &v->map.k[i], why, cap) || !wd_value_in_range(t->val, &v->map.v[i], why, cap))
+          return false;
+      return true;
+    default:
+      return true;
+  }
 }
 
 int wd_days_in_month(int64_t y, int m) {
@@ -1097,8 +1147,10 @@ size_t wd_scalar_text(const wd_type_t *t, const wd_value_t *v, char *buf) {
     case WD_TIMESTAMP:
     case WD_TIMESTAMP_LTZ: {
       int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
+      /* any int64 (a value outside the years 0001-9999 never gets here from a decoder, but the
+       * text of any value is defined): no product that can overflow */
       int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
-      int64_t us_of_day = v->ts.us - days * INT64_C(86400000000);
+      int64_t us_of_day = wd_floormod(v->ts.us, INT64_C(86400000000));
       p = wd_date_text(days, p);
       *p++ = ' ';
       return (size_t)(wd_time_text(us_of_day * 1000 + v->ts.ns, digits, p) - buf);
@@ -1392,6 +1444,7 @@ wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, 
     }
     case WD_DATE:
       if (!wd_tc_date(&c, &out->i) || c.p != c.end) goto bad;
+      if (out->i < WD_DATE_MIN_DAYS || out->i > WD_DATE_MAX_DAYS) goto bad; /* the years 0001-9999 */
       break;
     case WD_TIME:
       if (!wd_tc_time(&c, t->precision, &out->i) || c.p != c.end) goto bad;
@@ -1411,6 +1464,7 @@ wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, 
       if (days > INT64_C(100000000) || days < -INT64_C(100000000)) goto bad;
       out->ts.us = days * INT64_C(86400000000) + ns / 1000 - off * INT64_C(1000000);
       out->ts.ns = (int32_t)(ns % 1000);
+      if (out->ts.us < WD_TIMESTAMP_MIN_US || out->ts.us > WD_TIMESTAMP_MAX_US) goto bad; /* the years 0001-9999 */
       break;
     }
     case WD_ARRAY:

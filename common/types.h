@@ -188,13 +188,34 @@ size_t wd_scalar_text(const wd_type_t *t, const wd_value_t *v, char *buf);
 
 /* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (m 1..12, d 1..31; not checked
  * against the month's length), by H. Hinnant's days_from_civil
- * (https://howardhinnant.github.io/date_algorithms.html). Any int64 year whose result fits. */
+ * (https://howardhinnant.github.io/date_algorithms.html). Any int64 year: computed in 128 bits,
+ * a result outside int64 is clamped to INT64_MIN/INT64_MAX. */
 int64_t wd_days_from_civil(int64_t y, int m, int d);
 /* Number of days of month m (1..12) of year y in the proleptic Gregorian calendar. */
 int wd_days_in_month(int64_t y, int m);
 /* Floor division and modulo (rounding toward negative infinity) for b > 0. */
 static inline int64_t wd_floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-static inline int64_t wd_floormod(int64_t a, int64_t b) { return a - wd_floordiv(a, b) * b; }
+static inline int64_t wd_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b; /* never a product that can overflow: any int64 a */
+  return r < 0 ? r + b : r;
+}
+
+/* ---- ranges --------------------------------------------------------------------------- */
+
+/* The range of the temporal types (Flink's and Paimon's): the years 0001-9999. */
+#define WD_DATE_MIN_DAYS INT64_C(-719162) /* 0001-01-01 */
+#define WD_DATE_MAX_DAYS INT64_C(2932896) /* 9999-12-31 */
+#define WD_TIMESTAMP_MIN_US (WD_DATE_MIN_DAYS * INT64_C(86400000000))             /* 0001-01-01 00:00 */
+#define WD_TIMESTAMP_MAX_US ((WD_DATE_MAX_DAYS + 1) * INT64_C(86400000000) - 1)   /* 9999-12-31 23:59:59.999999 */
+#define WD_TIME_MAX_NS (INT64_C(86400000000000) - 1)                              /* 23:59:59.999999999 */
+/* Whether the value v of type t lies inside its type's range: integers inside their type
+ * (TINYINT -128..127 ...), DECIMAL(p,s) fewer than p + 1 digits, DATE and TIMESTAMP in the years
+ * 0001-9999, TIME a time of day, a TIMESTAMP's extra nanoseconds 0..999; ARRAY, MAP and ROW
+ * values element by element. NULL is inside. When outside and why is not NULL, a short reason
+ * (NUL-terminated, at most cap bytes) is written there. The decoders reject a value outside
+ * (E_TYPE, ingest/event.c); every formatter and encoder still accepts any value without
+ * undefined behaviour. */
+bool wd_value_in_range(const wd_type_t *t, const wd_value_t *v, char *why, size_t cap);
 
 /* ---- schemas and rows ----------------------------------------------------------------- */
 

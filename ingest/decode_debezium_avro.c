@@ -1135,7 +1135,7 @@ static wd_error_t *wd_av_from_text(const wd_avx_t *x, const wd_avf_t *f, const w
   if (wd_type_is_text(t) || t->id == WD_BYTES) return wd_av_set_bytes(out, s, len);
   if (t->id == WD_ARRAY || t->id == WD_MAP || t->id == WD_ROW) {
     json_error_t je;
-    json_t *j = json_loadb(s, len, JSON_DECODE_ANY, &je);
+    json_t *j = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!j) return wd_av_type_error(x, f, n, "the string is not JSON: %s", je.text);
     err = wd_value_from_json(t, j, out);
     json_decref(j);

@@ -101,6 +101,18 @@ wd_error_t *wd_event_kafka_value(const wd_source_t *src, const wd_schema_t *sche
   return NULL;
 }
 
+/* E_TYPE when the converted value v of source column c lies outside its column type's range
+ * (wd_value_in_range: the years 0001-9999, integers inside their type, ...). Every format's
+ * decoder reaches it through wd_ev_build, the one point where a converted value enters a record. */
+static wd_error_t *wd_ev_check_range(const wd_source_t *src, const wd_schema_t *schema, const wd_source_col_t *c,
+                                     const wd_value_t *v) {
+  char why[128];
+  if (wd_value_in_range(schema->cols[c->col].type, v, why, sizeof(why))) return NULL;
+  char what[160];
+  snprintf(what, sizeof(what), "outside the type's range: %s", why);
+  return wd_ev_kafka_error(src, schema, c, what);
+}
+
 /* Builds one record of kind from image (handle img, NULL when none). key_only: only the
  * primary-key columns are read from the image (an update without a before image). For a
  * retraction (-U/-D), every IMAGE-mapped column the image does not have is marked absent.
@@ -123,13 +135,14 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
     wd_value_t *v = &row->v[c->col];
     bool pk = wd_schema_is_pk(schema, c->col);
     if (c->kind == WD_MAP_KAFKA) {
-      if ((err = wd_event_kafka_value(src, schema, c, meta, v))) return err;
+      if ((err = wd_event_kafka_value(src, schema, c, meta, v)) || (err = wd_ev_check_range(src, schema, c, v)))
+        return err;
       continue;
     }
     bool present = false;
     if (c->kind == WD_MAP_IMAGE && (!img || (key_only && !pk))) {
       present = false;
-    } else if ((err = rd->value(rd->ctx, image, img, m, v, &present))) {
+    } else if ((err = rd->value(rd->ctx, image, img, m, v, &present)) || (err = wd_ev_check_range(src, schema, c, v))) {
       return err;
     }
     /* Debezium's unavailable.value.placeholder (a TOAST column the change did not touch): not carried */

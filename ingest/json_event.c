@@ -1016,7 +1016,7 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
       return wd_type_error(x, f, tok, "expected a JSON %s", t->id == WD_ARRAY ? "array" : "object");
     }
     json_error_t jerr;
-    json_t *j = json_loadb(p, n, JSON_DECODE_ANY, &jerr);
+    json_t *j = json_loadb(p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (!j) return wd_type_error(x, f, tok, "not JSON: %s", jerr.text);
     wd_error_t *verr = wd_value_from_json(t, j, v);
     json_decref(j);

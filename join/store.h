@@ -28,7 +28,23 @@ typedef struct wd_store_options {
   int64_t tombstone_retention_ms; /* < 0: keep tombstones forever (default); else a compaction
                                      filter drops tombstones older than this (entry bytes 2-9) */
   bool sync;                    /* fsync each write batch (default false: WAL without fsync) */
+  uint64_t min_free_bytes;      /* the disk guard: 0 off; else every write first measures the free
+                                   bytes of dir's filesystem (statvfs) and fails with
+                                   E_STATE_DISK_FULL below this (state.min-free-bytes) */
 } wd_store_options_t;
+
+/* The disk guard's last measure (any thread): the free bytes of the filesystem of the RocksDB
+ * store last opened with min_free_bytes > 0, measured at its open and before each of its writes
+ * (-1 before any), and whether they were below its min_free_bytes ("state disk short": the
+ * metrics' gauge and readiness false while short). */
+int64_t wd_store_disk_free_bytes(void);
+bool wd_store_disk_short(void);
+/* Measures the guarded store's filesystem again now (the first store opened with min_free_bytes
+ * > 0 in this process), updating what the two above return; its free bytes, or -1. Any thread. */
+int64_t wd_store_disk_refresh(void);
+/* The free bytes an unprivileged writer has on dir's filesystem now (statvfs f_bavail *
+ * f_frsize), or -1 when it cannot be measured. */
+int64_t wd_store_disk_measure(const char *dir);
 
 /* Opens (creating if needed) a RocksDB store in dir. opts may be NULL for defaults.
  * Errors: WD_ERR_IO "E_STORE_OPEN" with RocksDB's text; "E_STORE_LOCKED" when another process
@@ -127,7 +143,8 @@ int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len);
 int wd_store_batch_prior(wd_store_batch_t *b, const uint8_t *val, size_t vlen);
 wd_error_t *wd_store_undo_image(wd_store_t *st, const wd_store_batch_t *b, wd_buf_t *out);
 
-/* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE". */
+/* Applies b atomically. Errors: WD_ERR_IO "E_STORE_WRITE"; "E_STATE_DISK_FULL" from the disk
+ * guard (wd_store_options_t.min_free_bytes; nothing applied). */
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b);
 /* The same, and durable before it returns (RocksDB: the WAL is fsync'ed), whatever
  * wd_store_options_t.sync says: for the prepared record of a commit. */

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +72,61 @@ typedef struct wd_store_rdb {
   rocksdb_pinnableslice_t **pins;
   char **errs;
   size_t scratch_cap;
+  uint64_t min_free_bytes; /* the disk guard (wd_store_options_t.min_free_bytes); 0: off */
 } wd_store_rdb_t;
+
+/* ---- the disk guard ------------------------------------------------------------------------ */
+
+/* The last measure of the guarded store's filesystem (see store.h): free bytes (-1: none yet)
+ * and whether they were below the store's minimum. Written by the store's thread, read by any
+ * (the metrics and readiness threads). */
+static _Atomic int64_t wd_rdb_disk_free = -1;
+static _Atomic bool wd_rdb_disk_is_short = false;
+/* the guarded directory and its minimum, for wd_store_disk_refresh: written once, by the first
+ * open of a guarded store, before wd_rdb_disk_dir_set is (release); read after it (acquire) */
+static char wd_rdb_disk_dir[4096];
+static uint64_t wd_rdb_disk_min;
+static _Atomic bool wd_rdb_disk_dir_set = false;
+
+int64_t wd_store_disk_free_bytes(void) { return atomic_load(&wd_rdb_disk_free); }
+bool wd_store_disk_short(void) { return atomic_load(&wd_rdb_disk_is_short); }
+
+int64_t wd_store_disk_measure(const char *dir) {
+  struct statvfs sv;
+  if (!dir || statvfs(dir, &sv) != 0) return -1;
+  unsigned __int128 b = (unsigned __int128)sv.f_bavail * (sv.f_frsize ? sv.f_frsize : sv.f_bsize);
+  return b > INT64_MAX ? INT64_MAX : (int64_t)b;
+}
+
+int64_t wd_store_disk_refresh(void) {
+  if (!atomic_load_explicit(&wd_rdb_disk_dir_set, memory_order_acquire)) return atomic_load(&wd_rdb_disk_free);
+  int64_t free_b = wd_store_disk_measure(wd_rdb_disk_dir);
+  if (free_b >= 0) {
+    atomic_store(&wd_rdb_disk_free, free_b);
+    atomic_store(&wd_rdb_disk_is_short, (uint64_t)free_b < wd_rdb_disk_min);
+  }
+  return free_b;
+}
+
+/* Before each write of a guarded store: E_STATE_DISK_FULL when the free bytes of its filesystem
+ * (the ones an unprivileged writer may use, statvfs f_bavail) are below its minimum, so that the
+ * write is refused by widen, cleanly, before RocksDB fails on a full disk (Debian's RocksDB
+ * asserts in its file writer then: an abort, not an error). */
+static wd_error_t *wd_rdb_disk_check(wd_store_rdb_t *rs) {
+  if (!rs->min_free_bytes) return NULL;
+  int64_t free_b = wd_store_disk_measure(rs->dir);
+  if (free_b < 0) return NULL; /* not measurable: RocksDB's own errors stay */
+  bool is_short = (uint64_t)free_b < rs->min_free_bytes;
+  atomic_store(&wd_rdb_disk_free, free_b);
+  atomic_store(&wd_rdb_disk_is_short, is_short);
+  if (!is_short) return NULL;
+  return wd_error_new(WD_ERR_IO, "E_STATE_DISK_FULL",
+                      "the state directory %s has %lld bytes free, below state.min-free-bytes (%llu): stopped "
+                      "before the disk is full (the open commit is aborted, nothing is lost); free space on its "
+                      "filesystem (or move state.dir to a larger one, or lower state.min-free-bytes) and start "
+                      "widen again",
+                      rs->dir, (long long)free_b, (unsigned long long)rs->min_free_bytes);
+}
 
 static const wd_store_ops_t wd_store_rdb_ops;
 
@@ -216,6 +272,102 @@ static void wd_rdb_build_options(wd_store_rdb_t *rs, const wd_store_options_t *o
   if (rs->filter) rocksdb_options_set_compaction_filter(rs->cf_opts[WD_CF_STATE], rs->filter); /* borrows */
 }
 
+/* Whether RocksDB's open error of dir is a damaged or inconsistent state directory rather than
+ * an I/O problem: its "Corruption:" status, or a file that CURRENT or the MANIFEST names and that
+ * is gone ("No such file" of a file inside dir, with dir holding a CURRENT). */
+static bool wd_rdb_is_corruption(const char *msg, const char *dir) {
+  if (strstr(msg, "Corruption")) return true;
+  if (!strstr(msg, "No such file")) return false;
+  char cur[4096];
+  snprintf(cur, sizeof(cur), "%s/CURRENT", dir);
+  struct stat sb;
+  return stat(cur, &sb) == 0 && (strstr(msg, "MANIFEST") || strstr(msg, ".sst") || strstr(msg, ".log"));
+}
+
+/* The file of dir a RocksDB error names (the first word that is a path in dir, or a MANIFEST-,
+ * CURRENT, .sst or .log name), into out; "a file of the state directory" when none. */
+static void wd_rdb_error_file(const char *msg, const char *dir, char *out, size_t cap) {
+  size_t dn = strlen(dir);
+  for (const char *p = msg; *p; p++) {
+    if (p != msg && !strchr(" :\t(\"'", p[-1])) continue;
+    size_t n = strcspn(p, " :,;\t\n)\"'");
+    /* RocksDB glues some paths to the word before ("to be an sstable/dir/000012.sst") */
+    for (size_t k = 1; k + dn < n; k++) {
+      if (strncmp(p + k, dir, dn) == 0 && p[k + dn] == '/') {
+        p += k;
+        n -= k;
+        break;
+      }
+    }
+    const char *slash = memchr(p, '/', n) ? p + n : NULL;
+    while (slash && slash > p && slash[-1] != '/') slash--;
+    bool in_dir = strncmp(p, dir, dn) == 0 && p[dn] == '/';
+    bool named = (n > 9 && !strncmp(p, "MANIFEST-", 9)) || (n == 7 && !strncmp(p, "CURRENT", 7)) ||
+                 (n > 4 && (!strncmp(p + n - 4, ".sst", 4) || !strncmp(p + n - 4, ".log", 4)));
+    if (in_dir && n > dn + 1) {
+      snprintf(out, cap, "%.*s", (int)n, p);
+      return;
+    }
+    if (named) { /* its base name, in dir */
+      const char *base = slash ? slash : p;
+      snprintf(out, cap, "%s/%.*s", dir, (int)(n - (size_t)(base - p)), base);
+      return;
+    }
+  }
+  snprintf(out, cap, "a file of the state directory");
+}
+
+/* E_STATE_CORRUPT for RocksDB's open error msg of dir: the file and what to do. */
+static wd_error_t *wd_rdb_corrupt_error(const char *dir, const char *msg) {
+  char file[4096];
+  wd_rdb_error_file(msg, dir, file, sizeof(file));
+  bool named = strstr(msg, "No such file") && strstr(file, "MANIFEST-");
+  return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT",
+                      "the state directory %s is corrupt: %s%s (RocksDB: %s). Its rows cannot be "
+                      "read; widen rebuilds them as it rebuilds a lost state directory (from the state changelog "
+                      "topic, else from the sources, without repeating output) when the directory is moved aside: "
+                      "start with state.on-corruption: rebuild (moves it to %s.corrupt-<time>), or move it away "
+                      "yourself; keep the old one for inspection until the table is checked",
+                      dir, file, named ? ", which its CURRENT file names, is missing" : " is damaged or missing", msg,
+                      dir);
+}
+
+/* The marker a run leaves in a state directory whose corruption RocksDB reported while reading or
+ * writing it (a damaged block is found only when read): the next open of the directory refuses it
+ * with E_STATE_CORRUPT, so that state.on-corruption applies at the next start. */
+#define WD_RDB_CORRUPT_MARKER "WIDEN-CORRUPT"
+
+/* An error of a read or write of rs: E_STATE_CORRUPT (and the marker written) when RocksDB says
+ * Corruption, else WD_ERR_IO id with "<what> the state store in <dir>: <msg>". */
+static wd_error_t *wd_rdb_io_error(const char *dir, const char *id, const char *what, const char *msg) {
+  if (!strstr(msg, "Corruption"))
+    return wd_error_new(WD_ERR_IO, id, "%s the state store in %s: %s", what, dir, msg);
+  wd_error_t *err = wd_rdb_corrupt_error(dir, msg);
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/" WD_RDB_CORRUPT_MARKER, dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "%s\n", msg);
+    fclose(f);
+  }
+  return err;
+}
+
+/* E_STATE_CORRUPT when dir holds the marker of a corruption found by an earlier run. */
+static wd_error_t *wd_rdb_marker_error(const char *dir) {
+  char path[4096], line[2048] = "";
+  snprintf(path, sizeof(path), "%s/" WD_RDB_CORRUPT_MARKER, dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  if (!fgets(line, sizeof(line), f)) line[0] = 0;
+  fclose(f);
+  line[strcspn(line, "\n")] = 0;
+  char msg[2300];
+  snprintf(msg, sizeof(msg), "%s (found by an earlier run, which left %s/" WD_RDB_CORRUPT_MARKER ")",
+           line[0] ? line : "Corruption", dir);
+  return wd_rdb_corrupt_error(dir, msg);
+}
+
 /* True when RocksDB's open error says the directory's LOCK file is held (toolchain-notes §3). */
 static int wd_rdb_is_lock_error(const char *msg) {
   return strstr(msg, "IO error") && (strstr(msg, "While lock file") || strstr(msg, "lock hold by current process"));
@@ -276,6 +428,7 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
     rs->filter = rocksdb_compactionfilter_create(&rs->retention, wd_rdb_filter_destructor, wd_rdb_filter,
                                                  wd_rdb_filter_name);
   }
+  if ((err = wd_rdb_marker_error(dir))) goto cleanup;
   for (int compress = 1; compress >= 0; compress--) {
     wd_rdb_build_options(rs, opts, compress);
     rocksdb_free(rerr);
@@ -291,10 +444,23 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
                          "state directory %s is locked: another widen process is using it; stop that process "
                          "or choose another state directory (RocksDB: %s)",
                          dir, msg);
+    } else if (wd_rdb_is_corruption(msg, dir)) {
+      err = wd_rdb_corrupt_error(dir, msg);
     } else {
       err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s: %s", dir, msg);
     }
     goto cleanup;
+  }
+  rs->min_free_bytes = opts ? opts->min_free_bytes : 0;
+  if (rs->min_free_bytes) {
+    if (!atomic_load(&wd_rdb_disk_dir_set) && strlen(dir) < sizeof(wd_rdb_disk_dir)) {
+      strcpy(wd_rdb_disk_dir, dir);
+      wd_rdb_disk_min = rs->min_free_bytes;
+      atomic_store_explicit(&wd_rdb_disk_dir_set, true, memory_order_release);
+    }
+    int64_t free_b = wd_store_disk_measure(dir);
+    atomic_store(&wd_rdb_disk_free, free_b);
+    atomic_store(&wd_rdb_disk_is_short, free_b >= 0 && (uint64_t)free_b < rs->min_free_bytes);
   }
   rs->wopts = rocksdb_writeoptions_create();
   rocksdb_writeoptions_set_sync(rs->wopts, opts && opts->sync ? 1 : 0);
@@ -329,6 +495,7 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   *out = NULL;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
     return wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "state directory %s does not exist", dir);
+  if ((err = wd_rdb_marker_error(dir))) return err;
   const char *tmp = getenv("TMPDIR");
   snprintf(tmpl, sizeof(tmpl), "%s/widen-secondary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   rs = calloc(1, sizeof(*rs));
@@ -347,8 +514,11 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   rs->db = rocksdb_open_as_secondary_column_families(rs->db_opts, dir, rs->secondary, WD_CF_COUNT, wd_rdb_cf_names,
                                                      (const rocksdb_options_t *const *)rs->cf_opts, rs->cf, &rerr);
   if (!rs->db) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s read-only: %s", dir,
-                       rerr ? rerr : "unknown error");
+    if (rerr && wd_rdb_is_corruption(rerr, dir))
+      err = wd_rdb_corrupt_error(dir, rerr);
+    else
+      err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s read-only: %s", dir,
+                         rerr ? rerr : "unknown error");
     goto cleanup;
   }
   rocksdb_try_catch_up_with_primary(rs->db, &rerr);
@@ -413,7 +583,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   done = n;
   for (size_t i = 0; i < n; i++) {
     if (rs->errs[i]) {
-      if (!err) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      if (!err) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading", rs->errs[i]);
       continue;
     }
     if (!rs->pins[i] || err) continue;
@@ -454,7 +624,7 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
                                rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   for (size_t i = 0; i < n && !err; i++)
     if (rs->errs[i])
-      err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading", rs->errs[i]);
   for (size_t i = 0; i < n && !err; i++) {
     size_t len = 0;
     const char *p = rs->pins[i] ? rocksdb_pinnableslice_value(rs->pins[i], &len) : NULL;
@@ -480,7 +650,7 @@ static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t kl
   *val = NULL;
   *vlen = 0;
   if (rerr) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading an offset from the store in %s: %s", rs->dir, rerr);
+    err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading an offset from", rerr);
     goto cleanup;
   }
   if (!pin) goto cleanup;
@@ -512,6 +682,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
   if (rs->secondary)
     return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
                         rs->dir);
+  if ((err = wd_rdb_disk_check(rs))) return err;
   rocksdb_writebatch_clear(rs->wb);
   for (size_t k = 0; k < nb; k++) { /* the batches in order, in one write */
     for (size_t i = 0; i < bs[k]->n; i++) {
@@ -549,7 +720,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
     }
   }
   rocksdb_write(rs->db, sync ? rs->wopts_sync : rs->wopts, rs->wb, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "writing to the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_WRITE", "writing to", rerr);
   rocksdb_writebatch_clear(rs->wb);
   rocksdb_free(rerr);
   return err;
@@ -571,7 +742,7 @@ static wd_error_t *wd_rdb_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "scanning", rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_free(rerr);
@@ -611,7 +782,7 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "scanning", rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_readoptions_destroy(ro);

@@ -18,6 +18,7 @@
 #include "app/config/config.h"
 #include "app/config/interleaving.h"
 #include "app/ops/fingerprint.h"
+#include "app/ops/state_dir.h"
 #include "app/config/join_config.h"
 #include "app/runtime/pipeline.h"
 #include "app/cli/cli.h"
@@ -159,6 +160,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   wd_interleaving_free(warn);
   /* issue 13: the table definition against the state's (compatible changes go on; incompatible
    * ones fail or rebuild, per state.on-incompatible-change) */
+  if ((err = wd_state_dir_check(cfg, opts->state_dir))) goto done; /* corrupt: refuse, or move aside */
   if ((err = wd_definition_prepare(cfg, opts->state_dir, NULL))) goto done;
   if (signals) { /* signalled during the start: nothing was consumed or produced yet */
     wd_log(WD_LOG_INFO, mod, "stopped during the start");

@@ -212,6 +212,19 @@ static const wd_config_option_t STATE_OPTS[] = {
      "(exactly-once) rebuilds each task this process owns from the sources' earliest offsets into a fresh state "
      "(the old one kept beside it), in the run's poll loop, emits only the difference between its old and rebuilt "
      "rows in a commit of its own, and goes on with the new state."},
+    {"min-free-bytes", WD_CONFIG_INT, offsetof(wd_config_state_t, min_free_bytes), "268435456", NULL, 0, INT64_MAX,
+     NULL, 0, NULL,
+     "Free bytes the state directory's filesystem must keep (statvfs, checked before every write of the state): "
+     "below it `widen run` stops cleanly with E_STATE_DISK_FULL naming the directory and the free bytes, the open "
+     "commit aborted and nothing lost, instead of RocksDB failing on a full disk; free space (or lower this) and "
+     "start again. The default (256 MiB) leaves room for a memtable flush and a compaction; 0 turns the check off."},
+    {"on-corruption", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_corruption), "fail", NULL, 0, 0, "fail|rebuild",
+     0, NULL,
+     "What a start does when the state directory is corrupt (a damaged SST, MANIFEST or CURRENT file): `fail` stops "
+     "with E_STATE_CORRUPT naming the file and what to do; `rebuild` moves the directory aside to "
+     "`<state.dir>.corrupt-<time>` and starts with a fresh one, whose tasks are rebuilt as those of a lost state "
+     "directory are (restored from the state changelog topic, else from the sources without output: nothing is "
+     "repeated downstream)."},
     END_OPT,
 };
 

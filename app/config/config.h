@@ -152,6 +152,12 @@ typedef enum wd_config_on_incompatible {
   WD_CONFIG_INCOMPATIBLE_REBUILD   /* "rebuild": rebuild the table from the sources, emit the difference */
 } wd_config_on_incompatible_t;
 
+/* What a start does when the state directory is corrupt (app/ops/state_dir.h). */
+typedef enum wd_config_on_corruption {
+  WD_CONFIG_CORRUPTION_FAIL = 0, /* "fail": refuse to start with E_STATE_CORRUPT naming the file */
+  WD_CONFIG_CORRUPTION_REBUILD   /* "rebuild": move the directory aside, rebuild as a lost directory */
+} wd_config_on_corruption_t;
+
 typedef struct wd_config_state {
   char *dir;
   int64_t tombstone_retention_ms; /* -1: keep ordering tombstones forever */
@@ -162,6 +168,8 @@ typedef struct wd_config_state {
   int64_t history_retention_ms;     /* commit history records older than this are dropped; 0: no age limit */
   int64_t history_max_bytes;        /* the history's records together at most this many bytes; 0: no size limit */
   wd_config_on_incompatible_t on_incompatible_change;
+  int64_t min_free_bytes;                 /* stop before the state's filesystem has less free (0: never) */
+  wd_config_on_corruption_t on_corruption;
   int line;
 } wd_config_state_t;
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "app/ops/state_dir.h"
 #include "common/log.h"
 
 #ifndef WD_VERSION
@@ -32,7 +33,7 @@ struct wd_run_metrics {
     wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
         *cache_hits, *cache_misses, *cache_entries, *restore, *commits, *skipped, *rebalances, *restores,
         *last_commit, *tasks, *task_state, *lag_sum, *build, *cpu, *rss, *fds, *start, *k_rtt, *k_queue, *k_replyq,
-        *k_fetchq, *k_lag;
+        *k_fetchq, *k_lag, *disk_free;
   } m;
   wd_status_t *status; /* the probes (app/ops/status.h) */
   /* for the status document */
@@ -161,6 +162,10 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
   rm->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes",
                                         "Approximate bytes of the state store on disk.", WD_METRIC_GAUGE, 0, NULL,
                                         NULL, 0);
+  rm->m.disk_free = wd_metrics_family(r, "widen_state_disk_free_bytes",
+                                      "Free bytes of the state directory's filesystem (statvfs, measured before each "
+                                      "state write); below state.min-free-bytes widen stops with E_STATE_DISK_FULL.",
+                                      WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.cache_hits = wd_metrics_family(r, "widen_state_cache_hits_total",
                                        "Key lookups served by the decoded-row cache.", WD_METRIC_COUNTER, 0, NULL,
                                        NULL, 0);
@@ -534,6 +539,7 @@ void wd_run_metrics_tick(wd_run_metrics_t *m, const wd_run_tick_t *t) {
   wd_metric_set(m->m.lag_sum, NULL, sum);
   wd_metric_set(m->m.assigned, NULL, (double)t->assigned);
   wd_metric_set(m->m.state_bytes, NULL, (double)t->state_bytes);
+  if (wd_state_disk_free_bytes() >= 0) wd_metric_set(m->m.disk_free, NULL, (double)wd_state_disk_free_bytes());
   wd_metric_add(m->m.cache_hits, NULL, (double)(t->cache_hits - m->hits));
   wd_metric_add(m->m.cache_misses, NULL, (double)(t->cache_misses - m->misses));
   m->hits = t->cache_hits;

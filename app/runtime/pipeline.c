@@ -1868,6 +1868,7 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   wd_error_t *err = NULL;
   wd_store_options_t so = {0};
   so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
+  so.min_free_bytes = (uint64_t)cfg->state.min_free_bytes; /* the disk guard: E_STATE_DISK_FULL */
   if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) return err;
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) return wd_error_nomem();
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);

@@ -38,6 +38,7 @@ int wd_fuzz_changelog_json(const uint8_t *data, size_t size);
 int wd_fuzz_config(const uint8_t *data, size_t size);
 int wd_fuzz_simulate(const uint8_t *data, size_t size);
 int wd_fuzz_marker(const uint8_t *data, size_t size);
+int wd_fuzz_stored_row(const uint8_t *data, size_t size);
 
 /* The wide table every decoder harness maps into (static, made on first use): the columns of
  * the real data in ../shared/data (id, name, description, weight) plus one column of each other
@@ -55,6 +56,14 @@ const wd_source_t *wd_fuzz_source(const char *format);
  * Releases err. Aborts (with a message on stderr naming `what`) when broken. */
 void wd_fuzz_check_decode(const char *what, const wd_schema_t *s, wd_error_t *err, const wd_changes_t *out);
 
+/* Follows each decoded record of out (after success) through what the pipeline does with it:
+ * the message merged into a table on a memory store (the simulate path: wd_message_apply, the
+ * changelog rows formatted and encoded, the state flushed through the stored-row codec and read
+ * back), every value inside its type's range (wd_value_in_range) and formatted (wd_value_format), the
+ * stored-row codec (encoded and decoded back equal), and each sink format: changelog-json and
+ * debezium-json encoded and read back (wd_changelog_decode_rows) equal, Avro encoded. Called by
+ * wd_fuzz_check_decode. Aborts when a step fails or a round trip differs. */
+void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *out);
 /* Aborts with "fuzz: <what>: <message>" on stderr. */
 void wd_fuzz_fail(const char *what, const char *message) __attribute__((noreturn));
 

@@ -354,6 +354,7 @@ Test(ops, metrics_scrape_and_status_during_run, .timeout = 240) {
   cr_expect_eq(metric_sum(text, "widen_commit_duration_seconds_count", NULL), commits);
   cr_expect_eq(metric_sum(text, "widen_commit_duration_seconds_bucket", "le=\"+Inf\""), commits);
   cr_expect_gt(metric_sum(text, "widen_state_size_bytes", NULL), 0);
+  cr_expect_gt(metric_sum(text, "widen_state_disk_free_bytes", NULL), 0);
   cr_expect_gt(metric_sum(text, "widen_state_cache_hits_total", NULL) + metric_sum(text, "widen_state_cache_misses_total", NULL), 0);
   cr_expect_eq(metric_sum(text, "widen_restore_progress_ratio", NULL), 1);
   /* a wrong path is a 404 */

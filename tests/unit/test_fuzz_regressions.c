@@ -102,3 +102,4 @@ Test(fuzz_regressions, changelog_json) { check("changelog_json", wd_fuzz_changel
 Test(fuzz_regressions, config) { check("config", wd_fuzz_config); }
 Test(fuzz_regressions, simulate) { check("simulate", wd_fuzz_simulate); }
 Test(fuzz_regressions, marker) { check("marker", wd_fuzz_marker); }
+Test(fuzz_regressions, stored_row) { check("stored_row", wd_fuzz_stored_row); }
