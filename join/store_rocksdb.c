@@ -257,17 +257,17 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   wd_store_rdb_t *rs = NULL;
   char *rerr = NULL;
   if (!dir || !out) {
-    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_rocksdb: NULL argument");
+    err = wd_error_new(WD_ERR_INTERNAL, E_STORE_OPEN, "open_rocksdb: NULL argument");
     goto cleanup;
   }
   *out = NULL;
   rs = calloc(1, sizeof(*rs));
   if (!rs || !(rs->dir = strdup(dir))) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_OPEN, "out of memory opening the store in %s", dir);
     goto cleanup;
   }
   if (wd_mkdir_p(dir) != 0) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot create the state directory %s: %s; check the path of "
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create the state directory %s: %s; check the path of "
                        "state.dir and its permissions", dir, strerror(errno));
     goto cleanup;
   }
@@ -287,12 +287,12 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   if (!rs->db) {
     const char *msg = rerr ? rerr : "unknown error";
     if (wd_rdb_is_lock_error(msg)) {
-      err = wd_error_new(WD_ERR_IO, "E_STORE_LOCKED",
+      err = wd_error_new(WD_ERR_IO, E_STORE_LOCKED,
                          "state directory %s is locked: another widen process is using it; stop that process "
                          "or choose another state directory (RocksDB: %s)",
                          dir, msg);
     } else {
-      err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s: %s", dir, msg);
+      err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot open the state store in %s: %s", dir, msg);
     }
     goto cleanup;
   }
@@ -325,19 +325,19 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   char *rerr = NULL;
   char tmpl[4096];
   struct stat sb;
-  if (!dir || !out) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_rocksdb_secondary: NULL argument");
+  if (!dir || !out) return wd_error_new(WD_ERR_INTERNAL, E_STORE_OPEN, "open_rocksdb_secondary: NULL argument");
   *out = NULL;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "state directory %s does not exist", dir);
+    return wd_error_new(WD_ERR_IO, E_STORE_OPEN, "state directory %s does not exist", dir);
   const char *tmp = getenv("TMPDIR");
   snprintf(tmpl, sizeof(tmpl), "%s/widen-secondary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   rs = calloc(1, sizeof(*rs));
   if (!rs || !(rs->dir = strdup(dir))) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_OPEN, "out of memory opening the store in %s", dir);
     goto cleanup;
   }
   if (!mkdtemp(tmpl) || !(rs->secondary = strdup(tmpl))) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot create a directory for the secondary instance of %s: %s",
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create a directory for the secondary instance of %s: %s",
                        dir, strerror(errno));
     goto cleanup;
   }
@@ -347,13 +347,13 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   rs->db = rocksdb_open_as_secondary_column_families(rs->db_opts, dir, rs->secondary, WD_CF_COUNT, wd_rdb_cf_names,
                                                      (const rocksdb_options_t *const *)rs->cf_opts, rs->cf, &rerr);
   if (!rs->db) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s read-only: %s", dir,
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot open the state store in %s read-only: %s", dir,
                        rerr ? rerr : "unknown error");
     goto cleanup;
   }
   rocksdb_try_catch_up_with_primary(rs->db, &rerr);
   if (rerr) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "catching up with the state store in %s: %s", dir, rerr);
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "catching up with the state store in %s: %s", dir, rerr);
     goto cleanup;
   }
   rs->ropts = rocksdb_readoptions_create();
@@ -405,7 +405,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   wd_error_t *err = NULL;
   size_t done = 0;
   if (wd_rdb_scratch(rs, n)) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading %zu keys", n);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory reading %zu keys", n);
     goto cleanup;
   }
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
@@ -413,7 +413,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   done = n;
   for (size_t i = 0; i < n; i++) {
     if (rs->errs[i]) {
-      if (!err) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      if (!err) err = wd_error_new(WD_ERR_IO, E_STORE_READ, "reading the state store in %s: %s", rs->dir, rs->errs[i]);
       continue;
     }
     if (!rs->pins[i] || err) continue;
@@ -421,7 +421,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
     const char *p = rocksdb_pinnableslice_value(rs->pins[i], &len);
     vals[i] = malloc(len ? len : 1);
     if (!vals[i]) {
-      err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory copying %zu values", n);
+      err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory copying %zu values", n);
       continue;
     }
     if (len) memcpy(vals[i], p, len);
@@ -449,12 +449,12 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
                                          wd_store_value_cb cb, void *ctx) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   wd_error_t *err = NULL;
-  if (wd_rdb_scratch(rs, n)) return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading %zu keys", n);
+  if (wd_rdb_scratch(rs, n)) return wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory reading %zu keys", n);
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
                                rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   for (size_t i = 0; i < n && !err; i++)
     if (rs->errs[i])
-      err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading the state store in %s: %s", rs->dir, rs->errs[i]);
+      err = wd_error_new(WD_ERR_IO, E_STORE_READ, "reading the state store in %s: %s", rs->dir, rs->errs[i]);
   for (size_t i = 0; i < n && !err; i++) {
     size_t len = 0;
     const char *p = rs->pins[i] ? rocksdb_pinnableslice_value(rs->pins[i], &len) : NULL;
@@ -480,7 +480,7 @@ static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t kl
   *val = NULL;
   *vlen = 0;
   if (rerr) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "reading an offset from the store in %s: %s", rs->dir, rerr);
+    err = wd_error_new(WD_ERR_IO, E_STORE_READ, "reading an offset from the store in %s: %s", rs->dir, rerr);
     goto cleanup;
   }
   if (!pin) goto cleanup;
@@ -488,7 +488,7 @@ static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t kl
   const char *p = rocksdb_pinnableslice_value(pin, &len);
   *val = malloc(len ? len : 1);
   if (!*val) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading an offset");
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory reading an offset");
     goto cleanup;
   }
   if (len) memcpy(*val, p, len);
@@ -510,7 +510,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
   char *rerr = NULL;
   wd_store_op_view_t v;
   if (rs->secondary)
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "the state store in %s is open read-only (secondary instance)",
                         rs->dir);
   rocksdb_writebatch_clear(rs->wb);
   for (size_t k = 0; k < nb; k++) { /* the batches in order, in one write */
@@ -534,7 +534,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
         case WD_STORE_OP_DELETE_RANGE:
           if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
             rocksdb_writebatch_clear(rs->wb);
-            return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE",
+            return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE,
                                 "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)",
                                 rs->dir, v.klen, WD_STORE_RANGE_BEGIN_MAX);
           }
@@ -549,7 +549,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
     }
   }
   rocksdb_write(rs->db, sync ? rs->wopts_sync : rs->wopts, rs->wb, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "writing to the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_error_new(WD_ERR_IO, E_STORE_WRITE, "writing to the state store in %s: %s", rs->dir, rerr);
   rocksdb_writebatch_clear(rs->wb);
   rocksdb_free(rerr);
   return err;
@@ -571,7 +571,7 @@ static wd_error_t *wd_rdb_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_error_new(WD_ERR_IO, E_STORE_READ, "scanning the state store in %s: %s", rs->dir, rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_free(rerr);
@@ -591,7 +591,7 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
    * the deletes after it until the next live key */
   char *upper = malloc(plen + 1);
   size_t ulen = plen;
-  if (!upper) return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "scanning the state store: out of memory");
+  if (!upper) return wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "scanning the state store: out of memory");
   memcpy(upper, prefix, plen);
   while (ulen && (uint8_t)upper[ulen - 1] == 0xFF) ulen--;
   if (ulen) upper[ulen - 1] = (char)((uint8_t)upper[ulen - 1] + 1);
@@ -611,7 +611,7 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "scanning the state store in %s: %s", rs->dir, rerr);
+  if (rerr) err = wd_error_new(WD_ERR_IO, E_STORE_READ, "scanning the state store in %s: %s", rs->dir, rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_readoptions_destroy(ro);
@@ -629,12 +629,12 @@ static wd_error_t *wd_rdb_compact(wd_store_t *st) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   uint64_t bg_errors = 0;
   if (rs->secondary)
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "the state store in %s is open read-only (secondary instance)",
                         rs->dir);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_STATE], NULL, 0, NULL, 0);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_META], NULL, 0, NULL, 0);
   if (rocksdb_property_int(rs->db, "rocksdb.background-errors", &bg_errors) == 0 && bg_errors > 0)
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "compacting the state store in %s: %llu background errors",
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "compacting the state store in %s: %llu background errors",
                         rs->dir, (unsigned long long)bg_errors);
   return NULL;
 }

@@ -79,7 +79,7 @@ wd_error_t *wd_history_last(wd_store_t *st, uint64_t *number) {
     if (ok) *number = n;
   }
   free(v);
-  if (!ok) return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's %s is not a commit number", WD_HISTORY_LAST_KEY);
+  if (!ok) return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's %s is not a commit number", WD_HISTORY_LAST_KEY);
   return NULL;
 }
 
@@ -146,7 +146,7 @@ wd_error_t *wd_history_get(wd_store_t *st, uint64_t number, wd_history_entry_t *
   json_decref(j);
   if (!ok) {
     wd_history_entry_free(e);
-    return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "commit history record %" PRIu64 " of the state is not readable",
+    return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "commit history record %" PRIu64 " of the state is not readable",
                         number);
   }
   e->info.number = (uint64_t)num;
