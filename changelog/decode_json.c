@@ -64,7 +64,7 @@ static bool wd_is_tombstone(const void *value, size_t len) {
 /* E_DECODE for a debezium-json op without the image it needs. */
 static wd_error_t *wd_missing_image(const char *op, size_t n) {
   bool del = n == 1 && op[0] == 'd';
-  return wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: op \"%.*s\" without its %s image", (int)n, op,
+  return wd_error_new(WD_ERR_DECODE, E_DECODE, "debezium-json value: op \"%.*s\" without its %s image", (int)n, op,
                       del ? "before" : "after");
 }
 
@@ -111,7 +111,7 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
     goto cleanup;
   }
   if (r == -1) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "%s value: not a JSON object", wd_changelog_format_name(format));
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "%s value: not a JSON object", wd_changelog_format_name(format));
     goto cleanup;
   }
   const char *kt = (const char *)keytext.data;
@@ -129,11 +129,11 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
     if (op >= 0 && d.t[op].type == JSMN_STRING && d.t[op].end - d.t[op].start == 2)
       memcpy(opbuf, d.js + d.t[op].start, 2);
     if (wd_row_kind_parse(opbuf, &kind)) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"op\" is not one of +I, -U, +U, -D");
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "changelog-json value: \"op\" is not one of +I, -U, +U, -D");
       goto cleanup;
     }
     if (row < 0 || d.t[row].type != JSMN_OBJECT) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"row\" is missing or not an object");
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "changelog-json value: \"row\" is missing or not an object");
       goto cleanup;
     }
     if (wd_tail_line(out, kind, kt, keytext.len, &d, row)) err = wd_error_nomem();
@@ -143,13 +143,13 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
   int before = wd_cget(&d, root, "before"), after = wd_cget(&d, root, "after");
   if ((!wd_cis_null(&d, before) && d.t[before].type != JSMN_OBJECT) ||
       (!wd_cis_null(&d, after) && d.t[after].type != JSMN_OBJECT)) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: before/after is neither an object nor null");
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "debezium-json value: before/after is neither an object nor null");
     goto cleanup;
   }
   bool hb = !wd_cis_null(&d, before), ha = !wd_cis_null(&d, after);
   bool c = wd_cstr_is(&d, op, "c") || wd_cstr_is(&d, op, "r"), u = wd_cstr_is(&d, op, "u"), del = wd_cstr_is(&d, op, "d");
   if (!c && !u && !del) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "debezium-json value: \"op\" is missing or not one of c, r, u, d");
     goto cleanup;
   }
   if ((del && !hb) || (!del && !ha)) {
@@ -232,7 +232,7 @@ static wd_error_t *wd_row_of(const wd_schema_t *schema, const json_t *j, wd_row_
     /* keep the id first: "E_TYPE: debezium-json after: column 'x': ..." */
     size_t idlen = err->id[0] ? strlen(err->id) + 2 : 0;
     const char *text = strlen(err->message) >= idlen ? err->message + idlen : err->message;
-    wd_error_t *e2 = wd_error_new(err->cls, err->id[0] ? err->id : NULL, "%s: %s", what, text);
+    wd_error_t *e2 = wd_error_make(err->cls, err->eid, "%s: %s", what, text);
     wd_error_destroy(err);
     return e2;
   }
@@ -252,7 +252,7 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
   json_error_t jerr;
   root = json_loadb(value, len, JSON_ALLOW_NUL, &jerr);
   if (!root) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "%s value: not JSON (%s at byte %d)", wd_changelog_format_name(format),
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "%s value: not JSON (%s at byte %d)", wd_changelog_format_name(format),
                        jerr.text, jerr.position);
     goto cleanup;
   }
@@ -267,11 +267,11 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
     wd_row_kind_t kind;
     const json_t *row = json_object_get(obj, "row");
     if (!op || wd_row_kind_parse(op, &kind)) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"op\" is not one of +I, -U, +U, -D");
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "changelog-json value: \"op\" is not one of +I, -U, +U, -D");
       goto cleanup;
     }
     if (!json_is_object(row)) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "changelog-json value: \"row\" is missing or not an object");
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "changelog-json value: \"row\" is missing or not an object");
       goto cleanup;
     }
     if ((err = wd_row_of(schema, row, kind, "changelog-json row", &rows[0]))) goto cleanup;
@@ -282,13 +282,13 @@ wd_error_t *wd_changelog_decode_rows(wd_changelog_format_t format, const wd_sche
   if (json_is_null(before)) before = NULL;
   if (json_is_null(after)) after = NULL;
   if ((before && !json_is_object(before)) || (after && !json_is_object(after))) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: before/after is neither an object nor null");
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "debezium-json value: before/after is neither an object nor null");
     goto cleanup;
   }
   bool c = op && (strcmp(op, "c") == 0 || strcmp(op, "r") == 0), u = op && strcmp(op, "u") == 0,
        del = op && strcmp(op, "d") == 0;
   if (!c && !u && !del) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "debezium-json value: \"op\" is missing or not one of c, r, u, d");
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "debezium-json value: \"op\" is missing or not one of c, r, u, d");
     goto cleanup;
   }
   if (connect && ((before && wd_connect_image_to_canonical(schema, (json_t *)before)) ||

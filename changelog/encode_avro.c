@@ -73,7 +73,7 @@ static json_t *wd_avro_type_json(const wd_type_t *t, bool nullable, const char *
     json_t *fs = json_array();
     for (size_t i = 0; fs && i < t->nfields; i++) {
       if (!wd_avro_valid_name(t->fields[i].name)) {
-        *err = wd_error_new(WD_ERR_CONFIG, "C_AVRO_NAME", "ROW field '%s' of '%s' is not a valid Avro name",
+        *err = wd_error_new(WD_ERR_CONFIG, C_AVRO_NAME, "ROW field '%s' of '%s' is not a valid Avro name",
                             t->fields[i].name, name);
         json_decref(fs);
         return NULL;
@@ -105,7 +105,7 @@ wd_error_t *wd_avro_sink_new(const wd_schema_t *schema, const char *table, wd_av
   *out = NULL;
   wd_error_t *err = NULL;
   if (!wd_avro_valid_name(table))
-    return wd_error_new(WD_ERR_CONFIG, "C_AVRO_NAME", "table name '%s' is not a valid Avro name ([A-Za-z_][A-Za-z0-9_]*)",
+    return wd_error_new(WD_ERR_CONFIG, C_AVRO_NAME, "table name '%s' is not a valid Avro name ([A-Za-z_][A-Za-z0-9_]*)",
                         table ? table : "");
   wd_avro_sink_t *s = calloc(1, sizeof(*s));
   if (!s) return wd_error_nomem();
@@ -118,7 +118,7 @@ wd_error_t *wd_avro_sink_new(const wd_schema_t *schema, const char *table, wd_av
   for (size_t i = 0; i < schema->ncols; i++) {
     const wd_field_t *c = &schema->cols[i];
     if (!wd_avro_valid_name(c->name) || strcmp(c->name, "_row_kind") == 0) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_AVRO_NAME", "column '%s' is not a valid Avro field name%s", c->name,
+      err = wd_error_new(WD_ERR_CONFIG, C_AVRO_NAME, "column '%s' is not a valid Avro field name%s", c->name,
                          strcmp(c->name, "_row_kind") == 0 ? " (_row_kind is the row kind's field)" : "");
       goto fail;
     }
@@ -280,7 +280,7 @@ int wd_avro_put_value(wd_buf_t *out, const wd_type_t *t, bool nullable, const wd
 static wd_error_t *wd_avro_put_error(const wd_avro_sink_t *s, int r, int col, wd_buf_t *out, size_t len0) {
   out->len = len0;
   if (r == -1) return wd_error_nomem();
-  return wd_error_new(WD_ERR_RECORD, "E_NOT_NULL", "avro sink: column '%s' is NULL but its Avro type is not nullable",
+  return wd_error_new(WD_ERR_RECORD, E_NOT_NULL, "avro sink: column '%s' is NULL but its Avro type is not nullable",
                       s->schema->cols[col].name);
 }
 

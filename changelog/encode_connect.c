@@ -226,19 +226,19 @@ wd_error_t *wd_connect_encode_debezium(const wd_schema_t *schema, const char *ta
   case WD_INSERT:
     op = "c";
     before = NULL;
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: +I without a row");
+    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +I without a row");
     break;
   case WD_UPDATE_AFTER:
     op = "u";
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: +U without an after row");
+    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +U without an after row");
     break;
   case WD_DELETE:
     op = "d";
     after = NULL;
-    if (!before) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: -D without a row");
+    if (!before) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: -D without a row");
     break;
   default:
-    return wd_error_new(WD_ERR_INTERNAL, NULL,
+    return wd_error_new(WD_ERR_INTERNAL, NONE,
                         "debezium-json: a -U is not a message of its own; pass it as before with its +U");
   }
   size_t mark = out->len;

@@ -25,7 +25,7 @@ wd_error_t *wd_changelog_format_parse(const char *text, wd_changelog_format_t *o
     *out = WD_CHANGELOG_JSON;
     return NULL;
   }
-  return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
                       "changelog format '%s' is not one of debezium-json, changelog-json", text ? text : "(null)");
 }
 
@@ -289,19 +289,19 @@ wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const c
   case WD_INSERT:
     op = "c";
     before = NULL;
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: +I without a row");
+    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +I without a row");
     break;
   case WD_UPDATE_AFTER:
     op = "u";
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: +U without an after row");
+    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +U without an after row");
     break;
   case WD_DELETE:
     op = "d";
     after = NULL;
-    if (!before) return wd_error_new(WD_ERR_INTERNAL, NULL, "debezium-json: -D without a row");
+    if (!before) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: -D without a row");
     break;
   default:
-    return wd_error_new(WD_ERR_INTERNAL, NULL,
+    return wd_error_new(WD_ERR_INTERNAL, NONE,
                         "debezium-json: a -U is not a message of its own; pass it as before with its +U");
   }
   size_t mark = out->len;

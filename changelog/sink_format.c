@@ -27,7 +27,7 @@ static wd_error_t *enc_avro(const wd_sink_ctx_t *c, wd_row_t *const *rows, size_
                             const wd_row_t **keyrow, wd_buf_t *out) {
   (void)n;
   const wd_row_t *row = *keyrow = rows[(*i)++];
-  if (!c->avro) return wd_error_new(WD_ERR_INTERNAL, NULL, "the avro sink format needs the Avro sink");
+  if (!c->avro) return wd_error_new(WD_ERR_INTERNAL, NONE, "the avro sink format needs the Avro sink");
   return wd_avro_sink_encode_value(c->avro, row, out);
 }
 
@@ -46,7 +46,7 @@ static wd_error_t *key_string(const wd_sink_ctx_t *c, const wd_row_t *row, wd_bu
 }
 
 static wd_error_t *key_avro(const wd_sink_ctx_t *c, const wd_row_t *row, wd_buf_t *out) {
-  if (!c->avro) return wd_error_new(WD_ERR_INTERNAL, NULL, "the avro key format needs the Avro sink");
+  if (!c->avro) return wd_error_new(WD_ERR_INTERNAL, NONE, "the avro key format needs the Avro sink");
   return wd_avro_sink_encode_key(c->avro, row, out);
 }
 

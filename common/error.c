@@ -26,19 +26,24 @@ wd_eid_t wd_error_eid(const char *id) {
 
 wd_error_t *wd_error_nomem(void) { return &wd_nomem_error; }
 
-wd_error_t *wd_error_newv(wd_err_class_t cls, const char *id, const char *fmt, va_list ap) {
+const char *wd_error_id_text(wd_eid_t eid) {
+  return eid > WD_EID_NONE && eid < WD_EID_UNLISTED ? wd_error_list[eid].id : "";
+}
+
+wd_error_t *wd_error_makev(wd_err_class_t cls, wd_eid_t eid, const char *fmt, va_list ap) {
   wd_error_t *err = calloc(1, sizeof(*err));
   if (!err) return &wd_nomem_error;
+  const char *id = wd_error_id_text(eid);
   err->cls = cls;
   err->index = -1;
-  if (id) snprintf(err->id, sizeof(err->id), "%s", id);
+  snprintf(err->id, sizeof(err->id), "%s", id);
   char *text = NULL;
   if (vasprintf(&text, fmt, ap) < 0) text = NULL;
   if (!text) {
     free(err);
     return &wd_nomem_error;
   }
-  if (id && *id) {
+  if (*id) {
     if (asprintf(&err->message, "%s: %s", id, text) < 0) err->message = NULL;
     free(text);
   } else {
@@ -48,15 +53,15 @@ wd_error_t *wd_error_newv(wd_err_class_t cls, const char *id, const char *fmt, v
     free(err);
     return &wd_nomem_error;
   }
-  err->eid = wd_error_eid(id);
-  err->retriable = err->eid != WD_EID_NONE && err->eid != WD_EID_UNLISTED && wd_error_list[err->eid].retriable;
+  err->eid = *id ? eid : WD_EID_NONE;
+  err->retriable = *id && wd_error_list[err->eid].retriable;
   return err;
 }
 
-wd_error_t *wd_error_new(wd_err_class_t cls, const char *id, const char *fmt, ...) {
+wd_error_t *wd_error_make(wd_err_class_t cls, wd_eid_t eid, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  wd_error_t *err = wd_error_newv(cls, id, fmt, ap);
+  wd_error_t *err = wd_error_makev(cls, eid, fmt, ap);
   va_end(ap);
   return err;
 }

@@ -43,14 +43,20 @@ typedef struct wd_error {
                               generation) took over: this one must stop */
 } wd_error_t;
 
-/* Creates an error of class cls with stable id (may be NULL) and a printf-style text; eid and
- * retriable come from the id's entry in common/error_ids.h (an unlisted id: WD_EID_UNLISTED, not
- * retriable).
+/* Creates an error of class cls with the stable id eid (WD_EID_NONE: an error without id) and a
+ * printf-style text; err->id is the id's text and err->retriable comes from the id's entry in
+ * common/error_ids.h.
  * Never returns NULL: on allocation failure a static out-of-memory error is returned, which
  * wd_error_destroy() recognises and does not free. */
-wd_error_t *wd_error_new(wd_err_class_t cls, const char *id, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-wd_error_t *wd_error_newv(wd_err_class_t cls, const char *id, const char *fmt, va_list ap);
+wd_error_t *wd_error_make(wd_err_class_t cls, wd_eid_t eid, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+wd_error_t *wd_error_makev(wd_err_class_t cls, wd_eid_t eid, const char *fmt, va_list ap);
+
+/* wd_error_new(cls, ID, fmt, ...): wd_error_make with the id written as a bare name of
+ * common/error_ids.h (E_TYPE, C_PRIMARY_KEY, NONE): an id that is not listed there does not compile. */
+#define wd_error_new(cls, ID, ...) wd_error_make((cls), WD_EID_##ID, __VA_ARGS__)
+
+/* The text of a listed id ("E_STOPPED" for WD_EID_E_STOPPED); "" for WD_EID_NONE or an id out of range. */
+const char *wd_error_id_text(wd_eid_t eid);
 
 /* Returns a new error whose message is "prefix: <err's message>" keeping err's id and class;
  * takes ownership of err. */

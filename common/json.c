@@ -30,7 +30,7 @@ static const char *wd_json_kind(const json_t *j) {
 /* E_TYPE: "expected <type>, got <kind of j>". */
 static wd_error_t *wd_json_type_err(const wd_type_t *t, const json_t *j) {
   char *tname = wd_type_to_string(t);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "expected %s, got %s", tname ? tname : "a value",
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE, "expected %s, got %s", tname ? tname : "a value",
                                  wd_json_kind(j));
   free(tname);
   return err;
@@ -39,7 +39,7 @@ static wd_error_t *wd_json_type_err(const wd_type_t *t, const json_t *j) {
 /* E_ARITH_OVERFLOW for a number out of the range of integer type t. */
 static wd_error_t *wd_json_range_err(const wd_type_t *t, const char *num) {
   char *tname = wd_type_to_string(t);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "%s is out of the range of %s", num,
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "%s is out of the range of %s", num,
                                  tname ? tname : "the type");
   free(tname);
   return err;
@@ -55,7 +55,7 @@ static wd_error_t *wd_json_err_at(wd_error_t *err, const char *fmt, const char *
   snprintf(ctx, sizeof(ctx), fmt, arg);
   size_t idlen = err->id[0] ? strlen(err->id) + 2 : 0;
   const char *text = strlen(err->message) >= idlen ? err->message + idlen : err->message;
-  wd_error_t *e2 = wd_error_new(err->cls, err->id[0] ? err->id : NULL, "%s: %s", ctx, text);
+  wd_error_t *e2 = wd_error_make(err->cls, err->eid, "%s: %s", ctx, text);
   e2->index = err->index;
   wd_error_destroy(err);
   return e2;
@@ -130,7 +130,7 @@ static wd_error_t *wd_json_row(const wd_type_t *t, const json_t *j, wd_value_t *
       if (i == n) {
         char *tname = wd_type_to_string(t);
         wd_error_t *err =
-            wd_error_new(WD_ERR_RECORD, "E_TYPE", "field '%s' is not in %s", key, tname ? tname : "the ROW");
+            wd_error_new(WD_ERR_RECORD, E_TYPE, "field '%s' is not in %s", key, tname ? tname : "the ROW");
         free(tname);
         return err;
       }
@@ -163,7 +163,7 @@ static wd_error_t *wd_json_map(const wd_type_t *t, const json_t *j, wd_value_t *
     wd_value_t k, v;
     wd_error_t *err = NULL;
     if (t->elem->id == WD_ARRAY || t->elem->id == WD_MAP || t->elem->id == WD_ROW) {
-      return wd_error_new(WD_ERR_RECORD, "E_TYPE", "MAP keys of type ARRAY, MAP or ROW are not supported in JSON");
+      return wd_error_new(WD_ERR_RECORD, E_TYPE, "MAP keys of type ARRAY, MAP or ROW are not supported in JSON");
     }
     err = wd_value_parse_text(t->elem, key, strlen(key), &k);
     if (err) return wd_json_err_at(err, "map key '%s'", key);
@@ -393,13 +393,13 @@ wd_error_t *wd_row_from_json(const wd_schema_t *schema, const json_t *obj, wd_ro
   json_t *val;
   wd_row_clear(schema, row);
   if (!json_is_object(obj)) {
-    err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "a row must be a JSON object, got %s", wd_json_kind(obj));
+    err = wd_error_new(WD_ERR_RECORD, E_TYPE, "a row must be a JSON object, got %s", wd_json_kind(obj));
     goto cleanup;
   }
   json_object_foreach((json_t *)obj, key, val) {
     int col = wd_schema_find(schema, key);
     if (col < 0) {
-      err = wd_error_new(WD_ERR_RECORD, "E_UNKNOWN_COLUMN", "column '%s' is not in the schema", key);
+      err = wd_error_new(WD_ERR_RECORD, E_UNKNOWN_COLUMN, "column '%s' is not in the schema", key);
       goto cleanup;
     }
     const wd_type_t *t = schema->cols[col].type;

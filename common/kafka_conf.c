@@ -30,7 +30,7 @@ wd_error_t *wd_kafka_conf_set(wd_kafka_conf_t *conf, const char *name, const cha
   wd_error_t *err = NULL;
   char *n = NULL, *v = NULL;
   if (!name || !*name || !value) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' needs a name and a value",
+    err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' needs a name and a value",
                        name ? name : "(null)");
     goto cleanup;
   }
@@ -77,9 +77,9 @@ wd_error_t *wd_kafka_conf_set_pair(wd_kafka_conf_t *conf, const char *name_eq_va
     bool is_name = !eq && *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
                                       strlen(arg);
     if (is_name)
-      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' is not of the form name=value", arg);
+      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' is not of the form name=value", arg);
     else
-      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
                          "a Kafka property argument is not of the form name=value%s (not shown: it may hold a secret)",
                          eq ? ": the name is missing" : "");
     goto cleanup;
@@ -204,7 +204,7 @@ wd_error_t *wd_conf_expand(const char *value, char **out) {
     if (wd_conf_append(&b, &len, &cap, p, (size_t)(d - p))) goto nomem;
     const char *close = strchr(d, '}');
     if (!close) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG_PROVIDER",
+      err = wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER,
                          "a '${' is not closed by '}' (write ${env:NAME} or ${file:PATH}; $${ for a literal ${)");
       goto cleanup;
     }
@@ -213,7 +213,7 @@ wd_error_t *wd_conf_expand(const char *value, char **out) {
     if (!strncmp(ref, "env:", 4) && ref[4]) {
       const char *v = getenv(ref + 4);
       if (!v) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG_PROVIDER",
+        err = wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER,
                            "${%s}: the environment variable %s is not set; set it or write the value", ref, ref + 4);
         goto cleanup;
       }
@@ -222,17 +222,17 @@ wd_error_t *wd_conf_expand(const char *value, char **out) {
       size_t n = 0;
       free(file);
       if (!(file = wd_conf_read_file(ref + 5, &n))) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG_PROVIDER", "${%s}: cannot read %s: %s; make it readable", ref,
+        err = wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER, "${%s}: cannot read %s: %s; make it readable", ref,
                            ref + 5, strerror(errno));
         goto cleanup;
       }
       if (strlen(file) != n) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG_PROVIDER", "${%s}: %s contains a NUL byte", ref, ref + 5);
+        err = wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER, "${%s}: %s contains a NUL byte", ref, ref + 5);
         goto cleanup;
       }
       if (wd_conf_append(&b, &len, &cap, file, n)) goto nomem;
     } else {
-      err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG_PROVIDER",
+      err = wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER,
                          "${%s}: unknown config provider; write ${env:NAME} or ${file:PATH} ($${ for a literal ${)", ref);
       goto cleanup;
     }

@@ -37,9 +37,9 @@ static bool wd_tp_is_ident_start(char c) { return isalpha((unsigned char)c) || c
 static bool wd_tp_is_ident_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '$'; }
 
 /* Sets the parser's error (only the first one is kept). */
-static void wd_tp_fail(wd_tparser_t *tp, const char *id, const char *what) {
+static void wd_tp_fail(wd_tparser_t *tp, wd_eid_t eid, const char *what) {
   if (tp->err) return;
-  tp->err = wd_error_new(WD_ERR_CONFIG, id, "%s in type '%s' at offset %zu%s", what, tp->text, tp->pos,
+  tp->err = wd_error_make(WD_ERR_CONFIG, eid, "%s in type '%s' at offset %zu%s", what, tp->text, tp->pos,
                          strcmp(what, "unknown type") ? ""
                          : "; the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), "
                            "CHAR(n), VARCHAR(n), STRING, BYTES, BINARY(n), VARBINARY(n), DATE, TIME(p), TIMESTAMP(p), "
@@ -99,7 +99,7 @@ static int wd_tp_args(wd_tparser_t *tp, long *a, long *b, int max_args) {
   if (!wd_tp_punct(tp, ')')) goto bad;
   return nargs;
 bad:
-  wd_tp_fail(tp, "C_BAD_TYPE", "bad type arguments");
+  wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "bad type arguments");
   return -1;
 }
 
@@ -125,7 +125,7 @@ static char *wd_tp_field_name(wd_tparser_t *tp) {
   if (!name) tp->err = tp->err ? tp->err : wd_error_nomem();
   return name;
 bad:
-  wd_tp_fail(tp, "C_BAD_TYPE", "expected a field name");
+  wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected a field name");
   return NULL;
 }
 
@@ -135,7 +135,7 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth);
 static bool wd_tp_row_fields(wd_tparser_t *tp, wd_type_t *t, char close, int depth) {
   size_t cap = 0;
   if (wd_tp_punct(tp, close)) {
-    wd_tp_fail(tp, "C_BAD_TYPE", "a ROW needs at least one field");
+    wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "a ROW needs at least one field");
     return false;
   }
   for (;;) {
@@ -156,7 +156,7 @@ static bool wd_tp_row_fields(wd_tparser_t *tp, wd_type_t *t, char close, int dep
     t->nfields++;
     for (size_t i = 0; i + 1 < t->nfields; i++) {
       if (strcmp(t->fields[i].name, f->name) == 0) {
-        wd_tp_fail(tp, "C_BAD_TYPE", "duplicate ROW field name");
+        wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "duplicate ROW field name");
         return false;
       }
     }
@@ -164,7 +164,7 @@ static bool wd_tp_row_fields(wd_tparser_t *tp, wd_type_t *t, char close, int dep
     if (!f->type) return false;
     if (wd_tp_punct(tp, ',')) continue;
     if (wd_tp_punct(tp, close)) return true;
-    wd_tp_fail(tp, "C_BAD_TYPE", "expected ',' or the end of the ROW");
+    wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected ',' or the end of the ROW");
     return false;
   }
 }
@@ -178,7 +178,7 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth) {
   long a = 0, b = 0;
   int nargs = 0;
   if (depth > WD_TYPE_MAX_DEPTH) {
-    wd_tp_fail(tp, "C_BAD_TYPE", "type nested too deeply");
+    wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "type nested too deeply");
     goto fail;
   }
   t = calloc(1, sizeof(*t));
@@ -209,7 +209,7 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth) {
     t->precision = nargs >= 1 ? (int)a : 10;
     t->scale = nargs >= 2 ? (int)b : 0;
     if (nargs >= 1 && (a < 1 || a > 38 || b > a)) {
-      wd_tp_fail(tp, "C_DECIMAL_PRECISION", "DECIMAL precision must be 1..38 and scale 0..precision");
+      wd_tp_fail(tp, WD_EID_C_DECIMAL_PRECISION, "DECIMAL precision must be 1..38 and scale 0..precision");
       goto fail;
     }
   } else if (wd_tp_keyword(tp, "CHAR") || wd_tp_keyword(tp, "CHARACTER")) {
@@ -244,13 +244,13 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth) {
     size_t save = tp->pos;
     if (wd_tp_keyword(tp, "WITH")) {
       if (!wd_tp_keyword(tp, "LOCAL") || !wd_tp_keyword(tp, "TIME") || !wd_tp_keyword(tp, "ZONE")) {
-        wd_tp_fail(tp, "C_BAD_TYPE", "expected WITH LOCAL TIME ZONE");
+        wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected WITH LOCAL TIME ZONE");
         goto fail;
       }
       t->id = WD_TIMESTAMP_LTZ;
     } else if (wd_tp_keyword(tp, "WITHOUT")) {
       if (!wd_tp_keyword(tp, "TIME") || !wd_tp_keyword(tp, "ZONE")) {
-        wd_tp_fail(tp, "C_BAD_TYPE", "expected WITHOUT TIME ZONE");
+        wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected WITHOUT TIME ZONE");
         goto fail;
       }
     } else {
@@ -264,7 +264,7 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth) {
     size_t save = tp->pos;
     if (wd_tp_keyword(tp, "WITHOUT")) {
       if (!wd_tp_keyword(tp, "TIME") || !wd_tp_keyword(tp, "ZONE")) {
-        wd_tp_fail(tp, "C_BAD_TYPE", "expected WITHOUT TIME ZONE");
+        wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected WITHOUT TIME ZONE");
         goto fail;
       }
     } else {
@@ -273,31 +273,31 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth) {
   } else if (wd_tp_keyword(tp, "ARRAY")) {
     t->id = WD_ARRAY;
     if (!wd_tp_punct(tp, '<')) {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected '<' after ARRAY");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected '<' after ARRAY");
       goto fail;
     }
     t->elem = wd_tp_type(tp, depth + 1);
     if (!t->elem) goto fail;
     if (!wd_tp_punct(tp, '>')) {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected '>' closing ARRAY");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected '>' closing ARRAY");
       goto fail;
     }
   } else if (wd_tp_keyword(tp, "MAP")) {
     t->id = WD_MAP;
     if (!wd_tp_punct(tp, '<')) {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected '<' after MAP");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected '<' after MAP");
       goto fail;
     }
     t->elem = wd_tp_type(tp, depth + 1);
     if (!t->elem) goto fail;
     if (!wd_tp_punct(tp, ',')) {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected ',' in MAP");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected ',' in MAP");
       goto fail;
     }
     t->val = wd_tp_type(tp, depth + 1);
     if (!t->val) goto fail;
     if (!wd_tp_punct(tp, '>')) {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected '>' closing MAP");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected '>' closing MAP");
       goto fail;
     }
   } else if (wd_tp_keyword(tp, "ROW")) {
@@ -308,27 +308,27 @@ static wd_type_t *wd_tp_type(wd_tparser_t *tp, int depth) {
     } else if (wd_tp_punct(tp, '(')) {
       close = ')';
     } else {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected '<' after ROW");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected '<' after ROW");
       goto fail;
     }
     if (!wd_tp_row_fields(tp, t, close, depth)) goto fail;
   } else {
-    wd_tp_fail(tp, "C_BAD_TYPE", "unknown type");
+    wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "unknown type");
     goto fail;
   }
 
   if ((t->id == WD_CHAR || t->id == WD_VARCHAR) && t->length < 1) {
-    wd_tp_fail(tp, "C_BAD_TYPE", "length must be at least 1");
+    wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "length must be at least 1");
     goto fail;
   }
   if ((t->id == WD_TIME || t->id == WD_TIMESTAMP || t->id == WD_TIMESTAMP_LTZ) &&
       (t->precision < 0 || t->precision > 9)) {
-    wd_tp_fail(tp, "C_BAD_TYPE", "fraction precision must be 0..9");
+    wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "fraction precision must be 0..9");
     goto fail;
   }
   if (wd_tp_keyword(tp, "NOT")) {
     if (!wd_tp_keyword(tp, "NULL")) {
-      wd_tp_fail(tp, "C_BAD_TYPE", "expected NULL after NOT");
+      wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "expected NULL after NOT");
       goto fail;
     }
     t->not_null = true;
@@ -346,7 +346,7 @@ wd_error_t *wd_type_parse(const char *text, wd_type_t **out) {
   wd_type_t *t = wd_tp_type(&tp, 0);
   if (t) {
     wd_tp_skip_ws(&tp);
-    if (tp.text[tp.pos] != '\0') wd_tp_fail(&tp, "C_BAD_TYPE", "unexpected text after the type");
+    if (tp.text[tp.pos] != '\0') wd_tp_fail(&tp, WD_EID_C_BAD_TYPE, "unexpected text after the type");
   }
   if (tp.err) {
     wd_type_destroy(t);
@@ -855,7 +855,7 @@ wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *
   bool any = false, dot = false;
   long long exp = 0;
   if (p < 1 || p > 38 || s < 0 || s > p)
-    return wd_error_new(WD_ERR_INTERNAL, "E_TYPE", "bad DECIMAL(%d,%d)", p, s);
+    return wd_error_new(WD_ERR_INTERNAL, E_TYPE, "bad DECIMAL(%d,%d)", p, s);
   while (x < end && isspace((unsigned char)*x)) x++;
   while (end > x && isspace((unsigned char)end[-1])) end--;
   if (x < end && (*x == '+' || *x == '-')) neg = *x++ == '-';
@@ -913,10 +913,10 @@ wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *
   *out = neg ? -r : r;
   return NULL;
 bad:
-  return wd_error_new(WD_ERR_RECORD, "E_TYPE", "expected DECIMAL(%d,%d), got '%.*s'", p, s, (int)(n > 64 ? 64 : n),
+  return wd_error_new(WD_ERR_RECORD, E_TYPE, "expected DECIMAL(%d,%d), got '%.*s'", p, s, (int)(n > 64 ? 64 : n),
                       text);
 overflow:
-  return wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "'%.*s' does not fit DECIMAL(%d,%d)",
+  return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "'%.*s' does not fit DECIMAL(%d,%d)",
                       (int)(n > 64 ? 64 : n), text, p, s);
 }
 
@@ -1392,7 +1392,7 @@ wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, 
       if (rc == -1) goto bad;
       if (rc == -2) {
         tname = wd_type_to_string(t);
-        err = wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "'%.*s' is out of the range of %s",
+        err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "'%.*s' is out of the range of %s",
                            (int)(n > 64 ? 64 : n), text, tname ? tname : "the type");
         goto cleanup;
       }
@@ -1476,7 +1476,7 @@ wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, 
   goto cleanup;
 bad:
   tname = wd_type_to_string(t);
-  err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "expected %s, got '%.*s'", tname ? tname : "a value",
+  err = wd_error_new(WD_ERR_RECORD, E_TYPE, "expected %s, got '%.*s'", tname ? tname : "a value",
                      (int)(n > 64 ? 64 : n), text);
 cleanup:
   if (err) {
@@ -1506,14 +1506,14 @@ wd_error_t *wd_schema_new(size_t ncols, const char *const *names, const char *co
   for (size_t i = 0; i < ncols; i++) {
     for (size_t j = 0; j < i; j++) {
       if (strcmp(names[i], names[j]) == 0) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_DUPLICATE_COLUMN", "column '%s' is defined twice", names[i]);
+        err = wd_error_new(WD_ERR_CONFIG, C_DUPLICATE_COLUMN, "column '%s' is defined twice", names[i]);
         goto cleanup;
       }
     }
     wd_type_t *t = NULL;
     err = wd_type_parse(types[i], &t);
     if (err) {
-      wd_error_t *e2 = wd_error_new(err->cls, err->id, "column '%s': %s", names[i],
+      wd_error_t *e2 = wd_error_make(err->cls, err->eid, "column '%s': %s", names[i],
                                     err->message + (err->id[0] ? strlen(err->id) + 2 : 0));
       wd_error_destroy(err);
       err = e2;
@@ -1528,19 +1528,19 @@ wd_error_t *wd_schema_new(size_t ncols, const char *const *names, const char *co
     }
   }
   if (npk == 0) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_PRIMARY_KEY", "the primary key is empty");
+    err = wd_error_new(WD_ERR_CONFIG, C_PRIMARY_KEY, "the primary key is empty");
     goto cleanup;
   }
   for (size_t i = 0; i < npk; i++) {
     int col = wd_schema_find(schema, pk[i]);
     if (col < 0) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_PRIMARY_KEY", "primary key column '%s' can not be found in table schema",
+      err = wd_error_new(WD_ERR_CONFIG, C_PRIMARY_KEY, "primary key column '%s' can not be found in table schema",
                          pk[i]);
       goto cleanup;
     }
     for (size_t j = 0; j < i; j++) {
       if (schema->pk[j] == col) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_PRIMARY_KEY", "primary key column '%s' is repeated", pk[i]);
+        err = wd_error_new(WD_ERR_CONFIG, C_PRIMARY_KEY, "primary key column '%s' is repeated", pk[i]);
         goto cleanup;
       }
     }

@@ -341,7 +341,7 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
   int64_t deadline = wd_mono_ms() + timeout_ms;
   for (size_t i = 0; i < c->ntopics; i++) {
     if (!(rkt = rd_kafka_topic_new(c->rk, c->topics[i], NULL))) {
-      err = wd_kafka_error(c->rk, rd_kafka_last_error(), "E_KAFKA", "topic handle for '%s'", c->topics[i]);
+      err = wd_kafka_error(c->rk, rd_kafka_last_error(), E_KAFKA, "topic handle for '%s'", c->topics[i]);
       goto cleanup;
     }
     for (;;) {
@@ -363,7 +363,7 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
         break;
       }
       if (rerr) {
-        err = wd_kafka_error(c->rk, rerr, "E_KAFKA_METADATA", "metadata of topic '%s'", c->topics[i]);
+        err = wd_kafka_error(c->rk, rerr, E_KAFKA_METADATA, "metadata of topic '%s'", c->topics[i]);
         if (err->retriable && wd_mono_ms() < deadline) { /* a broker restarting: asked again */
           wd_log(WD_LOG_DEBUG, "ingest", "%s; retrying", err->message);
           wd_error_destroy(err);
@@ -386,8 +386,8 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
       }
       if (terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || terr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
           wd_mono_ms() >= deadline) {
-        err = wd_kafka_error(c->rk, terr, terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? "E_KAFKA_UNKNOWN_TOPIC"
-                                                                                        : "E_KAFKA_METADATA",
+        err = wd_kafka_error_make(c->rk, terr, terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? WD_EID_E_KAFKA_UNKNOWN_TOPIC
+                                                                                        : WD_EID_E_KAFKA_METADATA,
                              "topic '%s' has no partitions", c->topics[i]);
         goto cleanup;
       }
@@ -432,12 +432,12 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
   *out = NULL;
 
   if (ntopics == 0) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_TOPIC", "a consumer needs at least one topic");
+    err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_TOPIC, "a consumer needs at least one topic");
     goto cleanup;
   }
   const char *strategy = wd_kafka_conf_get(conf, "partition.assignment.strategy");
   if (strategy && strstr(strategy, "cooperative")) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+    err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
                        "Kafka property 'partition.assignment.strategy' = '%s': the cooperative protocol is not "
                        "supported (use range or roundrobin)",
                        strategy);
@@ -450,7 +450,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
   }
   for (size_t i = 0; i < ntopics; i++) {
     if (!topics[i] || !*topics[i]) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_TOPIC", "topic %zu of the consumer has an empty name", i);
+      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_TOPIC, "topic %zu of the consumer has an empty name", i);
       goto cleanup;
     }
     if (!(c->topics[i] = strdup(topics[i]))) {
@@ -477,7 +477,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(gid, sizeof(gid), "widen-assign-%ld-%lld%09ld", (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec);
     if (rd_kafka_conf_set(rconf, "group.id", gid, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
-      err = wd_error_new(WD_ERR_INTERNAL, NULL, "group.id: %s", errstr);
+      err = wd_error_new(WD_ERR_INTERNAL, NONE, "group.id: %s", errstr);
       goto cleanup;
     }
   } else {
@@ -487,7 +487,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
   rd_kafka_conf_set_stats_cb(rconf, wd_consumer_stats_cb);
   rd_kafka_conf_set_opaque(rconf, c);
   if (!(c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, rconf, errstr, sizeof(errstr)))) {
-    err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create the Kafka consumer: %s", errstr);
+    err = wd_error_new(WD_ERR_KAFKA, E_KAFKA, "cannot create the Kafka consumer: %s", errstr);
     goto cleanup;
   }
   rconf = NULL; /* owned by c->rk now */
@@ -509,7 +509,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
   } else {
     if ((err = wd_consumer_partitions_of(c, WD_METADATA_RETRY_MS, c->wait_for_topics, list))) goto cleanup;
     if (list->cnt && wd_consumer_assign_parts(c, list, false)) {
-      err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "assign of %d partitions failed", list->cnt);
+      err = wd_error_new(WD_ERR_KAFKA, E_KAFKA, "assign of %d partitions failed", list->cnt);
       goto cleanup;
     }
   }
@@ -562,7 +562,7 @@ static wd_error_t *wd_consumer_subscribe(wd_consumer_t *c) {
   for (size_t i = 0; i < c->ntopics; i++) rd_kafka_topic_partition_list_add(list, c->topics[i], RD_KAFKA_PARTITION_UA);
   rd_kafka_resp_err_t rerr = rd_kafka_subscribe(c->rk, list);
   rd_kafka_topic_partition_list_destroy(list);
-  if (rerr) return wd_kafka_error(c->rk, rerr, "E_KAFKA", "subscribe to %zu topics", c->ntopics);
+  if (rerr) return wd_kafka_error(c->rk, rerr, E_KAFKA, "subscribe to %zu topics", c->ntopics);
   c->subscribed = true;
   wd_log(WD_LOG_INFO, "ingest", "subscribed to %zu topics in group '%s'", c->ntopics, c->group_id);
   return NULL;
@@ -623,7 +623,7 @@ static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool
   }
   while (*n < max) {
     if (c->fatal) {
-      err = wd_kafka_error(c->rk, RD_KAFKA_RESP_ERR__FATAL, "E_KAFKA_FATAL", "consumer");
+      err = wd_kafka_error(c->rk, RD_KAFKA_RESP_ERR__FATAL, E_KAFKA_FATAL, "consumer");
       goto cleanup;
     }
     wd_consumer_check_missing(c);
@@ -640,7 +640,7 @@ static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool
         wd_log(WD_LOG_DEBUG, "ingest", "end of %s [%" PRId32 "] at offset %" PRId64, topic ? topic : "?",
                rkm->partition, rkm->offset);
       } else if (wd_consumer_err_permanent(rkm->err)) {
-        err = wd_kafka_error(c->rk, rkm->err, rkm->err == RD_KAFKA_RESP_ERR__FATAL ? "E_KAFKA_FATAL" : "E_KAFKA",
+        err = wd_kafka_error_make(c->rk, rkm->err, rkm->err == RD_KAFKA_RESP_ERR__FATAL ? WD_EID_E_KAFKA_FATAL : WD_EID_E_KAFKA,
                              "consumer error on %s [%" PRId32 "]: %s", topic ? topic : "-", rkm->partition,
                              rd_kafka_message_errstr(rkm));
         goto cleanup;
@@ -688,7 +688,7 @@ wd_error_t *wd_consumer_commit(wd_consumer_t *c, const wd_tp_offset_t *offsets, 
   rd_kafka_topic_partition_list_t *list = NULL;
   if (n == 0) goto cleanup;
   if (!c->group_mode) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "cannot commit offsets: the consumer has no group");
+    err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_GROUP, "cannot commit offsets: the consumer has no group");
     goto cleanup;
   }
   if (!(list = rd_kafka_topic_partition_list_new((int)n))) {
@@ -699,13 +699,13 @@ wd_error_t *wd_consumer_commit(wd_consumer_t *c, const wd_tp_offset_t *offsets, 
     rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset = offsets[i].offset;
   rd_kafka_resp_err_t rerr = rd_kafka_commit(c->rk, list, 0);
   if (rerr && rerr != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA_COMMIT", "commit of %zu offsets", n);
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA_COMMIT, "commit of %zu offsets", n);
     goto cleanup;
   }
   for (int i = 0; i < list->cnt; i++) {
     const rd_kafka_topic_partition_t *tp = &list->elems[i];
     if (tp->err) {
-      err = wd_kafka_error(c->rk, tp->err, "E_KAFKA_COMMIT", "commit of %s [%" PRId32 "] at %" PRId64, tp->topic,
+      err = wd_kafka_error(c->rk, tp->err, E_KAFKA_COMMIT, "commit of %s [%" PRId32 "] at %" PRId64, tp->topic,
                            tp->partition, tp->offset);
       goto cleanup;
     }
@@ -720,7 +720,7 @@ wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, siz
   rd_kafka_topic_partition_list_t *list = NULL;
   if (n == 0) goto cleanup;
   if (!c->group_mode) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "cannot read committed offsets: the consumer has no group");
+    err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_GROUP, "cannot read committed offsets: the consumer has no group");
     goto cleanup;
   }
   if (!(list = rd_kafka_topic_partition_list_new((int)n))) {
@@ -733,7 +733,7 @@ wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, siz
     int64_t left = deadline - wd_mono_ms();
     rd_kafka_resp_err_t rerr = rd_kafka_committed(c->rk, list, (int)(left > 100 ? left : 100));
     if (!rerr) break;
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "reading %zu committed offsets", n);
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA, "reading %zu committed offsets", n);
     /* NOT_COORDINATOR and friends answer at once while the group's coordinator moves (a broker
      * restart): asked again until timeout_ms has passed, not given up on the first answer */
     if (!err->retriable || wd_mono_ms() + 200 >= deadline) goto cleanup;
@@ -745,7 +745,7 @@ wd_error_t *wd_consumer_committed(wd_consumer_t *c, wd_tp_offset_t *offsets, siz
   for (size_t i = 0; i < n; i++) {
     const rd_kafka_topic_partition_t *tp = &list->elems[i];
     if (tp->err) {
-      err = wd_kafka_error(c->rk, tp->err, "E_KAFKA", "committed offset of %s [%" PRId32 "]", tp->topic, tp->partition);
+      err = wd_kafka_error(c->rk, tp->err, E_KAFKA, "committed offset of %s [%" PRId32 "]", tp->topic, tp->partition);
       goto cleanup;
     }
     offsets[i].offset = tp->offset >= 0 ? tp->offset : -1;
@@ -780,7 +780,7 @@ wd_error_t *wd_consumer_lags(wd_consumer_t *c, wd_tp_offset_t **out, size_t *n) 
   rd_kafka_topic_partition_list_t *list = NULL;
   *out = NULL;
   *n = 0;
-  if (rd_kafka_assignment(c->rk, &list) || !list) return wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "reading the assignment");
+  if (rd_kafka_assignment(c->rk, &list) || !list) return wd_error_new(WD_ERR_KAFKA, E_KAFKA, "reading the assignment");
   rd_kafka_position(c->rk, list);
   wd_tp_offset_t *arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr));
   if (!arr) {
@@ -825,7 +825,7 @@ wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offs
     int64_t left = deadline - wd_mono_ms();
     rd_kafka_resp_err_t rerr = rd_kafka_offsets_for_times(c->rk, list, (int)(left > 100 ? left : 100));
     if (!rerr) break;
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "end offsets of %d partitions", list->cnt);
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA, "end offsets of %d partitions", list->cnt);
     /* NOT_LEADER_FOR_PARTITION while leaders move (a broker restart): asked again until
      * timeout_ms has passed */
     if (!err->retriable || wd_mono_ms() + 200 >= deadline) goto cleanup;
@@ -841,7 +841,7 @@ wd_error_t *wd_consumer_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offs
   for (int i = 0; i < list->cnt; i++) {
     const rd_kafka_topic_partition_t *tp = &list->elems[i];
     if (tp->err) {
-      err = wd_kafka_error(c->rk, tp->err, "E_KAFKA", "end offset of %s [%" PRId32 "]", tp->topic, tp->partition);
+      err = wd_kafka_error(c->rk, tp->err, E_KAFKA, "end offset of %s [%" PRId32 "]", tp->topic, tp->partition);
       goto cleanup;
     }
     arr[i].topic = wd_consumer_topic(c, tp->topic);
@@ -875,7 +875,7 @@ wd_error_t *wd_consumer_assignment(wd_consumer_t *c, wd_tp_offset_t **out, size_
   *n = 0;
   rd_kafka_resp_err_t rerr = rd_kafka_assignment(c->rk, &list);
   if (rerr) {
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "reading the assignment");
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA, "reading the assignment");
     goto cleanup;
   }
   rd_kafka_position(c->rk, list);
@@ -905,7 +905,7 @@ wd_error_t *wd_consumer_close(wd_consumer_t *c) {
   if (c->closed || !c->rk) return NULL;
   c->closed = true;
   rd_kafka_resp_err_t rerr = rd_kafka_consumer_close(c->rk);
-  if (rerr) return wd_kafka_error(c->rk, rerr, "E_KAFKA", "closing the consumer");
+  if (rerr) return wd_kafka_error(c->rk, rerr, E_KAFKA, "closing the consumer");
   return NULL;
 }
 
@@ -931,7 +931,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
 wd_error_t *wd_consumer_group_metadata(wd_consumer_t *c, wd_group_meta_t **out) {
   *out = NULL;
   if (!c->group_mode)
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "no group metadata: the consumer has no group");
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_GROUP, "no group metadata: the consumer has no group");
   wd_group_meta_t *gm = calloc(1, sizeof(*gm));
   if (!gm) return wd_error_nomem();
   if (!(gm->cgmd = rd_kafka_consumer_group_metadata(c->rk))) {
@@ -956,12 +956,12 @@ static wd_error_t *wd_consumer_seek_list(wd_consumer_t *c, rd_kafka_topic_partit
     rd_kafka_error_t *rerr = rd_kafka_seek_partitions(c->rk, list, 10000);
     if (rerr) {
       bool timed_out = rd_kafka_error_code(rerr) == RD_KAFKA_RESP_ERR__TIMED_OUT;
-      err = wd_kafka_error_obj(c->rk, rerr, "E_KAFKA", "seeking %d partition(s)", list->cnt);
+      err = wd_kafka_error_obj(c->rk, rerr, E_KAFKA, "seeking %d partition(s)", list->cnt);
       if (timed_out && err != wd_error_nomem()) err->retriable = true;
     } else {
       for (int i = 0; i < list->cnt && !err; i++)
         if (list->elems[i].err) {
-          err = wd_kafka_error(c->rk, list->elems[i].err, "E_KAFKA", "seeking %s [%" PRId32 "] to %" PRId64,
+          err = wd_kafka_error(c->rk, list->elems[i].err, E_KAFKA, "seeking %s [%" PRId32 "] to %" PRId64,
                                list->elems[i].topic, list->elems[i].partition, want[i]);
           /* _STATE: the partition's (re)assignment has not started its fetcher yet (just assigned
            * again, wd_consumer_reassign): asked again once it has */
@@ -1009,7 +1009,7 @@ wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause) {
     for (int i = 0; i < c->holds->cnt; i++)
       rd_kafka_topic_partition_list_del(list, c->holds->elems[i].topic, c->holds->elems[i].partition);
   if (!rerr) rerr = pause ? rd_kafka_pause_partitions(c->rk, list) : rd_kafka_resume_partitions(c->rk, list);
-  if (rerr) err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "%s the assigned partitions", pause ? "pausing" : "resuming");
+  if (rerr) err = wd_kafka_error(c->rk, rerr, E_KAFKA, "%s the assigned partitions", pause ? "pausing" : "resuming");
   else c->paused = pause;
   if (list) rd_kafka_topic_partition_list_destroy(list);
   return err;
@@ -1066,7 +1066,7 @@ static wd_error_t *wd_consumer_hold_one(wd_consumer_t *c, const char *topic, int
   rd_kafka_topic_partition_list_add(list, topic, partition)->offset = offset;
   rd_kafka_resp_err_t rerr = pause ? rd_kafka_pause_partitions(c->rk, list) : RD_KAFKA_RESP_ERR_NO_ERROR;
   if (rerr) {
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "pausing %s [%" PRId32 "]", topic, partition);
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA, "pausing %s [%" PRId32 "]", topic, partition);
     goto done;
   }
   if (offset >= 0 || offset == WD_OFFSET_BEGINNING || offset == WD_OFFSET_END) {
@@ -1075,7 +1075,7 @@ static wd_error_t *wd_consumer_hold_one(wd_consumer_t *c, const char *topic, int
     if ((err = wd_consumer_seek_list(c, list))) goto done;
   }
   if (!pause && !c->paused && (rerr = rd_kafka_resume_partitions(c->rk, list)))
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "resuming %s [%" PRId32 "]", topic, partition);
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA, "resuming %s [%" PRId32 "]", topic, partition);
 done:
   rd_kafka_topic_partition_list_destroy(list);
   return err;
@@ -1114,7 +1114,7 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
    * an assignment can be overtaken by the assignment's start) */
   rd_kafka_resp_err_t rerr = rd_kafka_assign(c->rk, list);
   if (rerr) {
-    err = wd_kafka_error(c->rk, rerr, "E_KAFKA", "assigning %zu partition(s) again at their decided offsets", n);
+    err = wd_kafka_error(c->rk, rerr, E_KAFKA, "assigning %zu partition(s) again at their decided offsets", n);
   } else {
     if (late) /* only for a partition librdkafka did not know before the assignment */
       wd_consumer_set_pause_state(c, list, pause);
@@ -1149,18 +1149,18 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
   static const char *const producer_fixed[] = {"enable.idempotence", "acks", "partitioner", NULL};
   char errstr[512];
   if (!strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list") || !strcmp(name, "group.id"))
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' cannot be passed through: use the %s setting",
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' cannot be passed through: use the %s setting",
                         name, strcmp(name, "group.id") == 0 ? "group" : "brokers");
   for (int c = 0; c < 2; c++) {
     if (!(clients & (c ? WD_KAFKA_PRODUCER_PROPERTY : WD_KAFKA_CONSUMER_PROPERTY))) continue;
     for (const char *const *f = c ? producer_fixed : consumer_fixed; *f; f++)
       if (!strcmp(*f, name))
-        return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' is managed by widen and cannot be set",
+        return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' is managed by widen and cannot be set",
                             name);
   }
   if ((clients & WD_KAFKA_CONSUMER_PROPERTY) && !strcmp(name, "partition.assignment.strategy") &&
       strstr(value, "cooperative"))
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
                         "Kafka property 'partition.assignment.strategy' = '%s': the cooperative protocol is not "
                         "supported (use range or roundrobin)",
                         value);
@@ -1174,12 +1174,12 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
     size_t nl = strlen(name), ll = strlen(".location");
     bool is_file = (nl > ll && !strcmp(name + nl - ll, ".location")) || !strcmp(name, "sasl.kerberos.keytab");
     if (is_file && *value && strcmp(value, "probe") && access(value, R_OK) != 0)
-      return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': cannot read it (%s)", name,
+      return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' = '%s': cannot read it (%s)", name,
                           value, strerror(errno));
     return NULL;
   }
   if (res == RD_KAFKA_CONF_UNKNOWN) return wd_kafka_unknown_property(name);
-  return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name,
+  return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' = '%s': %s", name,
                       wd_conf_shown(name, value), errstr);
 }
 

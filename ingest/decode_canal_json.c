@@ -34,7 +34,7 @@ static wd_error_t *wd_canal_decode(void *state, const wd_source_t *src, const wd
   char found[80];
   int type = wd_jev_get(x, root, "type");
   if (wd_jev_type(x, type) != WD_JT_STRING) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"type\" string: not a Canal flat message", src->name);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"type\" string: not a Canal flat message", src->name);
     return wd_jev_finish(x, err);
   }
   wd_jev_text(x, isddl, found, sizeof(found));
@@ -57,7 +57,7 @@ static wd_error_t *wd_canal_decode(void *state, const wd_source_t *src, const wd
     out->op = 'd';
   } else {
     wd_jev_text(x, type, found, sizeof(found));
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': Canal type %s is not supported (expected INSERT, "
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Canal type %s is not supported (expected INSERT, "
                        "UPDATE, DELETE or a DDL message)", src->name, found);
     return wd_jev_finish(x, err);
   }
@@ -65,12 +65,12 @@ static wd_error_t *wd_canal_decode(void *state, const wd_source_t *src, const wd
   if (wd_jev_int(x, wd_jev_get(x, root, "ts"), &ts) == 0) out->ts_ms = ts;
   int data = wd_jev_get(x, root, "data"), old = wd_jev_get(x, root, "old");
   if (wd_jev_type(x, data) != WD_JT_ARRAY) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': Canal %s message without a \"data\" array", src->name,
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Canal %s message without a \"data\" array", src->name,
                        optext);
     return wd_jev_finish(x, err);
   }
   if (!wd_jev_is_null(x, old) && wd_jev_type(x, old) != WD_JT_ARRAY) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': Canal \"old\" is neither an array nor null", src->name);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Canal \"old\" is neither an array nor null", src->name);
     return wd_jev_finish(x, err);
   }
   int types = wd_jev_get(x, root, "mysqlType");
@@ -79,7 +79,7 @@ static wd_error_t *wd_canal_decode(void *state, const wd_source_t *src, const wd
   for (int i = 0; i < wd_jev_size(x, data) && !err; i++) {
     int row = wd_jev_index(x, data, i);
     if (wd_jev_type(x, row) != WD_JT_OBJECT) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': Canal data[%d] is not an object", src->name, i);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Canal data[%d] is not an object", src->name, i);
       break;
     }
     int o = op == WD_EV_UPDATE && wd_jev_type(x, old) == WD_JT_ARRAY ? wd_jev_index(x, old, i) : -1;

@@ -26,7 +26,7 @@ static wd_error_t *wd_cl_decode(void *state, const wd_source_t *src, const wd_sc
   if (k == 4) {
     char found[80];
     wd_jev_text(x, op, found, sizeof(found));
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': %s%s is not a changelog-json row kind (expected "
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': %s%s is not a changelog-json row kind (expected "
                        "\"+I\", \"-U\", \"+U\" or \"-D\")", src->name, op < 0 ? "no \"op\"" : "op ", op < 0 ? "" : found);
     return wd_jev_finish(x, err);
   }
@@ -36,7 +36,7 @@ static wd_error_t *wd_cl_decode(void *state, const wd_source_t *src, const wd_sc
   if (wd_jev_type(x, tst) == WD_JT_PRIMITIVE && wd_jev_int(x, tst, &ts) == 0) out->ts_ms = ts;
   int row = wd_jev_get(x, root, "row");
   if (wd_jev_type(x, row) != WD_JT_OBJECT) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"%s\" without a \"row\" object", src->name, kinds[k]);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"%s\" without a \"row\" object", src->name, kinds[k]);
     return wd_jev_finish(x, err);
   }
   wd_jimg_t img = {.obj = row, .overlay = -1};

@@ -381,13 +381,13 @@ static wd_error_t *wd_av_schema_parse(int32_t id, int role, const char *text, wd
   json_t *j = json_loads(text, 0, &jerr);
   char why[200] = "out of memory";
   if (!j) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 " is not JSON: %s", id, jerr.text);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "writer schema id %" PRId32 " is not JSON: %s", id, jerr.text);
     goto fail;
   }
   s->root = wd_av_build(s, j, "", why, sizeof(why));
   json_decref(j);
   if (!s->root) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 ": %s", id, why);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "writer schema id %" PRId32 ": %s", id, why);
     goto fail;
   }
   for (size_t i = 0; i < s->nnodes; i++) {
@@ -398,7 +398,7 @@ static wd_error_t *wd_av_schema_parse(int32_t id, int role, const char *text, wd
     n->is_vsd = n->connect_name && !strcmp(n->connect_name, "io.debezium.data.VariableScaleDecimal");
   }
   if (avro_schema_from_json_length(text, strlen(text), &s->schema)) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "writer schema id %" PRId32 " is refused by avro-c: %s", id,
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "writer schema id %" PRId32 " is refused by avro-c: %s", id,
                        avro_strerror());
     s->schema = NULL;
     goto fail;
@@ -444,7 +444,7 @@ static wd_error_t *wd_av_get(wd_avro_decoder_t *dec, int32_t id, int role, wd_av
       *out = dec->cache[i];
       return NULL;
     }
-  if (!dec->reg) return wd_error_new(WD_ERR_INTERNAL, NULL, "the avro decoder has no schema registry");
+  if (!dec->reg) return wd_error_new(WD_ERR_INTERNAL, NONE, "the avro decoder has no schema registry");
   const char *json = NULL;
   wd_error_t *err = wd_registry_get_schema(dec->reg, id, &json);
   if (err) return err;
@@ -1024,10 +1024,10 @@ static wd_error_t *wd_av_type_error(const wd_avx_t *x, const wd_avf_t *f, const 
   char *ts = wd_type_to_string(col->type);
   wd_error_t *err;
   if (f->image)
-    err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field '%s' of the %s image (Avro %s) -> column '%s' %s: %s",
+    err = wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field '%s' of the %s image (Avro %s) -> column '%s' %s: %s",
                        x->src->name, f->c->spec, f->image, at, col->name, ts ? ts : "?", reason);
   else
-    err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field '%s' (Avro %s) -> column '%s' %s: %s", x->src->name,
+    err = wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field '%s' (Avro %s) -> column '%s' %s: %s", x->src->name,
                        f->c->spec, at, col->name, ts ? ts : "?", reason);
   free(ts);
   return err;
@@ -1042,7 +1042,7 @@ static wd_error_t *wd_av_unknown_unit(const wd_avx_t *x, const wd_avf_t *f, cons
   wd_av_type_text(n, at, sizeof(at));
   const wd_field_t *col = &x->schema->cols[f->c->col];
   char *ts = wd_type_to_string(col->type);
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_TEMPORAL_UNIT",
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_TEMPORAL_UNIT,
                                  "source '%s': field '%s' (Avro %s) -> column '%s' %s: an integer without a unit (no "
                                  "logical type, no io.debezium.time name) and the source's %s is auto; the wide "
                                  "column's precision does not tell the source's unit. Set the source option `%s: "
@@ -1499,7 +1499,7 @@ static inline float wd_avb_f32(const uint8_t *p) {
 }
 
 static wd_error_t *wd_avb_malformed(const wd_avx_t *x) {
-  return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the value does not read with its writer schema",
+  return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the value does not read with its writer schema",
                       x->src->name);
 }
 
@@ -1770,7 +1770,7 @@ static wd_error_t *wd_av_load_key(wd_avx_t *x) {
   if (!m || !m->key || m->key_len == 0) return NULL;
   int32_t id;
   if (wd_wire_parse(m->key, m->key_len, &id))
-    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key is not in the Avro wire format "
+    return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the Kafka key is not in the Avro wire format "
                         "(magic byte 0, schema id)", x->src->name);
   wd_av_schema_t *s = NULL;
   wd_error_t *err = wd_av_get(x->dec, id, 1, &s);
@@ -1781,13 +1781,13 @@ static wd_error_t *wd_av_load_key(wd_avx_t *x) {
     int rc = wd_avb_check(x->dec, &x->bkey);
     if (rc == -2) return wd_error_nomem();
     if (rc)
-      return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key does not read with schema id %" PRId32,
+      return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the Kafka key does not read with schema id %" PRId32,
                           x->src->name, id);
     x->key_state = x->bkey.n->kind != WD_AV_NULL ? 1 : -1;
     return NULL;
   }
   if (wd_av_read(s, (const uint8_t *)m->key + WD_WIRE_HEADER, m->key_len - WD_WIRE_HEADER))
-    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key does not read with schema id %" PRId32,
+    return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the Kafka key does not read with schema id %" PRId32,
                         x->src->name, id);
   x->keyn = s->root;
   x->key = s->value;
@@ -1925,11 +1925,11 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
   int index = -1;
   wd_changes_reset(out);
   if (out->schema && out->schema != schema) {
-    err = wd_error_new(WD_ERR_INTERNAL, NULL, "wd_decode_debezium_avro: the container is bound to another schema");
+    err = wd_error_new(WD_ERR_INTERNAL, NONE, "wd_decode_debezium_avro: the container is bound to another schema");
     goto cleanup;
   }
   if (src->ncols && src->schema_ncols != schema->ncols) {
-    err = wd_error_new(WD_ERR_INTERNAL, NULL,
+    err = wd_error_new(WD_ERR_INTERNAL, NONE,
                        "wd_decode_debezium_avro: source '%s' is not a debezium-avro source of this schema", src->name);
     goto cleanup;
   }
@@ -1939,7 +1939,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
   }
   int32_t id;
   if (wd_wire_parse(value, len, &id)) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE",
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE,
                        "source '%s': not in the Confluent Avro wire format (%s)", src->name,
                        len < WD_WIRE_HEADER ? "fewer than 5 bytes" : "the magic byte is not 0");
     goto cleanup;
@@ -1957,7 +1957,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
   const void *before = NULL, *after = NULL;
   if (dec->generic) {
     if (wd_av_read(s, (const uint8_t *)value + WD_WIRE_HEADER, len - WD_WIRE_HEADER)) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the value does not read with writer schema id %" PRId32,
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the value does not read with writer schema id %" PRId32,
                          src->name, id);
       goto cleanup;
     }
@@ -1967,7 +1967,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
       goto cleanup;
     }
     if (x.rootn->kind != WD_AV_RECORD) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': writer schema id %" PRId32 " is not a record",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': writer schema id %" PRId32 " is not a record",
                          src->name, id);
       goto cleanup;
     }
@@ -1999,7 +1999,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
       goto cleanup;
     }
     if (rc) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the value does not read with writer schema id %" PRId32,
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the value does not read with writer schema id %" PRId32,
                          src->name, id);
       goto cleanup;
     }
@@ -2008,7 +2008,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
       goto cleanup;
     }
     if (x.broot.n->kind != WD_AV_RECORD) {
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': writer schema id %" PRId32 " is not a record",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': writer schema id %" PRId32 " is not a record",
                          src->name, id);
       goto cleanup;
     }
@@ -2035,17 +2035,17 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
     if (r4 == 1 && ab.n->kind == WD_AV_RECORD) after = &ab, wd_avb_frame(dec, &ab);
   }
   if (!ops) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"op\" field: not a Debezium change event", src->name);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"op\" field: not a Debezium change event", src->name);
     goto cleanup;
   }
   if (opl != 1 || !ops[0] || !strchr("crud", ops[0])) {
     if (opl == 1 && ops[0] == 't')
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"t\" (truncate) is not supported", src->name);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"t\" (truncate) is not supported", src->name);
     else if (opl == 1 && ops[0] == 'm')
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"m\" (a logical decoding message) is not supported",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"m\" (a logical decoding message) is not supported",
                          src->name);
     else
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': unknown op \"%.*s\" (expected \"c\", \"r\", \"u\" or \"d\")",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': unknown op \"%.*s\" (expected \"c\", \"r\", \"u\" or \"d\")",
                          src->name, (int)(opl > 16 ? 16 : opl), ops);
     goto cleanup;
   }
@@ -2070,7 +2070,7 @@ cleanup:
 static wd_error_t *wd_av_open(const wd_format_env_t *env, void **state) {
   *state = NULL;
   if (!env || !env->registry)
-    return wd_error_new(WD_ERR_CONFIG, "C_NO_REGISTRY", "debezium-avro needs a schema registry; add a top-level "
+    return wd_error_new(WD_ERR_CONFIG, C_NO_REGISTRY, "debezium-avro needs a schema registry; add a top-level "
                         "`schema-registry:` section with its url");
   return wd_avro_decoder_new(env->registry, (wd_avro_decoder_t **)state);
 }

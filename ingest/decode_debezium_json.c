@@ -34,7 +34,7 @@ wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *s
   int op = wd_jev_get(x, root, "op");
   char found[80];
   if (op < 0) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"op\" field: not a Debezium change event", src->name);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"op\" field: not a Debezium change event", src->name);
     return wd_jev_finish(x, err);
   }
   static const char *const ops[] = {"c", "r", "u", "d"};
@@ -43,12 +43,12 @@ wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *s
   if (k == 4) {
     wd_jev_text(x, op, found, sizeof(found));
     if (wd_jev_str_eq(x, op, "t"))
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"t\" (truncate) is not supported", src->name);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"t\" (truncate) is not supported", src->name);
     else if (wd_jev_str_eq(x, op, "m"))
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"m\" (a logical decoding message) is not supported",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"m\" (a logical decoding message) is not supported",
                          src->name);
     else
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': unknown op %s (expected \"c\", \"r\", \"u\" or \"d\")",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': unknown op %s (expected \"c\", \"r\", \"u\" or \"d\")",
                          src->name, found);
     return wd_jev_finish(x, err);
   }
@@ -60,7 +60,7 @@ wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *s
   bool bad_b = false, bad_a = false;
   const wd_jimg_t *before = wd_dbz_image(x, "before", &bi, &bad_b), *after = wd_dbz_image(x, "after", &ai, &bad_a);
   if (bad_b || bad_a) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"%s\": \"%s\" is neither an object nor null",
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"%s\": \"%s\" is neither an object nor null",
                        src->name, ops[k], bad_b ? "before" : "after");
     return wd_jev_finish(x, err);
   }

@@ -24,7 +24,7 @@ static wd_error_t *wd_maxwell_decode(void *state, const wd_source_t *src, const 
   int type = wd_jev_get(x, root, "type");
   char found[80];
   if (wd_jev_type(x, type) != WD_JT_STRING) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"type\" string: not a Maxwell event", src->name);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"type\" string: not a Maxwell event", src->name);
     return wd_jev_finish(x, err);
   }
   wd_jev_text(x, type, found, sizeof(found));
@@ -42,7 +42,7 @@ static wd_error_t *wd_maxwell_decode(void *state, const wd_source_t *src, const 
              strncmp(found, "\"database-", 10) == 0) {
     return wd_jev_finish(x, NULL);
   } else {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': Maxwell type %s is not supported (expected insert, "
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Maxwell type %s is not supported (expected insert, "
                        "update or delete)", src->name, found);
     return wd_jev_finish(x, err);
   }
@@ -51,7 +51,7 @@ static wd_error_t *wd_maxwell_decode(void *state, const wd_source_t *src, const 
   if (wd_jev_int(x, wd_jev_get(x, root, "ts"), &ts) == 0 && ts >= 0 && ts < INT64_MAX / 1000) out->ts_ms = ts * 1000;
   int data = wd_jev_get(x, root, "data"), old = wd_jev_get(x, root, "old");
   if (wd_jev_type(x, data) != WD_JT_OBJECT) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': Maxwell %s without a \"data\" object", src->name,
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Maxwell %s without a \"data\" object", src->name,
                        ev.op_text);
     return wd_jev_finish(x, err);
   }

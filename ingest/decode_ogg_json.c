@@ -49,11 +49,11 @@ static wd_error_t *wd_ogg_decode(void *state, const wd_source_t *src, const wd_s
   } else {
     wd_jev_text(x, op, found, sizeof(found));
     if (op < 0)
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': no \"op_type\": not a GoldenGate JSON record", src->name);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"op_type\": not a GoldenGate JSON record", src->name);
     else if (wd_jev_str_eq(x, op, "T"))
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op_type \"T\" (truncate) is not supported", src->name);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op_type \"T\" (truncate) is not supported", src->name);
     else
-      err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': unknown op_type %s (expected \"I\", \"U\", \"D\")",
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': unknown op_type %s (expected \"I\", \"U\", \"D\")",
                          src->name, found);
     return wd_jev_finish(x, err);
   }
@@ -62,7 +62,7 @@ static wd_error_t *wd_ogg_decode(void *state, const wd_source_t *src, const wd_s
   ev.before = wd_ogg_image(x, "before", &bi, &bad_b);
   ev.after = wd_ogg_image(x, "after", &ai, &bad_a);
   if (bad_b || bad_a) {
-    err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op_type \"%s\": \"%s\" is neither an object nor null",
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op_type \"%s\": \"%s\" is neither an object nor null",
                        src->name, ev.op_text, bad_b ? "before" : "after");
     return wd_jev_finish(x, err);
   }

@@ -32,7 +32,7 @@ static wd_error_t *wd_ev_kafka_error(const wd_source_t *src, const wd_schema_t *
                                      const char *what) {
   const wd_field_t *col = &schema->cols[c->col];
   char *ts = wd_type_to_string(col->type);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field %s -> column '%s' %s: cannot convert the "
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field %s -> column '%s' %s: cannot convert the "
                                  "value: %s", src->name, c->spec, col->name, ts ? ts : "?", what);
   free(ts);
   return err;
@@ -167,10 +167,10 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
       if (src->cols[m].col == col) c = &src->cols[m];
     const char *cname = schema->cols[col].name;
     if (!c)
-      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY", "source '%s': primary-key column '%s' is not mapped by the source",
+      return wd_error_new(WD_ERR_RECORD, E_NO_KEY, "source '%s': primary-key column '%s' is not mapped by the source",
                           src->name, cname);
     if (c->kind == WD_MAP_IMAGE && !img)
-      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
+      return wd_error_new(WD_ERR_RECORD, E_NO_KEY,
                           "source '%s': op '%s' has no %s image (\"%s\": null), so primary-key column '%s' (from "
                           "'%s') is missing",
                           src->name, ev->op_text, iname, iname, cname, c->spec);
@@ -183,11 +183,11 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
       return NULL;
     }
     if (c->kind == WD_MAP_IMAGE)
-      return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
+      return wd_error_new(WD_ERR_RECORD, E_NO_KEY,
                           "source '%s': op '%s': primary-key column '%s' is %s in the %s image (field '%s')", src->name,
                           ev->op_text, cname, missing ? "missing" : "null",
                           iname, c->spec);
-    return wd_error_new(WD_ERR_RECORD, "E_NO_KEY",
+    return wd_error_new(WD_ERR_RECORD, E_NO_KEY,
                         "source '%s': op '%s': primary-key column '%s' is missing or null (from '%s')", src->name,
                         ev->op_text, cname, c->spec);
   }
@@ -201,7 +201,7 @@ wd_error_t *wd_event_emit(const wd_source_t *src, const wd_schema_t *schema, con
   wd_row_t *rb = NULL, *ra = NULL;
   size_t first = out->count;
   if ((ev->op == WD_EV_INSERT || ev->op == WD_EV_UPDATE) && !ev->after) {
-    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': op \"%s\" without an after image (\"%s\" is null "
+    return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"%s\" without an after image (\"%s\" is null "
                         "or absent)", src->name, ev->op_text, rd->image_names[WD_IMAGE_AFTER]);
   }
   /* Each half of an update stands on its own (issue 23): a half whose key is NULL is left out

@@ -61,7 +61,7 @@ wd_error_t *wd_source_format_parse(const char *text, wd_source_format_t *out) {
       *out = (wd_source_format_t)i;
       return NULL;
     }
-  return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "source format '%s' is not one of %s",
+  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "source format '%s' is not one of %s",
                       text ? text : "(null)", wd_format_names());
 }
 

@@ -402,7 +402,7 @@ static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, 
     snprintf(found, sizeof(found), "the value");
   const wd_field_t *col = &x->schema->cols[f->c->col];
   char *ts = wd_type_to_string(col->type);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "source '%s': field %s -> column '%s' %s: cannot convert %s%s: %s",
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field %s -> column '%s' %s: cannot convert %s%s: %s",
                                  x->src->name, label, col->name, ts ? ts : "?", f->doc ? "JSON " : "", found, reason);
   free(ts);
   return err;
@@ -434,7 +434,7 @@ static wd_error_t *wd_jstr(wd_dbz_t *x, const wd_fld_t *f, int i, const char **p
   if (m < 0) {
     char label[192];
     wd_fld_label(f, label, sizeof(label));
-    return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': field %s: invalid escape or lone surrogate in a string",
+    return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': field %s: invalid escape or lone surrogate in a string",
                         x->src->name, label);
   }
   x->sc->buf.len = (size_t)m;
@@ -732,7 +732,7 @@ static wd_error_t *wd_unknown_unit(const wd_dbz_t *x, const wd_fld_t *f, const c
   if (x->meta && x->meta->topic)
     snprintf(at, sizeof(at), " (%s[%d]@%" PRId64 ")", x->meta->topic, (int)x->meta->partition, x->meta->offset);
   wd_error_t *err = wd_error_new(
-      WD_ERR_CONFIG, "C_TEMPORAL_UNIT",
+      WD_ERR_CONFIG, C_TEMPORAL_UNIT,
       "source '%s'%s: field %s -> column '%s' %s: an integer without a unit: the record has no envelope schema "
       "naming its type (io.debezium.time.Timestamp, MicroTimestamp, NanoTimestamp...: Kafka Connect's "
       "JsonConverter with schemas.enable=false leaves it out) and the source's %s is auto; the wide column's "
@@ -867,7 +867,7 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
         (p[0] != 't' && p[0] != 'f' && !wd_conv_is_json_number(p, n))) {
       char label[192];
       wd_fld_label(f, label, sizeof(label));
-      return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': field %s: invalid JSON literal '%.*s'", x->src->name,
+      return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': field %s: invalid JSON literal '%.*s'", x->src->name,
                           label, (int)(n > 40 ? 40 : n), p);
     }
   }
@@ -941,7 +941,7 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
         free(s);
         char label[192];
         wd_fld_label(f, label, sizeof(label));
-        return wd_error_new(WD_ERR_DECODE, "E_DECODE",
+        return wd_error_new(WD_ERR_DECODE, E_DECODE,
                             "source '%s': field %s: invalid escape or lone surrogate in a string", x->src->name, label);
       }
       s[m] = 0;
@@ -1179,7 +1179,7 @@ static wd_error_t *wd_load_key(wd_dbz_t *x) {
   char why[160];
   int r = wd_jdoc_load(&x->key, m->key, m->key_len, &x->sc->ktok, &x->sc->ktokcap, why, sizeof(why));
   if (r == -2) return wd_error_nomem();
-  if (r == -1) return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the Kafka key: %s", x->src->name, why);
+  if (r == -1) return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the Kafka key: %s", x->src->name, why);
   bool null_payload;
   wd_envelope(&x->key, &null_payload);
   if (null_payload) return NULL;
@@ -1225,7 +1225,7 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
       if (wd_buf_reserve(&x->sc->buf, kn + 1)) return wd_error_nomem();
       long r = wd_json_unescape(kp, kn, (char *)x->sc->buf.data);
       if (r < 0)
-        return wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': a key of the %s image has an invalid escape",
+        return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': a key of the %s image has an invalid escape",
                             x->src->name, x->image_names[image]);
       kp = (const char *)x->sc->buf.data;
       kn = (size_t)r;
@@ -1319,9 +1319,9 @@ wd_error_t *wd_jev_start(wd_changes_t *out, const wd_source_t *src, const wd_sch
   wd_changes_reset(out);
   *xp = NULL;
   if (out->schema && out->schema != schema)
-    return wd_error_new(WD_ERR_INTERNAL, NULL, "JSON decoder: the container is bound to another schema");
+    return wd_error_new(WD_ERR_INTERNAL, NONE, "JSON decoder: the container is bound to another schema");
   if (src->ncols && src->schema_ncols != schema->ncols)
-    return wd_error_new(WD_ERR_INTERNAL, NULL, "JSON decoder: source '%s' is not a source of this schema", src->name);
+    return wd_error_new(WD_ERR_INTERNAL, NONE, "JSON decoder: source '%s' is not a source of this schema", src->name);
   if (out->scratch && out->scratch_free != wd_dbz_scratch_free) {
     out->scratch_free(out->scratch);
     out->scratch = NULL;
@@ -1395,7 +1395,7 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
   if (r == -1) { /* the general path (also for a fast-path payload that is not one object) */
     r = wd_jdoc_load(&x->doc, js, len, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
     if (r == -1) {
-      *err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': %s", src->name, why);
+      *err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': %s", src->name, why);
       return -1;
     }
     if (r == 0) {
@@ -1416,7 +1416,7 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
     return -1;
   }
   if (x->doc.t[x->doc.root].type != JSMN_OBJECT) {
-    *err = wd_error_new(WD_ERR_DECODE, "E_DECODE", "source '%s': the envelope's payload is not an object", src->name);
+    *err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the envelope's payload is not an object", src->name);
     return -1;
   }
   if (connect_envelope && !fast && x->doc.schema < 0) out->flags |= WD_CHANGES_SCHEMALESS;

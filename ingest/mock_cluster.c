@@ -23,13 +23,13 @@ wd_error_t *wd_mock_cluster_new(int nbrokers, wd_mock_cluster_t **out) {
   if (!m->rk) {
     rd_kafka_conf_destroy(conf);
     free(m);
-    return wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "mock cluster: %s", errstr);
+    return wd_error_new(WD_ERR_KAFKA, E_KAFKA, "mock cluster: %s", errstr);
   }
   m->mc = rd_kafka_mock_cluster_new(m->rk, nbrokers);
   if (!m->mc) {
     rd_kafka_destroy(m->rk);
     free(m);
-    return wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "mock cluster could not start");
+    return wd_error_new(WD_ERR_KAFKA, E_KAFKA, "mock cluster could not start");
   }
   *out = m;
   return NULL;
@@ -39,7 +39,7 @@ const char *wd_mock_cluster_bootstraps(const wd_mock_cluster_t *mc) { return rd_
 
 wd_error_t *wd_mock_cluster_topic(wd_mock_cluster_t *mc, const char *topic, int partitions) {
   rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc->mc, topic, partitions, 1);
-  if (e) return wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "mock cluster: creating %s: %s", topic, rd_kafka_err2str(e));
+  if (e) return wd_error_new(WD_ERR_KAFKA, E_KAFKA, "mock cluster: creating %s: %s", topic, rd_kafka_err2str(e));
   return NULL;
 }
 

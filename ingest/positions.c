@@ -27,12 +27,12 @@ wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *co
   *out = NULL;
   *n = 0;
   if (!conf->group_id || !*conf->group_id)
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_GROUP", "the group's positions need a group id (kafka.group.id)");
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_GROUP, "the group's positions need a group id (kafka.group.id)");
   if ((err = wd_kafka_conf_build(conf, NULL, fixed, &rconf))) goto cleanup;
   rd_kafka_conf_set_error_cb(rconf, wd_positions_error_cb);
   rd_kafka_conf_set_opaque(rconf, &waiting);
   if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, rconf, errstr, sizeof(errstr)))) {
-    err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create a Kafka client: %s", errstr);
+    err = wd_error_new(WD_ERR_KAFKA, E_KAFKA, "cannot create a Kafka client: %s", errstr);
     goto cleanup;
   }
   rconf = NULL;
@@ -45,8 +45,8 @@ wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *co
     if (!rerr && (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt == 0))
       rerr = md->topic_cnt == 1 && md->topics[0].err ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
     if (rerr) {
-      err = wd_kafka_error(rk, rerr, rerr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? "E_KAFKA_UNKNOWN_TOPIC"
-                                                                                   : "E_KAFKA_METADATA",
+      err = wd_kafka_error_make(rk, rerr, rerr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? WD_EID_E_KAFKA_UNKNOWN_TOPIC
+                                                                                   : WD_EID_E_KAFKA_METADATA,
                            "metadata of topic '%s'", topics[i]);
     } else {
       /* metadata lists partitions in any order: add them 0..cnt-1 */
@@ -59,7 +59,7 @@ wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *co
   }
   rd_kafka_resp_err_t rerr = rd_kafka_committed(rk, list, timeout_ms);
   if (rerr) {
-    err = wd_kafka_error(rk, rerr, "E_KAFKA", "committed offsets of group '%s'", conf->group_id);
+    err = wd_kafka_error(rk, rerr, E_KAFKA, "committed offsets of group '%s'", conf->group_id);
     goto cleanup;
   }
   if (!(arr = calloc(list->cnt ? (size_t)list->cnt : 1, sizeof(*arr)))) goto nomem;
@@ -67,12 +67,12 @@ wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *co
     const rd_kafka_topic_partition_t *tp = &list->elems[i];
     int64_t lo = -1, hi = -1;
     if (tp->err) {
-      err = wd_kafka_error(rk, tp->err, "E_KAFKA", "committed offset of %s [%" PRId32 "]", tp->topic, tp->partition);
+      err = wd_kafka_error(rk, tp->err, E_KAFKA, "committed offset of %s [%" PRId32 "]", tp->topic, tp->partition);
       goto cleanup;
     }
     rerr = rd_kafka_query_watermark_offsets(rk, tp->topic, tp->partition, &lo, &hi, timeout_ms);
     if (rerr) {
-      err = wd_kafka_error(rk, rerr, "E_KAFKA", "end offset of %s [%" PRId32 "]", tp->topic, tp->partition);
+      err = wd_kafka_error(rk, rerr, E_KAFKA, "end offset of %s [%" PRId32 "]", tp->topic, tp->partition);
       goto cleanup;
     }
     arr[i].topic = topics[(uintptr_t)tp->opaque];

@@ -37,7 +37,7 @@ wd_error_t *wd_registry_new(const wd_registry_conf_t *conf, wd_registry_t **out)
   *out = NULL;
   const char *url = conf ? conf->url : NULL;
   if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
-    return wd_error_new(WD_ERR_CONFIG, "C_REGISTRY_URL", "schema registry url '%s' is not an http:// or https:// URL",
+    return wd_error_new(WD_ERR_CONFIG, C_REGISTRY_URL, "schema registry url '%s' is not an http:// or https:// URL",
                         url ? url : "");
   pthread_once(&wd_curl_once, wd_curl_init);
   wd_registry_t *reg = calloc(1, sizeof(*reg));
@@ -140,7 +140,7 @@ static wd_error_t *wd_reg_request(wd_registry_t *reg, const char *url, const cha
   curl_slist_free_all(hdr);
   if (rc == CURLE_WRITE_ERROR || rc == CURLE_OUT_OF_MEMORY) return wd_error_nomem();
   if (rc != CURLE_OK) {
-    wd_error_t *err = wd_error_new(WD_ERR_IO, "E_REGISTRY", "schema registry %s did not answer: %s", url,
+    wd_error_t *err = wd_error_new(WD_ERR_IO, E_REGISTRY, "schema registry %s did not answer: %s", url,
                                    curl_easy_strerror(rc));
     err->retriable = true;
     return err;
@@ -160,19 +160,19 @@ static wd_error_t *wd_reg_status_error(wd_registry_t *reg, const char *what, lon
   json_decref(j);
   wd_error_t *err;
   if (status == 401 || status == 403)
-    err = wd_error_new(WD_ERR_CONFIG, "C_REGISTRY_AUTH", "schema registry %s: %s: HTTP %ld (check username and password) %s",
+    err = wd_error_new(WD_ERR_CONFIG, C_REGISTRY_AUTH, "schema registry %s: %s: HTTP %ld (check username and password) %s",
                        reg->url, what, status, text);
   else if (status >= 500 || status == 408 || status == 429 || status < 200) {
-    err = wd_error_new(WD_ERR_IO, "E_REGISTRY", "schema registry %s: %s: HTTP %ld %s", reg->url, what, status, text);
+    err = wd_error_new(WD_ERR_IO, E_REGISTRY, "schema registry %s: %s: HTTP %ld %s", reg->url, what, status, text);
     err->retriable = true;
   } else
-    err = wd_error_new(WD_ERR_CONFIG, "C_REGISTRY_REJECTED", "schema registry %s: %s: HTTP %ld %s", reg->url, what,
+    err = wd_error_new(WD_ERR_CONFIG, C_REGISTRY_REJECTED, "schema registry %s: %s: HTTP %ld %s", reg->url, what,
                        status, text);
   return err;
 }
 
 static wd_error_t *wd_reg_bad_answer(wd_registry_t *reg, const char *what) {
-  wd_error_t *err = wd_error_new(WD_ERR_IO, "E_REGISTRY", "schema registry %s: %s: the answer is not the JSON expected",
+  wd_error_t *err = wd_error_new(WD_ERR_IO, E_REGISTRY, "schema registry %s: %s: the answer is not the JSON expected",
                                  reg->url, what);
   err->retriable = true;
   return err;
@@ -192,7 +192,7 @@ wd_error_t *wd_registry_get_schema(wd_registry_t *reg, int32_t id, const char **
   wd_error_t *err = wd_reg_request(reg, url, NULL, &status);
   if (err) return err;
   if (status == 404)
-    return wd_error_new(WD_ERR_DECODE, "E_SCHEMA_NOT_FOUND", "schema registry %s has no schema with id %" PRId32,
+    return wd_error_new(WD_ERR_DECODE, E_SCHEMA_NOT_FOUND, "schema registry %s has no schema with id %" PRId32,
                         reg->url, id);
   if (status < 200 || status >= 300) return wd_reg_status_error(reg, what, status);
   json_t *j = json_loadb((const char *)reg->body.data, reg->body.len, 0, NULL);

@@ -82,7 +82,7 @@ wd_error_t *wd_source_new(const char *name, wd_source_format_t format, wd_source
   wd_source_t *src = NULL;
   *out = NULL;
   if (!name || !*name) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "a source needs a non-empty name");
+    err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "a source needs a non-empty name");
     goto cleanup;
   }
   src = calloc(1, sizeof(*src));
@@ -121,10 +121,10 @@ void wd_source_destroy(wd_source_t *src) {
 
 wd_error_t *wd_source_add_topic(wd_source_t *src, const char *topic) {
   if (!topic || !*topic)
-    return wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s': empty topic name", src->name);
+    return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s': empty topic name", src->name);
   for (size_t i = 0; i < src->ntopics; i++)
     if (strcmp(src->topics[i], topic) == 0)
-      return wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s': topic '%s' is listed twice", src->name,
+      return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s': topic '%s' is listed twice", src->name,
                           topic);
   char **t = realloc(src->topics, (src->ntopics + 1) * sizeof(*t));
   if (!t) return wd_error_nomem();
@@ -147,7 +147,7 @@ static wd_error_t *wd_path_parse(const wd_source_t *src, const char *column, con
       p++;
       for (;;) {
         if (!*p) {
-          err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING",
+          err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
                              "source '%s', column '%s': mapping '%s' has an unterminated backtick", src->name,
                              column, spec);
           goto cleanup;
@@ -164,7 +164,7 @@ static wd_error_t *wd_path_parse(const wd_source_t *src, const char *column, con
         segbuf[n++] = *p++;
       }
       if (*p && *p != '.') {
-        err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING",
+        err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
                            "source '%s', column '%s': mapping '%s': a quoted segment must be followed by '.' or "
                            "the end",
                            src->name, column, spec);
@@ -173,7 +173,7 @@ static wd_error_t *wd_path_parse(const wd_source_t *src, const char *column, con
     } else {
       while (*p && *p != '.') {
         if (*p == '`') {
-          err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING",
+          err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
                              "source '%s', column '%s': mapping '%s': a backtick may only quote a whole segment",
                              src->name, column, spec);
           goto cleanup;
@@ -182,7 +182,7 @@ static wd_error_t *wd_path_parse(const wd_source_t *src, const char *column, con
       }
     }
     if (n == 0) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s', column '%s': mapping '%s' has an empty segment",
+      err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s', column '%s': mapping '%s' has an empty segment",
                          src->name, column, spec);
       goto cleanup;
     }
@@ -198,7 +198,7 @@ static wd_error_t *wd_path_parse(const wd_source_t *src, const char *column, con
     if (!*p) break;
     p++; /* the '.' */
     if (!*p) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s', column '%s': mapping '%s' ends with '.'",
+      err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s', column '%s': mapping '%s' ends with '.'",
                          src->name, column, spec);
       goto cleanup;
     }
@@ -282,18 +282,18 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
   c.next_same = -1;
   int col = column ? wd_schema_find(schema, column) : -1;
   if (col < 0) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_COLUMN", "source '%s': column '%s' is not in the table schema",
+    err = wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_COLUMN, "source '%s': column '%s' is not in the table schema",
                        src->name, column ? column : "(null)");
     goto cleanup;
   }
   if (src->ncols && src->schema_ncols != schema->ncols) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING",
+    err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
                        "source '%s': column '%s' is mapped against a different table schema", src->name, column);
     goto cleanup;
   }
   for (size_t i = 0; i < src->ncols; i++)
     if (src->cols[i].col == col) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_DUPLICATE_MAPPING", "source '%s': column '%s' is mapped twice ('%s' and '%s')",
+      err = wd_error_new(WD_ERR_CONFIG, C_DUPLICATE_MAPPING, "source '%s': column '%s' is mapped twice ('%s' and '%s')",
                          src->name, column, src->cols[i].spec, spec ? spec : column);
       goto cleanup;
     }
@@ -304,7 +304,7 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
     goto cleanup;
   }
   if (!*spec) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s', column '%s': empty mapping", src->name, column);
+    err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s', column '%s': empty mapping", src->name, column);
     goto cleanup;
   }
   const char *path = spec;
@@ -322,7 +322,7 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
       for (int i = 0; i < 5; i++)
         if (strcmp(spec + 7, names[i]) == 0) f = i;
       if (f < 0) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING",
+        err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
                            "source '%s', column '%s': '%s' is not one of $kafka.topic, $kafka.partition, "
                            "$kafka.offset, $kafka.timestamp, $kafka.key",
                            src->name, column, spec);
@@ -332,14 +332,14 @@ wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, co
       const wd_type_t *t = schema->cols[col].type;
       if (!wd_kafka_type_ok(c.kafka, t)) {
         char *ts = wd_type_to_string(t);
-        err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s', column '%s': '%s' cannot go into type %s",
+        err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s', column '%s': '%s' cannot go into type %s",
                            src->name, column, spec, ts ? ts : "?");
         free(ts);
         goto cleanup;
       }
       path = NULL;
     } else {
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING",
+      err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
                          "source '%s', column '%s': mapping '%s' starts with '$' but is not $.<path>, $key.<path> "
                          "or $kafka.<field> (quote a field named with '$' in backticks)",
                          src->name, column, spec);
@@ -429,7 +429,7 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
         src->decimal_encoding_set = true;
         return NULL;
       }
-    return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+    return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
                         "source '%s': option 'decimal-encoding' = '%s' is not one of auto, text, base64", src->name,
                         value ? value : "(null)");
   }
@@ -440,7 +440,7 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
         src->delete_without_sequence = (wd_delete_no_seq_t)i;
         return NULL;
       }
-    return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+    return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
                         "source '%s': option 'delete-without-sequence' = '%s' is not one of apply, dead-letter, ignore",
                         src->name, value ? value : "(null)");
   }
@@ -448,32 +448,32 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
   if (key && strcmp(key, "time-unit") == 0) dst = &src->time_unit;
   if (key && strcmp(key, "timestamp-unit") == 0) dst = &src->timestamp_unit;
   if (!dst)
-    return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "source '%s': unknown option '%s' (known: time-unit, "
+    return wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_OPTION, "source '%s': unknown option '%s' (known: time-unit, "
                         "timestamp-unit, decimal-encoding, delete-without-sequence, unavailable.value.placeholder)", src->name, key ? key : "(null)");
   for (int i = 0; i < 5; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;
       return NULL;
     }
-  return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "source '%s': option '%s' = '%s' is not one of auto, "
+  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "source '%s': option '%s' = '%s' is not one of auto, "
                       "millis, micros, nanos, precision", src->name, key, value ? value : "(null)");
 }
 
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema) {
   if (!wd_format_of(src->format))
-    return wd_error_new(WD_ERR_CONFIG, "C_UNSUPPORTED_FORMAT", "source '%s': format %s has no decoder yet", src->name,
+    return wd_error_new(WD_ERR_CONFIG, C_UNSUPPORTED_FORMAT, "source '%s': format %s has no decoder yet", src->name,
                         wd_source_format_name(src->format));
   if (src->ntopics == 0)
-    return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_NO_TOPIC", "source '%s' lists no topic", src->name);
+    return wd_error_new(WD_ERR_CONFIG, C_SOURCE_NO_TOPIC, "source '%s' lists no topic", src->name);
   if (src->ncols && src->schema_ncols != schema->ncols)
-    return wd_error_new(WD_ERR_CONFIG, "C_BAD_MAPPING", "source '%s' was mapped against a different table schema",
+    return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s' was mapped against a different table schema",
                         src->name);
   for (size_t k = 0; k < schema->npk; k++) {
     int col = schema->pk[k];
     bool found = false;
     for (size_t i = 0; i < src->ncols; i++) found = found || src->cols[i].col == col;
     if (!found)
-      return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_NO_KEY",
+      return wd_error_new(WD_ERR_CONFIG, C_SOURCE_NO_KEY,
                           "source '%s' does not map primary-key column '%s' (every source must map the whole "
                           "primary key)",
                           src->name, schema->cols[col].name);

@@ -71,10 +71,10 @@ wd_error_t *wd_agg_lookup(const char *name, const char *column, wd_agg_fn_t *fn)
   }
   for (size_t i = 0; i < sizeof(wd_agg_unsupported) / sizeof(wd_agg_unsupported[0]); i++) {
     if (strcmp(name, wd_agg_unsupported[i]) == 0)
-      return wd_error_new(WD_ERR_CONFIG, "C_AGG_UNSUPPORTED", "%s is not supported yet (column %s)", name, col);
+      return wd_error_new(WD_ERR_CONFIG, C_AGG_UNSUPPORTED, "%s is not supported yet (column %s)", name, col);
   }
   if (strcmp(name, "count") == 0)
-    return wd_error_new(WD_ERR_CONFIG, "C_AGG_UNKNOWN_FUNCTION",
+    return wd_error_new(WD_ERR_CONFIG, C_AGG_UNKNOWN_FUNCTION,
                         "unknown aggregate function 'count' for column %s: Could not find any factory for "
                         "identifier 'count' (count is not an aggregate function; use sum over 0/1 values)",
                         col);
@@ -83,7 +83,7 @@ wd_error_t *wd_agg_lookup(const char *name, const char *column, wd_agg_fn_t *fn)
   const char *near = wd_closest(name, names, sizeof(names) / sizeof(*names));
   char hint[96] = "";
   if (near) snprintf(hint, sizeof(hint), "did you mean '%s'? ", near);
-  return wd_error_new(WD_ERR_CONFIG, "C_AGG_UNKNOWN_FUNCTION",
+  return wd_error_new(WD_ERR_CONFIG, C_AGG_UNKNOWN_FUNCTION,
                       "unknown aggregate function '%s' for column %s: Could not find any factory for identifier "
                       "'%s'; %sfunctions: sum, product, max, min, last_value, last_non_null_value, first_value, "
                       "first_non_null_value, listagg, bool_and, bool_or, collect, merge_map, merge_map_with_keytime, "
@@ -149,7 +149,7 @@ wd_error_t *wd_agg_check_type(const wd_agg_spec_t *spec) {
   char *text = NULL;
   wd_error_t *err = NULL;
 
-  if (!t) return wd_error_new(WD_ERR_INTERNAL, NULL, "wd_agg_check_type: column %s has no type", agg_col(spec));
+  if (!t) return wd_error_new(WD_ERR_INTERNAL, NONE, "wd_agg_check_type: column %s has no type", agg_col(spec));
   switch (spec->fn) {
   case WD_AGG_SUM:
   case WD_AGG_PRODUCT:
@@ -196,7 +196,7 @@ wd_error_t *wd_agg_check_type(const wd_agg_spec_t *spec) {
   }
   if (!need) goto done;
   text = wd_type_to_string(t);
-  err = wd_error_new(WD_ERR_CONFIG, "C_AGG_TYPE", "%s needs %s, %s is %s", wd_agg_name(spec->fn), need,
+  err = wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE, "%s needs %s, %s is %s", wd_agg_name(spec->fn), need,
                      agg_col(spec), text ? text : "?");
 done:
   free(text);
@@ -430,7 +430,7 @@ static const char *agg_int_name(const wd_type_t *t) {
 }
 
 static wd_error_t *agg_int_overflow(const wd_agg_spec_t *spec, const char *what) {
-  return wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "%s overflow in %s of column %s", agg_int_name(spec->type),
+  return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "%s overflow in %s of column %s", agg_int_name(spec->type),
                       what, agg_col(spec));
 }
 
@@ -513,7 +513,7 @@ static char *agg_i128_dec_text(wd_i128 v, int scale) {
 
 static wd_error_t *agg_dec_overflow(const wd_agg_spec_t *spec, const mpz_t z, const char *what) {
   char *text = agg_mpz_dec_text(z, spec->type->scale);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "DECIMAL(%d,%d) overflow: %s in %s of column %s",
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "DECIMAL(%d,%d) overflow: %s in %s of column %s",
                                  spec->type->precision, spec->type->scale, text ? text : "?", what, agg_col(spec));
   free(text);
   return err;
@@ -561,7 +561,7 @@ static wd_error_t *agg_sum(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_
     return NULL;
   }
   if (t->id != WD_DECIMAL)
-    return wd_error_new(WD_ERR_INTERNAL, NULL, "sum on a non-numeric column %s", agg_col(spec));
+    return wd_error_new(WD_ERR_INTERNAL, NONE, "sum on a non-numeric column %s", agg_col(spec));
   {
     wd_i128 a = acc->is_null ? 0 : acc->dec, r;
     wd_i128 lim = wd_pow10(t->precision);
@@ -612,7 +612,7 @@ static wd_error_t *agg_product(const wd_agg_spec_t *spec, wd_value_t *acc, const
     return NULL;
   }
   if (t->id != WD_DECIMAL)
-    return wd_error_new(WD_ERR_INTERNAL, NULL, "product on a non-numeric column %s", agg_col(spec));
+    return wd_error_new(WD_ERR_INTERNAL, NONE, "product on a non-numeric column %s", agg_col(spec));
   mpz_inits(za, zb, zs, NULL);
   agg_mpz_set_i128(za, acc->dec);
   agg_mpz_set_i128(zb, in->dec);
@@ -656,7 +656,7 @@ static wd_error_t *agg_product_retract(const wd_agg_spec_t *spec, wd_value_t *ac
   if (wd_type_is_integer(t)) {
     int64_t r;
     if (in->i == 0)
-      return wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "division by zero in product retraction of column %s",
+      return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "division by zero in product retraction of column %s",
                           agg_col(spec));
     if (acc->i == INT64_MIN && in->i == -1) return agg_int_overflow(spec, "product retraction");
     r = acc->i / in->i;
@@ -669,9 +669,9 @@ static wd_error_t *agg_product_retract(const wd_agg_spec_t *spec, wd_value_t *ac
     return NULL;
   }
   if (t->id != WD_DECIMAL)
-    return wd_error_new(WD_ERR_INTERNAL, NULL, "product on a non-numeric column %s", agg_col(spec));
+    return wd_error_new(WD_ERR_INTERNAL, NONE, "product on a non-numeric column %s", agg_col(spec));
   if (in->dec == 0)
-    return wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW", "division by zero in product retraction of column %s",
+    return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "division by zero in product retraction of column %s",
                         agg_col(spec));
   mpz_inits(za, zb, zq, NULL);
   agg_mpz_set_i128(za, acc->dec);
@@ -679,7 +679,7 @@ static wd_error_t *agg_product_retract(const wd_agg_spec_t *spec, wd_value_t *ac
   if (!agg_quotient_terminates(za, zb)) {
     char *ta = agg_i128_dec_text(acc->dec, t->scale);
     char *tb = agg_i128_dec_text(in->dec, t->scale);
-    err = wd_error_new(WD_ERR_RECORD, "E_ARITH_OVERFLOW",
+    err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW,
                        "DECIMAL quotient %s / %s does not terminate (product retraction of column %s)", ta ? ta : "?",
                        tb ? tb : "?", agg_col(spec));
     free(ta);
@@ -1237,7 +1237,7 @@ static wd_error_t *agg_nested_null(const wd_agg_spec_t *spec, const wd_value_t *
     return NULL;
   }
   if (spec->nested_null == WD_NESTED_NULL_ERROR)
-    return wd_error_new(WD_ERR_RECORD, "E_NESTED_KEY_NULL",
+    return wd_error_new(WD_ERR_RECORD, E_NESTED_KEY_NULL,
                         "nested key contains null in column %s (nested-key-null-strategy=error)", agg_col(spec));
   return NULL;
 }
@@ -1658,7 +1658,7 @@ static wd_error_t *agg_rbm32(const wd_agg_spec_t *spec, wd_value_t *acc, const w
   if (agg_rbm_cookie_ok(acc->s.p, acc->s.n)) a = roaring_bitmap_portable_deserialize_safe(acc->s.p, acc->s.n);
   if (agg_rbm_cookie_ok(in->s.p, in->s.n)) b = roaring_bitmap_portable_deserialize_safe(in->s.p, in->s.n);
   if (!a || !b) {
-    err = wd_error_new(WD_ERR_RECORD, "E_TYPE", "rbm32: the %s value of column %s is not a serialized 32-bit roaring bitmap",
+    err = wd_error_new(WD_ERR_RECORD, E_TYPE, "rbm32: the %s value of column %s is not a serialized 32-bit roaring bitmap",
                        !a ? "stored" : "input", agg_col(spec));
     goto done;
   }
@@ -1722,7 +1722,7 @@ wd_error_t *wd_agg_add(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_valu
   case WD_AGG_RBM32:
     return agg_rbm32(spec, acc, in);
   }
-  return wd_error_new(WD_ERR_INTERNAL, NULL, "unknown aggregate function %d", (int)spec->fn);
+  return wd_error_new(WD_ERR_INTERNAL, NONE, "unknown aggregate function %d", (int)spec->fn);
 }
 
 /*
@@ -1767,7 +1767,7 @@ wd_error_t *wd_agg_retract(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_
   case WD_AGG_NESTED_UPDATE:
     return agg_nested_update_retract(spec, acc, in);
   default:
-    return wd_error_new(WD_ERR_RECORD, "E_AGG_NO_RETRACT",
+    return wd_error_new(WD_ERR_RECORD, E_AGG_NO_RETRACT,
                         "aggregate function '%s' (field %s) does not support retraction; if this field may ignore "
                         "retractions, configure 'fields.%s.ignore-retract'='true'",
                         wd_agg_name(spec->fn), agg_col(spec), agg_col(spec));

@@ -505,7 +505,7 @@ void wd_join_destroy(wd_join_t *j) {
 
 static wd_error_t *add_src(wd_join_t *j, const char *name, lk_src_t **out) {
   if (j->nsrc >= WD_JOIN_MAX_SOURCES || j->started)
-    return wd_error_new(WD_ERR_CONFIG, "C_JOIN_TOO_MANY_SOURCES", "source '%s': at most %d sources per table",
+    return wd_error_new(WD_ERR_CONFIG, C_JOIN_TOO_MANY_SOURCES, "source '%s': at most %d sources per table",
                         name, WD_JOIN_MAX_SOURCES);
   lk_src_t *s = &j->src[j->nsrc];
   memset(s, 0, sizeof(*s));
@@ -542,7 +542,7 @@ wd_error_t *wd_join_add_lookup(wd_join_t *j, const char *name, const char *const
     goto done;
   }
   if (non == 0) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_NO_ON",
+    err = wd_error_new(WD_ERR_CONFIG, C_LOOKUP_NO_ON,
                        "lookup source '%s': `on:` names no wide column; list the wide columns its key is joined on",
                        name);
     goto done;
@@ -560,7 +560,7 @@ wd_error_t *wd_join_add_lookup(wd_join_t *j, const char *name, const char *const
     const char *cname = i < non ? on[i] : i < non + ncols ? cols[i - non] : "_seq";
     int c = i < non + ncols ? wd_schema_find(j->ws, cname) : -1;
     if (i < non + ncols && c < 0) {
-      err = wd_error_new(WD_ERR_CONFIG, i < non ? "C_LOOKUP_ON_UNKNOWN" : "C_LOOKUP_COLUMN_UNKNOWN",
+      err = wd_error_make(WD_ERR_CONFIG, i < non ? WD_EID_C_LOOKUP_ON_UNKNOWN : WD_EID_C_LOOKUP_COLUMN_UNKNOWN,
                          "lookup source '%s': '%s' is not a column of the wide table; name one of its columns", name,
                          cname);
       goto fail;
@@ -569,13 +569,13 @@ wd_error_t *wd_join_add_lookup(wd_join_t *j, const char *name, const char *const
       bool own_on = false;
       for (size_t k = 0; k < non; k++) own_on |= s->on[k] == c;
       if (wd_schema_is_pk(j->ws, c) || own_on) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_COLUMN_KEY",
+        err = wd_error_new(WD_ERR_CONFIG, C_LOOKUP_COLUMN_KEY,
                            "lookup source '%s' fills column '%s', which is %s; a lookup fills other columns only",
                            name, cname, own_on ? "one of its own `on` columns" : "part of the wide primary key");
         goto fail;
       }
       if (j->ws->cols[c].type->not_null) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_COLUMN_NOT_NULL",
+        err = wd_error_new(WD_ERR_CONFIG, C_LOOKUP_COLUMN_NOT_NULL,
                            "lookup source '%s' fills column '%s', declared NOT NULL; it is NULL while no lookup row "
                            "matches, so drop NOT NULL from it",
                            name, cname);
@@ -669,7 +669,7 @@ static wd_error_t *visit(wd_join_t *j, int id, int *colour, int *stack, size_t d
     size_t from = 0;
     while (stack[from] != id) from++;
     for (size_t k = from; k <= depth; k++) wd_buf_printf(&msg, "%s%s", k > from ? " -> " : "", j->src[stack[k]].name);
-    wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_CYCLE",
+    wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_LOOKUP_CYCLE,
                                    "lookup sources join on each other's columns in a cycle (%s); a lookup's `on` "
                                    "columns must come from main sources or from lookups earlier in a chain",
                                    msg.data ? (char *)msg.data : "");
@@ -702,7 +702,7 @@ wd_error_t *wd_join_check(wd_join_t *j) {
     for (size_t k = 0; k < s->non; k++) {
       int c = s->on[k];
       if (main_filling(j, c) < 0 && lookup_filling(j, c, (int)i) < 0)
-        return wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_ON_UNFILLED",
+        return wd_error_new(WD_ERR_CONFIG, C_LOOKUP_ON_UNFILLED,
                             "lookup source '%s' joins on column '%s', which no source fills; map it in a main source "
                             "(or in another lookup, for a chain)",
                             s->name, j->ws->cols[c].name);
@@ -710,14 +710,14 @@ wd_error_t *wd_join_check(wd_join_t *j) {
     for (size_t k = 0; k < s->ncols; k++) {
       int c = s->cols[k], m = main_filling(j, c), l = lookup_filling(j, c, (int)i);
       if (m >= 0 || l >= 0)
-        return wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_COLUMN_SHARED",
+        return wd_error_new(WD_ERR_CONFIG, C_LOOKUP_COLUMN_SHARED,
                             "column '%s' is filled by lookup source '%s' and by source '%s'; a lookup's columns are "
                             "its own, so map it in one of them",
                             j->ws->cols[c].name, s->name, j->src[m >= 0 ? m : l].name);
       bool seq = false;
       for (size_t q = 0; q < t->nseq_fields; q++) seq |= t->seq_fields[q] == c;
       if (seq || t->group_of[c] >= 0 || t->seq_group_of[c] >= 0)
-        return wd_error_new(WD_ERR_CONFIG, "C_LOOKUP_COLUMN_ORDERING",
+        return wd_error_new(WD_ERR_CONFIG, C_LOOKUP_COLUMN_ORDERING,
                             "lookup source '%s' fills column '%s', a sequence field or sequence-group column of the "
                             "table; ordering columns must come from main sources",
                             s->name, j->ws->cols[c].name);
@@ -964,7 +964,7 @@ static wd_error_t *cap_get(void *ctx, const uint8_t *key, size_t klen, wd_entry_
 static wd_error_t *cap_put(void *ctx, const uint8_t *key, size_t klen, wd_entry_t *e) {
   wd_join_t *j = ctx;
   cap_t *c = cap_find(j, key, klen);
-  if (!c) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "join: put of a key the message did not read");
+  if (!c) return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "join: put of a key the message did not read");
   wd_entry_clear(j->t, &c->after);
   c->after = *e;
   e->state = WD_ENTRY_ABSENT;
@@ -1133,7 +1133,7 @@ out:
 wd_error_t *wd_join_apply(wd_join_t *j, int id, wd_row_t *const *recs, size_t n, wd_changelog_t *out,
                           wd_merge_stats_t *stats) {
   if (id < 0 || (size_t)id >= j->nsrc)
-    return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "join: unknown source id %d", id);
+    return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "join: unknown source id %d", id);
   if (!j->active) return wd_message_apply(j->t, wd_state_ops(), j->wide, recs, n, out, stats);
   if (j->src[id].lookup) return apply_lookup(j, &j->src[id], recs, n, out, stats);
   return apply_main(j, id, recs, n, out, stats);

@@ -237,7 +237,7 @@ static wd_error_t *pu_retract(const wd_table_t *t, wd_mstate_t *m, const wd_mrec
   m->removal = false; /* only a record that requests removal leaves it requested */
   if (t->ngroups == 0) {
     if (!t->pu_remove_on_delete)
-      return wd_error_new(WD_ERR_RECORD, "E_PU_DELETE_NOT_ACCEPTED",
+      return wd_error_new(WD_ERR_RECORD, E_PU_DELETE_NOT_ACCEPTED,
                           "partial-update table received a %s record; to accept retractions configure "
                           "'ignore-delete', 'partial-update.remove-record-on-delete', or sequence groups with "
                           "optional 'partial-update.remove-record-on-sequence-group'",
@@ -322,7 +322,7 @@ static wd_error_t *agg_apply(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_
 static wd_error_t *check_not_null(const wd_table_t *t, const wd_row_t *r) {
   for (size_t c = 0; c < t->schema->ncols; c++)
     if (t->schema->cols[c].type->not_null && r->v[c].is_null)
-      return wd_error_new(WD_ERR_RECORD, "E_NOT_NULL", "column '%s' is NOT NULL but the %s record carries NULL",
+      return wd_error_new(WD_ERR_RECORD, E_NOT_NULL, "column '%s' is NOT NULL but the %s record carries NULL",
                           t->schema->cols[c].name, wd_row_kind_str(r->kind));
   return NULL;
 }
@@ -361,7 +361,7 @@ static wd_error_t *merge_step(const wd_table_t *t, const wd_entry_t *e, const wd
   /* 2. first-row (§6) */
   if (t->engine == WD_ENGINE_FIRST_ROW) {
     if (is_retract(rec->kind))
-      return wd_error_new(WD_ERR_RECORD, "E_FIRST_ROW_RETRACT",
+      return wd_error_new(WD_ERR_RECORD, E_FIRST_ROW_RETRACT,
                           "first-row table received a %s record; first-row accepts only inserts (set "
                           "'ignore-delete' to drop retractions)",
                           wd_row_kind_str(rec->kind));

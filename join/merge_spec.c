@@ -79,7 +79,7 @@ static wd_error_t *parse_bool(const char *key, const char *v, bool *out) {
   else if (strcasecmp(t, "false") == 0)
     *out = false;
   else
-    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "option '%s' = '%s' is not a boolean: use true or false",
+    err = wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' = '%s' is not a boolean: use true or false",
                        key, v);
   free(t);
   return err;
@@ -235,7 +235,7 @@ static wd_error_t *parse_enum(const topt_t *o, const char *key, const char *v, i
   }
   free(x);
   if (found < 0)
-    return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "option '%s' = '%s': use %s", key, v, use);
+    return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' = '%s': use %s", key, v, use);
   *out = found;
   return NULL;
 }
@@ -330,7 +330,7 @@ static wd_error_t *nested_fields(const wd_table_t *t, int c, const char *key, co
                                  size_t *nout) {
   const wd_type_t *ty = t->schema->cols[c].type;
   if (ty->id != WD_ARRAY || ty->elem->id != WD_ROW)
-    return wd_error_new(WD_ERR_CONFIG, "C_AGG_TYPE", "option '%s': column '%s' is %s, not ARRAY<ROW<...>>", key,
+    return wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE, "option '%s': column '%s' is %s, not ARRAY<ROW<...>>", key,
                         t->schema->cols[c].name, "not an array of rows");
   wd_list_t l;
   if (list_split(value, &l)) return wd_error_nomem();
@@ -343,7 +343,7 @@ static wd_error_t *nested_fields(const wd_table_t *t, int c, const char *key, co
   for (size_t i = 0; i < l.n; i++) {
     int f = row_field(ty->elem, l.items[i]);
     if (f < 0) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",
+      err = wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_FIELD,
                          "option '%s' names '%s', which is not a field of the rows of column '%s'", key, l.items[i],
                          t->schema->cols[c].name);
       goto done;
@@ -382,7 +382,7 @@ static wd_error_t *unknown_group_field(const wd_schema_t *s, const char *key, co
     for (size_t c = 0; c < s->ncols; c++) names[c] = s->cols[c].name;
     near = wd_closest(name, names, s->ncols);
   }
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_UNKNOWN_FIELD",
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_UNKNOWN_FIELD,
                                  "option '%s': %s '%s' can not be found in table schema%s%s%s", key, what, name,
                                  near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
   free(names);
@@ -427,7 +427,7 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
       if (c < 0)
         err = unknown_group_field(s, opts[i].key, "sequence field", keys.items[k]);
       else if (wd_schema_is_pk(s, c))
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_CONTAINS_PK",
+        err = wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_CONTAINS_PK,
                            "option '%s': sequence group contains primary key field '%s'; a key column can be "
                            "neither a sequence field nor a protected field",
                            opts[i].key, keys.items[k]);
@@ -439,7 +439,7 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
       if (c < 0)
         err = unknown_group_field(s, opts[i].key, "field", vals.items[k]);
       else if (wd_schema_is_pk(s, c))
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_CONTAINS_PK",
+        err = wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_CONTAINS_PK,
                            "option '%s': sequence group contains primary key field '%s'; remove it from the group",
                            opts[i].key, vals.items[k]);
       else
@@ -472,7 +472,7 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
       int c = t->groups[g].seq[k];
       if (!seq_type_ok_for_group(s->cols[c].type)) {
         char *ty = wd_type_to_string(s->cols[c].type);
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_TYPE",
+        err = wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_TYPE,
                            "sequence group field '%s' has type %s; use a numeric, DATE, TIME, TIMESTAMP or STRING "
                            "column",
                            s->cols[c].name, ty ? ty : "?");
@@ -480,7 +480,7 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
         return err;
       }
       if (t->seq_group_of[c] >= 0 && t->seq_group_of[c] != (int)g)
-        return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
+        return wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_DUPLICATE_FIELD,
                             "field '%s' is defined repeatedly by multiple groups: it is a sequence field of two "
                             "'fields.<seq>.sequence-group' keys; give each group its own sequence field",
                             s->cols[c].name);
@@ -491,12 +491,12 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
     for (size_t k = 0; k < t->groups[g].nfields; k++) {
       int c = t->groups[g].fields[k];
       if (t->seq_group_of[c] >= 0)
-        return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
+        return wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_DUPLICATE_FIELD,
                             "field '%s' is defined repeatedly by multiple groups: it is protected by a sequence "
                             "group and is itself a group's sequence field; a column can be one or the other",
                             s->cols[c].name);
       if (t->group_of[c] >= 0 && t->group_of[c] != (int)g)
-        return wd_error_new(WD_ERR_CONFIG, "C_SEQ_GROUP_DUPLICATE_FIELD",
+        return wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_DUPLICATE_FIELD,
                             "field '%s' is defined repeatedly by multiple groups; put it in one sequence group only",
                             s->cols[c].name);
       t->group_of[c] = (int)g;
@@ -546,7 +546,7 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
         bool is_seq = false;
         for (size_t k = 0; k < t->nseq_fields; k++) is_seq |= t->seq_fields[k] == (int)c;
         if (is_seq)
-          return wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_HAS_AGG",
+          return wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_HAS_AGG,
                               "option '%s': should not define aggregation on sequence field '%s'; remove the "
                               "option (sequence fields always keep the last value)",
                               opts[i].key, s->cols[c].name);
@@ -572,7 +572,7 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
         long long n = strtoll(v, &end, 10);
         while (end && isspace((unsigned char)*end)) end++;
         if (errno || !end || end == v || *end || n < 1 || n > 2147483647LL)
-          return wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE",
+          return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
                               "option '%s' = '%s': use an integer from 1 to 2147483647", opts[i].key, v);
         a->count_limit = n;
         break;
@@ -609,7 +609,7 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
       if (is_seq) continue;
       if (a->fn == WD_AGG_NONE) a->fn = deflt_fn;
       if (t->group_of[c] < 0 && a->fn != WD_AGG_NONE && a->fn != WD_AGG_LAST_NON_NULL_VALUE)
-        return wd_error_new(WD_ERR_CONFIG, "C_PU_AGG_NEEDS_SEQUENCE_GROUP",
+        return wd_error_new(WD_ERR_CONFIG, C_PU_AGG_NEEDS_SEQUENCE_GROUP,
                             "Must use sequence group for aggregation functions but not found for field '%s' "
                             "(function %s%s); protect it with 'fields.<seq>.sequence-group' or use "
                             "last_non_null_value",
@@ -642,7 +642,7 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
       if (!name) return wd_error_nomem();
       a->ts_field = (ty->id == WD_MAP && ty->val->id == WD_ROW) ? row_field(ty->val, name) : -1;
       if (a->ts_field < 0)
-        err = wd_error_new(WD_ERR_CONFIG, "C_AGG_TYPE",
+        err = wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE,
                            "option '%s': '%s' is not a field of the ROW values of column '%s'", opts[i].key, name,
                            s->cols[c].name);
       free(name);
@@ -654,7 +654,7 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
     const wd_type_t *ty = s->cols[c].type;
     bool has_nested_opts = a->n_nested_seq || a->nested_null != WD_NESTED_NULL_MERGE;
     if ((has_nested_opts && !a->nested_key) || (a->fn == WD_AGG_NESTED_PARTIAL_UPDATE && !a->nested_key))
-      return wd_error_new(WD_ERR_CONFIG, "C_NESTED_OPTION_NEEDS_KEY",
+      return wd_error_new(WD_ERR_CONFIG, C_NESTED_OPTION_NEEDS_KEY,
                           "column '%s' requires 'fields.%s.nested-key' to be configured", s->cols[c].name,
                           s->cols[c].name);
     if (a->fn == WD_AGG_MERGE_MAP_WITH_KEYTIME && a->ts_field < 0 && ty->id == WD_MAP && ty->val->id == WD_ROW &&
@@ -663,7 +663,7 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
     if (a->fn == WD_AGG_LISTAGG && !a->delimiter && !(a->delimiter = strdup(","))) return wd_error_nomem();
     if (a->fn != WD_AGG_NONE && (err = wd_agg_check_type(a))) return err;
     if (t->agg_remove_on_delete && a->ignore_retract)
-      return wd_error_new(WD_ERR_CONFIG, "C_AGG_REMOVE_ON_DELETE_VS_IGNORE_RETRACT",
+      return wd_error_new(WD_ERR_CONFIG, C_AGG_REMOVE_ON_DELETE_VS_IGNORE_RETRACT,
                           "'aggregation.remove-record-on-delete' and 'fields.%s.ignore-retract' have conflicting "
                           "behavior so should not be enabled at the same time; drop one of them",
                           s->cols[c].name);
@@ -686,8 +686,8 @@ static wd_error_t *unknown_option(const char *key) {
     }
   const char *near = wd_closest(key, cands, n);
   if (near)
-    return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION", "unknown table option '%s'; did you mean '%s'?", key, near);
-  return wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_OPTION",
+    return wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_OPTION, "unknown table option '%s'; did you mean '%s'?", key, near);
+  return wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_OPTION,
                       "unknown table option '%s'; check its spelling against Paimon's option names (e.g. "
                       "merge-engine, sequence.field, fields.<f>.aggregate-function; configs/OPTIONS.md)",
                       key);
@@ -704,7 +704,7 @@ static wd_error_t *check_keys(wd_table_t *t, size_t nopts, const wd_option_t *op
     if (suf < 0) return unknown_option(key);
     wd_error_t *err = NULL;
     if (suf != SUF_SEQ_GROUP && wd_schema_find(t->schema, field) < 0)
-      err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",
+      err = wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_FIELD,
                          "option '%s' names field '%s', which can not be found in table schema", key, field);
     free(field);
     if (err) return err;
@@ -765,7 +765,7 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
   int cp;
   if ((err = enum_opt(nopts, opts, "changelog-producer", &cp))) goto fail;
   if (cp >= 0 && t->engine == WD_ENGINE_FIRST_ROW && cp != 0 && cp != 2) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_CHANGELOG_PRODUCER",
+    err = wd_error_new(WD_ERR_CONFIG, C_FIRST_ROW_CHANGELOG_PRODUCER,
                        "Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine (got '%s')",
                        opt_get(nopts, opts, "changelog-producer"));
     goto fail;
@@ -778,7 +778,7 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
   const char *v = opt_get(nopts, opts, "sequence.field");
   if (v) {
     if (t->engine == WD_ENGINE_FIRST_ROW) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_FIRST_ROW_SEQUENCE_FIELD",
+      err = wd_error_new(WD_ERR_CONFIG, C_FIRST_ROW_SEQUENCE_FIELD,
                          "Do not support use sequence field on FIRST_ROW merge engine; remove 'sequence.field'");
       goto fail;
     }
@@ -794,18 +794,18 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
     for (size_t i = 0; i < l.n; i++) {
       int c = wd_schema_find(schema, l.items[i]);
       if (c < 0) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_UNKNOWN",
+        err = wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_UNKNOWN,
                            "option 'sequence.field' names '%s', which can not be found in table schema", l.items[i]);
         goto fail;
       }
       for (size_t k = 0; k < t->nseq_fields; k++)
         if (t->seq_fields[k] == c) {
-          err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_DUPLICATE",
+          err = wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_DUPLICATE,
                              "option 'sequence.field' lists '%s' twice; list each column once", l.items[i]);
           goto fail;
         }
       if (!seq_type_ok_for_order(schema->cols[c].type)) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_SEQ_FIELD_TYPE",
+        err = wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_TYPE,
                            "sequence.field '%s' is an ARRAY, MAP or ROW column, which has no order; use a scalar "
                            "column",
                            l.items[i]);
@@ -824,19 +824,19 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
   /* partial-update conflicts (§7.5) */
   v = opt_get(nopts, opts, "partial-update.remove-record-on-sequence-group");
   if (t->ignore_delete && t->pu_remove_on_delete) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_CONFLICT_IGNORE_DELETE_REMOVE_ON_DELETE",
+    err = wd_error_new(WD_ERR_CONFIG, C_CONFLICT_IGNORE_DELETE_REMOVE_ON_DELETE,
                        "'ignore-delete' and 'partial-update.remove-record-on-delete' have conflicting behavior so "
                        "should not be enabled at the same time; drop one of them");
     goto fail;
   }
   if (t->ignore_delete && v) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_CONFLICT_IGNORE_DELETE_REMOVE_ON_SEQUENCE_GROUP",
+    err = wd_error_new(WD_ERR_CONFIG, C_CONFLICT_IGNORE_DELETE_REMOVE_ON_SEQUENCE_GROUP,
                        "'ignore-delete' and 'partial-update.remove-record-on-sequence-group' have conflicting "
                        "behavior so should not be enabled at the same time; drop one of them");
     goto fail;
   }
   if (t->ngroups && t->pu_remove_on_delete) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_CONFLICT_SEQUENCE_GROUP_REMOVE_ON_DELETE",
+    err = wd_error_new(WD_ERR_CONFIG, C_CONFLICT_SEQUENCE_GROUP_REMOVE_ON_DELETE,
                        "sequence groups and 'partial-update.remove-record-on-delete' have conflicting behavior so "
                        "should not be enabled at the same time; use 'partial-update.remove-record-on-sequence-group'");
     goto fail;
@@ -849,7 +849,7 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
     for (size_t i = 0; i < l.n; i++) {
       int c = wd_schema_find(schema, l.items[i]);
       if (c < 0 || t->seq_group_of[c] < 0) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_REMOVE_ON_SEQUENCE_GROUP_NOT_SEQUENCE_FIELD",
+        err = wd_error_new(WD_ERR_CONFIG, C_REMOVE_ON_SEQUENCE_GROUP_NOT_SEQUENCE_FIELD,
                            "'partial-update.remove-record-on-sequence-group' lists '%s', which must be part of "
                            "sequence groups (a field named in a 'fields.<seq>.sequence-group' key)",
                            l.items[i]);
@@ -864,7 +864,7 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
   if (t->engine == WD_ENGINE_PARTIAL_UPDATE || t->engine == WD_ENGINE_AGGREGATION)
     for (size_t c = 0; c < nc; c++)
       if (!wd_schema_is_pk(schema, (int)c) && schema->cols[c].type->not_null) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_NOT_NULL_FIELD",
+        err = wd_error_new(WD_ERR_CONFIG, C_NOT_NULL_FIELD,
                            "column '%s' is NOT NULL, but in a %s table every non-key column must be nullable "
                            "(each stream writes only its own columns); drop NOT NULL",
                            schema->cols[c].name,
@@ -884,7 +884,7 @@ wd_error_t *wd_table_new(wd_schema_t *schema, size_t nopts, const wd_option_t *o
     for (size_t i = 0; i < l.n; i++) {
       int c = wd_schema_find(schema, l.items[i]);
       if (c < 0) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_FIELD",
+        err = wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_FIELD,
                            "'changelog-producer.row-deduplicate-ignore-fields' names '%s', which can not be found in "
                            "table schema",
                            l.items[i]);
@@ -932,7 +932,7 @@ wd_error_t *wd_table_check_source_columns(const wd_table_t *t, const bool *mappe
     for (size_t k = 0; k < gr->nfields && field < 0; k++)
       if (mapped[gr->fields[k]]) field = gr->fields[k];
     if (field >= 0 && !seq)
-      return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_GROUP_NO_SEQUENCE",
+      return wd_error_new(WD_ERR_CONFIG, C_SOURCE_GROUP_NO_SEQUENCE,
                           "%s fills '%s', a field of the sequence group of '%s', but not the group's sequence field: "
                           "its values would always be dropped (a record whose group sequence is NULL skips the group); "
                           "map '%s' in this source too, or remove '%s' from it",

@@ -340,7 +340,7 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
     goto cleanup;
   }
   if (version != WD_ROW_CODEC_VERSION) {
-    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "unknown stored-row format version %u (this build reads %d)",
+    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "unknown stored-row format version %u (this build reads %d)",
                        version, WD_ROW_CODEC_VERSION);
     goto cleanup;
   }
@@ -410,7 +410,7 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
       goto cleanup;
     }
     if (rc) {
-      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "stored row: bad or truncated value of column '%s'",
+      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "stored row: bad or truncated value of column '%s'",
                          schema->cols[i].name);
       goto cleanup;
     }
@@ -424,7 +424,7 @@ wd_error_t *wd_row_decode_base(const wd_schema_t *schema, size_t base_ncols, con
   *row = out;
   out = NULL;
 cleanup:
-  if (what && !err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "stored row: %s", what);
+  if (what && !err) err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "stored row: %s", what);
   if (err) err->retriable = false;
   wd_row_destroy(schema, out);
   return err;

@@ -60,15 +60,15 @@ wd_error_t *wd_srckey_add(wd_srckey_t *sk, const char *name, const char *const *
   const wd_schema_t *ws = sk->ws;
   if (!name) name = "";
   if (nkey == 0)
-    return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEY_EMPTY",
+    return wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEY_EMPTY,
                         "source '%s': `primary-key:` names no field; list the fields of its own primary key", name);
   if (sk->n >= WD_SRCKEY_MAX_SOURCES || sk->started)
-    return wd_error_new(WD_ERR_CONFIG, "C_JOIN_TOO_MANY_SOURCES",
+    return wd_error_new(WD_ERR_CONFIG, C_JOIN_TOO_MANY_SOURCES,
                         "source '%s': at most %d sources per table have their own `primary-key`", name,
                         WD_SRCKEY_MAX_SOURCES);
   for (size_t c = 0; c < ws->npk; c++)
     if (!mapped[ws->pk[c]])
-      return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_NO_KEY",
+      return wd_error_new(WD_ERR_CONFIG, C_SOURCE_NO_KEY,
                           "source '%s' does not map the wide primary-key column '%s': with its own `primary-key` it "
                           "must still say which wide row each of its rows belongs to; map '%s'",
                           name, ws->cols[ws->pk[c]].name, ws->cols[ws->pk[c]].name);
@@ -191,7 +191,7 @@ wd_error_t *wd_srckey_start(wd_srckey_t *sk, wd_state_t *wide, wd_store_t *st) {
     wd_state_set_base_ncols(sk->src[i].state, 0);
   }
   if (sk->n && wd_state_add_hooks(wide, &HOOKS, sk))
-    return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "the wide state has a second layer's hooks already");
+    return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "the wide state has a second layer's hooks already");
   sk->wide = wide;
   sk->started = true;
   return NULL;
@@ -241,7 +241,7 @@ static int emit(wd_srckey_t *sk, const sk_src_t *s, const wd_row_t *r, wd_row_ki
 wd_error_t *wd_srckey_apply(wd_srckey_t *sk, int id, wd_row_t *const *recs, size_t n, wd_srckey_add_cb add,
                             void *ctx, unsigned *null_key) {
   if (id < 0 || (size_t)id >= sk->n || !sk->started)
-    return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "source-key source %d unknown or not started", id);
+    return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "source-key source %d unknown or not started", id);
   sk_src_t *s = &sk->src[id];
   const wd_schema_t *ws = sk->ws;
   sk->messages++;

@@ -365,7 +365,7 @@ static wd_error_t *state_get(void *ctx, const uint8_t *pk, size_t pklen, wd_entr
     wd_error_t *err = prefetch_full(s, 1, &key, &klen);
     if (err) return err;
     HASH_FIND(hh, s->map, key, klen, c);
-    if (!c) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "state cache lost a prefetched key");
+    if (!c) return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "state cache lost a prefetched key");
   }
   c->ref = true;
   s->last = c;
@@ -541,7 +541,7 @@ wd_error_t *wd_state_drop_task(wd_state_t *s, uint32_t task, wd_store_batch_t *b
   wd_cached_t *c, *tmp;
   for (size_t i = 0; i < s->ndirty; i++)
     if (in_task(s, s->dirty[i], task))
-      return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "dropping task %u with uncommitted rows", task);
+      return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "dropping task %u with uncommitted rows", task);
   HASH_ITER(hh, s->map, c, tmp) {
     if (in_task(s, c, task)) drop(s, c);
   }
@@ -742,7 +742,7 @@ wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {
     if (hlen != want.len || memcmp(have, want.data, hlen) != 0) {
       char diff[600];
       schema_diff((const char *)have, hlen, (const char *)want.data, want.len, diff, sizeof(diff));
-      err = wd_error_new(WD_ERR_CONFIG, "C_STATE_SCHEMA",
+      err = wd_error_new(WD_ERR_CONFIG, C_STATE_SCHEMA,
                          "the state directory %s holds a table with another schema: %s (state: %.*s; this config: "
                          "%s); point state.dir at another directory, or rebuild with widen replay into a fresh one",
                          dir ? dir : "", diff, (int)(hlen > 400 ? 400 : hlen), (const char *)have,

@@ -239,7 +239,7 @@ wd_error_t *wd_store_undo_image(wd_store_t *st, const wd_store_batch_t *b, wd_bu
   wd_store_op_view_t v;
   for (size_t i = 0; i < b->n; i++) {
     if (b->ops[i].kind == WD_STORE_OP_DELETE_RANGE)
-      return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "undo image of a batch with a range deletion");
+      return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "undo image of a batch with a range deletion");
     if ((b->ops[i].kind == WD_STORE_OP_PUT || b->ops[i].kind == WD_STORE_OP_DELETE) && !b->ops[i].has_prior) nunk++;
   }
   /* the entries nobody recorded a prior for: read from the store as they are before b is written */
@@ -309,7 +309,7 @@ int wd_store_batch_decode(wd_store_batch_t *b, const uint8_t *data, size_t len) 
 wd_error_t *wd_store_get_meta(wd_store_t *st, const char *name, uint8_t **val, size_t *vlen) {
   *val = NULL;
   *vlen = 0;
-  if (!st || !name) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "get_meta: NULL argument");
+  if (!st || !name) return wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "get_meta: NULL argument");
   return st->ops->meta_get(st, (const uint8_t *)name, strlen(name), val, vlen);
 }
 
@@ -326,7 +326,7 @@ wd_error_t *wd_store_multi_get(wd_store_t *st, size_t n, const uint8_t *const *k
   wd_error_t *err = NULL;
   if (n == 0) goto cleanup;
   if (!vals || !vlens) {
-    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "multi_get: NULL output arrays");
+    err = wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "multi_get: NULL output arrays");
     goto cleanup;
   }
   for (size_t i = 0; i < n; i++) {
@@ -334,7 +334,7 @@ wd_error_t *wd_store_multi_get(wd_store_t *st, size_t n, const uint8_t *const *k
     vlens[i] = 0;
   }
   if (!st || !keys || !klens) {
-    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "multi_get: NULL store or key arrays");
+    err = wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "multi_get: NULL store or key arrays");
     goto cleanup;
   }
   err = st->ops->multi_get(st, n, keys, klens, vals, vlens);
@@ -348,7 +348,7 @@ wd_error_t *wd_store_multi_get_each(wd_store_t *st, size_t n, const uint8_t *con
                                     wd_store_value_cb cb, void *ctx) {
   if (n == 0) return NULL;
   if (!st || !keys || !klens || !cb)
-    return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "multi_get_each: NULL store, key arrays or callback");
+    return wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "multi_get_each: NULL store, key arrays or callback");
   if (st->ops->multi_get_each) return st->ops->multi_get_each(st, n, keys, klens, cb, ctx);
   uint8_t **vals = calloc(n, sizeof(*vals));
   size_t *vlens = calloc(n, sizeof(*vlens));
@@ -361,14 +361,14 @@ wd_error_t *wd_store_multi_get_each(wd_store_t *st, size_t n, const uint8_t *con
 }
 
 wd_error_t *wd_store_write(wd_store_t *st, wd_store_batch_t *b) {
-  if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
+  if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE, "write: NULL store or batch");
   if (b->n == 0) return NULL;
   const wd_store_batch_t *bs[1] = {b};
   return st->ops->write(st, bs, 1, false);
 }
 
 wd_error_t *wd_store_write_sync(wd_store_t *st, wd_store_batch_t *b) {
-  if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
+  if (!st || !b) return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE, "write: NULL store or batch");
   if (b->n == 0) return NULL;
   const wd_store_batch_t *bs[1] = {b};
   return st->ops->write(st, bs, 1, true);
@@ -376,7 +376,7 @@ wd_error_t *wd_store_write_sync(wd_store_t *st, wd_store_batch_t *b) {
 
 wd_error_t *wd_store_write_both(wd_store_t *st, const wd_store_batch_t *first, const wd_store_batch_t *second,
                                 bool sync) {
-  if (!st || !first || !second) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "write: NULL store or batch");
+  if (!st || !first || !second) return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE, "write: NULL store or batch");
   if (first->n + second->n == 0) return NULL;
   const wd_store_batch_t *bs[2] = {first, second};
   return st->ops->write(st, bs, 2, sync);
@@ -394,7 +394,7 @@ wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t parti
   size_t vlen = 0;
   if (next_offset) *next_offset = -1;
   if (!st || !topic || !next_offset) {
-    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "get_offset: NULL argument");
+    err = wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "get_offset: NULL argument");
     goto cleanup;
   }
   if (wd_store_offset_key(&key, topic, partition)) {
@@ -405,7 +405,7 @@ wd_error_t *wd_store_get_offset(wd_store_t *st, const char *topic, int32_t parti
   if (err || !val) goto cleanup;
   if (wd_store_offset_parse(val, vlen, next_offset)) {
     *next_offset = -1;
-    err = wd_error_new(WD_ERR_IO, "E_STORE_READ", "stored offset of %s/%" PRId32 " is not a decimal offset (%zu bytes)",
+    err = wd_error_new(WD_ERR_IO, E_STORE_READ, "stored offset of %s/%" PRId32 " is not a decimal offset (%zu bytes)",
                        topic, partition, vlen);
   }
 cleanup:
@@ -415,27 +415,27 @@ cleanup:
 }
 
 wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
-  if (!st || !cb) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan: NULL store or callback");
+  if (!st || !cb) return wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "scan: NULL store or callback");
   return st->ops->scan(st, cb, ctx);
 }
 
 wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
                                  void *ctx) {
   if (!st || !cb || (!prefix && plen))
-    return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan_prefix: NULL store, callback or prefix");
+    return wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "scan_prefix: NULL store, callback or prefix");
   return st->ops->scan_prefix(st, prefix, plen, NULL, 0, cb, ctx);
 }
 
 wd_error_t *wd_store_scan_prefix_from(wd_store_t *st, const uint8_t *prefix, size_t plen, const uint8_t *from,
                                       size_t flen, wd_store_scan_cb cb, void *ctx) {
   if (!st || !cb || (!prefix && plen) || (!from && flen))
-    return wd_error_new(WD_ERR_INTERNAL, "E_STORE_READ", "scan_prefix_from: NULL store, callback, prefix or key");
+    return wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "scan_prefix_from: NULL store, callback, prefix or key");
   return st->ops->scan_prefix(st, prefix, plen, from, flen, cb, ctx);
 }
 
 uint64_t wd_store_disk_bytes(wd_store_t *st) { return st ? st->ops->disk_bytes(st) : 0; }
 
 wd_error_t *wd_store_compact(wd_store_t *st) {
-  if (!st) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE", "compact: NULL store");
+  if (!st) return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE, "compact: NULL store");
   return st->ops->compact(st);
 }

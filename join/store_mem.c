@@ -167,7 +167,7 @@ static wd_error_t *wd_mem_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   wd_error_t *err = NULL;
   for (size_t i = 0; i < n; i++) {
     if (wd_mem_get(&ms->state, keys[i], klens[i], &vals[i], &vlens[i])) {
-      err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "memory store: out of memory copying %zu values", n);
+      err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "memory store: out of memory copying %zu values", n);
       goto cleanup;
     }
   }
@@ -186,7 +186,7 @@ cleanup:
 static wd_error_t *wd_mem_meta_get(wd_store_t *st, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen) {
   wd_store_mem_t *ms = (wd_store_mem_t *)st;
   if (wd_mem_get(&ms->meta, key, klen, val, vlen))
-    return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "memory store: out of memory reading an offset");
+    return wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "memory store: out of memory reading an offset");
   return NULL;
 }
 
@@ -282,7 +282,7 @@ static wd_error_t *wd_mem_write(wd_store_t *st, const wd_store_batch_t *const *b
     }
   goto cleanup;
 nomem:
-  err = wd_error_new(WD_ERR_NOMEM, "E_STORE_WRITE", "memory store: out of memory applying a batch of %zu ops", total);
+  err = wd_error_new(WD_ERR_NOMEM, E_STORE_WRITE, "memory store: out of memory applying a batch of %zu ops", total);
 cleanup:
   if (fresh) {
     for (size_t i = 0; i < total; i++) free(fresh[i]);
@@ -313,7 +313,7 @@ static wd_error_t *wd_mem_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
   if (ms->state.count == 0) goto cleanup;
   all = malloc(ms->state.count * sizeof(*all));
   if (!all) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "memory store: out of memory sorting %zu entries",
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "memory store: out of memory sorting %zu entries",
                        ms->state.count);
     goto cleanup;
   }
@@ -339,7 +339,7 @@ static wd_error_t *wd_mem_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
   if (ms->state.count == 0) return NULL;
   all = malloc(ms->state.count * sizeof(*all));
   if (!all)
-    return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "memory store: out of memory scanning %zu entries",
+    return wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "memory store: out of memory scanning %zu entries",
                         ms->state.count);
   for (size_t i = 0; i < ms->state.cap; i++) {
     wd_mem_entry_t *e = ms->state.slots[i];
@@ -389,10 +389,10 @@ static const wd_store_ops_t wd_store_mem_ops = {
 };
 
 wd_error_t *wd_store_open_memory(wd_store_t **out) {
-  if (!out) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_memory: NULL out");
+  if (!out) return wd_error_new(WD_ERR_INTERNAL, E_STORE_OPEN, "open_memory: NULL out");
   *out = NULL;
   wd_store_mem_t *ms = calloc(1, sizeof(*ms));
-  if (!ms) return wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "memory store: out of memory");
+  if (!ms) return wd_error_new(WD_ERR_NOMEM, E_STORE_OPEN, "memory store: out of memory");
   ms->base.ops = &wd_store_mem_ops;
   *out = &ms->base;
   return NULL;

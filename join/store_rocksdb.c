@@ -120,7 +120,7 @@ static wd_error_t *wd_rdb_disk_check(wd_store_rdb_t *rs) {
   atomic_store(&wd_rdb_disk_free, free_b);
   atomic_store(&wd_rdb_disk_is_short, is_short);
   if (!is_short) return NULL;
-  return wd_error_new(WD_ERR_IO, "E_STATE_DISK_FULL",
+  return wd_error_new(WD_ERR_IO, E_STATE_DISK_FULL,
                       "the state directory %s has %lld bytes free, below state.min-free-bytes (%llu): stopped "
                       "before the disk is full (the open commit is aborted, nothing is lost); free space on its "
                       "filesystem (or move state.dir to a larger one, or lower state.min-free-bytes) and start "
@@ -322,7 +322,7 @@ static wd_error_t *wd_rdb_corrupt_error(const char *dir, const char *msg) {
   char file[4096];
   wd_rdb_error_file(msg, dir, file, sizeof(file));
   bool named = strstr(msg, "No such file") && strstr(file, "MANIFEST-");
-  return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT",
+  return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT,
                       "the state directory %s is corrupt: %s%s (RocksDB: %s). Its rows cannot be "
                       "read; widen rebuilds them as it rebuilds a lost state directory (from the state changelog "
                       "topic, else from the sources, without repeating output) when the directory is moved aside: "
@@ -338,10 +338,10 @@ static wd_error_t *wd_rdb_corrupt_error(const char *dir, const char *msg) {
 #define WD_RDB_CORRUPT_MARKER "WIDEN-CORRUPT"
 
 /* An error of a read or write of rs: E_STATE_CORRUPT (and the marker written) when RocksDB says
- * Corruption, else WD_ERR_IO id with "<what> the state store in <dir>: <msg>". */
-static wd_error_t *wd_rdb_io_error(const char *dir, const char *id, const char *what, const char *msg) {
+ * Corruption, else WD_ERR_IO eid with "<what> the state store in <dir>: <msg>". */
+static wd_error_t *wd_rdb_io_error(const char *dir, wd_eid_t eid, const char *what, const char *msg) {
   if (!strstr(msg, "Corruption"))
-    return wd_error_new(WD_ERR_IO, id, "%s the state store in %s: %s", what, dir, msg);
+    return wd_error_make(WD_ERR_IO, eid, "%s the state store in %s: %s", what, dir, msg);
   wd_error_t *err = wd_rdb_corrupt_error(dir, msg);
   char path[4096];
   snprintf(path, sizeof(path), "%s/" WD_RDB_CORRUPT_MARKER, dir);
@@ -409,17 +409,17 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   wd_store_rdb_t *rs = NULL;
   char *rerr = NULL;
   if (!dir || !out) {
-    err = wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_rocksdb: NULL argument");
+    err = wd_error_new(WD_ERR_INTERNAL, E_STORE_OPEN, "open_rocksdb: NULL argument");
     goto cleanup;
   }
   *out = NULL;
   rs = calloc(1, sizeof(*rs));
   if (!rs || !(rs->dir = strdup(dir))) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_OPEN, "out of memory opening the store in %s", dir);
     goto cleanup;
   }
   if (wd_mkdir_p(dir) != 0) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot create the state directory %s: %s; check the path of "
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create the state directory %s: %s; check the path of "
                        "state.dir and its permissions", dir, strerror(errno));
     goto cleanup;
   }
@@ -440,14 +440,14 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
   if (!rs->db) {
     const char *msg = rerr ? rerr : "unknown error";
     if (wd_rdb_is_lock_error(msg)) {
-      err = wd_error_new(WD_ERR_IO, "E_STORE_LOCKED",
+      err = wd_error_new(WD_ERR_IO, E_STORE_LOCKED,
                          "state directory %s is locked: another widen process is using it; stop that process "
                          "or choose another state directory (RocksDB: %s)",
                          dir, msg);
     } else if (wd_rdb_is_corruption(msg, dir)) {
       err = wd_rdb_corrupt_error(dir, msg);
     } else {
-      err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s: %s", dir, msg);
+      err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot open the state store in %s: %s", dir, msg);
     }
     goto cleanup;
   }
@@ -491,20 +491,20 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   char *rerr = NULL;
   char tmpl[4096];
   struct stat sb;
-  if (!dir || !out) return wd_error_new(WD_ERR_INTERNAL, "E_STORE_OPEN", "open_rocksdb_secondary: NULL argument");
+  if (!dir || !out) return wd_error_new(WD_ERR_INTERNAL, E_STORE_OPEN, "open_rocksdb_secondary: NULL argument");
   *out = NULL;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "state directory %s does not exist", dir);
+    return wd_error_new(WD_ERR_IO, E_STORE_OPEN, "state directory %s does not exist", dir);
   if ((err = wd_rdb_marker_error(dir))) return err;
   const char *tmp = getenv("TMPDIR");
   snprintf(tmpl, sizeof(tmpl), "%s/widen-secondary-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   rs = calloc(1, sizeof(*rs));
   if (!rs || !(rs->dir = strdup(dir))) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_OPEN", "out of memory opening the store in %s", dir);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_OPEN, "out of memory opening the store in %s", dir);
     goto cleanup;
   }
   if (!mkdtemp(tmpl) || !(rs->secondary = strdup(tmpl))) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot create a directory for the secondary instance of %s: %s",
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create a directory for the secondary instance of %s: %s",
                        dir, strerror(errno));
     goto cleanup;
   }
@@ -517,13 +517,13 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
     if (rerr && wd_rdb_is_corruption(rerr, dir))
       err = wd_rdb_corrupt_error(dir, rerr);
     else
-      err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "cannot open the state store in %s read-only: %s", dir,
+      err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot open the state store in %s read-only: %s", dir,
                          rerr ? rerr : "unknown error");
     goto cleanup;
   }
   rocksdb_try_catch_up_with_primary(rs->db, &rerr);
   if (rerr) {
-    err = wd_error_new(WD_ERR_IO, "E_STORE_OPEN", "catching up with the state store in %s: %s", dir, rerr);
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "catching up with the state store in %s: %s", dir, rerr);
     goto cleanup;
   }
   rs->ropts = rocksdb_readoptions_create();
@@ -575,7 +575,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   wd_error_t *err = NULL;
   size_t done = 0;
   if (wd_rdb_scratch(rs, n)) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading %zu keys", n);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory reading %zu keys", n);
     goto cleanup;
   }
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
@@ -583,7 +583,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
   done = n;
   for (size_t i = 0; i < n; i++) {
     if (rs->errs[i]) {
-      if (!err) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading", rs->errs[i]);
+      if (!err) err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "reading", rs->errs[i]);
       continue;
     }
     if (!rs->pins[i] || err) continue;
@@ -591,7 +591,7 @@ static wd_error_t *wd_rdb_multi_get(wd_store_t *st, size_t n, const uint8_t *con
     const char *p = rocksdb_pinnableslice_value(rs->pins[i], &len);
     vals[i] = malloc(len ? len : 1);
     if (!vals[i]) {
-      err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory copying %zu values", n);
+      err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory copying %zu values", n);
       continue;
     }
     if (len) memcpy(vals[i], p, len);
@@ -619,12 +619,12 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
                                          wd_store_value_cb cb, void *ctx) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   wd_error_t *err = NULL;
-  if (wd_rdb_scratch(rs, n)) return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading %zu keys", n);
+  if (wd_rdb_scratch(rs, n)) return wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory reading %zu keys", n);
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
                                rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   for (size_t i = 0; i < n && !err; i++)
     if (rs->errs[i])
-      err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading", rs->errs[i]);
+      err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "reading", rs->errs[i]);
   for (size_t i = 0; i < n && !err; i++) {
     size_t len = 0;
     const char *p = rs->pins[i] ? rocksdb_pinnableslice_value(rs->pins[i], &len) : NULL;
@@ -650,7 +650,7 @@ static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t kl
   *val = NULL;
   *vlen = 0;
   if (rerr) {
-    err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "reading an offset from", rerr);
+    err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "reading an offset from", rerr);
     goto cleanup;
   }
   if (!pin) goto cleanup;
@@ -658,7 +658,7 @@ static wd_error_t *wd_rdb_meta_get(wd_store_t *st, const uint8_t *key, size_t kl
   const char *p = rocksdb_pinnableslice_value(pin, &len);
   *val = malloc(len ? len : 1);
   if (!*val) {
-    err = wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "out of memory reading an offset");
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "out of memory reading an offset");
     goto cleanup;
   }
   if (len) memcpy(*val, p, len);
@@ -680,7 +680,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
   char *rerr = NULL;
   wd_store_op_view_t v;
   if (rs->secondary)
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "the state store in %s is open read-only (secondary instance)",
                         rs->dir);
   if ((err = wd_rdb_disk_check(rs))) return err;
   rocksdb_writebatch_clear(rs->wb);
@@ -705,7 +705,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
         case WD_STORE_OP_DELETE_RANGE:
           if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
             rocksdb_writebatch_clear(rs->wb);
-            return wd_error_new(WD_ERR_INTERNAL, "E_STORE_WRITE",
+            return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE,
                                 "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)",
                                 rs->dir, v.klen, WD_STORE_RANGE_BEGIN_MAX);
           }
@@ -720,7 +720,7 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
     }
   }
   rocksdb_write(rs->db, sync ? rs->wopts_sync : rs->wopts, rs->wb, &rerr);
-  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_WRITE", "writing to", rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_WRITE, "writing to", rerr);
   rocksdb_writebatch_clear(rs->wb);
   rocksdb_free(rerr);
   return err;
@@ -742,7 +742,7 @@ static wd_error_t *wd_rdb_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "scanning", rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "scanning", rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_free(rerr);
@@ -762,7 +762,7 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
    * the deletes after it until the next live key */
   char *upper = malloc(plen + 1);
   size_t ulen = plen;
-  if (!upper) return wd_error_new(WD_ERR_NOMEM, "E_STORE_READ", "scanning the state store: out of memory");
+  if (!upper) return wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "scanning the state store: out of memory");
   memcpy(upper, prefix, plen);
   while (ulen && (uint8_t)upper[ulen - 1] == 0xFF) ulen--;
   if (ulen) upper[ulen - 1] = (char)((uint8_t)upper[ulen - 1] + 1);
@@ -782,7 +782,7 @@ static wd_error_t *wd_rdb_scan_prefix(wd_store_t *st, const uint8_t *prefix, siz
     if (cb(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)) goto cleanup;
   }
   rocksdb_iter_get_error(it, &rerr);
-  if (rerr) err = wd_rdb_io_error(rs->dir, "E_STORE_READ", "scanning", rerr);
+  if (rerr) err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "scanning", rerr);
 cleanup:
   rocksdb_iter_destroy(it);
   rocksdb_readoptions_destroy(ro);
@@ -800,12 +800,12 @@ static wd_error_t *wd_rdb_compact(wd_store_t *st) {
   wd_store_rdb_t *rs = (wd_store_rdb_t *)st;
   uint64_t bg_errors = 0;
   if (rs->secondary)
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "the state store in %s is open read-only (secondary instance)",
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "the state store in %s is open read-only (secondary instance)",
                         rs->dir);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_STATE], NULL, 0, NULL, 0);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_META], NULL, 0, NULL, 0);
   if (rocksdb_property_int(rs->db, "rocksdb.background-errors", &bg_errors) == 0 && bg_errors > 0)
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "compacting the state store in %s: %llu background errors",
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "compacting the state store in %s: %llu background errors",
                         rs->dir, (unsigned long long)bg_errors);
   return NULL;
 }

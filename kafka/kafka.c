@@ -130,7 +130,7 @@ wd_error_t *wd_kafka_unknown_property(const char *name) {
   size_t n = 0;
   char **names = wd_kafka_property_names(&n);
   const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "unknown Kafka property '%s'%s%s%s",
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "unknown Kafka property '%s'%s%s%s",
                                  name, near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
                                  near ? near : "", near ? "'?" : "");
   for (size_t i = 0; i < n; i++) free(names[i]);
@@ -143,7 +143,7 @@ static wd_error_t *wd_kafka_conf_set1(rd_kafka_conf_t *rconf, const char *name, 
   rd_kafka_conf_res_t res = rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr));
   if (res == RD_KAFKA_CONF_UNKNOWN) return wd_kafka_unknown_property(name);
   if (res != RD_KAFKA_CONF_OK)
-    return wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY", "Kafka property '%s' = '%s': %s", name, wd_conf_shown(name, value),
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' = '%s': %s", name, wd_conf_shown(name, value),
                        errstr);
   return NULL;
 }
@@ -154,7 +154,7 @@ wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t
   rd_kafka_conf_t *rconf = NULL;
   *out = NULL;
   if (!conf->brokers || !*conf->brokers) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+    err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
                        "Kafka property 'bootstrap.servers': no brokers given (host:port[,host:port...])");
     goto cleanup;
   }
@@ -174,13 +174,13 @@ wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t
     const wd_kafka_prop_t *prop = &conf->props[i];
     if (strcmp(prop->name, "bootstrap.servers") == 0 || strcmp(prop->name, "metadata.broker.list") == 0 ||
         strcmp(prop->name, "group.id") == 0) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
                          "Kafka property '%s' cannot be passed through: use the %s setting", prop->name,
                          strcmp(prop->name, "group.id") == 0 ? "group" : "brokers");
       goto cleanup;
     }
     if (wd_kafka_kv_has(fixed, prop->name)) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_KAFKA_PROPERTY",
+      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
                          "Kafka property '%s' is managed by widen and cannot be set", prop->name);
       goto cleanup;
     }
@@ -231,7 +231,7 @@ static bool wd_kafka_err_fenced(rd_kafka_resp_err_t err) {
          err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
 }
 
-wd_error_t *wd_kafka_error_obj(rd_kafka_t *rk, rd_kafka_error_t *rerr, const char *id, const char *fmt, ...) {
+wd_error_t *wd_kafka_error_obj_make(rd_kafka_t *rk, rd_kafka_error_t *rerr, wd_eid_t eid, const char *fmt, ...) {
   char text[512], fatal_str[512];
   va_list ap;
   va_start(ap, fmt);
@@ -241,7 +241,7 @@ wd_error_t *wd_kafka_error_obj(rd_kafka_t *rk, rd_kafka_error_t *rerr, const cha
   rd_kafka_resp_err_t orig = RD_KAFKA_RESP_ERR_NO_ERROR;
   bool fatal = rerr && rd_kafka_error_is_fatal(rerr);
   if (fatal && rk) orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
-  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, id, "%s: %s (%s)%s%s", text, rerr ? rd_kafka_error_name(rerr) : "?",
+  wd_error_t *e = wd_error_make(WD_ERR_KAFKA, eid, "%s: %s (%s)%s%s", text, rerr ? rd_kafka_error_name(rerr) : "?",
                                rerr ? rd_kafka_error_string(rerr) : "unknown error", orig ? "; fatal: " : "",
                                orig ? fatal_str : "");
   if (e != wd_error_nomem()) {
@@ -261,7 +261,7 @@ void wd_group_meta_destroy(wd_group_meta_t *gm) {
   free(gm);
 }
 
-wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *id, const char *fmt, ...) {
+wd_error_t *wd_kafka_error_make(rd_kafka_t *rk, rd_kafka_resp_err_t err, wd_eid_t eid, const char *fmt, ...) {
   char text[512], fatal_str[512];
   va_list ap;
   va_start(ap, fmt);
@@ -270,7 +270,7 @@ wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *
   if (err == RD_KAFKA_RESP_ERR__FATAL && rk) {
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
     if (orig) {
-      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, id, "%s: fatal client error %s: %s", text, rd_kafka_err2name(orig),
+      wd_error_t *e = wd_error_make(WD_ERR_KAFKA, eid, "%s: fatal client error %s: %s", text, rd_kafka_err2name(orig),
                                    fatal_str);
       if (e != wd_error_nomem()) {
         e->fatal = true;
@@ -281,7 +281,7 @@ wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *
       return e;
     }
   }
-  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, id, "%s: %s (%s)", text, rd_kafka_err2name(err), rd_kafka_err2str(err));
+  wd_error_t *e = wd_error_make(WD_ERR_KAFKA, eid, "%s: %s (%s)", text, rd_kafka_err2name(err), rd_kafka_err2str(err));
   if (e != wd_error_nomem()) {
     e->retriable = wd_kafka_err_retriable(err);
     e->fatal = err == RD_KAFKA_RESP_ERR__FATAL;
@@ -355,7 +355,7 @@ static wd_error_t *wd_kafka_security_error(rd_kafka_t *rk, int err, const char *
   if (err != RD_KAFKA_RESP_ERR__SSL) {
     wd_kafka_conf_str(rk, "sasl.mechanisms", mech, sizeof(mech));
     wd_kafka_conf_str(rk, "sasl.username", user, sizeof(user));
-    e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_AUTH",
+    e = wd_error_new(WD_ERR_KAFKA, E_KAFKA_AUTH,
                      "Kafka authentication failed: broker %s refused SASL %s user '%s': check sasl.username and "
                      "sasl.password in kafka.properties (broker said: %s)",
                      brokers, mech, user, reason);
@@ -364,17 +364,17 @@ static wd_error_t *wd_kafka_security_error(rd_kafka_t *rk, int err, const char *
     wd_kafka_conf_str(rk, "ssl.ca.location", ca, sizeof(ca));
     wd_kafka_conf_str(rk, "ssl.endpoint.identification.algorithm", ident, sizeof(ident));
     if (x == WD_X509_HOSTNAME_MISMATCH || x == WD_X509_IP_ADDRESS_MISMATCH)
-      e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS_HOSTNAME",
+      e = wd_error_new(WD_ERR_KAFKA, E_KAFKA_TLS_HOSTNAME,
                        "Kafka TLS hostname mismatch: the certificate of broker %s is not issued for the name it was "
                        "reached by (ssl.endpoint.identification.algorithm=%s): connect with a name or address the "
                        "certificate lists in bootstrap.servers (the broker's advertised listeners too)",
                        brokers, ident[0] ? ident : "https");
     else if (x == WD_X509_CERT_HAS_EXPIRED || x == WD_X509_CERT_NOT_YET_VALID)
-      e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS_CERT",
+      e = wd_error_new(WD_ERR_KAFKA, E_KAFKA_TLS_CERT,
                        "Kafka TLS certificate verify failed: the certificate of broker %s has %s", brokers,
                        x == WD_X509_CERT_HAS_EXPIRED ? "expired" : "a start date in the future (check the clock)");
     else
-      e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS_CERT",
+      e = wd_error_new(WD_ERR_KAFKA, E_KAFKA_TLS_CERT,
                        "Kafka TLS certificate verify failed: the certificate of broker %s is not signed by a trusted "
                        "CA (X.509 error %d%s): set ssl.ca.location to the CA that signed it (now: %s)",
                        brokers, x,
@@ -384,7 +384,7 @@ static wd_error_t *wd_kafka_security_error(rd_kafka_t *rk, int err, const char *
                            : "",
                        ca[0] ? ca : "the system's CA store");
   } else {
-    e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_TLS",
+    e = wd_error_new(WD_ERR_KAFKA, E_KAFKA_TLS,
                      "Kafka TLS handshake with broker %s failed (is it a TLS listener? security.protocol, "
                      "ssl.* in kafka.properties): %s",
                      brokers, reason);

@@ -41,20 +41,24 @@ typedef struct wd_kafka_kv {
 wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults,
                                 const wd_kafka_kv_t *fixed, rd_kafka_conf_t **out);
 
-/* A new WD_ERR_KAFKA error with id (e.g. "E_KAFKA") whose text is the printf-style text followed
+/* A new WD_ERR_KAFKA error with the id eid (e.g. WD_EID_E_KAFKA) whose text is the printf-style text followed
  * by ": <librdkafka's error name and description>". retriable is set for librdkafka's
  * retriable/transient codes, fatal for fatal ones (checks rd_kafka_fatal_error when rk is
  * given and err is RD_KAFKA_RESP_ERR__FATAL). Never returns NULL. */
-wd_error_t *wd_kafka_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *id, const char *fmt, ...)
+wd_error_t *wd_kafka_error_make(rd_kafka_t *rk, rd_kafka_resp_err_t err, wd_eid_t eid, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* wd_kafka_error(rk, err, ID, fmt, ...): the id as a bare name of common/error_ids.h (E_KAFKA). */
+#define wd_kafka_error(rk, err, ID, ...) wd_kafka_error_make((rk), (err), WD_EID_##ID, __VA_ARGS__)
 
 /* A new WD_ERR_KAFKA error with id from a librdkafka error object (the transactional API's
  * results): text as wd_kafka_error's; code = rd_kafka_error_code, retriable, fatal and
  * txn_requires_abort from librdkafka's own classification; fenced for __FENCED,
  * PRODUCER_FENCED, INVALID_PRODUCER_EPOCH and a fatal error caused by one of them. Takes
  * ownership of rerr (destroyed). Never returns NULL. */
-wd_error_t *wd_kafka_error_obj(rd_kafka_t *rk, rd_kafka_error_t *rerr, const char *id, const char *fmt, ...)
+wd_error_t *wd_kafka_error_obj_make(rd_kafka_t *rk, rd_kafka_error_t *rerr, wd_eid_t eid, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* wd_kafka_error_obj(rk, rerr, ID, fmt, ...): the id as a bare name of common/error_ids.h. */
+#define wd_kafka_error_obj(rk, rerr, ID, ...) wd_kafka_error_obj_make((rk), (rerr), WD_EID_##ID, __VA_ARGS__)
 
 /* wd_group_meta_t (common/kafka_conf.h) wraps librdkafka's consumer group metadata. */
 struct wd_group_meta {

@@ -131,7 +131,7 @@ wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out) {
   rd_kafka_conf_set_error_cb(rconf, wd_producer_error_cb);
   rd_kafka_conf_set_opaque(rconf, p);
   if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, sizeof(errstr)))) {
-    err = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "cannot create the Kafka producer: %s", errstr);
+    err = wd_error_new(WD_ERR_KAFKA, E_KAFKA, "cannot create the Kafka producer: %s", errstr);
     goto cleanup;
   }
   rconf = NULL; /* owned by p->rk now */
@@ -163,7 +163,7 @@ static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, w
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, name, NULL);
   if (!rkt) {
     free(copy);
-    *err = wd_kafka_error(p->rk, rd_kafka_last_error(), "E_SINK_PRODUCE", "topic '%s'", name);
+    *err = wd_kafka_error(p->rk, rd_kafka_last_error(), E_SINK_PRODUCE, "topic '%s'", name);
     return NULL;
   }
   topics[p->ntopics].name = copy;
@@ -173,7 +173,7 @@ static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, w
 }
 
 static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {
-  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, "E_SINK_FATAL", "producer");
+  return wd_kafka_error(p->rk, RD_KAFKA_RESP_ERR__FATAL, E_SINK_FATAL, "producer");
 }
 
 static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, int32_t partition, const void *key,
@@ -222,7 +222,7 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
     }
     if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       err = rerr == RD_KAFKA_RESP_ERR__FATAL ? wd_producer_fatal_error(p)
-                                              : wd_kafka_error(p->rk, rerr, "E_SINK_PRODUCE", "produce to '%s'", topic);
+                                              : wd_kafka_error(p->rk, rerr, E_SINK_PRODUCE, "produce to '%s'", topic);
       /* A transactional producer refuses new messages with __STATE while its transaction is in
        * an abortable error state (a delivery inside it failed): the transaction must be aborted
        * and the work redone (librdkafka's transactions guide). Fatal states were taken above. */
@@ -241,7 +241,7 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
     if (p->wait) { /* the owner serves its consumer while deliveries drain, and may give up */
       rd_kafka_poll(p->rk, 10);
       if (p->wait(p->wait_ctx, 90)) {
-        err = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "produce to '%s': stopped while the producer queue was full",
+        err = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "produce to '%s': stopped while the producer queue was full",
                            topic);
         err->retriable = true;
         goto cleanup;
@@ -289,13 +289,13 @@ wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic
 static wd_error_t *wd_producer_result(wd_producer_t *p) {
   if (p->fatal) return wd_producer_fatal_error(p);
   if (p->failed) {
-    wd_error_t *err = wd_error_new(WD_ERR_KAFKA, "E_SINK_DELIVERY", "%" PRIu64 " message(s) could not be delivered; first: %s",
+    wd_error_t *err = wd_error_new(WD_ERR_KAFKA, E_SINK_DELIVERY, "%" PRIu64 " message(s) could not be delivered; first: %s",
                                    p->failed, p->first_failure);
     if (err != wd_error_nomem()) err->retriable = false;
     return err;
   }
   uint64_t in_flight = p->sent - p->acked - p->failed;
-  if (in_flight) return wd_error_new(WD_ERR_KAFKA, "E_SINK_TIMEOUT", "%" PRIu64 " message(s) still in flight", in_flight);
+  if (in_flight) return wd_error_new(WD_ERR_KAFKA, E_SINK_TIMEOUT, "%" PRIu64 " message(s) still in flight", in_flight);
   return NULL;
 }
 
@@ -347,7 +347,7 @@ wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout
     if (left <= 0) {
       uint64_t n = 0;
       for (uint64_t e = first; e <= epoch; e++) n += p->pending[WD_EPOCH_SLOT(e)];
-      return wd_error_new(WD_ERR_KAFKA, "E_SINK_TIMEOUT", "%" PRIu64 " message(s) of output batch %" PRIu64
+      return wd_error_new(WD_ERR_KAFKA, E_SINK_TIMEOUT, "%" PRIu64 " message(s) of output batch %" PRIu64
                           " still in flight", n, epoch);
     }
     rd_kafka_poll(p->rk, left > 100 ? 100 : (int)left);
@@ -383,12 +383,12 @@ bool wd_producer_transactional(const wd_producer_t *p) { return p->transactional
 wd_error_t *wd_producer_txn_init(wd_producer_t *p, int timeout_ms) {
   rd_kafka_error_t *e = rd_kafka_init_transactions(p->rk, timeout_ms);
   if (!e) wd_kafka_broker_ok("sink", &p->waiting); /* the coordinator answered: reachable */
-  return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_INIT", "initialising transactions") : NULL;
+  return e ? wd_kafka_error_obj(p->rk, e, E_TXN_INIT, "initialising transactions") : NULL;
 }
 
 wd_error_t *wd_producer_txn_begin(wd_producer_t *p) {
   rd_kafka_error_t *e = rd_kafka_begin_transaction(p->rk);
-  return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_BEGIN", "beginning a transaction") : NULL;
+  return e ? wd_kafka_error_obj(p->rk, e, E_TXN_BEGIN, "beginning a transaction") : NULL;
 }
 
 wd_error_t *wd_producer_txn_send_offsets(wd_producer_t *p, const wd_tp_offset_t *offsets, size_t n,
@@ -400,19 +400,19 @@ wd_error_t *wd_producer_txn_send_offsets(wd_producer_t *p, const wd_tp_offset_t 
     rd_kafka_topic_partition_list_add(list, offsets[i].topic, offsets[i].partition)->offset = offsets[i].offset;
   rd_kafka_error_t *e = rd_kafka_send_offsets_to_transaction(p->rk, list, gm->cgmd, timeout_ms);
   rd_kafka_topic_partition_list_destroy(list);
-  return e ? wd_kafka_error_obj(p->rk, e, "E_TXN_OFFSETS", "sending %zu offsets to the transaction", n) : NULL;
+  return e ? wd_kafka_error_obj(p->rk, e, E_TXN_OFFSETS, "sending %zu offsets to the transaction", n) : NULL;
 }
 
 wd_error_t *wd_producer_txn_commit(wd_producer_t *p, int timeout_ms) {
   rd_kafka_error_t *e = rd_kafka_commit_transaction(p->rk, timeout_ms);
-  if (e) return wd_kafka_error_obj(p->rk, e, "E_TXN_COMMIT", "committing the transaction");
+  if (e) return wd_kafka_error_obj(p->rk, e, E_TXN_COMMIT, "committing the transaction");
   rd_kafka_poll(p->rk, 0); /* delivery reports of the committed messages */
   return NULL;
 }
 
 wd_error_t *wd_producer_txn_abort(wd_producer_t *p, int timeout_ms) {
   rd_kafka_error_t *e = rd_kafka_abort_transaction(p->rk, timeout_ms);
-  if (e) return wd_kafka_error_obj(p->rk, e, "E_TXN_ABORT", "aborting the transaction");
+  if (e) return wd_kafka_error_obj(p->rk, e, E_TXN_ABORT, "aborting the transaction");
   /* the aborted messages were purged: serve their delivery reports, then forget them (they
    * are not a sticky failure, and not "sent" output) */
   for (int i = 0; i < 50 && p->sent != p->acked + p->failed; i++) rd_kafka_poll(p->rk, 20);
@@ -461,10 +461,10 @@ wd_error_t *wd_producer_ensure_topic(wd_producer_t *p, const char *topic, int pa
   rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1, errstr, sizeof(errstr));
   rd_kafka_queue_t *q = NULL;
   rd_kafka_event_t *ev = NULL;
-  if (!nt) return wd_error_new(WD_ERR_KAFKA, "E_TOPIC_CREATE", "topic '%s': %s", topic, errstr);
+  if (!nt) return wd_error_new(WD_ERR_KAFKA, E_TOPIC_CREATE, "topic '%s': %s", topic, errstr);
   for (size_t i = 0; configs && configs[i] && configs[i + 1]; i += 2)
     if (rd_kafka_NewTopic_set_config(nt, configs[i], configs[i + 1])) {
-      err = wd_error_new(WD_ERR_KAFKA, "E_TOPIC_CREATE", "topic '%s': config %s", topic, configs[i]);
+      err = wd_error_new(WD_ERR_KAFKA, E_TOPIC_CREATE, "topic '%s': config %s", topic, configs[i]);
       goto done;
     }
   if (!(q = rd_kafka_queue_new(p->rk))) {
@@ -476,20 +476,20 @@ wd_error_t *wd_producer_ensure_topic(wd_producer_t *p, const char *topic, int pa
   rd_kafka_CreateTopics(p->rk, &nt, 1, opts, q);
   if (opts) rd_kafka_AdminOptions_destroy(opts);
   if (!(ev = rd_kafka_queue_poll(q, timeout_ms + 1000))) {
-    err = wd_error_new(WD_ERR_KAFKA, "E_TOPIC_CREATE", "creating topic '%s': no answer in %d ms", topic, timeout_ms);
+    err = wd_error_new(WD_ERR_KAFKA, E_TOPIC_CREATE, "creating topic '%s': no answer in %d ms", topic, timeout_ms);
     err->retriable = true;
     goto done;
   }
   rd_kafka_resp_err_t rerr = rd_kafka_event_error(ev);
   if (rerr) {
-    err = wd_kafka_error(p->rk, rerr, "E_TOPIC_CREATE", "creating topic '%s'", topic);
+    err = wd_kafka_error(p->rk, rerr, E_TOPIC_CREATE, "creating topic '%s'", topic);
     goto done;
   }
   size_t n = 0;
   const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
   rerr = n == 1 ? rd_kafka_topic_result_error(tr[0]) : RD_KAFKA_RESP_ERR__FAIL;
   if (rerr && rerr != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-    err = wd_kafka_error(p->rk, rerr, "E_TOPIC_CREATE", "creating topic '%s' (%s)", topic,
+    err = wd_kafka_error(p->rk, rerr, E_TOPIC_CREATE, "creating topic '%s' (%s)", topic,
                          n == 1 && rd_kafka_topic_result_error_string(tr[0]) ? rd_kafka_topic_result_error_string(tr[0])
                                                                              : "");
   else if (!rerr)
@@ -508,7 +508,7 @@ wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int
   const struct rd_kafka_metadata *md = NULL;
   rd_kafka_resp_err_t rerr = rd_kafka_metadata(p->rk, 1, NULL, &md, timeout_ms);
   if (rerr) {
-    wd_error_t *err = wd_kafka_error(p->rk, rerr, "E_TOPIC_METADATA", "reading the metadata of topic '%s'", topic);
+    wd_error_t *err = wd_kafka_error(p->rk, rerr, E_TOPIC_METADATA, "reading the metadata of topic '%s'", topic);
     err->retriable = true;
     return err;
   }

@@ -344,7 +344,7 @@ int wd_cmd_changes(int argc, char **argv) {
   wd_error_t *err = wd_config_load(config, &cfg);
   if (err) goto done;
   if (cfg->sink.format == WD_CONFIG_SINK_AVRO) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "widen changes reads debezium-json and changelog-json sinks only");
+    err = wd_error_new(WD_ERR_CONFIG, C_CONFIG, "widen changes reads debezium-json and changelog-json sinks only");
     goto done;
   }
   if ((err = wd_config_build_table(cfg, &table))) goto done;
@@ -356,7 +356,7 @@ int wd_cmd_changes(int argc, char **argv) {
   if (!a.is_time && !b.is_time && a.v <= b.v && last && (uint64_t)a.v < first && (uint64_t)b.v >= first) {
     /* the older commits' changes are gone from the history: the answer would be incomplete
      * (commits after the last one do not exist yet: B is taken as the last) */
-    err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+    err = wd_error_new(WD_ERR_CONFIG, C_HISTORY_RANGE,
                        "commits %" PRId64 "..%" PRId64 " are not all in the history (it holds %" PRIu64 "..%" PRIu64
                        "; state.history-retention and state.history-max-bytes set how much is kept)",
                        a.v, b.v, first, last);
@@ -374,7 +374,7 @@ int wd_cmd_changes(int argc, char **argv) {
       char sa[32], sf[32];
       strftime(sa, sizeof(sa), "%Y-%m-%dT%H:%M:%SZ", gmtime(&ta));
       strftime(sf, sizeof(sf), "%Y-%m-%dT%H:%M:%SZ", gmtime(&tf));
-      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+      err = wd_error_new(WD_ERR_CONFIG, C_HISTORY_RANGE,
                          "--from %s (%s) is before the history: its oldest commit kept, %" PRIu64 ", was made at %s "
                          "(%" PRId64 "); the commits before it are gone, so the answer would be incomplete. Give "
                          "--from %" PRId64 " or later (state.history-retention and state.history-max-bytes set how much "
@@ -386,12 +386,12 @@ int wd_cmd_changes(int argc, char **argv) {
   if (!a.is_time && (!last || (uint64_t)a.v > last)) {
     /* the range begins after the last commit: none of its commits exists (yet) */
     if (last)
-      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+      err = wd_error_new(WD_ERR_CONFIG, C_HISTORY_RANGE,
                          "commits %" PRId64 "..%" PRId64 " are past the history (it holds %" PRIu64 "..%" PRIu64
                          "; the last commit is %" PRIu64 ")",
                          a.v, b.v, first, last, last);
     else
-      err = wd_error_new(WD_ERR_CONFIG, "C_HISTORY_RANGE",
+      err = wd_error_new(WD_ERR_CONFIG, C_HISTORY_RANGE,
                          "commits %" PRId64 "..%" PRId64 " are past the history: it is empty (no commit yet in %s)",
                          a.v, b.v, dir ? dir : cfg->state.dir);
     goto done;
@@ -464,7 +464,7 @@ int wd_cmd_changes(int argc, char **argv) {
       nmsgs = 0;
       if (err) goto done;
       if (left && wd_mono_ms() - last_data > 30000) {
-        err = wd_error_new(WD_ERR_KAFKA, "E_CHANGES_TIMEOUT",
+        err = wd_error_new(WD_ERR_KAFKA, E_CHANGES_TIMEOUT,
                            "no records of %s for 30 s while %zu partition range(s) named by the history are not read "
                            "to their end (deleted by retention?)",
                            cfg->sink.topic, left);

@@ -114,7 +114,7 @@ static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
   if (!strcmp(cfg->sink.topic, topic) || (cfg->sink.dead_letter_topic && !strcmp(cfg->sink.dead_letter_topic, topic))) {
     free(t);
     free(d);
-    return wd_error_new(WD_ERR_CONFIG, "C_REPLAY_OUTPUT",
+    return wd_error_new(WD_ERR_CONFIG, C_REPLAY_OUTPUT,
                         "--output %s: that is the live %s of this config; a replay writes a second full changelog "
                         "(an +I for every existing key) that its consumers cannot tell from new changes. Write to "
                         "another topic (e.g. --output %s.replay) and compare or switch consumers over",
@@ -125,7 +125,7 @@ static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
       if (!strcmp(cfg->sources.v[i].topics.v[k], topic) || !strcmp(cfg->sources.v[i].topics.v[k], d)) {
         free(t);
         free(d);
-        return wd_error_new(WD_ERR_CONFIG, "C_REPLAY_OUTPUT", "--output %s: that topic is read by source '%s'",
+        return wd_error_new(WD_ERR_CONFIG, C_REPLAY_OUTPUT, "--output %s: that topic is read by source '%s'",
                             topic, cfg->sources.v[i].name);
       }
   free(cfg->sink.topic);
@@ -456,7 +456,7 @@ int wd_cmd_rows(int argc, char **argv) {
   const char *sdir = dir ? dir : cfg ? cfg->state.dir : NULL;
   struct stat sb;
   if (!err && stat(sdir, &sb) != 0)
-    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DIR", "state directory %s does not exist: %s", sdir,
+    err = wd_error_new(WD_ERR_CONFIG, C_STATE_DIR, "state directory %s does not exist: %s", sdir,
                        dir ? "check --state-dir" : "check state.dir (it is relative to the working directory)");
   if (!err) err = wd_store_open_rocksdb(sdir, NULL, &st);
   if (wd_error_is(err, WD_EID_E_STORE_LOCKED)) {

@@ -339,7 +339,7 @@ int wd_cmd_tail(int argc, char **argv) {
           wd_error_destroy(derr);
           /* a topic in another format fails on every record: stop with a hint instead of a flood */
           if (++undecodable >= 10 && printed == 0) {
-            err = wd_error_new(WD_ERR_DECODE, "E_DECODE",
+            err = wd_error_new(WD_ERR_DECODE, E_DECODE,
                                "the first %d records are not %s; is the topic in the other format (--format "
                                "debezium-json | changelog-json)? --raw prints records as they are",
                                undecodable, wd_changelog_format_name(format));

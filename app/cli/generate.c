@@ -190,7 +190,7 @@ wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out) {
   double del = opts->delete_ratio == 0 ? 0.01 : (opts->delete_ratio < 0 ? 0 : opts->delete_ratio);
   double kc = opts->key_change_ratio > 0 ? opts->key_change_ratio : 0;
   if (late > 0.9 || del > 0.5 || kc > 0.5 || del + kc > 0.5) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_GENERATE",
+    err = wd_error_new(WD_ERR_CONFIG, C_GENERATE,
                        "late ratio %.3f (max 0.9), delete ratio %.3f (max 0.5) or key change ratio %.3f (max 0.5, "
                        "with deletes at most 0.5) too high",
                        late, del, kc);
@@ -212,7 +212,7 @@ wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out) {
   g->clock_ms = opts->start_ms ? opts->start_ms : INT64_C(1700000000000);
   size_t n = opts->streams ? opts->nstreams : WD_GEN_NKINDS;
   if (n == 0 || n > WD_GEN_NKINDS) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_GENERATE", "between 1 and 3 streams (orders, payments, shipments), not %zu", n);
+    err = wd_error_new(WD_ERR_CONFIG, C_GENERATE, "between 1 and 3 streams (orders, payments, shipments), not %zu", n);
     goto cleanup;
   }
   const char *prefix = opts->topic_prefix ? opts->topic_prefix : "";
@@ -224,7 +224,7 @@ wd_error_t *wd_gen_new(const wd_gen_opts_t *opts, wd_gen_t **out) {
     for (size_t j = 0; j < i && kind >= 0; j++)
       if (g->kinds[j] == kind) kind = -2;
     if (kind < 0) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_GENERATE", "stream '%s' is %s (streams: orders, payments, shipments)",
+      err = wd_error_new(WD_ERR_CONFIG, C_GENERATE, "stream '%s' is %s (streams: orders, payments, shipments)",
                          name ? name : "(null)", kind == -2 ? "given twice" : "unknown");
       goto cleanup;
     }

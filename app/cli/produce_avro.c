@@ -15,7 +15,6 @@
 
 #include "ingest/schema_registry.h"
 
-#define WD_PA_ERR "E_PRODUCE_AVRO"
 
 /* One half (key or value) of a topic's encoding: the inferred schema and its registry id. */
 typedef struct wd_pa_half {
@@ -92,7 +91,7 @@ static json_t *wd_pa_record(json_t *o, const char *name, const char *path, wd_er
   json_t *v;
   json_object_foreach(o, k, v) {
     if (!wd_pa_valid_name(k)) {
-      *err = wd_error_new(WD_ERR_DECODE, WD_PA_ERR, "member '%s%s%s' is not a valid Avro field name (letters, digits, _)",
+      *err = wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO, "member '%s%s%s' is not a valid Avro field name (letters, digits, _)",
                           path, *path ? "." : "", k);
       goto fail;
     }
@@ -143,7 +142,7 @@ static json_t *wd_pa_envelope(json_t *ev, const char *ns, wd_error_t **err) {
   json_t *after = json_object_get(ev, "after"), *before = json_object_get(ev, "before");
   json_t *img = json_is_object(after) ? after : json_is_object(before) ? before : NULL;
   if (!img) {
-    *err = wd_error_new(WD_ERR_DECODE, WD_PA_ERR,
+    *err = wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO,
                         "the first message of the topic has no row image (before/after) to infer its Avro schema from");
     return NULL;
   }
@@ -161,7 +160,7 @@ static json_t *wd_pa_envelope(json_t *ev, const char *ns, wd_error_t **err) {
       value_given = 1;
     } else {
       if (!wd_pa_valid_name(k)) {
-        *err = wd_error_new(WD_ERR_DECODE, WD_PA_ERR, "member '%s' is not a valid Avro field name", k);
+        *err = wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO, "member '%s' is not a valid Avro field name", k);
         goto fail;
       }
       if (!(t = wd_pa_infer(v, k, err))) goto fail;
@@ -188,7 +187,7 @@ static wd_error_t *wd_pa_half_init(wd_produce_avro_t *pa, wd_pa_half_t *h, json_
   if (!text) return wd_error_nomem();
   wd_error_t *err = NULL;
   if (avro_schema_from_json_length(text, strlen(text), &h->schema)) {
-    err = wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "the inferred Avro schema of %s does not parse: %s", subject,
+    err = wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "the inferred Avro schema of %s does not parse: %s", subject,
                        avro_strerror());
     goto cleanup;
   }
@@ -277,7 +276,7 @@ static wd_error_t *wd_pa_set(avro_value_t *v, json_t *j, const char *path) {
     json_object_foreach(j, k, m) {
       avro_value_t f;
       if (avro_value_get_by_name(v, k, &f, NULL))
-        return wd_error_new(WD_ERR_DECODE, WD_PA_ERR,
+        return wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO,
                             "member '%s%s%s' is not in the Avro schema inferred from the topic's first message "
                             "(every message of a topic needs the members of its first)",
                             path, *path ? "." : "", k);
@@ -286,7 +285,7 @@ static wd_error_t *wd_pa_set(avro_value_t *v, json_t *j, const char *path) {
   }
   default: break;
   }
-  return wd_error_new(WD_ERR_DECODE, WD_PA_ERR, "member '%s': a JSON %s where the Avro schema inferred from the "
+  return wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO, "member '%s': a JSON %s where the Avro schema inferred from the "
                       "topic's first message has %s", *path ? path : "(the message)",
                       json_is_object(j) ? "object" : json_is_array(j) ? "array" : json_is_string(j) ? "string"
                       : json_is_boolean(j) ? "boolean" : "number",
@@ -309,7 +308,7 @@ static wd_error_t *wd_pa_write(wd_pa_half_t *h, json_t *j, char **out, size_t *l
   if (w) avro_writer_free(w);
   if (rc) {
     free(buf);
-    return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "avro-c could not write a value: %s", avro_strerror());
+    return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "avro-c could not write a value: %s", avro_strerror());
   }
   *out = buf;
   *len = sz + WD_WIRE_HEADER;
@@ -320,7 +319,7 @@ static json_t *wd_pa_load(const char *text, size_t len, const char *what, wd_err
   json_error_t je;
   json_t *j = json_loadb(text, len, 0, &je);
   if (!json_is_object(j)) {
-    *err = wd_error_new(WD_ERR_DECODE, WD_PA_ERR, "the %s is not a JSON object%s%s", what, j ? "" : ": ",
+    *err = wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO, "the %s is not a JSON object%s%s", what, j ? "" : ": ",
                         j ? "" : je.text);
     json_decref(j);
     return NULL;

@@ -67,7 +67,7 @@ static wd_error_t *declare_sources(wd_join_t *jn, const wd_schema_t *schema, con
       size_t ncols = 0, non = 0;
       if (!name || json_names(json_object_get(js, "columns"), names, 256, &ncols) ||
           (lk && json_names(json_object_get(js, "on"), on, 16, &non))) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "sources[%zu]: needs \"name\", \"columns\" (and \"on\" for a "
+        err = wd_error_new(WD_ERR_CONFIG, C_CONFIG, "sources[%zu]: needs \"name\", \"columns\" (and \"on\" for a "
                            "lookup) as strings or lists of strings", i);
         break;
       }
@@ -88,7 +88,7 @@ static wd_error_t *declare_sources(wd_join_t *jn, const wd_schema_t *schema, con
       for (size_t c = 0; c < ncols; c++) {
         int k = wd_schema_find(schema, names[c]);
         if (k < 0) {
-          err = wd_error_new(WD_ERR_CONFIG, "C_UNKNOWN_COLUMN", "source '%s': '%s' is not a column", name, names[c]);
+          err = wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_COLUMN, "source '%s': '%s' is not a column", name, names[c]);
           break;
         }
         mapped[k] = true;
@@ -237,7 +237,7 @@ int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t
       recs[nrecs++] = row;
       const char *op = json_string_value(json_object_get(in, "op"));
       if (!op || wd_row_kind_parse(op, &row->kind)) {
-        rerr = wd_error_new(WD_ERR_RECORD, "E_DECODE", "input %zu: op must be +I, -U, +U or -D", k);
+        rerr = wd_error_new(WD_ERR_RECORD, E_DECODE, "input %zu: op must be +I, -U, +U or -D", k);
         bad = (long)k;
       } else if ((rerr = wd_row_from_json(rschema, json_object_get(in, "row"), row))) {
         rerr = wd_error_wrap(rerr, "input %zu", k);

@@ -499,7 +499,7 @@ static yaml_node_t *node_at(const ld_t *ld, int index) { return yaml_document_ge
 
 /* A C_CONFIG error "<file>:<line>: <text>". */
 static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static wd_error_t *cfg_err_id(const ld_t *ld, const char *id, int line, const char *fmt, ...)
+static wd_error_t *cfg_err_id(const ld_t *ld, wd_eid_t eid, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) {
   char *text = NULL;
@@ -508,19 +508,19 @@ static wd_error_t *cfg_err(const ld_t *ld, int line, const char *fmt, ...) {
   int rc = vasprintf(&text, fmt, ap);
   va_end(ap);
   if (rc < 0) return wd_error_nomem();
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%d: %s", ld->file, line, text);
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_CONFIG, "%s:%d: %s", ld->file, line, text);
   free(text);
   return err;
 }
 
-static wd_error_t *cfg_err_id(const ld_t *ld, const char *id, int line, const char *fmt, ...) {
+static wd_error_t *cfg_err_id(const ld_t *ld, wd_eid_t eid, int line, const char *fmt, ...) {
   char *text = NULL;
   va_list ap;
   va_start(ap, fmt);
   int rc = vasprintf(&text, fmt, ap);
   va_end(ap);
   if (rc < 0) return wd_error_nomem();
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, id, "%s:%d: %s", ld->file, line, text);
+  wd_error_t *err = wd_error_make(WD_ERR_CONFIG, eid, "%s:%d: %s", ld->file, line, text);
   free(text);
   return err;
 }
@@ -831,7 +831,7 @@ static wd_error_t *set_scalar(const ld_t *ld, const wd_config_option_t *opt, con
     return cfg_err(ld, line, "'%s' is '%s', which is not one of its values; %s%s%suse one of: %s", path, text,
                    near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", list);
   }
-  default: return wd_error_new(WD_ERR_INTERNAL, NULL, "option '%s' is not a scalar", path);
+  default: return wd_error_new(WD_ERR_INTERNAL, NONE, "option '%s' is not a scalar", path);
   }
 }
 
@@ -944,7 +944,7 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
   size_t nopt = 0;
   wd_error_t *err = NULL;
   while (sec->options[nopt].name) nopt++;
-  if (nopt > 32) return wd_error_new(WD_ERR_INTERNAL, NULL, "config section '%s' has too many options", path);
+  if (nopt > 32) return wd_error_new(WD_ERR_INTERNAL, NONE, "config section '%s' has too many options", path);
   *(int *)(base + sec->line_offset) = line;
   yaml_node_pair_t *start = node ? node->data.mapping.pairs.start : NULL;
   yaml_node_pair_t *top = node ? node->data.mapping.pairs.top : NULL;
@@ -1047,7 +1047,7 @@ static wd_error_t *check_kafka_properties(const ld_t *ld, const wd_config_t *cfg
       const char *m = perr->message;
       size_t idl = strlen(perr->id);
       if (idl && !strncmp(m, perr->id, idl) && !strncmp(m + idl, ": ", 2)) m += idl + 2;
-      err = wd_error_new(WD_ERR_CONFIG, perr->id, "%s:%d: %s.properties: %s", ld->file, pr->line,
+      err = wd_error_make(WD_ERR_CONFIG, perr->eid, "%s:%d: %s.properties: %s", ld->file, pr->line,
                          s ? "sink" : "kafka", m);
       wd_error_destroy(perr);
       if (err == wd_error_nomem() || (err = ld_note(ld, err))) return err;
@@ -1072,11 +1072,11 @@ static wd_error_t *check_source_key(const ld_t *ld, const wd_config_source_t *sr
   const wd_format_t *f = wd_format_of(src->format);
   bool upsert = f && !strcmp(f->name, "upsert-json");
   if (src->primary_key.n && src->lookup)
-    return cfg_err_id(ld, "C_SOURCE_KEY_LOOKUP", src->primary_key.line,
+    return cfg_err_id(ld, WD_EID_C_SOURCE_KEY_LOOKUP, src->primary_key.line,
                       "source '%s' has both `lookup: true` and `primary-key:`; a lookup is kept by its `key:` "
                       "already, so remove `primary-key:`", src->name);
   if (upsert && !src->primary_key.n)
-    return cfg_err_id(ld, "C_SOURCE_KEY_REQUIRED", src->line,
+    return cfg_err_id(ld, WD_EID_C_SOURCE_KEY_REQUIRED, src->line,
                       "source '%s' has `format: upsert-json`, whose deletes (tombstones) carry only the Kafka key; "
                       "add `primary-key: [<its key fields>]`", src->name);
   return NULL;
@@ -1219,7 +1219,7 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
   if (parser->error == YAML_MEMORY_ERROR) return wd_error_nomem();
   const char *problem = parser->problem ? parser->problem : "unknown problem";
   if (parser->error == YAML_READER_ERROR)
-    return wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%zu:%zu: the file is not valid text: %s (byte %zu); save it "
+    return wd_error_new(WD_ERR_CONFIG, C_CONFIG, "%s:%zu:%zu: the file is not valid text: %s (byte %zu); save it "
                         "as UTF-8 text", ld->file, parser->problem_mark.line + 1, parser->problem_mark.column + 1,
                         problem, parser->problem_offset);
   char ctx[200] = "";
@@ -1229,7 +1229,7 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
                         ? "replace tabs with spaces there (YAML indents with spaces, never tabs)"
                         : "fix the YAML there (indentation, a missing ':' or space after it, an unclosed quote or "
                           "bracket)";
-  return wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s:%zu:%zu: YAML syntax error: %s%s; %s", ld->file,
+  return wd_error_new(WD_ERR_CONFIG, C_CONFIG, "%s:%zu:%zu: YAML syntax error: %s%s; %s", ld->file,
                       parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem, ctx, fix);
 }
 
@@ -1274,7 +1274,7 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
   ld_t ld = {path, &doc, NULL};
   *out = NULL;
   if (!(f = fopen(path, "rb"))) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_CONFIG", "%s: can not open the config file: %s; check the path", path,
+    err = wd_error_new(WD_ERR_CONFIG, C_CONFIG, "%s: can not open the config file: %s; check the path", path,
                        strerror(errno));
     goto done;
   }
@@ -1326,7 +1326,7 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
       const char *m = err->message;
       size_t idl = strlen(err->id);
       if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
-      wd_error_t *all = wd_error_new(err->cls, err->id, "%s\n  and %zu more error%s in this file:%s%s", m,
+      wd_error_t *all = wd_error_make(err->cls, err->eid, "%s\n  and %zu more error%s in this file:%s%s", m,
                                      errs.nmore, errs.nmore > 1 ? "s" : "",
                                      errs.more.data ? (const char *)errs.more.data : "",
                                      errs.nmore > 20 ? "\n  ..." : "");
@@ -1392,7 +1392,7 @@ wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err) {
   char file[600] = "";
   if (cfg->brokers_in_file)
     snprintf(file, sizeof(file), ", not from %s's kafka.bootstrap.servers '%s'", cfg->path, cfg->brokers_in_file);
-  wd_error_t *all = wd_error_new(err->cls, err->id, "%s (the brokers %s came from the environment variable "
+  wd_error_t *all = wd_error_make(err->cls, err->eid, "%s (the brokers %s came from the environment variable "
                                  WD_BROKERS_ENV "%s)", m, cfg->kafka.bootstrap_servers, file);
   if (all == wd_error_nomem()) return err;
   all->retriable = err->retriable;
@@ -1437,7 +1437,7 @@ static wd_error_t *at_line(wd_error_t *err, const char *file, int line) {
   const char *text = err->message;
   size_t idn = strlen(err->id);
   if (idn && !strncmp(text, err->id, idn) && !strncmp(text + idn, ": ", 2)) text += idn + 2;
-  wd_error_t *e2 = wd_error_new(err->cls, idn ? err->id : NULL, "%s:%d: %s", file, line, text);
+  wd_error_t *e2 = wd_error_make(err->cls, idn ? err->eid : WD_EID_NONE, "%s:%d: %s", file, line, text);
   if (e2 == wd_error_nomem()) return err;
   e2->index = err->index;
   e2->retriable = err->retriable;
@@ -1508,7 +1508,7 @@ wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_sc
   int line = 0;
   *out = NULL;
   if (i >= cfg->sources.n) {
-    err = wd_error_new(WD_ERR_INTERNAL, NULL, "source index %zu out of range (%zu sources)", i, cfg->sources.n);
+    err = wd_error_new(WD_ERR_INTERNAL, NONE, "source index %zu out of range (%zu sources)", i, cfg->sources.n);
     goto done;
   }
   const wd_config_source_t *cs = &cfg->sources.v[i];

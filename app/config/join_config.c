@@ -14,7 +14,7 @@ static wd_error_t *at(wd_error_t *err, const char *file, int line) {
   const char *text = err->message;
   size_t idn = strlen(err->id);
   if (idn && !strncmp(text, err->id, idn) && !strncmp(text + idn, ": ", 2)) text += idn + 2;
-  wd_error_t *e2 = wd_error_new(err->cls, idn ? err->id : NULL, "%s:%d: %s", file, line, text);
+  wd_error_t *e2 = wd_error_make(err->cls, idn ? err->eid : WD_EID_NONE, "%s:%d: %s", file, line, text);
   if (e2 == wd_error_nomem()) return err;
   wd_error_destroy(err);
   return e2;

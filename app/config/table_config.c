@@ -30,7 +30,7 @@ wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primar
     goto done;
   }
   if (!json_is_array(schema) || !json_is_array(primary_key) || (options && !json_is_null(options) && !json_is_object(options))) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_BAD_CONFIG", "schema and primary_key must be arrays, options an object");
+    err = wd_error_new(WD_ERR_CONFIG, C_BAD_CONFIG, "schema and primary_key must be arrays, options an object");
     goto done;
   }
   for (size_t i = 0; i < ncols; i++) {
@@ -38,14 +38,14 @@ wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primar
     names[i] = json_string_value(json_object_get(col, "name"));
     types[i] = json_string_value(json_object_get(col, "type"));
     if (!names[i] || !types[i]) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_BAD_CONFIG", "schema entry %zu needs string 'name' and 'type'", i);
+      err = wd_error_new(WD_ERR_CONFIG, C_BAD_CONFIG, "schema entry %zu needs string 'name' and 'type'", i);
       goto done;
     }
   }
   for (size_t i = 0; i < npk; i++) {
     pk[i] = json_string_value(json_array_get(primary_key, i));
     if (!pk[i]) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_PRIMARY_KEY", "primary_key entry %zu is not a column name", i);
+      err = wd_error_new(WD_ERR_CONFIG, C_PRIMARY_KEY, "primary_key entry %zu is not a column name", i);
       goto done;
     }
   }
@@ -57,7 +57,7 @@ wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primar
       opts[i].key = key;
       opts[i].value = json_string_value(val);
       if (!opts[i].value) {
-        err = wd_error_new(WD_ERR_CONFIG, "C_BAD_OPTION_VALUE", "option '%s' must be a string", key);
+        err = wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' must be a string", key);
         goto done;
       }
       i++;

@@ -307,7 +307,7 @@ wd_error_t *wd_definition_diff(const char *was, size_t was_len, const char *now,
   *n = 0;
   if (flatten(was, was_len, &a)) {
     err = a.nomem ? wd_error_nomem()
-                  : wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's stored table definition does not parse");
+                  : wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's stored table definition does not parse");
     goto done;
   }
   if (flatten(now, now_len, &b)) {
@@ -377,7 +377,7 @@ static int rm_rf(const char *dir) {
 wd_error_t *wd_definition_table(const char *text, size_t len, wd_table_t **out) {
   json_error_t jerr;
   json_t *j = json_loadb(text, len, 0, &jerr);
-  if (!j) return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's stored table definition does not parse");
+  if (!j) return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's stored table definition does not parse");
   json_t *cols = json_object_get(j, "columns"), *pk = json_object_get(j, "primary-key"),
          *opts = json_object_get(j, "options");
   size_t nc = json_array_size(cols), np = json_array_size(pk), no = json_array_size(opts);
@@ -439,7 +439,7 @@ static wd_error_t *earlier_definitions(wd_store_t *old, const char *def, size_t 
     goto done;
   j = prev ? json_loadb((const char *)prev, plen, 0, NULL) : json_object();
   if (!j || !fp) {
-    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild's %s", j ? "fingerprint is missing"
+    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the armed rebuild's %s", j ? "fingerprint is missing"
                                                                                  : "earlier definitions do not parse");
     goto done;
   }
@@ -479,14 +479,14 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
   char dropdir[4096];
   snprintf(dropdir, sizeof(dropdir), "%s.unfinished", dir);
   if (cfg->pipeline.processing_guarantee != WD_CONFIG_EXACTLY_ONCE)
-    return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+    return wd_error_new(WD_ERR_CONFIG, C_STATE_DEFINITION,
                         "state.on-incompatible-change: rebuild runs under pipeline.processing-guarantee: exactly-once "
                         "only (its difference is emitted in a transaction with its switch); set it, or use fail and "
                         "`widen replay` into a fresh directory");
   if ((err = wd_store_open_rocksdb(dir, NULL, &old))) return err;
   if ((err = wd_store_get_meta(old, "commit/prepared", &prep, &plen))) goto done;
   if (prep) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+    err = wd_error_new(WD_ERR_CONFIG, C_STATE_DEFINITION,
                        "the state in %s holds a commit left prepared by a crash: start widen once with the table "
                        "definition it was built with (recovery resolves the commit), then with the new one",
                        dir);
@@ -516,7 +516,7 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     }
   }
   if (rm_rf(newdir)) {
-    err = wd_error_new(WD_ERR_IO, "E_REBUILD", "cannot remove the unfinished rebuild %s: %s", newdir, strerror(errno));
+    err = wd_error_new(WD_ERR_IO, E_REBUILD, "cannot remove the unfinished rebuild %s: %s", newdir, strerror(errno));
     goto done;
   }
   if ((err = wd_store_open_rocksdb(newdir, NULL, &st))) goto done;
@@ -555,7 +555,7 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
    * the next start, wd_definition_prepare) */
   if (unfinished ? rm_rf(dropdir) || rename(dir, dropdir) || rename(newdir, dir)
                  : rm_rf(olddir) || rename(dir, olddir) || rename(newdir, dir)) {
-    err = wd_error_new(WD_ERR_IO, "E_REBUILD", "switching %s to the fresh state %s (old state kept as %s): %s", dir,
+    err = wd_error_new(WD_ERR_IO, E_REBUILD, "switching %s to the fresh state %s (old state kept as %s): %s", dir,
                        newdir, olddir, strerror(errno));
     goto done;
   }
@@ -599,7 +599,7 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
     free(done);
     if (err) return err;
     if (done && rename(newdir, dir))
-      return wd_error_new(WD_ERR_IO, "E_REBUILD", "completing the rebuild: renaming %s to %s: %s", newdir, dir,
+      return wd_error_new(WD_ERR_IO, E_REBUILD, "completing the rebuild: renaming %s to %s: %s", newdir, dir,
                           strerror(errno));
     if (done) wd_log(WD_LOG_INFO, "rebuild", "completed the interrupted switch to the rebuilt state %s", dir);
   }
@@ -627,7 +627,7 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
     goto done;
   }
   if (cfg->state.on_incompatible_change == WD_CONFIG_INCOMPATIBLE_FAIL) {
-    err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+    err = wd_error_new(WD_ERR_CONFIG, C_STATE_DEFINITION,
                        "the state in %s was built with another table definition, and these changes decide the "
                        "stored rows: %.*s; set state.on-incompatible-change: rebuild to rebuild the table from the "
                        "sources (only the difference is emitted), or point state.dir at a fresh directory",

@@ -132,7 +132,7 @@ wd_error_t *wd_history_last(wd_store_t *st, uint64_t *number) {
     if (ok) *number = n;
   }
   free(v);
-  if (!ok) return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's %s is not a commit number", WD_HISTORY_LAST_KEY);
+  if (!ok) return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's %s is not a commit number", WD_HISTORY_LAST_KEY);
   return NULL;
 }
 
@@ -199,7 +199,7 @@ wd_error_t *wd_history_get(wd_store_t *st, uint64_t number, wd_history_entry_t *
   json_decref(j);
   if (!ok) {
     wd_history_entry_free(e);
-    return wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "commit history record %" PRIu64 " of the state is not readable",
+    return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "commit history record %" PRIu64 " of the state is not readable",
                         number);
   }
   e->info.number = (uint64_t)num;
@@ -281,7 +281,7 @@ wd_error_t *wd_history_kept_load(wd_store_t *st, wd_history_kept_t **out) {
     bool ok = record_time(v, vlen, &rec.time_ms);
     free(v);
     if (!ok)
-      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "commit history record %" PRIu64 " of the state has no time_ms", n);
+      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "commit history record %" PRIu64 " of the state has no time_ms", n);
     else if (kept_push(k, rec))
       err = wd_error_nomem();
   }

@@ -310,7 +310,7 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
   /* least exposure: a port alone ("9464" or ":9464") is served on the loopback address only */
   bool port_only = listen && (!colon || colon == listen) && *portstr && strspn(portstr, "0123456789") == strlen(portstr);
   if (!port_only && (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host) || !colon[1]))
-    return wd_error_new(WD_ERR_CONFIG, "C_METRICS_LISTEN",
+    return wd_error_new(WD_ERR_CONFIG, C_METRICS_LISTEN,
                         "metrics.listen '%s': give a port (served on 127.0.0.1) or host:port, e.g. 9464 or "
                         "0.0.0.0:9464", listen ? listen : "");
   if (port_only) {
@@ -328,7 +328,7 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   int gai = getaddrinfo(host, portstr, &hints, &ai);
   if (gai || !ai)
-    return wd_error_new(WD_ERR_CONFIG, "C_METRICS_LISTEN", "metrics.listen '%s': %s", listen,
+    return wd_error_new(WD_ERR_CONFIG, C_METRICS_LISTEN, "metrics.listen '%s': %s", listen,
                         gai ? gai_strerror(gai) : "no address");
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
   if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
@@ -336,7 +336,7 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
   freeaddrinfo(ai);
   if (!m->d)
-    return wd_error_new(WD_ERR_IO, "E_METRICS_LISTEN",
+    return wd_error_new(WD_ERR_IO, E_METRICS_LISTEN,
                         "cannot serve metrics on %s (port in use?); change metrics.listen", listen);
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
   int bound = di ? (int)di->port : 0;

@@ -108,7 +108,7 @@ wd_error_t *wd_netchange_emit(wd_netchange_t *nc, wd_netchange_cb cb, void *ctx)
       known = false;
     if (wd_row_kind_is_add(last->kind)) after = last;
     if (emit_net(nc->schema, before, known, after, cb, ctx))
-      return wd_error_new(WD_ERR_INTERNAL, "E_STOPPED", "stopped by the caller");
+      return wd_error_new(WD_ERR_INTERNAL, E_STOPPED, "stopped by the caller");
     i = j;
   }
   return NULL;
@@ -148,5 +148,5 @@ wd_error_t *wd_table_diff(const wd_schema_t *schema, wd_row_t *const *old, size_
   if (deletes) *deletes = nd;
   if (inserts) *inserts = ni;
   if (updates) *updates = nu;
-  return stop ? wd_error_new(WD_ERR_INTERNAL, "E_STOPPED", "stopped by the caller") : NULL;
+  return stop ? wd_error_new(WD_ERR_INTERNAL, E_STOPPED, "stopped by the caller") : NULL;
 }

@@ -32,7 +32,7 @@ wd_error_t *wd_state_dir_check(const wd_config_t *cfg, const char *dir) {
   snprintf(aside, sizeof(aside), "%s.corrupt-%s", dir, stamp);
   for (int i = 1; stat(aside, &sb) == 0 && i < 100; i++) snprintf(aside, sizeof(aside), "%s.corrupt-%s-%d", dir, stamp, i);
   if (rename(dir, aside) != 0) {
-    wd_error_t *e2 = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT",
+    wd_error_t *e2 = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT,
                                   "%s; state.on-corruption: rebuild could not move it to %s: %s (move it yourself)",
                                   err->message, aside, strerror(errno));
     wd_error_destroy(err);

@@ -64,7 +64,7 @@ struct wd_collector {
 };
 
 static wd_error_t *busy_error(const char *what) {
-  return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "%s while the transaction's commit runs in the background", what);
+  return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "%s while the transaction's commit runs in the background", what);
 }
 
 wd_collect_class_t wd_collector_classify(const wd_error_t *err) {
@@ -206,7 +206,7 @@ static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *t
   size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD;
   for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
   if (wire > c->max_message_bytes) {
-    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_SINK_PRODUCE", "produce to '%s': Broker: Message size too large "
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE, "produce to '%s': Broker: Message size too large "
                                  "(%zu bytes with its overhead, message.max.bytes %zu)", topic, wire, c->max_message_bytes);
     if (e != wd_error_nomem()) {
       e->code = WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE;
@@ -215,7 +215,7 @@ static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *t
     return e;
   }
   if (c->hold_max && c->hbuf.len + klen + vlen > c->hold_max && c->nheld)
-    return wd_error_new(WD_ERR_KAFKA, "E_COLLECTOR_FULL", "%zu records (%zu bytes) held while the previous commit "
+    return wd_error_new(WD_ERR_KAFKA, E_COLLECTOR_FULL, "%zu records (%zu bytes) held while the previous commit "
                         "completes", c->nheld, c->hbuf.len);
   if (c->nheld == c->cap_held) {
     size_t cap = c->cap_held ? c->cap_held * 2 : 256;
@@ -334,7 +334,7 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
     /* a stop bounds it: the owner's budget, 0 once the stop is past its time */
     int ms = c->budget ? c->budget(c->budget_ctx, 30000) : 30000;
     if (ms <= 0) {
-      err = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while re-creating the producer: the last commit was not "
+      err = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped while re-creating the producer: the last commit was not "
                          "made; its records are read again on restart");
       err->retriable = true;
       break;
@@ -363,7 +363,7 @@ wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause) {
   if (c->bg_started) return busy_error("re-creating the producer");
   wd_error_t *err = NULL;
   if (cause && cause->fenced) { /* a zombie never goes on */
-    err = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "%s", why);
+    err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "%s", why);
     if (err != wd_error_nomem()) err->fenced = true;
     goto fatal;
   }
@@ -372,7 +372,7 @@ wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause) {
   for (int i = 0; i < WD_RECREATE_MAX; i++)
     if (c->recreated[i] > 0 && now - c->recreated[i] < WD_RECREATE_WINDOW_S) recent++;
   if (recent >= WD_RECREATE_MAX) {
-    err = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "the producer failed fatally again (%s) after %d "
+    err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "the producer failed fatally again (%s) after %d "
                        "re-creations within %d s: stopping; the last commit was not made, its records are read "
                        "again on restart", why, recent, WD_RECREATE_WINDOW_S);
     goto fatal;
@@ -385,7 +385,7 @@ wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause) {
     c->recreated[c->nrecreated++ % WD_RECREATE_MAX] = now;
     return NULL;
   }
-  err = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "the producer failed fatally (%s) and a new one could not "
+  err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "the producer failed fatally (%s) and a new one could not "
                      "start: %s", why, rerr->message);
   if (err != wd_error_nomem()) err->fenced = rerr->fenced; /* another process took the transactional.id */
   wd_error_destroy(rerr);
@@ -486,7 +486,7 @@ wd_error_t *wd_collector_commit_start(wd_collector_t *c, int timeout_ms) {
   c->bg_err = NULL;
   atomic_store(&c->bg_done, false);
   int rc = pthread_create(&c->bg_thread, NULL, commit_thread, c);
-  if (rc) return wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "starting the commit's thread: %s", strerror(rc));
+  if (rc) return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "starting the commit's thread: %s", strerror(rc));
   c->bg_started = true;
   return NULL;
 }

@@ -88,7 +88,7 @@ bool commit_set_phase(wd_commit_t *c, wd_phase_t to, const char *why) {
     wd_log(WD_LOG_ERROR, "commit", "commit %" PRIu64 ": %s -> %s is not a legal move (%s)", c->number + 1,
            phase_names[from], phase_names[to], why);
     if (!c->phase_err)
-      c->phase_err = wd_error_new(WD_ERR_INTERNAL, "E_COMMIT_PHASE", "commit %" PRIu64 ": %s -> %s is not a legal "
+      c->phase_err = wd_error_new(WD_ERR_INTERNAL, E_COMMIT_PHASE, "commit %" PRIu64 ": %s -> %s is not a legal "
                                   "move (%s)", c->number + 1, phase_names[from], phase_names[to], why);
     return false;
   }

@@ -210,7 +210,7 @@ wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, 
     if (k == WD_COLLECT_RECREATE) goto resolve; /* the outcome is not known: as below */
     if (k != WD_COLLECT_RETRY) return err; /* fenced, fatal, other */
     if ((stop && *stop >= 2) || commit_stop_expired(c)) {
-      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped while the transaction's commit was not "
+      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped while the transaction's commit was not "
                                    "confirmed (%s): the last commit may not be made; recovery resolves it on "
                                    "restart", err->message);
       wd_error_destroy(err);
@@ -245,7 +245,7 @@ resolve:
    * producer's init_transactions completes or aborts it, and it is resolved as above (Kafka
    * Streams re-creates the task producer and re-processes from the committed offsets) */
   if (!c->nt && !c->gcons) {
-    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "the producer failed fatally while committing "
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "the producer failed fatally while committing "
                                  "(%s) and the outcome cannot be read from the group's offsets (only restoring "
                                  "partitions): restart widen to resolve it", err->message);
     if (e != wd_error_nomem()) {

@@ -204,14 +204,14 @@ wd_error_t *wd_lookups_check_partitions(const wd_lookups_t *lk, const wd_config_
     if (!wd_lookups_has_key(lk, (int)i)) continue;
     const wd_config_source_t *cs = &cfg->sources.v[i];
     if (cs->repartition == WD_CONFIG_REPARTITION_FALSE)
-      return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEY_PER_PARTITION",
+      return wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEY_PER_PARTITION,
                           "%s:%d: source '%s' has its own `primary-key` and says `repartition: false`; its derived "
                           "records always go through its repartition topic under per-partition tasks: remove "
                           "`repartition: false`",
                           cfg->path, cs->line, cs->name);
     for (size_t k = 0; k < in[i].ntopics; k++)
       if (in[i].counts[k] != partitions)
-        return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEY_PER_PARTITION",
+        return wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEY_PER_PARTITION,
                             "%s:%d: source '%s' has its own `primary-key`: its partition i is the input of task i "
                             "(whose state keeps its source rows), but topic %s has %d partitions and the table %d; "
                             "give the topic %d partitions, or set pipeline.partitions: %d (or pipeline.tasks: single)",

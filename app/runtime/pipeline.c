@@ -211,7 +211,7 @@ static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd
  * sent, or it would go into the next commit's transaction. */
 static wd_error_t *switch_abandoned(wd_pipeline_t *p) {
   return wd_commit_batch_invalid(p->commit)
-             ? wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the switch was in hand")
+             ? wd_error_new(WD_ERR_KAFKA, E_BATCH_ABANDONED, "a rebalance came while the switch was in hand")
              : NULL;
 }
 
@@ -232,7 +232,7 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
       err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, p->cfg->sink.topic, -1, p->kbuf.data, p->kbuf.len,
                               p->vbuf.data, p->vbuf.len);
     if (!err && i == at) /* every format takes at least one row */
-      err = wd_error_new(WD_ERR_INTERNAL, "E_INTERNAL", "sink format %s took no row of the difference",
+      err = wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "sink format %s took no row of the difference",
                          p->sink_fmt->name);
     if (err) return err;
     p->st.changes_out += i - at;
@@ -500,7 +500,7 @@ static wd_error_t *emit_changelog(wd_pipeline_t *p, wd_row_t *const *rows, size_
              "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len,
              from->bm ? "dead-lettered" : "not sent");
       if (from->bm && !from->bm[src].err)
-        from->bm[src].err = wd_error_new(WD_ERR_RECORD, "E_OUTPUT_TOO_LARGE",
+        from->bm[src].err = wd_error_new(WD_ERR_RECORD, E_OUTPUT_TOO_LARGE,
                                       "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
                                       "producer's message.max.bytes (%s); the table state has the change",
                                       m->topic, m->partition, m->offset, p->vbuf.len, err->message);
@@ -548,7 +548,7 @@ static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t 
       }
       break;
     case WD_DELETE_NO_SEQ_DEAD_LETTER:
-      return wd_error_new(WD_ERR_RECORD, "E_DELETE_NO_SEQUENCE",
+      return wd_error_new(WD_ERR_RECORD, E_DELETE_NO_SEQUENCE,
                           "source '%s': a delete without its sequence field (the record carries only the key); "
                           "rejected by delete-without-sequence: dead-letter (apply takes it from the stored row)",
                           src->name);
@@ -700,7 +700,7 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
     int32_t want = wd_repart_home(p->rp, (size_t)si, p->schema, p->recs[r]);
     if (want < 0) return wd_error_nomem();
     if (want == m->partition) continue;
-    b->err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
+    b->err = wd_error_new(WD_ERR_DECODE, E_REPARTITION_RECORD,
                           "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
                           "(written with another partition count, or not by widen)",
                           m->topic, m->partition, m->offset, want, wd_repart_partitions(p->rp));
@@ -715,7 +715,7 @@ static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_
  * the task of the partition the old key's own records are in, which this topic's keying does not
  * tell, so the record cannot be applied in its own partition's task (the old row would stay). */
 static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
-  return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+  return wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEYING,
                       "source '%s' (%s[%d]@%" PRId64 "): a key-changing update (its change records have more than "
                       "one primary key) in a co-partitioned source: the old key's row belongs to the task of the "
                       "partition the old key's own records are in, not to this record's; set `repartition: true` on "
@@ -804,7 +804,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       err = decode_lookup(p, b->src, &meta, m, b);
       if (wd_commit_batch_invalid(p->commit)) {
         wd_error_destroy(err);
-        return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
+        return wd_error_new(WD_ERR_KAFKA, E_BATCH_ABANDONED, "a rebalance came while the batch was in hand");
       }
       if (err) return err;
       continue;
@@ -817,7 +817,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       derr = wd_lookups_normalise(p->lk, si, p->per_partition ? (uint32_t)m->partition : 0, &p->changes);
     if (wd_commit_batch_invalid(p->commit)) {
       wd_error_destroy(derr);
-      return wd_error_new(WD_ERR_KAFKA, "E_BATCH_ABANDONED", "a rebalance came while the batch was in hand");
+      return wd_error_new(WD_ERR_KAFKA, E_BATCH_ABANDONED, "a rebalance came while the batch was in hand");
     }
     if (derr) {
       if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
@@ -1400,7 +1400,7 @@ static turn_t stop_with_batch_left(wd_pipeline_t *p, wd_error_t **err) {
            "and its records are read again on restart", (*err)->message);
     wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
     wd_error_destroy(*err);
-    *err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped with the batch in hand half sent: the "
+    *err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped with the batch in hand half sent: the "
                                       "last commit was aborted; its records are read again on restart");
     if (!aerr) (*err)->retriable = true;
     return TURN_STOP;
@@ -1543,7 +1543,7 @@ static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const 
     wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
     if (!err || !err->retriable || waited >= 60000) return err;
     if (p->opts.start_stop && *p->opts.start_stop) { /* stopped during the start: say what it waited for */
-      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "stopped during the start while the schema registry "
+      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped during the start while the schema registry "
                                       "did not answer (%s); nothing was consumed or produced", err->message);
       wd_error_destroy(err);
       return serr;
@@ -1671,7 +1671,7 @@ static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, co
   wd_error_t *err = wd_collector_partition_count(p->coll, topic, 30000, &have);
   if (err) return err;
   if (have && have != np)
-    return wd_error_new(WD_ERR_CONFIG, "C_INTERNAL_TOPIC_PARTITIONS",
+    return wd_error_new(WD_ERR_CONFIG, C_INTERNAL_TOPIC_PARTITIONS,
                         "%s %s has %d partitions but the table has %d (one per task): set pipeline.partitions: %d "
                         "(the count the table was built with); another count needs the table built anew (stop every "
                         "process of group %s, delete their state directories and the group's internal topics, and "
@@ -1778,7 +1778,7 @@ static wd_error_t *check_layout(wd_pipeline_t *p, const char *dir) {
     goto done;
   }
   if (wlen == now.len && !memcmp(was, now.data, wlen)) goto done;
-  err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_LAYOUT",
+  err = wd_error_new(WD_ERR_CONFIG, C_TASKS_LAYOUT,
                      "the state in %s was split into tasks as \"%.*s\", this start would split it as \"%.*s\" (a "
                      "source topic's partition count, pipeline.partitions, pipeline.tasks or a repartition setting "
                      "changed): its rows, and the state changelog topic, hold other keys per task than the new "
@@ -1828,7 +1828,7 @@ static wd_error_t *open_table_and_sources(wd_pipeline_t *p, size_t *ntopics) {
     p->key_fmt = wd_key_format_with_schemas(p->key_fmt);
   }
   if (!p->sink_fmt || !p->key_fmt)
-    return wd_error_new(WD_ERR_INTERNAL, NULL, "sink format %d / key format %d not in the registry",
+    return wd_error_new(WD_ERR_INTERNAL, NONE, "sink format %d / key format %d not in the registry",
                         (int)cfg->sink.format, (int)cfg->sink.key_format);
   return setup_avro(p);
 }
@@ -1903,7 +1903,7 @@ static wd_error_t *open_batch(wd_pipeline_t *p) {
   p->restoring = calloc(max, sizeof(*p->restoring));
   if (!p->msgs || !p->bm || !p->restoring) return wd_error_nomem();
   if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a")))
-    return wd_error_new(WD_ERR_IO, "E_TRACE", "cannot open trace file %s", p->opts.trace_path);
+    return wd_error_new(WD_ERR_IO, E_TRACE, "cannot open trace file %s", p->opts.trace_path);
   if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
   return NULL;
 }
@@ -2037,7 +2037,7 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
     return err;
   if (p->rb && (p->gtopics || !p->exactly_once || (p->per_partition && !p->changelog_topic)))
-    return wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+    return wd_error_new(WD_ERR_CONFIG, C_STATE_DEFINITION,
                         "state.on-incompatible-change: rebuild needs exactly-once and, with lookup sources, a single "
                         "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
                         dir);

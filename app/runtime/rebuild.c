@@ -136,7 +136,7 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   if (!(fp = meta_text(st, WD_REBUILD_FP_KEY, &rb->fplen, &err)) && !err)
     fp = meta_text(st, WD_DEFINITION_FP_KEY, &rb->fplen, &err);
   if (!fp || rb->fplen >= sizeof(rb->fp)) {
-    if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the state's definition fingerprint is missing");
+    if (!err) err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's definition fingerprint is missing");
     goto fail;
   }
   memcpy(rb->fp, fp, rb->fplen);
@@ -148,7 +148,7 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   free(ch);
   if (err) goto fail;
   if (!changelog && !(rb->old_dir = meta_text(st, WD_REBUILD_OLD_STATE_KEY, NULL, &err))) {
-    if (!err) err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild names no state before the change");
+    if (!err) err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the armed rebuild names no state before the change");
     goto fail;
   }
   if (!(rb->col_of = projection(rb->ns, rb->os))) {
@@ -159,7 +159,7 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   if (err) goto fail;
   if (defs && !(rb->defs = json_loads(defs, 0, NULL))) {
     free(defs);
-    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the armed rebuild's earlier definitions (%s) do not parse",
+    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the armed rebuild's earlier definitions (%s) do not parse",
                        WD_REBUILD_DEFS_KEY);
     goto fail;
   }
@@ -169,7 +169,7 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
     for (size_t k = 0; same && k < rb->ns->npk; k++)
       same = rb->col_of[rb->ns->pk[k]] == rb->os->pk[k];
     if (!same) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_STATE_DEFINITION",
+      err = wd_error_new(WD_ERR_CONFIG, C_STATE_DEFINITION,
                          "the primary key changed: under per-partition tasks its rows would move to other tasks, "
                          "which a rebuild in place cannot do; use state.on-incompatible-change: fail and build the "
                          "table anew (a new group.id and state directory, or `widen replay`)");
@@ -346,7 +346,7 @@ static wd_error_t *old_store(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task, 
     int64_t have = -1, g = wd_commit_group_offset(c, task->parts[k].topic, task->parts[k].partition);
     if ((err = wd_store_get_offset(rb->old_st, task->parts[k].topic, task->parts[k].partition, &have))) return err;
     if (have != g && !(g < 0 && have <= 0))
-      return wd_error_new(WD_ERR_IO, "E_REBUILD",
+      return wd_error_new(WD_ERR_IO, E_REBUILD,
                           "the state before the change (%s) is at offset %" PRId64 " of %s[%d], the group's committed "
                           "offset is %" PRId64 ": its rows are not the table the output shows, so no difference can "
                           "be computed from them; put it back as state.dir and run the old definition to the group's "
@@ -390,7 +390,7 @@ static wd_error_t *old_view(wd_rebuild_t *rb, uint32_t task, view_t *dflt, const
   if (!text) {
     bool ok = marked ? !strcmp(fp, rb->old_fp) : !rb->chained || rb->defs;
     if (!ok)
-      return wd_error_new(WD_ERR_CONFIG, "E_REBUILD",
+      return wd_error_new(WD_ERR_CONFIG, E_REBUILD,
                           "task %" PRIu32 ": its rows in the state changelog topic are of %s%s, not of the definition "
                           "this rebuild starts from (%s): the definition changed again before an earlier rebuild had "
                           "switched every task; start the group with that earlier definition until every task is "

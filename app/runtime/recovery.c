@@ -74,7 +74,7 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
       goto done;
     }
     if (!val || wd_store_batch_decode(b, val, vlen)) {
-      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the undo image of a prepared commit is %s",
+      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the undo image of a prepared commit is %s",
                          val ? "corrupt" : "missing");
       goto done;
     }
@@ -103,7 +103,7 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
   if ((err = wd_store_get_meta(rv->store, WD_PREPARED_KEY, &val, &vlen))) goto done;
   if (!val) goto done;
   if (wd_marker_decode(val, vlen, &pr)) {
-    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit record in the state store does not decode");
+    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the prepared commit record in the state store does not decode");
     goto done;
   }
   if (pr.v2 && rv->txn_id && pr.txn_id[0] && strcmp(pr.txn_id, rv->txn_id) != 0)
@@ -139,14 +139,14 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
     val = NULL;
     if ((err = wd_store_get_meta(rv->store, WD_UNDO_KEY, &val, &vlen))) goto done;
     if (!val || wd_store_batch_decode(b, val, vlen)) {
-      err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the undo image of prepared commit %" PRIu64 " is %s",
+      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the undo image of prepared commit %" PRIu64 " is %s",
                          pr.number, val ? "corrupt" : "missing");
       goto done;
     }
   } else if (committed && (wd_store_batch_decode(b, pr.batch, pr.blen) || wd_recovery_put_number(b, pr.number))) {
     /* committed: v2 finalizes (the offsets, the number, the history: the rows are written); v1
      * applies its whole state batch */
-    err = wd_error_new(WD_ERR_IO, "E_STATE_CORRUPT", "the prepared commit's batch does not decode");
+    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the prepared commit's batch does not decode");
     goto done;
   }
   if (wd_store_batch_delete_meta(b, WD_PREPARED_KEY) || wd_store_batch_delete_meta(b, WD_UNDO_KEY)) {

@@ -27,7 +27,7 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
     out[i] = false;
     for (size_t k = 0; k < in[i].ntopics; k++)
       if (in[i].counts[k] <= 0)
-        return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_TOPIC_MISSING",
+        return wd_error_new(WD_ERR_CONFIG, C_SOURCE_TOPIC_MISSING,
                             "source '%s': topic %s does not exist (per-partition tasks need every source topic's "
                             "partition count at start: create it first)", in[i].name, in[i].topics[k]);
   }
@@ -55,7 +55,7 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
                         in[i].name, np))
         err = wd_error_nomem();
     } else if (odd && in[i].mode == WD_CONFIG_REPARTITION_FALSE) {
-      err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_NOT_COPARTITIONED",
+      err = wd_error_new(WD_ERR_CONFIG, C_TASKS_NOT_COPARTITIONED,
                          "source '%s': topic %s has %d partitions but the table has %d (pipeline.partitions or the "
                          "other sources) and the source says `repartition: false`: set `repartition: auto` (or true) "
                          "on it to route it through a repartition topic, or give the topic %d partitions",
@@ -87,7 +87,7 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
   for (size_t i = 0; i < n && !err && nrp && nrp < nmain; i++) {
     if (in[i].lookup || out[i]) continue;
     if (in[i].mode == WD_CONFIG_REPARTITION_FALSE)
-      err = wd_error_new(WD_ERR_CONFIG, "C_TASKS_NOT_COPARTITIONED",
+      err = wd_error_new(WD_ERR_CONFIG, C_TASKS_NOT_COPARTITIONED,
                          "source '%s' says `repartition: false`, but another source goes through a repartition topic, "
                          "which is partitioned by widen's own key bytes, not by this topic's producer: set "
                          "`repartition: auto` on it (every main source then goes through one)",
@@ -193,7 +193,7 @@ wd_error_t *wd_repartition_decode(const wd_schema_t *schema, const void *value, 
   if (r.p != r.end) goto bad;
   return NULL;
 bad:
-  err = wd_error_new(WD_ERR_DECODE, "E_REPARTITION_RECORD",
+  err = wd_error_new(WD_ERR_DECODE, E_REPARTITION_RECORD,
                      "not a repartition record of this table (version 1, %zu bytes): written by another widen version "
                      "or another table's config",
                      len);
@@ -359,7 +359,7 @@ wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *s
   rp->checked[si] = true;
   char *why = wd_repartition_key_mismatch(src, schema, origin->key, origin->key_len);
   if (!why) return NULL;
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEYING,
                                  "source '%s' (%s[%d]@%" PRId64 "): %s, so one wide key's records are spread over "
                                  "partitions and tasks; set `repartition: true` on this source (its records then go "
                                  "through a repartition topic keyed by the wide key)",
@@ -453,7 +453,7 @@ wd_error_t *wd_repart_misplaced_error(const wd_repart_t *rp, const wd_source_t *
   }
   shown[n] = 0;
   bool cut = origin->key && n + 5 >= sizeof(shown);
-  return wd_error_new(WD_ERR_CONFIG, "C_SOURCE_KEYING",
+  return wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEYING,
                       "source '%s' (%s[%d]@%" PRId64 "): the record is in partition %d, but its wide key belongs to "
                       "partition %d of %d (murmur2 of widen's key bytes %.*s, as Kafka's default partitioner places "
                       "them); its Kafka key is %s%s%s%s, so the source is not co-partitioned with the table (Kafka "

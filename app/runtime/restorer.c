@@ -186,7 +186,7 @@ wd_error_t *wd_restorer_step(wd_restorer_t *r, int max_ms, bool *done) {
   }
   free(pos);
   if (!err && r->left && wd_mono_s() - r->last_progress > 60.0)
-    err = wd_error_new(WD_ERR_KAFKA, "E_RESTORE", "restoring %zu task(s) from %s: no progress for 60 s", r->left,
+    err = wd_error_new(WD_ERR_KAFKA, E_RESTORE, "restoring %zu task(s) from %s: no progress for 60 s", r->left,
                        r->conf.changelog_topic);
   if (!err && !r->left) {
     wd_log(WD_LOG_INFO, "commit", "%zu task(s) restored from %s in %.2f s", r->n, r->conf.changelog_topic,

@@ -95,7 +95,7 @@ wd_error_t *wd_task_move(wd_task_t *task, wd_task_state_t to, const char *why) {
   wd_task_state_t from = task->state;
   if (from == to) return NULL;
   if (!wd_task_move_legal(from, to))
-    return wd_error_new(WD_ERR_INTERNAL, "E_TASK_TRANSITION", "task %" PRIu32 ": %s -> %s is not a legal move (%s)",
+    return wd_error_new(WD_ERR_INTERNAL, E_TASK_TRANSITION, "task %" PRIu32 ": %s -> %s is not a legal move (%s)",
                         task->id, wd_task_state_name(from), wd_task_state_name(to), why ? why : "");
   task->state = to;
   task->moved_at_ms = wd_wall_ms();

@@ -138,7 +138,7 @@ static int read_all(mock_t *m, const char *topic, const char *want_prefix, int *
 
 Test(collector, classify_is_one_table) {
   cr_assert_eq(wd_collector_classify(NULL), WD_COLLECT_OK);
-  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_TXN_COMMIT", "x");
+  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_TXN_COMMIT, "x");
   e->retriable = false;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   e->retriable = true;
@@ -153,24 +153,24 @@ Test(collector, classify_is_one_table) {
   e->fenced = true; /* fenced: never re-created */
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   wd_error_destroy(e);
-  e = wd_error_new(WD_ERR_KAFKA, "E_PRODUCER_FATAL", "x"); /* the re-creations' bound */
+  e = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "x"); /* the re-creations' bound */
   e->fatal = true;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   wd_error_destroy(e);
-  e = wd_error_new(WD_ERR_KAFKA, "E_TXN_INIT", "x"); /* a new producer that cannot start */
+  e = wd_error_new(WD_ERR_KAFKA, E_TXN_INIT, "x"); /* a new producer that cannot start */
   e->fatal = true;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   wd_error_destroy(e);
-  e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA_FATAL", "consumer: x"); /* a consumer's: no producer to re-create */
+  e = wd_error_new(WD_ERR_KAFKA, E_KAFKA_FATAL, "consumer: x"); /* a consumer's: no producer to re-create */
   e->fatal = true;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_FATAL);
   wd_error_destroy(e);
-  e = wd_error_new(WD_ERR_KAFKA, "E_SINK_FATAL", "producer: x"); /* the producer's */
+  e = wd_error_new(WD_ERR_KAFKA, E_SINK_FATAL, "producer: x"); /* the producer's */
   e->fatal = true;
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_RECREATE);
   wd_error_destroy(e);
   cr_assert_eq(wd_collector_classify(wd_error_nomem()), WD_COLLECT_FATAL); /* "fatal", but no Kafka error */
-  e = wd_error_new(WD_ERR_KAFKA, "E_STOPPED", "x");
+  e = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "x");
   cr_assert_eq(wd_collector_classify(e), WD_COLLECT_STOPPED);
   wd_error_destroy(e);
 }

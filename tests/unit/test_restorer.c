@@ -56,7 +56,7 @@ static wd_error_t *f_end_offsets(wd_consumer_t *c, int timeout_ms, wd_tp_offset_
   (void)timeout_ms;
   if (fk.end_fail > 0) {
     fk.end_fail--;
-    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, "E_KAFKA", "leader not available");
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_KAFKA, "leader not available");
     e->retriable = true;
     return e;
   }
@@ -102,7 +102,7 @@ static wd_error_t *restored(void *ctx, uint32_t task, int64_t from, uint64_t rec
   cr_assert_geq(seconds, 0);
   if (fk.refuse_next) {
     fk.refuse_next = false;
-    return wd_error_new(WD_ERR_IO, "E_STORE_WRITE", "refused once");
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "refused once");
   }
   fk.reported[fk.reports] = task;
   fk.records[fk.reports] = records;

@@ -198,7 +198,7 @@ typedef struct {
 
 static wd_error_t *each_cb(void *ctx, size_t i, const uint8_t *val, size_t vlen) {
   each_t *e = ctx;
-  if (e->calls == e->stop_at) return wd_error_new(WD_ERR_IO, "E_TEST_STOP", "stop at %zu", i);
+  if (e->calls == e->stop_at) return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "test: stop at %zu", i);
   e->idx[e->calls] = i;
   e->present[e->calls] = val != NULL;
   e->vlen[e->calls] = vlen;
@@ -225,7 +225,7 @@ static void check_multi_get_each(backend_t be) {
   each_t stop = {.stop_at = 1}; /* the callback's error ends the lookups and is returned */
   wd_error_t *err = wd_store_multi_get_each(st, 4, keys, klens, each_cb, &stop);
   cr_assert_not_null(err);
-  cr_assert_str_eq(err->id, "E_TEST_STOP");
+  cr_assert_str_eq(err->id, "E_STORE_WRITE");
   cr_assert_eq(stop.calls, 1);
   wd_error_destroy(err);
   ok(wd_store_multi_get_each(st, 0, keys, klens, each_cb, &e)); /* n = 0 is a no-op */

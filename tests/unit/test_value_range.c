@@ -41,6 +41,10 @@ static wd_source_t *range_source(const char *format, const wd_schema_t *s) {
   cr_assert_null(wd_source_add_topic(src, "t"));
   for (size_t i = 0; i < s->ncols; i++)
     cr_assert_null(wd_source_add_column(src, s, s->cols[i].name, strcmp(s->cols[i].name, "k") ? NULL : "$key.k"));
+  /* the integers are in the columns' units: micros for TIMESTAMP(6), millis for TIME(3); a schemaless
+   * record does not say its unit, so the source declares it (`auto` refuses: C_TEMPORAL_UNIT) */
+  cr_assert_null(wd_source_set_option(src, "timestamp-unit", "micros"));
+  cr_assert_null(wd_source_set_option(src, "time-unit", "millis"));
   cr_assert_null(wd_source_check(src, s));
   return src;
 }
