@@ -41,13 +41,16 @@
 #define WD_SOURCE_DIR "."
 #endif
 
-static const char *const COLS[] = {"id", "customer", "amount", "order_date", "created_at", "updated_at", "tags",
-                                   "attrs", "city", "price", "paid", "src_ts", "lsn", "key_id", "note"};
-static const char *const TYPES[] = {"BIGINT", "STRING", "DECIMAL(12,2)", "DATE", "TIMESTAMP(6)", "TIMESTAMP(3)",
-                                    "ARRAY<STRING>", "MAP<STRING,BIGINT>", "STRING", "DOUBLE", "BOOLEAN",
-                                    "TIMESTAMP(3)", "BIGINT", "BIGINT", "STRING"};
-static const char *const SPECS[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "address.city", NULL, NULL,
-                                    "$.source.ts_ms", "$.source.lsn", "$key.id", NULL};
+static const char *const COLS[] = {"id",         "customer", "amount", "order_date", "created_at",
+                                   "updated_at", "tags",     "attrs",  "city",       "price",
+                                   "paid",       "src_ts",   "lsn",    "key_id",     "note"};
+static const char *const TYPES[] = {"BIGINT",       "STRING",       "DECIMAL(12,2)", "DATE",
+                                    "TIMESTAMP(6)", "TIMESTAMP(3)", "ARRAY<STRING>", "MAP<STRING,BIGINT>",
+                                    "STRING",       "DOUBLE",       "BOOLEAN",       "TIMESTAMP(3)",
+                                    "BIGINT",       "BIGINT",       "STRING"};
+static const char *const SPECS[] = {
+    NULL,           NULL,      NULL, NULL, NULL, NULL, NULL, NULL, "address.city", NULL, NULL, "$.source.ts_ms",
+    "$.source.lsn", "$key.id", NULL};
 
 static void die(const char *what, wd_error_t *err) {
   fprintf(stderr, "avro: %s: %s\n", what, err ? err->message : "failed");
@@ -72,12 +75,12 @@ int main(int argc, char **argv) {
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'n': runs = atoi(optarg); break;
-      case 's': seed = strtoull(optarg, NULL, 10); break;
-      case 'g': generic = true; break;
-      default: fprintf(stderr, "usage: avro [--records N] [--keys K] [--runs R] [--seed S] [--generic]\n"); return 2;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'n': runs = atoi(optarg); break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'g': generic = true; break;
+    default: fprintf(stderr, "usage: avro [--records N] [--keys K] [--runs R] [--seed S] [--generic]\n"); return 2;
     }
   }
   if (!records || !keys || runs < 1) return 2;
@@ -108,7 +111,8 @@ int main(int argc, char **argv) {
   if ((err = wd_source_new("orders", WD_FMT_DEBEZIUM_AVRO, &src))) die("source", err);
   for (size_t i = 0; i < 15; i++)
     if ((err = wd_source_add_column(src, schema, COLS[i], SPECS[i]))) die("source column", err);
-  if ((err = wd_source_add_topic(src, "shop.public.orders")) || (err = wd_source_check(src, schema))) die("source", err);
+  if ((err = wd_source_add_topic(src, "shop.public.orders")) || (err = wd_source_check(src, schema)))
+    die("source", err);
   wd_registry_conf_t rc = {wd_standin_url(srv), NULL, NULL, 5000};
   wd_registry_t *reg = NULL;
   wd_avro_decoder_t *dec = NULL;
@@ -162,16 +166,18 @@ int main(int argc, char **argv) {
     keybytes = 0;
     for (size_t i = 0; i < nrows; i++) {
       wd_buf_reset(&out);
-      if ((err = wd_avro_sink_encode_key(sink, rows[i], &out)) || (err = wd_avro_sink_encode_value(sink, rows[i], &out)))
+      if ((err = wd_avro_sink_encode_key(sink, rows[i], &out)) ||
+          (err = wd_avro_sink_encode_value(sink, rows[i], &out)))
         die("encode", err);
       keybytes += out.len;
     }
     ek[run] = (double)nrows / (bench_cpu_thread() - c0);
-    printf("run %d: decode %.0f records/s, encode value %.0f rows/s, encode key+value %.0f rows/s (per core)\n", run + 1,
-           dr[run], ev[run], ek[run]);
+    printf("run %d: decode %.0f records/s, encode value %.0f rows/s, encode key+value %.0f rows/s (per core)\n",
+           run + 1, dr[run], ev[run], ek[run]);
   }
   double inavg = (double)vals.len / (double)records, outavg = (double)outbytes / (double)nrows;
-  printf("avro: %" PRIu64 " envelope records (%.0f B avg value, %.0f B avg key; writer schemas 1 and 2), %zu change rows "
+  printf("avro: %" PRIu64
+         " envelope records (%.0f B avg value, %.0f B avg key; writer schemas 1 and 2), %zu change rows "
          "(%.0f B avg value out), %d runs:\n",
          records, inavg, (double)keysb.len / (double)records, nrows, outavg, runs);
   report("decode", dr, runs, "records/s per core");

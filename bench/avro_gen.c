@@ -67,10 +67,12 @@ static void fill_image(avro_value_t *img, int64_t id, uint64_t seed, int version
   if (avro_value_get_type(&b) == AVRO_INT32) avro_value_set_int(&b, 18000 + (int32_t)(rnd(&r) % 2000));
   avro_value_get_by_name(img, "created_at", &f, NULL);
   branch(&f, rnd(&r) % 6 != 0, &b);
-  if (avro_value_get_type(&b) == AVRO_INT64) avro_value_set_long(&b, 1709287872000000LL + (int64_t)(rnd(&r) % 1000000000000ULL));
+  if (avro_value_get_type(&b) == AVRO_INT64)
+    avro_value_set_long(&b, 1709287872000000LL + (int64_t)(rnd(&r) % 1000000000000ULL));
   avro_value_get_by_name(img, "updated_at", &f, NULL);
   branch(&f, rnd(&r) % 6 != 0, &b);
-  if (avro_value_get_type(&b) == AVRO_INT64) avro_value_set_long(&b, 1709287872000LL + (int64_t)(rnd(&r) % 1000000000ULL));
+  if (avro_value_get_type(&b) == AVRO_INT64)
+    avro_value_set_long(&b, 1709287872000LL + (int64_t)(rnd(&r) % 1000000000ULL));
   avro_value_get_by_name(img, "tags", &f, NULL);
   branch(&f, rnd(&r) % 5 != 0, &b);
   if (avro_value_get_type(&b) == AVRO_ARRAY)
@@ -128,8 +130,8 @@ static void fill_envelope(avro_value_t *env, int version, char op, int64_t id, u
   if (op != 'd') fill_image(&b, id, aseed, version);
   avro_value_t src, x;
   avro_value_get_by_name(env, "source", &src, NULL);
-  static const char *const S[][2] = {{"version", "2.5.0.Final"}, {"connector", "postgresql"}, {"name", "shop"},
-                                     {"db", "shop"}, {"table", "orders"}};
+  static const char *const S[][2] = {
+      {"version", "2.5.0.Final"}, {"connector", "postgresql"}, {"name", "shop"}, {"db", "shop"}, {"table", "orders"}};
   for (size_t i = 0; i < 5; i++) {
     avro_value_get_by_name(&src, S[i][0], &x, NULL);
     avro_value_set_string(&x, S[i][1]);
@@ -207,10 +209,8 @@ void wd_bench_avro_generate(json_t *schemas, uint64_t records, uint64_t keys, ui
     int ver = (rnd(&r) % 3 == 0) ? 2 : 1;
     uint64_t ns = rnd(&r) | 1;
     char op;
-    if (!cur[key])
-      op = (rnd(&r) % 8 == 0) ? 'r' : 'c';
-    else
-      op = (rnd(&r) % 10 == 0) ? 'd' : 'u';
+    if (!cur[key]) op = (rnd(&r) % 8 == 0) ? 'r' : 'c';
+    else op = (rnd(&r) % 10 == 0) ? 'd' : 'u';
     fill_envelope(&env[ver - 1], ver, op, (int64_t)key + 1, cur[key], ns, 1709287872000LL + (int64_t)i, (int64_t)i + 1);
     cur[key] = op == 'd' ? 0 : ns;
     in->voff[i] = in->vals.len;

@@ -23,8 +23,7 @@ typedef struct wd_bench_avro_input {
 /* Generates `records` records over keys 1..`keys` from the writer schemas in `schemas` (the
  * parsed schemas.json: id text -> schema JSON; borrowed) into *in (owned by the caller, release
  * with wd_bench_avro_input_free). */
-void wd_bench_avro_generate(json_t *schemas, uint64_t records, uint64_t keys, uint64_t seed,
-                            wd_bench_avro_input_t *in);
+void wd_bench_avro_generate(json_t *schemas, uint64_t records, uint64_t keys, uint64_t seed, wd_bench_avro_input_t *in);
 void wd_bench_avro_input_free(wd_bench_avro_input_t *in);
 
 /* The whole file at path, NUL-terminated (caller frees); exits on failure. */

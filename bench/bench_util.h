@@ -20,7 +20,8 @@
 static inline double bench_cpu_self(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
 }
 
 /* CPU seconds of the calling thread only. */
@@ -61,10 +62,8 @@ static inline uint64_t bench_dir_bytes(const char *dir) {
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
     struct stat st;
     if (lstat(path, &st)) continue;
-    if (S_ISDIR(st.st_mode))
-      total += bench_dir_bytes(path);
-    else if (S_ISREG(st.st_mode))
-      total += (uint64_t)st.st_size;
+    if (S_ISDIR(st.st_mode)) total += bench_dir_bytes(path);
+    else if (S_ISREG(st.st_mode)) total += (uint64_t)st.st_size;
   }
   closedir(d);
   return total;

@@ -34,11 +34,11 @@ int main(int argc, char **argv) {
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'c': config = optarg; break;
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'p': passes = atoi(optarg); break;
-      default: fprintf(stderr, "usage: decode [--records N] [--keys K] [--passes P] [--config F]\n"); return 2;
+    case 'c': config = optarg; break;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'p': passes = atoi(optarg); break;
+    default: fprintf(stderr, "usage: decode [--records N] [--keys K] [--passes P] [--config F]\n"); return 2;
     }
   }
   wd_error_t *err = NULL;

@@ -56,27 +56,23 @@
 static const char *const streams[3] = {"orders", "payments", "shipments"};
 
 /* Writes the widen config: configs/demo.yaml with the topics, group and state dir replaced. */
-static void write_config(const char *demo, const char *path, const char *prefix, const char *group,
-                         const char *state, const char *guarantee, long commit_ms) {
+static void write_config(const char *demo, const char *path, const char *prefix, const char *group, const char *state,
+                         const char *guarantee, long commit_ms) {
   FILE *in = fopen(demo, "r"), *out = fopen(path, "w");
   if (!in || !out) bench_die("cannot open %s", demo);
   char line[1024];
   while (fgets(line, sizeof line, in)) {
     char *p;
-    if ((p = strstr(line, "group.id:")))
-      fprintf(out, "  group.id: %s\n", group);
-    else if ((p = strstr(line, "  dir: ")) && strstr(line, "state"))
-      fprintf(out, "  dir: %s\n", state);
+    if ((p = strstr(line, "group.id:"))) fprintf(out, "  group.id: %s\n", group);
+    else if ((p = strstr(line, "  dir: ")) && strstr(line, "state")) fprintf(out, "  dir: %s\n", state);
     else if ((p = strstr(line, "status-interval-s"))) {
       fprintf(out, "  status-interval-s: 0\n");
       fprintf(out, "  processing-guarantee: %s\n", guarantee);
       if (commit_ms >= 0) fprintf(out, "  commit-interval-ms: %ld\n", commit_ms);
-    }
-    else if ((p = strstr(line, "topic: shop.")) || (p = strstr(line, "dead-letter-topic: shop."))) {
+    } else if ((p = strstr(line, "topic: shop.")) || (p = strstr(line, "dead-letter-topic: shop."))) {
       char *dot = strstr(p, "shop.");
       fprintf(out, "%.*s%s%s", (int)(dot - line), line, prefix, dot + 5);
-    } else
-      fputs(line, out);
+    } else fputs(line, out);
   }
   fclose(in);
   fclose(out);
@@ -140,10 +136,9 @@ static void transport_ceiling(const char *prefix, uint64_t records, double *cpu,
     if (!m) continue;
     if (!m->err) {
       for (;;) {
-        rd_kafka_resp_err_t e =
-            rd_kafka_producev(prod, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(m->key, m->key_len),
-                              RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_END);
+        rd_kafka_resp_err_t e = rd_kafka_producev(prod, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(m->key, m->key_len),
+                                                  RD_KAFKA_V_VALUE(m->payload, m->len),
+                                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (!e) break;
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("ceiling produce: %s", rd_kafka_err2str(e));
         rd_kafka_poll(prod, 10);
@@ -259,8 +254,7 @@ static void latency_run(const char *widen, const char *demo, const char *work, c
                         double *v50, double *v99, size_t *matched) {
   char prefix[128], group[160], cfgp[4300], state[4300], logp[4300], outt[256];
   uint64_t lrec = (uint64_t)(rate * lat_secs);
-  snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-lat-%.2s.", (int)getpid(), wd_wall_ms() % 100000000,
-           guarantee);
+  snprintf(prefix, sizeof prefix, "bench%d-%" PRId64 "-lat-%.2s.", (int)getpid(), wd_wall_ms() % 100000000, guarantee);
   bench_create_topics(prefix, names, 5);
   snprintf(group, sizeof group, "%sgroup", prefix);
   snprintf(cfgp, sizeof cfgp, "%s/lat-%s.yaml", work, guarantee);
@@ -332,29 +326,30 @@ int main(int argc, char **argv) {
   uint64_t records = 300000, keys = 100000, seed = 1;
   double lat_secs = 20, frac = 0.5, fixed_rate = 0;
   bool latency = true, ceiling = true;
-  static const struct option lo[] = {{"widen", 1, 0, 'w'},           {"records", 1, 0, 'r'}, {"keys", 1, 0, 'k'},
-                                     {"latency-seconds", 1, 0, 'l'}, {"rate-fraction", 1, 0, 'f'},
-                                     {"config", 1, 0, 'c'},          {"work", 1, 0, 'W'},    {"seed", 1, 0, 's'},
-                                     {"no-latency", 0, 0, 'L'},      {"no-ceiling", 0, 0, 'N'},
-                                     {"guarantee", 1, 0, 'g'},       {"commit-interval-ms", 1, 0, 'i'},
-                                     {"rate", 1, 0, 'R'},            {0, 0, 0, 0}};
+  static const struct option lo[] = {{"widen", 1, 0, 'w'},         {"records", 1, 0, 'r'},
+                                     {"keys", 1, 0, 'k'},          {"latency-seconds", 1, 0, 'l'},
+                                     {"rate-fraction", 1, 0, 'f'}, {"config", 1, 0, 'c'},
+                                     {"work", 1, 0, 'W'},          {"seed", 1, 0, 's'},
+                                     {"no-latency", 0, 0, 'L'},    {"no-ceiling", 0, 0, 'N'},
+                                     {"guarantee", 1, 0, 'g'},     {"commit-interval-ms", 1, 0, 'i'},
+                                     {"rate", 1, 0, 'R'},          {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'w': widen = optarg; break;
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'l': lat_secs = atof(optarg); break;
-      case 'f': frac = atof(optarg); break;
-      case 'c': demo = optarg; break;
-      case 'W': work = optarg; break;
-      case 's': seed = strtoull(optarg, NULL, 10); break;
-      case 'L': latency = false; break;
-      case 'N': ceiling = false; break;
-      case 'g': guarantee = optarg; break;
-      case 'i': commit_ms = atol(optarg); break;
-      case 'R': fixed_rate = atof(optarg); break;
-      default: fprintf(stderr, "usage: see bench/e2e.c\n"); return 2;
+    case 'w': widen = optarg; break;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'l': lat_secs = atof(optarg); break;
+    case 'f': frac = atof(optarg); break;
+    case 'c': demo = optarg; break;
+    case 'W': work = optarg; break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'L': latency = false; break;
+    case 'N': ceiling = false; break;
+    case 'g': guarantee = optarg; break;
+    case 'i': commit_ms = atol(optarg); break;
+    case 'R': fixed_rate = atof(optarg); break;
+    default: fprintf(stderr, "usage: see bench/e2e.c\n"); return 2;
     }
   }
   bench_prog = "e2e";
@@ -389,7 +384,8 @@ int main(int argc, char **argv) {
   double wcpu[2] = {0, 0}, sat[2] = {0, 0};
   double usr[2] = {0, 0}, sys[2] = {0, 0};
   for (int g = 0; g < ng; g++) {
-    saturation(widen, demo, work, gs[g], commit_ms, keys, records, seed, prefix[g], sizeof prefix[g], &wcpu[g], &sat[g]);
+    saturation(widen, demo, work, gs[g], commit_ms, keys, records, seed, prefix[g], sizeof prefix[g], &wcpu[g],
+               &sat[g]);
     usr[g] = bench_last_user_s;
     sys[g] = bench_last_sys_s;
   }
@@ -401,7 +397,8 @@ int main(int argc, char **argv) {
   double ccpu = 0, cwall = 0;
   if (ceiling) {
     transport_ceiling(prefix[0], records, &ccpu, &cwall);
-    printf("ceiling  consume + produce %" PRIu64 " records: CPU %.2f s -> %.0f records/s per core; wall %.2f s -> %.0f/s\n",
+    printf("ceiling  consume + produce %" PRIu64
+           " records: CPU %.2f s -> %.0f records/s per core; wall %.2f s -> %.0f/s\n",
            records, ccpu, records / ccpu, cwall, records / cwall);
     printf("ratio    widen[%s]/ceiling %.3f (per core)\n", gs[0], (records / wcpu[0]) / (records / ccpu));
   }
@@ -415,8 +412,8 @@ int main(int argc, char **argv) {
   if (latency && smin > 0) {
     rate = fixed_rate > 0 ? fixed_rate : frac * smin;
     for (int g = 0; g < ng; g++)
-      latency_run(widen, demo, work, gs[g], commit_ms, keys, seed, rate, lat_secs, &p50[g], &p99[g], &v50[g],
-                  &v99[g], &nlat[g]);
+      latency_run(widen, demo, work, gs[g], commit_ms, keys, seed, rate, lat_secs, &p50[g], &p99[g], &v50[g], &v99[g],
+                  &nlat[g]);
   }
   /* RESULT: the first guarantee's figures under the historical names, then per guarantee */
   printf("RESULT records=%" PRIu64 " widen_cpu_s=%.3f widen_rps_cpu=%.0f widen_rps_wall=%.0f ceiling_rps_cpu=%.0f "

@@ -54,7 +54,6 @@
 #define WD_SOURCE_DIR "."
 #endif
 
-
 static double produce(const char *topic, const wd_bench_avro_input_t *in) {
   rd_kafka_t *rk = bench_new_producer();
   rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
@@ -113,10 +112,9 @@ static void transport_ceiling(const char *topic, const char *out, uint64_t recor
     if (!m) continue;
     if (!m->err) {
       for (;;) {
-        rd_kafka_resp_err_t e =
-            rd_kafka_producev(prod, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(m->key, m->key_len),
-                              RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_END);
+        rd_kafka_resp_err_t e = rd_kafka_producev(prod, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_KEY(m->key, m->key_len),
+                                                  RD_KAFKA_V_VALUE(m->payload, m->len),
+                                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (!e) break;
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("ceiling produce: %s", rd_kafka_err2str(e));
         rd_kafka_poll(prod, 10);
@@ -141,27 +139,28 @@ static void write_config(const char *path, const char *prefix, const char *group
                          bool avro_sink) {
   FILE *f = fopen(path, "w");
   if (!f) bench_die("cannot write %s", path);
-  fprintf(f,
-          "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %s\n"
-          "table:\n  name: orders_wide\n  schema:\n"
-          "    - {name: id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
-          "    - {name: amount, type: \"DECIMAL(12,2)\"}\n    - {name: order_date, type: DATE}\n"
-          "    - {name: created_at, type: TIMESTAMP(6)}\n    - {name: updated_at, type: TIMESTAMP(3)}\n"
-          "    - {name: tags, type: ARRAY<STRING>}\n    - {name: attrs, type: \"MAP<STRING, BIGINT>\"}\n"
-          "    - {name: city, type: STRING}\n    - {name: price, type: DOUBLE}\n    - {name: paid, type: BOOLEAN}\n"
-          "    - {name: src_ts, type: TIMESTAMP(3)}\n    - {name: lsn, type: BIGINT}\n    - {name: note, type: STRING}\n"
-          "  primary-key: [id]\n"
-          "  options:\n    changelog-producer: lookup\n"
-          "sources:\n  - name: orders\n    topic: %sorders\n    format: debezium-avro\n    columns:\n"
-          "      id:\n      customer:\n      amount:\n      order_date:\n      created_at:\n      updated_at:\n"
-          "      tags:\n      attrs:\n      city: address.city\n      price:\n      paid:\n"
-          "      src_ts: $.source.ts_ms\n      lsn: $.source.lsn\n      note:\n"
-          "sink:\n  topic: %sout\n  format: %s\n%s  dead-letter-topic: %sout.dlq\n"
-          "schema-registry:\n  url: %s\n  timeout: 5s\n"
-          "state:\n  dir: %s\n"
-          "pipeline:\n  batch-size: 1000\n  batch-timeout-ms: 100\n  status-interval-s: 0\n",
-          group, prefix, prefix, avro_sink ? "avro" : "debezium-json", avro_sink ? "  key-format: avro\n" : "", prefix,
-          url, state);
+  fprintf(
+      f,
+      "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %s\n"
+      "table:\n  name: orders_wide\n  schema:\n"
+      "    - {name: id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
+      "    - {name: amount, type: \"DECIMAL(12,2)\"}\n    - {name: order_date, type: DATE}\n"
+      "    - {name: created_at, type: TIMESTAMP(6)}\n    - {name: updated_at, type: TIMESTAMP(3)}\n"
+      "    - {name: tags, type: ARRAY<STRING>}\n    - {name: attrs, type: \"MAP<STRING, BIGINT>\"}\n"
+      "    - {name: city, type: STRING}\n    - {name: price, type: DOUBLE}\n    - {name: paid, type: BOOLEAN}\n"
+      "    - {name: src_ts, type: TIMESTAMP(3)}\n    - {name: lsn, type: BIGINT}\n    - {name: note, type: STRING}\n"
+      "  primary-key: [id]\n"
+      "  options:\n    changelog-producer: lookup\n"
+      "sources:\n  - name: orders\n    topic: %sorders\n    format: debezium-avro\n    columns:\n"
+      "      id:\n      customer:\n      amount:\n      order_date:\n      created_at:\n      updated_at:\n"
+      "      tags:\n      attrs:\n      city: address.city\n      price:\n      paid:\n"
+      "      src_ts: $.source.ts_ms\n      lsn: $.source.lsn\n      note:\n"
+      "sink:\n  topic: %sout\n  format: %s\n%s  dead-letter-topic: %sout.dlq\n"
+      "schema-registry:\n  url: %s\n  timeout: 5s\n"
+      "state:\n  dir: %s\n"
+      "pipeline:\n  batch-size: 1000\n  batch-timeout-ms: 100\n  status-interval-s: 0\n",
+      group, prefix, prefix, avro_sink ? "avro" : "debezium-json", avro_sink ? "  key-format: avro\n" : "", prefix, url,
+      state);
   fclose(f);
 }
 
@@ -169,25 +168,25 @@ int main(int argc, char **argv) {
   const char *widen = NULL, *work = "/tmp/widen-bench-e2e-avro";
   uint64_t records = 200000, keys = 100000, seed = 1;
   bool ceiling = true, avro_sink = true;
-  static const struct option lo[] = {{"widen", 1, 0, 'w'}, {"records", 1, 0, 'r'}, {"keys", 1, 0, 'k'},
-                                     {"sink", 1, 0, 'S'},  {"work", 1, 0, 'W'},    {"seed", 1, 0, 's'},
+  static const struct option lo[] = {{"widen", 1, 0, 'w'},      {"records", 1, 0, 'r'},  {"keys", 1, 0, 'k'},
+                                     {"sink", 1, 0, 'S'},       {"work", 1, 0, 'W'},     {"seed", 1, 0, 's'},
                                      {"no-ceiling", 0, 0, 'N'}, {"registry", 1, 0, 'R'}, {0, 0, 0, 0}};
   const char *registry = NULL;
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'w': widen = optarg; break;
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'S':
-        if (strcmp(optarg, "avro") && strcmp(optarg, "json")) bench_die("--sink avro|json, not %s", optarg);
-        avro_sink = !strcmp(optarg, "avro");
-        break;
-      case 'W': work = optarg; break;
-      case 's': seed = strtoull(optarg, NULL, 10); break;
-      case 'N': ceiling = false; break;
-      case 'R': registry = optarg; break;
-      default: fprintf(stderr, "usage: see bench/e2e_avro.c\n"); return 2;
+    case 'w': widen = optarg; break;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'S':
+      if (strcmp(optarg, "avro") && strcmp(optarg, "json")) bench_die("--sink avro|json, not %s", optarg);
+      avro_sink = !strcmp(optarg, "avro");
+      break;
+    case 'W': work = optarg; break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'N': ceiling = false; break;
+    case 'R': registry = optarg; break;
+    default: fprintf(stderr, "usage: see bench/e2e_avro.c\n"); return 2;
     }
   }
   bench_prog = "e2e_avro";
@@ -280,19 +279,24 @@ int main(int argc, char **argv) {
   int64_t ndlq = bench_topic_end(wm, dlq);
   rd_kafka_consumer_close(wm);
   rd_kafka_destroy(wm);
-  printf("widen    %" PRIu64 " Avro input records -> %zu output messages (%s sink; %" PRId64 " dead letters; %d registry "
-         "requests (-1: real registry %s)); widen CPU %.2f s -> %.0f input records/s per core; output span %.2f s -> %.0f records/s wall "
+  printf("widen    %" PRIu64 " Avro input records -> %zu output messages (%s sink; %" PRId64
+         " dead letters; %d registry "
+         "requests (-1: real registry %s)); widen CPU %.2f s -> %.0f input records/s per core; output span %.2f s -> "
+         "%.0f records/s wall "
          "(process lifetime %.2f s incl. start, join, 1.5 s idle)\n",
-         records, nout, avro_sink ? "Avro" : "Debezium JSON", ndlq, reqs, registry ? registry : "-", wcpu, records / wcpu, span, sat, wwall_proc);
+         records, nout, avro_sink ? "Avro" : "Debezium JSON", ndlq, reqs, registry ? registry : "-", wcpu,
+         records / wcpu, span, sat, wwall_proc);
 
   double ccpu = 0, cwall = 0;
   if (ceiling) {
     transport_ceiling(topic, ceil_t, records, &ccpu, &cwall);
-    printf("ceiling  consume + produce %" PRIu64 " records: CPU %.2f s -> %.0f records/s per core; wall %.2f s -> %.0f/s\n",
+    printf("ceiling  consume + produce %" PRIu64
+           " records: CPU %.2f s -> %.0f records/s per core; wall %.2f s -> %.0f/s\n",
            records, ccpu, records / ccpu, cwall, records / cwall);
     printf("ratio    widen/ceiling %.3f (per core)\n", ccpu / wcpu);
   }
-  printf("RESULT records=%" PRIu64 " outputs=%zu dlq=%" PRId64 " widen_cpu_s=%.3f widen_rps_cpu=%.0f widen_rps_wall=%.0f "
+  printf("RESULT records=%" PRIu64 " outputs=%zu dlq=%" PRId64
+         " widen_cpu_s=%.3f widen_rps_cpu=%.0f widen_rps_wall=%.0f "
          "ceiling_rps_cpu=%.0f ratio=%.3f\n",
          records, nout, ndlq, wcpu, records / wcpu, sat, ceiling ? records / ccpu : 0, ceiling ? ccpu / wcpu : 0);
   wd_standin_stop(srv);

@@ -142,7 +142,8 @@ static int cmp_ckey(const void *a, const void *b) {
   return c ? c : (x->kl > y->kl) - (x->kl < y->kl);
 }
 
-static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, uint64_t nrec, phase_t *ph, uint64_t *disk) {
+static void run_ceiling(const char *dir, const trace_t *tr, const pool_t *pool, uint64_t nrec, phase_t *ph,
+                        uint64_t *disk) {
   char *rerr = NULL;
   rocksdb_cache_t *cache = rocksdb_cache_create_lru(64u << 20);
   rocksdb_block_based_table_options_t *to = rocksdb_block_based_options_create();
@@ -281,24 +282,24 @@ int main(int argc, char **argv) {
   uint64_t keys = 100000, records = 1000000, seed = 1;
   long batch = 0, cache_entries = -1;
   bool ceiling = true;
-  static const struct option lo[] = {{"config", 1, 0, 'c'}, {"dir", 1, 0, 'd'},     {"keys", 1, 0, 'k'},
-                                     {"records", 1, 0, 'r'}, {"seed", 1, 0, 's'},    {"batch", 1, 0, 'b'},
+  static const struct option lo[] = {{"config", 1, 0, 'c'},        {"dir", 1, 0, 'd'},        {"keys", 1, 0, 'k'},
+                                     {"records", 1, 0, 'r'},       {"seed", 1, 0, 's'},       {"batch", 1, 0, 'b'},
                                      {"cache-entries", 1, 0, 'C'}, {"no-ceiling", 0, 0, 'N'}, {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'c': config = optarg; break;
-      case 'd': dir = optarg; break;
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 's': seed = strtoull(optarg, NULL, 10); break;
-      case 'b': batch = strtol(optarg, NULL, 10); break;
-      case 'C': cache_entries = strtol(optarg, NULL, 10); break;
-      case 'N': ceiling = false; break;
-      default:
-        fprintf(stderr, "usage: engine [--keys N] [--records M] [--batch B] [--seed S] [--config F] [--dir D] "
-                        "[--cache-entries N] [--no-ceiling]\n");
-        return 2;
+    case 'c': config = optarg; break;
+    case 'd': dir = optarg; break;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'b': batch = strtol(optarg, NULL, 10); break;
+    case 'C': cache_entries = strtol(optarg, NULL, 10); break;
+    case 'N': ceiling = false; break;
+    default:
+      fprintf(stderr, "usage: engine [--keys N] [--records M] [--batch B] [--seed S] [--config F] [--dir D] "
+                      "[--cache-entries N] [--no-ceiling]\n");
+      return 2;
     }
   }
   wd_error_t *err = NULL;
@@ -500,9 +501,8 @@ int main(int argc, char **argv) {
          "rss_mib=%.1f disk_mib=%.1f ceiling_rps=%.0f ceiling_rps_cpu=%.0f ceiling_p50_ms=%.3f ceiling_p99_ms=%.3f "
          "ratio_cpu=%.3f ratio_wall=%.3f decode_eps=%.0f\n",
          keys, nmsgs, pe.records / pe.secs, pe.records / pe.cpu, pe.p50 * 1e3, pe.p99 * 1e3, rss_peak / 1024.0,
-         dir_engine / 1048576.0, ceiling ? pc.records / pc.secs : 0, ceiling ? pc.records / pc.cpu : 0,
-         pc.p50 * 1e3, pc.p99 * 1e3, ratio, ceiling ? (pe.records / pe.secs) / (pc.records / pc.secs) : 0,
-         nmsgs / decode_secs);
+         dir_engine / 1048576.0, ceiling ? pc.records / pc.secs : 0, ceiling ? pc.records / pc.cpu : 0, pc.p50 * 1e3,
+         pc.p99 * 1e3, ratio, ceiling ? (pe.records / pe.secs) / (pc.records / pc.secs) : 0, nmsgs / decode_secs);
   (void)ms_total;
   wd_state_destroy(state);
   wd_store_close(store);

@@ -44,11 +44,10 @@ double bench_produce_generated(const char *prefix, uint64_t keys, uint64_t recor
     }
     int64_t ts = wd_wall_ms();
     for (;;) {
-      rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]),
-                                                RD_KAFKA_V_KEY(m.key, m.key_len),
-                                                RD_KAFKA_V_VALUE((void *)m.value, m.value_len),
-                                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts),
-                                                RD_KAFKA_V_END);
+      rd_kafka_resp_err_t e =
+          rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]), RD_KAFKA_V_KEY(m.key, m.key_len),
+                            RD_KAFKA_V_VALUE((void *)m.value, m.value_len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                            RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_END);
       if (!e) break;
       if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("produce: %s", rd_kafka_err2str(e));
       rd_kafka_poll(rk, 10);

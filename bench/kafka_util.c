@@ -93,7 +93,8 @@ double bench_wait_widen(pid_t pid) {
   int status = 0;
   struct rusage ru;
   if (wait4(pid, &status, 0, &ru) < 0) bench_die("wait4: %s", strerror(errno));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "%s: widen exited with status %d\n", bench_prog, status);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fprintf(stderr, "%s: widen exited with status %d\n", bench_prog, status);
   bench_last_user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
   bench_last_sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
   bench_last_ctxsw = ru.ru_nvcsw + ru.ru_nivcsw;
@@ -128,7 +129,6 @@ int64_t bench_topic_end(rd_kafka_t *rk, const char *topic) {
   }
   return total;
 }
-
 
 rd_kafka_t *bench_new_reader(const char *topic) {
   char errstr[512];

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 extern const char *bench_brokers; /* bootstrap servers; set before any other call */
-extern const char *bench_prog;    /* the program's name in messages */
+extern const char *bench_prog; /* the program's name in messages */
 
 /* Prints "<bench_prog>: " fmt (with one string argument) and exits 1. */
 void bench_die(const char *fmt, const char *arg);

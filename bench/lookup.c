@@ -58,9 +58,10 @@ typedef struct {
 } setup_t;
 
 static void setup(setup_t *s, bool lookups) {
-  const char *names[] = {"invoice_id", "payment_id", "customer_id", "amount", "reconciliation_id", "pay_status",
-                         "recon_status", "customer_name"};
-  const char *types[] = {"BIGINT NOT NULL", "BIGINT", "BIGINT", "DECIMAL(12,2)", "BIGINT", "STRING", "STRING", "STRING"};
+  const char *names[] = {"invoice_id",        "payment_id", "customer_id",  "amount",
+                         "reconciliation_id", "pay_status", "recon_status", "customer_name"};
+  const char *types[] = {"BIGINT NOT NULL", "BIGINT", "BIGINT", "DECIMAL(12,2)",
+                         "BIGINT",          "STRING", "STRING", "STRING"};
   const char *pk[] = {"invoice_id"};
   wd_option_t opt = {"merge-engine", "deduplicate"};
   wd_error_t *err = wd_table_config_build(8, names, types, 1, pk, 1, &opt, &s->t);

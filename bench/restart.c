@@ -85,8 +85,7 @@ static void write_config(const char *demo, const char *path, const char *prefix,
     } else if ((p = strstr(line, "topic: shop.")) || (p = strstr(line, "dead-letter-topic: shop."))) {
       char *dot = strstr(p, "shop.");
       fprintf(out, "%.*s%s%s", (int)(dot - line), line, prefix, dot + 5);
-    } else
-      fputs(line, out);
+    } else fputs(line, out);
   }
   fclose(in);
   fclose(out);
@@ -229,9 +228,9 @@ static pid_t start_producer(const char *prefix, uint64_t keys, double rate, uint
       n++;
     }
     for (;;) {
-      rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt[m.stream_index]), RD_KAFKA_V_KEY(m.key, m.key_len),
-                                                RD_KAFKA_V_VALUE((void *)m.value, m.value_len),
-                                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          rk, RD_KAFKA_V_RKT(rkt[m.stream_index]), RD_KAFKA_V_KEY(m.key, m.key_len),
+          RD_KAFKA_V_VALUE((void *)m.value, m.value_len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
       if (!e) break;
       if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) bench_die("produce: %s", rd_kafka_err2str(e));
       rd_kafka_poll(rk, 10);
@@ -302,26 +301,33 @@ int main(int argc, char **argv) {
   double rate = 5000, kill_after = 5, run_after = 10;
   long cache_mb = 256, cache_entries = 0;
   bool static_member = true;
-  static const struct option lo[] = {
-      {"widen", 1, 0, 'w'},   {"keys", 1, 0, 'k'},       {"rate", 1, 0, 'r'},
-      {"kill-after", 1, 0, 'K'}, {"backlog", 1, 0, 'b'},    {"run-after", 1, 0, 'R'},
-      {"cache-memory-mb", 1, 0, 'm'}, {"cache-entries", 1, 0, 'e'}, {"no-static", 0, 0, 'S'},
-      {"work", 1, 0, 'W'},    {"config", 1, 0, 'c'},     {0, 0, 0, 0}};
+  static const struct option lo[] = {{"widen", 1, 0, 'w'},
+                                     {"keys", 1, 0, 'k'},
+                                     {"rate", 1, 0, 'r'},
+                                     {"kill-after", 1, 0, 'K'},
+                                     {"backlog", 1, 0, 'b'},
+                                     {"run-after", 1, 0, 'R'},
+                                     {"cache-memory-mb", 1, 0, 'm'},
+                                     {"cache-entries", 1, 0, 'e'},
+                                     {"no-static", 0, 0, 'S'},
+                                     {"work", 1, 0, 'W'},
+                                     {"config", 1, 0, 'c'},
+                                     {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'w': widen = optarg; break;
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'r': rate = atof(optarg); break;
-      case 'K': kill_after = atof(optarg); break;
-      case 'b': backlog = strtoull(optarg, NULL, 10); break;
-      case 'R': run_after = atof(optarg); break;
-      case 'm': cache_mb = atol(optarg); break;
-      case 'e': cache_entries = atol(optarg); break;
-      case 'S': static_member = false; break;
-      case 'W': work = optarg; break;
-      case 'c': demo = optarg; break;
-      default: fprintf(stderr, "usage: see bench/restart.c\n"); return 2;
+    case 'w': widen = optarg; break;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'r': rate = atof(optarg); break;
+    case 'K': kill_after = atof(optarg); break;
+    case 'b': backlog = strtoull(optarg, NULL, 10); break;
+    case 'R': run_after = atof(optarg); break;
+    case 'm': cache_mb = atol(optarg); break;
+    case 'e': cache_entries = atol(optarg); break;
+    case 'S': static_member = false; break;
+    case 'W': work = optarg; break;
+    case 'c': demo = optarg; break;
+    default: fprintf(stderr, "usage: see bench/restart.c\n"); return 2;
     }
   }
   bench_prog = "restart";
@@ -343,8 +349,7 @@ int main(int argc, char **argv) {
     prefill(demo, pre, keys);
     FILE *f = fopen(done, "w");
     if (f) fclose(f);
-  } else
-    fprintf(stderr, "restart: reusing the prefilled store %s\n", pre);
+  } else fprintf(stderr, "restart: reusing the prefilled store %s\n", pre);
   bench_rm_rf(state);
   snprintf(cmd, sizeof cmd, "cp -a '%s' '%s' && rm -f '%s/.done'", pre, state, state);
   if (system(cmd)) return 1;
@@ -388,8 +393,8 @@ int main(int argc, char **argv) {
   kill(w2, SIGTERM);
   struct rusage ru;
   if (wait4(w2, &st, 0, &ru) < 0) bench_die("wait4: %s", strerror(errno));
-  double cpu2 = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-                ru.ru_stime.tv_usec / 1e6;
+  double cpu2 =
+      (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
   kill(prod, SIGTERM);
   waitpid(prod, NULL, 0);
   drain(reader, 1, &seen);
@@ -405,7 +410,8 @@ int main(int argc, char **argv) {
          first_start, restart_s, restored ? "YES" : "no");
   printf("memory   restarted process: peak RSS %.1f MiB (cache-memory-mb %ld, cache-entries %ld), CPU %.2f s over "
          "%.1f s; exit status %d\n",
-         ru.ru_maxrss / 1024.0, cache_mb, cache_entries, cpu2, restart_s + run_after, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+         ru.ru_maxrss / 1024.0, cache_mb, cache_entries, cpu2, restart_s + run_after,
+         WIFEXITED(st) ? WEXITSTATUS(st) : -1);
   printf("RESULT keys=%" PRIu64 " restart_s=%.3f first_start_s=%.3f disk_mib=%.1f rss_mib=%.1f cpu_s=%.2f restored=%d "
          "outputs=%" PRIu64 "\n",
          keys, restart_s, first_start, disk1 / 1048576.0, ru.ru_maxrss / 1024.0, cpu2, restored, seen);

@@ -242,33 +242,44 @@ int main(int argc, char **argv) {
     int64_t p = r < payments ? r : pick(payments);
     ts++;
     int64_t o = ord[p], a = amt[p];
-    snprintf(old, sizeof(old), "{\"payment_id\":%" PRId64 ",\"order_id\":%" PRId64 ",\"method\":\"m%" PRId64
-             "\",\"amount\":%" PRId64 "}", p, o, a % 5, a);
+    snprintf(old, sizeof(old),
+             "{\"payment_id\":%" PRId64 ",\"order_id\":%" PRId64 ",\"method\":\"m%" PRId64 "\",\"amount\":%" PRId64 "}",
+             p, o, a % 5, a);
     int64_t what = pick(100);
     if (!live[p]) { /* insert */
       ord[p] = 1 + pick(orders);
       amt[p] = pick(100000);
       live[p] = true;
-      snprintf(img, sizeof(img), "{\"payment_id\":%" PRId64 ",\"order_id\":%" PRId64 ",\"method\":\"m%" PRId64
-               "\",\"amount\":%" PRId64 "}", p, ord[p], amt[p] % 5, amt[p]);
-      snprintf(js, sizeof(js), "{\"op\":\"c\",\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":%" PRId64 "}}", img, ts);
+      snprintf(img, sizeof(img),
+               "{\"payment_id\":%" PRId64 ",\"order_id\":%" PRId64 ",\"method\":\"m%" PRId64 "\",\"amount\":%" PRId64
+               "}",
+               p, ord[p], amt[p] % 5, amt[p]);
+      snprintf(js, sizeof(js), "{\"op\":\"c\",\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":%" PRId64 "}}", img,
+               ts);
       add_msg(&full, full_src, ws, &ch_full, js);
       add_msg(&keyed, key_src, ss, &ch_key, js);
     } else if (what < 10) { /* delete */
       live[p] = false;
-      snprintf(js, sizeof(js), "{\"op\":\"d\",\"before\":%s,\"after\":null,\"source\":{\"ts_ms\":%" PRId64 "}}", old, ts);
+      snprintf(js, sizeof(js), "{\"op\":\"d\",\"before\":%s,\"after\":null,\"source\":{\"ts_ms\":%" PRId64 "}}", old,
+               ts);
       add_msg(&full, full_src, ws, &ch_full, js);
-      snprintf(js, sizeof(js), "{\"op\":\"d\",\"before\":{\"payment_id\":%" PRId64 "},\"after\":null,\"source\":{\"ts_ms\":%"
-               PRId64 "}}", p, ts);
+      snprintf(js, sizeof(js),
+               "{\"op\":\"d\",\"before\":{\"payment_id\":%" PRId64 "},\"after\":null,\"source\":{\"ts_ms\":%" PRId64
+               "}}",
+               p, ts);
       add_msg(&keyed, key_src, ss, &ch_key, js);
     } else { /* update in place, or a move */
       if (what < 30) ord[p] = 1 + pick(orders);
       amt[p] = pick(100000);
-      snprintf(img, sizeof(img), "{\"payment_id\":%" PRId64 ",\"order_id\":%" PRId64 ",\"method\":\"m%" PRId64
-               "\",\"amount\":%" PRId64 "}", p, ord[p], amt[p] % 5, amt[p]);
-      snprintf(js, sizeof(js), "{\"op\":\"u\",\"before\":%s,\"after\":%s,\"source\":{\"ts_ms\":%" PRId64 "}}", old, img, ts);
+      snprintf(img, sizeof(img),
+               "{\"payment_id\":%" PRId64 ",\"order_id\":%" PRId64 ",\"method\":\"m%" PRId64 "\",\"amount\":%" PRId64
+               "}",
+               p, ord[p], amt[p] % 5, amt[p]);
+      snprintf(js, sizeof(js), "{\"op\":\"u\",\"before\":%s,\"after\":%s,\"source\":{\"ts_ms\":%" PRId64 "}}", old, img,
+               ts);
       add_msg(&full, full_src, ws, &ch_full, js);
-      snprintf(js, sizeof(js), "{\"op\":\"u\",\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":%" PRId64 "}}", img, ts);
+      snprintf(js, sizeof(js), "{\"op\":\"u\",\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":%" PRId64 "}}", img,
+               ts);
       add_msg(&keyed, key_src, ss, &ch_key, js);
     }
   }

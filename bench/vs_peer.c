@@ -78,26 +78,22 @@ static bool listed(const char *list, const char *name) {
 
 /* widen's config: demo.yaml with the input prefix, group, state dir, guarantee, output topic and the
  * sink in changelog-json. */
-static void write_config(const opts_t *o, const char *path, const char *prefix, const char *group,
-                         const char *state, const char *guarantee, const char *out_topic) {
+static void write_config(const opts_t *o, const char *path, const char *prefix, const char *group, const char *state,
+                         const char *guarantee, const char *out_topic) {
   FILE *in = fopen(o->demo, "r"), *out = fopen(path, "w");
   if (!in || !out) bench_die("cannot open %s", o->demo);
   char line[1024];
   bool per_partition = o->per_partition || (o->repartition && *o->repartition);
   while (fgets(line, sizeof line, in)) {
     char *p;
-    if (strstr(line, "group.id:"))
-      fprintf(out, "  group.id: %s\n", group);
-    else if (strstr(line, "  dir: ") && strstr(line, "state"))
-      fprintf(out, "  dir: %s\n", state);
+    if (strstr(line, "group.id:")) fprintf(out, "  group.id: %s\n", group);
+    else if (strstr(line, "  dir: ") && strstr(line, "state")) fprintf(out, "  dir: %s\n", state);
     else if (strstr(line, "status-interval-s")) {
       fprintf(out, "  status-interval-s: 0\n  processing-guarantee: %s\n", guarantee);
       if (o->commit_ms >= 0) fprintf(out, "  commit-interval-ms: %ld\n", o->commit_ms);
       if (per_partition) fprintf(out, "  tasks: per-partition\n");
-    } else if (!strcmp(line, "  topic: shop.orders_wide\n"))
-      fprintf(out, "  topic: %s\n", out_topic);
-    else if (!strcmp(line, "  format: debezium-json\n"))
-      fprintf(out, "  format: changelog-json\n");
+    } else if (!strcmp(line, "  topic: shop.orders_wide\n")) fprintf(out, "  topic: %s\n", out_topic);
+    else if (!strcmp(line, "  format: debezium-json\n")) fprintf(out, "  format: changelog-json\n");
     else if ((p = strstr(line, "topic: shop.")) || (p = strstr(line, "dead-letter-topic: shop."))) {
       char *dot = strstr(p, "shop.");
       fprintf(out, "%.*s%s%s", (int)(dot - line), line, prefix, dot + 5);
@@ -106,8 +102,7 @@ static void write_config(const opts_t *o, const char *path, const char *prefix, 
         snprintf(want, sizeof want, "shop.%s\n", streams[i]);
         if (!strcmp(dot, want) && listed(o->repartition, streams[i])) fprintf(out, "    repartition: true\n");
       }
-    } else
-      fputs(line, out);
+    } else fputs(line, out);
   }
   fclose(in);
   fclose(out);
@@ -195,7 +190,8 @@ static usage_t wait_child(pid_t pid, const char *what) {
   u.cpu = u.user + u.sys;
   u.rss_mib = ru.ru_maxrss / 1024.0;
   u.status = status;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "vs_peer: %s exited with status %d\n", what, status);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fprintf(stderr, "vs_peer: %s exited with status %d\n", what, status);
   return u;
 }
 
@@ -406,33 +402,43 @@ int main(int argc, char **argv) {
   uint64_t records = 300000, seed = 1;
   double lat_secs = 15, rate = 10000;
   bool latency = true, check = false;
-  static const struct option lo[] = {
-      {"widen", 1, 0, 'w'},    {"peer-cp", 1, 0, 'p'},         {"records", 1, 0, 'r'},
-      {"keys", 1, 0, 'k'},     {"seed", 1, 0, 's'},            {"guarantee", 1, 0, 'g'},
-      {"latency-seconds", 1, 0, 'l'}, {"rate", 1, 0, 'R'},     {"no-latency", 0, 0, 'L'},
-      {"commit-interval-ms", 1, 0, 'i'}, {"per-partition", 0, 0, 'P'}, {"repartition", 1, 0, 'x'},
-      {"java-opts", 1, 0, 'j'}, {"work", 1, 0, 'W'},           {"config", 1, 0, 'c'},
-      {"check", 0, 0, 'C'},    {0, 0, 0, 0}};
+  static const struct option lo[] = {{"widen", 1, 0, 'w'},
+                                     {"peer-cp", 1, 0, 'p'},
+                                     {"records", 1, 0, 'r'},
+                                     {"keys", 1, 0, 'k'},
+                                     {"seed", 1, 0, 's'},
+                                     {"guarantee", 1, 0, 'g'},
+                                     {"latency-seconds", 1, 0, 'l'},
+                                     {"rate", 1, 0, 'R'},
+                                     {"no-latency", 0, 0, 'L'},
+                                     {"commit-interval-ms", 1, 0, 'i'},
+                                     {"per-partition", 0, 0, 'P'},
+                                     {"repartition", 1, 0, 'x'},
+                                     {"java-opts", 1, 0, 'j'},
+                                     {"work", 1, 0, 'W'},
+                                     {"config", 1, 0, 'c'},
+                                     {"check", 0, 0, 'C'},
+                                     {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
-      case 'w': o.widen = optarg; break;
-      case 'p': o.peer_cp = optarg; break;
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 'k': o.keys = strtoull(optarg, NULL, 10); break;
-      case 's': seed = strtoull(optarg, NULL, 10); break;
-      case 'g': guarantee = optarg; break;
-      case 'l': lat_secs = atof(optarg); break;
-      case 'R': rate = atof(optarg); break;
-      case 'L': latency = false; break;
-      case 'i': o.commit_ms = atol(optarg); break;
-      case 'P': o.per_partition = true; break;
-      case 'x': o.repartition = optarg; break;
-      case 'j': o.java_opts = optarg; break;
-      case 'W': o.work = optarg; break;
-      case 'c': o.demo = optarg; break;
-      case 'C': check = true; break;
-      default: fprintf(stderr, "usage: see bench/vs_peer.c\n"); return 2;
+    case 'w': o.widen = optarg; break;
+    case 'p': o.peer_cp = optarg; break;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 'k': o.keys = strtoull(optarg, NULL, 10); break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'g': guarantee = optarg; break;
+    case 'l': lat_secs = atof(optarg); break;
+    case 'R': rate = atof(optarg); break;
+    case 'L': latency = false; break;
+    case 'i': o.commit_ms = atol(optarg); break;
+    case 'P': o.per_partition = true; break;
+    case 'x': o.repartition = optarg; break;
+    case 'j': o.java_opts = optarg; break;
+    case 'W': o.work = optarg; break;
+    case 'c': o.demo = optarg; break;
+    case 'C': check = true; break;
+    default: fprintf(stderr, "usage: see bench/vs_peer.c\n"); return 2;
     }
   }
   bench_prog = "vs_peer";
@@ -462,7 +468,7 @@ int main(int argc, char **argv) {
   /* ---- saturation: one backlog, every process over it ---- */
   char prefix[128];
   snprintf(prefix, sizeof prefix, "vsp%d-%" PRId64 "-sat.", (int)getpid(), wd_wall_ms() % 100000000);
-  static const char *const sat_names[8] = {"orders",        "payments",     "shipments",    "orders_wide.dlq",
+  static const char *const sat_names[8] = {"orders",       "payments",    "shipments",    "orders_wide.dlq",
                                            "out-widen-ex", "out-peer-ex", "out-widen-at", "out-peer-at"};
   bench_create_topics(prefix, sat_names, 8);
   double psecs = bench_produce_generated(prefix, o.keys, records, seed, 0, NULL);
@@ -510,12 +516,15 @@ int main(int argc, char **argv) {
       printf("%-5s [%s] %" PRIu64 " input records -> %zu output records (%zu unreadable), %zu rows; CPU %.2f s (user "
              "%.2f, system %.2f) -> %.0f input records/s per core; output span %.2f s -> %.0f records/s wall; peak "
              "RSS %.0f MiB; table %s\n",
-             who, gs[g], records, t.messages, t.bad, table_rows(&t), u.cpu, u.user, u.sys, rps[g][s], span,
-             wall[g][s], rss[g][s], have_ref && (g || s) ? (diff[g][s] ? "DIFFERS from widen exactly-once" : "= widen exactly-once") : "(reference)");
+             who, gs[g], records, t.messages, t.bad, table_rows(&t), u.cpu, u.user, u.sys, rps[g][s], span, wall[g][s],
+             rss[g][s],
+             have_ref && (g || s) ? (diff[g][s] ? "DIFFERS from widen exactly-once" : "= widen exactly-once")
+                                  : "(reference)");
       if (t.rows != ref.rows) table_free(&t);
     }
     printf("peer  [%s] from its first input record on (JVM start, group join and store set-up left out): %.0f input "
-           "records/s per core\n", gs[g], rps_run[g]);
+           "records/s per core\n",
+           gs[g], rps_run[g]);
     printf("ratio [%s] widen / peer: %.2f per CPU s, %.2f wall\n", gs[g], rps[g][0] / rps[g][1],
            wall[g][1] > 0 ? wall[g][0] / wall[g][1] : 0);
   }
@@ -526,7 +535,8 @@ int main(int argc, char **argv) {
   size_t matched = 0;
   if (latency)
     for (int g = 0; g < ng; g++)
-      for (int s = 0; s < 2; s++) latency_run(&o, s == 1, gs[g], seed, rate, lat_secs, &v50[g][s], &v99[g][s], &matched);
+      for (int s = 0; s < 2; s++)
+        latency_run(&o, s == 1, gs[g], seed, rate, lat_secs, &v50[g][s], &v99[g][s], &matched);
 
   printf("RESULT records=%" PRIu64 " rows=%zu mismatched_keys=%zu", records, ref_rows, mismatches);
   for (int g = 0; g < ng; g++) {

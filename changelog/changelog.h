@@ -38,7 +38,7 @@
 
 typedef enum wd_changelog_format {
   WD_CHANGELOG_DEBEZIUM_JSON = 0, /* "debezium-json" */
-  WD_CHANGELOG_JSON               /* "changelog-json" */
+  WD_CHANGELOG_JSON /* "changelog-json" */
 } wd_changelog_format_t;
 
 /* Parses "debezium-json" / "changelog-json" into *out.
@@ -99,8 +99,8 @@ void wd_changelog_pair(wd_row_t *const *rows, size_t n, size_t *i, wd_row_kind_t
  * *nlines (may be NULL) is the number of lines appended.
  * Errors (out unchanged): WD_ERR_DECODE "E_DECODE" for a value that is not a JSON object, an
  * unknown op, or a missing/non-object row/before/after where one is needed; E_NOMEM. */
-wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *key, size_t key_len,
-                                     const void *value, size_t len, wd_buf_t *out, size_t *nlines);
+wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *key, size_t key_len, const void *value,
+                                     size_t len, wd_buf_t *out, size_t *nlines);
 
 /* Typed decoding of one value back into rows of schema (borrowed): rows[0..*n) are new rows
  * owned by the caller (wd_row_destroy), *n <= 2, each with its row kind (debezium-json u:

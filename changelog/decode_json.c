@@ -44,9 +44,7 @@ static int wd_cdoc_load(wd_cdoc_t *d, const char *js, size_t len) {
 }
 
 /* The helpers of common/jsmn_doc.h on document d. */
-static int wd_cget(const wd_cdoc_t *d, int i, const char *s) {
-  return wd_jsmn_get(d->js, d->t, d->n, i, s, strlen(s));
-}
+static int wd_cget(const wd_cdoc_t *d, int i, const char *s) { return wd_jsmn_get(d->js, d->t, d->n, i, s, strlen(s)); }
 static bool wd_cis_null(const wd_cdoc_t *d, int i) { return wd_jsmn_is_null(d->js, d->t, i); }
 static bool wd_cstr_is(const wd_cdoc_t *d, int i, const char *s) {
   return i >= 0 && wd_jsmn_str_eq(d->js, d->t, i, s, strlen(s));
@@ -71,8 +69,7 @@ static wd_error_t *wd_missing_image(const char *op, size_t n) {
 /* ---- tail ------------------------------------------------------------------------------------ */
 
 /* One line {"op":..,"key":..,"row":..}. */
-static int wd_tail_line(wd_buf_t *out, wd_row_kind_t kind, const char *key, size_t keyn, const wd_cdoc_t *d,
-                        int row) {
+static int wd_tail_line(wd_buf_t *out, wd_row_kind_t kind, const char *key, size_t keyn, const wd_cdoc_t *d, int row) {
   if (wd_buf_printf(out, "{\"op\":\"%s\",\"key\":", wd_row_kind_str(kind))) return -1;
   if (wd_buf_append(out, key, keyn)) return -1;
   if (wd_buf_append(out, ",\"row\":", 7)) return -1;
@@ -80,8 +77,8 @@ static int wd_tail_line(wd_buf_t *out, wd_row_kind_t kind, const char *key, size
   return wd_buf_append(out, "}\n", 2);
 }
 
-wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *key, size_t key_len,
-                                     const void *value, size_t len, wd_buf_t *out, size_t *nlines) {
+wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *key, size_t key_len, const void *value,
+                                     size_t len, wd_buf_t *out, size_t *nlines) {
   wd_error_t *err = NULL;
   wd_cdoc_t d = {0}, kd = {0};
   wd_buf_t keytext = {0};
@@ -95,12 +92,9 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
     goto cleanup;
   }
   int rc = 0;
-  if (kr == 0)
-    rc = wd_buf_append(&keytext, kd.js + kd.t[0].start, (size_t)(kd.t[0].end - kd.t[0].start));
-  else if (key)
-    rc = wd_changelog_put_string(&keytext, key, key_len);
-  else
-    rc = wd_buf_append(&keytext, "null", 4);
+  if (kr == 0) rc = wd_buf_append(&keytext, kd.js + kd.t[0].start, (size_t)(kd.t[0].end - kd.t[0].start));
+  else if (key) rc = wd_changelog_put_string(&keytext, key, key_len);
+  else rc = wd_buf_append(&keytext, "null", 4);
   if (rc) {
     err = wd_error_nomem();
     goto cleanup;
@@ -147,7 +141,8 @@ wd_error_t *wd_changelog_decode_tail(wd_changelog_format_t format, const void *k
     goto cleanup;
   }
   bool hb = !wd_cis_null(&d, before), ha = !wd_cis_null(&d, after);
-  bool c = wd_cstr_is(&d, op, "c") || wd_cstr_is(&d, op, "r"), u = wd_cstr_is(&d, op, "u"), del = wd_cstr_is(&d, op, "d");
+  bool c = wd_cstr_is(&d, op, "c") || wd_cstr_is(&d, op, "r"), u = wd_cstr_is(&d, op, "u"),
+       del = wd_cstr_is(&d, op, "d");
   if (!c && !u && !del) {
     err = wd_error_new(WD_ERR_DECODE, E_DECODE, "debezium-json value: \"op\" is missing or not one of c, r, u, d");
     goto cleanup;

@@ -53,7 +53,8 @@ static json_t *wd_avro_type_json(const wd_type_t *t, bool nullable, const char *
     break;
   case WD_TIMESTAMP:
   case WD_TIMESTAMP_LTZ:
-    j = json_pack("{s:s,s:s}", "type", "long", "logicalType", t->precision <= 3 ? "timestamp-millis" : "timestamp-micros");
+    j = json_pack("{s:s,s:s}", "type", "long", "logicalType",
+                  t->precision <= 3 ? "timestamp-millis" : "timestamp-micros");
     break;
   case WD_ARRAY: {
     snprintf(sub, sizeof(sub), "%s_item", name);
@@ -252,12 +253,9 @@ int wd_avro_put_value(wd_buf_t *out, const wd_type_t *t, bool nullable, const wd
     for (size_t i = 0; i < v->map.n; i++) {
       wd_buf_reset(&kt);
       int r = 0;
-      if (v->map.k[i].is_null)
-        r = wd_avro_put_bytes(out, "", 0);
-      else if (wd_type_is_text(t->elem))
-        r = wd_avro_put_bytes(out, v->map.k[i].s.p, v->map.k[i].s.n);
-      else
-        r = wd_value_format(t->elem, &v->map.k[i], &kt) ? -1 : wd_avro_put_bytes(out, kt.data, kt.len);
+      if (v->map.k[i].is_null) r = wd_avro_put_bytes(out, "", 0);
+      else if (wd_type_is_text(t->elem)) r = wd_avro_put_bytes(out, v->map.k[i].s.p, v->map.k[i].s.n);
+      else r = wd_value_format(t->elem, &v->map.k[i], &kt) ? -1 : wd_avro_put_bytes(out, kt.data, kt.len);
       if (!r) r = wd_avro_put_value(out, t->val, !t->val->not_null, &v->map.v[i]);
       if (r) {
         wd_buf_free(&kt);

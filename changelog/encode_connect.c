@@ -66,8 +66,12 @@ static int put_schema(wd_buf_t *out, const wd_type_t *t, const char *field, bool
     rc = wd_buf_append(out, b, (size_t)n);
     break;
   }
-  case WD_DATE: rc = LIT(out, "{\"type\":\"int32\",\"name\":\"org.apache.kafka.connect.data.Date\",\"version\":1"); break;
-  case WD_TIME: rc = LIT(out, "{\"type\":\"int32\",\"name\":\"org.apache.kafka.connect.data.Time\",\"version\":1"); break;
+  case WD_DATE:
+    rc = LIT(out, "{\"type\":\"int32\",\"name\":\"org.apache.kafka.connect.data.Date\",\"version\":1");
+    break;
+  case WD_TIME:
+    rc = LIT(out, "{\"type\":\"int32\",\"name\":\"org.apache.kafka.connect.data.Time\",\"version\":1");
+    break;
   case WD_TIMESTAMP:
   case WD_TIMESTAMP_LTZ:
     rc = LIT(out, "{\"type\":\"int64\",\"name\":\"org.apache.kafka.connect.data.Timestamp\",\"version\":1");
@@ -76,8 +80,8 @@ static int put_schema(wd_buf_t *out, const wd_type_t *t, const char *field, bool
     rc = LIT(out, "{\"type\":\"array\",\"items\":") || put_schema(out, t->elem, NULL, !t->elem->not_null);
     break;
   case WD_MAP:
-    rc = LIT(out, "{\"type\":\"map\",\"keys\":") || put_schema(out, t->elem, NULL, false) ||
-         LIT(out, ",\"values\":") || put_schema(out, t->val, NULL, !t->val->not_null);
+    rc = LIT(out, "{\"type\":\"map\",\"keys\":") || put_schema(out, t->elem, NULL, false) || LIT(out, ",\"values\":") ||
+         put_schema(out, t->val, NULL, !t->val->not_null);
     break;
   case WD_ROW:
     rc = LIT(out, "{\"type\":\"struct\",\"fields\":[");
@@ -102,7 +106,8 @@ static int put_decimal(wd_buf_t *out, wd_i128 v) {
     u >>= 8;
   }
   int start = 0;
-  while (start < 15 && ((be[start] == 0x00 && !(be[start + 1] & 0x80)) || (be[start] == 0xff && (be[start + 1] & 0x80))))
+  while (start < 15 &&
+         ((be[start] == 0x00 && !(be[start + 1] & 0x80)) || (be[start] == 0xff && (be[start + 1] & 0x80))))
     start++;
   static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const uint8_t *p = be + start;
@@ -110,7 +115,8 @@ static int put_decimal(wd_buf_t *out, wd_i128 v) {
   if (wd_buf_putc(out, '"')) return -1;
   for (size_t i = 0; i < n; i += 3) {
     uint32_t w = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    char q[4] = {b64[w >> 18 & 63], b64[w >> 12 & 63], i + 1 < n ? b64[w >> 6 & 63] : '=', i + 2 < n ? b64[w & 63] : '='};
+    char q[4] = {b64[w >> 18 & 63], b64[w >> 12 & 63], i + 1 < n ? b64[w >> 6 & 63] : '=',
+                 i + 2 < n ? b64[w & 63] : '='};
     if (wd_buf_append(out, q, 4)) return -1;
   }
   return wd_buf_putc(out, '"');
@@ -134,9 +140,8 @@ static int put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *v) {
   case WD_ROW: {
     if (wd_buf_putc(out, '{')) return -1;
     for (size_t i = 0; i < v->list.n && i < t->nfields; i++)
-      if ((i && wd_buf_putc(out, ',')) ||
-          wd_changelog_put_string(out, t->fields[i].name, strlen(t->fields[i].name)) || wd_buf_putc(out, ':') ||
-          put_value(out, t->fields[i].type, &v->list.v[i]))
+      if ((i && wd_buf_putc(out, ',')) || wd_changelog_put_string(out, t->fields[i].name, strlen(t->fields[i].name)) ||
+          wd_buf_putc(out, ':') || put_value(out, t->fields[i].type, &v->list.v[i]))
         return -1;
     return wd_buf_putc(out, '}');
   }

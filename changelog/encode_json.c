@@ -56,7 +56,7 @@ static inline int wd_jw(wd_buf_t *out, const void *p, size_t n) {
 /* Whether any of the 8 bytes of w needs a look: < 0x20, '"', '\\' or >= 0x80 (SWAR). */
 static inline bool wd_j8_special(uint64_t w) {
   const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-  uint64_t lt20 = (w - ones * 0x20) & ~w;                /* high bit where a byte is < 0x20 */
+  uint64_t lt20 = (w - ones * 0x20) & ~w; /* high bit where a byte is < 0x20 */
   uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
   uint64_t eq = ((q - ones) & ~q) | ((bs - ones) & ~bs); /* high bit where a byte is '"' or '\\' */
   return ((lt20 | eq | w) & highs) != 0; /* w: bytes >= 0x80 */
@@ -247,9 +247,11 @@ int wd_changelog_put_row(wd_buf_t *out, const wd_schema_t *schema, const wd_row_
     const wd_value_t *v = &row->v[i];
     int rc;
     if (v->is_null) rc = WD_JLIT(out, "null");
-    else if (t->id == WD_STRING || t->id == WD_VARCHAR || t->id == WD_CHAR) rc = wd_changelog_put_string(out, v->s.p, v->s.n);
+    else if (t->id == WD_STRING || t->id == WD_VARCHAR || t->id == WD_CHAR)
+      rc = wd_changelog_put_string(out, v->s.p, v->s.n);
     else if (t->id >= WD_TINYINT && t->id <= WD_BIGINT) rc = wd_put_scalar(out, t, v, false);
-    else if (t->id == WD_DECIMAL || (t->id >= WD_DATE && t->id <= WD_TIMESTAMP_LTZ)) rc = wd_put_scalar(out, t, v, true);
+    else if (t->id == WD_DECIMAL || (t->id >= WD_DATE && t->id <= WD_TIMESTAMP_LTZ))
+      rc = wd_put_scalar(out, t, v, true);
     else rc = wd_changelog_put_value(out, t, v);
     if (rc) return -1;
   }

@@ -23,8 +23,8 @@ static wd_error_t *enc_changelog_json(const wd_sink_ctx_t *c, wd_row_t *const *r
   return wd_changelog_encode_changelog_json(c->schema, c->table, c->ts_ms, rows[(*i)++], out);
 }
 
-static wd_error_t *enc_avro(const wd_sink_ctx_t *c, wd_row_t *const *rows, size_t n, size_t *i,
-                            const wd_row_t **keyrow, wd_buf_t *out) {
+static wd_error_t *enc_avro(const wd_sink_ctx_t *c, wd_row_t *const *rows, size_t n, size_t *i, const wd_row_t **keyrow,
+                            wd_buf_t *out) {
   (void)n;
   const wd_row_t *row = *keyrow = rows[(*i)++];
   if (!c->avro) return wd_error_new(WD_ERR_INTERNAL, NONE, "the avro sink format needs the Avro sink");

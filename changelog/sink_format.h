@@ -27,13 +27,13 @@
 /* What encoders may use; everything borrowed. */
 typedef struct wd_sink_ctx {
   const wd_schema_t *schema;
-  const char *table;    /* the table name written into the values (may be NULL) */
-  int64_t ts_ms;        /* the time written into the values, < 0 for none */
+  const char *table; /* the table name written into the values (may be NULL) */
+  int64_t ts_ms; /* the time written into the values, < 0 for none */
   wd_avro_sink_t *avro; /* the Avro sink with its registered ids (avro formats), else NULL */
 } wd_sink_ctx_t;
 
 typedef struct wd_sink_format {
-  const char *name;   /* "debezium-json" */
+  const char *name; /* "debezium-json" */
   bool needs_registry; /* the Avro formats */
   /* Encodes the message that starts at rows[*i] (i < n) into out (appended), advances *i past
    * the rows it used (also on error) and sets *keyrow to the row whose key keys the message.
@@ -44,7 +44,7 @@ typedef struct wd_sink_format {
 } wd_sink_format_t;
 
 typedef struct wd_key_format {
-  const char *name;    /* "json", "string", "avro" */
+  const char *name; /* "json", "string", "avro" */
   bool needs_registry;
   /* Appends the key of row (borrowed) to out. Errors: E_NOMEM; WD_ERR_INTERNAL (no avro sink). */
   wd_error_t *(*encode)(const wd_sink_ctx_t *c, const wd_row_t *row, wd_buf_t *out);

@@ -38,9 +38,7 @@ int wd_buf_put_varint(wd_buf_t *b, uint64_t v) {
   return wd_buf_append(b, tmp, n);
 }
 
-int wd_buf_put_zigzag(wd_buf_t *b, int64_t v) {
-  return wd_buf_put_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
+int wd_buf_put_zigzag(wd_buf_t *b, int64_t v) { return wd_buf_put_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
 
 /* Appends the digits of u, zero-padded to width, and a leading '-' when neg: one append, so a
  * failure leaves b unchanged. */

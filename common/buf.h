@@ -18,8 +18,8 @@ typedef struct wd_buf {
 int wd_buf_reserve(wd_buf_t *b, size_t extra);
 int wd_buf_append(wd_buf_t *b, const void *p, size_t n);
 int wd_buf_putc(wd_buf_t *b, uint8_t c);
-int wd_buf_put_varint(wd_buf_t *b, uint64_t v);   /* LEB128 */
-int wd_buf_put_zigzag(wd_buf_t *b, int64_t v);    /* zig-zag + LEB128 */
+int wd_buf_put_varint(wd_buf_t *b, uint64_t v); /* LEB128 */
+int wd_buf_put_zigzag(wd_buf_t *b, int64_t v); /* zig-zag + LEB128 */
 /* v as decimal digits, zero-padded to at least width digits (width <= 20); no printf: this is on
  * the output path of every changelog row. */
 int wd_buf_put_uint(wd_buf_t *b, uint64_t v, int width);

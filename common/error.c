@@ -4,9 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static wd_error_t wd_nomem_error = {
-    .cls = WD_ERR_NOMEM, .id = "E_NOMEM", .eid = WD_EID_E_NOMEM, .message = "E_NOMEM: out of memory", .index = -1,
-    .retriable = true, .fatal = true};
+static wd_error_t wd_nomem_error = {.cls = WD_ERR_NOMEM,
+                                    .id = "E_NOMEM",
+                                    .eid = WD_EID_E_NOMEM,
+                                    .message = "E_NOMEM: out of memory",
+                                    .index = -1,
+                                    .retriable = true,
+                                    .fatal = true};
 
 static const struct {
   const char *id;

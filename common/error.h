@@ -19,27 +19,27 @@
 
 typedef enum wd_err_class {
   WD_ERR_CONFIG = 1, /* a table/pipeline definition is refused (spec §11.1) */
-  WD_ERR_RECORD,     /* one record (and its message) is rejected (spec §11.2) */
-  WD_ERR_DECODE,     /* input bytes could not be decoded */
-  WD_ERR_IO,         /* file system, RocksDB */
-  WD_ERR_KAFKA,      /* broker/client errors */
-  WD_ERR_NOMEM,      /* allocation failed */
-  WD_ERR_INTERNAL    /* a bug: an invariant did not hold */
+  WD_ERR_RECORD, /* one record (and its message) is rejected (spec §11.2) */
+  WD_ERR_DECODE, /* input bytes could not be decoded */
+  WD_ERR_IO, /* file system, RocksDB */
+  WD_ERR_KAFKA, /* broker/client errors */
+  WD_ERR_NOMEM, /* allocation failed */
+  WD_ERR_INTERNAL /* a bug: an invariant did not hold */
 } wd_err_class_t;
 
 typedef struct wd_error {
   wd_err_class_t cls;
-  char id[48];   /* stable id, e.g. "E_ARITH_OVERFLOW"; "" when none */
-  wd_eid_t eid;  /* the id as an enum (common/error_ids.h): what code compares */
+  char id[48]; /* stable id, e.g. "E_ARITH_OVERFLOW"; "" when none */
+  wd_eid_t eid; /* the id as an enum (common/error_ids.h): what code compares */
   char *message; /* "ID: text" (or just text when id is ""), owned */
-  int index;     /* for record errors inside a message: index of the failing record, else -1 */
+  int index; /* for record errors inside a message: index of the failing record, else -1 */
   bool retriable; /* waiting and trying again may succeed (broker away, registry down, timeout) */
-  bool fatal;     /* the client or process cannot go on: stop with the message, exit non-zero */
+  bool fatal; /* the client or process cannot go on: stop with the message, exit non-zero */
   /* Kafka errors (WD_ERR_KAFKA) also carry, from librdkafka's rd_kafka_error_t: */
-  int code;                /* librdkafka's rd_kafka_resp_err_t (0 when none); compare with the
+  int code; /* librdkafka's rd_kafka_resp_err_t (0 when none); compare with the
                               WD_KAFKA_ERR_* names of common/kafka_conf.h, never with the text */
   bool txn_requires_abort; /* the open transaction must be aborted; then the work can be redone */
-  bool fenced;             /* another producer instance (same transactional.id, or a newer group
+  bool fenced; /* another producer instance (same transactional.id, or a newer group
                               generation) took over: this one must stop */
 } wd_error_t;
 

@@ -11,9 +11,9 @@
 #include "common/error_ids.h"
 
 typedef struct wd_error_doc {
-  const char *id;      /* "E_DECODE" */
+  const char *id; /* "E_DECODE" */
   const char *meaning; /* what happened, and what widen does (dead-letters, retries, stops) */
-  const char *action;  /* what the operator does about it */
+  const char *action; /* what the operator does about it */
 } wd_error_doc_t;
 
 /* The entry of id (static storage), or NULL when id has none. */

@@ -21,7 +21,7 @@
 
 typedef struct wd_hindex {
   size_t *slot; /* entry number + 1; 0 = empty */
-  size_t mask;  /* slot count - 1 */
+  size_t mask; /* slot count - 1 */
 } wd_hindex_t;
 
 /* Prepares ix for at most max_entries entries (at least 8 slots, at least 2 * max_entries + 1).

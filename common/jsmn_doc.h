@@ -60,10 +60,8 @@ static inline int wd_jsmn_next(const jsmntok_t *t, int n, int i) {
   }
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
-    if (t[mid].start < end)
-      lo = mid + 1;
-    else
-      hi = mid;
+    if (t[mid].start < end) lo = mid + 1;
+    else hi = mid;
   }
   return lo;
 }

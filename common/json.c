@@ -15,14 +15,14 @@
 static const char *wd_json_kind(const json_t *j) {
   if (!j) return "nothing (missing)";
   switch (json_typeof(j)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE: return "true";
-    case JSON_FALSE: return "false";
-    case JSON_NULL: return "null";
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a real number";
+  case JSON_TRUE: return "true";
+  case JSON_FALSE: return "false";
+  case JSON_NULL: return "null";
   }
   return "something else";
 }
@@ -30,8 +30,8 @@ static const char *wd_json_kind(const json_t *j) {
 /* E_TYPE: "expected <type>, got <kind of j>". */
 static wd_error_t *wd_json_type_err(const wd_type_t *t, const json_t *j) {
   char *tname = wd_type_to_string(t);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE, "expected %s, got %s", tname ? tname : "a value",
-                                 wd_json_kind(j));
+  wd_error_t *err =
+      wd_error_new(WD_ERR_RECORD, E_TYPE, "expected %s, got %s", tname ? tname : "a value", wd_json_kind(j));
   free(tname);
   return err;
 }
@@ -39,8 +39,8 @@ static wd_error_t *wd_json_type_err(const wd_type_t *t, const json_t *j) {
 /* E_ARITH_OVERFLOW for a number out of the range of integer type t. */
 static wd_error_t *wd_json_range_err(const wd_type_t *t, const char *num) {
   char *tname = wd_type_to_string(t);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "%s is out of the range of %s", num,
-                                 tname ? tname : "the type");
+  wd_error_t *err =
+      wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "%s is out of the range of %s", num, tname ? tname : "the type");
   free(tname);
   return err;
 }
@@ -192,80 +192,80 @@ wd_error_t *wd_value_from_json(const wd_type_t *t, const json_t *j, wd_value_t *
   out->is_null = true;
   if (!j || json_is_null(j)) return NULL;
   switch (t->id) {
-    case WD_BOOLEAN:
-      if (json_is_boolean(j)) {
-        out->b = json_is_true(j);
-        out->is_null = false;
-      } else if (json_is_string(j)) {
-        err = wd_value_parse_text(t, json_string_value(j), json_string_length(j), out);
-      } else {
-        err = wd_json_type_err(t, j);
-      }
-      break;
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-      err = wd_json_int(t, j, &out->i);
-      if (!err) out->is_null = false;
-      break;
-    case WD_FLOAT:
-    case WD_DOUBLE:
-      if (json_is_number(j)) {
-        double d = json_number_value(j);
-        out->f = t->id == WD_FLOAT ? (double)(float)d : d;
-        out->is_null = false;
-      } else if (json_is_string(j)) {
-        err = wd_value_parse_text(t, json_string_value(j), json_string_length(j), out);
-      } else {
-        err = wd_json_type_err(t, j);
-      }
-      break;
-    case WD_DECIMAL: {
-      char num[64];
-      if (json_is_string(j)) {
-        err = wd_decimal_parse(json_string_value(j), json_string_length(j), t->precision, t->scale, &out->dec);
-      } else if (json_is_integer(j)) {
-        snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(j));
-        err = wd_decimal_parse(num, strlen(num), t->precision, t->scale, &out->dec);
-      } else if (json_is_real(j) && isfinite(json_real_value(j))) {
-        wd_json_real_text(json_real_value(j), num, sizeof(num));
-        err = wd_decimal_parse(num, strlen(num), t->precision, t->scale, &out->dec);
-      } else {
-        err = wd_json_type_err(t, j);
-      }
-      if (!err) out->is_null = false;
-      break;
+  case WD_BOOLEAN:
+    if (json_is_boolean(j)) {
+      out->b = json_is_true(j);
+      out->is_null = false;
+    } else if (json_is_string(j)) {
+      err = wd_value_parse_text(t, json_string_value(j), json_string_length(j), out);
+    } else {
+      err = wd_json_type_err(t, j);
     }
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-      if (!json_is_string(j)) {
-        err = wd_json_type_err(t, j);
-      } else if (wd_value_set_bytes(out, json_string_value(j), json_string_length(j))) {
-        err = wd_error_nomem();
-      }
-      break;
-    case WD_BYTES:
-    case WD_DATE:
-    case WD_TIME:
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      if (json_is_string(j)) err = wd_value_parse_text(t, json_string_value(j), json_string_length(j), out);
-      else err = wd_json_type_err(t, j);
-      break;
-    case WD_ARRAY:
-      if (json_is_array(j)) err = wd_json_array(t, j, out);
-      else err = wd_json_type_err(t, j);
-      break;
-    case WD_ROW:
-      if (json_is_object(j) || json_is_array(j)) err = wd_json_row(t, j, out);
-      else err = wd_json_type_err(t, j);
-      break;
-    case WD_MAP:
-      if (json_is_object(j)) err = wd_json_map(t, j, out);
-      else err = wd_json_type_err(t, j);
-      break;
+    break;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    err = wd_json_int(t, j, &out->i);
+    if (!err) out->is_null = false;
+    break;
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    if (json_is_number(j)) {
+      double d = json_number_value(j);
+      out->f = t->id == WD_FLOAT ? (double)(float)d : d;
+      out->is_null = false;
+    } else if (json_is_string(j)) {
+      err = wd_value_parse_text(t, json_string_value(j), json_string_length(j), out);
+    } else {
+      err = wd_json_type_err(t, j);
+    }
+    break;
+  case WD_DECIMAL: {
+    char num[64];
+    if (json_is_string(j)) {
+      err = wd_decimal_parse(json_string_value(j), json_string_length(j), t->precision, t->scale, &out->dec);
+    } else if (json_is_integer(j)) {
+      snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(j));
+      err = wd_decimal_parse(num, strlen(num), t->precision, t->scale, &out->dec);
+    } else if (json_is_real(j) && isfinite(json_real_value(j))) {
+      wd_json_real_text(json_real_value(j), num, sizeof(num));
+      err = wd_decimal_parse(num, strlen(num), t->precision, t->scale, &out->dec);
+    } else {
+      err = wd_json_type_err(t, j);
+    }
+    if (!err) out->is_null = false;
+    break;
+  }
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+    if (!json_is_string(j)) {
+      err = wd_json_type_err(t, j);
+    } else if (wd_value_set_bytes(out, json_string_value(j), json_string_length(j))) {
+      err = wd_error_nomem();
+    }
+    break;
+  case WD_BYTES:
+  case WD_DATE:
+  case WD_TIME:
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (json_is_string(j)) err = wd_value_parse_text(t, json_string_value(j), json_string_length(j), out);
+    else err = wd_json_type_err(t, j);
+    break;
+  case WD_ARRAY:
+    if (json_is_array(j)) err = wd_json_array(t, j, out);
+    else err = wd_json_type_err(t, j);
+    break;
+  case WD_ROW:
+    if (json_is_object(j) || json_is_array(j)) err = wd_json_row(t, j, out);
+    else err = wd_json_type_err(t, j);
+    break;
+  case WD_MAP:
+    if (json_is_object(j)) err = wd_json_map(t, j, out);
+    else err = wd_json_type_err(t, j);
+    break;
   }
   if (err) wd_value_clear(t, out);
   return err;
@@ -325,63 +325,57 @@ json_t *wd_value_to_json(const wd_type_t *t, const wd_value_t *v) {
   wd_buf_t b = {0};
   if (v->is_null) return json_null();
   switch (t->id) {
-    case WD_BOOLEAN:
-      j = json_boolean(v->b);
-      break;
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-      j = json_integer((json_int_t)v->i);
-      break;
-    case WD_FLOAT:
-    case WD_DOUBLE:
-      if (isnan(v->f)) j = json_string("NaN");
-      else if (isinf(v->f)) j = json_string(v->f > 0 ? "Infinity" : "-Infinity");
-      else j = json_real(v->f);
-      break;
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-      j = wd_json_text(v->s.p, v->s.n);
-      break;
-    case WD_DECIMAL:
-    case WD_BYTES:
-    case WD_DATE:
-    case WD_TIME:
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      if (wd_value_format(t, v, &b) == 0) j = json_stringn(b.len ? (const char *)b.data : "", b.len);
-      break;
-    case WD_ARRAY:
-      j = json_array();
-      for (size_t i = 0; j && i < v->list.n; i++) {
-        if (json_array_append_new(j, wd_value_to_json(t->elem, &v->list.v[i]))) {
-          json_decref(j);
-          j = NULL;
-        }
+  case WD_BOOLEAN: j = json_boolean(v->b); break;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: j = json_integer((json_int_t)v->i); break;
+  case WD_FLOAT:
+  case WD_DOUBLE:
+    if (isnan(v->f)) j = json_string("NaN");
+    else if (isinf(v->f)) j = json_string(v->f > 0 ? "Infinity" : "-Infinity");
+    else j = json_real(v->f);
+    break;
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: j = wd_json_text(v->s.p, v->s.n); break;
+  case WD_DECIMAL:
+  case WD_BYTES:
+  case WD_DATE:
+  case WD_TIME:
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (wd_value_format(t, v, &b) == 0) j = json_stringn(b.len ? (const char *)b.data : "", b.len);
+    break;
+  case WD_ARRAY:
+    j = json_array();
+    for (size_t i = 0; j && i < v->list.n; i++) {
+      if (json_array_append_new(j, wd_value_to_json(t->elem, &v->list.v[i]))) {
+        json_decref(j);
+        j = NULL;
       }
-      break;
-    case WD_ROW:
-      j = json_object();
-      for (size_t i = 0; j && i < v->list.n && i < t->nfields; i++) {
-        if (json_object_set_new(j, t->fields[i].name, wd_value_to_json(t->fields[i].type, &v->list.v[i]))) {
-          json_decref(j);
-          j = NULL;
-        }
+    }
+    break;
+  case WD_ROW:
+    j = json_object();
+    for (size_t i = 0; j && i < v->list.n && i < t->nfields; i++) {
+      if (json_object_set_new(j, t->fields[i].name, wd_value_to_json(t->fields[i].type, &v->list.v[i]))) {
+        json_decref(j);
+        j = NULL;
       }
-      break;
-    case WD_MAP:
-      j = json_object();
-      for (size_t i = 0; j && i < v->map.n; i++) {
-        wd_buf_reset(&b);
-        if (wd_value_format(t->elem, &v->map.k[i], &b) ||
-            wd_json_setn(j, b.len ? (const char *)b.data : "", b.len, wd_value_to_json(t->val, &v->map.v[i]))) {
-          json_decref(j);
-          j = NULL;
-        }
+    }
+    break;
+  case WD_MAP:
+    j = json_object();
+    for (size_t i = 0; j && i < v->map.n; i++) {
+      wd_buf_reset(&b);
+      if (wd_value_format(t->elem, &v->map.k[i], &b) ||
+          wd_json_setn(j, b.len ? (const char *)b.data : "", b.len, wd_value_to_json(t->val, &v->map.v[i]))) {
+        json_decref(j);
+        j = NULL;
       }
-      break;
+    }
+    break;
   }
   wd_buf_free(&b);
   return j;

@@ -74,8 +74,8 @@ wd_error_t *wd_kafka_conf_set_pair(wd_kafka_conf_t *conf, const char *name_eq_va
     /* only a text that is a property name is repeated: anything else may be a secret typed wrongly
      * (sasl.password:hunter2, =hunter2) */
     const char *arg = name_eq_value ? name_eq_value : "";
-    bool is_name = !eq && *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                                      strlen(arg);
+    bool is_name =
+        !eq && *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(arg);
     if (is_name)
       err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' is not of the form name=value", arg);
     else
@@ -134,8 +134,8 @@ int wd_conf_is_secret(const char *name) {
   if (!name) return 0;
   for (const char *const *w = words; *w; w++)
     if (strcasestr(name, *w)) return 1;
-  return !strcasecmp(name, "ssl.key.pem") || !strcasecmp(name, "ssl_key.pem") || !strcasecmp(name, "sasl.jaas.config") ||
-         !strcasecmp(name, "sasl.oauthbearer.config");
+  return !strcasecmp(name, "ssl.key.pem") || !strcasecmp(name, "ssl_key.pem") ||
+         !strcasecmp(name, "sasl.jaas.config") || !strcasecmp(name, "sasl.oauthbearer.config");
 }
 
 const char *wd_conf_shown(const char *name, const char *value) { return wd_conf_is_secret(name) ? "[hidden]" : value; }
@@ -232,8 +232,9 @@ wd_error_t *wd_conf_expand(const char *value, char **out) {
       }
       if (wd_conf_append(&b, &len, &cap, file, n)) goto nomem;
     } else {
-      err = wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER,
-                         "${%s}: unknown config provider; write ${env:NAME} or ${file:PATH} ($${ for a literal ${)", ref);
+      err =
+          wd_error_new(WD_ERR_CONFIG, C_CONFIG_PROVIDER,
+                       "${%s}: unknown config provider; write ${env:NAME} or ${file:PATH} ($${ for a literal ${)", ref);
       goto cleanup;
     }
     p = close + 1;

@@ -28,8 +28,8 @@ typedef struct wd_kafka_prop {
 
 /* A Kafka client configuration. Zero-initialised is empty and valid. */
 typedef struct wd_kafka_conf {
-  char *brokers;          /* bootstrap.servers, "host:port[,host:port...]" (owned; required) */
-  char *group_id;         /* consumer group id (owned); NULL: consumers assign partitions
+  char *brokers; /* bootstrap.servers, "host:port[,host:port...]" (owned; required) */
+  char *group_id; /* consumer group id (owned); NULL: consumers assign partitions
                              themselves and never commit (tail, replay) */
   size_t nprops;
   wd_kafka_prop_t *props; /* pass-through librdkafka properties, applied in order (owned) */
@@ -96,7 +96,7 @@ typedef struct wd_tp_offset {
 /* librdkafka error codes (rd_kafka_resp_err_t) that app/ dispatches on through wd_error_t.code
  * without including librdkafka; ingest/kafka.c checks at compile time that they match. */
 #define WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE 10 /* RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE */
-#define WD_KAFKA_ERR_TIMED_OUT (-185)      /* RD_KAFKA_RESP_ERR__TIMED_OUT */
+#define WD_KAFKA_ERR_TIMED_OUT (-185) /* RD_KAFKA_RESP_ERR__TIMED_OUT */
 
 /* The consumer group metadata a transactional producer sends with its offsets
  * (send_offsets_to_transaction, KIP-447): made by wd_consumer_group_metadata (ingest/consumer.h),
@@ -104,9 +104,9 @@ typedef struct wd_tp_offset {
 typedef struct wd_group_meta wd_group_meta_t;
 
 /* Special starting offsets an on_assign callback may return (ingest/consumer.h). */
-#define WD_OFFSET_STORED (-1)    /* the committed group offset, else auto.offset.reset */
+#define WD_OFFSET_STORED (-1) /* the committed group offset, else auto.offset.reset */
 #define WD_OFFSET_BEGINNING (-2) /* the oldest offset still in the log */
-#define WD_OFFSET_END (-3)       /* only records produced from now on */
+#define WD_OFFSET_END (-3) /* only records produced from now on */
 
 struct rd_kafka_message_s; /* librdkafka's rd_kafka_message_t (opaque here) */
 
@@ -117,10 +117,10 @@ typedef struct wd_kmsg {
   const char *topic;
   int32_t partition;
   int64_t offset;
-  int64_t timestamp;   /* ms since the epoch (CreateTime or LogAppendTime), -1 when unknown */
-  const void *key;     /* NULL for a null key */
+  int64_t timestamp; /* ms since the epoch (CreateTime or LogAppendTime), -1 when unknown */
+  const void *key; /* NULL for a null key */
   size_t key_len;
-  const void *value;   /* NULL for a null value (tombstone) */
+  const void *value; /* NULL for a null value (tombstone) */
   size_t value_len;
   struct rd_kafka_message_s *rkm; /* owned by the wd_kmsg_t: released by wd_kmsg_release */
 } wd_kmsg_t;

@@ -65,8 +65,7 @@ int wd_ratelog_note(wd_ratelog_t *rl, double now, wd_log_level_t level, const ch
   else if (e->unlogged)
     wd_log(level, module, "%s (%llu more of these since the last line, not logged)", message,
            (unsigned long long)e->unlogged);
-  else
-    wd_log(level, module, "%s", message);
+  else wd_log(level, module, "%s", message);
   e->unlogged = 0;
   e->last = now;
   return 1;

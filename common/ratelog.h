@@ -21,17 +21,17 @@
 
 typedef struct wd_ratelog_entry {
   char *source, *id, *field; /* owned */
-  uint64_t count;            /* occurrences in all */
-  uint64_t unlogged;         /* occurrences since its last line that were not logged */
-  double last;               /* time of its last line (caller's clock, seconds) */
+  uint64_t count; /* occurrences in all */
+  uint64_t unlogged; /* occurrences since its last line that were not logged */
+  double last; /* time of its last line (caller's clock, seconds) */
 } wd_ratelog_entry_t;
 
 typedef struct wd_ratelog {
-  double interval;           /* seconds between two lines of one key (0: every occurrence) */
-  size_t max_keys;           /* distinct keys remembered (0: 1024); later new keys share one entry */
-  wd_ratelog_entry_t *v;     /* owned */
+  double interval; /* seconds between two lines of one key (0: every occurrence) */
+  size_t max_keys; /* distinct keys remembered (0: 1024); later new keys share one entry */
+  wd_ratelog_entry_t *v; /* owned */
   size_t n, cap;
-  uint64_t total;            /* occurrences in all */
+  uint64_t total; /* occurrences in all */
 } wd_ratelog_t;
 
 /* Notes one occurrence of (source, id, field) (each may be NULL: ""), at time now (seconds, any

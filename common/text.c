@@ -45,7 +45,6 @@ const char *wd_closest(const char *word, const char *const *cands, size_t n) {
   return best && bestd <= limit ? best : NULL;
 }
 
-
 /* The 6-bit value of base64 character c in mode, or -1. */
 static int wd_b64_val(unsigned char c, wd_base64_mode_t mode) {
   if (c >= 'A' && c <= 'Z') return c - 'A';

@@ -39,12 +39,14 @@ static bool wd_tp_is_ident_char(char c) { return isalnum((unsigned char)c) || c 
 /* Sets the parser's error (only the first one is kept). */
 static void wd_tp_fail(wd_tparser_t *tp, wd_eid_t eid, const char *what) {
   if (tp->err) return;
-  tp->err = wd_error_make(WD_ERR_CONFIG, eid, "%s in type '%s' at offset %zu%s", what, tp->text, tp->pos,
-                         strcmp(what, "unknown type") ? ""
-                         : "; the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), "
-                           "CHAR(n), VARCHAR(n), STRING, BYTES, BINARY(n), VARBINARY(n), DATE, TIME(p), TIMESTAMP(p), "
-                           "TIMESTAMP(p) WITH LOCAL TIME ZONE (or TIMESTAMP_LTZ(p)), ARRAY<T>, MAP<K,V>, "
-                           "ROW<name T, ...>, each optionally followed by NOT NULL");
+  tp->err =
+      wd_error_make(WD_ERR_CONFIG, eid, "%s in type '%s' at offset %zu%s", what, tp->text, tp->pos,
+                    strcmp(what, "unknown type")
+                        ? ""
+                        : "; the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), "
+                          "CHAR(n), VARCHAR(n), STRING, BYTES, BINARY(n), VARBINARY(n), DATE, TIME(p), TIMESTAMP(p), "
+                          "TIMESTAMP(p) WITH LOCAL TIME ZONE (or TIMESTAMP_LTZ(p)), ARRAY<T>, MAP<K,V>, "
+                          "ROW<name T, ...>, each optionally followed by NOT NULL");
 }
 
 /* Consumes keyword kw (case-insensitive, whole word) if it is next. */
@@ -406,50 +408,42 @@ static bool wd_plain_ident(const char *name) {
 
 /* Appends the canonical text of t to out. 0 or -1 on no memory. */
 static int wd_type_put(const wd_type_t *t, wd_buf_t *out) {
-  static const char *const names[] = {"BOOLEAN", "TINYINT", "SMALLINT", "INT",    "BIGINT",   "FLOAT",
-                                      "DOUBLE",  "DECIMAL", "CHAR",     "VARCHAR", "STRING",  "BYTES",
-                                      "DATE",    "TIME",    "TIMESTAMP", "TIMESTAMP_LTZ", "ARRAY", "MAP",
-                                      "ROW"};
+  static const char *const names[] = {"BOOLEAN",   "TINYINT",       "SMALLINT", "INT",    "BIGINT", "FLOAT", "DOUBLE",
+                                      "DECIMAL",   "CHAR",          "VARCHAR",  "STRING", "BYTES",  "DATE",  "TIME",
+                                      "TIMESTAMP", "TIMESTAMP_LTZ", "ARRAY",    "MAP",    "ROW"};
   int rc = wd_buf_printf(out, "%s", names[t->id]);
   switch (t->id) {
-    case WD_DECIMAL:
-      rc = rc ? rc : wd_buf_printf(out, "(%d,%d)", t->precision, t->scale);
-      break;
-    case WD_CHAR:
-    case WD_VARCHAR:
-      rc = rc ? rc : wd_buf_printf(out, "(%d)", t->length);
-      break;
-    case WD_TIME:
-      if (t->precision) rc = rc ? rc : wd_buf_printf(out, "(%d)", t->precision);
-      break;
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      rc = rc ? rc : wd_buf_printf(out, "(%d)", t->precision);
-      break;
-    case WD_ARRAY:
-      rc = rc ? rc : wd_buf_putc(out, '<');
-      rc = rc ? rc : wd_type_put(t->elem, out);
-      rc = rc ? rc : wd_buf_putc(out, '>');
-      break;
-    case WD_MAP:
-      rc = rc ? rc : wd_buf_putc(out, '<');
-      rc = rc ? rc : wd_type_put(t->elem, out);
-      rc = rc ? rc : wd_buf_printf(out, ", ");
-      rc = rc ? rc : wd_type_put(t->val, out);
-      rc = rc ? rc : wd_buf_putc(out, '>');
-      break;
-    case WD_ROW:
-      rc = rc ? rc : wd_buf_putc(out, '<');
-      for (size_t i = 0; i < t->nfields && !rc; i++) {
-        if (i) rc = wd_buf_printf(out, ", ");
-        const char *name = t->fields[i].name;
-        rc = rc ? rc : wd_buf_printf(out, wd_plain_ident(name) ? "%s " : "`%s` ", name);
-        rc = rc ? rc : wd_type_put(t->fields[i].type, out);
-      }
-      rc = rc ? rc : wd_buf_putc(out, '>');
-      break;
-    default:
-      break;
+  case WD_DECIMAL: rc = rc ? rc : wd_buf_printf(out, "(%d,%d)", t->precision, t->scale); break;
+  case WD_CHAR:
+  case WD_VARCHAR: rc = rc ? rc : wd_buf_printf(out, "(%d)", t->length); break;
+  case WD_TIME:
+    if (t->precision) rc = rc ? rc : wd_buf_printf(out, "(%d)", t->precision);
+    break;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: rc = rc ? rc : wd_buf_printf(out, "(%d)", t->precision); break;
+  case WD_ARRAY:
+    rc = rc ? rc : wd_buf_putc(out, '<');
+    rc = rc ? rc : wd_type_put(t->elem, out);
+    rc = rc ? rc : wd_buf_putc(out, '>');
+    break;
+  case WD_MAP:
+    rc = rc ? rc : wd_buf_putc(out, '<');
+    rc = rc ? rc : wd_type_put(t->elem, out);
+    rc = rc ? rc : wd_buf_printf(out, ", ");
+    rc = rc ? rc : wd_type_put(t->val, out);
+    rc = rc ? rc : wd_buf_putc(out, '>');
+    break;
+  case WD_ROW:
+    rc = rc ? rc : wd_buf_putc(out, '<');
+    for (size_t i = 0; i < t->nfields && !rc; i++) {
+      if (i) rc = wd_buf_printf(out, ", ");
+      const char *name = t->fields[i].name;
+      rc = rc ? rc : wd_buf_printf(out, wd_plain_ident(name) ? "%s " : "`%s` ", name);
+      rc = rc ? rc : wd_type_put(t->fields[i].type, out);
+    }
+    rc = rc ? rc : wd_buf_putc(out, '>');
+    break;
+  default: break;
   }
   if (t->not_null) rc = rc ? rc : wd_buf_printf(out, " NOT NULL");
   return rc;
@@ -470,19 +464,19 @@ bool wd_type_is_text(const wd_type_t *t) { return t->id == WD_CHAR || t->id == W
 
 int64_t wd_type_int_min(const wd_type_t *t) {
   switch (t->id) {
-    case WD_TINYINT: return INT8_MIN;
-    case WD_SMALLINT: return INT16_MIN;
-    case WD_INT: return INT32_MIN;
-    default: return INT64_MIN;
+  case WD_TINYINT: return INT8_MIN;
+  case WD_SMALLINT: return INT16_MIN;
+  case WD_INT: return INT32_MIN;
+  default: return INT64_MIN;
   }
 }
 
 int64_t wd_type_int_max(const wd_type_t *t) {
   switch (t->id) {
-    case WD_TINYINT: return INT8_MAX;
-    case WD_SMALLINT: return INT16_MAX;
-    case WD_INT: return INT32_MAX;
-    default: return INT64_MAX;
+  case WD_TINYINT: return INT8_MAX;
+  case WD_SMALLINT: return INT16_MAX;
+  case WD_INT: return INT32_MAX;
+  default: return INT64_MAX;
   }
 }
 
@@ -494,30 +488,27 @@ void wd_value_clear(const wd_type_t *t, wd_value_t *v) {
   if (!v) return;
   if (!v->is_null) {
     switch (t->id) {
-      case WD_CHAR:
-      case WD_VARCHAR:
-      case WD_STRING:
-      case WD_BYTES:
-        free(v->s.p);
-        break;
-      case WD_ARRAY:
-        for (size_t i = 0; i < v->list.n; i++) wd_value_clear(t->elem, &v->list.v[i]);
-        free(v->list.v);
-        break;
-      case WD_ROW:
-        for (size_t i = 0; i < v->list.n && i < t->nfields; i++) wd_value_clear(t->fields[i].type, &v->list.v[i]);
-        free(v->list.v);
-        break;
-      case WD_MAP:
-        for (size_t i = 0; i < v->map.n; i++) {
-          wd_value_clear(t->elem, &v->map.k[i]);
-          wd_value_clear(t->val, &v->map.v[i]);
-        }
-        free(v->map.k);
-        free(v->map.v);
-        break;
-      default:
-        break;
+    case WD_CHAR:
+    case WD_VARCHAR:
+    case WD_STRING:
+    case WD_BYTES: free(v->s.p); break;
+    case WD_ARRAY:
+      for (size_t i = 0; i < v->list.n; i++) wd_value_clear(t->elem, &v->list.v[i]);
+      free(v->list.v);
+      break;
+    case WD_ROW:
+      for (size_t i = 0; i < v->list.n && i < t->nfields; i++) wd_value_clear(t->fields[i].type, &v->list.v[i]);
+      free(v->list.v);
+      break;
+    case WD_MAP:
+      for (size_t i = 0; i < v->map.n; i++) {
+        wd_value_clear(t->elem, &v->map.k[i]);
+        wd_value_clear(t->val, &v->map.v[i]);
+      }
+      free(v->map.k);
+      free(v->map.v);
+      break;
+    default: break;
     }
   }
   memset(v, 0, sizeof(*v));
@@ -541,54 +532,51 @@ int wd_value_copy(const wd_type_t *t, wd_value_t *dst, const wd_value_t *src) {
   dst->is_null = true;
   if (src->is_null) return 0;
   switch (t->id) {
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-    case WD_BYTES:
-      return wd_value_set_bytes(dst, src->s.p, src->s.n);
-    case WD_ARRAY:
-    case WD_ROW: {
-      size_t n = src->list.n;
-      wd_value_t *v = calloc(n ? n : 1, sizeof(*v));
-      if (!v) return -1;
-      for (size_t i = 0; i < n; i++) v[i].is_null = true;
-      dst->is_null = false;
-      dst->list.v = v;
-      dst->list.n = n;
-      for (size_t i = 0; i < n; i++) {
-        const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
-        if (wd_value_copy(et, &v[i], &src->list.v[i])) {
-          wd_value_clear(t, dst);
-          return -1;
-        }
-      }
-      return 0;
-    }
-    case WD_MAP: {
-      size_t n = src->map.n;
-      wd_value_t *k = calloc(n ? n : 1, sizeof(*k));
-      wd_value_t *v = calloc(n ? n : 1, sizeof(*v));
-      if (!k || !v) {
-        free(k);
-        free(v);
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+  case WD_BYTES: return wd_value_set_bytes(dst, src->s.p, src->s.n);
+  case WD_ARRAY:
+  case WD_ROW: {
+    size_t n = src->list.n;
+    wd_value_t *v = calloc(n ? n : 1, sizeof(*v));
+    if (!v) return -1;
+    for (size_t i = 0; i < n; i++) v[i].is_null = true;
+    dst->is_null = false;
+    dst->list.v = v;
+    dst->list.n = n;
+    for (size_t i = 0; i < n; i++) {
+      const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
+      if (wd_value_copy(et, &v[i], &src->list.v[i])) {
+        wd_value_clear(t, dst);
         return -1;
       }
-      for (size_t i = 0; i < n; i++) k[i].is_null = v[i].is_null = true;
-      dst->is_null = false;
-      dst->map.k = k;
-      dst->map.v = v;
-      dst->map.n = n;
-      for (size_t i = 0; i < n; i++) {
-        if (wd_value_copy(t->elem, &k[i], &src->map.k[i]) || wd_value_copy(t->val, &v[i], &src->map.v[i])) {
-          wd_value_clear(t, dst);
-          return -1;
-        }
-      }
-      return 0;
     }
-    default:
-      *dst = *src;
-      return 0;
+    return 0;
+  }
+  case WD_MAP: {
+    size_t n = src->map.n;
+    wd_value_t *k = calloc(n ? n : 1, sizeof(*k));
+    wd_value_t *v = calloc(n ? n : 1, sizeof(*v));
+    if (!k || !v) {
+      free(k);
+      free(v);
+      return -1;
+    }
+    for (size_t i = 0; i < n; i++) k[i].is_null = v[i].is_null = true;
+    dst->is_null = false;
+    dst->map.k = k;
+    dst->map.v = v;
+    dst->map.n = n;
+    for (size_t i = 0; i < n; i++) {
+      if (wd_value_copy(t->elem, &k[i], &src->map.k[i]) || wd_value_copy(t->val, &v[i], &src->map.v[i])) {
+        wd_value_clear(t, dst);
+        return -1;
+      }
+    }
+    return 0;
+  }
+  default: *dst = *src; return 0;
   }
 }
 
@@ -674,41 +662,35 @@ static int wd_map_cmp(const wd_type_t *t, const wd_value_t *a, const wd_value_t 
 int wd_value_cmp(const wd_type_t *t, const wd_value_t *a, const wd_value_t *b) {
   if (a->is_null || b->is_null) return (int)!a->is_null - (int)!b->is_null;
   switch (t->id) {
-    case WD_BOOLEAN:
-      return (int)a->b - (int)b->b;
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-    case WD_DATE:
-    case WD_TIME:
-      return a->i < b->i ? -1 : (a->i > b->i ? 1 : 0);
-    case WD_FLOAT:
-    case WD_DOUBLE:
-      return wd_double_cmp(a->f, b->f);
-    case WD_DECIMAL:
-      return a->dec < b->dec ? -1 : (a->dec > b->dec ? 1 : 0);
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      if (a->ts.us != b->ts.us) return a->ts.us < b->ts.us ? -1 : 1;
-      return a->ts.ns < b->ts.ns ? -1 : (a->ts.ns > b->ts.ns ? 1 : 0);
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-    case WD_BYTES:
-      return wd_bytes_cmp(a->s.p, a->s.n, b->s.p, b->s.n);
-    case WD_ARRAY:
-    case WD_ROW: {
-      size_t n = a->list.n < b->list.n ? a->list.n : b->list.n;
-      for (size_t i = 0; i < n; i++) {
-        const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
-        int c = wd_value_cmp(et, &a->list.v[i], &b->list.v[i]);
-        if (c) return c;
-      }
-      return a->list.n < b->list.n ? -1 : (a->list.n > b->list.n ? 1 : 0);
+  case WD_BOOLEAN: return (int)a->b - (int)b->b;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+  case WD_DATE:
+  case WD_TIME: return a->i < b->i ? -1 : (a->i > b->i ? 1 : 0);
+  case WD_FLOAT:
+  case WD_DOUBLE: return wd_double_cmp(a->f, b->f);
+  case WD_DECIMAL: return a->dec < b->dec ? -1 : (a->dec > b->dec ? 1 : 0);
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (a->ts.us != b->ts.us) return a->ts.us < b->ts.us ? -1 : 1;
+    return a->ts.ns < b->ts.ns ? -1 : (a->ts.ns > b->ts.ns ? 1 : 0);
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+  case WD_BYTES: return wd_bytes_cmp(a->s.p, a->s.n, b->s.p, b->s.n);
+  case WD_ARRAY:
+  case WD_ROW: {
+    size_t n = a->list.n < b->list.n ? a->list.n : b->list.n;
+    for (size_t i = 0; i < n; i++) {
+      const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
+      int c = wd_value_cmp(et, &a->list.v[i], &b->list.v[i]);
+      if (c) return c;
     }
-    case WD_MAP:
-      return wd_map_cmp(t, a, b);
+    return a->list.n < b->list.n ? -1 : (a->list.n > b->list.n ? 1 : 0);
+  }
+  case WD_MAP: return wd_map_cmp(t, a, b);
   }
   return 0;
 }
@@ -724,23 +706,22 @@ static long wd_map_find(const wd_type_t *t, const wd_value_t *m, const wd_value_
 bool wd_value_eq(const wd_type_t *t, const wd_value_t *a, const wd_value_t *b) {
   if (a->is_null || b->is_null) return a->is_null && b->is_null;
   switch (t->id) {
-    case WD_ARRAY:
-    case WD_ROW:
-      if (a->list.n != b->list.n) return false;
-      for (size_t i = 0; i < a->list.n; i++) {
-        const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
-        if (!wd_value_eq(et, &a->list.v[i], &b->list.v[i])) return false;
-      }
-      return true;
-    case WD_MAP:
-      if (a->map.n != b->map.n) return false;
-      for (size_t i = 0; i < a->map.n; i++) {
-        long j = wd_map_find(t, b, &a->map.k[i], i);
-        if (j < 0 || !wd_value_eq(t->val, &a->map.v[i], &b->map.v[j])) return false;
-      }
-      return true;
-    default:
-      return wd_value_cmp(t, a, b) == 0;
+  case WD_ARRAY:
+  case WD_ROW:
+    if (a->list.n != b->list.n) return false;
+    for (size_t i = 0; i < a->list.n; i++) {
+      const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
+      if (!wd_value_eq(et, &a->list.v[i], &b->list.v[i])) return false;
+    }
+    return true;
+  case WD_MAP:
+    if (a->map.n != b->map.n) return false;
+    for (size_t i = 0; i < a->map.n; i++) {
+      long j = wd_map_find(t, b, &a->map.k[i], i);
+      if (j < 0 || !wd_value_eq(t->val, &a->map.v[i], &b->map.v[j])) return false;
+    }
+    return true;
+  default: return wd_value_cmp(t, a, b) == 0;
   }
 }
 
@@ -748,48 +729,43 @@ uint64_t wd_value_hash(const wd_type_t *t, const wd_value_t *v) {
   if (v->is_null) return UINT64_C(0x6e756c6c);
   uint64_t h = (uint64_t)t->id * UINT64_C(0x100000001b3);
   switch (t->id) {
-    case WD_BOOLEAN:
-      return wd_hash_mix64(h ^ (uint64_t)v->b);
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-    case WD_DATE:
-    case WD_TIME:
-      return wd_hash_mix64(h ^ (uint64_t)v->i);
-    case WD_FLOAT:
-    case WD_DOUBLE:
-      return wd_hash_mix64(h ^ (uint64_t)wd_double_bits(v->f));
-    case WD_DECIMAL: {
-      unsigned __int128 u = (unsigned __int128)v->dec;
-      return wd_hash_mix64(wd_hash_mix64(h ^ (uint64_t)u) ^ (uint64_t)(u >> 64));
+  case WD_BOOLEAN: return wd_hash_mix64(h ^ (uint64_t)v->b);
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+  case WD_DATE:
+  case WD_TIME: return wd_hash_mix64(h ^ (uint64_t)v->i);
+  case WD_FLOAT:
+  case WD_DOUBLE: return wd_hash_mix64(h ^ (uint64_t)wd_double_bits(v->f));
+  case WD_DECIMAL: {
+    unsigned __int128 u = (unsigned __int128)v->dec;
+    return wd_hash_mix64(wd_hash_mix64(h ^ (uint64_t)u) ^ (uint64_t)(u >> 64));
+  }
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: return wd_hash_mix64(wd_hash_mix64(h ^ (uint64_t)v->ts.us) ^ (uint64_t)(uint32_t)v->ts.ns);
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+  case WD_BYTES: return wd_hash_bytes(v->s.p, v->s.n, h);
+  case WD_ARRAY:
+  case WD_ROW:
+    h = wd_hash_mix64(h ^ v->list.n);
+    for (size_t i = 0; i < v->list.n; i++) {
+      const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
+      h = wd_hash_mix64(h ^ wd_value_hash(et, &v->list.v[i]));
     }
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      return wd_hash_mix64(wd_hash_mix64(h ^ (uint64_t)v->ts.us) ^ (uint64_t)(uint32_t)v->ts.ns);
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-    case WD_BYTES:
-      return wd_hash_bytes(v->s.p, v->s.n, h);
-    case WD_ARRAY:
-    case WD_ROW:
-      h = wd_hash_mix64(h ^ v->list.n);
-      for (size_t i = 0; i < v->list.n; i++) {
-        const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
-        h = wd_hash_mix64(h ^ wd_value_hash(et, &v->list.v[i]));
-      }
-      return h;
-    case WD_MAP: {
-      /* order-independent: a sum of per-entry hashes */
-      uint64_t sum = 0;
-      for (size_t i = 0; i < v->map.n; i++) {
-        uint64_t hk = wd_value_hash(t->elem, &v->map.k[i]);
-        uint64_t hv = wd_value_hash(t->val, &v->map.v[i]);
-        sum += wd_hash_mix64(hk ^ ((hv << 17) | (hv >> 47)));
-      }
-      return wd_hash_mix64(h ^ sum ^ v->map.n);
+    return h;
+  case WD_MAP: {
+    /* order-independent: a sum of per-entry hashes */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < v->map.n; i++) {
+      uint64_t hk = wd_value_hash(t->elem, &v->map.k[i]);
+      uint64_t hv = wd_value_hash(t->val, &v->map.v[i]);
+      sum += wd_hash_mix64(hk ^ ((hv << 17) | (hv >> 47)));
     }
+    return wd_hash_mix64(h ^ sum ^ v->map.n);
+  }
   }
   return h;
 }
@@ -840,7 +816,6 @@ size_t wd_decimal_text(wd_i128 v, int s, char *buf) {
   return len;
 }
 
-
 /*
  * Parses decimal text exactly into the unscaled integer at scale s (see types.h). Accepts an
  * optional sign, digits with an optional '.', and an optional exponent ("1.5E+3"); leading and
@@ -850,12 +825,11 @@ wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *
   const char *x = text, *end = text + n;
   bool neg = false;
   const char *first = NULL; /* first significant digit */
-  size_t ndigits = 0;       /* digits from first on (integer + fraction) */
-  long long nfrac = 0;      /* fraction digits seen */
+  size_t ndigits = 0; /* digits from first on (integer + fraction) */
+  long long nfrac = 0; /* fraction digits seen */
   bool any = false, dot = false;
   long long exp = 0;
-  if (p < 1 || p > 38 || s < 0 || s > p)
-    return wd_error_new(WD_ERR_INTERNAL, E_TYPE, "bad DECIMAL(%d,%d)", p, s);
+  if (p < 1 || p > 38 || s < 0 || s > p) return wd_error_new(WD_ERR_INTERNAL, E_TYPE, "bad DECIMAL(%d,%d)", p, s);
   while (x < end && isspace((unsigned char)*x)) x++;
   while (end > x && isspace((unsigned char)end[-1])) end--;
   if (x < end && (*x == '+' || *x == '-')) neg = *x++ == '-';
@@ -890,7 +864,7 @@ wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *
    * last digit is the last fraction digit); we want D * 10^k */
   long long k = exp - nfrac + s;
   long long keep = (long long)ndigits + k; /* digits of the integer result before rounding */
-  if (keep > p) goto overflow;            /* the leading digit is non-zero */
+  if (keep > p) goto overflow; /* the leading digit is non-zero */
   wd_i128 r = 0;
   int round_digit = 0;
   {
@@ -913,11 +887,10 @@ wd_error_t *wd_decimal_parse(const char *text, size_t n, int p, int s, wd_i128 *
   *out = neg ? -r : r;
   return NULL;
 bad:
-  return wd_error_new(WD_ERR_RECORD, E_TYPE, "expected DECIMAL(%d,%d), got '%.*s'", p, s, (int)(n > 64 ? 64 : n),
-                      text);
+  return wd_error_new(WD_ERR_RECORD, E_TYPE, "expected DECIMAL(%d,%d), got '%.*s'", p, s, (int)(n > 64 ? 64 : n), text);
 overflow:
-  return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "'%.*s' does not fit DECIMAL(%d,%d)",
-                      (int)(n > 64 ? 64 : n), text, p, s);
+  return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "'%.*s' does not fit DECIMAL(%d,%d)", (int)(n > 64 ? 64 : n),
+                      text, p, s);
 }
 
 /* ===================================================================================== */
@@ -992,46 +965,46 @@ int64_t wd_days_from_civil(int64_t year, int m, int d) {
 bool wd_value_in_range(const wd_type_t *t, const wd_value_t *v, char *why, size_t cap) {
   if (v->is_null) return true;
   switch (t->id) {
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-      if (v->i >= wd_type_int_min(t) && v->i <= wd_type_int_max(t)) return true;
-      if (why) snprintf(why, cap, "%lld is outside %lld..%lld", (long long)v->i, (long long)wd_type_int_min(t),
-                        (long long)wd_type_int_max(t));
-      return false;
-    case WD_DECIMAL: {
-      wd_i128 lim = wd_pow10(t->precision);
-      if (v->dec < lim && v->dec > -lim) return true;
-      if (why) snprintf(why, cap, "more than %d digits", t->precision);
-      return false;
-    }
-    case WD_DATE:
-      if (v->i >= WD_DATE_MIN_DAYS && v->i <= WD_DATE_MAX_DAYS) return true;
-      if (why) snprintf(why, cap, "%lld days since 1970-01-01 is outside the years 0001-9999", (long long)v->i);
-      return false;
-    case WD_TIME:
-      if (v->i >= 0 && v->i <= WD_TIME_MAX_NS) return true;
-      if (why) snprintf(why, cap, "%lld ns is not a time of day (00:00:00..23:59:59.999999999)", (long long)v->i);
-      return false;
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      if (v->ts.us >= WD_TIMESTAMP_MIN_US && v->ts.us <= WD_TIMESTAMP_MAX_US && v->ts.ns >= 0 && v->ts.ns <= 999)
-        return true;
-      if (why) snprintf(why, cap, "%lld µs since 1970-01-01 is outside the years 0001-9999", (long long)v->ts.us);
-      return false;
-    case WD_ARRAY:
-    case WD_ROW:
-      for (size_t i = 0; i < v->list.n; i++)
-        if (!wd_value_in_range(t->id == WD_ARRAY ? t->elem : t->fields[i].type, &v->list.v[i], why, cap)) return false;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if (v->i >= wd_type_int_min(t) && v->i <= wd_type_int_max(t)) return true;
+    if (why)
+      snprintf(why, cap, "%lld is outside %lld..%lld", (long long)v->i, (long long)wd_type_int_min(t),
+               (long long)wd_type_int_max(t));
+    return false;
+  case WD_DECIMAL: {
+    wd_i128 lim = wd_pow10(t->precision);
+    if (v->dec < lim && v->dec > -lim) return true;
+    if (why) snprintf(why, cap, "more than %d digits", t->precision);
+    return false;
+  }
+  case WD_DATE:
+    if (v->i >= WD_DATE_MIN_DAYS && v->i <= WD_DATE_MAX_DAYS) return true;
+    if (why) snprintf(why, cap, "%lld days since 1970-01-01 is outside the years 0001-9999", (long long)v->i);
+    return false;
+  case WD_TIME:
+    if (v->i >= 0 && v->i <= WD_TIME_MAX_NS) return true;
+    if (why) snprintf(why, cap, "%lld ns is not a time of day (00:00:00..23:59:59.999999999)", (long long)v->i);
+    return false;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (v->ts.us >= WD_TIMESTAMP_MIN_US && v->ts.us <= WD_TIMESTAMP_MAX_US && v->ts.ns >= 0 && v->ts.ns <= 999)
       return true;
-    case WD_MAP:
-      for (size_t i = 0; i < v->map.n; i++)
-        if (!wd_value_in_range(t->elem, &v->map.k[i], why, cap) || !wd_value_in_range(t->val, &v->map.v[i], why, cap))
-          return false;
-      return true;
-    default:
-      return true;
+    if (why) snprintf(why, cap, "%lld µs since 1970-01-01 is outside the years 0001-9999", (long long)v->ts.us);
+    return false;
+  case WD_ARRAY:
+  case WD_ROW:
+    for (size_t i = 0; i < v->list.n; i++)
+      if (!wd_value_in_range(t->id == WD_ARRAY ? t->elem : t->fields[i].type, &v->list.v[i], why, cap)) return false;
+    return true;
+  case WD_MAP:
+    for (size_t i = 0; i < v->map.n; i++)
+      if (!wd_value_in_range(t->elem, &v->map.k[i], why, cap) || !wd_value_in_range(t->val, &v->map.v[i], why, cap))
+        return false;
+    return true;
+  default: return true;
   }
 }
 
@@ -1070,9 +1043,18 @@ static inline char *wd_put_udigits(char *p, uint64_t u, int width) {
   int n = 1;
   for (uint64_t x = u;;) {
     if (x < 10) break;
-    if (x < 100) { n += 1; break; }
-    if (x < 1000) { n += 2; break; }
-    if (x < 10000) { n += 3; break; }
+    if (x < 100) {
+      n += 1;
+      break;
+    }
+    if (x < 1000) {
+      n += 2;
+      break;
+    }
+    if (x < 10000) {
+      n += 3;
+      break;
+    }
     x /= 10000;
     n += 4;
   }
@@ -1132,31 +1114,27 @@ static char *wd_time_text(int64_t ns_of_day, int digits, char *p) {
 size_t wd_scalar_text(const wd_type_t *t, const wd_value_t *v, char *buf) {
   char *p = buf;
   switch (t->id) {
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-      if (v->i < 0) *p++ = '-';
-      return (size_t)(wd_put_udigits(p, v->i < 0 ? (uint64_t)0 - (uint64_t)v->i : (uint64_t)v->i, 0) - buf);
-    case WD_DECIMAL:
-      return wd_decimal_text(v->dec, t->scale, buf);
-    case WD_DATE:
-      return (size_t)(wd_date_text(v->i, p) - buf);
-    case WD_TIME:
-      return (size_t)(wd_time_text(v->i, t->precision, p) - buf);
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ: {
-      int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
-      /* any int64 (a value outside the years 0001-9999 never gets here from a decoder, but the
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if (v->i < 0) *p++ = '-';
+    return (size_t)(wd_put_udigits(p, v->i < 0 ? (uint64_t)0 - (uint64_t)v->i : (uint64_t)v->i, 0) - buf);
+  case WD_DECIMAL: return wd_decimal_text(v->dec, t->scale, buf);
+  case WD_DATE: return (size_t)(wd_date_text(v->i, p) - buf);
+  case WD_TIME: return (size_t)(wd_time_text(v->i, t->precision, p) - buf);
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: {
+    int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
+    /* any int64 (a value outside the years 0001-9999 never gets here from a decoder, but the
        * text of any value is defined): no product that can overflow */
-      int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
-      int64_t us_of_day = wd_floormod(v->ts.us, INT64_C(86400000000));
-      p = wd_date_text(days, p);
-      *p++ = ' ';
-      return (size_t)(wd_time_text(us_of_day * 1000 + v->ts.ns, digits, p) - buf);
-    }
-    default:
-      return 0;
+    int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
+    int64_t us_of_day = wd_floormod(v->ts.us, INT64_C(86400000000));
+    p = wd_date_text(days, p);
+    *p++ = ' ';
+    return (size_t)(wd_time_text(us_of_day * 1000 + v->ts.ns, digits, p) - buf);
+  }
+  default: return 0;
   }
 }
 
@@ -1204,58 +1182,52 @@ static int wd_float_put(double d, bool as_float, wd_buf_t *out) {
 int wd_value_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
   if (v->is_null) return wd_buf_printf(out, "NULL");
   switch (t->id) {
-    case WD_BOOLEAN:
-      return wd_buf_printf(out, "%s", v->b ? "true" : "false");
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-      return wd_buf_put_int(out, v->i);
-    case WD_FLOAT:
-      return wd_float_put(v->f, true, out);
-    case WD_DOUBLE:
-      return wd_float_put(v->f, false, out);
-    case WD_DECIMAL:
-    case WD_DATE:
-    case WD_TIME:
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ: {
-      char text[WD_SCALAR_TEXT_MAX];
-      return wd_buf_append(out, text, wd_scalar_text(t, v, text));
+  case WD_BOOLEAN: return wd_buf_printf(out, "%s", v->b ? "true" : "false");
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: return wd_buf_put_int(out, v->i);
+  case WD_FLOAT: return wd_float_put(v->f, true, out);
+  case WD_DOUBLE: return wd_float_put(v->f, false, out);
+  case WD_DECIMAL:
+  case WD_DATE:
+  case WD_TIME:
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: {
+    char text[WD_SCALAR_TEXT_MAX];
+    return wd_buf_append(out, text, wd_scalar_text(t, v, text));
+  }
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: return wd_buf_append(out, v->s.p, v->s.n);
+  case WD_BYTES: return wd_base64_put((const uint8_t *)v->s.p, v->s.n, out);
+  case WD_ARRAY: {
+    /* not a case format; Flink's CAST(... AS STRING) style, for messages and logs */
+    int rc = wd_buf_putc(out, '[');
+    for (size_t i = 0; i < v->list.n && !rc; i++) {
+      if (i) rc = wd_buf_printf(out, ", ");
+      rc = rc ? rc : wd_value_format(t->elem, &v->list.v[i], out);
     }
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-      return wd_buf_append(out, v->s.p, v->s.n);
-    case WD_BYTES:
-      return wd_base64_put((const uint8_t *)v->s.p, v->s.n, out);
-    case WD_ARRAY: {
-      /* not a case format; Flink's CAST(... AS STRING) style, for messages and logs */
-      int rc = wd_buf_putc(out, '[');
-      for (size_t i = 0; i < v->list.n && !rc; i++) {
-        if (i) rc = wd_buf_printf(out, ", ");
-        rc = rc ? rc : wd_value_format(t->elem, &v->list.v[i], out);
-      }
-      return rc ? rc : wd_buf_putc(out, ']');
+    return rc ? rc : wd_buf_putc(out, ']');
+  }
+  case WD_ROW: {
+    int rc = wd_buf_putc(out, '(');
+    for (size_t i = 0; i < v->list.n && !rc; i++) {
+      if (i) rc = wd_buf_printf(out, ", ");
+      rc = rc ? rc : wd_value_format(t->fields[i].type, &v->list.v[i], out);
     }
-    case WD_ROW: {
-      int rc = wd_buf_putc(out, '(');
-      for (size_t i = 0; i < v->list.n && !rc; i++) {
-        if (i) rc = wd_buf_printf(out, ", ");
-        rc = rc ? rc : wd_value_format(t->fields[i].type, &v->list.v[i], out);
-      }
-      return rc ? rc : wd_buf_putc(out, ')');
+    return rc ? rc : wd_buf_putc(out, ')');
+  }
+  case WD_MAP: {
+    int rc = wd_buf_putc(out, '{');
+    for (size_t i = 0; i < v->map.n && !rc; i++) {
+      if (i) rc = wd_buf_printf(out, ", ");
+      rc = rc ? rc : wd_value_format(t->elem, &v->map.k[i], out);
+      rc = rc ? rc : wd_buf_putc(out, '=');
+      rc = rc ? rc : wd_value_format(t->val, &v->map.v[i], out);
     }
-    case WD_MAP: {
-      int rc = wd_buf_putc(out, '{');
-      for (size_t i = 0; i < v->map.n && !rc; i++) {
-        if (i) rc = wd_buf_printf(out, ", ");
-        rc = rc ? rc : wd_value_format(t->elem, &v->map.k[i], out);
-        rc = rc ? rc : wd_buf_putc(out, '=');
-        rc = rc ? rc : wd_value_format(t->val, &v->map.v[i], out);
-      }
-      return rc ? rc : wd_buf_putc(out, '}');
-    }
+    return rc ? rc : wd_buf_putc(out, '}');
+  }
   }
   return -1;
 }
@@ -1298,8 +1270,7 @@ static bool wd_tc_date(wd_tcur_t *c, int64_t *days) {
   }
   if (n < 1) return false;
   if (neg) y = -y;
-  if (!wd_tc_char(c, '-') || !wd_tc_digits(c, 2, &m) || !wd_tc_char(c, '-') || !wd_tc_digits(c, 2, &d))
-    return false;
+  if (!wd_tc_char(c, '-') || !wd_tc_digits(c, 2, &m) || !wd_tc_char(c, '-') || !wd_tc_digits(c, 2, &d)) return false;
   if (m < 1 || m > 12 || d < 1 || d > wd_days_in_month(y, (int)m)) return false;
   *days = wd_days_from_civil(y, (int)m, (int)d);
   return true;
@@ -1379,98 +1350,97 @@ wd_error_t *wd_value_parse_text(const wd_type_t *t, const char *text, size_t n, 
   memset(out, 0, sizeof(*out));
   out->is_null = true;
   switch (t->id) {
-    case WD_BOOLEAN:
-      if (n == 4 && strncasecmp(text, "true", 4) == 0) out->b = true;
-      else if (n == 5 && strncasecmp(text, "false", 5) == 0) out->b = false;
-      else goto bad;
-      break;
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT: {
-      int rc = wd_parse_int(text, n, wd_type_int_min(t), wd_type_int_max(t), &out->i);
-      if (rc == -1) goto bad;
-      if (rc == -2) {
-        tname = wd_type_to_string(t);
-        err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "'%.*s' is out of the range of %s",
-                           (int)(n > 64 ? 64 : n), text, tname ? tname : "the type");
-        goto cleanup;
-      }
-      break;
+  case WD_BOOLEAN:
+    if (n == 4 && strncasecmp(text, "true", 4) == 0) out->b = true;
+    else if (n == 5 && strncasecmp(text, "false", 5) == 0) out->b = false;
+    else goto bad;
+    break;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: {
+    int rc = wd_parse_int(text, n, wd_type_int_min(t), wd_type_int_max(t), &out->i);
+    if (rc == -1) goto bad;
+    if (rc == -2) {
+      tname = wd_type_to_string(t);
+      err = wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "'%.*s' is out of the range of %s", (int)(n > 64 ? 64 : n),
+                         text, tname ? tname : "the type");
+      goto cleanup;
     }
-    case WD_FLOAT:
-    case WD_DOUBLE: {
-      if (n == 0 || isspace((unsigned char)text[0])) goto bad;
-      z = n < sizeof(small) ? small : malloc(n + 1);
-      if (!z) {
-        err = wd_error_nomem();
-        goto cleanup;
-      }
-      memcpy(z, text, n);
-      z[n] = 0;
-      if (strlen(z) != n) goto bad;
-      double d;
-      if (strcmp(z, "NaN") == 0) d = NAN;
-      else if (strcmp(z, "Infinity") == 0 || strcmp(z, "+Infinity") == 0) d = INFINITY;
-      else if (strcmp(z, "-Infinity") == 0) d = -INFINITY;
-      else {
-        char *e = NULL;
-        d = strtod(z, &e);
-        if (e != z + n) goto bad;
-      }
-      out->f = t->id == WD_FLOAT ? (double)(float)d : d;
-      break;
+    break;
+  }
+  case WD_FLOAT:
+  case WD_DOUBLE: {
+    if (n == 0 || isspace((unsigned char)text[0])) goto bad;
+    z = n < sizeof(small) ? small : malloc(n + 1);
+    if (!z) {
+      err = wd_error_nomem();
+      goto cleanup;
     }
-    case WD_DECIMAL:
-      err = wd_decimal_parse(text, n, t->precision, t->scale, &out->dec);
-      if (err) goto cleanup;
-      break;
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-      if (wd_value_set_bytes(out, text, n)) {
-        err = wd_error_nomem();
-        goto cleanup;
-      }
-      break;
-    case WD_BYTES: {
-      int rc = wd_base64_parse(text, n, out);
-      if (rc == -1) goto bad;
-      if (rc == -2) {
-        err = wd_error_nomem();
-        goto cleanup;
-      }
-      break;
+    memcpy(z, text, n);
+    z[n] = 0;
+    if (strlen(z) != n) goto bad;
+    double d;
+    if (strcmp(z, "NaN") == 0) d = NAN;
+    else if (strcmp(z, "Infinity") == 0 || strcmp(z, "+Infinity") == 0) d = INFINITY;
+    else if (strcmp(z, "-Infinity") == 0) d = -INFINITY;
+    else {
+      char *e = NULL;
+      d = strtod(z, &e);
+      if (e != z + n) goto bad;
     }
-    case WD_DATE:
-      if (!wd_tc_date(&c, &out->i) || c.p != c.end) goto bad;
-      if (out->i < WD_DATE_MIN_DAYS || out->i > WD_DATE_MAX_DAYS) goto bad; /* the years 0001-9999 */
-      break;
-    case WD_TIME:
-      if (!wd_tc_time(&c, t->precision, &out->i) || c.p != c.end) goto bad;
-      break;
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ: {
-      int64_t days, ns = 0, off = 0;
-      if (!wd_tc_date(&c, &days)) goto bad;
-      if (c.p < c.end && (*c.p == ' ' || *c.p == 'T' || *c.p == 't')) {
-        c.p++;
-        if (!wd_tc_time(&c, t->precision, &ns)) goto bad;
-      }
-      if (t->id == WD_TIMESTAMP_LTZ) {
-        if (!wd_tc_zone(&c, &off)) goto bad;
-      }
-      if (c.p != c.end) goto bad;
-      if (days > INT64_C(100000000) || days < -INT64_C(100000000)) goto bad;
-      out->ts.us = days * INT64_C(86400000000) + ns / 1000 - off * INT64_C(1000000);
-      out->ts.ns = (int32_t)(ns % 1000);
-      if (out->ts.us < WD_TIMESTAMP_MIN_US || out->ts.us > WD_TIMESTAMP_MAX_US) goto bad; /* the years 0001-9999 */
-      break;
+    out->f = t->id == WD_FLOAT ? (double)(float)d : d;
+    break;
+  }
+  case WD_DECIMAL:
+    err = wd_decimal_parse(text, n, t->precision, t->scale, &out->dec);
+    if (err) goto cleanup;
+    break;
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+    if (wd_value_set_bytes(out, text, n)) {
+      err = wd_error_nomem();
+      goto cleanup;
     }
-    case WD_ARRAY:
-    case WD_MAP:
-    case WD_ROW:
-      goto bad;
+    break;
+  case WD_BYTES: {
+    int rc = wd_base64_parse(text, n, out);
+    if (rc == -1) goto bad;
+    if (rc == -2) {
+      err = wd_error_nomem();
+      goto cleanup;
+    }
+    break;
+  }
+  case WD_DATE:
+    if (!wd_tc_date(&c, &out->i) || c.p != c.end) goto bad;
+    if (out->i < WD_DATE_MIN_DAYS || out->i > WD_DATE_MAX_DAYS) goto bad; /* the years 0001-9999 */
+    break;
+  case WD_TIME:
+    if (!wd_tc_time(&c, t->precision, &out->i) || c.p != c.end) goto bad;
+    break;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: {
+    int64_t days, ns = 0, off = 0;
+    if (!wd_tc_date(&c, &days)) goto bad;
+    if (c.p < c.end && (*c.p == ' ' || *c.p == 'T' || *c.p == 't')) {
+      c.p++;
+      if (!wd_tc_time(&c, t->precision, &ns)) goto bad;
+    }
+    if (t->id == WD_TIMESTAMP_LTZ) {
+      if (!wd_tc_zone(&c, &off)) goto bad;
+    }
+    if (c.p != c.end) goto bad;
+    if (days > INT64_C(100000000) || days < -INT64_C(100000000)) goto bad;
+    out->ts.us = days * INT64_C(86400000000) + ns / 1000 - off * INT64_C(1000000);
+    out->ts.ns = (int32_t)(ns % 1000);
+    if (out->ts.us < WD_TIMESTAMP_MIN_US || out->ts.us > WD_TIMESTAMP_MAX_US) goto bad; /* the years 0001-9999 */
+    break;
+  }
+  case WD_ARRAY:
+  case WD_MAP:
+  case WD_ROW: goto bad;
   }
   out->is_null = false;
   goto cleanup;
@@ -1514,7 +1484,7 @@ wd_error_t *wd_schema_new(size_t ncols, const char *const *names, const char *co
     err = wd_type_parse(types[i], &t);
     if (err) {
       wd_error_t *e2 = wd_error_make(err->cls, err->eid, "column '%s': %s", names[i],
-                                    err->message + (err->id[0] ? strlen(err->id) + 2 : 0));
+                                     err->message + (err->id[0] ? strlen(err->id) + 2 : 0));
       wd_error_destroy(err);
       err = e2;
       goto cleanup;
@@ -1534,8 +1504,8 @@ wd_error_t *wd_schema_new(size_t ncols, const char *const *names, const char *co
   for (size_t i = 0; i < npk; i++) {
     int col = wd_schema_find(schema, pk[i]);
     if (col < 0) {
-      err = wd_error_new(WD_ERR_CONFIG, C_PRIMARY_KEY, "primary key column '%s' can not be found in table schema",
-                         pk[i]);
+      err =
+          wd_error_new(WD_ERR_CONFIG, C_PRIMARY_KEY, "primary key column '%s' can not be found in table schema", pk[i]);
       goto cleanup;
     }
     for (size_t j = 0; j < i; j++) {
@@ -1606,10 +1576,10 @@ bool wd_schema_is_pk(const wd_schema_t *schema, int col) {
 
 const char *wd_row_kind_str(wd_row_kind_t kind) {
   switch (kind) {
-    case WD_INSERT: return "+I";
-    case WD_UPDATE_BEFORE: return "-U";
-    case WD_UPDATE_AFTER: return "+U";
-    case WD_DELETE: return "-D";
+  case WD_INSERT: return "+I";
+  case WD_UPDATE_BEFORE: return "-U";
+  case WD_UPDATE_AFTER: return "+U";
+  case WD_DELETE: return "-D";
   }
   return "?";
 }
@@ -1855,58 +1825,56 @@ static int wd_key_put(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
   if (wd_buf_putc(out, v->is_null ? 0 : 1)) return -1;
   if (v->is_null) return 0;
   switch (t->id) {
-    case WD_BOOLEAN:
-      return wd_buf_putc(out, v->b ? 1 : 0);
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-    case WD_DATE:
-    case WD_TIME:
-      return wd_buf_put_zigzag(out, v->i);
-    case WD_FLOAT:
-    case WD_DOUBLE: {
-      uint64_t u = (uint64_t)wd_double_bits(v->f);
-      uint8_t b[8];
-      for (int i = 0; i < 8; i++) b[i] = (uint8_t)(u >> (8 * i));
-      return wd_buf_append(out, b, 8);
+  case WD_BOOLEAN: return wd_buf_putc(out, v->b ? 1 : 0);
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+  case WD_DATE:
+  case WD_TIME: return wd_buf_put_zigzag(out, v->i);
+  case WD_FLOAT:
+  case WD_DOUBLE: {
+    uint64_t u = (uint64_t)wd_double_bits(v->f);
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(u >> (8 * i));
+    return wd_buf_append(out, b, 8);
+  }
+  case WD_DECIMAL: {
+    unsigned __int128 u = (unsigned __int128)v->dec;
+    uint8_t b[16];
+    for (int i = 0; i < 16; i++) b[i] = (uint8_t)(u >> (8 * i));
+    return wd_buf_append(out, b, 16);
+  }
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (wd_buf_put_zigzag(out, v->ts.us)) return -1;
+    return wd_buf_put_varint(out, (uint64_t)(uint32_t)v->ts.ns);
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+  case WD_BYTES:
+    if (wd_buf_put_varint(out, v->s.n)) return -1;
+    return wd_buf_append(out, v->s.p, v->s.n);
+  case WD_ARRAY:
+  case WD_ROW:
+    if (wd_buf_put_varint(out, v->list.n)) return -1;
+    for (size_t i = 0; i < v->list.n; i++) {
+      const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
+      if (wd_key_put(et, &v->list.v[i], out)) return -1;
     }
-    case WD_DECIMAL: {
-      unsigned __int128 u = (unsigned __int128)v->dec;
-      uint8_t b[16];
-      for (int i = 0; i < 16; i++) b[i] = (uint8_t)(u >> (8 * i));
-      return wd_buf_append(out, b, 16);
+    return 0;
+  case WD_MAP: {
+    int rc = 0;
+    size_t *idx = wd_map_sorted_index(t, v);
+    if (!idx) return -1;
+    rc = wd_buf_put_varint(out, v->map.n);
+    for (size_t i = 0; i < v->map.n && !rc; i++) {
+      rc = wd_key_put(t->elem, &v->map.k[idx[i]], out);
+      rc = rc ? rc : wd_key_put(t->val, &v->map.v[idx[i]], out);
     }
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      if (wd_buf_put_zigzag(out, v->ts.us)) return -1;
-      return wd_buf_put_varint(out, (uint64_t)(uint32_t)v->ts.ns);
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-    case WD_BYTES:
-      if (wd_buf_put_varint(out, v->s.n)) return -1;
-      return wd_buf_append(out, v->s.p, v->s.n);
-    case WD_ARRAY:
-    case WD_ROW:
-      if (wd_buf_put_varint(out, v->list.n)) return -1;
-      for (size_t i = 0; i < v->list.n; i++) {
-        const wd_type_t *et = t->id == WD_ARRAY ? t->elem : t->fields[i].type;
-        if (wd_key_put(et, &v->list.v[i], out)) return -1;
-      }
-      return 0;
-    case WD_MAP: {
-      int rc = 0;
-      size_t *idx = wd_map_sorted_index(t, v);
-      if (!idx) return -1;
-      rc = wd_buf_put_varint(out, v->map.n);
-      for (size_t i = 0; i < v->map.n && !rc; i++) {
-        rc = wd_key_put(t->elem, &v->map.k[idx[i]], out);
-        rc = rc ? rc : wd_key_put(t->val, &v->map.v[idx[i]], out);
-      }
-      free(idx);
-      return rc;
-    }
+    free(idx);
+    return rc;
+  }
   }
   return -1;
 }

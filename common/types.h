@@ -61,19 +61,19 @@ typedef enum wd_type_id {
 typedef struct wd_type wd_type_t;
 
 typedef struct wd_field {
-  char *name;      /* owned */
+  char *name; /* owned */
   wd_type_t *type; /* owned */
 } wd_field_t;
 
 struct wd_type {
   wd_type_id_t id;
   bool not_null;
-  int precision;   /* DECIMAL p; TIME/TIMESTAMP fraction digits p (default: TIME 0, TIMESTAMP 6) */
-  int scale;       /* DECIMAL s */
-  int length;      /* CHAR(n)/VARCHAR(n) n; STRING: -1 */
+  int precision; /* DECIMAL p; TIME/TIMESTAMP fraction digits p (default: TIME 0, TIMESTAMP 6) */
+  int scale; /* DECIMAL s */
+  int length; /* CHAR(n)/VARCHAR(n) n; STRING: -1 */
   wd_type_t *elem; /* ARRAY element type; MAP key type (owned) */
-  wd_type_t *val;  /* MAP value type (owned) */
-  size_t nfields;  /* ROW */
+  wd_type_t *val; /* MAP value type (owned) */
+  size_t nfields; /* ROW */
   wd_field_t *fields;
 };
 
@@ -121,7 +121,7 @@ char *wd_type_to_string(const wd_type_t *t);
 void wd_type_destroy(wd_type_t *t);
 bool wd_type_is_integer(const wd_type_t *t); /* TINYINT..BIGINT */
 bool wd_type_is_numeric(const wd_type_t *t); /* integers, FLOAT, DOUBLE, DECIMAL */
-bool wd_type_is_text(const wd_type_t *t);    /* CHAR, VARCHAR, STRING */
+bool wd_type_is_text(const wd_type_t *t); /* CHAR, VARCHAR, STRING */
 /* Smallest/largest value of an integer type (TINYINT -128..127 etc.). */
 int64_t wd_type_int_min(const wd_type_t *t);
 int64_t wd_type_int_max(const wd_type_t *t);
@@ -205,9 +205,9 @@ static inline int64_t wd_floormod(int64_t a, int64_t b) {
 /* The range of the temporal types (Flink's and Paimon's): the years 0001-9999. */
 #define WD_DATE_MIN_DAYS INT64_C(-719162) /* 0001-01-01 */
 #define WD_DATE_MAX_DAYS INT64_C(2932896) /* 9999-12-31 */
-#define WD_TIMESTAMP_MIN_US (WD_DATE_MIN_DAYS * INT64_C(86400000000))             /* 0001-01-01 00:00 */
-#define WD_TIMESTAMP_MAX_US ((WD_DATE_MAX_DAYS + 1) * INT64_C(86400000000) - 1)   /* 9999-12-31 23:59:59.999999 */
-#define WD_TIME_MAX_NS (INT64_C(86400000000000) - 1)                              /* 23:59:59.999999999 */
+#define WD_TIMESTAMP_MIN_US (WD_DATE_MIN_DAYS * INT64_C(86400000000)) /* 0001-01-01 00:00 */
+#define WD_TIMESTAMP_MAX_US ((WD_DATE_MAX_DAYS + 1) * INT64_C(86400000000) - 1) /* 9999-12-31 23:59:59.999999 */
+#define WD_TIME_MAX_NS (INT64_C(86400000000000) - 1) /* 23:59:59.999999999 */
 /* Whether the value v of type t lies inside its type's range: integers inside their type
  * (TINYINT -128..127 ...), DECIMAL(p,s) fewer than p + 1 digits, DATE and TIMESTAMP in the years
  * 0001-9999, TIME a time of day, a TIMESTAMP's extra nanoseconds 0..999; ARRAY, MAP and ROW
@@ -223,7 +223,7 @@ typedef struct wd_schema {
   size_t ncols;
   wd_field_t *cols; /* owned */
   size_t npk;
-  int *pk;          /* indexes into cols, owned */
+  int *pk; /* indexes into cols, owned */
   /* Derived from cols by wd_schema_new, for the per-row loops (owned, never changed after):
    * var[0..nvar) the indexes (ascending) of the columns whose values can own memory (CHAR,
    * VARCHAR, STRING, BYTES, ARRAY, MAP, ROW); nested: some column is an ARRAY, MAP or ROW;
@@ -248,13 +248,13 @@ bool wd_schema_is_pk(const wd_schema_t *schema, int col);
 
 /* Row kinds (spec §2). Values are the same as Paimon's RowKind byte values. */
 typedef enum wd_row_kind {
-  WD_INSERT = 0,        /* +I */
+  WD_INSERT = 0, /* +I */
   WD_UPDATE_BEFORE = 1, /* -U */
-  WD_UPDATE_AFTER = 2,  /* +U */
-  WD_DELETE = 3         /* -D */
+  WD_UPDATE_AFTER = 2, /* +U */
+  WD_DELETE = 3 /* -D */
 } wd_row_kind_t;
 
-const char *wd_row_kind_str(wd_row_kind_t kind);           /* "+I" "-U" "+U" "-D" */
+const char *wd_row_kind_str(wd_row_kind_t kind); /* "+I" "-U" "+U" "-D" */
 int wd_row_kind_parse(const char *s, wd_row_kind_t *kind); /* 0, or -1 if not one of those */
 static inline bool wd_row_kind_is_add(wd_row_kind_t k) { return k == WD_INSERT || k == WD_UPDATE_AFTER; }
 
@@ -267,15 +267,15 @@ static inline bool wd_row_kind_is_add(wd_row_kind_t k) { return k == WD_INSERT |
  * values (the view's kind is its own). */
 typedef struct wd_row {
   wd_row_kind_t kind;
-  size_t n;      /* == schema->ncols */
+  size_t n; /* == schema->ncols */
   wd_value_t *v; /* owned (a view: the base's) */
   /* NULL, or n flags (owned, malloc'd): absent[i] when the source did not send column i's value
    * in this change record (a before image without it: Postgres updates without a before image,
    * key-only deletes, partial before images). Such a value is NULL here and is completed from
    * the stored row by the merge (join/merge.h, wd_message_apply). Not copied by wd_row_copy. */
   bool *absent;
-  uint32_t shares;      /* owners beyond the first (wd_row_share); 0 for a row with one owner */
-  struct wd_row *base;  /* a view: the row whose values it shows (one share of it); else NULL */
+  uint32_t shares; /* owners beyond the first (wd_row_share); 0 for a row with one owner */
+  struct wd_row *base; /* a view: the row whose values it shows (one share of it); else NULL */
   /* a packed row's block (in the row's own allocation): text/BYTES values whose s.p points into
    * [blk, blk + blk_len) are not freed one by one. NULL/0 for other rows. */
   char *blk;

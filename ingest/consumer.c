@@ -36,17 +36,17 @@ struct wd_consumer {
   wd_consumer_assign_all_cb on_assign_all;
   void *ctx;
   bool closed;
-  bool waiting;            /* a broker is unreachable (logged once) */
-  bool fatal;              /* a fatal client error was reported */
-  int last_err;            /* last message error logged at WARN (repeats go to DEBUG) */
-  wd_kmsg_t *batch;        /* the batch being filled by wd_consumer_poll_batch, or NULL */
+  bool waiting; /* a broker is unreachable (logged once) */
+  bool fatal; /* a fatal client error was reported */
+  int last_err; /* last message error logged at WARN (repeats go to DEBUG) */
+  wd_kmsg_t *batch; /* the batch being filled by wd_consumer_poll_batch, or NULL */
   size_t *batch_n;
-  int64_t lag;             /* cached wd_consumer_lag result */
-  int64_t lag_at_ms;       /* when it was computed (monotonic ms), 0 = never */
-  uint64_t generation;     /* assignments + revocations seen */
-  bool paused;             /* wd_consumer_pause(true) in force */
-  char *group_id;          /* group mode: the group (owned) */
-  bool subscribed;         /* group mode: the subscription started (first poll) */
+  int64_t lag; /* cached wd_consumer_lag result */
+  int64_t lag_at_ms; /* when it was computed (monotonic ms), 0 = never */
+  uint64_t generation; /* assignments + revocations seen */
+  bool paused; /* wd_consumer_pause(true) in force */
+  char *group_id; /* group mode: the group (owned) */
+  bool subscribed; /* group mode: the subscription started (first poll) */
   /* records that wd_consumer_serve received while paused (fetched before the pause took
    * effect): held in order and returned first by the next wd_consumer_poll_batch */
   rd_kafka_message_t **held;
@@ -57,13 +57,13 @@ struct wd_consumer {
   /* topics that do not exist (yet): logged once; while any is missing, the cluster's metadata is
    * requested every WD_MISSING_CHECK_MS (librdkafka alone would see a new topic only at its next
    * topic.metadata.refresh.interval.ms, 5 min) */
-  bool *missing;           /* [ntopics] */
+  bool *missing; /* [ntopics] */
   size_t nmissing;
   int64_t missing_check_at_ms; /* next check (monotonic ms) */
-  bool wait_for_topics;    /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
-  int nassigned;           /* partitions held now (rebalance callbacks) */
-  int last_event;          /* 0 none yet, 1 an assignment, 2 a revocation */
-  wd_kafka_stats_t stats;  /* librdkafka's last statistics (statistics.interval.ms), stats.at_ms 0 before */
+  bool wait_for_topics; /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
+  int nassigned; /* partitions held now (rebalance callbacks) */
+  int last_event; /* 0 none yet, 1 an assignment, 2 a revocation */
+  wd_kafka_stats_t stats; /* librdkafka's last statistics (statistics.interval.ms), stats.at_ms 0 before */
 };
 
 #define WD_MISSING_CHECK_MS 1000
@@ -89,22 +89,19 @@ static int64_t wd_consumer_start_offset(const wd_consumer_t *c, int64_t off, con
   case WD_OFFSET_END: return RD_KAFKA_OFFSET_END;
   case WD_OFFSET_STORED: break;
   default:
-    wd_log(WD_LOG_WARN, "ingest", "on_assign gave invalid offset %" PRId64 " for %s [%" PRId32 "]: using the stored one",
-           off, topic, partition);
+    wd_log(WD_LOG_WARN, "ingest",
+           "on_assign gave invalid offset %" PRId64 " for %s [%" PRId32 "]: using the stored one", off, topic,
+           partition);
     break;
   }
   return c->group_mode ? RD_KAFKA_OFFSET_INVALID : c->reset_offset;
 }
 
 static void wd_consumer_describe_offset(int64_t off, char *buf, size_t n) {
-  if (off == RD_KAFKA_OFFSET_INVALID)
-    snprintf(buf, n, "committed");
-  else if (off == RD_KAFKA_OFFSET_BEGINNING)
-    snprintf(buf, n, "beginning");
-  else if (off == RD_KAFKA_OFFSET_END)
-    snprintf(buf, n, "end");
-  else
-    snprintf(buf, n, "%" PRId64, off);
+  if (off == RD_KAFKA_OFFSET_INVALID) snprintf(buf, n, "committed");
+  else if (off == RD_KAFKA_OFFSET_BEGINNING) snprintf(buf, n, "beginning");
+  else if (off == RD_KAFKA_OFFSET_END) snprintf(buf, n, "end");
+  else snprintf(buf, n, "%" PRId64, off);
 }
 
 /* Notes topic [partition] as held (held: paused until released, also across wd_consumer_pause)
@@ -256,8 +253,7 @@ static void wd_consumer_revoke_parts(wd_consumer_t *c, rd_kafka_topic_partition_
   wd_tp_offset_t *arr = NULL;
   if (c->closed) /* wd_consumer_close: the process stops, no rebalance to report */
     wd_log(WD_LOG_DEBUG, "ingest", "released %d partitions at close", parts->cnt);
-  else
-    wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
+  else wd_log(lost ? WD_LOG_WARN : WD_LOG_INFO, "ingest", "%s %d partitions", lost ? "lost" : "revoked", parts->cnt);
   wd_consumer_drop_revoked(c, parts);
   if (c->on_revoke) {
     rd_kafka_position(c->rk, parts);
@@ -353,7 +349,8 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
       rd_kafka_resp_err_t rerr = rd_kafka_metadata(c->rk, 0, rkt, &md, (int)(wait > 1000 ? wait : 1000));
       if (rerr && skip_missing &&
           (rerr == RD_KAFKA_RESP_ERR__TRANSPORT || rerr == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
-           rerr == RD_KAFKA_RESP_ERR__TIMED_OUT) && c->missing && !c->missing[i]) {
+           rerr == RD_KAFKA_RESP_ERR__TIMED_OUT) &&
+          c->missing && !c->missing[i]) {
         /* no broker answers (the log bridge says "cannot reach HOST:PORT ...; retrying"): the
          * topic is waited for as a missing one (wd_consumer_check_missing), not given up on */
         c->missing[i] = true;
@@ -386,9 +383,10 @@ static wd_error_t *wd_consumer_partitions_of(wd_consumer_t *c, int timeout_ms, b
       }
       if (terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || terr == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
           wd_mono_ms() >= deadline) {
-        err = wd_kafka_error_make(c->rk, terr, terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? WD_EID_E_KAFKA_UNKNOWN_TOPIC
-                                                                                        : WD_EID_E_KAFKA_METADATA,
-                             "topic '%s' has no partitions", c->topics[i]);
+        err = wd_kafka_error_make(c->rk, terr,
+                                  terr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? WD_EID_E_KAFKA_UNKNOWN_TOPIC
+                                                                                  : WD_EID_E_KAFKA_METADATA,
+                                  "topic '%s' has no partitions", c->topics[i]);
         goto cleanup;
       }
       rd_kafka_metadata_destroy(md);
@@ -417,11 +415,10 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
 
 wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                                wd_consumer_assign_cb on_assign, void *ctx, unsigned flags, wd_consumer_t **out) {
-  static const wd_kafka_kv_t defaults[] = {
-      {"auto.offset.reset", "earliest"},
-      {"isolation.level", "read_committed"},
-      {"reconnect.backoff.max.ms", "1000"},
-      {NULL, NULL}};
+  static const wd_kafka_kv_t defaults[] = {{"auto.offset.reset", "earliest"},
+                                           {"isolation.level", "read_committed"},
+                                           {"reconnect.backoff.max.ms", "1000"},
+                                           {NULL, NULL}};
   static const wd_kafka_kv_t fixed[] = {
       {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}, {NULL, NULL}};
   wd_error_t *err = NULL;
@@ -464,9 +461,10 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
   c->on_assign = on_assign;
   c->ctx = ctx;
   const char *reset = wd_kafka_conf_get(conf, "auto.offset.reset");
-  c->reset_offset = (reset && (!strcasecmp(reset, "latest") || !strcasecmp(reset, "largest") || !strcasecmp(reset, "end")))
-                        ? RD_KAFKA_OFFSET_END
-                        : RD_KAFKA_OFFSET_BEGINNING;
+  c->reset_offset =
+      (reset && (!strcasecmp(reset, "latest") || !strcasecmp(reset, "largest") || !strcasecmp(reset, "end")))
+          ? RD_KAFKA_OFFSET_END
+          : RD_KAFKA_OFFSET_BEGINNING;
 
   if ((err = wd_kafka_conf_build(conf, defaults, fixed, &rconf))) goto cleanup;
   if (!c->group_mode) {
@@ -640,9 +638,10 @@ static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool
         wd_log(WD_LOG_DEBUG, "ingest", "end of %s [%" PRId32 "] at offset %" PRId64, topic ? topic : "?",
                rkm->partition, rkm->offset);
       } else if (wd_consumer_err_permanent(rkm->err)) {
-        err = wd_kafka_error_make(c->rk, rkm->err, rkm->err == RD_KAFKA_RESP_ERR__FATAL ? WD_EID_E_KAFKA_FATAL : WD_EID_E_KAFKA,
-                             "consumer error on %s [%" PRId32 "]: %s", topic ? topic : "-", rkm->partition,
-                             rd_kafka_message_errstr(rkm));
+        err = wd_kafka_error_make(c->rk, rkm->err,
+                                  rkm->err == RD_KAFKA_RESP_ERR__FATAL ? WD_EID_E_KAFKA_FATAL : WD_EID_E_KAFKA,
+                                  "consumer error on %s [%" PRId32 "]: %s", topic ? topic : "-", rkm->partition,
+                                  rd_kafka_message_errstr(rkm));
         goto cleanup;
       } else if (rkm->err == RD_KAFKA_RESP_ERR__TRANSPORT || rkm->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
                  rkm->err == RD_KAFKA_RESP_ERR__RESOLVE) {
@@ -930,8 +929,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
 
 wd_error_t *wd_consumer_group_metadata(wd_consumer_t *c, wd_group_meta_t **out) {
   *out = NULL;
-  if (!c->group_mode)
-    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_GROUP, "no group metadata: the consumer has no group");
+  if (!c->group_mode) return wd_error_new(WD_ERR_CONFIG, C_KAFKA_GROUP, "no group metadata: the consumer has no group");
   wd_group_meta_t *gm = calloc(1, sizeof(*gm));
   if (!gm) return wd_error_nomem();
   if (!(gm->cgmd = rd_kafka_consumer_group_metadata(c->rk))) {
@@ -1070,7 +1068,8 @@ static wd_error_t *wd_consumer_hold_one(wd_consumer_t *c, const char *topic, int
     goto done;
   }
   if (offset >= 0 || offset == WD_OFFSET_BEGINNING || offset == WD_OFFSET_END) {
-    if (offset < 0) list->elems[0].offset = offset == WD_OFFSET_BEGINNING ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
+    if (offset < 0)
+      list->elems[0].offset = offset == WD_OFFSET_BEGINNING ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
     wd_consumer_drop_held(c, list);
     if ((err = wd_consumer_seek_list(c, list))) goto done;
   }
@@ -1118,8 +1117,7 @@ wd_error_t *wd_consumer_reassign(wd_consumer_t *c, const wd_tp_offset_t *parts, 
   } else {
     if (late) /* only for a partition librdkafka did not know before the assignment */
       wd_consumer_set_pause_state(c, list, pause);
-    wd_log(WD_LOG_INFO, "ingest", "the %zu assigned partition(s) start at: %s%s", n, summary,
-           release ? "" : " (held)");
+    wd_log(WD_LOG_INFO, "ingest", "the %zu assigned partition(s) start at: %s%s", n, summary, release ? "" : " (held)");
   }
   rd_kafka_topic_partition_list_destroy(list);
   return err;
@@ -1149,14 +1147,15 @@ wd_error_t *wd_kafka_property_check(const char *name, const char *value, unsigne
   static const char *const producer_fixed[] = {"enable.idempotence", "acks", "partitioner", NULL};
   char errstr[512];
   if (!strcmp(name, "bootstrap.servers") || !strcmp(name, "metadata.broker.list") || !strcmp(name, "group.id"))
-    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' cannot be passed through: use the %s setting",
-                        name, strcmp(name, "group.id") == 0 ? "group" : "brokers");
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
+                        "Kafka property '%s' cannot be passed through: use the %s setting", name,
+                        strcmp(name, "group.id") == 0 ? "group" : "brokers");
   for (int c = 0; c < 2; c++) {
     if (!(clients & (c ? WD_KAFKA_PRODUCER_PROPERTY : WD_KAFKA_CONSUMER_PROPERTY))) continue;
     for (const char *const *f = c ? producer_fixed : consumer_fixed; *f; f++)
       if (!strcmp(*f, name))
-        return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' is managed by widen and cannot be set",
-                            name);
+        return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
+                            "Kafka property '%s' is managed by widen and cannot be set", name);
   }
   if ((clients & WD_KAFKA_CONSUMER_PROPERTY) && !strcmp(name, "partition.assignment.strategy") &&
       strstr(value, "cooperative"))

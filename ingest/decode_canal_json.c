@@ -57,8 +57,10 @@ static wd_error_t *wd_canal_decode(void *state, const wd_source_t *src, const wd
     out->op = 'd';
   } else {
     wd_jev_text(x, type, found, sizeof(found));
-    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Canal type %s is not supported (expected INSERT, "
-                       "UPDATE, DELETE or a DDL message)", src->name, found);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE,
+                       "source '%s': Canal type %s is not supported (expected INSERT, "
+                       "UPDATE, DELETE or a DDL message)",
+                       src->name, found);
     return wd_jev_finish(x, err);
   }
   int64_t ts;

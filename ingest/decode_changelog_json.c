@@ -26,8 +26,10 @@ static wd_error_t *wd_cl_decode(void *state, const wd_source_t *src, const wd_sc
   if (k == 4) {
     char found[80];
     wd_jev_text(x, op, found, sizeof(found));
-    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': %s%s is not a changelog-json row kind (expected "
-                       "\"+I\", \"-U\", \"+U\" or \"-D\")", src->name, op < 0 ? "no \"op\"" : "op ", op < 0 ? "" : found);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE,
+                       "source '%s': %s%s is not a changelog-json row kind (expected "
+                       "\"+I\", \"-U\", \"+U\" or \"-D\")",
+                       src->name, op < 0 ? "no \"op\"" : "op ", op < 0 ? "" : found);
     return wd_jev_finish(x, err);
   }
   out->op = k == 0 ? 'c' : k == 3 ? 'd' : 'u';

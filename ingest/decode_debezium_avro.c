@@ -55,21 +55,21 @@ static const char *const wd_av_kind_names[] = {"null",   "boolean", "int",  "lon
 typedef struct wd_av_node wd_av_node_t;
 struct wd_av_node {
   wd_av_kind_t kind;
-  char *name;         /* full name of a named type, else NULL */
-  char *logical;      /* logicalType, else NULL */
+  char *name; /* full name of a named type, else NULL */
+  char *logical; /* logicalType, else NULL */
   char *connect_name; /* connect.name, else NULL */
   int precision, scale;
   bool has_scale;
-  size_t n;            /* record fields, union branches, enum symbols; 1 for array/map */
-  wd_av_node_t **sub;  /* field types, branches, items, values */
-  char **fname;        /* record field names, enum symbols */
-  size_t *fnamelen;    /* record field name lengths */
-  int64_t size;        /* fixed: its size in bytes */
-  int64_t fsize;       /* the binary encoding's length when it is the same for every value, else -1 */
-  int fsize_state;     /* 0 not computed, 1 being computed (recursive types), 2 done */
-  int64_t unit;        /* wd_av_unit's answer, computed once */
-  bool is_decimal;     /* wd_av_is_decimal's answer */
-  bool is_vsd;         /* connect.name io.debezium.data.VariableScaleDecimal */
+  size_t n; /* record fields, union branches, enum symbols; 1 for array/map */
+  wd_av_node_t **sub; /* field types, branches, items, values */
+  char **fname; /* record field names, enum symbols */
+  size_t *fnamelen; /* record field name lengths */
+  int64_t size; /* fixed: its size in bytes */
+  int64_t fsize; /* the binary encoding's length when it is the same for every value, else -1 */
+  int fsize_state; /* 0 not computed, 1 being computed (recursive types), 2 done */
+  int64_t unit; /* wd_av_unit's answer, computed once */
+  bool is_decimal; /* wd_av_is_decimal's answer */
+  bool is_vsd; /* connect.name io.debezium.data.VariableScaleDecimal */
 };
 
 typedef struct {
@@ -264,16 +264,12 @@ static wd_av_node_t *wd_av_build(wd_av_schema_t *s, const json_t *j, const char 
     const char *dot = strrchr(name, '.');
     if (dot) {
       snprintf(full, sizeof(full), "%s", name);
-    } else if (nns ? *nns : (ns && *ns))
-      snprintf(full, sizeof(full), "%s.%s", nns ? nns : ns, name);
-    else
-      snprintf(full, sizeof(full), "%s", name);
+    } else if (nns ? *nns : (ns && *ns)) snprintf(full, sizeof(full), "%s.%s", nns ? nns : ns, name);
+    else snprintf(full, sizeof(full), "%s", name);
     if (!(n->name = strdup(full)) || wd_av_name_add(s, full, n)) return NULL;
     char child_ns[512];
-    if (dot)
-      snprintf(child_ns, sizeof(child_ns), "%.*s", (int)(dot - name), name);
-    else
-      snprintf(child_ns, sizeof(child_ns), "%s", nns ? nns : ns ? ns : "");
+    if (dot) snprintf(child_ns, sizeof(child_ns), "%.*s", (int)(dot - name), name);
+    else snprintf(child_ns, sizeof(child_ns), "%s", nns ? nns : ns ? ns : "");
     if (k == WD_AV_RECORD) {
       const json_t *fs = json_object_get(j, "fields");
       if (!json_is_array(fs)) {
@@ -316,8 +312,7 @@ static wd_av_node_t *wd_av_build(wd_av_schema_t *s, const json_t *j, const char 
     if (!(n = wd_av_node_new(s, t[0] == 'a' ? WD_AV_ARRAY : WD_AV_MAP))) return NULL;
     n->n = 1;
     if (!(n->sub = calloc(1, sizeof(*n->sub)))) return NULL;
-    if (!(n->sub[0] = wd_av_build(s, json_object_get(j, t[0] == 'a' ? "items" : "values"), ns, why, whyn)))
-      return NULL;
+    if (!(n->sub[0] = wd_av_build(s, json_object_get(j, t[0] == 'a' ? "items" : "values"), ns, why, whyn))) return NULL;
   } else {
     wd_av_node_t *named = wd_av_name_find(s, t, ns);
     if (!named) snprintf(why, whyn, "unknown type name '%s'", t);
@@ -999,14 +994,10 @@ static void wd_av_type_text(const wd_av_node_t *n, char *out, size_t cap) {
   const char *k = wd_av_kind_names[n->kind];
   if (n->logical && !strcmp(n->logical, "decimal"))
     snprintf(out, cap, "%s (decimal(%d,%d))", k, n->precision, n->scale);
-  else if (n->logical)
-    snprintf(out, cap, "%s (%s)", k, n->logical);
-  else if (n->connect_name)
-    snprintf(out, cap, "%s (%s)", k, n->connect_name);
-  else if (n->name)
-    snprintf(out, cap, "%s %s", k, n->name);
-  else
-    snprintf(out, cap, "%s", k);
+  else if (n->logical) snprintf(out, cap, "%s (%s)", k, n->logical);
+  else if (n->connect_name) snprintf(out, cap, "%s (%s)", k, n->connect_name);
+  else if (n->name) snprintf(out, cap, "%s %s", k, n->name);
+  else snprintf(out, cap, "%s", k);
 }
 
 static wd_error_t *wd_av_type_error(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, const char *fmt, ...)
@@ -1036,8 +1027,7 @@ static wd_error_t *wd_av_type_error(const wd_avx_t *x, const wd_avf_t *f, const 
 /* An Avro integer into a TIME/TIMESTAMP column whose unit nothing says (no logical type, no
  * Connect or Debezium name, no _ms/_us/_ns path, the source option auto): not guessed from the
  * wide column's precision. WD_ERR_CONFIG "C_TEMPORAL_UNIT" (the pipeline stops) with the fix. */
-static wd_error_t *wd_av_unknown_unit(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n,
-                                      const char *option) {
+static wd_error_t *wd_av_unknown_unit(const wd_avx_t *x, const wd_avf_t *f, const wd_av_node_t *n, const char *option) {
   char at[160];
   wd_av_type_text(n, at, sizeof(at));
   const wd_field_t *col = &x->schema->cols[f->c->col];
@@ -1238,8 +1228,7 @@ static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_n
       /* a timestamp into a DATE: its day */
       wd_i128 ns = (wd_i128)iv * unit;
       out->i = (int64_t)(ns / ((wd_i128)86400 * 1000000000) - (ns % ((wd_i128)86400 * 1000000000) < 0));
-    } else
-      out->i = iv;
+    } else out->i = iv;
     if (!wd_conv_date_in_years(out->i)) return wd_av_type_error(x, f, n, "%" PRId64 " is %s", iv, WD_CONV_YEARS_TEXT);
     break;
   case WD_TIME: {
@@ -1247,7 +1236,8 @@ static wd_error_t *wd_av_long_into(wd_avx_t *x, const wd_avf_t *f, const wd_av_n
     if (!u) return wd_av_unknown_unit(x, f, n, "time-unit");
     if (u == WD_AV_DAYS) return wd_av_type_error(x, f, n, "a date is not a time of day");
     wd_i128 ns = (wd_i128)iv * u;
-    if (ns < 0 || ns >= (wd_i128)86400 * 1000000000) return wd_av_type_error(x, f, n, "%" PRId64 " is not a time of day", iv);
+    if (ns < 0 || ns >= (wd_i128)86400 * 1000000000)
+      return wd_av_type_error(x, f, n, "%" PRId64 " is not a time of day", iv);
     int64_t q = 1;
     for (int i = t->precision; i < 9; i++) q *= 10;
     out->i = (int64_t)ns / q * q;
@@ -1356,10 +1346,8 @@ static wd_error_t *wd_av_convert(wd_avx_t *x, const wd_avf_t *f, wd_av_node_t *n
   case WD_AV_FIXED: {
     const void *p = NULL;
     size_t len = 0;
-    if (n->kind == WD_AV_BYTES)
-      avro_value_get_bytes(v, &p, &len);
-    else
-      avro_value_get_fixed(v, &p, &len);
+    if (n->kind == WD_AV_BYTES) avro_value_get_bytes(v, &p, &len);
+    else avro_value_get_fixed(v, &p, &len);
     if (t->id == WD_BYTES) return wd_av_set_bytes(out, p, len);
     if (n->is_decimal || t->id == WD_DECIMAL) {
       wd_i128 u;
@@ -1710,7 +1698,8 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
     if (t->id == WD_DECIMAL || n->is_vsd) {
       /* VariableScaleDecimal {scale: int, value: bytes} */
       wd_avb_t sv = v, vv = v;
-      int rs = wd_avb_step(x->dec, &sv, "scale", 5, NULL), rv = rs == 1 ? wd_avb_step(x->dec, &vv, "value", 5, NULL) : 0;
+      int rs = wd_avb_step(x->dec, &sv, "scale", 5, NULL),
+          rv = rs == 1 ? wd_avb_step(x->dec, &vv, "value", 5, NULL) : 0;
       if (rs < 0 || rv < 0) return wd_error_nomem();
       if (rs != 1 || rv != 1 || !wd_avb_unwrap(&sv) || !wd_avb_unwrap(&vv) || sv.n->kind != WD_AV_INT ||
           vv.n->kind != WD_AV_BYTES)
@@ -1734,7 +1723,9 @@ static wd_error_t *wd_avb_convert(wd_avx_t *x, const wd_avf_t *f, wd_avb_t v, co
       wd_avb_t cv = v;
       const char *name = t->fields[i].name;
       int rc = wd_avb_step(x->dec, &cv, name, strlen(name), NULL);
-      wd_error_t *err = rc < 0 ? wd_error_nomem() : rc == 0 ? NULL : wd_avb_convert(x, f, cv, t->fields[i].type, 0, &out->list.v[i]);
+      wd_error_t *err = rc < 0    ? wd_error_nomem()
+                        : rc == 0 ? NULL
+                                  : wd_avb_convert(x, f, cv, t->fields[i].type, 0, &out->list.v[i]);
       if (err) {
         wd_value_clear(t, out);
         return err;
@@ -1770,8 +1761,10 @@ static wd_error_t *wd_av_load_key(wd_avx_t *x) {
   if (!m || !m->key || m->key_len == 0) return NULL;
   int32_t id;
   if (wd_wire_parse(m->key, m->key_len, &id))
-    return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the Kafka key is not in the Avro wire format "
-                        "(magic byte 0, schema id)", x->src->name);
+    return wd_error_new(WD_ERR_DECODE, E_DECODE,
+                        "source '%s': the Kafka key is not in the Avro wire format "
+                        "(magic byte 0, schema id)",
+                        x->src->name);
   wd_av_schema_t *s = NULL;
   wd_error_t *err = wd_av_get(x->dec, id, 1, &s);
   if (err) return err;
@@ -1939,8 +1932,7 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
   }
   int32_t id;
   if (wd_wire_parse(value, len, &id)) {
-    err = wd_error_new(WD_ERR_DECODE, E_DECODE,
-                       "source '%s': not in the Confluent Avro wire format (%s)", src->name,
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': not in the Confluent Avro wire format (%s)", src->name,
                        len < WD_WIRE_HEADER ? "fewer than 5 bytes" : "the magic byte is not 0");
     goto cleanup;
   }
@@ -2045,16 +2037,22 @@ wd_error_t *wd_decode_debezium_avro(wd_avro_decoder_t *dec, const wd_source_t *s
       err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"m\" (a logical decoding message) is not supported",
                          src->name);
     else
-      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': unknown op \"%.*s\" (expected \"c\", \"r\", \"u\" or \"d\")",
-                         src->name, (int)(opl > 16 ? 16 : opl), ops);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE,
+                         "source '%s': unknown op \"%.*s\" (expected \"c\", \"r\", \"u\" or \"d\")", src->name,
+                         (int)(opl > 16 ? 16 : opl), ops);
     goto cleanup;
   }
   x.op = ops[0];
   out->op = x.op;
   char optext[2] = {x.op, 0};
-  wd_event_t ev = {.op = x.op == 'c' || x.op == 'r' ? WD_EV_INSERT : x.op == 'u' ? WD_EV_UPDATE : WD_EV_DELETE,
-                   .op_text = optext, .before = before, .after = after};
-  wd_image_reader_t rd = {.ctx = &x, .image_names = {"before", "after"}, .value = dec->generic ? wd_av_value : wd_avb_value};
+  wd_event_t ev = {.op = x.op == 'c' || x.op == 'r' ? WD_EV_INSERT
+                         : x.op == 'u'              ? WD_EV_UPDATE
+                                                    : WD_EV_DELETE,
+                   .op_text = optext,
+                   .before = before,
+                   .after = after};
+  wd_image_reader_t rd = {
+      .ctx = &x, .image_names = {"before", "after"}, .value = dec->generic ? wd_av_value : wd_avb_value};
   err = wd_event_emit(src, schema, meta, &rd, &ev, out);
   index = err ? err->index : -1;
 cleanup:
@@ -2070,7 +2068,8 @@ cleanup:
 static wd_error_t *wd_av_open(const wd_format_env_t *env, void **state) {
   *state = NULL;
   if (!env || !env->registry)
-    return wd_error_new(WD_ERR_CONFIG, C_NO_REGISTRY, "debezium-avro needs a schema registry; add a top-level "
+    return wd_error_new(WD_ERR_CONFIG, C_NO_REGISTRY,
+                        "debezium-avro needs a schema registry; add a top-level "
                         "`schema-registry:` section with its url");
   return wd_avro_decoder_new(env->registry, (wd_avro_decoder_t **)state);
 }

@@ -23,9 +23,8 @@ static const wd_jimg_t *wd_dbz_image(wd_jev_t *x, const char *name, wd_jimg_t *i
   return img;
 }
 
-wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *schema,
-                                    const wd_kafka_meta_t *meta, const void *value, size_t len,
-                                    wd_changes_t *out) {
+wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *schema, const wd_kafka_meta_t *meta,
+                                    const void *value, size_t len, wd_changes_t *out) {
   wd_jev_t *x = NULL;
   wd_error_t *err = wd_jev_start(out, src, schema, meta, NULL, &x);
   if (err) return err;
@@ -64,8 +63,12 @@ wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *s
                        src->name, ops[k], bad_b ? "before" : "after");
     return wd_jev_finish(x, err);
   }
-  wd_event_t ev = {.op = k < 2 ? WD_EV_INSERT : k == 2 ? WD_EV_UPDATE : WD_EV_DELETE,
-                   .op_text = ops[k], .before = before, .after = after};
+  wd_event_t ev = {.op = k < 2    ? WD_EV_INSERT
+                         : k == 2 ? WD_EV_UPDATE
+                                  : WD_EV_DELETE,
+                   .op_text = ops[k],
+                   .before = before,
+                   .after = after};
   wd_image_reader_t rd = wd_jev_reader(x, "before", "after");
   return wd_jev_finish(x, wd_event_emit(src, schema, meta, &rd, &ev, out));
 }

@@ -42,8 +42,10 @@ static wd_error_t *wd_maxwell_decode(void *state, const wd_source_t *src, const 
              strncmp(found, "\"database-", 10) == 0) {
     return wd_jev_finish(x, NULL);
   } else {
-    err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': Maxwell type %s is not supported (expected insert, "
-                       "update or delete)", src->name, found);
+    err = wd_error_new(WD_ERR_DECODE, E_DECODE,
+                       "source '%s': Maxwell type %s is not supported (expected insert, "
+                       "update or delete)",
+                       src->name, found);
     return wd_jev_finish(x, err);
   }
   ev.op_text = ev.op == WD_EV_INSERT ? "insert" : ev.op == WD_EV_UPDATE ? "update" : "delete";

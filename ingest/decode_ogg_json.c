@@ -49,7 +49,8 @@ static wd_error_t *wd_ogg_decode(void *state, const wd_source_t *src, const wd_s
   } else {
     wd_jev_text(x, op, found, sizeof(found));
     if (op < 0)
-      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"op_type\": not a GoldenGate JSON record", src->name);
+      err =
+          wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': no \"op_type\": not a GoldenGate JSON record", src->name);
     else if (wd_jev_str_eq(x, op, "T"))
       err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op_type \"T\" (truncate) is not supported", src->name);
     else

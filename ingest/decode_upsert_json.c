@@ -33,8 +33,10 @@ static wd_error_t *wd_upsert_decode(void *state, const wd_source_t *src, const w
     if (r != 0) {
       if (r == 1) out->flags &= ~WD_CHANGES_TOMBSTONE;
       wd_error_destroy(err);
-      err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': upsert-json tombstone whose Kafka key is not a "
-                         "JSON object (the key's fields say which row is deleted)", src->name);
+      err = wd_error_new(WD_ERR_DECODE, E_DECODE,
+                         "source '%s': upsert-json tombstone whose Kafka key is not a "
+                         "JSON object (the key's fields say which row is deleted)",
+                         src->name);
       return wd_jev_finish(x, err);
     }
     img.obj = wd_jev_root(x);

@@ -32,8 +32,10 @@ static wd_error_t *wd_ev_kafka_error(const wd_source_t *src, const wd_schema_t *
                                      const char *what) {
   const wd_field_t *col = &schema->cols[c->col];
   char *ts = wd_type_to_string(col->type);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field %s -> column '%s' %s: cannot convert the "
-                                 "value: %s", src->name, c->spec, col->name, ts ? ts : "?", what);
+  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE,
+                                 "source '%s': field %s -> column '%s' %s: cannot convert the "
+                                 "value: %s",
+                                 src->name, c->spec, col->name, ts ? ts : "?", what);
   free(ts);
   return err;
 }
@@ -129,7 +131,7 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
   bool retract = kind == WD_UPDATE_BEFORE || kind == WD_DELETE;
   if (img && rd->begin && (err = rd->begin(rd->ctx, image, img))) return err;
   const char *iname = rd->image_names[image];
-  int missing_pk = -1;    /* first primary-key IMAGE column absent from the image */
+  int missing_pk = -1; /* first primary-key IMAGE column absent from the image */
   for (size_t m = 0; m < src->ncols; m++) {
     const wd_source_col_t *c = &src->cols[m];
     wd_value_t *v = &row->v[c->col];
@@ -185,8 +187,7 @@ static wd_error_t *wd_ev_build(const wd_source_t *src, const wd_schema_t *schema
     if (c->kind == WD_MAP_IMAGE)
       return wd_error_new(WD_ERR_RECORD, E_NO_KEY,
                           "source '%s': op '%s': primary-key column '%s' is %s in the %s image (field '%s')", src->name,
-                          ev->op_text, cname, missing ? "missing" : "null",
-                          iname, c->spec);
+                          ev->op_text, cname, missing ? "missing" : "null", iname, c->spec);
     return wd_error_new(WD_ERR_RECORD, E_NO_KEY,
                         "source '%s': op '%s': primary-key column '%s' is missing or null (from '%s')", src->name,
                         ev->op_text, cname, c->spec);
@@ -201,8 +202,10 @@ wd_error_t *wd_event_emit(const wd_source_t *src, const wd_schema_t *schema, con
   wd_row_t *rb = NULL, *ra = NULL;
   size_t first = out->count;
   if ((ev->op == WD_EV_INSERT || ev->op == WD_EV_UPDATE) && !ev->after) {
-    return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': op \"%s\" without an after image (\"%s\" is null "
-                        "or absent)", src->name, ev->op_text, rd->image_names[WD_IMAGE_AFTER]);
+    return wd_error_new(WD_ERR_DECODE, E_DECODE,
+                        "source '%s': op \"%s\" without an after image (\"%s\" is null "
+                        "or absent)",
+                        src->name, ev->op_text, rd->image_names[WD_IMAGE_AFTER]);
   }
   /* Each half of an update stands on its own (issue 23): a half whose key is NULL is left out
    * and counted in out->null_key_halves. A NULL key holds no row, so a retraction (-U/-D) of one

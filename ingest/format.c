@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WD_FORMATS(X) \
-  X(debezium_json) \
-  X(debezium_avro) \
-  X(canal_json) \
-  X(maxwell_json) \
-  X(ogg_json) \
-  X(changelog_json) \
+#define WD_FORMATS(X)                                                                                                  \
+  X(debezium_json)                                                                                                     \
+  X(debezium_avro)                                                                                                     \
+  X(canal_json)                                                                                                        \
+  X(maxwell_json)                                                                                                      \
+  X(ogg_json)                                                                                                          \
+  X(changelog_json)                                                                                                    \
   X(upsert_json)
 #define WD_FORMAT_EXTERN(n) extern const wd_format_t wd_format_##n;
 WD_FORMATS(WD_FORMAT_EXTERN)
@@ -61,8 +61,8 @@ wd_error_t *wd_source_format_parse(const char *text, wd_source_format_t *out) {
       *out = (wd_source_format_t)i;
       return NULL;
     }
-  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "source format '%s' is not one of %s",
-                      text ? text : "(null)", wd_format_names());
+  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "source format '%s' is not one of %s", text ? text : "(null)",
+                      wd_format_names());
 }
 
 /* ---- decimals --------------------------------------------------------------------------------- */
@@ -105,7 +105,7 @@ char *wd_format_temporal_note(const wd_source_t *src, const wd_schema_t *schema)
     const wd_source_col_t *c = &src->cols[m];
     if (c->kind != WD_MAP_IMAGE) continue;
     int id = schema->cols[c->col].type->id;
-    wd_time_unit_t u = id == WD_TIME ? src->time_unit
+    wd_time_unit_t u = id == WD_TIME                                  ? src->time_unit
                        : id == WD_TIMESTAMP || id == WD_TIMESTAMP_LTZ ? src->timestamp_unit
                                                                       : WD_UNIT_MILLIS;
     if (u != WD_UNIT_AUTO) continue;

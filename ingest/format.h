@@ -55,16 +55,18 @@
 
 /* ---- what a format can carry ------------------------------------------------------------------ */
 
-#define WD_FORMAT_CAP_BEFORE_IMAGE 0x01u  /* updates and deletes carry a full before image */
-#define WD_FORMAT_CAP_PARTIAL_BEFORE 0x02u /* an update's before image may hold only the changed
+#define WD_FORMAT_CAP_BEFORE_IMAGE 0x01u /* updates and deletes carry a full before image */
+#define WD_FORMAT_CAP_PARTIAL_BEFORE                                                                                   \
+  0x02u /* an update's before image may hold only the changed
                                               columns (Canal/Maxwell `old`); completed from after */
-#define WD_FORMAT_CAP_NO_BEFORE 0x04u      /* updates may come without a before image and deletes
+#define WD_FORMAT_CAP_NO_BEFORE                                                                                        \
+  0x04u /* updates may come without a before image and deletes
                                               with only the key (Postgres default replica
                                               identity); completed from the stored row */
-#define WD_FORMAT_CAP_MULTI_ROW 0x08u      /* one record value may carry several row changes */
-#define WD_FORMAT_CAP_ROW_KINDS 0x10u      /* records carry their row kind (+I/-U/+U/-D) */
-#define WD_FORMAT_CAP_ENVELOPE 0x20u       /* `$.` mappings read envelope fields */
-#define WD_FORMAT_CAP_REGISTRY 0x40u       /* needs the schema registry */
+#define WD_FORMAT_CAP_MULTI_ROW 0x08u /* one record value may carry several row changes */
+#define WD_FORMAT_CAP_ROW_KINDS 0x10u /* records carry their row kind (+I/-U/+U/-D) */
+#define WD_FORMAT_CAP_ENVELOPE 0x20u /* `$.` mappings read envelope fields */
+#define WD_FORMAT_CAP_REGISTRY 0x40u /* needs the schema registry */
 
 /* What a format's decoder may use, given at open time (borrowed; outlives the decoder). */
 typedef struct wd_format_env {
@@ -73,9 +75,9 @@ typedef struct wd_format_env {
 
 /* A source format: a table of functions. All members are static data of the format's file. */
 typedef struct wd_format {
-  const char *name;     /* "canal-json": the `format:` of a source */
-  const char *summary;  /* one sentence for the option reference and errors */
-  unsigned caps;        /* WD_FORMAT_CAP_* */
+  const char *name; /* "canal-json": the `format:` of a source */
+  const char *summary; /* one sentence for the option reference and errors */
+  unsigned caps; /* WD_FORMAT_CAP_* */
   /* How the format writes a DECIMAL held in a JSON string when nothing in the record says:
    * WD_DECIMAL_TEXT for formats that always write decimal text (Canal, Maxwell, OGG, widen's
    * changelog-json), WD_DECIMAL_AUTO for Debezium JSON, whose encoding depends on the
@@ -128,9 +130,9 @@ wd_decimal_encoding_t wd_format_decimal_encoding(const wd_source_t *src);
 
 typedef enum wd_event_op {
   WD_EV_INSERT = 0, /* +I(after) */
-  WD_EV_UPDATE,     /* -U(before), +U(after); -D/+I when the key changed; -U key-only without before */
-  WD_EV_DELETE,     /* -D(before); key-only (from `$key.` mappings) without before */
-  WD_EV_ROW         /* one row with its own row kind (ev.kind), image `after` */
+  WD_EV_UPDATE, /* -U(before), +U(after); -D/+I when the key changed; -U key-only without before */
+  WD_EV_DELETE, /* -D(before); key-only (from `$key.` mappings) without before */
+  WD_EV_ROW /* one row with its own row kind (ev.kind), image `after` */
 } wd_event_op_t;
 
 #define WD_IMAGE_BEFORE 0
@@ -140,8 +142,8 @@ typedef enum wd_event_op {
  * its reader as they are); NULL means the event has no such image (JSON null or absent). */
 typedef struct wd_event {
   wd_event_op_t op;
-  wd_row_kind_t kind;    /* WD_EV_ROW only */
-  const char *op_text;   /* the op as the record spells it, for messages ("u", "UPDATE", "U") */
+  wd_row_kind_t kind; /* WD_EV_ROW only */
+  const char *op_text; /* the op as the record spells it, for messages ("u", "UPDATE", "U") */
   const void *before;
   const void *after;
 } wd_event_t;

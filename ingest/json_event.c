@@ -49,14 +49,14 @@
 #define WD_KC_KEYLEN 30
 
 typedef struct wd_kc_key {
-  uint8_t len;              /* the key's length (<= WD_KC_KEYLEN); 0xff: nothing remembered here */
-  char key[WD_KC_KEYLEN];   /* the key's text (it had no escape) */
-  int first;                /* wd_hindex_find's answer for it: a mapping, or -1 */
+  uint8_t len; /* the key's length (<= WD_KC_KEYLEN); 0xff: nothing remembered here */
+  char key[WD_KC_KEYLEN]; /* the key's text (it had no escape) */
+  int first; /* wd_hindex_find's answer for it: a mapping, or -1 */
 } wd_kc_key_t;
 
 typedef struct wd_kc {
   uint64_t serial; /* the source; 0: unused */
-  uint64_t used;   /* when last used (the least recent one is replaced) */
+  uint64_t used; /* when last used (the least recent one is replaced) */
   wd_kc_key_t k[WD_KC_KEYS];
 } wd_kc_t;
 
@@ -67,12 +67,12 @@ typedef struct wd_dbz_scratch {
   unsigned ktokcap;
   int *slot; /* per mapping: value token in the current image, -1 when absent */
   size_t slotcap;
-  wd_buf_t buf;         /* unescaped strings, number text */
+  wd_buf_t buf; /* unescaped strings, number text */
   wd_buf_t schema_text; /* the last envelope schema (its JSON text) */
-  jsmntok_t *stok;      /* its tokens, when snt > 0 */
+  jsmntok_t *stok; /* its tokens, when snt > 0 */
   unsigned stokcap;
-  int snt;              /* 0 not tokenised yet, > 0 token count, -1 not an object */
-  struct wd_dbz *ctx;   /* the record being decoded */
+  int snt; /* 0 not tokenised yet, > 0 token count, -1 not an object */
+  struct wd_dbz *ctx; /* the record being decoded */
   wd_kc_t kc[WD_KC_SOURCES];
   uint64_t kc_clock;
 } wd_dbz_scratch_t;
@@ -101,9 +101,9 @@ typedef struct wd_jdoc {
   const char *js;
   const jsmntok_t *t;
   int n;
-  int root;   /* the payload object (the top object without an envelope) */
+  int root; /* the payload object (the top object without an envelope) */
   int schema; /* the envelope's schema struct, or -1 */
-  int kobj;   /* the object whose keys key[0..nkey) are (the top object, then the payload), or -1 */
+  int kobj; /* the object whose keys key[0..nkey) are (the top object, then the payload), or -1 */
   int nkey;
   int key[WD_JDOC_KEYS];
 } wd_jdoc_t;
@@ -181,10 +181,8 @@ static unsigned wd_json_depth(const char *js, size_t len, unsigned limit) {
   for (size_t i = 0; i < len && max <= limit; i++) {
     char c = js[i];
     if (in_str) {
-      if (c == '\\')
-        i++;
-      else if (c == '"')
-        in_str = false;
+      if (c == '\\') i++;
+      else if (c == '"') in_str = false;
     } else if (c == '"') {
       in_str = true;
     } else if (c == '{' || c == '[') {
@@ -235,32 +233,32 @@ typedef struct wd_dbz {
   const char *image_names[2]; /* how messages name before/after */
   wd_decimal_encoding_t dec_enc; /* the source's decimal encoding (format default or option) */
   wd_json_hints_t hints;
-  int type_hints;      /* object of field -> type name (Canal mysqlType), or -1 */
+  int type_hints; /* object of field -> type name (Canal mysqlType), or -1 */
   const wd_source_t *src;
   const wd_schema_t *schema;
   const wd_kafka_meta_t *meta;
   wd_dbz_scratch_t *sc;
-  wd_jdoc_t doc;       /* the value */
-  wd_jdoc_t key;       /* the Kafka key */
-  int key_state;       /* 0 not parsed yet, 1 parsed, -1 null key */
-  bool cached_schema;  /* the value's schema is sc->schema_text (fast path), not doc.schema */
-  wd_jdoc_t sdoc;      /* sc->schema_text tokenised */
-  int img_schema[2];   /* schema struct of the before [0] / after [1] image; -2 = not looked up */
-  wd_kc_t *kc;         /* the image key memory of src, NULL until an image is read */
+  wd_jdoc_t doc; /* the value */
+  wd_jdoc_t key; /* the Kafka key */
+  int key_state; /* 0 not parsed yet, 1 parsed, -1 null key */
+  bool cached_schema; /* the value's schema is sc->schema_text (fast path), not doc.schema */
+  wd_jdoc_t sdoc; /* sc->schema_text tokenised */
+  int img_schema[2]; /* schema struct of the before [0] / after [1] image; -2 = not looked up */
+  wd_kc_t *kc; /* the image key memory of src, NULL until an image is read */
 } wd_dbz_t;
 
 /* A value being converted: where it came from, for schema hints and messages. */
 typedef struct wd_fld {
   const wd_jdoc_t *doc;
   const wd_source_col_t *c;
-  int image;            /* 0 before, 1 after, -1 not an image field */
-  const char *iname;    /* the image's name in messages */
+  int image; /* 0 before, 1 after, -1 not an image field */
+  const char *iname; /* the image's name in messages */
   bool hints_done;
-  const char *name;     /* schema "name" (Debezium semantic type), not NUL-terminated */
+  const char *name; /* schema "name" (Debezium semantic type), not NUL-terminated */
   size_t namelen;
-  const char *stype;    /* schema "type" */
+  const char *stype; /* schema "type" */
   size_t stypelen;
-  int scale;            /* parameters.scale, -1 when absent */
+  int scale; /* parameters.scale, -1 when absent */
 } wd_fld_t;
 
 static const char *const wd_image_names[2] = {"before", "after"};
@@ -340,8 +338,7 @@ static void wd_fld_hints(wd_dbz_t *x, wd_fld_t *f) {
   t = wd_jgets(d, wd_jgets(d, st, "parameters"), "scale");
   if (t >= 0) {
     int64_t s;
-    if (wd_conv_parse_int(d->js + d->t[t].start, (size_t)(d->t[t].end - d->t[t].start), &s) == 0 && s >= 0 &&
-        s <= 38)
+    if (wd_conv_parse_int(d->js + d->t[t].start, (size_t)(d->t[t].end - d->t[t].start), &s) == 0 && s >= 0 && s <= 38)
       f->scale = (int)s;
   }
 }
@@ -371,18 +368,14 @@ static void wd_tok_text(const wd_jdoc_t *d, int i, char *out, size_t cap) {
     e++;
   }
   int n = e - s;
-  if (n > 64)
-    snprintf(out, cap, "%.64s...", d->js + s);
-  else
-    snprintf(out, cap, "%.*s", n, d->js + s);
+  if (n > 64) snprintf(out, cap, "%.64s...", d->js + s);
+  else snprintf(out, cap, "%.*s", n, d->js + s);
 }
 
 /* "after.weight", "$.source.ts_ms", "$key.id": how a message names a source field. */
 static void wd_fld_label(const wd_fld_t *f, char *out, size_t cap) {
-  if (f->image >= 0)
-    snprintf(out, cap, "%s.%s", f->iname, f->c->spec);
-  else
-    snprintf(out, cap, "%s", f->c->spec);
+  if (f->image >= 0) snprintf(out, cap, "%s.%s", f->iname, f->c->spec);
+  else snprintf(out, cap, "%s", f->c->spec);
 }
 
 static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, const char *fmt, ...)
@@ -396,14 +389,13 @@ static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, 
   vsnprintf(reason, sizeof(reason), fmt, ap);
   va_end(ap);
   wd_fld_label(f, label, sizeof(label));
-  if (f->doc)
-    wd_tok_text(f->doc, tok, found, sizeof(found));
-  else
-    snprintf(found, sizeof(found), "the value");
+  if (f->doc) wd_tok_text(f->doc, tok, found, sizeof(found));
+  else snprintf(found, sizeof(found), "the value");
   const wd_field_t *col = &x->schema->cols[f->c->col];
   char *ts = wd_type_to_string(col->type);
-  wd_error_t *err = wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field %s -> column '%s' %s: cannot convert %s%s: %s",
-                                 x->src->name, label, col->name, ts ? ts : "?", f->doc ? "JSON " : "", found, reason);
+  wd_error_t *err =
+      wd_error_new(WD_ERR_RECORD, E_TYPE, "source '%s': field %s -> column '%s' %s: cannot convert %s%s: %s",
+                   x->src->name, label, col->name, ts ? ts : "?", f->doc ? "JSON " : "", found, reason);
   free(ts);
   return err;
 }
@@ -537,10 +529,8 @@ static wd_error_t *wd_read_bytes_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, int 
   if (d->t[tok].type != JSMN_STRING) return NULL;
   wd_fld_hints(x, f);
   bool bytes_form;
-  if (f->stype)
-    bytes_form = wd_fld_type_is(f, "bytes");
-  else
-    bytes_form = !text_first;
+  if (f->stype) bytes_form = wd_fld_type_is(f, "bytes");
+  else bytes_form = !text_first;
   if (!bytes_form) return NULL;
   const char *p;
   size_t n;
@@ -672,7 +662,8 @@ static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_typ
     int scale;
     if ((err = wd_read_bytes_decimal(x, f, tok, t->scale, false, &is_dec, &u, &scale))) return err;
     if (is_dec) {
-      if (wd_conv_rescale(u, scale, t->scale, &u)) return wd_type_error(x, f, tok, "does not fit precision %d", t->precision);
+      if (wd_conv_rescale(u, scale, t->scale, &u))
+        return wd_type_error(x, f, tok, "does not fit precision %d", t->precision);
       if ((err = wd_check_precision(x, f, tok, t, u))) return err;
       *out = u;
       return NULL;
@@ -714,7 +705,8 @@ static wd_time_unit_t wd_int_unit(wd_dbz_t *x, wd_fld_t *f, const wd_type_t *t, 
     }
   }
   if (f->c->path_unit != WD_UNIT_AUTO) return f->c->path_unit;
-  if (opt == WD_UNIT_PRECISION) return t->precision <= 3 ? WD_UNIT_MILLIS : t->precision <= 6 ? WD_UNIT_MICROS : WD_UNIT_NANOS;
+  if (opt == WD_UNIT_PRECISION)
+    return t->precision <= 3 ? WD_UNIT_MILLIS : t->precision <= 6 ? WD_UNIT_MICROS : WD_UNIT_NANOS;
   return opt;
 }
 
@@ -783,7 +775,11 @@ static wd_error_t *wd_to_time(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
     if (u == WD_UNIT_AUTO && !days) return wd_unknown_unit(x, f, "time-unit");
     int64_t mul = u == WD_UNIT_MILLIS ? 1000000 : u == WD_UNIT_MICROS ? 1000 : 1;
     if (days || v < 0 || v > 86400LL * 1000000000LL / mul)
-      return wd_type_error(x, f, tok, "not a time of day in %s", days ? "days" : u == WD_UNIT_MILLIS ? "ms" : u == WD_UNIT_MICROS ? "µs" : "ns");
+      return wd_type_error(x, f, tok, "not a time of day in %s",
+                           days                  ? "days"
+                           : u == WD_UNIT_MILLIS ? "ms"
+                           : u == WD_UNIT_MICROS ? "µs"
+                                                 : "ns");
     ns = v * mul;
     if (ns >= 86400LL * 1000000000LL) return wd_type_error(x, f, tok, "24:00 or later is not a time of day");
   } else if (d->t[tok].type == JSMN_STRING) {
@@ -811,8 +807,7 @@ static void wd_ts_truncate(int p, int64_t *us, int32_t *ns) {
   *us -= wd_floormod(*us, (int64_t)wd_pow10(6 - p));
 }
 
-static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *us,
-                                   int32_t *ns) {
+static wd_error_t *wd_to_timestamp(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, int64_t *us, int32_t *ns) {
   const wd_jdoc_t *d = f->doc;
   wd_error_t *err = NULL;
   *ns = 0;
@@ -1289,16 +1284,13 @@ static wd_error_t *wd_jev_value(void *ctx, int image, const void *img, size_t m,
     *present = tok >= 0;
     if (tok >= 0 && c->nseg > 1) tok = wd_jpath(&x->doc, tok, c, 1);
     break;
-  case WD_MAP_ENVELOPE:
-    tok = wd_jpath(&x->doc, x->doc.root, c, 0);
-    break;
+  case WD_MAP_ENVELOPE: tok = wd_jpath(&x->doc, x->doc.root, c, 0); break;
   case WD_MAP_KEY:
     if ((err = wd_load_key(x))) return err;
     f.doc = &x->key;
     if (x->key_state == 1) tok = wd_jpath(&x->key, x->key.root, c, 0);
     break;
-  case WD_MAP_KAFKA:
-    return NULL;
+  case WD_MAP_KAFKA: return NULL;
   }
   if (tok < 0) return NULL;
   return wd_convert(x, &f, tok, t, v);
@@ -1307,8 +1299,8 @@ static wd_error_t *wd_jev_value(void *ctx, int image, const void *img, size_t m,
 wd_image_reader_t wd_jev_reader(wd_jev_t *x, const char *before_name, const char *after_name) {
   x->image_names[0] = before_name;
   x->image_names[1] = after_name;
-  wd_image_reader_t rd = {.ctx = x, .image_names = {before_name, after_name}, .begin = wd_jev_begin_image,
-                          .value = wd_jev_value};
+  wd_image_reader_t rd = {
+      .ctx = x, .image_names = {before_name, after_name}, .begin = wd_jev_begin_image, .value = wd_jev_value};
   return rd;
 }
 

@@ -51,9 +51,9 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
 
 int wd_jev_root(const wd_jev_t *x);
 wd_jtype_t wd_jev_type(const wd_jev_t *x, int tok); /* WD_JT_OTHER for -1 */
-bool wd_jev_is_null(const wd_jev_t *x, int tok);    /* true for -1 and the literal null */
+bool wd_jev_is_null(const wd_jev_t *x, int tok); /* true for -1 and the literal null */
 int wd_jev_get(const wd_jev_t *x, int obj, const char *key); /* the value of key in object obj, or -1 */
-int wd_jev_size(const wd_jev_t *x, int tok);        /* elements of an array / keys of an object */
+int wd_jev_size(const wd_jev_t *x, int tok); /* elements of an array / keys of an object */
 int wd_jev_index(const wd_jev_t *x, int arr, int i); /* element i of array arr, or -1 */
 /* Whether tok is a string equal to s (after unescaping). */
 bool wd_jev_str_eq(const wd_jev_t *x, int tok, const char *s);

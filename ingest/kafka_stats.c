@@ -35,8 +35,7 @@ int wd_kafka_stats_parse(const char *json, size_t len, wd_kafka_stats_t *out) {
   size_t np = 0;
   const char *key;
   const json_t *v;
-  if (json_is_object(topics))
-    json_object_foreach((json_t *)topics, key, v) {
+  if (json_is_object(topics)) json_object_foreach((json_t *)topics, key, v) {
       const json_t *ps = json_object_get(v, "partitions");
       np += json_is_object(ps) ? json_object_size(ps) : 0;
     }
@@ -45,8 +44,7 @@ int wd_kafka_stats_parse(const char *json, size_t len, wd_kafka_stats_t *out) {
     rc = -1;
     goto done;
   }
-  if (nb)
-    json_object_foreach((json_t *)brokers, key, v) {
+  if (nb) json_object_foreach((json_t *)brokers, key, v) {
       if (num(v, "nodeid", -1) < 0) continue; /* a bootstrap entry, not a broker of the cluster */
       wd_kafka_broker_stats_t *b = &out->brokers[out->nbrokers++];
       const json_t *name = json_object_get(v, "name"), *rtt = json_object_get(v, "rtt");
@@ -56,8 +54,7 @@ int wd_kafka_stats_parse(const char *json, size_t len, wd_kafka_stats_t *out) {
       b->outbuf_msgs = num(v, "outbuf_msg_cnt", 0);
       b->waitresp_msgs = num(v, "waitresp_msg_cnt", 0);
     }
-  if (np)
-    json_object_foreach((json_t *)topics, key, v) {
+  if (np) json_object_foreach((json_t *)topics, key, v) {
       const json_t *ps = json_object_get(v, "partitions"), *pv;
       const char *pk;
       if (!json_is_object(ps)) continue;

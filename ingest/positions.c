@@ -45,9 +45,10 @@ wd_error_t *wd_kafka_group_positions(const wd_kafka_conf_t *conf, const char *co
     if (!rerr && (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt == 0))
       rerr = md->topic_cnt == 1 && md->topics[0].err ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
     if (rerr) {
-      err = wd_kafka_error_make(rk, rerr, rerr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? WD_EID_E_KAFKA_UNKNOWN_TOPIC
-                                                                                   : WD_EID_E_KAFKA_METADATA,
-                           "metadata of topic '%s'", topics[i]);
+      err = wd_kafka_error_make(rk, rerr,
+                                rerr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? WD_EID_E_KAFKA_UNKNOWN_TOPIC
+                                                                                : WD_EID_E_KAFKA_METADATA,
+                                "metadata of topic '%s'", topics[i]);
     } else {
       /* metadata lists partitions in any order: add them 0..cnt-1 */
       for (int p = 0; p < md->topics[0].partition_cnt; p++)

@@ -18,7 +18,7 @@ typedef struct wd_partition_position {
   const char *topic; /* borrowed from the caller's topics[] */
   int32_t partition;
   int64_t committed; /* the group's committed next offset, -1 when it has none */
-  int64_t end;       /* high watermark: the offset the next produced record gets */
+  int64_t end; /* high watermark: the offset the next produced record gets */
 } wd_partition_position_t;
 
 /* Fills *out with a new array (free()) of *n positions, ordered by topic (as given) then

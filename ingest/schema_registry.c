@@ -140,8 +140,8 @@ static wd_error_t *wd_reg_request(wd_registry_t *reg, const char *url, const cha
   curl_slist_free_all(hdr);
   if (rc == CURLE_WRITE_ERROR || rc == CURLE_OUT_OF_MEMORY) return wd_error_nomem();
   if (rc != CURLE_OK) {
-    wd_error_t *err = wd_error_new(WD_ERR_IO, E_REGISTRY, "schema registry %s did not answer: %s", url,
-                                   curl_easy_strerror(rc));
+    wd_error_t *err =
+        wd_error_new(WD_ERR_IO, E_REGISTRY, "schema registry %s did not answer: %s", url, curl_easy_strerror(rc));
     err->retriable = true;
     return err;
   }
@@ -160,8 +160,9 @@ static wd_error_t *wd_reg_status_error(wd_registry_t *reg, const char *what, lon
   json_decref(j);
   wd_error_t *err;
   if (status == 401 || status == 403)
-    err = wd_error_new(WD_ERR_CONFIG, C_REGISTRY_AUTH, "schema registry %s: %s: HTTP %ld (check username and password) %s",
-                       reg->url, what, status, text);
+    err =
+        wd_error_new(WD_ERR_CONFIG, C_REGISTRY_AUTH,
+                     "schema registry %s: %s: HTTP %ld (check username and password) %s", reg->url, what, status, text);
   else if (status >= 500 || status == 408 || status == 429 || status < 200) {
     err = wd_error_new(WD_ERR_IO, E_REGISTRY, "schema registry %s: %s: HTTP %ld %s", reg->url, what, status, text);
     err->retriable = true;

@@ -34,11 +34,11 @@
 
 /* Settings; every string is borrowed for the duration of wd_registry_new (which copies). */
 typedef struct wd_registry_conf {
-  const char *url;      /* "http://host:8081" (a trailing '/' is ignored; credentials in it, http://user:pw@host,
+  const char *url; /* "http://host:8081" (a trailing '/' is ignored; credentials in it, http://user:pw@host,
                            are used for basic auth when username is not set, and never printed); required */
   const char *username; /* basic auth user, NULL for none */
   const char *password; /* basic auth password, NULL is "" */
-  long timeout_ms;      /* per request; <= 0 means 10000 */
+  long timeout_ms; /* per request; <= 0 means 10000 */
 } wd_registry_conf_t;
 
 typedef struct wd_registry wd_registry_t;

@@ -120,12 +120,10 @@ void wd_source_destroy(wd_source_t *src) {
 }
 
 wd_error_t *wd_source_add_topic(wd_source_t *src, const char *topic) {
-  if (!topic || !*topic)
-    return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s': empty topic name", src->name);
+  if (!topic || !*topic) return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s': empty topic name", src->name);
   for (size_t i = 0; i < src->ntopics; i++)
     if (strcmp(src->topics[i], topic) == 0)
-      return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s': topic '%s' is listed twice", src->name,
-                          topic);
+      return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s': topic '%s' is listed twice", src->name, topic);
   char **t = realloc(src->topics, (src->ntopics + 1) * sizeof(*t));
   if (!t) return wd_error_nomem();
   src->topics = t;
@@ -148,8 +146,8 @@ static wd_error_t *wd_path_parse(const wd_source_t *src, const char *column, con
       for (;;) {
         if (!*p) {
           err = wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING,
-                             "source '%s', column '%s': mapping '%s' has an unterminated backtick", src->name,
-                             column, spec);
+                             "source '%s', column '%s': mapping '%s' has an unterminated backtick", src->name, column,
+                             spec);
           goto cleanup;
         }
         if (*p == '`') {
@@ -214,7 +212,8 @@ static bool wd_kafka_type_ok(wd_kafka_field_t f, const wd_type_t *t) {
   case WD_KAFKA_TOPIC: return wd_type_is_text(t);
   case WD_KAFKA_KEY: return t->id == WD_STRING || t->id == WD_VARCHAR || t->id == WD_BYTES;
   case WD_KAFKA_PARTITION:
-  case WD_KAFKA_OFFSET: return wd_type_is_integer(t) || t->id == WD_DECIMAL || t->id == WD_STRING || t->id == WD_VARCHAR;
+  case WD_KAFKA_OFFSET:
+    return wd_type_is_integer(t) || t->id == WD_DECIMAL || t->id == WD_STRING || t->id == WD_VARCHAR;
   case WD_KAFKA_TIMESTAMP:
     return wd_type_is_integer(t) || t->id == WD_DECIMAL || t->id == WD_STRING || t->id == WD_VARCHAR ||
            t->id == WD_TIMESTAMP || t->id == WD_TIMESTAMP_LTZ;
@@ -274,8 +273,7 @@ static wd_time_unit_t wd_suffix_unit(const char *s, size_t n) {
   return WD_UNIT_AUTO;
 }
 
-wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, const char *column,
-                                 const char *spec) {
+wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, const char *column, const char *spec) {
   wd_error_t *err = NULL;
   wd_source_col_t c;
   memset(&c, 0, sizeof(c));
@@ -412,8 +410,7 @@ bool wd_source_unavailable(const wd_source_t *src, const wd_type_t *t, const wd_
   case WD_BYTES:
     return (v->s.n == src->placeholder_len && !memcmp(v->s.p, src->placeholder, v->s.n)) ||
            (v->s.n == src->placeholder_b64_len && !memcmp(v->s.p, src->placeholder_b64, v->s.n));
-  default:
-    return false;
+  default: return false;
   }
 }
 
@@ -448,23 +445,26 @@ wd_error_t *wd_source_set_option(wd_source_t *src, const char *key, const char *
   if (key && strcmp(key, "time-unit") == 0) dst = &src->time_unit;
   if (key && strcmp(key, "timestamp-unit") == 0) dst = &src->timestamp_unit;
   if (!dst)
-    return wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_OPTION, "source '%s': unknown option '%s' (known: time-unit, "
-                        "timestamp-unit, decimal-encoding, delete-without-sequence, unavailable.value.placeholder)", src->name, key ? key : "(null)");
+    return wd_error_new(WD_ERR_CONFIG, C_UNKNOWN_OPTION,
+                        "source '%s': unknown option '%s' (known: time-unit, "
+                        "timestamp-unit, decimal-encoding, delete-without-sequence, unavailable.value.placeholder)",
+                        src->name, key ? key : "(null)");
   for (int i = 0; i < 5; i++)
     if (value && strcmp(value, wd_unit_names[i]) == 0) {
       *dst = (wd_time_unit_t)i;
       return NULL;
     }
-  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "source '%s': option '%s' = '%s' is not one of auto, "
-                      "millis, micros, nanos, precision", src->name, key, value ? value : "(null)");
+  return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
+                      "source '%s': option '%s' = '%s' is not one of auto, "
+                      "millis, micros, nanos, precision",
+                      src->name, key, value ? value : "(null)");
 }
 
 wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema) {
   if (!wd_format_of(src->format))
     return wd_error_new(WD_ERR_CONFIG, C_UNSUPPORTED_FORMAT, "source '%s': format %s has no decoder yet", src->name,
                         wd_source_format_name(src->format));
-  if (src->ntopics == 0)
-    return wd_error_new(WD_ERR_CONFIG, C_SOURCE_NO_TOPIC, "source '%s' lists no topic", src->name);
+  if (src->ntopics == 0) return wd_error_new(WD_ERR_CONFIG, C_SOURCE_NO_TOPIC, "source '%s' lists no topic", src->name);
   if (src->ncols && src->schema_ncols != schema->ncols)
     return wd_error_new(WD_ERR_CONFIG, C_BAD_MAPPING, "source '%s' was mapped against a different table schema",
                         src->name);

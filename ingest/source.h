@@ -102,9 +102,11 @@
 /* A source format: an index into the format registry (ingest/format.h, wd_format_of), which
  * has debezium-json, debezium-avro, canal-json, maxwell-json, ogg-json and changelog-json. */
 typedef int wd_source_format_t;
-#define WD_FMT_DEBEZIUM_JSON 0 /* "debezium-json": Debezium change events, JsonConverter, with or
+#define WD_FMT_DEBEZIUM_JSON                                                                                           \
+  0 /* "debezium-json": Debezium change events, JsonConverter, with or
                                   without schemas.enable (also widen's debezium-json output) */
-#define WD_FMT_DEBEZIUM_AVRO 1 /* "debezium-avro": Confluent wire format through a schema registry
+#define WD_FMT_DEBEZIUM_AVRO                                                                                           \
+  1 /* "debezium-avro": Confluent wire format through a schema registry
                                   (ingest/decode_avro.h) */
 
 /* Integer unit of TIME/TIMESTAMP values that carry no schema name (option time-unit,
@@ -122,8 +124,8 @@ typedef enum wd_time_unit {
 /* How a schemaless JSON string goes into a DECIMAL column (option decimal-encoding). */
 typedef enum wd_decimal_encoding {
   WD_DECIMAL_AUTO = 0, /* decimal text when it is one, else well-formed base64 bytes */
-  WD_DECIMAL_TEXT,     /* always decimal text (decimal.handling.mode=string) */
-  WD_DECIMAL_BASE64    /* always base64 bytes (decimal.handling.mode=precise) */
+  WD_DECIMAL_TEXT, /* always decimal text (decimal.handling.mode=string) */
+  WD_DECIMAL_BASE64 /* always base64 bytes (decimal.handling.mode=precise) */
 } wd_decimal_encoding_t;
 
 /* What happens to a delete whose sequence field is NULL or absent because the record carries
@@ -132,15 +134,15 @@ typedef enum wd_decimal_encoding {
 typedef enum wd_delete_no_seq {
   WD_DELETE_NO_SEQ_APPLY = 0, /* the sequence field is taken from the stored row: the delete applies */
   WD_DELETE_NO_SEQ_DEAD_LETTER, /* rejected to the dead-letter topic (E_DELETE_NO_SEQUENCE) */
-  WD_DELETE_NO_SEQ_IGNORE     /* not applied (the merge would order it oldest), only counted */
+  WD_DELETE_NO_SEQ_IGNORE /* not applied (the merge would order it oldest), only counted */
 } wd_delete_no_seq_t;
 
 /* Source options, one row each (for the YAML loader and the generated option reference).
  * The array wd_source_options ends with a row whose name is NULL. */
 typedef struct wd_source_option {
-  const char *name;        /* "time-unit" */
-  const char *values;      /* "auto|millis|micros|nanos" */
-  const char *def;         /* "auto" */
+  const char *name; /* "time-unit" */
+  const char *values; /* "auto|millis|micros|nanos" */
+  const char *def; /* "auto" */
   const char *description; /* one sentence */
 } wd_source_option_t;
 extern const wd_source_option_t wd_source_options[];
@@ -149,9 +151,9 @@ extern const wd_source_option_t wd_source_options[];
 
 typedef enum wd_map_kind {
   WD_MAP_IMAGE = 0, /* a row-image field: "weight", "address.city" */
-  WD_MAP_ENVELOPE,  /* a payload path: "$.source.ts_ms" */
-  WD_MAP_KEY,       /* a Kafka key path: "$key.id" */
-  WD_MAP_KAFKA      /* Kafka metadata: "$kafka.offset" */
+  WD_MAP_ENVELOPE, /* a payload path: "$.source.ts_ms" */
+  WD_MAP_KEY, /* a Kafka key path: "$key.id" */
+  WD_MAP_KAFKA /* Kafka metadata: "$kafka.offset" */
 } wd_map_kind_t;
 
 typedef enum wd_kafka_field {
@@ -164,36 +166,36 @@ typedef enum wd_kafka_field {
 
 /* One mapped column. All pointers owned by the source. */
 typedef struct wd_source_col {
-  int col;                /* index into the wide schema's columns */
+  int col; /* index into the wide schema's columns */
   wd_map_kind_t kind;
-  char *spec;             /* the mapping text as given (or the column name), for messages */
-  size_t nseg;            /* path segments (IMAGE, ENVELOPE, KEY); 0 for KAFKA */
-  char **seg;             /* unquoted segment texts, NUL-terminated */
+  char *spec; /* the mapping text as given (or the column name), for messages */
+  size_t nseg; /* path segments (IMAGE, ENVELOPE, KEY); 0 for KAFKA */
+  char **seg; /* unquoted segment texts, NUL-terminated */
   size_t *seglen;
   wd_kafka_field_t kafka; /* KAFKA only */
   wd_time_unit_t path_unit; /* ENVELOPE/KEY: unit implied by a _ms/_us/_ns suffix, else AUTO */
-  int next_same;          /* private: next IMAGE mapping with the same first segment, or -1 */
+  int next_same; /* private: next IMAGE mapping with the same first segment, or -1 */
 } wd_source_col_t;
 
 /* A source. Build it with the functions below; other modules read its fields and never write
  * them. */
 typedef struct wd_source {
-  char *name;                 /* owned */
+  char *name; /* owned */
   wd_source_format_t format;
   size_t ntopics;
-  char **topics;              /* owned */
+  char **topics; /* owned */
   size_t ncols;
-  wd_source_col_t *cols;      /* owned, in the order they were added */
-  wd_time_unit_t time_unit;   /* option time-unit */
+  wd_source_col_t *cols; /* owned, in the order they were added */
+  wd_time_unit_t time_unit; /* option time-unit */
   wd_time_unit_t timestamp_unit; /* option timestamp-unit */
   wd_decimal_encoding_t decimal_encoding; /* option decimal-encoding (when decimal_encoding_set) */
-  bool decimal_encoding_set;  /* else the format's default (wd_format_decimal_encoding) */
+  bool decimal_encoding_set; /* else the format's default (wd_format_decimal_encoding) */
   wd_delete_no_seq_t delete_without_sequence; /* option delete-without-sequence */
   /* option unavailable.value.placeholder (owned, NUL-terminated; NULL: none; default for the
    * debezium formats set by wd_source_new) and its base64 form */
   char *placeholder, *placeholder_b64;
   size_t placeholder_len, placeholder_b64_len;
-  size_t schema_ncols;        /* ncols of the schema the mapping was built for */
+  size_t schema_ncols; /* ncols of the schema the mapping was built for */
   /* private: index (common/hindex.h) over the first segment of IMAGE mappings -> index in cols
    * (the first of those sharing it; the others follow through next_same); slot NULL before the
    * first IMAGE mapping */
@@ -233,8 +235,7 @@ wd_error_t *wd_source_add_topic(wd_source_t *src, const char *topic);
  *                     timestamp: also TIMESTAMP/TIMESTAMP_LTZ; key: STRING/BYTES), or the
  *                     schema differs in width from the one used before;
  *   E_NOMEM. */
-wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, const char *column,
-                                 const char *spec);
+wd_error_t *wd_source_add_column(wd_source_t *src, const wd_schema_t *schema, const char *column, const char *spec);
 
 /* Sets a source option (see wd_source_options): "time-unit" / "timestamp-unit" with value
  * auto|millis|micros|nanos, "decimal-encoding" auto|text|base64, "delete-without-sequence"
@@ -261,18 +262,19 @@ wd_error_t *wd_source_check(const wd_source_t *src, const wd_schema_t *schema);
 
 /* What a decoder may know about the Kafka record besides its value. Everything is borrowed. */
 typedef struct wd_kafka_meta {
-  const char *topic;   /* NULL when unknown */
-  int32_t partition;   /* < 0 when unknown */
-  int64_t offset;      /* < 0 when unknown */
-  int64_t timestamp;   /* ms since the epoch (CreateTime/LogAppendTime); < 0 when unknown */
-  const void *key;     /* the record key bytes; NULL for a null key */
+  const char *topic; /* NULL when unknown */
+  int32_t partition; /* < 0 when unknown */
+  int64_t offset; /* < 0 when unknown */
+  int64_t timestamp; /* ms since the epoch (CreateTime/LogAppendTime); < 0 when unknown */
+  const void *key; /* the record key bytes; NULL for a null key */
   size_t key_len;
 } wd_kafka_meta_t;
 
 /* ---- decoded change records ---------------------------------------------------------------- */
 
 #define WD_CHANGES_TOMBSTONE 0x1u /* the value was a tombstone: no records, nothing to apply */
-#define WD_CHANGES_SCHEMALESS 0x2u /* a Debezium JSON value without its envelope schema
+#define WD_CHANGES_SCHEMALESS                                                                                          \
+  0x2u /* a Debezium JSON value without its envelope schema
                                       (JsonConverter schemas.enable=false): nothing says its types */
 
 /* The change records of one source message. Reusable: wd_changes_init once, then each decode
@@ -280,17 +282,17 @@ typedef struct wd_kafka_meta {
  * stay valid until the next decode/reset/free (take one with wd_changes_take to keep it).
  * A container is bound to the schema of its first use until wd_changes_free. */
 typedef struct wd_changes {
-  wd_row_t **rows;   /* rows[0..count): full-width rows with their row kinds, in order */
+  wd_row_t **rows; /* rows[0..count): full-width rows with their row kinds, in order */
   size_t count;
-  unsigned flags;    /* WD_CHANGES_* */
-  char op;           /* the Debezium op of the message ('c','r','u','d'), 0 when none */
+  unsigned flags; /* WD_CHANGES_* */
+  char op; /* the Debezium op of the message ('c','r','u','d'), 0 when none */
   unsigned null_key_halves; /* halves of updates/deletes left out because their key is NULL
                                (ingest/format.h: a NULL key holds no row); 0 after a reset */
-  int64_t ts_ms;     /* the payload's ts_ms, or -1 when absent */
+  int64_t ts_ms; /* the payload's ts_ms, or -1 when absent */
   /* private */
-  size_t cap;                 /* rows[count..cap) are cleared spare rows (or NULL) */
-  const wd_schema_t *schema;  /* borrowed: the schema the rows were made for */
-  void *scratch;              /* a decoder's reusable working memory */
+  size_t cap; /* rows[count..cap) are cleared spare rows (or NULL) */
+  const wd_schema_t *schema; /* borrowed: the schema the rows were made for */
+  void *scratch; /* a decoder's reusable working memory */
   void (*scratch_free)(void *scratch);
 } wd_changes_t;
 
@@ -339,8 +341,7 @@ wd_row_t *wd_changes_take(wd_changes_t *ch, size_t i);
  *     the source, the source field, the wide column, the column type and the JSON found.
  *   WD_ERR_INTERNAL when out is bound to another schema or src is not debezium-json; E_NOMEM.
  * The caller adds topic/partition/offset to the message (wd_error_wrap). */
-wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *schema,
-                                    const wd_kafka_meta_t *meta, const void *value, size_t len,
-                                    wd_changes_t *out);
+wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *schema, const wd_kafka_meta_t *meta,
+                                    const void *value, size_t len, wd_changes_t *out);
 
 #endif

@@ -107,10 +107,8 @@ bool wd_agg_can_retract(wd_agg_fn_t fn) {
   case WD_AGG_MERGE_MAP:
   case WD_AGG_NESTED_UPDATE:
   case WD_AGG_LAST_VALUE:
-  case WD_AGG_LAST_NON_NULL_VALUE:
-    return true;
-  default:
-    return false;
+  case WD_AGG_LAST_NON_NULL_VALUE: return true;
+  default: return false;
   }
 }
 
@@ -177,13 +175,11 @@ wd_error_t *wd_agg_check_type(const wd_agg_spec_t *spec) {
       need = "MAP<K, ROW<...>> with at least 2 ROW fields";
     else if (spec->ts_field < 0 || (size_t)spec->ts_field >= t->val->nfields)
       need = "a ts-field naming a field of the ROW";
-    else if (!agg_is_string_type(t->val->fields[spec->ts_field].type))
-      need = "a STRING ts-field";
+    else if (!agg_is_string_type(t->val->fields[spec->ts_field].type)) need = "a STRING ts-field";
     break;
   case WD_AGG_NESTED_UPDATE:
   case WD_AGG_NESTED_PARTIAL_UPDATE:
-    if (t->id != WD_ARRAY || !t->elem || t->elem->id != WD_ROW)
-      need = "ARRAY<ROW<...>>";
+    if (t->id != WD_ARRAY || !t->elem || t->elem->id != WD_ROW) need = "ARRAY<ROW<...>>";
     else if (!agg_row_indexes_ok(t->elem, spec->nested_key, spec->n_nested_key) ||
              !agg_row_indexes_ok(t->elem, spec->nested_seq, spec->n_nested_seq))
       need = "nested-key and nested-sequence-field naming fields of the ROW";
@@ -191,13 +187,12 @@ wd_error_t *wd_agg_check_type(const wd_agg_spec_t *spec) {
   case WD_AGG_RBM32:
     if (t->id != WD_BYTES) need = "a BYTES column";
     break;
-  default:
-    break;
+  default: break;
   }
   if (!need) goto done;
   text = wd_type_to_string(t);
-  err = wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE, "%s needs %s, %s is %s", wd_agg_name(spec->fn), need,
-                     agg_col(spec), text ? text : "?");
+  err = wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE, "%s needs %s, %s is %s", wd_agg_name(spec->fn), need, agg_col(spec),
+                     text ? text : "?");
 done:
   free(text);
   return err;
@@ -225,7 +220,6 @@ static bool agg_eq(const wd_type_t *t, const wd_value_t *a, const wd_value_t *b)
 static uint64_t agg_hash(const wd_type_t *t, const wd_value_t *v) {
   return v->is_null ? UINT64_C(0x6a09e667f3bcc909) : wd_value_hash(t, v);
 }
-
 
 /* ==== hash set over values or ROW key projections ========================================== */
 
@@ -418,20 +412,16 @@ static wd_error_t *agg_map_commit(const wd_type_t *t, wd_value_t *acc, const agg
 
 static const char *agg_int_name(const wd_type_t *t) {
   switch (t->id) {
-  case WD_TINYINT:
-    return "TINYINT";
-  case WD_SMALLINT:
-    return "SMALLINT";
-  case WD_INT:
-    return "INT";
-  default:
-    return "BIGINT";
+  case WD_TINYINT: return "TINYINT";
+  case WD_SMALLINT: return "SMALLINT";
+  case WD_INT: return "INT";
+  default: return "BIGINT";
   }
 }
 
 static wd_error_t *agg_int_overflow(const wd_agg_spec_t *spec, const char *what) {
-  return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "%s overflow in %s of column %s", agg_int_name(spec->type),
-                      what, agg_col(spec));
+  return wd_error_new(WD_ERR_RECORD, E_ARITH_OVERFLOW, "%s overflow in %s of column %s", agg_int_name(spec->type), what,
+                      agg_col(spec));
 }
 
 static void agg_mpz_set_i128(mpz_t z, wd_i128 v) {
@@ -560,8 +550,7 @@ static wd_error_t *agg_sum(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_
     acc->f = agg_round_float(t, r);
     return NULL;
   }
-  if (t->id != WD_DECIMAL)
-    return wd_error_new(WD_ERR_INTERNAL, NONE, "sum on a non-numeric column %s", agg_col(spec));
+  if (t->id != WD_DECIMAL) return wd_error_new(WD_ERR_INTERNAL, NONE, "sum on a non-numeric column %s", agg_col(spec));
   {
     wd_i128 a = acc->is_null ? 0 : acc->dec, r;
     wd_i128 lim = wd_pow10(t->precision);
@@ -576,10 +565,8 @@ static wd_error_t *agg_sum(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_
   mpz_inits(za, zb, NULL);
   agg_mpz_set_i128(za, acc->is_null ? 0 : acc->dec);
   agg_mpz_set_i128(zb, in->dec);
-  if (retract)
-    mpz_sub(za, za, zb);
-  else
-    mpz_add(za, za, zb);
+  if (retract) mpz_sub(za, za, zb);
+  else mpz_add(za, za, zb);
   err = agg_dec_overflow(spec, za, what);
   mpz_clears(za, zb, NULL);
   return err;
@@ -1012,10 +999,8 @@ static wd_error_t *agg_collect_retract(const wd_agg_spec_t *spec, wd_value_t *ac
   for (size_t i = 0; i < in->list.n; i++) { /* multiset of retracted elements */
     uint64_t h = agg_key_hash(&ks, &in->list.v[i]);
     ptrdiff_t e = agg_set_find(&set, &in->list.v[i], h);
-    if (e >= 0)
-      set.aux[e]++;
-    else
-      agg_set_add(&set, &in->list.v[i], h, 1);
+    if (e >= 0) set.aux[e]++;
+    else agg_set_add(&set, &in->list.v[i], h, 1);
   }
   for (size_t i = 0; i < acc->list.n; i++) {
     const wd_value_t *v = &acc->list.v[i];
@@ -1478,8 +1463,7 @@ static wd_error_t *agg_nested_partial(const wd_agg_spec_t *spec, wd_value_t *acc
     }
     for (size_t f = 0; f < nf; f++) row->list.v[f].is_null = true;
     for (size_t f = 0; f < nf; f++)
-      if (fields[g * nf + f] && wd_value_copy(rt->fields[f].type, &row->list.v[f], fields[g * nf + f]) != 0)
-        goto nomem;
+      if (fields[g * nf + f] && wd_value_copy(rt->fields[f].type, &row->list.v[f], fields[g * nf + f]) != 0) goto nomem;
   }
   wd_value_move(t, acc, &res);
   goto done;
@@ -1658,7 +1642,8 @@ static wd_error_t *agg_rbm32(const wd_agg_spec_t *spec, wd_value_t *acc, const w
   if (agg_rbm_cookie_ok(acc->s.p, acc->s.n)) a = roaring_bitmap_portable_deserialize_safe(acc->s.p, acc->s.n);
   if (agg_rbm_cookie_ok(in->s.p, in->s.n)) b = roaring_bitmap_portable_deserialize_safe(in->s.p, in->s.n);
   if (!a || !b) {
-    err = wd_error_new(WD_ERR_RECORD, E_TYPE, "rbm32: the %s value of column %s is not a serialized 32-bit roaring bitmap",
+    err = wd_error_new(WD_ERR_RECORD, E_TYPE,
+                       "rbm32: the %s value of column %s is not a serialized 32-bit roaring bitmap",
                        !a ? "stored" : "input", agg_col(spec));
     goto done;
   }
@@ -1683,44 +1668,27 @@ done:
 wd_error_t *wd_agg_add(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_value_t *in, bool *seen) {
   switch (spec->fn) {
   case WD_AGG_NONE: /* primary-key columns (Paimon's FieldPrimaryKeyAgg): the input */
-  case WD_AGG_LAST_VALUE:
-    return agg_assign(spec->type, acc, in);
-  case WD_AGG_LAST_NON_NULL_VALUE:
-    return in->is_null ? NULL : agg_assign(spec->type, acc, in);
-  case WD_AGG_SUM:
-    return agg_sum(spec, acc, in, false);
-  case WD_AGG_PRODUCT:
-    return agg_product(spec, acc, in);
-  case WD_AGG_MAX:
-    return agg_maxmin(spec, acc, in, true);
-  case WD_AGG_MIN:
-    return agg_maxmin(spec, acc, in, false);
-  case WD_AGG_FIRST_VALUE:
-    return agg_first(spec, acc, in, seen, false);
-  case WD_AGG_FIRST_NON_NULL_VALUE:
-    return agg_first(spec, acc, in, seen, true);
-  case WD_AGG_LISTAGG:
-    return agg_listagg(spec, acc, in);
+  case WD_AGG_LAST_VALUE: return agg_assign(spec->type, acc, in);
+  case WD_AGG_LAST_NON_NULL_VALUE: return in->is_null ? NULL : agg_assign(spec->type, acc, in);
+  case WD_AGG_SUM: return agg_sum(spec, acc, in, false);
+  case WD_AGG_PRODUCT: return agg_product(spec, acc, in);
+  case WD_AGG_MAX: return agg_maxmin(spec, acc, in, true);
+  case WD_AGG_MIN: return agg_maxmin(spec, acc, in, false);
+  case WD_AGG_FIRST_VALUE: return agg_first(spec, acc, in, seen, false);
+  case WD_AGG_FIRST_NON_NULL_VALUE: return agg_first(spec, acc, in, seen, true);
+  case WD_AGG_LISTAGG: return agg_listagg(spec, acc, in);
   case WD_AGG_BOOL_AND:
   case WD_AGG_BOOL_OR:
     if (in->is_null) return NULL;
-    if (acc->is_null)
-      *acc = *in;
-    else
-      acc->b = spec->fn == WD_AGG_BOOL_AND ? (acc->b && in->b) : (acc->b || in->b);
+    if (acc->is_null) *acc = *in;
+    else acc->b = spec->fn == WD_AGG_BOOL_AND ? (acc->b && in->b) : (acc->b || in->b);
     return NULL;
-  case WD_AGG_COLLECT:
-    return agg_collect(spec, acc, in);
-  case WD_AGG_MERGE_MAP:
-    return agg_merge_map(spec, acc, in);
-  case WD_AGG_MERGE_MAP_WITH_KEYTIME:
-    return agg_keytime(spec, acc, in);
-  case WD_AGG_NESTED_UPDATE:
-    return agg_nested_update(spec, acc, in);
-  case WD_AGG_NESTED_PARTIAL_UPDATE:
-    return agg_nested_partial(spec, acc, in);
-  case WD_AGG_RBM32:
-    return agg_rbm32(spec, acc, in);
+  case WD_AGG_COLLECT: return agg_collect(spec, acc, in);
+  case WD_AGG_MERGE_MAP: return agg_merge_map(spec, acc, in);
+  case WD_AGG_MERGE_MAP_WITH_KEYTIME: return agg_keytime(spec, acc, in);
+  case WD_AGG_NESTED_UPDATE: return agg_nested_update(spec, acc, in);
+  case WD_AGG_NESTED_PARTIAL_UPDATE: return agg_nested_partial(spec, acc, in);
+  case WD_AGG_RBM32: return agg_rbm32(spec, acc, in);
   }
   return wd_error_new(WD_ERR_INTERNAL, NONE, "unknown aggregate function %d", (int)spec->fn);
 }
@@ -1748,24 +1716,16 @@ wd_error_t *wd_agg_add_older(const wd_agg_spec_t *spec, wd_value_t *acc, const w
 wd_error_t *wd_agg_retract(const wd_agg_spec_t *spec, wd_value_t *acc, const wd_value_t *in) {
   if (spec->ignore_retract) return NULL;
   switch (spec->fn) {
-  case WD_AGG_NONE:
-    return agg_assign(spec->type, acc, in);
-  case WD_AGG_SUM:
-    return agg_sum(spec, acc, in, true);
-  case WD_AGG_PRODUCT:
-    return agg_product_retract(spec, acc, in);
-  case WD_AGG_LAST_VALUE:
-    wd_value_clear(spec->type, acc);
-    return NULL;
+  case WD_AGG_NONE: return agg_assign(spec->type, acc, in);
+  case WD_AGG_SUM: return agg_sum(spec, acc, in, true);
+  case WD_AGG_PRODUCT: return agg_product_retract(spec, acc, in);
+  case WD_AGG_LAST_VALUE: wd_value_clear(spec->type, acc); return NULL;
   case WD_AGG_LAST_NON_NULL_VALUE:
     if (!in->is_null) wd_value_clear(spec->type, acc);
     return NULL;
-  case WD_AGG_COLLECT:
-    return agg_collect_retract(spec, acc, in);
-  case WD_AGG_MERGE_MAP:
-    return agg_merge_map_retract(spec, acc, in);
-  case WD_AGG_NESTED_UPDATE:
-    return agg_nested_update_retract(spec, acc, in);
+  case WD_AGG_COLLECT: return agg_collect_retract(spec, acc, in);
+  case WD_AGG_MERGE_MAP: return agg_merge_map_retract(spec, acc, in);
+  case WD_AGG_NESTED_UPDATE: return agg_nested_update_retract(spec, acc, in);
   default:
     return wd_error_new(WD_ERR_RECORD, E_AGG_NO_RETRACT,
                         "aggregate function '%s' (field %s) does not support retraction; if this field may ignore "

@@ -43,18 +43,18 @@ typedef enum { WD_NESTED_NULL_MERGE = 0, WD_NESTED_NULL_IGNORE, WD_NESTED_NULL_E
 /* Everything a column's function needs; filled by join/merge_spec.c from the table options. */
 typedef struct wd_agg_spec {
   wd_agg_fn_t fn;
-  const wd_type_t *type;   /* the column's type (borrowed from the schema) */
-  const char *column;      /* the column's name (borrowed), for messages */
-  bool ignore_retract;     /* fields.<f>.ignore-retract */
-  bool distinct;           /* fields.<f>.distinct (collect, listagg) */
-  char *delimiter;         /* fields.<f>.list-agg-delimiter, default ","; owned by the spec */
-  int *nested_key;         /* ROW field indexes of fields.<f>.nested-key; owned; NULL if none */
+  const wd_type_t *type; /* the column's type (borrowed from the schema) */
+  const char *column; /* the column's name (borrowed), for messages */
+  bool ignore_retract; /* fields.<f>.ignore-retract */
+  bool distinct; /* fields.<f>.distinct (collect, listagg) */
+  char *delimiter; /* fields.<f>.list-agg-delimiter, default ","; owned by the spec */
+  int *nested_key; /* ROW field indexes of fields.<f>.nested-key; owned; NULL if none */
   size_t n_nested_key;
-  int *nested_seq;         /* ROW field indexes of fields.<f>.nested-sequence-field; owned */
+  int *nested_seq; /* ROW field indexes of fields.<f>.nested-sequence-field; owned */
   size_t n_nested_seq;
   wd_nested_null_t nested_null; /* fields.<f>.nested-key-null-strategy */
-  int64_t count_limit;     /* fields.<f>.count-limit, default 2147483647 */
-  int ts_field;            /* merge_map_with_keytime: ROW field index of the ts field */
+  int64_t count_limit; /* fields.<f>.count-limit, default 2147483647 */
+  int ts_field; /* merge_map_with_keytime: ROW field index of the ts field */
 } wd_agg_spec_t;
 
 /* Maps a function name (spec §9.1; `first_not_null_value` is an alias) to its id.

@@ -29,9 +29,9 @@ typedef struct kv_ent {
   uint8_t *val; /* owned; NULL when vlen is 0 */
   size_t vlen;
   bool present; /* false: deleted */
-  bool dirty;   /* changed since the last snapshot */
+  bool dirty; /* changed since the last snapshot */
   uint64_t snap; /* the snapshot holding its latest change */
-  size_t plen;  /* index entries: length of the prefix (namespace, lookup, on key); else 0 */
+  size_t plen; /* index entries: length of the prefix (namespace, lookup, on key); else 0 */
   bool in_dirty, in_pending; /* listed in j->dirty / j->pending */
   size_t klen;
   uint8_t key[];
@@ -55,8 +55,8 @@ typedef struct {
 struct lk_src {
   char *name;
   bool lookup, required;
-  int bit;       /* index among the mains or among the lookups */
-  bool *mapped;  /* main: per wide column */
+  int bit; /* index among the mains or among the lookups */
+  bool *mapped; /* main: per wide column */
   /* lookup */
   wd_table_t *table; /* owns the lookup schema */
   const wd_schema_t *schema;
@@ -89,7 +89,7 @@ struct wd_join {
   kv_ent_t *kv;
   kv_bucket_t *buckets;
   wd_changelog_t scratch; /* the engine's changelog of main messages (discarded) */
-  wd_changelog_t lcl;     /* a lookup message's changelog of lookup rows */
+  wd_changelog_t lcl; /* a lookup message's changelog of lookup rows */
   cap_t *cap;
   size_t ncap, capcap;
   wd_buf_t kb, kb2, kb3, wkeys;
@@ -97,7 +97,7 @@ struct wd_join {
   size_t nwoff, capwoff;
   uint64_t fanout;
   uint64_t written; /* the last snapshot known to be in the store */
-  uint32_t task;    /* the task of main messages (wd_join_set_task) */
+  uint32_t task; /* the task of main messages (wd_join_set_task) */
   /* scale-out (wd_join_set_owner): lookup changes refresh rows of owned tasks only; reconcile
    * mode (wd_join_reconcile_task): refresh writes the index entries and emits only differences */
   bool (*owned)(void *ctx, uint32_t task);
@@ -162,8 +162,8 @@ static int bucket_add(wd_join_t *j, kv_ent_t *e) {
 }
 
 /* Sets key to val (present) or deletes it, in the overlay. plen: index prefix length or 0. */
-static wd_error_t *kv_set(wd_join_t *j, const uint8_t *key, size_t klen, size_t plen, const uint8_t *val,
-                          size_t vlen, bool present) {
+static wd_error_t *kv_set(wd_join_t *j, const uint8_t *key, size_t klen, size_t plen, const uint8_t *val, size_t vlen,
+                          bool present) {
   kv_ent_t *e = kv_find(j, key, klen);
   if (!e) {
     if (!(e = calloc(1, sizeof(*e) + klen))) return wd_error_nomem();
@@ -505,8 +505,8 @@ void wd_join_destroy(wd_join_t *j) {
 
 static wd_error_t *add_src(wd_join_t *j, const char *name, lk_src_t **out) {
   if (j->nsrc >= WD_JOIN_MAX_SOURCES || j->started)
-    return wd_error_new(WD_ERR_CONFIG, C_JOIN_TOO_MANY_SOURCES, "source '%s': at most %d sources per table",
-                        name, WD_JOIN_MAX_SOURCES);
+    return wd_error_new(WD_ERR_CONFIG, C_JOIN_TOO_MANY_SOURCES, "source '%s': at most %d sources per table", name,
+                        WD_JOIN_MAX_SOURCES);
   lk_src_t *s = &j->src[j->nsrc];
   memset(s, 0, sizeof(*s));
   if (!(s->name = strdup(name ? name : ""))) return wd_error_nomem();
@@ -561,8 +561,8 @@ wd_error_t *wd_join_add_lookup(wd_join_t *j, const char *name, const char *const
     int c = i < non + ncols ? wd_schema_find(j->ws, cname) : -1;
     if (i < non + ncols && c < 0) {
       err = wd_error_make(WD_ERR_CONFIG, i < non ? WD_EID_C_LOOKUP_ON_UNKNOWN : WD_EID_C_LOOKUP_COLUMN_UNKNOWN,
-                         "lookup source '%s': '%s' is not a column of the wide table; name one of its columns", name,
-                         cname);
+                          "lookup source '%s': '%s' is not a column of the wide table; name one of its columns", name,
+                          cname);
       goto fail;
     }
     if (i >= non && i < non + ncols) {
@@ -570,8 +570,8 @@ wd_error_t *wd_join_add_lookup(wd_join_t *j, const char *name, const char *const
       for (size_t k = 0; k < non; k++) own_on |= s->on[k] == c;
       if (wd_schema_is_pk(j->ws, c) || own_on) {
         err = wd_error_new(WD_ERR_CONFIG, C_LOOKUP_COLUMN_KEY,
-                           "lookup source '%s' fills column '%s', which is %s; a lookup fills other columns only",
-                           name, cname, own_on ? "one of its own `on` columns" : "part of the wide primary key");
+                           "lookup source '%s' fills column '%s', which is %s; a lookup fills other columns only", name,
+                           cname, own_on ? "one of its own `on` columns" : "part of the wide primary key");
         goto fail;
       }
       if (j->ws->cols[c].type->not_null) {
@@ -867,7 +867,8 @@ static wd_error_t *refresh(wd_join_t *j, const uint8_t *tk, size_t tklen, wd_ent
       goto done;
     }
     bool same = orc == nrc && (orc == 1 || (j->kb.len == j->kb2.len && !memcmp(j->kb.data, j->kb2.data, j->kb.len)));
-    if (same && !(j->reconciling && nrc == 0)) continue; /* reconcile: the index is rebuilt (not in the
+    if (same && !(j->reconciling && nrc == 0))
+      continue; /* reconcile: the index is rebuilt (not in the
                                                            state changelog topic) */
     if (same) orc = 1;
     wd_buf_t ik = {0};
@@ -916,7 +917,8 @@ static wd_error_t *refresh(wd_join_t *j, const uint8_t *tk, size_t tklen, wd_ent
       err = wd_error_nomem();
       goto done;
     }
-    if (!found || new_mains != mains || new_lks != lks) err = kv_set(j, j->kb.data, j->kb.len, 0, fv.data, fv.len, true);
+    if (!found || new_mains != mains || new_lks != lks)
+      err = kv_set(j, j->kb.data, j->kb.len, 0, fv.data, fv.len, true);
   } else if (found) {
     err = kv_set(j, j->kb.data, j->kb.len, 0, NULL, 0, false);
   }
@@ -1072,8 +1074,7 @@ static wd_error_t *apply_lookup(wd_join_t *j, lk_src_t *L, wd_row_t *const *recs
           cl[c] = ctl[c] - 4;
           c++;
         }
-        if ((err = wd_state_prefetch_tasks(j->wide, c, ct, ck, cl)) || (err = kv_prefetch_flags(j, c, ctk, ctl)))
-          break;
+        if ((err = wd_state_prefetch_tasks(j->wide, c, ct, ck, cl)) || (err = kv_prefetch_flags(j, c, ctk, ctl))) break;
       }
       if (klen < 4) continue; /* not a task-qualified key: cannot happen */
       if (j->owned && !j->owned(j->owned_ctx, tk_task(k))) continue; /* another process's row now */

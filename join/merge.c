@@ -25,9 +25,9 @@ typedef struct {
 typedef struct {
   wd_row_t *w;
   bool insert_seen;
-  bool removal;     /* the last applied record requested whole-row removal */
-  bool started;     /* a record has been applied (the first one initialises W) */
-  bool *seen;       /* per column, aggregate "first in this merge" flags */
+  bool removal; /* the last applied record requested whole-row removal */
+  bool started; /* a record has been applied (the first one initialises W) */
+  bool *seen; /* per column, aggregate "first in this merge" flags */
 } wd_mstate_t;
 
 void wd_entry_clear(const wd_table_t *t, wd_entry_t *e) {
@@ -210,7 +210,8 @@ static wd_error_t *pu_add(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_t *
       const wd_agg_spec_t *a = &t->agg[c];
       if (a->fn != WD_AGG_NONE) {
         if (own_value(t, w, c)) return wd_error_nomem();
-        err = newer ? wd_agg_add(a, &w->v[c], &r->v[c], &m->seen[c]) : wd_agg_add_older(a, &w->v[c], &r->v[c], &m->seen[c]);
+        err = newer ? wd_agg_add(a, &w->v[c], &r->v[c], &m->seen[c])
+                    : wd_agg_add_older(a, &w->v[c], &r->v[c], &m->seen[c]);
         if (err) return err;
       } else if (newer && set_value(t, w, c, &r->v[c])) {
         return wd_error_nomem();
@@ -242,10 +243,8 @@ static wd_error_t *pu_retract(const wd_table_t *t, wd_mstate_t *m, const wd_mrec
                           "'ignore-delete', 'partial-update.remove-record-on-delete', or sequence groups with "
                           "optional 'partial-update.remove-record-on-sequence-group'",
                           wd_row_kind_str(x->kind));
-    if (x->kind == WD_DELETE)
-      m->removal = true;
-    else if (!x->tombstone && stats)
-      stats->ignored_update_before++;
+    if (x->kind == WD_DELETE) m->removal = true;
+    else if (!x->tombstone && stats) stats->ignored_update_before++;
     return NULL;
   }
   /* §7.3: with groups, retractions are always accepted. First, whether this -D removes the row
@@ -306,10 +305,8 @@ static wd_error_t *agg_apply(const wd_table_t *t, wd_mstate_t *m, const wd_mrec_
     const wd_agg_spec_t *a = &t->agg[c];
     if (a->fn == WD_AGG_NONE) continue;
     if (own_value(t, w, (int)c)) return wd_error_nomem();
-    if (is_retract(x->kind))
-      err = wd_agg_retract(a, &w->v[c], &r->v[c]);
-    else
-      err = wd_agg_add(a, &w->v[c], &r->v[c], &m->seen[c]);
+    if (is_retract(x->kind)) err = wd_agg_retract(a, &w->v[c], &r->v[c]);
+    else err = wd_agg_add(a, &w->v[c], &r->v[c], &m->seen[c]);
     if (err) return err;
   }
   m->insert_seen = true; /* §8.3: an aggregation row is never removed but by the policy */
@@ -378,8 +375,7 @@ static wd_error_t *merge_step(const wd_table_t *t, const wd_entry_t *e, const wd
     *changed = true;
     return NULL;
   }
-  if (t->engine == WD_ENGINE_DEDUPLICATE && wd_row_kind_is_add(rec->kind) && (err = check_not_null(t, rec)))
-    return err;
+  if (t->engine == WD_ENGINE_DEDUPLICATE && wd_row_kind_is_add(rec->kind) && (err = check_not_null(t, rec))) return err;
 
   /* 3. order: the stored row / tombstone goes first unless sequence.field makes it newer */
   wd_mrec_t list[2];
@@ -401,7 +397,7 @@ static wd_error_t *merge_step(const wd_table_t *t, const wd_entry_t *e, const wd
   }
 
   /* 4. merge */
-  wd_row_t *result = NULL;      /* the new row, or NULL for a removal */
+  wd_row_t *result = NULL; /* the new row, or NULL for a removal */
   const wd_row_t *removal_src = NULL;
   bool any_delete = false;
   for (size_t i = 0; i < n; i++) any_delete |= list[i].kind == WD_DELETE;
@@ -581,8 +577,8 @@ typedef struct {
   bool touched;
 } wd_touched_t;
 
-wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs,
-                             size_t n, wd_changelog_t *out, wd_merge_stats_t *stats) {
+wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs, size_t n,
+                             wd_changelog_t *out, wd_merge_stats_t *stats) {
   const wd_schema_t *s = t->schema;
   wd_error_t *err = NULL;
   wd_touched_t small[4];

@@ -92,9 +92,9 @@ void wd_entry_release(const wd_table_t *t, wd_entry_t *e);
 
 /* Counters the engine reports per applied record (summed by the caller). */
 typedef struct wd_merge_stats {
-  uint64_t dropped;          /* removed by the row-kind filter or first-row duplicates */
+  uint64_t dropped; /* removed by the row-kind filter or first-row duplicates */
   uint64_t ignored_update_before; /* -U ignored by partial-update.remove-record-on-delete (§7.1) */
-  uint64_t tombstones;       /* removals that left (or replaced) an ordering tombstone */
+  uint64_t tombstones; /* removals that left (or replaced) an ordering tombstone */
   /* records ignored as older (for monitoring): per sequence group g (< WD_MERGE_STATS_GROUPS; the
    * last slot counts the groups beyond), add records whose group sequence was older than the
    * stored one, so the group's fields kept the stored values (§7.2); and records that
@@ -152,7 +152,7 @@ typedef struct wd_state_ops {
  * failing record's index. When a put fails (E_NOMEM, WD_ERR_IO) the keys put before it are put
  * back to their entries before the message, so a failed message leaves the entries as they were
  * (if putting one back fails too, the error says so and is fatal). stats may be NULL. */
-wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs,
-                             size_t n, wd_changelog_t *out, wd_merge_stats_t *stats);
+wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs, size_t n,
+                             wd_changelog_t *out, wd_merge_stats_t *stats);
 
 #endif

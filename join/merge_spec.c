@@ -74,13 +74,11 @@ static wd_error_t *parse_bool(const char *key, const char *v, bool *out) {
   char *t = trim_dup(v, strlen(v));
   if (!t) return wd_error_nomem();
   wd_error_t *err = NULL;
-  if (strcasecmp(t, "true") == 0)
-    *out = true;
-  else if (strcasecmp(t, "false") == 0)
-    *out = false;
+  if (strcasecmp(t, "true") == 0) *out = true;
+  else if (strcasecmp(t, "false") == 0) *out = false;
   else
-    err = wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' = '%s' is not a boolean: use true or false",
-                       key, v);
+    err = wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' = '%s' is not a boolean: use true or false", key,
+                       v);
   free(t);
   return err;
 }
@@ -95,13 +93,13 @@ static wd_error_t *bool_opt(size_t nopts, const wd_option_t *opts, const char *k
 
 /* How an option's value is read. */
 typedef enum {
-  TOPT_BOOL,       /* true / false (ASCII case-insensitive, trimmed) */
-  TOPT_ENUM,       /* one of values ("a|b|c"; exact, trimmed); the index is the value */
+  TOPT_BOOL, /* true / false (ASCII case-insensitive, trimmed) */
+  TOPT_ENUM, /* one of values ("a|b|c"; exact, trimmed); the index is the value */
   TOPT_ENUM_ICASE, /* likewise, ASCII case-insensitive */
-  TOPT_LIST,       /* comma-separated column or field names (trimmed, empty items dropped) */
-  TOPT_TEXT,       /* any text */
-  TOPT_INT,        /* an integer from 1 to 2147483647 */
-  TOPT_FUNCTION    /* an aggregate function name (join/agg.h) */
+  TOPT_LIST, /* comma-separated column or field names (trimmed, empty items dropped) */
+  TOPT_TEXT, /* any text */
+  TOPT_INT, /* an integer from 1 to 2147483647 */
+  TOPT_FUNCTION /* an aggregate function name (join/agg.h) */
 } topt_kind_t;
 
 /* One option of spec §3: a table key, or the suffix of a per-field key fields.<f>.<suffix>. */
@@ -119,93 +117,80 @@ typedef struct {
 
 /* The table keys (spec §3), in the order unknown-option suggestions consider them. */
 static const topt_t TABLE_OPTS[] = {
-    {"merge-engine", TOPT_ENUM, -1, "deduplicate|partial-update|aggregation|first-row",
-     NULL, "deduplicate", "all",
+    {"merge-engine", TOPT_ENUM, -1, "deduplicate|partial-update|aggregation|first-row", NULL, "deduplicate", "all",
      "How the records of one key merge (spec sections 5 to 8)."}, /* wd_merge_engine_t */
-    {"sequence.field", TOPT_LIST, -1, NULL,
-     NULL, "none", "all except first-row",
+    {"sequence.field", TOPT_LIST, -1, NULL, NULL, "none", "all except first-row",
      "Comma list of columns that order the records of a key (spec section 4); without it arrival order does."},
-    {"sequence.field.sort-order", TOPT_ENUM_ICASE, -1, "ascending|descending",
-     NULL, "ascending", "with sequence.field",
+    {"sequence.field.sort-order", TOPT_ENUM_ICASE, -1, "ascending|descending", NULL, "ascending", "with sequence.field",
      "`ascending`: the largest sequence wins; `descending`: the smallest."},
-    {"ignore-delete", TOPT_BOOL, -1, NULL,
-     NULL, "false", "all",
+    {"ignore-delete", TOPT_BOOL, -1, NULL, NULL, "false", "all",
      "Drop every -U and -D at the entrance."}, /* with the three legacy aliases that follow */
-    {"first-row.ignore-delete", TOPT_BOOL, -1, NULL,
-     NULL, "false", "all",
+    {"first-row.ignore-delete", TOPT_BOOL, -1, NULL, NULL, "false", "all",
      "Legacy alias of `ignore-delete`, read when that is absent."},
-    {"deduplicate.ignore-delete", TOPT_BOOL, -1, NULL,
-     NULL, "false", "all",
+    {"deduplicate.ignore-delete", TOPT_BOOL, -1, NULL, NULL, "false", "all",
      "Legacy alias of `ignore-delete`, read when that is absent."},
-    {"partial-update.ignore-delete", TOPT_BOOL, -1, NULL,
-     NULL, "false", "all",
+    {"partial-update.ignore-delete", TOPT_BOOL, -1, NULL, NULL, "false", "all",
      "Legacy alias of `ignore-delete`, read when that is absent."},
-    {"ignore-update-before", TOPT_BOOL, offsetof(wd_table_t, ignore_update_before), NULL,
-     NULL, "false", "all",
+    {"ignore-update-before", TOPT_BOOL, offsetof(wd_table_t, ignore_update_before), NULL, NULL, "false", "all",
      "Drop every -U at the entrance."},
-    {"partial-update.remove-record-on-delete", TOPT_BOOL, offsetof(wd_table_t, pu_remove_on_delete), NULL,
-     NULL, "false", "partial-update without sequence groups",
-     "A -D removes the whole row; -U is ignored."},
-    {"partial-update.remove-record-on-sequence-group", TOPT_LIST, -1, NULL,
-     NULL, "none", "partial-update with sequence groups",
+    {"partial-update.remove-record-on-delete", TOPT_BOOL, offsetof(wd_table_t, pu_remove_on_delete), NULL, NULL,
+     "false", "partial-update without sequence groups", "A -D removes the whole row; -U is ignored."},
+    {"partial-update.remove-record-on-sequence-group", TOPT_LIST, -1, NULL, NULL, "none",
+     "partial-update with sequence groups",
      "Comma list of group sequence fields; a not-older -D for such a group removes the row."},
-    {"fields.default-aggregate-function", TOPT_FUNCTION, -1, NULL,
-     NULL, "none", "aggregation, partial-update",
+    {"fields.default-aggregate-function", TOPT_FUNCTION, -1, NULL, NULL, "none", "aggregation, partial-update",
      "Function of every non-key, non-sequence column without its own (spec section 9)."},
-    {"aggregation.remove-record-on-delete", TOPT_BOOL, offsetof(wd_table_t, agg_remove_on_delete), NULL,
-     NULL, "false", "aggregation",
-     "A -D removes the whole row; -U still retracts."},
-    {"changelog-producer", TOPT_ENUM, -1, "none|input|lookup|full-compaction",
-     NULL, "none", "all",
+    {"aggregation.remove-record-on-delete", TOPT_BOOL, offsetof(wd_table_t, agg_remove_on_delete), NULL, NULL, "false",
+     "aggregation", "A -D removes the whole row; -U still retracts."},
+    {"changelog-producer", TOPT_ENUM, -1, "none|input|lookup|full-compaction", NULL, "none", "all",
      "Accepted for Paimon compatibility: the changelog is always lookup-style. first-row accepts only `none` "
      "or `lookup`."},
-    {"changelog-producer.row-deduplicate", TOPT_BOOL, offsetof(wd_table_t, row_dedup), NULL,
-     NULL, "false", "all",
+    {"changelog-producer.row-deduplicate", TOPT_BOOL, offsetof(wd_table_t, row_dedup), NULL, NULL, "false", "all",
      "No -U/+U pair when the row did not change."},
-    {"changelog-producer.row-deduplicate-ignore-fields", TOPT_LIST, -1, NULL,
-     NULL, "none", "with row-deduplicate",
+    {"changelog-producer.row-deduplicate-ignore-fields", TOPT_LIST, -1, NULL, NULL, "none", "with row-deduplicate",
      "Columns that the row-deduplicate comparison ignores."},
 };
 #define N_TABLE_OPTS (sizeof(TABLE_OPTS) / sizeof(*TABLE_OPTS))
 
 /* The per-field option suffixes of spec §3 (fields.<f>.<suffix>); indexes are the SUF_ below. */
 static const topt_t FIELD_OPTS[] = {
-    {"sequence-group", TOPT_LIST, -1, NULL,
-     "fields.<seq>[,<seq2>...].sequence-group", "none", "partial-update",
+    {"sequence-group", TOPT_LIST, -1, NULL, "fields.<seq>[,<seq2>...].sequence-group", "none", "partial-update",
      "Comma list of the columns that the sequence columns `<seq>` protect (spec section 7.2)."},
-    {"aggregate-function", TOPT_FUNCTION, -1, NULL,
-     "fields.<f>.aggregate-function", "none", "aggregation, partial-update",
+    {"aggregate-function", TOPT_FUNCTION, -1, NULL, "fields.<f>.aggregate-function", "none",
+     "aggregation, partial-update",
      "The column's function: sum, max, min, last_value, last_non_null_value, listagg, collect, ... (spec "
      "section 9)."},
-    {"ignore-retract", TOPT_BOOL, offsetof(wd_agg_spec_t, ignore_retract), NULL,
-     "fields.<f>.ignore-retract", "false", "aggregate functions",
-     "Retractions leave the column unchanged."},
-    {"distinct", TOPT_BOOL, offsetof(wd_agg_spec_t, distinct), NULL,
-     "fields.<f>.distinct", "false", "collect, listagg",
+    {"ignore-retract", TOPT_BOOL, offsetof(wd_agg_spec_t, ignore_retract), NULL, "fields.<f>.ignore-retract", "false",
+     "aggregate functions", "Retractions leave the column unchanged."},
+    {"distinct", TOPT_BOOL, offsetof(wd_agg_spec_t, distinct), NULL, "fields.<f>.distinct", "false", "collect, listagg",
      "De-duplicate elements or tokens."},
-    {"list-agg-delimiter", TOPT_TEXT, -1, NULL,
-     "fields.<f>.list-agg-delimiter", ",", "listagg",
-     "Separator string."},
-    {"nested-key", TOPT_LIST, -1, NULL,
-     "fields.<f>.nested-key", "none", "nested_update, nested_partial_update",
+    {"list-agg-delimiter", TOPT_TEXT, -1, NULL, "fields.<f>.list-agg-delimiter", ",", "listagg", "Separator string."},
+    {"nested-key", TOPT_LIST, -1, NULL, "fields.<f>.nested-key", "none", "nested_update, nested_partial_update",
      "Comma list of the ROW fields that form the nested key."},
-    {"nested-key-null-strategy", TOPT_ENUM_ICASE, -1, "merge|ignore|error",
-     "fields.<f>.nested-key-null-strategy", "merge", "nested functions",
+    {"nested-key-null-strategy", TOPT_ENUM_ICASE, -1, "merge|ignore|error", "fields.<f>.nested-key-null-strategy",
+     "merge", "nested functions",
      "What a nested row with a NULL key part does (spec section 9.2)."}, /* wd_nested_null_t */
-    {"nested-sequence-field", TOPT_LIST, -1, NULL,
-     "fields.<f>.nested-sequence-field", "none", "nested_update",
+    {"nested-sequence-field", TOPT_LIST, -1, NULL, "fields.<f>.nested-sequence-field", "none", "nested_update",
      "Comma list of the ROW fields that order nested rows."},
-    {"count-limit", TOPT_INT, -1, NULL,
-     "fields.<f>.count-limit", "2147483647", "nested_update",
+    {"count-limit", TOPT_INT, -1, NULL, "fields.<f>.count-limit", "2147483647", "nested_update",
      "Most nested rows kept (1 to 2147483647)."},
-    {"ts-field", TOPT_TEXT, -1, NULL,
-     "fields.<f>.ts-field", "the last ROW field", "merge_map_with_keytime",
+    {"ts-field", TOPT_TEXT, -1, NULL, "fields.<f>.ts-field", "the last ROW field", "merge_map_with_keytime",
      "ROW field holding the per-entry timestamp."},
 };
 #define N_FIELD_OPTS (sizeof(FIELD_OPTS) / sizeof(*FIELD_OPTS))
 
-enum { SUF_SEQ_GROUP = 0, SUF_AGG, SUF_IGNORE_RETRACT, SUF_DISTINCT, SUF_DELIM, SUF_NESTED_KEY, SUF_NESTED_NULL,
-       SUF_NESTED_SEQ, SUF_COUNT_LIMIT, SUF_TS_FIELD };
+enum {
+  SUF_SEQ_GROUP = 0,
+  SUF_AGG,
+  SUF_IGNORE_RETRACT,
+  SUF_DISTINCT,
+  SUF_DELIM,
+  SUF_NESTED_KEY,
+  SUF_NESTED_NULL,
+  SUF_NESTED_SEQ,
+  SUF_COUNT_LIMIT,
+  SUF_TS_FIELD
+};
 
 /* The table option called name (one of TABLE_OPTS). */
 static const topt_t *table_opt(const char *name) {
@@ -228,14 +213,12 @@ static wd_error_t *parse_enum(const topt_t *o, const char *key, const char *v, i
     size_t n = bar ? (size_t)(bar - a) : strlen(a);
     if (strlen(x) == n && (o->kind == TOPT_ENUM_ICASE ? strncasecmp(x, a, n) : strncmp(x, a, n)) == 0) found = idx;
     size_t at = strlen(use);
-    snprintf(use + at, sizeof(use) - at, "%s%.*s", idx == 0 ? "" : (size_t)idx + 1 == nvals ? " or " : ", ", (int)n,
-             a);
+    snprintf(use + at, sizeof(use) - at, "%s%.*s", idx == 0 ? "" : (size_t)idx + 1 == nvals ? " or " : ", ", (int)n, a);
     if (!bar) break;
     a = bar + 1;
   }
   free(x);
-  if (found < 0)
-    return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' = '%s': use %s", key, v, use);
+  if (found < 0) return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE, "option '%s' = '%s': use %s", key, v, use);
   *out = found;
   return NULL;
 }
@@ -271,11 +254,19 @@ static bool seq_type_ok_for_order(const wd_type_t *t) {
 /* Group sequence field types (spec §7.2 [CHOICE]). */
 static bool seq_type_ok_for_group(const wd_type_t *t) {
   switch (t->id) {
-    case WD_DECIMAL: case WD_TINYINT: case WD_SMALLINT: case WD_INT: case WD_BIGINT: case WD_FLOAT:
-    case WD_DOUBLE: case WD_DATE: case WD_TIME: case WD_TIMESTAMP: case WD_TIMESTAMP_LTZ: case WD_STRING:
-      return true;
-    default:
-      return false;
+  case WD_DECIMAL:
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+  case WD_FLOAT:
+  case WD_DOUBLE:
+  case WD_DATE:
+  case WD_TIME:
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+  case WD_STRING: return true;
+  default: return false;
   }
 }
 
@@ -424,26 +415,22 @@ static wd_error_t *parse_groups(wd_table_t *t, size_t nopts, const wd_option_t *
     }
     for (size_t k = 0; k < keys.n && !err; k++) {
       int c = wd_schema_find(s, keys.items[k]);
-      if (c < 0)
-        err = unknown_group_field(s, opts[i].key, "sequence field", keys.items[k]);
+      if (c < 0) err = unknown_group_field(s, opts[i].key, "sequence field", keys.items[k]);
       else if (wd_schema_is_pk(s, c))
         err = wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_CONTAINS_PK,
                            "option '%s': sequence group contains primary key field '%s'; a key column can be "
                            "neither a sequence field nor a protected field",
                            opts[i].key, keys.items[k]);
-      else
-        g->seq[g->nseq++] = c;
+      else g->seq[g->nseq++] = c;
     }
     for (size_t k = 0; k < vals.n && !err; k++) {
       int c = wd_schema_find(s, vals.items[k]);
-      if (c < 0)
-        err = unknown_group_field(s, opts[i].key, "field", vals.items[k]);
+      if (c < 0) err = unknown_group_field(s, opts[i].key, "field", vals.items[k]);
       else if (wd_schema_is_pk(s, c))
         err = wd_error_new(WD_ERR_CONFIG, C_SEQ_GROUP_CONTAINS_PK,
                            "option '%s': sequence group contains primary key field '%s'; remove it from the group",
                            opts[i].key, vals.items[k]);
-      else
-        g->fields[g->nfields++] = c;
+      else g->fields[g->nfields++] = c;
     }
     list_free(&keys);
     list_free(&vals);
@@ -542,49 +529,48 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
     wd_agg_spec_t *a = &t->agg[c];
     const char *v = opts[i].value;
     switch (suf) {
-      case SUF_AGG: {
-        bool is_seq = false;
-        for (size_t k = 0; k < t->nseq_fields; k++) is_seq |= t->seq_fields[k] == (int)c;
-        if (is_seq)
-          return wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_HAS_AGG,
-                              "option '%s': should not define aggregation on sequence field '%s'; remove the "
-                              "option (sequence fields always keep the last value)",
-                              opts[i].key, s->cols[c].name);
-        if (!agg_engine && !pu_engine) break;
-        char *name = trim_dup(v, strlen(v));
-        if (!name) return wd_error_nomem();
-        err = wd_agg_lookup(name, s->cols[c].name, &a->fn);
-        free(name);
-        if (err) return err;
-        break;
-      }
-      case SUF_IGNORE_RETRACT:
-      case SUF_DISTINCT:
-        if ((err = parse_bool(opts[i].key, v, (bool *)((char *)a + FIELD_OPTS[suf].flag)))) return err;
-        break;
-      case SUF_DELIM:
-        free(a->delimiter);
-        if (!(a->delimiter = strdup(v))) return wd_error_nomem();
-        break;
-      case SUF_COUNT_LIMIT: {
-        char *end = NULL;
-        errno = 0;
-        long long n = strtoll(v, &end, 10);
-        while (end && isspace((unsigned char)*end)) end++;
-        if (errno || !end || end == v || *end || n < 1 || n > 2147483647LL)
-          return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
-                              "option '%s' = '%s': use an integer from 1 to 2147483647", opts[i].key, v);
-        a->count_limit = n;
-        break;
-      }
-      case SUF_NESTED_NULL: {
-        int m;
-        if ((err = parse_enum(&FIELD_OPTS[suf], opts[i].key, v, &m))) return err;
-        a->nested_null = (wd_nested_null_t)m;
-        break;
-      }
-      default:
-        break; /* nested-key, nested-sequence-field, ts-field: resolved below */
+    case SUF_AGG: {
+      bool is_seq = false;
+      for (size_t k = 0; k < t->nseq_fields; k++) is_seq |= t->seq_fields[k] == (int)c;
+      if (is_seq)
+        return wd_error_new(WD_ERR_CONFIG, C_SEQ_FIELD_HAS_AGG,
+                            "option '%s': should not define aggregation on sequence field '%s'; remove the "
+                            "option (sequence fields always keep the last value)",
+                            opts[i].key, s->cols[c].name);
+      if (!agg_engine && !pu_engine) break;
+      char *name = trim_dup(v, strlen(v));
+      if (!name) return wd_error_nomem();
+      err = wd_agg_lookup(name, s->cols[c].name, &a->fn);
+      free(name);
+      if (err) return err;
+      break;
+    }
+    case SUF_IGNORE_RETRACT:
+    case SUF_DISTINCT:
+      if ((err = parse_bool(opts[i].key, v, (bool *)((char *)a + FIELD_OPTS[suf].flag)))) return err;
+      break;
+    case SUF_DELIM:
+      free(a->delimiter);
+      if (!(a->delimiter = strdup(v))) return wd_error_nomem();
+      break;
+    case SUF_COUNT_LIMIT: {
+      char *end = NULL;
+      errno = 0;
+      long long n = strtoll(v, &end, 10);
+      while (end && isspace((unsigned char)*end)) end++;
+      if (errno || !end || end == v || *end || n < 1 || n > 2147483647LL)
+        return wd_error_new(WD_ERR_CONFIG, C_BAD_OPTION_VALUE,
+                            "option '%s' = '%s': use an integer from 1 to 2147483647", opts[i].key, v);
+      a->count_limit = n;
+      break;
+    }
+    case SUF_NESTED_NULL: {
+      int m;
+      if ((err = parse_enum(&FIELD_OPTS[suf], opts[i].key, v, &m))) return err;
+      a->nested_null = (wd_nested_null_t)m;
+      break;
+    }
+    default: break; /* nested-key, nested-sequence-field, ts-field: resolved below */
     }
   }
   /* Default function and per-engine rules. */
@@ -597,10 +583,8 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
       continue;
     }
     if (agg_engine) {
-      if (is_seq)
-        a->fn = WD_AGG_LAST_VALUE; /* §8.1 (1) */
-      else if (a->fn == WD_AGG_NONE)
-        a->fn = deflt_fn != WD_AGG_NONE ? deflt_fn : WD_AGG_LAST_NON_NULL_VALUE;
+      if (is_seq) a->fn = WD_AGG_LAST_VALUE; /* §8.1 (1) */
+      else if (a->fn == WD_AGG_NONE) a->fn = deflt_fn != WD_AGG_NONE ? deflt_fn : WD_AGG_LAST_NON_NULL_VALUE;
     } else if (pu_engine) {
       if (t->seq_group_of[c] >= 0) {
         a->fn = WD_AGG_NONE; /* §7.4: group sequence fields never aggregate */
@@ -642,9 +626,9 @@ static wd_error_t *parse_aggs(wd_table_t *t, size_t nopts, const wd_option_t *op
       if (!name) return wd_error_nomem();
       a->ts_field = (ty->id == WD_MAP && ty->val->id == WD_ROW) ? row_field(ty->val, name) : -1;
       if (a->ts_field < 0)
-        err = wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE,
-                           "option '%s': '%s' is not a field of the ROW values of column '%s'", opts[i].key, name,
-                           s->cols[c].name);
+        err =
+            wd_error_new(WD_ERR_CONFIG, C_AGG_TYPE, "option '%s': '%s' is not a field of the ROW values of column '%s'",
+                         opts[i].key, name, s->cols[c].name);
       free(name);
       if (err) return err;
     }
@@ -951,10 +935,8 @@ bool wd_table_is_sequence_column(const wd_table_t *t, int col) {
 
 bool wd_table_option_doc(size_t i, wd_table_option_doc_t *out) {
   const topt_t *o = NULL;
-  if (i < N_TABLE_OPTS)
-    o = &TABLE_OPTS[i];
-  else if (i < N_TABLE_OPTS + N_FIELD_OPTS)
-    o = &FIELD_OPTS[i - N_TABLE_OPTS];
+  if (i < N_TABLE_OPTS) o = &TABLE_OPTS[i];
+  else if (i < N_TABLE_OPTS + N_FIELD_OPTS) o = &FIELD_OPTS[i - N_TABLE_OPTS];
   if (!o) return false;
   out->key = o->doc_key ? o->doc_key : o->name;
   out->values = o->values ? o->values : o->kind == TOPT_BOOL ? "true|false" : "";

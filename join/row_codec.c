@@ -53,53 +53,51 @@ static int wd_codec_put_nullable(const wd_type_t *t, const wd_value_t *v, wd_buf
 /* Appends the encoding of the non-NULL value v of type t. 0, or -1 (no memory, NULL MAP key). */
 static int wd_codec_put_value(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
   switch (t->id) {
-    case WD_BOOLEAN:
-      return wd_buf_putc(out, v->b ? 1 : 0);
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-    case WD_DATE:
-    case WD_TIME:
-      return wd_buf_put_zigzag(out, v->i);
-    case WD_FLOAT:
-    case WD_DOUBLE: {
-      uint64_t u;
-      memcpy(&u, &v->f, sizeof(u));
-      return wd_codec_put_le(out, u, 8);
+  case WD_BOOLEAN: return wd_buf_putc(out, v->b ? 1 : 0);
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+  case WD_DATE:
+  case WD_TIME: return wd_buf_put_zigzag(out, v->i);
+  case WD_FLOAT:
+  case WD_DOUBLE: {
+    uint64_t u;
+    memcpy(&u, &v->f, sizeof(u));
+    return wd_codec_put_le(out, u, 8);
+  }
+  case WD_DECIMAL: {
+    unsigned __int128 u = (unsigned __int128)v->dec;
+    if (wd_codec_put_le(out, (uint64_t)u, 8)) return -1;
+    return wd_codec_put_le(out, (uint64_t)(u >> 64), 8);
+  }
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    if (wd_buf_put_zigzag(out, v->ts.us)) return -1;
+    return wd_buf_put_varint(out, (uint64_t)(uint32_t)v->ts.ns);
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+  case WD_BYTES:
+    if (wd_buf_put_varint(out, v->s.n)) return -1;
+    return wd_buf_append(out, v->s.p, v->s.n);
+  case WD_ARRAY:
+    if (wd_buf_put_varint(out, v->list.n)) return -1;
+    for (size_t i = 0; i < v->list.n; i++)
+      if (wd_codec_put_nullable(t->elem, &v->list.v[i], out)) return -1;
+    return 0;
+  case WD_ROW:
+    for (size_t i = 0; i < t->nfields; i++)
+      if (wd_codec_put_nullable(t->fields[i].type, &v->list.v[i], out)) return -1;
+    return 0;
+  case WD_MAP:
+    if (wd_buf_put_varint(out, v->map.n)) return -1;
+    for (size_t i = 0; i < v->map.n; i++) {
+      if (v->map.k[i].is_null) return -1; /* the layout has no NULL keys */
+      if (wd_codec_put_value(t->elem, &v->map.k[i], out)) return -1;
+      if (wd_codec_put_nullable(t->val, &v->map.v[i], out)) return -1;
     }
-    case WD_DECIMAL: {
-      unsigned __int128 u = (unsigned __int128)v->dec;
-      if (wd_codec_put_le(out, (uint64_t)u, 8)) return -1;
-      return wd_codec_put_le(out, (uint64_t)(u >> 64), 8);
-    }
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      if (wd_buf_put_zigzag(out, v->ts.us)) return -1;
-      return wd_buf_put_varint(out, (uint64_t)(uint32_t)v->ts.ns);
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-    case WD_BYTES:
-      if (wd_buf_put_varint(out, v->s.n)) return -1;
-      return wd_buf_append(out, v->s.p, v->s.n);
-    case WD_ARRAY:
-      if (wd_buf_put_varint(out, v->list.n)) return -1;
-      for (size_t i = 0; i < v->list.n; i++)
-        if (wd_codec_put_nullable(t->elem, &v->list.v[i], out)) return -1;
-      return 0;
-    case WD_ROW:
-      for (size_t i = 0; i < t->nfields; i++)
-        if (wd_codec_put_nullable(t->fields[i].type, &v->list.v[i], out)) return -1;
-      return 0;
-    case WD_MAP:
-      if (wd_buf_put_varint(out, v->map.n)) return -1;
-      for (size_t i = 0; i < v->map.n; i++) {
-        if (v->map.k[i].is_null) return -1; /* the layout has no NULL keys */
-        if (wd_codec_put_value(t->elem, &v->map.k[i], out)) return -1;
-        if (wd_codec_put_nullable(t->val, &v->map.v[i], out)) return -1;
-      }
-      return 0;
+    return 0;
   }
   return -1;
 }
@@ -147,35 +145,35 @@ int wd_row_encode_base(const wd_schema_t *schema, size_t base_ncols, const wd_ro
     if (out->cap - out->len < need && wd_buf_reserve(out, need)) goto fail;
     uint8_t *p = out->data + out->len;
     switch (t->id) {
-      case WD_BOOLEAN: *p++ = v->b ? 1 : 0; break;
-      case WD_TINYINT:
-      case WD_SMALLINT:
-      case WD_INT:
-      case WD_BIGINT:
-      case WD_DATE:
-      case WD_TIME: p = wd_codec_varint(p, ((uint64_t)v->i << 1) ^ (uint64_t)(v->i >> 63)); break;
-      case WD_FLOAT:
-      case WD_DOUBLE: {
-        uint64_t u;
-        memcpy(&u, &v->f, sizeof(u));
-        p = wd_codec_le64(p, u);
-        break;
-      }
-      case WD_DECIMAL: {
-        unsigned __int128 u = (unsigned __int128)v->dec;
-        p = wd_codec_le64(wd_codec_le64(p, (uint64_t)u), (uint64_t)(u >> 64));
-        break;
-      }
-      case WD_TIMESTAMP:
-      case WD_TIMESTAMP_LTZ:
-        p = wd_codec_varint(p, ((uint64_t)v->ts.us << 1) ^ (uint64_t)(v->ts.us >> 63));
-        p = wd_codec_varint(p, (uint64_t)(uint32_t)v->ts.ns);
-        break;
-      default: /* text */
-        p = wd_codec_varint(p, v->s.n);
-        if (v->s.n) memcpy(p, v->s.p, v->s.n);
-        p += v->s.n;
-        break;
+    case WD_BOOLEAN: *p++ = v->b ? 1 : 0; break;
+    case WD_TINYINT:
+    case WD_SMALLINT:
+    case WD_INT:
+    case WD_BIGINT:
+    case WD_DATE:
+    case WD_TIME: p = wd_codec_varint(p, ((uint64_t)v->i << 1) ^ (uint64_t)(v->i >> 63)); break;
+    case WD_FLOAT:
+    case WD_DOUBLE: {
+      uint64_t u;
+      memcpy(&u, &v->f, sizeof(u));
+      p = wd_codec_le64(p, u);
+      break;
+    }
+    case WD_DECIMAL: {
+      unsigned __int128 u = (unsigned __int128)v->dec;
+      p = wd_codec_le64(wd_codec_le64(p, (uint64_t)u), (uint64_t)(u >> 64));
+      break;
+    }
+    case WD_TIMESTAMP:
+    case WD_TIMESTAMP_LTZ:
+      p = wd_codec_varint(p, ((uint64_t)v->ts.us << 1) ^ (uint64_t)(v->ts.us >> 63));
+      p = wd_codec_varint(p, (uint64_t)(uint32_t)v->ts.ns);
+      break;
+    default: /* text */
+      p = wd_codec_varint(p, v->s.n);
+      if (v->s.n) memcpy(p, v->s.p, v->s.n);
+      p += v->s.n;
+      break;
     }
     *p = 0; /* as wd_buf_append leaves it */
     out->len = (size_t)(p - out->data);
@@ -224,93 +222,93 @@ static int wd_codec_get_value(const wd_type_t *t, wd_reader_t *r, wd_value_t *ou
   int rc = 0;
   size_t left = (size_t)(r->end - r->p);
   switch (t->id) {
-    case WD_BOOLEAN: {
-      uint8_t b;
-      if (wd_reader_byte(r, &b) || b > 1) return WD_CODEC_CORRUPT;
-      out->b = b;
-      break;
+  case WD_BOOLEAN: {
+    uint8_t b;
+    if (wd_reader_byte(r, &b) || b > 1) return WD_CODEC_CORRUPT;
+    out->b = b;
+    break;
+  }
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT:
+    if (wd_reader_zigzag(r, &out->i)) return WD_CODEC_CORRUPT;
+    if (out->i < wd_type_int_min(t) || out->i > wd_type_int_max(t)) return WD_CODEC_CORRUPT;
+    break;
+  case WD_DATE:
+    if (wd_reader_zigzag(r, &out->i)) return WD_CODEC_CORRUPT;
+    break;
+  case WD_TIME:
+    if (wd_reader_zigzag(r, &out->i)) return WD_CODEC_CORRUPT;
+    if (out->i < 0 || out->i >= INT64_C(86400000000000)) return WD_CODEC_CORRUPT;
+    break;
+  case WD_FLOAT:
+  case WD_DOUBLE: {
+    uint64_t u;
+    if (wd_codec_get_le(r, 8, &u)) return WD_CODEC_CORRUPT;
+    memcpy(&out->f, &u, sizeof(u));
+    break;
+  }
+  case WD_DECIMAL: {
+    uint64_t lo, hi;
+    if (wd_codec_get_le(r, 8, &lo) || wd_codec_get_le(r, 8, &hi)) return WD_CODEC_CORRUPT;
+    out->dec = (wd_i128)(((unsigned __int128)hi << 64) | lo);
+    wd_i128 lim = wd_pow10(t->precision);
+    if (out->dec >= lim || out->dec <= -lim) return WD_CODEC_CORRUPT;
+    break;
+  }
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: {
+    uint64_t ns;
+    if (wd_reader_zigzag(r, &out->ts.us) || wd_reader_varint(r, &ns) || ns > 999) return WD_CODEC_CORRUPT;
+    out->ts.ns = (int32_t)ns;
+    break;
+  }
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING:
+  case WD_BYTES: {
+    uint64_t n;
+    const uint8_t *p;
+    if (wd_reader_varint(r, &n) || n > (uint64_t)(r->end - r->p)) return WD_CODEC_CORRUPT;
+    if (wd_reader_bytes(r, (size_t)n, &p)) return WD_CODEC_CORRUPT;
+    if (wd_value_set_bytes(out, p, (size_t)n)) return WD_CODEC_NOMEM;
+    break;
+  }
+  case WD_ARRAY: {
+    uint64_t n;
+    if (wd_reader_varint(r, &n) || n > left) return WD_CODEC_CORRUPT; /* >= 1 byte per element */
+    if ((rc = wd_codec_alloc((size_t)n, &out->list.v))) return rc;
+    out->is_null = false;
+    out->list.n = (size_t)n;
+    for (size_t i = 0; i < n; i++)
+      if ((rc = wd_codec_get_nullable(t->elem, r, &out->list.v[i]))) return rc;
+    return 0;
+  }
+  case WD_ROW:
+    if ((rc = wd_codec_alloc(t->nfields, &out->list.v))) return rc;
+    out->is_null = false;
+    out->list.n = t->nfields;
+    for (size_t i = 0; i < t->nfields; i++)
+      if ((rc = wd_codec_get_nullable(t->fields[i].type, r, &out->list.v[i]))) return rc;
+    return 0;
+  case WD_MAP: {
+    uint64_t n;
+    if (wd_reader_varint(r, &n) || n > left / 2) return WD_CODEC_CORRUPT; /* >= 2 bytes per entry */
+    if ((rc = wd_codec_alloc((size_t)n, &out->map.k))) return rc;
+    if ((rc = wd_codec_alloc((size_t)n, &out->map.v))) {
+      free(out->map.k);
+      out->map.k = NULL;
+      return rc;
     }
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT:
-      if (wd_reader_zigzag(r, &out->i)) return WD_CODEC_CORRUPT;
-      if (out->i < wd_type_int_min(t) || out->i > wd_type_int_max(t)) return WD_CODEC_CORRUPT;
-      break;
-    case WD_DATE:
-      if (wd_reader_zigzag(r, &out->i)) return WD_CODEC_CORRUPT;
-      break;
-    case WD_TIME:
-      if (wd_reader_zigzag(r, &out->i)) return WD_CODEC_CORRUPT;
-      if (out->i < 0 || out->i >= INT64_C(86400000000000)) return WD_CODEC_CORRUPT;
-      break;
-    case WD_FLOAT:
-    case WD_DOUBLE: {
-      uint64_t u;
-      if (wd_codec_get_le(r, 8, &u)) return WD_CODEC_CORRUPT;
-      memcpy(&out->f, &u, sizeof(u));
-      break;
+    out->is_null = false;
+    out->map.n = (size_t)n;
+    for (size_t i = 0; i < n; i++) {
+      if ((rc = wd_codec_get_value(t->elem, r, &out->map.k[i]))) return rc;
+      if ((rc = wd_codec_get_nullable(t->val, r, &out->map.v[i]))) return rc;
     }
-    case WD_DECIMAL: {
-      uint64_t lo, hi;
-      if (wd_codec_get_le(r, 8, &lo) || wd_codec_get_le(r, 8, &hi)) return WD_CODEC_CORRUPT;
-      out->dec = (wd_i128)(((unsigned __int128)hi << 64) | lo);
-      wd_i128 lim = wd_pow10(t->precision);
-      if (out->dec >= lim || out->dec <= -lim) return WD_CODEC_CORRUPT;
-      break;
-    }
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ: {
-      uint64_t ns;
-      if (wd_reader_zigzag(r, &out->ts.us) || wd_reader_varint(r, &ns) || ns > 999) return WD_CODEC_CORRUPT;
-      out->ts.ns = (int32_t)ns;
-      break;
-    }
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-    case WD_BYTES: {
-      uint64_t n;
-      const uint8_t *p;
-      if (wd_reader_varint(r, &n) || n > (uint64_t)(r->end - r->p)) return WD_CODEC_CORRUPT;
-      if (wd_reader_bytes(r, (size_t)n, &p)) return WD_CODEC_CORRUPT;
-      if (wd_value_set_bytes(out, p, (size_t)n)) return WD_CODEC_NOMEM;
-      break;
-    }
-    case WD_ARRAY: {
-      uint64_t n;
-      if (wd_reader_varint(r, &n) || n > left) return WD_CODEC_CORRUPT; /* >= 1 byte per element */
-      if ((rc = wd_codec_alloc((size_t)n, &out->list.v))) return rc;
-      out->is_null = false;
-      out->list.n = (size_t)n;
-      for (size_t i = 0; i < n; i++)
-        if ((rc = wd_codec_get_nullable(t->elem, r, &out->list.v[i]))) return rc;
-      return 0;
-    }
-    case WD_ROW:
-      if ((rc = wd_codec_alloc(t->nfields, &out->list.v))) return rc;
-      out->is_null = false;
-      out->list.n = t->nfields;
-      for (size_t i = 0; i < t->nfields; i++)
-        if ((rc = wd_codec_get_nullable(t->fields[i].type, r, &out->list.v[i]))) return rc;
-      return 0;
-    case WD_MAP: {
-      uint64_t n;
-      if (wd_reader_varint(r, &n) || n > left / 2) return WD_CODEC_CORRUPT; /* >= 2 bytes per entry */
-      if ((rc = wd_codec_alloc((size_t)n, &out->map.k))) return rc;
-      if ((rc = wd_codec_alloc((size_t)n, &out->map.v))) {
-        free(out->map.k);
-        out->map.k = NULL;
-        return rc;
-      }
-      out->is_null = false;
-      out->map.n = (size_t)n;
-      for (size_t i = 0; i < n; i++) {
-        if ((rc = wd_codec_get_value(t->elem, r, &out->map.k[i]))) return rc;
-        if ((rc = wd_codec_get_nullable(t->val, r, &out->map.v[i]))) return rc;
-      }
-      return 0;
-    }
+    return 0;
+  }
   }
   out->is_null = false;
   return 0;

@@ -37,8 +37,7 @@
 
 /* Appends the encoding of row (its kind included) to out. tombstone_ms is written only when
  * tombstone is true. Returns 0, or -1 on no memory. */
-int wd_row_encode(const wd_schema_t *schema, const wd_row_t *row, bool tombstone, uint64_t tombstone_ms,
-                  wd_buf_t *out);
+int wd_row_encode(const wd_schema_t *schema, const wd_row_t *row, bool tombstone, uint64_t tombstone_ms, wd_buf_t *out);
 
 /* The same for a state whose rows were first written with base_ncols columns (0: the schema's):
  * when base_ncols differs from schema->ncols the entry carries its column count

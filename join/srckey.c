@@ -13,7 +13,7 @@ typedef struct sk_src {
   const wd_schema_t *schema;
   wd_state_t *state;
   size_t nkey;
-  int *wcol;   /* per source column: the wide column (-1 for a key column) */
+  int *wcol; /* per source column: the wide column (-1 for a key column) */
   bool *event; /* per source column: read from the event, not the image */
 } sk_src_t;
 
@@ -238,8 +238,8 @@ static int emit(wd_srckey_t *sk, const sk_src_t *s, const wd_row_t *r, wd_row_ki
   return 0;
 }
 
-wd_error_t *wd_srckey_apply(wd_srckey_t *sk, int id, wd_row_t *const *recs, size_t n, wd_srckey_add_cb add,
-                            void *ctx, unsigned *null_key) {
+wd_error_t *wd_srckey_apply(wd_srckey_t *sk, int id, wd_row_t *const *recs, size_t n, wd_srckey_add_cb add, void *ctx,
+                            unsigned *null_key) {
   if (id < 0 || (size_t)id >= sk->n || !sk->started)
     return wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "source-key source %d unknown or not started", id);
   sk_src_t *s = &sk->src[id];

@@ -107,8 +107,8 @@ typedef wd_row_t *(*wd_srckey_add_cb)(void *ctx, wd_row_kind_t kind);
  * the records of one message are applied together or not at all as far as the caller keeps
  * wd_state_discard for errors). Errors: those of wd_message_apply (WD_ERR_RECORD with err->index);
  * E_STORE_READ, E_STATE_CORRUPT, E_NOMEM; E_INTERNAL for an unknown id or before start. */
-wd_error_t *wd_srckey_apply(wd_srckey_t *sk, int id, wd_row_t *const *recs, size_t n, wd_srckey_add_cb add,
-                            void *ctx, unsigned *null_key);
+wd_error_t *wd_srckey_apply(wd_srckey_t *sk, int id, wd_row_t *const *recs, size_t n, wd_srckey_add_cb add, void *ctx,
+                            unsigned *null_key);
 
 /* Source rows read from the store or the cache since start, and derived records handed out. */
 void wd_srckey_counts(const wd_srckey_t *sk, uint64_t *messages, uint64_t *derived);

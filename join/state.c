@@ -19,19 +19,19 @@ static _Thread_local int wd_uthash_oom;
 
 /* The entry a key had before the open snapshot's first change of it (wd_state_set_undo). */
 typedef struct wd_prior {
-  wd_entry_t e;   /* owned */
-  uint64_t ms;    /* a tombstone's stored ms */
-  bool known;     /* false: the key was put without being read first (no prior: the store is read) */
+  wd_entry_t e; /* owned */
+  uint64_t ms; /* a tombstone's stored ms */
+  bool known; /* false: the key was put without being read first (no prior: the store is read) */
 } wd_prior_t;
 
 typedef struct wd_cached {
   UT_hash_handle hh;
   wd_entry_t e;
   bool dirty;
-  bool ref;      /* used since the last trim (second chance, CLOCK-style eviction) */
+  bool ref; /* used since the last trim (second chance, CLOCK-style eviction) */
   uint32_t pidx; /* dirty, with the undo image on: its prior entry is s->prior[pidx] */
   uint64_t tomb_ms; /* a tombstone: the wall-clock ms its stored bytes carry */
-  size_t est;    /* estimated memory of the entry (bytes), counted in s->bytes */
+  size_t est; /* estimated memory of the entry (bytes), counted in s->bytes */
   uint64_t snap; /* the snapshot holding the entry's latest bytes; evictable once it is written */
   size_t klen;
   uint8_t key[]; /* flexible: the key bytes */
@@ -45,17 +45,17 @@ struct wd_state {
   wd_store_t *st;
   size_t max_cached;
   size_t max_bytes; /* 0: no memory budget */
-  size_t bytes;     /* sum of the entries' est */
+  size_t bytes; /* sum of the entries' est */
   size_t ndirty;
   uint64_t now_ms;
   uint64_t snapshots; /* snapshots taken (the last one's number) */
-  uint64_t written;   /* the last snapshot known to be in the store */
+  uint64_t written; /* the last snapshot known to be in the store */
   wd_cached_t *map;
   wd_buf_t buf;
-  uint32_t task;     /* the task (source partition) of get/put: the key prefix's number */
-  uint8_t ns;        /* the key prefix's namespace byte: WD_STATE_ROW_NS, or another layer's */
-  wd_buf_t kbuf;     /* scratch: a full key (prefix + primary key) */
-  wd_buf_t pkeys;    /* scratch: the full keys of a prefetch, back to back */
+  uint32_t task; /* the task (source partition) of get/put: the key prefix's number */
+  uint8_t ns; /* the key prefix's namespace byte: WD_STATE_ROW_NS, or another layer's */
+  wd_buf_t kbuf; /* scratch: a full key (prefix + primary key) */
+  wd_buf_t pkeys; /* scratch: the full keys of a prefetch, back to back */
   size_t *pkoff;
   const uint8_t **pk; /* scratch: pointers to the full keys of a prefetch, and their lengths */
   size_t *pl;
@@ -69,7 +69,7 @@ struct wd_state {
   const uint8_t **mk;
   size_t *ml;
   size_t cap_pend;
-  size_t base_ncols;     /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
+  size_t base_ncols; /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
   uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
   wd_cached_t *last; /* the entry of the last state_get (its put follows), NULL after a drop of it */
   const wd_state_hooks_t *hooks; /* borrowed, may be NULL */
@@ -89,7 +89,6 @@ void wd_state_cache_counts(const wd_state_t *s, uint64_t *hits, uint64_t *misses
 }
 
 #define BASE_NCOLS_KEY "table/base-ncols"
-
 
 void wd_state_set_hooks(wd_state_t *s, const wd_state_hooks_t *hooks, void *ctx) {
   s->hooks = hooks;
@@ -337,7 +336,8 @@ wd_error_t *wd_state_prefetch_tasks(wd_state_t *s, size_t n, const uint32_t *tas
   wd_buf_reset(&s->pkeys);
   for (size_t i = 0; i < n; i++) {
     s->pkoff[i] = s->pkeys.len;
-    if (put_prefix(s, &s->pkeys, tasks ? tasks[i] : s->task) || (klens[i] && wd_buf_append(&s->pkeys, keys[i], klens[i])))
+    if (put_prefix(s, &s->pkeys, tasks ? tasks[i] : s->task) ||
+        (klens[i] && wd_buf_append(&s->pkeys, keys[i], klens[i])))
       return wd_error_nomem();
   }
   s->pkoff[n] = s->pkeys.len;
@@ -452,9 +452,9 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
       rc = wd_store_batch_prior(b, NULL, 0);
     } else { /* the stored bytes again: the same encoding, a tombstone with its own ms */
       wd_buf_reset(&s->buf);
-      rc = wd_row_encode_base(s->t->schema, s->base_ncols, p->e.row, p->e.state == WD_ENTRY_TOMBSTONE, p->ms,
-                              &s->buf) ||
-           wd_store_batch_prior(b, s->buf.data, s->buf.len);
+      rc =
+          wd_row_encode_base(s->t->schema, s->base_ncols, p->e.row, p->e.state == WD_ENTRY_TOMBSTONE, p->ms, &s->buf) ||
+          wd_store_batch_prior(b, s->buf.data, s->buf.len);
     }
     if (rc) return wd_error_nomem();
   }
@@ -592,8 +592,7 @@ static int scan_one(void *ctx, const uint8_t *key, size_t klen, const uint8_t *v
   uint32_t task = (uint32_t)key[1] << 24 | (uint32_t)key[2] << 16 | (uint32_t)key[3] << 8 | key[4];
   if (e.state == WD_ENTRY_ROW && sc->s->scan_keep && !sc->s->scan_keep(sc->s->scan_keep_ctx, task))
     sc->s->scan_left_out++;
-  else if (e.state == WD_ENTRY_ROW)
-    rc = sc->cb(sc->ctx, e.row);
+  else if (e.state == WD_ENTRY_ROW) rc = sc->cb(sc->ctx, e.row);
   wd_entry_clear(sc->s->t, &e);
   return rc;
 }
@@ -625,8 +624,8 @@ static int schema_text(const wd_schema_t *sc, wd_buf_t *out) {
 
 /* The columns ("name TYPE") of a schema text, split at the commas outside parentheses and angle
  * brackets; *pk points at the text after "|pk=" (or the end). Returns the count (at most max). */
-static size_t schema_cols(const char *text, size_t len, const char **col, size_t *col_len, size_t max,
-                          const char **pk, size_t *pk_len) {
+static size_t schema_cols(const char *text, size_t len, const char **col, size_t *col_len, size_t max, const char **pk,
+                          size_t *pk_len) {
   size_t n = 0, start = 0;
   int depth = 0;
   *pk = text + len;
@@ -723,8 +722,7 @@ wd_error_t *wd_state_check_table(wd_state_t *s, const char *dir) {
         old_n = k;
       }
       wd_buf_free(&part);
-      for (size_t c = old_n; appended && c < s->t->schema->ncols; c++)
-        appended = !s->t->schema->cols[c].type->not_null;
+      for (size_t c = old_n; appended && c < s->t->schema->ncols; c++) appended = !s->t->schema->cols[c].type->not_null;
     }
     if (appended) {
       char nbuf[24];

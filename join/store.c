@@ -201,8 +201,8 @@ int wd_store_batch_encode(const wd_store_batch_t *b, wd_buf_t *out) {
 /* Appends one op in wd_store_batch_encode's format (kind, key, value): one reservation, then the
  * bytes in place (it runs once per changed row of an exactly-once commit). 0, or -1 on no memory
  * or a length above 2^32 - 1. */
-static int wd_store_encode_op(wd_buf_t *out, wd_store_op_kind_t k, const uint8_t *key, size_t klen,
-                              const uint8_t *val, size_t vlen) {
+static int wd_store_encode_op(wd_buf_t *out, wd_store_op_kind_t k, const uint8_t *key, size_t klen, const uint8_t *val,
+                              size_t vlen) {
   if (klen > UINT32_MAX || vlen > UINT32_MAX || wd_buf_reserve(out, 9 + klen + vlen)) return -1;
   uint8_t *p = out->data + out->len;
   *p++ = (uint8_t)k;
@@ -419,8 +419,7 @@ wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
   return st->ops->scan(st, cb, ctx);
 }
 
-wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
-                                 void *ctx) {
+wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb, void *ctx) {
   if (!st || !cb || (!prefix && plen))
     return wd_error_new(WD_ERR_INTERNAL, E_STORE_READ, "scan_prefix: NULL store, callback or prefix");
   return st->ops->scan_prefix(st, prefix, plen, NULL, 0, cb, ctx);

@@ -24,11 +24,11 @@ typedef struct wd_store wd_store_t;
 typedef struct wd_store_batch wd_store_batch_t;
 
 typedef struct wd_store_options {
-  size_t block_cache_bytes;     /* RocksDB LRU block cache; 0 = 64 MiB */
+  size_t block_cache_bytes; /* RocksDB LRU block cache; 0 = 64 MiB */
   int64_t tombstone_retention_ms; /* < 0: keep tombstones forever (default); else a compaction
                                      filter drops tombstones older than this (entry bytes 2-9) */
-  bool sync;                    /* fsync each write batch (default false: WAL without fsync) */
-  uint64_t min_free_bytes;      /* the disk guard: 0 off; else every write first measures the free
+  bool sync; /* fsync each write batch (default false: WAL without fsync) */
+  uint64_t min_free_bytes; /* the disk guard: 0 off; else every write first measures the free
                                    bytes of dir's filesystem (statvfs) and fails with
                                    E_STATE_DISK_FULL below this (state.min-free-bytes) */
 } wd_store_options_t;
@@ -167,8 +167,7 @@ wd_error_t *wd_store_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx);
  * cache since these scans are on the hot path of join/lookup.c's fan-out; memory: a pass over
  * every entry, then sorted). cb must not write to the store. Errors: WD_ERR_IO "E_STORE_READ";
  * E_NOMEM (memory store). */
-wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb,
-                                 void *ctx);
+wd_error_t *wd_store_scan_prefix(wd_store_t *st, const uint8_t *prefix, size_t plen, wd_store_scan_cb cb, void *ctx);
 
 /* As wd_store_scan_prefix, starting at the first key >= from[0..flen) (from NULL: the prefix's
  * first key): a caller reads a key range in chunks of bounded size (stop in cb, then go on from

@@ -21,7 +21,7 @@
 
 typedef enum wd_store_op_kind {
   WD_STORE_OP_PUT = 1, /* "state": key -> value */
-  WD_STORE_OP_DELETE,  /* "state": remove key (no value) */
+  WD_STORE_OP_DELETE, /* "state": remove key (no value) */
   WD_STORE_OP_META_PUT, /* "meta": key -> value (offsets: "offset/<topic>/<partition>" -> decimal) */
   WD_STORE_OP_META_DELETE, /* "meta": remove key */
   WD_STORE_OP_DELETE_RANGE, /* "state": remove every key in [key, val) (val is the end key) */
@@ -41,9 +41,9 @@ struct wd_store_batch {
   wd_store_op_t *ops;
   size_t n, cap;
   wd_buf_t bytes; /* keys and values of all ops, back to back */
-  wd_buf_t undo;  /* the undo image of the state ops with a prior (wd_store_batch_prior): the ops
+  wd_buf_t undo; /* the undo image of the state ops with a prior (wd_store_batch_prior): the ops
                    * that restore them, in wd_store_batch_encode's op format without the count */
-  size_t nundo;   /* ops in undo */
+  size_t nundo; /* ops in undo */
 };
 
 /* A resolved op: pointers into the batch, valid until the batch is changed. Never NULL pointers
@@ -71,8 +71,8 @@ int wd_store_offset_parse(const uint8_t *val, size_t vlen, int64_t *next_offset)
  * checked by the dispatchers in store.c (non-NULL arrays, n > 0 where it matters). */
 typedef struct wd_store_ops {
   const char *name; /* "rocksdb", "memory" */
-  wd_error_t *(*multi_get)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
-                           uint8_t **vals, size_t *vlens);
+  wd_error_t *(*multi_get)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens, uint8_t **vals,
+                           size_t *vlens);
   /* Optional (NULL: multi_get and a copy per value): see wd_store_multi_get_each. */
   wd_error_t *(*multi_get_each)(wd_store_t *st, size_t n, const uint8_t *const *keys, const size_t *klens,
                                 wd_store_value_cb cb, void *ctx);

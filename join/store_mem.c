@@ -23,7 +23,7 @@ typedef struct wd_mem_entry {
 
 typedef struct wd_mem_table {
   wd_mem_entry_t **slots; /* cap slots, NULL = empty */
-  size_t cap;             /* 0 or a power of two */
+  size_t cap; /* 0 or a power of two */
   size_t count;
 } wd_mem_table_t;
 
@@ -224,8 +224,7 @@ static int wd_mem_cmp_bytes(const uint8_t *a, size_t alen, const uint8_t *b, siz
 }
 
 /* Removes every key k of t with begin <= k < end. */
-static void wd_mem_delete_range(wd_mem_table_t *t, const uint8_t *begin, size_t blen, const uint8_t *end,
-                                size_t elen) {
+static void wd_mem_delete_range(wd_mem_table_t *t, const uint8_t *begin, size_t blen, const uint8_t *end, size_t elen) {
   /* backward-shift deletion moves entries only into the hole, which starts at i and moves on:
    * re-checking slot i after a removal sees every entry that moved into the unscanned part */
   for (size_t i = 0; i < t->cap; i++) {
@@ -313,8 +312,7 @@ static wd_error_t *wd_mem_scan(wd_store_t *st, wd_store_scan_cb cb, void *ctx) {
   if (ms->state.count == 0) goto cleanup;
   all = malloc(ms->state.count * sizeof(*all));
   if (!all) {
-    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "memory store: out of memory sorting %zu entries",
-                       ms->state.count);
+    err = wd_error_new(WD_ERR_NOMEM, E_STORE_READ, "memory store: out of memory sorting %zu entries", ms->state.count);
     goto cleanup;
   }
   for (size_t i = 0; i < ms->state.cap; i++) {

@@ -65,8 +65,8 @@ typedef struct wd_store_rdb {
   rocksdb_writeoptions_t *wopts_sync; /* fsync'ed writes (wd_store_write_sync) */
   rocksdb_readoptions_t *ropts;
   rocksdb_readoptions_t *scan_ropts; /* fill_cache off: a full scan must not evict hot blocks */
-  rocksdb_writebatch_t *wb;          /* reused by each write */
-  char *secondary;                   /* read-only secondary instance: its own info-log directory
+  rocksdb_writebatch_t *wb; /* reused by each write */
+  char *secondary; /* read-only secondary instance: its own info-log directory
                                         (removed at close), else NULL */
   /* multi_get scratch, grown on demand */
   rocksdb_pinnableslice_t **pins;
@@ -135,8 +135,8 @@ static const wd_store_ops_t wd_store_rdb_ops;
  * "state" that is a version-1 tombstone written more than retention_ms ago. Rows, unknown
  * versions, short values and tombstones stamped in the future are kept. Never changes values.
  */
-static unsigned char wd_rdb_filter(void *state, int level, const char *key, size_t klen, const char *val,
-                                   size_t vlen, char **new_val, size_t *new_vlen, unsigned char *changed) {
+static unsigned char wd_rdb_filter(void *state, int level, const char *key, size_t klen, const char *val, size_t vlen,
+                                   char **new_val, size_t *new_vlen, unsigned char *changed) {
   const wd_rdb_retention_t *r = state;
   (void)level;
   (void)key;
@@ -340,8 +340,7 @@ static wd_error_t *wd_rdb_corrupt_error(const char *dir, const char *msg) {
 /* An error of a read or write of rs: E_STATE_CORRUPT (and the marker written) when RocksDB says
  * Corruption, else WD_ERR_IO eid with "<what> the state store in <dir>: <msg>". */
 static wd_error_t *wd_rdb_io_error(const char *dir, wd_eid_t eid, const char *what, const char *msg) {
-  if (!strstr(msg, "Corruption"))
-    return wd_error_make(WD_ERR_IO, eid, "%s the state store in %s: %s", what, dir, msg);
+  if (!strstr(msg, "Corruption")) return wd_error_make(WD_ERR_IO, eid, "%s the state store in %s: %s", what, dir, msg);
   wd_error_t *err = wd_rdb_corrupt_error(dir, msg);
   char path[4096];
   snprintf(path, sizeof(path), "%s/" WD_RDB_CORRUPT_MARKER, dir);
@@ -419,14 +418,16 @@ wd_error_t *wd_store_open_rocksdb(const char *dir, const wd_store_options_t *opt
     goto cleanup;
   }
   if (wd_mkdir_p(dir) != 0) {
-    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create the state directory %s: %s; check the path of "
-                       "state.dir and its permissions", dir, strerror(errno));
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN,
+                       "cannot create the state directory %s: %s; check the path of "
+                       "state.dir and its permissions",
+                       dir, strerror(errno));
     goto cleanup;
   }
   if (opts && opts->tombstone_retention_ms >= 0) {
     rs->retention.retention_ms = (uint64_t)opts->tombstone_retention_ms;
-    rs->filter = rocksdb_compactionfilter_create(&rs->retention, wd_rdb_filter_destructor, wd_rdb_filter,
-                                                 wd_rdb_filter_name);
+    rs->filter =
+        rocksdb_compactionfilter_create(&rs->retention, wd_rdb_filter_destructor, wd_rdb_filter, wd_rdb_filter_name);
   }
   if ((err = wd_rdb_marker_error(dir))) goto cleanup;
   for (int compress = 1; compress >= 0; compress--) {
@@ -504,8 +505,8 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
     goto cleanup;
   }
   if (!mkdtemp(tmpl) || !(rs->secondary = strdup(tmpl))) {
-    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create a directory for the secondary instance of %s: %s",
-                       dir, strerror(errno));
+    err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot create a directory for the secondary instance of %s: %s", dir,
+                       strerror(errno));
     goto cleanup;
   }
   wd_rdb_build_options(rs, NULL, 1);
@@ -514,8 +515,7 @@ wd_error_t *wd_store_open_rocksdb_secondary(const char *dir, wd_store_t **out) {
   rs->db = rocksdb_open_as_secondary_column_families(rs->db_opts, dir, rs->secondary, WD_CF_COUNT, wd_rdb_cf_names,
                                                      (const rocksdb_options_t *const *)rs->cf_opts, rs->cf, &rerr);
   if (!rs->db) {
-    if (rerr && wd_rdb_is_corruption(rerr, dir))
-      err = wd_rdb_corrupt_error(dir, rerr);
+    if (rerr && wd_rdb_is_corruption(rerr, dir)) err = wd_rdb_corrupt_error(dir, rerr);
     else
       err = wd_error_new(WD_ERR_IO, E_STORE_OPEN, "cannot open the state store in %s read-only: %s", dir,
                          rerr ? rerr : "unknown error");
@@ -623,8 +623,7 @@ static wd_error_t *wd_rdb_multi_get_each(wd_store_t *st, size_t n, const uint8_t
   rocksdb_batched_multi_get_cf(rs->db, rs->ropts, rs->cf[WD_CF_STATE], n, (const char *const *)keys, klens, rs->pins,
                                rs->errs, wd_rdb_keys_sorted(n, keys, klens));
   for (size_t i = 0; i < n && !err; i++)
-    if (rs->errs[i])
-      err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "reading", rs->errs[i]);
+    if (rs->errs[i]) err = wd_rdb_io_error(rs->dir, WD_EID_E_STORE_READ, "reading", rs->errs[i]);
   for (size_t i = 0; i < n && !err; i++) {
     size_t len = 0;
     const char *p = rs->pins[i] ? rocksdb_pinnableslice_value(rs->pins[i], &len) : NULL;
@@ -688,34 +687,34 @@ static wd_error_t *wd_rdb_write(wd_store_t *st, const wd_store_batch_t *const *b
     for (size_t i = 0; i < bs[k]->n; i++) {
       wd_store_batch_view(bs[k], i, &v);
       switch (v.kind) {
-        case WD_STORE_OP_PUT:
-          rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen, (const char *)v.val,
-                                    v.vlen);
-          break;
-        case WD_STORE_OP_DELETE:
-          rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen);
-          break;
-        case WD_STORE_OP_META_PUT:
-          rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val,
-                                    v.vlen);
-          break;
-        case WD_STORE_OP_META_DELETE:
-          rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen);
-          break;
-        case WD_STORE_OP_DELETE_RANGE:
-          if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
-            rocksdb_writebatch_clear(rs->wb);
-            return wd_error_new(WD_ERR_INTERNAL, E_STORE_WRITE,
-                                "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)",
-                                rs->dir, v.klen, WD_STORE_RANGE_BEGIN_MAX);
-          }
-          rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen,
-                                             (const char *)v.val, v.vlen);
-          break;
-        case WD_STORE_OP_META_DELETE_RANGE:
-          rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen,
-                                             (const char *)v.val, v.vlen);
-          break;
+      case WD_STORE_OP_PUT:
+        rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen, (const char *)v.val,
+                                  v.vlen);
+        break;
+      case WD_STORE_OP_DELETE:
+        rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen);
+        break;
+      case WD_STORE_OP_META_PUT:
+        rocksdb_writebatch_put_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val, v.vlen);
+        break;
+      case WD_STORE_OP_META_DELETE:
+        rocksdb_writebatch_delete_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen);
+        break;
+      case WD_STORE_OP_DELETE_RANGE:
+        if (v.klen > WD_STORE_RANGE_BEGIN_MAX) { /* store.h: never in the insert hints' domain */
+          rocksdb_writebatch_clear(rs->wb);
+          return wd_error_new(
+              WD_ERR_INTERNAL, E_STORE_WRITE,
+              "writing to the state store in %s: a range deletion's begin key of %zu bytes (at most %d)", rs->dir,
+              v.klen, WD_STORE_RANGE_BEGIN_MAX);
+        }
+        rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_STATE], (const char *)v.key, v.klen,
+                                           (const char *)v.val, v.vlen);
+        break;
+      case WD_STORE_OP_META_DELETE_RANGE:
+        rocksdb_writebatch_delete_range_cf(rs->wb, rs->cf[WD_CF_META], (const char *)v.key, v.klen, (const char *)v.val,
+                                           v.vlen);
+        break;
       }
     }
   }
@@ -805,8 +804,8 @@ static wd_error_t *wd_rdb_compact(wd_store_t *st) {
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_STATE], NULL, 0, NULL, 0);
   rocksdb_compact_range_cf(rs->db, rs->cf[WD_CF_META], NULL, 0, NULL, 0);
   if (rocksdb_property_int(rs->db, "rocksdb.background-errors", &bg_errors) == 0 && bg_errors > 0)
-    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "compacting the state store in %s: %llu background errors",
-                        rs->dir, (unsigned long long)bg_errors);
+    return wd_error_new(WD_ERR_IO, E_STORE_WRITE, "compacting the state store in %s: %llu background errors", rs->dir,
+                        (unsigned long long)bg_errors);
   return NULL;
 }
 

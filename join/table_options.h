@@ -11,11 +11,11 @@
 
 /* One option's reference entry; every string is static and not NULL. */
 typedef struct wd_table_option_doc {
-  const char *key;         /* "merge-engine", "fields.<f>.aggregate-function" */
-  const char *values;      /* the accepted values, '|'-separated ("none|input|lookup|full-compaction",
+  const char *key; /* "merge-engine", "fields.<f>.aggregate-function" */
+  const char *values; /* the accepted values, '|'-separated ("none|input|lookup|full-compaction",
                               "true|false"), or "" when the description says what is accepted */
-  const char *def;         /* the default, as text ("deduplicate", "false", "none") */
-  const char *applies;     /* where it applies ("all", "partial-update", "listagg", ...) */
+  const char *def; /* the default, as text ("deduplicate", "false", "none") */
+  const char *applies; /* where it applies ("all", "partial-update", "listagg", ...) */
   const char *description; /* what it does */
 } wd_table_option_doc_t;
 

@@ -45,7 +45,7 @@ static int wd_kafka_cert_verify_cb(rd_kafka_t *rk, const char *broker_name, int3
 /* Set while wd_kafka_check_connect serves callbacks on this thread: security errors are then
  * reported once by it (as the returned error) rather than logged. */
 static _Thread_local rd_kafka_t *wd_kafka_checking;
-static _Thread_local int wd_kafka_check_err;          /* first error seen during the check */
+static _Thread_local int wd_kafka_check_err; /* first error seen during the check */
 static _Thread_local char wd_kafka_check_reason[512]; /* its reason */
 /* The client whose check failed: its later errors (served while it is destroyed) are not logged. */
 static _Thread_local rd_kafka_t *wd_kafka_failed;
@@ -53,12 +53,9 @@ static _Thread_local rd_kafka_t *wd_kafka_failed;
 /* librdkafka log callback: runs on librdkafka's internal threads; wd_log_write is thread-safe. */
 static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
   wd_log_level_t lvl;
-  if (level <= 4)
-    lvl = WD_LOG_WARN;
-  else if (level == 5)
-    lvl = WD_LOG_INFO;
-  else
-    lvl = WD_LOG_DEBUG;
+  if (level <= 4) lvl = WD_LOG_WARN;
+  else if (level == 5) lvl = WD_LOG_INFO;
+  else lvl = WD_LOG_DEBUG;
   /* Connection failures are reported once through the error callback (wd_kafka_on_error). */
   if (fac && strcmp(fac, "FAIL") == 0) lvl = WD_LOG_DEBUG;
   /* A failed certificate check is reported by the error callback (wd_kafka_on_error). */
@@ -74,7 +71,8 @@ static void wd_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     if (strstr(buf, "concurrent operation") || strstr(buf, "CONCURRENT_TRANSACTIONS")) {
       /* only an earlier incarnation's open transaction gives CONCURRENT_TRANSACTIONS here */
       if (atomic_fetch_add(&told_previous, 1) == 0)
-        wd_log(WD_LOG_INFO, "rdkafka", "waiting for the broker to finish the previous run's open transaction "
+        wd_log(WD_LOG_INFO, "rdkafka",
+               "waiting for the broker to finish the previous run's open transaction "
                "(aborting it fences that run's output)");
     } else if (atomic_fetch_add(&told_coordinator, 1) == 0) {
       /* a broker's first transactions (its transaction state topic being created) or a coordinator
@@ -130,8 +128,8 @@ wd_error_t *wd_kafka_unknown_property(const char *name) {
   size_t n = 0;
   char **names = wd_kafka_property_names(&n);
   const char *near = names ? wd_closest(name, (const char *const *)names, n) : NULL;
-  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "unknown Kafka property '%s'%s%s%s",
-                                 name, near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
+  wd_error_t *err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "unknown Kafka property '%s'%s%s%s", name,
+                                 near ? "; did you mean '" : " (librdkafka's CONFIGURATION.md lists them)",
                                  near ? near : "", near ? "'?" : "");
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
@@ -143,13 +141,13 @@ static wd_error_t *wd_kafka_conf_set1(rd_kafka_conf_t *rconf, const char *name, 
   rd_kafka_conf_res_t res = rd_kafka_conf_set(rconf, name, value, errstr, sizeof(errstr));
   if (res == RD_KAFKA_CONF_UNKNOWN) return wd_kafka_unknown_property(name);
   if (res != RD_KAFKA_CONF_OK)
-    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' = '%s': %s", name, wd_conf_shown(name, value),
-                       errstr);
+    return wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' = '%s': %s", name,
+                        wd_conf_shown(name, value), errstr);
   return NULL;
 }
 
-wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults,
-                                const wd_kafka_kv_t *fixed, rd_kafka_conf_t **out) {
+wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults, const wd_kafka_kv_t *fixed,
+                                rd_kafka_conf_t **out) {
   wd_error_t *err = NULL;
   rd_kafka_conf_t *rconf = NULL;
   *out = NULL;
@@ -180,8 +178,8 @@ wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t
       goto cleanup;
     }
     if (wd_kafka_kv_has(fixed, prop->name)) {
-      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY,
-                         "Kafka property '%s' is managed by widen and cannot be set", prop->name);
+      err = wd_error_new(WD_ERR_CONFIG, C_KAFKA_PROPERTY, "Kafka property '%s' is managed by widen and cannot be set",
+                         prop->name);
       goto cleanup;
     }
     if ((err = wd_kafka_conf_set1(rconf, prop->name, prop->value))) goto cleanup;
@@ -216,10 +214,8 @@ static bool wd_kafka_err_retriable(rd_kafka_resp_err_t err) {
   case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
   case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
   case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
-  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
-    return true;
-  default:
-    return false;
+  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART: return true;
+  default: return false;
   }
 }
 
@@ -242,8 +238,8 @@ wd_error_t *wd_kafka_error_obj_make(rd_kafka_t *rk, rd_kafka_error_t *rerr, wd_e
   bool fatal = rerr && rd_kafka_error_is_fatal(rerr);
   if (fatal && rk) orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
   wd_error_t *e = wd_error_make(WD_ERR_KAFKA, eid, "%s: %s (%s)%s%s", text, rerr ? rd_kafka_error_name(rerr) : "?",
-                               rerr ? rd_kafka_error_string(rerr) : "unknown error", orig ? "; fatal: " : "",
-                               orig ? fatal_str : "");
+                                rerr ? rd_kafka_error_string(rerr) : "unknown error", orig ? "; fatal: " : "",
+                                orig ? fatal_str : "");
   if (e != wd_error_nomem()) {
     e->code = (int)code;
     e->retriable = rerr && rd_kafka_error_is_retriable(rerr);
@@ -270,8 +266,8 @@ wd_error_t *wd_kafka_error_make(rd_kafka_t *rk, rd_kafka_resp_err_t err, wd_eid_
   if (err == RD_KAFKA_RESP_ERR__FATAL && rk) {
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
     if (orig) {
-      wd_error_t *e = wd_error_make(WD_ERR_KAFKA, eid, "%s: fatal client error %s: %s", text, rd_kafka_err2name(orig),
-                                   fatal_str);
+      wd_error_t *e =
+          wd_error_make(WD_ERR_KAFKA, eid, "%s: fatal client error %s: %s", text, rd_kafka_err2name(orig), fatal_str);
       if (e != wd_error_nomem()) {
         e->fatal = true;
         e->retriable = false;
@@ -306,7 +302,8 @@ static void wd_kafka_unreachable_text(rd_kafka_t *rk, int err, const char *reaso
   } else {
     size_t n = wn;
     const rd_kafka_conf_t *c = rd_kafka_conf(rk);
-    if (!c || rd_kafka_conf_get(c, "bootstrap.servers", where, &n) != RD_KAFKA_CONF_OK) snprintf(where, wn, "the broker");
+    if (!c || rd_kafka_conf_get(c, "bootstrap.servers", where, &n) != RD_KAFKA_CONF_OK)
+      snprintf(where, wn, "the broker");
   }
   static const struct {
     const char *has, *say;
@@ -446,8 +443,8 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
   }
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, fatal_str, sizeof(fatal_str));
-    wd_log(WD_LOG_ERROR, module, "%s: fatal Kafka client error %s: %s", rd_kafka_name(rk),
-           rd_kafka_err2name(orig), orig ? fatal_str : reason);
+    wd_log(WD_LOG_ERROR, module, "%s: fatal Kafka client error %s: %s", rd_kafka_name(rk), rd_kafka_err2name(orig),
+           orig ? fatal_str : reason);
     return true;
   }
   if (wd_kafka_is_connection_error(err)) {
@@ -458,8 +455,8 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
       wd_log(WD_LOG_DEBUG, module, "%s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
       *waiting = true;
     } else {
-      wd_log(WD_LOG_DEBUG, module, "still cannot reach the broker (%s: %s)", rd_kafka_err2name((rd_kafka_resp_err_t)err),
-             reason);
+      wd_log(WD_LOG_DEBUG, module, "still cannot reach the broker (%s: %s)",
+             rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
     }
     return false;
   }

@@ -38,8 +38,8 @@ typedef struct wd_kafka_kv {
  *   brokers missing or empty; a property librdkafka does not know or whose value it refuses
  *   (librdkafka's own reason is quoted); bootstrap.servers or group.id given as a property
  *   (use the brokers / group settings); a property in fixed. E_NOMEM. */
-wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults,
-                                const wd_kafka_kv_t *fixed, rd_kafka_conf_t **out);
+wd_error_t *wd_kafka_conf_build(const wd_kafka_conf_t *conf, const wd_kafka_kv_t *defaults, const wd_kafka_kv_t *fixed,
+                                rd_kafka_conf_t **out);
 
 /* A new WD_ERR_KAFKA error with the id eid (e.g. WD_EID_E_KAFKA) whose text is the printf-style text followed
  * by ": <librdkafka's error name and description>". retriable is set for librdkafka's

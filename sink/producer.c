@@ -32,7 +32,7 @@ struct wd_producer {
   size_t ntopics;
   uint64_t sent, acked, failed, bytes;
   char first_failure[512]; /* "" until a delivery fails */
-  bool waiting;            /* a broker is unreachable (logged once) */
+  bool waiting; /* a broker is unreachable (logged once) */
   bool queue_full_logged;
   bool fatal;
   bool closing; /* wd_producer_destroy purges: the purged messages' reports are expected */
@@ -96,8 +96,9 @@ static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, voi
       snprintf(p->first_failure, sizeof(p->first_failure), "%s [%" PRId32 "]: %s (%s)",
                rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2name(rkm->err),
                rd_kafka_err2str(rkm->err));
-    wd_log(p->failed == 1 && !p->closing ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink", "delivery to %s [%" PRId32 "] failed: %s",
-           rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2str(rkm->err));
+    wd_log(p->failed == 1 && !p->closing ? WD_LOG_ERROR : WD_LOG_DEBUG, "sink",
+           "delivery to %s [%" PRId32 "] failed: %s", rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition,
+           rd_kafka_err2str(rkm->err));
   } else {
     p->acked++;
     wd_producer_note_range(p, rkm);
@@ -111,8 +112,7 @@ static void wd_producer_error_cb(rd_kafka_t *rk, int err, const char *reason, vo
 }
 
 wd_error_t *wd_producer_new(const wd_kafka_conf_t *conf, wd_producer_t **out) {
-  static const wd_kafka_kv_t defaults[] = {
-      {"linger.ms", "5"}, {"reconnect.backoff.max.ms", "1000"}, {NULL, NULL}};
+  static const wd_kafka_kv_t defaults[] = {{"linger.ms", "5"}, {"reconnect.backoff.max.ms", "1000"}, {NULL, NULL}};
   static const wd_kafka_kv_t fixed[] = {
       {"enable.idempotence", "true"}, {"acks", "all"}, {"partitioner", "murmur2_random"}, {NULL, NULL}};
   wd_error_t *err = NULL;
@@ -208,21 +208,20 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
         goto cleanup;
       }
       for (size_t i = 0; i < nheaders; i++)
-        rd_kafka_header_add(hdrs, headers[i].name, -1, headers[i].value, headers[i].value ? (ssize_t)headers[i].len : 0);
+        rd_kafka_header_add(hdrs, headers[i].name, -1, headers[i].value,
+                            headers[i].value ? (ssize_t)headers[i].len : 0);
     }
-    rd_kafka_resp_err_t rerr =
-        rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                          RD_KAFKA_V_KEY(key, key ? klen : 0), RD_KAFKA_V_VALUE((void *)value, value ? vlen : 0),
-                          RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)p->epoch),
-                          RD_KAFKA_V_END);
+    rd_kafka_resp_err_t rerr = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(key, key ? klen : 0), RD_KAFKA_V_VALUE((void *)value, value ? vlen : 0),
+        RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)p->epoch), RD_KAFKA_V_END);
     if (!rerr) {
       hdrs = NULL; /* owned by the message now */
       break;
     }
     if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       err = rerr == RD_KAFKA_RESP_ERR__FATAL ? wd_producer_fatal_error(p)
-                                              : wd_kafka_error(p->rk, rerr, E_SINK_PRODUCE, "produce to '%s'", topic);
+                                             : wd_kafka_error(p->rk, rerr, E_SINK_PRODUCE, "produce to '%s'", topic);
       /* A transactional producer refuses new messages with __STATE while its transaction is in
        * an abortable error state (a delivery inside it failed): the transaction must be aborted
        * and the work redone (librdkafka's transactions guide). Fatal states were taken above. */
@@ -241,8 +240,8 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
     if (p->wait) { /* the owner serves its consumer while deliveries drain, and may give up */
       rd_kafka_poll(p->rk, 10);
       if (p->wait(p->wait_ctx, 90)) {
-        err = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "produce to '%s': stopped while the producer queue was full",
-                           topic);
+        err =
+            wd_error_new(WD_ERR_KAFKA, E_STOPPED, "produce to '%s': stopped while the producer queue was full", topic);
         err->retriable = true;
         goto cleanup;
       }
@@ -289,8 +288,9 @@ wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic
 static wd_error_t *wd_producer_result(wd_producer_t *p) {
   if (p->fatal) return wd_producer_fatal_error(p);
   if (p->failed) {
-    wd_error_t *err = wd_error_new(WD_ERR_KAFKA, E_SINK_DELIVERY, "%" PRIu64 " message(s) could not be delivered; first: %s",
-                                   p->failed, p->first_failure);
+    wd_error_t *err =
+        wd_error_new(WD_ERR_KAFKA, E_SINK_DELIVERY, "%" PRIu64 " message(s) could not be delivered; first: %s",
+                     p->failed, p->first_failure);
     if (err != wd_error_nomem()) err->retriable = false;
     return err;
   }
@@ -347,8 +347,8 @@ wd_error_t *wd_producer_wait_batch(wd_producer_t *p, uint64_t epoch, int timeout
     if (left <= 0) {
       uint64_t n = 0;
       for (uint64_t e = first; e <= epoch; e++) n += p->pending[WD_EPOCH_SLOT(e)];
-      return wd_error_new(WD_ERR_KAFKA, E_SINK_TIMEOUT, "%" PRIu64 " message(s) of output batch %" PRIu64
-                          " still in flight", n, epoch);
+      return wd_error_new(WD_ERR_KAFKA, E_SINK_TIMEOUT,
+                          "%" PRIu64 " message(s) of output batch %" PRIu64 " still in flight", n, epoch);
     }
     rd_kafka_poll(p->rk, left > 100 ? 100 : (int)left);
   }
@@ -492,8 +492,7 @@ wd_error_t *wd_producer_ensure_topic(wd_producer_t *p, const char *topic, int pa
     err = wd_kafka_error(p->rk, rerr, E_TOPIC_CREATE, "creating topic '%s' (%s)", topic,
                          n == 1 && rd_kafka_topic_result_error_string(tr[0]) ? rd_kafka_topic_result_error_string(tr[0])
                                                                              : "");
-  else if (!rerr)
-    wd_log(WD_LOG_INFO, "sink", "created topic %s (%d partitions)", topic, partitions);
+  else if (!rerr) wd_log(WD_LOG_INFO, "sink", "created topic %s (%d partitions)", topic, partitions);
 done:
   if (ev) rd_kafka_event_destroy(ev);
   if (q) rd_kafka_queue_destroy(q);

@@ -41,10 +41,10 @@ typedef struct wd_header {
 
 /* Counters since wd_producer_new(). in_flight = sent - acked - failed. */
 typedef struct wd_producer_stats {
-  uint64_t sent;   /* messages enqueued by wd_producer_send / _send_dead_letter */
-  uint64_t acked;  /* delivery confirmed by the broker */
+  uint64_t sent; /* messages enqueued by wd_producer_send / _send_dead_letter */
+  uint64_t acked; /* delivery confirmed by the broker */
   uint64_t failed; /* delivery failed permanently */
-  uint64_t bytes;  /* key + value bytes enqueued */
+  uint64_t bytes; /* key + value bytes enqueued */
   uint64_t in_flight;
 } wd_producer_stats_t;
 

@@ -60,10 +60,8 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
   }
   size_t missing = 0;
   for (size_t i = 0; i < n; i++) {
-    if (exists && exists[i])
-      ok++;
-    else
-      missing++;
+    if (exists && exists[i]) ok++;
+    else missing++;
   }
   if (!missing) {
     free(exists);
@@ -82,17 +80,17 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
   for (size_t i = 0; i < n; i++) {
     if (exists && exists[i]) continue;
     nt[nt_n] = rd_kafka_NewTopic_new(topics[i], -1, -1, errstr, sizeof(errstr));
-    if (nt[nt_n])
-      nt_n++;
-    else
-      wd_log(WD_LOG_WARN, "sink", "creating topic %s: %s", topics[i], errstr);
+    if (nt[nt_n]) nt_n++;
+    else wd_log(WD_LOG_WARN, "sink", "creating topic %s: %s", topics[i], errstr);
   }
   rd_kafka_CreateTopics(rk, nt, nt_n, opt, q);
   rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
   const rd_kafka_CreateTopics_result_t *res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
   if (!res) {
-    wd_log(WD_LOG_WARN, "sink", "creating the output topics: %s (they are created by their first record if the "
-           "broker auto-creates topics)", ev ? rd_kafka_event_error_string(ev) : "no answer from the broker in time");
+    wd_log(WD_LOG_WARN, "sink",
+           "creating the output topics: %s (they are created by their first record if the "
+           "broker auto-creates topics)",
+           ev ? rd_kafka_event_error_string(ev) : "no answer from the broker in time");
   } else {
     size_t cnt = 0;
     const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(res, &cnt);
@@ -105,8 +103,10 @@ size_t wd_sink_create_topics(const wd_kafka_conf_t *conf, const char *const *top
         ok++;
       } else {
         const char *es = rd_kafka_topic_result_error_string(tr[i]);
-        wd_log(WD_LOG_WARN, "sink", "creating topic %s: %s (it is created by its first record if the broker "
-               "auto-creates topics)", rd_kafka_topic_result_name(tr[i]), es ? es : rd_kafka_err2str(e));
+        wd_log(WD_LOG_WARN, "sink",
+               "creating topic %s: %s (it is created by its first record if the broker "
+               "auto-creates topics)",
+               rd_kafka_topic_result_name(tr[i]), es ? es : rd_kafka_err2str(e));
       }
     }
   }

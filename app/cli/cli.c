@@ -29,17 +29,12 @@ int wd_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
       names[nn++] = o->name;
     }
     const char *near = wd_closest(name, names, nn);
-    if (near)
-      fprintf(stderr, "widen %s: unknown option '--%s'; did you mean '--%s'?\n", cmd, name, near);
-    else
-      fprintf(stderr, "widen %s: unknown option '--%s' (widen %s --help lists the options)\n", cmd, name, cmd);
+    if (near) fprintf(stderr, "widen %s: unknown option '--%s'; did you mean '--%s'?\n", cmd, name, near);
+    else fprintf(stderr, "widen %s: unknown option '--%s' (widen %s --help lists the options)\n", cmd, name, cmd);
     return ch;
   }
-  if (optopt && strchr(shortopts, optopt))
-    fprintf(stderr, "widen %s: option '-%c' needs a value\n", cmd, optopt);
-  else if (optopt)
-    fprintf(stderr, "widen %s: unknown option '-%c'\n", cmd, optopt);
-  else
-    fprintf(stderr, "widen %s: unknown option '%s'\n", cmd, arg);
+  if (optopt && strchr(shortopts, optopt)) fprintf(stderr, "widen %s: option '-%c' needs a value\n", cmd, optopt);
+  else if (optopt) fprintf(stderr, "widen %s: unknown option '-%c'\n", cmd, optopt);
+  else fprintf(stderr, "widen %s: unknown option '%s'\n", cmd, arg);
   return ch;
 }

@@ -57,8 +57,7 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
   fprintf(f, "  kafka     %s%s, group %s, %zu extra properties\n", cfg->kafka.bootstrap_servers,
           cfg->brokers_from_env ? " (from WIDEN_BROKERS)" : "", cfg->kafka.group_id, cfg->kafka.properties.n);
   fprintf(f, "  table     %s: %zu columns, primary key (", cfg->table.name, cfg->table.schema.n);
-  for (size_t i = 0; i < cfg->table.primary_key.n; i++)
-    fprintf(f, "%s%s", i ? ", " : "", cfg->table.primary_key.v[i]);
+  for (size_t i = 0; i < cfg->table.primary_key.n; i++) fprintf(f, "%s%s", i ? ", " : "", cfg->table.primary_key.v[i]);
   fprintf(f, "), merge-engine %s, %zu options\n", engine_name(wd_table_engine(t)), cfg->table.options.n);
   for (size_t i = 0; i < cfg->sources.n; i++) {
     const wd_config_source_t *src = &cfg->sources.v[i];
@@ -78,17 +77,18 @@ static void print_summary(FILE *f, const wd_config_t *cfg, const wd_table_t *t) 
   if (cfg->state.tombstone_retention_ms >= 0) format_duration(cfg->state.tombstone_retention_ms, kept, sizeof(kept));
   fprintf(f, "  state     %s: tombstones kept %s, cache %lld rows, %lld MiB\n", cfg->state.dir, kept,
           (long long)cfg->state.cache_entries, (long long)cfg->state.cache_memory_mb);
-  fprintf(f, "  pipeline  %s, commits every %lld ms%s or %lld records, batches of %lld records or %lld ms, %s, status "
+  fprintf(f,
+          "  pipeline  %s, commits every %lld ms%s or %lld records, batches of %lld records or %lld ms, %s, status "
           "every %lld s\n",
           cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE ? "exactly-once (read the output read_committed)"
-                                                                      : "at-least-once",
+                                                                       : "at-least-once",
           (long long)cfg->pipeline.commit_interval_ms,
           cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE &&
                   cfg->pipeline.commit_interval_min_ms < cfg->pipeline.commit_interval_ms
               ? " (less while caught up)"
               : "",
-          (long long)cfg->pipeline.commit_max_records,
-          (long long)cfg->pipeline.batch_size, (long long)cfg->pipeline.batch_timeout_ms,
+          (long long)cfg->pipeline.commit_max_records, (long long)cfg->pipeline.batch_size,
+          (long long)cfg->pipeline.batch_timeout_ms,
           cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION ? "a task per partition" : "one task",
           (long long)cfg->pipeline.status_interval_s);
 }
@@ -109,7 +109,8 @@ static int cmd_check(const char *path) {
     err = srcs && ids ? wd_config_build_join(cfg, t, srcs, ids, &join) : wd_error_nomem();
     wd_join_destroy(join);
     for (size_t i = 0; !err && srcs && i < cfg->sources.n && nnotes < 16; i++)
-      if (srcs[i] && !cfg->sources.v[i].lookup && (notes[nnotes] = wd_format_temporal_note(srcs[i], wd_table_schema(t))))
+      if (srcs[i] && !cfg->sources.v[i].lookup &&
+          (notes[nnotes] = wd_format_temporal_note(srcs[i], wd_table_schema(t))))
         nnotes++;
     for (size_t i = 0; srcs && i < cfg->sources.n; i++) wd_source_destroy(srcs[i]);
     free(srcs);

@@ -27,15 +27,14 @@
 #include "sink/producer.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: widen demo [--keys N] [--records M] [--seed S] [--verbose]\n"
-          "\n"
-          "Runs the example pipeline (configs/demo.yaml) end to end on an in-process mock Kafka cluster:\n"
-          "M generated Debezium events over N orders on shop.orders, shop.payments and shop.shipments\n"
-          "(about 20%% late, some deletes, one payment with a type error) are produced one at a time;\n"
-          "after each the pipeline applies it and the demo prints the event and the changelog it caused\n"
-          "on shop.orders_wide (or its dead letter), then the final wide rows. The same on every run.\n"
-          "Defaults: --keys 3 --records 20 --seed 9. --verbose prints full rows and the logs.\n");
+  fprintf(f, "usage: widen demo [--keys N] [--records M] [--seed S] [--verbose]\n"
+             "\n"
+             "Runs the example pipeline (configs/demo.yaml) end to end on an in-process mock Kafka cluster:\n"
+             "M generated Debezium events over N orders on shop.orders, shop.payments and shop.shipments\n"
+             "(about 20%% late, some deletes, one payment with a type error) are produced one at a time;\n"
+             "after each the pipeline applies it and the demo prints the event and the changelog it caused\n"
+             "on shop.orders_wide (or its dead letter), then the final wide rows. The same on every run.\n"
+             "Defaults: --keys 3 --records 20 --seed 9. --verbose prints full rows and the logs.\n");
 }
 
 /* One input event of the demo, copied from the generator. */
@@ -123,8 +122,7 @@ static void print_event(size_t i, const demo_event_t *e) {
   const char *col;
   json_t *v;
   int shown = 0;
-  if (e->op != 'd')
-    json_object_foreach(img, col, v) {
+  if (e->op != 'd') json_object_foreach(img, col, v) {
       size_t cl = strlen(col);
       if (!strcmp(col, "order_id") || (cl > 8 && !strcmp(col + cl - 8, "_version")) ||
           (cl > 3 && !strcmp(col + cl - 3, "_ts")))
@@ -138,7 +136,8 @@ static void print_event(size_t i, const demo_event_t *e) {
     printf("      TYPE ERROR: pay_amount \"12.3x\" is not a number for the DECIMAL(10,2) column paid_amount\n");
   if (e->late)
     printf("      LATE: v%" PRId64 " arrives after v%" PRId64 " of this order's %s; its sequence group keeps the "
-           "newer values, so it changes nothing\n", e->version, e->newest, e->stream);
+           "newer values, so it changes nothing\n",
+           e->version, e->newest, e->stream);
   json_decref(j);
 }
 
@@ -257,24 +256,22 @@ static int print_row(void *ctx, const wd_row_t *row) {
 }
 
 int wd_cmd_demo(int argc, char **argv) {
-  static const struct option longopts[] = {{"keys", required_argument, NULL, 'k'},
-                                           {"records", required_argument, NULL, 'r'},
-                                           {"seed", required_argument, NULL, 's'},
-                                           {"verbose", no_argument, NULL, 'v'},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {0}};
+  static const struct option longopts[] = {
+      {"keys", required_argument, NULL, 'k'}, {"records", required_argument, NULL, 'r'},
+      {"seed", required_argument, NULL, 's'}, {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},       {0}};
   uint64_t keys = 3, records = 20, seed = 9;
   bool verbose = false;
   int ch;
   optind = 1;
   while ((ch = wd_cli_getopt("demo", argc, argv, "h", longopts)) != -1) {
     switch (ch) {
-      case 'k': keys = strtoull(optarg, NULL, 10); break;
-      case 'r': records = strtoull(optarg, NULL, 10); break;
-      case 's': seed = strtoull(optarg, NULL, 10); break;
-      case 'v': verbose = true; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 1;
+    case 'k': keys = strtoull(optarg, NULL, 10); break;
+    case 'r': records = strtoull(optarg, NULL, 10); break;
+    case 's': seed = strtoull(optarg, NULL, 10); break;
+    case 'v': verbose = true; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 1;
     }
   }
   if (optind != argc || keys == 0 || records == 0) {
@@ -311,8 +308,8 @@ int wd_cmd_demo(int argc, char **argv) {
 
   if ((err = make_events(keys, records, seed, &events, &nevents))) goto done;
   /* the header counts the events the demo lists: the generated ones and the bad record */
-  printf("== widen demo: %" PRIu64 " orders, %zu Debezium events (1 with a type error) on a mock Kafka cluster\n",
-         keys, nevents);
+  printf("== widen demo: %" PRIu64 " orders, %zu Debezium events (1 with a type error) on a mock Kafka cluster\n", keys,
+         nevents);
   if ((err = wd_mock_cluster_new(1, &mc))) goto done;
   const char *brokers = wd_mock_cluster_bootstraps(mc);
   static const char *const topics[] = {"shop.orders", "shop.payments", "shop.shipments", "shop.orders_wide",
@@ -337,7 +334,8 @@ int wd_cmd_demo(int argc, char **argv) {
   printf("-- the %zu input events (%zu late, %zu deletes, 1 with a type error), one at a time, each with the\n"
          "   changelog it causes on %s (%s):\n",
          nevents, late, deletes, cfg->sink.topic,
-         verbose ? "as `widen tail` prints it" : "row kind, key, the columns it sets or changes; --verbose for full rows");
+         verbose ? "as `widen tail` prints it"
+                 : "row kind, key, the columns it sets or changes; --verbose for full rows");
   wd_kafka_conf_t kc = {0};
   const char *out_topics[] = {cfg->sink.topic}, *dlq_topics[] = {cfg->sink.dead_letter_topic};
   err = wd_kafka_conf_set_brokers(&kc, brokers);

@@ -83,17 +83,14 @@ static void print_history_kept(const wd_config_t *cfg, uint64_t first, int64_t f
   if (cfg->state.history_max_bytes > 0)
     snprintf(size, sizeof(size), "%.3g MiB", (double)cfg->state.history_max_bytes / 1048576.0);
   printf("history: %" PRIu64 " commits kept, %s .. %s (state.history-retention %s, state.history-max-bytes %s%s)\n",
-         last ? last - first + 1 : 0, a, b, age, size,
-         cfg->state.history_size > 0 ? ", state.history-size" : "");
+         last ? last - first + 1 : 0, a, b, age, size, cfg->state.history_size > 0 ? ", state.history-size" : "");
 }
 
 int wd_cmd_status(int argc, char **argv) {
-  static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                           {"state-dir", required_argument, NULL, 's'},
-                                           {"last", required_argument, NULL, 'n'},
-                                           {"no-kafka", no_argument, NULL, 'k'},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {0}};
+  static const struct option longopts[] = {
+      {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
+      {"last", required_argument, NULL, 'n'},   {"no-kafka", no_argument, NULL, 'k'},
+      {"help", no_argument, NULL, 'h'},         {0}};
   const char *config = NULL, *dir = NULL;
   long last_n = 20;
   bool no_kafka = false;
@@ -101,12 +98,12 @@ int wd_cmd_status(int argc, char **argv) {
   optind = 1;
   while ((ch = wd_cli_getopt("status", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
-      case 'c': config = optarg; break;
-      case 's': dir = optarg; break;
-      case 'n': last_n = strtol(optarg, NULL, 10); break;
-      case 'k': no_kafka = true; break;
-      case 'h': status_usage(stdout); return 0;
-      default: status_usage(stderr); return 1;
+    case 'c': config = optarg; break;
+    case 's': dir = optarg; break;
+    case 'n': last_n = strtol(optarg, NULL, 10); break;
+    case 'k': no_kafka = true; break;
+    case 'h': status_usage(stdout); return 0;
+    default: status_usage(stderr); return 1;
     }
   }
   if (!config || optind != argc) {
@@ -138,8 +135,7 @@ int wd_cmd_status(int argc, char **argv) {
          cfg->table.name, sdir, wd_store_disk_bytes(st), first, last);
   print_history_kept(cfg, first, first_ms, last, last_ms);
   if (last_n > 0 && last && (uint64_t)last_n > last - first + 1)
-    printf("history: --last %ld reaches before the history: it keeps %" PRIu64 " commits\n", last_n,
-           last - first + 1);
+    printf("history: --last %ld reaches before the history: it keeps %" PRIu64 " commits\n", last_n, last - first + 1);
   printf("commits (oldest first):\n");
   for (uint64_t n = from; last && n <= last; n++) {
     wd_history_entry_t *e = NULL;
@@ -178,18 +174,12 @@ int wd_cmd_status(int argc, char **argv) {
       total += lag;
       char name[300], stored_s[32], committed_s[32];
       snprintf(name, sizeof(name), "%s[%" PRId32 "]", pos[i].topic, pos[i].partition);
-      if (stored < 0)
-        snprintf(stored_s, sizeof(stored_s), "-");
-      else if (pos[i].committed > stored)
-        snprintf(stored_s, sizeof(stored_s), "(%" PRId64 ")", stored);
-      else
-        snprintf(stored_s, sizeof(stored_s), "%" PRId64, stored);
-      if (pos[i].committed < 0)
-        snprintf(committed_s, sizeof(committed_s), "-");
-      else
-        snprintf(committed_s, sizeof(committed_s), "%" PRId64, pos[i].committed);
-      printf("%-40s %-6s %12s %12s %12" PRId64 " %10" PRId64 "\n", name, owned, stored_s, committed_s, pos[i].end,
-             lag);
+      if (stored < 0) snprintf(stored_s, sizeof(stored_s), "-");
+      else if (pos[i].committed > stored) snprintf(stored_s, sizeof(stored_s), "(%" PRId64 ")", stored);
+      else snprintf(stored_s, sizeof(stored_s), "%" PRId64, stored);
+      if (pos[i].committed < 0) snprintf(committed_s, sizeof(committed_s), "-");
+      else snprintf(committed_s, sizeof(committed_s), "%" PRId64, pos[i].committed);
+      printf("%-40s %-6s %12s %12s %12" PRId64 " %10" PRId64 "\n", name, owned, stored_s, committed_s, pos[i].end, lag);
     }
     printf("lag: %" PRId64 " (group %s; owned: this state directory holds the partition's current state, \"no\": "
            "another member moved it on and (N) is this directory's old position, \"-\": never held here)\n",
@@ -294,23 +284,21 @@ static int print_row(void *ctx, const wd_row_t *row) {
 }
 
 int wd_cmd_changes(int argc, char **argv) {
-  static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                           {"from", required_argument, NULL, 'f'},
-                                           {"to", required_argument, NULL, 't'},
-                                           {"state-dir", required_argument, NULL, 's'},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {0}};
+  static const struct option longopts[] = {
+      {"config", required_argument, NULL, 'c'}, {"from", required_argument, NULL, 'f'},
+      {"to", required_argument, NULL, 't'},     {"state-dir", required_argument, NULL, 's'},
+      {"help", no_argument, NULL, 'h'},         {0}};
   const char *config = NULL, *dir = NULL, *from_s = NULL, *to_s = NULL;
   int ch;
   optind = 1;
   while ((ch = wd_cli_getopt("changes", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
-      case 'c': config = optarg; break;
-      case 'f': from_s = optarg; break;
-      case 't': to_s = optarg; break;
-      case 's': dir = optarg; break;
-      case 'h': changes_usage(stdout); return 0;
-      default: changes_usage(stderr); return 1;
+    case 'c': config = optarg; break;
+    case 'f': from_s = optarg; break;
+    case 't': to_s = optarg; break;
+    case 's': dir = optarg; break;
+    case 'h': changes_usage(stdout); return 0;
+    default: changes_usage(stderr); return 1;
     }
   }
   bound_t a = {0}, b = {0};
@@ -374,12 +362,13 @@ int wd_cmd_changes(int argc, char **argv) {
       char sa[32], sf[32];
       strftime(sa, sizeof(sa), "%Y-%m-%dT%H:%M:%SZ", gmtime(&ta));
       strftime(sf, sizeof(sf), "%Y-%m-%dT%H:%M:%SZ", gmtime(&tf));
-      err = wd_error_new(WD_ERR_CONFIG, C_HISTORY_RANGE,
-                         "--from %s (%s) is before the history: its oldest commit kept, %" PRIu64 ", was made at %s "
-                         "(%" PRId64 "); the commits before it are gone, so the answer would be incomplete. Give "
-                         "--from %" PRId64 " or later (state.history-retention and state.history-max-bytes set how much "
-                         "is kept)",
-                         from_s, sa, first, sf, t0, t0);
+      err =
+          wd_error_new(WD_ERR_CONFIG, C_HISTORY_RANGE,
+                       "--from %s (%s) is before the history: its oldest commit kept, %" PRIu64 ", was made at %s "
+                       "(%" PRId64 "); the commits before it are gone, so the answer would be incomplete. Give "
+                       "--from %" PRId64 " or later (state.history-retention and state.history-max-bytes set how much "
+                       "is kept)",
+                       from_s, sa, first, sf, t0, t0);
       goto done;
     }
   }
@@ -445,9 +434,9 @@ int wd_cmd_changes(int argc, char **argv) {
         }
         wd_row_t *rows[2] = {NULL, NULL};
         size_t nr = 0;
-        if ((err = wd_changelog_decode_rows(cfg->sink.format == WD_CONFIG_SINK_CHANGELOG_JSON ? WD_CHANGELOG_JSON
-                                                                                              : WD_CHANGELOG_DEBEZIUM_JSON,
-                                            schema, msgs[i].value, msgs[i].value_len, rows, &nr))) {
+        if ((err = wd_changelog_decode_rows(
+                 cfg->sink.format == WD_CONFIG_SINK_CHANGELOG_JSON ? WD_CHANGELOG_JSON : WD_CHANGELOG_DEBEZIUM_JSON,
+                 schema, msgs[i].value, msgs[i].value_len, rows, &nr))) {
           err = wd_error_wrap(err, "%s[%d]@%" PRId64, msgs[i].topic, msgs[i].partition, msgs[i].offset);
           break;
         }

@@ -34,54 +34,53 @@ static void wd_produce_on_signal(int sig) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: widen produce --brokers B --topic T --file F.jsonl [--key-field NAME]... [OPTIONS]\n"
-          "       widen produce --generate --brokers B [--keys N] [--records M] [--seed S]\n"
-          "                     [--streams orders,payments,shipments] [--topic-prefix P] [OPTIONS]\n"
-          "\n"
-          "File mode sends each non-empty line of F (\"-\" for stdin) as one message value, unchanged.\n"
-          "A line that carries its own record key, {\"key\":K,\"value\":V,...} (as `widen tail --raw`\n"
-          "prints records), is sent as that key and value. Otherwise (and always with --key-field) the\n"
-          "key is the source row's primary key as Debezium writes keys: a JSON object of the key\n"
-          "fields (--key-field, repeatable; default: a field named id), e.g. {\"id\":101}, taken from\n"
-          "`after`, or from `before` for deletes (op d) or when `after` is null, inside `payload` when\n"
-          "the line is a {\"schema\",\"payload\"} envelope. Lines that are not JSON objects, or lack the\n"
-          "key field, are sent with a null key and a warning naming the field: records with a null key\n"
-          "are spread over the partitions, so one row's changes lose their order.\n"
-          "\n"
-          "Generate mode sends a seeded, reproducible workload of Debezium JSON change events to one\n"
-          "topic per stream (prefix + stream name), keyed {\"order_id\":N}: creates then updates,\n"
-          "about 20%% of the records late (out of order per key), 1%% deletes, ~200-byte row images.\n"
-          "\n"
-          "With --format debezium-avro (either mode) each message is written as Kafka Connect's\n"
-          "AvroConverter writes Debezium events: its Avro schemas are inferred from the topic's first\n"
-          "message, registered under <topic>-value and <topic>-key in the schema registry --registry\n"
-          "(Confluent's API; for Apicurio Registry http://host:port/apis/ccompat/v7), and each key and\n"
-          "value is sent in the Confluent wire format; read them with a source of format debezium-avro.\n"
-          "\n"
-          "options:\n"
-          "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
-          "  --format F           debezium-json (default: the lines or events as they are) or\n"
-          "                       debezium-avro (needs --registry)\n"
-          "  --registry URL       the schema registry of --format debezium-avro (default:\n"
-          "                       $WIDEN_REGISTRY; credentials as http://user:password@host:port)\n"
-          "  --topic T            topic to send the file to (file mode)\n"
-          "  --file F             JSON-lines file, - for stdin (file mode)\n"
-          "  --key-field NAME     a primary-key field (repeatable; default id)\n"
-          "  --generate           generate the workload instead of reading a file\n"
-          "  --keys N             distinct order_id values (default 1000)\n"
-          "  --records M          records over all streams (default 10000)\n"
-          "  --seed S             random seed (default 1)\n"
-          "  --streams LIST       comma-separated subset of orders,payments,shipments (default all)\n"
-          "  --topic-prefix P     topic name prefix of the generated streams (default none)\n"
-          "  --late-ratio X       share of late records (default 0.2)\n"
-          "  --delete-ratio X     share of deletes (default 0.01)\n"
-          "  --key-change-ratio X share of key-changing updates: op u whose before and after have\n"
-          "                       different order_id (default 0: none)\n"
-          "  --rate R             at most R records per second (default unlimited)\n"
-          "  -X, --property K=V   librdkafka producer property (repeatable), e.g. -X compression.type=lz4\n"
-          "  --timeout-ms T       how long to wait for the final acknowledgements (default 60000)\n"
-          "  -h, --help           this help\n");
+  fprintf(f, "usage: widen produce --brokers B --topic T --file F.jsonl [--key-field NAME]... [OPTIONS]\n"
+             "       widen produce --generate --brokers B [--keys N] [--records M] [--seed S]\n"
+             "                     [--streams orders,payments,shipments] [--topic-prefix P] [OPTIONS]\n"
+             "\n"
+             "File mode sends each non-empty line of F (\"-\" for stdin) as one message value, unchanged.\n"
+             "A line that carries its own record key, {\"key\":K,\"value\":V,...} (as `widen tail --raw`\n"
+             "prints records), is sent as that key and value. Otherwise (and always with --key-field) the\n"
+             "key is the source row's primary key as Debezium writes keys: a JSON object of the key\n"
+             "fields (--key-field, repeatable; default: a field named id), e.g. {\"id\":101}, taken from\n"
+             "`after`, or from `before` for deletes (op d) or when `after` is null, inside `payload` when\n"
+             "the line is a {\"schema\",\"payload\"} envelope. Lines that are not JSON objects, or lack the\n"
+             "key field, are sent with a null key and a warning naming the field: records with a null key\n"
+             "are spread over the partitions, so one row's changes lose their order.\n"
+             "\n"
+             "Generate mode sends a seeded, reproducible workload of Debezium JSON change events to one\n"
+             "topic per stream (prefix + stream name), keyed {\"order_id\":N}: creates then updates,\n"
+             "about 20%% of the records late (out of order per key), 1%% deletes, ~200-byte row images.\n"
+             "\n"
+             "With --format debezium-avro (either mode) each message is written as Kafka Connect's\n"
+             "AvroConverter writes Debezium events: its Avro schemas are inferred from the topic's first\n"
+             "message, registered under <topic>-value and <topic>-key in the schema registry --registry\n"
+             "(Confluent's API; for Apicurio Registry http://host:port/apis/ccompat/v7), and each key and\n"
+             "value is sent in the Confluent wire format; read them with a source of format debezium-avro.\n"
+             "\n"
+             "options:\n"
+             "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
+             "  --format F           debezium-json (default: the lines or events as they are) or\n"
+             "                       debezium-avro (needs --registry)\n"
+             "  --registry URL       the schema registry of --format debezium-avro (default:\n"
+             "                       $WIDEN_REGISTRY; credentials as http://user:password@host:port)\n"
+             "  --topic T            topic to send the file to (file mode)\n"
+             "  --file F             JSON-lines file, - for stdin (file mode)\n"
+             "  --key-field NAME     a primary-key field (repeatable; default id)\n"
+             "  --generate           generate the workload instead of reading a file\n"
+             "  --keys N             distinct order_id values (default 1000)\n"
+             "  --records M          records over all streams (default 10000)\n"
+             "  --seed S             random seed (default 1)\n"
+             "  --streams LIST       comma-separated subset of orders,payments,shipments (default all)\n"
+             "  --topic-prefix P     topic name prefix of the generated streams (default none)\n"
+             "  --late-ratio X       share of late records (default 0.2)\n"
+             "  --delete-ratio X     share of deletes (default 0.01)\n"
+             "  --key-change-ratio X share of key-changing updates: op u whose before and after have\n"
+             "                       different order_id (default 0: none)\n"
+             "  --rate R             at most R records per second (default unlimited)\n"
+             "  -X, --property K=V   librdkafka producer property (repeatable), e.g. -X compression.type=lz4\n"
+             "  --timeout-ms T       how long to wait for the final acknowledgements (default 60000)\n"
+             "  -h, --help           this help\n");
 }
 
 /* Sleeps until `sent` records fit the rate limit (no-op when rate <= 0). */
@@ -182,8 +181,8 @@ typedef struct wd_produce_args {
 } wd_produce_args_t;
 
 /* Sends one message, through the Avro converter with --format debezium-avro. */
-static wd_error_t *wd_produce_send(const wd_produce_args_t *a, wd_producer_t *prod, const char *topic,
-                                   const char *key, size_t klen, const char *value, size_t vlen) {
+static wd_error_t *wd_produce_send(const wd_produce_args_t *a, wd_producer_t *prod, const char *topic, const char *key,
+                                   size_t klen, const char *value, size_t vlen) {
   if (!a->avro) return wd_producer_send(prod, topic, key, klen, value, vlen, NULL, 0);
   char *k = NULL, *v = NULL;
   size_t kl = 0, vl = 0;
@@ -222,21 +221,21 @@ static int wd_produce_file(const wd_produce_args_t *a, wd_producer_t *prod, uint
     }
     if (own) {
       if (!key && ++nokey <= WD_PRODUCE_WARN_LINES)
-        wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": its record key is null: sent with a null key (a null key "
-               "spreads one row's changes over partitions: their order is lost)%s", a->file, lineno,
-               nokey == WD_PRODUCE_WARN_LINES ? NOKEY_MORE : "");
-    } else if (!(key = wd_produce_key_of(line, (size_t)len, a->key_fields, a->nkey_fields, !a->key_given, &why,
-                                         why_buf, sizeof(why_buf)))) {
+        wd_log(WD_LOG_WARN, "produce",
+               "%s:%" PRIu64 ": its record key is null: sent with a null key (a null key "
+               "spreads one row's changes over partitions: their order is lost)%s",
+               a->file, lineno, nokey == WD_PRODUCE_WARN_LINES ? NOKEY_MORE : "");
+    } else if (!(key = wd_produce_key_of(line, (size_t)len, a->key_fields, a->nkey_fields, !a->key_given, &why, why_buf,
+                                         sizeof(why_buf)))) {
       if (++nokey <= WD_PRODUCE_WARN_LINES)
-        wd_log(WD_LOG_WARN, "produce", "%s:%" PRIu64 ": %s: sent with a null key (a null key spreads one row's "
-               "changes over partitions: their order is lost)%s", a->file, lineno, why,
-               nokey == WD_PRODUCE_WARN_LINES ? NOKEY_MORE : "");
+        wd_log(WD_LOG_WARN, "produce",
+               "%s:%" PRIu64 ": %s: sent with a null key (a null key spreads one row's "
+               "changes over partitions: their order is lost)%s",
+               a->file, lineno, why, nokey == WD_PRODUCE_WARN_LINES ? NOKEY_MORE : "");
     }
     wd_produce_throttle(a->rate, t0, *nsent);
-    if (own)
-      err = wd_produce_send(a, prod, a->topic, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0);
-    else
-      err = wd_produce_send(a, prod, a->topic, key, key ? strlen(key) : 0, line, (size_t)len);
+    if (own) err = wd_produce_send(a, prod, a->topic, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0);
+    else err = wd_produce_send(a, prod, a->topic, key, key ? strlen(key) : 0, line, (size_t)len);
     free(key);
     free(value);
     if (err) {
@@ -315,8 +314,7 @@ static int wd_produce_generate(const wd_produce_args_t *a, wd_producer_t *prod, 
            per_stream[i]);
   if (a->key_change_ratio > 0)
     printf("late: %" PRIu64 ", deletes: %" PRIu64 ", key changes: %" PRIu64 "\n", late, deletes, key_changes);
-  else
-    printf("late: %" PRIu64 ", deletes: %" PRIu64 "\n", late, deletes);
+  else printf("late: %" PRIu64 ", deletes: %" PRIu64 "\n", late, deletes);
   rc = 0;
 cleanup:
   wd_error_destroy(err);
@@ -350,20 +348,45 @@ static int wd_parse_double(const char *opt, const char *text, double *out) {
 }
 
 int wd_cmd_produce(int argc, char **argv) {
-  enum { O_BROKERS = 256, O_TOPIC, O_FILE, O_KEY_FIELD, O_GENERATE, O_KEYS, O_RECORDS, O_SEED, O_STREAMS, O_PREFIX,
-         O_LATE, O_DELETE, O_KEY_CHANGE, O_RATE, O_TIMEOUT, O_FORMAT, O_REGISTRY };
-  static const struct option longopts[] = {
-      {"brokers", required_argument, NULL, O_BROKERS},     {"topic", required_argument, NULL, O_TOPIC},
-      {"file", required_argument, NULL, O_FILE},           {"key-field", required_argument, NULL, O_KEY_FIELD},
-      {"generate", no_argument, NULL, O_GENERATE},         {"keys", required_argument, NULL, O_KEYS},
-      {"records", required_argument, NULL, O_RECORDS},     {"seed", required_argument, NULL, O_SEED},
-      {"streams", required_argument, NULL, O_STREAMS},     {"topic-prefix", required_argument, NULL, O_PREFIX},
-      {"late-ratio", required_argument, NULL, O_LATE},     {"delete-ratio", required_argument, NULL, O_DELETE},
-      {"key-change-ratio", required_argument, NULL, O_KEY_CHANGE},
-      {"rate", required_argument, NULL, O_RATE},           {"timeout-ms", required_argument, NULL, O_TIMEOUT},
-      {"format", required_argument, NULL, O_FORMAT},       {"registry", required_argument, NULL, O_REGISTRY},
-      {"property", required_argument, NULL, 'X'},          {"help", no_argument, NULL, 'h'},
-      {0}};
+  enum {
+    O_BROKERS = 256,
+    O_TOPIC,
+    O_FILE,
+    O_KEY_FIELD,
+    O_GENERATE,
+    O_KEYS,
+    O_RECORDS,
+    O_SEED,
+    O_STREAMS,
+    O_PREFIX,
+    O_LATE,
+    O_DELETE,
+    O_KEY_CHANGE,
+    O_RATE,
+    O_TIMEOUT,
+    O_FORMAT,
+    O_REGISTRY
+  };
+  static const struct option longopts[] = {{"brokers", required_argument, NULL, O_BROKERS},
+                                           {"topic", required_argument, NULL, O_TOPIC},
+                                           {"file", required_argument, NULL, O_FILE},
+                                           {"key-field", required_argument, NULL, O_KEY_FIELD},
+                                           {"generate", no_argument, NULL, O_GENERATE},
+                                           {"keys", required_argument, NULL, O_KEYS},
+                                           {"records", required_argument, NULL, O_RECORDS},
+                                           {"seed", required_argument, NULL, O_SEED},
+                                           {"streams", required_argument, NULL, O_STREAMS},
+                                           {"topic-prefix", required_argument, NULL, O_PREFIX},
+                                           {"late-ratio", required_argument, NULL, O_LATE},
+                                           {"delete-ratio", required_argument, NULL, O_DELETE},
+                                           {"key-change-ratio", required_argument, NULL, O_KEY_CHANGE},
+                                           {"rate", required_argument, NULL, O_RATE},
+                                           {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+                                           {"format", required_argument, NULL, O_FORMAT},
+                                           {"registry", required_argument, NULL, O_REGISTRY},
+                                           {"property", required_argument, NULL, 'X'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {0}};
   int rc = 1, ch;
   wd_producer_t *prod = NULL;
   wd_error_t *err = NULL;
@@ -400,32 +423,56 @@ int wd_cmd_produce(int argc, char **argv) {
       break;
     case O_GENERATE: a.generate = true; break;
     case O_KEYS:
-      if (wd_parse_u64("--keys", optarg, &a.keys) || a.keys == 0) { show_usage = true; goto cleanup; }
+      if (wd_parse_u64("--keys", optarg, &a.keys) || a.keys == 0) {
+        show_usage = true;
+        goto cleanup;
+      }
       break;
     case O_RECORDS:
-      if (wd_parse_u64("--records", optarg, &a.records) || a.records == 0) { show_usage = true; goto cleanup; }
+      if (wd_parse_u64("--records", optarg, &a.records) || a.records == 0) {
+        show_usage = true;
+        goto cleanup;
+      }
       break;
     case O_SEED:
-      if (wd_parse_u64("--seed", optarg, &a.seed)) { show_usage = true; goto cleanup; }
+      if (wd_parse_u64("--seed", optarg, &a.seed)) {
+        show_usage = true;
+        goto cleanup;
+      }
       break;
     case O_STREAMS: a.streams = optarg; break;
     case O_PREFIX: a.prefix = optarg; break;
     case O_LATE:
-      if (wd_parse_double("--late-ratio", optarg, &a.late_ratio)) { show_usage = true; goto cleanup; }
+      if (wd_parse_double("--late-ratio", optarg, &a.late_ratio)) {
+        show_usage = true;
+        goto cleanup;
+      }
       if (a.late_ratio == 0) a.late_ratio = -1; /* generator: negative = none, 0 = default */
       break;
     case O_DELETE:
-      if (wd_parse_double("--delete-ratio", optarg, &a.delete_ratio)) { show_usage = true; goto cleanup; }
+      if (wd_parse_double("--delete-ratio", optarg, &a.delete_ratio)) {
+        show_usage = true;
+        goto cleanup;
+      }
       if (a.delete_ratio == 0) a.delete_ratio = -1;
       break;
     case O_KEY_CHANGE:
-      if (wd_parse_double("--key-change-ratio", optarg, &a.key_change_ratio)) { show_usage = true; goto cleanup; }
+      if (wd_parse_double("--key-change-ratio", optarg, &a.key_change_ratio)) {
+        show_usage = true;
+        goto cleanup;
+      }
       break;
     case O_RATE:
-      if (wd_parse_double("--rate", optarg, &a.rate)) { show_usage = true; goto cleanup; }
+      if (wd_parse_double("--rate", optarg, &a.rate)) {
+        show_usage = true;
+        goto cleanup;
+      }
       break;
     case O_TIMEOUT:
-      if (wd_parse_u64("--timeout-ms", optarg, &v) || v > INT32_MAX) { show_usage = true; goto cleanup; }
+      if (wd_parse_u64("--timeout-ms", optarg, &v) || v > INT32_MAX) {
+        show_usage = true;
+        goto cleanup;
+      }
       a.timeout_ms = (int)v;
       break;
     case 'X':
@@ -435,23 +482,35 @@ int wd_cmd_produce(int argc, char **argv) {
       usage(stdout);
       rc = 0;
       goto cleanup;
-    default: { show_usage = true; goto cleanup; }
+    default: {
+      show_usage = true;
+      goto cleanup;
+    }
     }
   }
-  if (optind != argc) { show_usage = true; goto cleanup; }
+  if (optind != argc) {
+    show_usage = true;
+    goto cleanup;
+  }
   if (!a.kconf.brokers && getenv("WIDEN_BROKERS") && *getenv("WIDEN_BROKERS") &&
       (err = wd_kafka_conf_set_brokers(&a.kconf, getenv("WIDEN_BROKERS"))))
     goto cleanup;
   if (!a.kconf.brokers) {
     fprintf(stderr, "widen produce: --brokers is required (or set WIDEN_BROKERS)\n");
-    { show_usage = true; goto cleanup; }
+    {
+      show_usage = true;
+      goto cleanup;
+    }
   }
   if (a.generate ? (a.topic || a.file || a.nkey_fields) : (!a.topic || !a.file || a.streams || a.prefix)) {
     fprintf(stderr, a.generate ? "widen produce: --generate takes no --topic/--file/--key-field (topics are "
                                  "--topic-prefix + stream)\n"
                                : "widen produce: file mode needs --topic and --file (and takes no --streams/"
                                  "--topic-prefix)\n");
-    { show_usage = true; goto cleanup; }
+    {
+      show_usage = true;
+      goto cleanup;
+    }
   }
   if (!registry && getenv("WIDEN_REGISTRY") && *getenv("WIDEN_REGISTRY")) registry = getenv("WIDEN_REGISTRY");
   if (avro && !registry) {

@@ -125,8 +125,8 @@ static wd_error_t *redirect_output(wd_config_t *cfg, const char *topic) {
       if (!strcmp(cfg->sources.v[i].topics.v[k], topic) || !strcmp(cfg->sources.v[i].topics.v[k], d)) {
         free(t);
         free(d);
-        return wd_error_new(WD_ERR_CONFIG, C_REPLAY_OUTPUT, "--output %s: that topic is read by source '%s'",
-                            topic, cfg->sources.v[i].name);
+        return wd_error_new(WD_ERR_CONFIG, C_REPLAY_OUTPUT, "--output %s: that topic is read by source '%s'", topic,
+                            cfg->sources.v[i].name);
       }
   free(cfg->sink.topic);
   free(cfg->sink.dead_letter_topic);
@@ -177,9 +177,10 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
     alarm(wd_pipeline_stop_grace_s(p));
   }
   if (opts->no_output)
-    wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> state %s; nothing is written to Kafka (--output TOPIC "
-           "writes the changelog and the dead letters)", cfg->table.name, cfg->sources.n,
-           opts->state_dir ? opts->state_dir : cfg->state.dir);
+    wd_log(WD_LOG_INFO, mod,
+           "table %s: %zu source(s) -> state %s; nothing is written to Kafka (--output TOPIC "
+           "writes the changelog and the dead letters)",
+           cfg->table.name, cfg->sources.n, opts->state_dir ? opts->state_dir : cfg->state.dir);
   else
     wd_log(WD_LOG_INFO, mod, "table %s: %zu source(s) -> %s (dead letters: %s), state %s", cfg->table.name,
            cfg->sources.n, cfg->sink.topic, cfg->sink.dead_letter_topic,
@@ -193,14 +194,14 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
     wd_pipeline_stats_t ps;
     wd_pipeline_get_stats(p, &ps);
     if (opts->no_output)
-      fprintf(stderr, "widen replay: wrote nothing to Kafka: the %" PRIu64 " changelog rows and %" PRIu64
+      fprintf(stderr,
+              "widen replay: wrote nothing to Kafka: the %" PRIu64 " changelog rows and %" PRIu64
               " dead letters were counted only (the live topics %s and %s are untouched; --output TOPIC writes "
-              "them to TOPIC and TOPIC.dlq)\n", ps.changes_out, ps.dead_lettered, cfg->sink.topic,
-              cfg->sink.dead_letter_topic);
+              "them to TOPIC and TOPIC.dlq)\n",
+              ps.changes_out, ps.dead_lettered, cfg->sink.topic, cfg->sink.dead_letter_topic);
     else
-      fprintf(stderr, "widen replay: wrote %" PRIu64 " changelog messages to %s and %" PRIu64
-              " dead letters to %s\n", ps.messages_out, cfg->sink.topic, ps.dead_lettered,
-              cfg->sink.dead_letter_topic);
+      fprintf(stderr, "widen replay: wrote %" PRIu64 " changelog messages to %s and %" PRIu64 " dead letters to %s\n",
+              ps.messages_out, cfg->sink.topic, ps.dead_lettered, cfg->sink.dead_letter_topic);
   }
   if (!err) rc = 0;
   else if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its last commit was made: nothing lost */
@@ -220,32 +221,29 @@ done:
 }
 
 static void run_usage(FILE *f) {
-  fprintf(f,
-          "usage: widen run [--config] FILE [--quiet] [--trace FILE] [--max-idle-ms N]\n"
-          "\n"
-          "Consumes the config's source topics in its consumer group, merges every record into the\n"
-          "RocksDB state (state.dir) with the table's merge engine, and produces the wide table's\n"
-          "full-row changelog to sink.topic (bad input to sink.dead-letter-topic). Stops on SIGINT or\n"
-          "SIGTERM after finishing the batch in hand and its open commit (exit 0); with the broker away\n"
-          "it gives up after transaction.timeout.ms (exit 3: the last commit was not made, its records\n"
-          "are read again on restart); a second signal leaves at once (exit 130), losing nothing\n"
-          "that was committed.\n"
-          "  --config FILE     pipeline config (YAML; see configs/example.yaml)\n"
-          "  --quiet           no status line every pipeline.status-interval-s seconds\n"
-          "  --trace FILE      append every applied source message to FILE in apply order (JSON lines;\n"
-          "                    `widen simulate --config FILE TRACE` replays them through the merge engine)\n"
-          "  --max-idle-ms N   stop after N ms without input\n"
-          "Environment: WIDEN_BROKERS overrides kafka.bootstrap.servers.\n"
-          "Exit status: 0 stopped cleanly, 2 the config is refused (as `widen config check`), 1 other errors.\n");
+  fprintf(f, "usage: widen run [--config] FILE [--quiet] [--trace FILE] [--max-idle-ms N]\n"
+             "\n"
+             "Consumes the config's source topics in its consumer group, merges every record into the\n"
+             "RocksDB state (state.dir) with the table's merge engine, and produces the wide table's\n"
+             "full-row changelog to sink.topic (bad input to sink.dead-letter-topic). Stops on SIGINT or\n"
+             "SIGTERM after finishing the batch in hand and its open commit (exit 0); with the broker away\n"
+             "it gives up after transaction.timeout.ms (exit 3: the last commit was not made, its records\n"
+             "are read again on restart); a second signal leaves at once (exit 130), losing nothing\n"
+             "that was committed.\n"
+             "  --config FILE     pipeline config (YAML; see configs/example.yaml)\n"
+             "  --quiet           no status line every pipeline.status-interval-s seconds\n"
+             "  --trace FILE      append every applied source message to FILE in apply order (JSON lines;\n"
+             "                    `widen simulate --config FILE TRACE` replays them through the merge engine)\n"
+             "  --max-idle-ms N   stop after N ms without input\n"
+             "Environment: WIDEN_BROKERS overrides kafka.bootstrap.servers.\n"
+             "Exit status: 0 stopped cleanly, 2 the config is refused (as `widen config check`), 1 other errors.\n");
 }
 
 int wd_cmd_run(int argc, char **argv) {
-  static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                           {"quiet", no_argument, NULL, 'q'},
-                                           {"trace", required_argument, NULL, 't'},
-                                           {"max-idle-ms", required_argument, NULL, 'i'},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {0}};
+  static const struct option longopts[] = {
+      {"config", required_argument, NULL, 'c'}, {"quiet", no_argument, NULL, 'q'},
+      {"trace", required_argument, NULL, 't'},  {"max-idle-ms", required_argument, NULL, 'i'},
+      {"help", no_argument, NULL, 'h'},         {0}};
   wd_pipeline_opts_t opts = {0};
   opts.from_ms = -1;
   const char *config = NULL;
@@ -253,12 +251,12 @@ int wd_cmd_run(int argc, char **argv) {
   optind = 1;
   while ((ch = wd_cli_getopt("run", argc, argv, "c:qh", longopts)) != -1) {
     switch (ch) {
-      case 'c': config = optarg; break;
-      case 'q': opts.quiet = true; break;
-      case 't': opts.trace_path = optarg; break;
-      case 'i': opts.max_idle_ms = strtoll(optarg, NULL, 10); break;
-      case 'h': run_usage(stdout); return 0;
-      default: run_usage(stderr); return 1;
+    case 'c': config = optarg; break;
+    case 'q': opts.quiet = true; break;
+    case 't': opts.trace_path = optarg; break;
+    case 'i': opts.max_idle_ms = strtoll(optarg, NULL, 10); break;
+    case 'h': run_usage(stdout); return 0;
+    default: run_usage(stderr); return 1;
     }
   }
   if (!config && optind == argc - 1) config = argv[optind++]; /* `widen run FILE` works too */
@@ -271,17 +269,16 @@ int wd_cmd_run(int argc, char **argv) {
 }
 
 static void replay_usage(FILE *f) {
-  fprintf(f,
-          "usage: widen replay --config FILE --from beginning|TIMESTAMP --state-dir DIR [--output TOPIC] [--quiet]\n"
-          "\n"
-          "Rebuilds the table from the source topics into the state directory DIR (use a fresh one):\n"
-          "every partition from the start (beginning, or its synonym earliest), or only the records whose\n"
-          "Kafka timestamp is at or after TIMESTAMP (ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]] in UTC).\n"
-          "No consumer group is joined. By default nothing is written to Kafka (the live changelog and\n"
-          "dead-letter topics are left alone: a replay's changelog would repeat every key as +I);\n"
-          "--output TOPIC writes the replay's changelog to TOPIC and its dead letters to TOPIC.dlq.\n"
-          "Stops when it reaches the end offsets it saw at start and prints a summary saying what was\n"
-          "and was not written; a status line while it runs. (--no-output is accepted: it is the default.)\n");
+  fprintf(f, "usage: widen replay --config FILE --from beginning|TIMESTAMP --state-dir DIR [--output TOPIC] [--quiet]\n"
+             "\n"
+             "Rebuilds the table from the source topics into the state directory DIR (use a fresh one):\n"
+             "every partition from the start (beginning, or its synonym earliest), or only the records whose\n"
+             "Kafka timestamp is at or after TIMESTAMP (ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]] in UTC).\n"
+             "No consumer group is joined. By default nothing is written to Kafka (the live changelog and\n"
+             "dead-letter topics are left alone: a replay's changelog would repeat every key as +I);\n"
+             "--output TOPIC writes the replay's changelog to TOPIC and its dead letters to TOPIC.dlq.\n"
+             "Stops when it reaches the end offsets it saw at start and prints a summary saying what was\n"
+             "and was not written; a status line while it runs. (--no-output is accepted: it is the default.)\n");
 }
 
 int wd_cmd_replay(int argc, char **argv) {
@@ -303,24 +300,26 @@ int wd_cmd_replay(int argc, char **argv) {
   optind = 1;
   while ((ch = wd_cli_getopt("replay", argc, argv, "c:h", longopts)) != -1) {
     switch (ch) {
-      case 'c': config = optarg; break;
-      case 'f':
-        if (parse_from(optarg, &opts.from_ms)) {
-          fprintf(stderr, "widen replay: --from '%s': use beginning (or earliest), ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]]\n",
-                  optarg);
-          return 1;
-        }
-        break;
-      case 's': opts.state_dir = optarg; break;
-      case 'n': break; /* the default */
-      case 'o':
-        output = optarg;
-        opts.no_output = false;
-        break;
-      case 'q': opts.quiet = true; break;
-      case 't': opts.trace_path = optarg; break;
-      case 'h': replay_usage(stdout); return 0;
-      default: replay_usage(stderr); return 1;
+    case 'c': config = optarg; break;
+    case 'f':
+      if (parse_from(optarg, &opts.from_ms)) {
+        fprintf(
+            stderr,
+            "widen replay: --from '%s': use beginning (or earliest), ms since the epoch, or YYYY-MM-DD[THH:MM[:SS]]\n",
+            optarg);
+        return 1;
+      }
+      break;
+    case 's': opts.state_dir = optarg; break;
+    case 'n': break; /* the default */
+    case 'o':
+      output = optarg;
+      opts.no_output = false;
+      break;
+    case 'q': opts.quiet = true; break;
+    case 't': opts.trace_path = optarg; break;
+    case 'h': replay_usage(stdout); return 0;
+    default: replay_usage(stderr); return 1;
     }
   }
   if (!config || !opts.state_dir || opts.from_ms == -2 || optind != argc) {
@@ -339,8 +338,10 @@ int wd_cmd_replay(int argc, char **argv) {
     while (empty && (de = readdir(d))) empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
     closedir(d);
     if (!empty) {
-      fprintf(stderr, "widen replay: --state-dir %s is not empty; replay rebuilds the table into a fresh directory "
-                      "(give a new path, or remove this one)\n", opts.state_dir);
+      fprintf(stderr,
+              "widen replay: --state-dir %s is not empty; replay rebuilds the table into a fresh directory "
+              "(give a new path, or remove this one)\n",
+              opts.state_dir);
       return 1;
     }
   }
@@ -417,20 +418,19 @@ static wd_error_t *stale_tasks(const wd_config_t *cfg, wd_store_t *st, task_set_
 }
 
 int wd_cmd_rows(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
-      {"all-tasks", no_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'}, {0}};
+  static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                           {"state-dir", required_argument, NULL, 's'},
+                                           {"all-tasks", no_argument, NULL, 'a'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {0}};
   const char *config = NULL, *dir = NULL;
   bool all_tasks = false;
   int ch;
   optind = 1;
   while ((ch = wd_cli_getopt("rows", argc, argv, "c:h", longopts)) != -1) {
-    if (ch == 'a')
-      all_tasks = true;
-    else if (ch == 'c')
-      config = optarg;
-    else if (ch == 's')
-      dir = optarg;
+    if (ch == 'a') all_tasks = true;
+    else if (ch == 'c') config = optarg;
+    else if (ch == 's') dir = optarg;
     else {
       rows_usage(ch == 'h' ? stdout : stderr);
       return ch == 'h' ? 0 : 1;
@@ -479,8 +479,10 @@ int wd_cmd_rows(int argc, char **argv) {
   if (!err && !all_tasks && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && cfg->kafka.group_id) {
     wd_error_t *kerr = stale_tasks(cfg, st, &stale);
     if (kerr) {
-      fprintf(stderr, "widen rows: the group %s cannot say which tasks this directory still holds (%s): the rows of "
-              "every task kept here are printed\n", cfg->kafka.group_id, kerr->message);
+      fprintf(stderr,
+              "widen rows: the group %s cannot say which tasks this directory still holds (%s): the rows of "
+              "every task kept here are printed\n",
+              cfg->kafka.group_id, kerr->message);
       wd_error_destroy(kerr);
       stale.n = 0;
     }
@@ -491,10 +493,13 @@ int wd_cmd_rows(int argc, char **argv) {
     err = wd_join_rows_sorted(join, &rows, &nrows);
   }
   if (!err && stale.n) {
-    fprintf(stderr, "widen rows: left out %" PRIu64 " rows of task%s", wd_state_left_out(state), stale.n > 1 ? "s" : "");
+    fprintf(stderr, "widen rows: left out %" PRIu64 " rows of task%s", wd_state_left_out(state),
+            stale.n > 1 ? "s" : "");
     for (size_t i = 0; i < stale.n; i++) fprintf(stderr, "%s %" PRIu32, i ? "," : "", stale.v[i]);
-    fprintf(stderr, ": another member of group %s moved their partitions on, so this directory holds an old copy "
-            "(widen status: owned \"no\"); --all-tasks prints them\n", cfg->kafka.group_id);
+    fprintf(stderr,
+            ": another member of group %s moved their partitions on, so this directory holds an old copy "
+            "(widen status: owned \"no\"); --all-tasks prints them\n",
+            cfg->kafka.group_id);
   }
   free(stale.v);
   if (!err) {

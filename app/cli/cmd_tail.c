@@ -33,31 +33,30 @@ static void wd_tail_on_signal(int sig) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: widen tail --brokers B --topic T [--from beginning|now] [--format debezium-json|changelog-json]\n"
-          "                  [--raw] [--max N] [--timeout-ms T] [--group G] [-X name=value]...\n"
-          "\n"
-          "Prints a changelog topic as one JSON line per record: {\"op\":\"+I|-U|+U|-D\",\"key\":..,\"row\":..}\n"
-          "(a debezium-json update gives its -U and +U lines). A record with widen's dead-letter headers\n"
-          "(a dead-letter topic) is shown as {\"dead_letter\":{\"error\":ID,\"reason\":..,\"source\":\n"
-          "{\"topic\",\"partition\",\"offset\"},\"key\":..,\"value\":..}} with the rejected bytes as JSON,\n"
-          "or as a string when they are not JSON. Without --group every partition is read\n"
-          "directly (no group join, nothing committed); with --group G the topic is read in consumer\n"
-          "group G, starting at its committed offsets, and offsets are committed as lines are printed.\n"
-          "\n"
-          "options:\n"
-          "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
-          "  --topic T            topic to read (repeatable)\n"
-          "  --from WHERE         beginning (default; or earliest) or now (or latest); with --group:\n"
-          "                       where a group without committed offsets starts\n"
-          "  --format F           debezium-json or changelog-json (default: detected from the first record)\n"
-          "  --raw                print the Kafka records instead: {\"topic\",\"partition\",\"offset\",\n"
-          "                       \"timestamp\",\"key\",\"value\"} (JSON key/value embedded, else strings)\n"
-          "  --max N              stop after N lines\n"
-          "  --timeout-ms T       stop after T ms without data (default: run until interrupted)\n"
-          "  --group G            consume in consumer group G\n"
-          "  -X, --property K=V   librdkafka consumer property (repeatable)\n"
-          "  -h, --help           this help\n");
+  fprintf(f, "usage: widen tail --brokers B --topic T [--from beginning|now] [--format debezium-json|changelog-json]\n"
+             "                  [--raw] [--max N] [--timeout-ms T] [--group G] [-X name=value]...\n"
+             "\n"
+             "Prints a changelog topic as one JSON line per record: {\"op\":\"+I|-U|+U|-D\",\"key\":..,\"row\":..}\n"
+             "(a debezium-json update gives its -U and +U lines). A record with widen's dead-letter headers\n"
+             "(a dead-letter topic) is shown as {\"dead_letter\":{\"error\":ID,\"reason\":..,\"source\":\n"
+             "{\"topic\",\"partition\",\"offset\"},\"key\":..,\"value\":..}} with the rejected bytes as JSON,\n"
+             "or as a string when they are not JSON. Without --group every partition is read\n"
+             "directly (no group join, nothing committed); with --group G the topic is read in consumer\n"
+             "group G, starting at its committed offsets, and offsets are committed as lines are printed.\n"
+             "\n"
+             "options:\n"
+             "  --brokers B          bootstrap servers host:port[,...] (default: $WIDEN_BROKERS)\n"
+             "  --topic T            topic to read (repeatable)\n"
+             "  --from WHERE         beginning (default; or earliest) or now (or latest); with --group:\n"
+             "                       where a group without committed offsets starts\n"
+             "  --format F           debezium-json or changelog-json (default: detected from the first record)\n"
+             "  --raw                print the Kafka records instead: {\"topic\",\"partition\",\"offset\",\n"
+             "                       \"timestamp\",\"key\",\"value\"} (JSON key/value embedded, else strings)\n"
+             "  --max N              stop after N lines\n"
+             "  --timeout-ms T       stop after T ms without data (default: run until interrupted)\n"
+             "  --group G            consume in consumer group G\n"
+             "  -X, --property K=V   librdkafka consumer property (repeatable)\n"
+             "  -h, --help           this help\n");
 }
 
 static int64_t wd_tail_on_assign(void *ctx, const char *topic, int32_t partition) {
@@ -73,10 +72,8 @@ static int wd_tail_put_json(wd_buf_t *out, const void *p, size_t n) {
   json_error_t jerr;
   json_t *j = json_loadb(p, n, JSON_DECODE_ANY, &jerr);
   int rc;
-  if (!j)
-    rc = wd_changelog_put_string(out, p, n);
-  else if (!memchr(p, '\n', n) && !memchr(p, '\r', n))
-    rc = wd_buf_append(out, p, n);
+  if (!j) rc = wd_changelog_put_string(out, p, n);
+  else if (!memchr(p, '\n', n) && !memchr(p, '\r', n)) rc = wd_buf_append(out, p, n);
   else {
     char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
     rc = text ? wd_buf_append(out, text, strlen(text)) : -1;
@@ -183,13 +180,17 @@ static int wd_tail_note_offset(wd_tp_offset_t **offs, size_t *n, const wd_kmsg_t
 
 int wd_cmd_tail(int argc, char **argv) {
   enum { O_BROKERS = 256, O_TOPIC, O_FROM, O_FORMAT, O_RAW, O_MAX, O_TIMEOUT, O_GROUP };
-  static const struct option longopts[] = {
-      {"brokers", required_argument, NULL, O_BROKERS}, {"topic", required_argument, NULL, O_TOPIC},
-      {"from", required_argument, NULL, O_FROM},       {"format", required_argument, NULL, O_FORMAT},
-      {"raw", no_argument, NULL, O_RAW},               {"max", required_argument, NULL, O_MAX},
-      {"timeout-ms", required_argument, NULL, O_TIMEOUT}, {"group", required_argument, NULL, O_GROUP},
-      {"property", required_argument, NULL, 'X'},      {"help", no_argument, NULL, 'h'},
-      {0}};
+  static const struct option longopts[] = {{"brokers", required_argument, NULL, O_BROKERS},
+                                           {"topic", required_argument, NULL, O_TOPIC},
+                                           {"from", required_argument, NULL, O_FROM},
+                                           {"format", required_argument, NULL, O_FORMAT},
+                                           {"raw", no_argument, NULL, O_RAW},
+                                           {"max", required_argument, NULL, O_MAX},
+                                           {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+                                           {"group", required_argument, NULL, O_GROUP},
+                                           {"property", required_argument, NULL, 'X'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {0}};
   int rc = 1, ch;
   bool raw = false, from_now = false, show_usage = false, handlers = false;
   const char *topics[WD_TAIL_MAX_TOPICS];
@@ -243,10 +244,8 @@ int wd_cmd_tail(int argc, char **argv) {
                 optarg);
         goto cleanup;
       }
-      if (ch == O_MAX)
-        max = v;
-      else
-        timeout_ms = v;
+      if (ch == O_MAX) max = v;
+      else timeout_ms = v;
       break;
     }
     case O_GROUP:

@@ -19,23 +19,23 @@ enum { WD_GEN_ORDERS = 0, WD_GEN_PAYMENTS, WD_GEN_SHIPMENTS, WD_GEN_NKINDS };
 
 /* One change as generated (before rendering). */
 typedef struct wd_gen_rec {
-  uint32_t si;      /* index into g->kinds */
-  uint64_t key;     /* order_id */
-  char op;          /* c u d */
+  uint32_t si; /* index into g->kinds */
+  uint64_t key; /* order_id */
+  char op; /* c u d */
   bool late;
   uint32_t version;
-  int64_t ts;       /* event time of this change */
-  int64_t prev_ts;  /* event time of version-1 (the before image) */
-  int64_t pos;      /* binlog position (generation order) */
-  uint64_t from_key;     /* a key-changing update: the old order_id (before image), else 0 */
+  int64_t ts; /* event time of this change */
+  int64_t prev_ts; /* event time of version-1 (the before image) */
+  int64_t pos; /* binlog position (generation order) */
+  uint64_t from_key; /* a key-changing update: the old order_id (before image), else 0 */
   uint32_t from_version; /* ... the old key's last version (of the before image) */
-  int64_t from_ts;       /* ... and its event time */
+  int64_t from_ts; /* ... and its event time */
 } wd_gen_rec_t;
 
 typedef struct wd_gen_key {
   uint32_t version; /* last generated version, 0 = none */
-  bool exists;      /* row present after the last generated change */
-  int64_t ts;       /* event time of the last generated change */
+  bool exists; /* row present after the last generated change */
+  int64_t ts; /* event time of the last generated change */
 } wd_gen_key_t;
 
 /* A late record waiting in the delay line until `due` records have been emitted. */
@@ -45,7 +45,7 @@ typedef struct wd_gen_late {
 } wd_gen_late_t;
 
 #define WD_GEN_MAX_DELAY 10 /* a late record is emitted 0..10 records after its successor */
-#define WD_GEN_QUEUE 64     /* > the delay line's maximum length (WD_GEN_MAX_DELAY + 1) + 2 */
+#define WD_GEN_QUEUE 64 /* > the delay line's maximum length (WD_GEN_MAX_DELAY + 1) + 2 */
 
 struct wd_gen {
   uint64_t rng;
@@ -53,9 +53,9 @@ struct wd_gen {
   uint64_t keys, records;
   double pair_prob, delete_prob, keychange_prob; /* per generation step */
   size_t nstreams;
-  int kinds[WD_GEN_NKINDS];  /* stream index -> built-in stream kind */
+  int kinds[WD_GEN_NKINDS]; /* stream index -> built-in stream kind */
   char *topics[WD_GEN_NKINDS];
-  wd_gen_key_t *state;       /* [stream index * keys + key - 1] */
+  wd_gen_key_t *state; /* [stream index * keys + key - 1] */
   uint64_t generated, emitted;
   int64_t clock_ms;
   wd_gen_rec_t out[WD_GEN_QUEUE]; /* ring of records ready to emit, in order */
@@ -81,14 +81,15 @@ static double wd_gen_unit(wd_gen_t *g) { return (double)(wd_gen_rand(g) >> 11) *
 
 /* A hash of a row image's identity, for its field values. */
 static uint64_t wd_gen_hash(const wd_gen_t *g, int kind, uint64_t key, uint64_t version, uint64_t salt) {
-  return wd_mix64(g->seed ^ wd_mix64((uint64_t)kind * 0x100000001b3ULL ^ wd_mix64(key ^ wd_mix64(version * 31 + salt))));
+  return wd_mix64(g->seed ^
+                  wd_mix64((uint64_t)kind * 0x100000001b3ULL ^ wd_mix64(key ^ wd_mix64(version * 31 + salt))));
 }
 
 /* ---- rendering ------------------------------------------------------------------------------ */
 
 static const char *const wd_streets[] = {"Harbour", "Linden", "Market", "Canal", "Station", "Meadow", "Church", "Mill"};
-static const char *const wd_cities[] = {"Amsterdam", "Rotterdam", "Utrecht", "Antwerp", "Hamburg", "Lyon", "Porto",
-                                        "Bologna"};
+static const char *const wd_cities[] = {"Amsterdam", "Rotterdam", "Utrecht", "Antwerp",
+                                        "Hamburg",   "Lyon",      "Porto",   "Bologna"};
 static const char *const wd_currencies[] = {"EUR", "USD", "GBP"};
 static const char *const wd_methods[] = {"card", "paypal", "transfer", "voucher"};
 static const char *const wd_pay_status[] = {"PENDING", "AUTHORIZED", "CAPTURED", "SETTLED"};
@@ -103,7 +104,7 @@ static int wd_gen_address(wd_buf_t *b, uint64_t h) {
 
 /* Appends the row image of (kind, key, version, ts) to b. 0, or -1 on no memory. */
 static int wd_gen_image(const wd_gen_t *g, int kind, uint64_t key, uint32_t version, int64_t ts, wd_buf_t *b) {
-  uint64_t hk = wd_gen_hash(g, kind, key, 0, 1);       /* stable per key */
+  uint64_t hk = wd_gen_hash(g, kind, key, 0, 1); /* stable per key */
   uint64_t hv = wd_gen_hash(g, kind, key, version, 2); /* changes per version */
   int rc = 0;
   switch (kind) {
@@ -145,17 +146,12 @@ static int wd_gen_render(wd_gen_t *g, const wd_gen_rec_t *rec, wd_gen_msg_t *msg
   wd_buf_reset(&g->value);
   rc |= wd_buf_printf(&g->key, "{\"order_id\":%" PRIu64 "}", rec->key);
   rc |= wd_buf_printf(&g->value, "{\"before\":");
-  if (rec->op == 'c')
-    rc |= wd_buf_printf(&g->value, "null");
-  else if (rec->from_key)
-    rc |= wd_gen_image(g, kind, rec->from_key, rec->from_version, rec->from_ts, &g->value);
-  else
-    rc |= wd_gen_image(g, kind, rec->key, rec->version - 1, rec->prev_ts, &g->value);
+  if (rec->op == 'c') rc |= wd_buf_printf(&g->value, "null");
+  else if (rec->from_key) rc |= wd_gen_image(g, kind, rec->from_key, rec->from_version, rec->from_ts, &g->value);
+  else rc |= wd_gen_image(g, kind, rec->key, rec->version - 1, rec->prev_ts, &g->value);
   rc |= wd_buf_printf(&g->value, ",\"after\":");
-  if (rec->op == 'd')
-    rc |= wd_buf_printf(&g->value, "null");
-  else
-    rc |= wd_gen_image(g, kind, rec->key, rec->version, rec->ts, &g->value);
+  if (rec->op == 'd') rc |= wd_buf_printf(&g->value, "null");
+  else rc |= wd_gen_image(g, kind, rec->key, rec->version, rec->ts, &g->value);
   int64_t lag = 5 + (int64_t)(wd_gen_hash(g, kind, rec->key, rec->version, 3) % 50);
   rc |= wd_buf_printf(&g->value,
                       ",\"source\":{\"version\":\"2.5.0.Final\",\"connector\":\"mysql\",\"name\":\"widen-gen\","
@@ -258,10 +254,8 @@ static void wd_gen_push(wd_gen_t *g, const wd_gen_rec_t *rec) {
 static void wd_gen_flush_late(wd_gen_t *g, uint32_t si, uint64_t key) {
   size_t k = 0;
   for (size_t i = 0; i < g->nlate; i++) {
-    if (g->late[i].rec.si == si && g->late[i].rec.key == key)
-      wd_gen_push(g, &g->late[i].rec);
-    else
-      g->late[k++] = g->late[i];
+    if (g->late[i].rec.si == si && g->late[i].rec.key == key) wd_gen_push(g, &g->late[i].rec);
+    else g->late[k++] = g->late[i];
   }
   g->nlate = k;
 }

@@ -55,36 +55,36 @@ typedef struct wd_gen wd_gen_t;
 
 /* Generator options. Zero values take the defaults in brackets. */
 typedef struct wd_gen_opts {
-  uint64_t seed;                /* PRNG seed (0 is a valid seed) */
-  uint64_t keys;                /* distinct order_id values 1..keys [1000] */
-  uint64_t records;             /* records over all streams [10000] */
-  const char *const *streams;   /* subset of "orders", "payments", "shipments" in any order;
+  uint64_t seed; /* PRNG seed (0 is a valid seed) */
+  uint64_t keys; /* distinct order_id values 1..keys [1000] */
+  uint64_t records; /* records over all streams [10000] */
+  const char *const *streams; /* subset of "orders", "payments", "shipments" in any order;
                                    NULL = all three */
   size_t nstreams;
-  const char *topic_prefix;     /* topic = prefix + stream name [""] */
-  double late_ratio;            /* share of records emitted late [0.20]; < 0 means 0 */
-  double delete_ratio;          /* share of records that are deletes [0.01]; < 0 means 0 */
-  double key_change_ratio;      /* share of records that are key-changing updates [0]; <= 0 means
+  const char *topic_prefix; /* topic = prefix + stream name [""] */
+  double late_ratio; /* share of records emitted late [0.20]; < 0 means 0 */
+  double delete_ratio; /* share of records that are deletes [0.01]; < 0 means 0 */
+  double key_change_ratio; /* share of records that are key-changing updates [0]; <= 0 means
                                    none (and the output is that of a generator without them) */
-  int64_t start_ms;             /* event time of the first record [1700000000000] */
+  int64_t start_ms; /* event time of the first record [1700000000000] */
 } wd_gen_opts_t;
 
 /* One generated message. Pointers are owned by the generator and valid until the next
  * wd_gen_next() or wd_gen_destroy(). */
 typedef struct wd_gen_msg {
-  const char *topic;   /* prefix + stream */
-  const char *stream;  /* "orders", "payments", "shipments" */
-  int stream_index;    /* position of the stream in opts->streams (or in the default list) */
-  const char *key;     /* {"order_id":N} */
+  const char *topic; /* prefix + stream */
+  const char *stream; /* "orders", "payments", "shipments" */
+  int stream_index; /* position of the stream in opts->streams (or in the default list) */
+  const char *key; /* {"order_id":N} */
   size_t key_len;
-  const char *value;   /* the Debezium JSON event */
+  const char *value; /* the Debezium JSON event */
   size_t value_len;
   uint64_t order_id;
   uint64_t from_order_id; /* a key-changing update: the before image's order_id; else 0 */
-  int64_t version;     /* the per-stream sequence of this change (of order_id) */
-  char op;             /* 'c', 'u' or 'd' */
-  bool late;           /* emitted after a higher version of the same (stream, key) */
-  int64_t ts_ms;       /* event time (source.ts_ms) */
+  int64_t version; /* the per-stream sequence of this change (of order_id) */
+  char op; /* 'c', 'u' or 'd' */
+  bool late; /* emitted after a higher version of the same (stream, key) */
+  int64_t ts_ms; /* event time (source.ts_ms) */
 } wd_gen_msg_t;
 
 /* Creates a generator (opts borrowed for the call; strings copied). *out is owned by the caller

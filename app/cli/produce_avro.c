@@ -15,7 +15,6 @@
 
 #include "ingest/schema_registry.h"
 
-
 /* One half (key or value) of a topic's encoding: the inferred schema and its registry id. */
 typedef struct wd_pa_half {
   avro_schema_t schema;
@@ -91,8 +90,9 @@ static json_t *wd_pa_record(json_t *o, const char *name, const char *path, wd_er
   json_t *v;
   json_object_foreach(o, k, v) {
     if (!wd_pa_valid_name(k)) {
-      *err = wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO, "member '%s%s%s' is not a valid Avro field name (letters, digits, _)",
-                          path, *path ? "." : "", k);
+      *err = wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO,
+                          "member '%s%s%s' is not a valid Avro field name (letters, digits, _)", path, *path ? "." : "",
+                          k);
       goto fail;
     }
     char sub[512];
@@ -148,7 +148,8 @@ static json_t *wd_pa_envelope(json_t *ev, const char *ns, wd_error_t **err) {
   }
   json_t *value = wd_pa_record(img, "Value", "Value", err);
   if (!value) return NULL;
-  json_t *fields = json_array(), *rec = json_pack("{s:s, s:s, s:s}", "type", "record", "name", "Envelope", "namespace", ns);
+  json_t *fields = json_array(),
+         *rec = json_pack("{s:s, s:s, s:s}", "type", "record", "name", "Envelope", "namespace", ns);
   int value_given = 0;
   const char *k;
   json_t *v;
@@ -223,9 +224,8 @@ static wd_error_t *wd_pa_set_nullable(avro_value_t *v, json_t *j, const char *pa
 static wd_error_t *wd_pa_set(avro_value_t *v, json_t *j, const char *path) {
   switch (avro_value_get_type(v)) {
   case AVRO_STRING: {
-    if (json_is_string(j)) return avro_value_set_string_len(v, json_string_value(j), json_string_length(j) + 1)
-                                      ? wd_error_nomem()
-                                      : NULL;
+    if (json_is_string(j))
+      return avro_value_set_string_len(v, json_string_value(j), json_string_length(j) + 1) ? wd_error_nomem() : NULL;
     char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
     if (!s) return wd_error_nomem();
     int rc = avro_value_set_string(v, s);
@@ -285,12 +285,18 @@ static wd_error_t *wd_pa_set(avro_value_t *v, json_t *j, const char *path) {
   }
   default: break;
   }
-  return wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO, "member '%s': a JSON %s where the Avro schema inferred from the "
-                      "topic's first message has %s", *path ? path : "(the message)",
-                      json_is_object(j) ? "object" : json_is_array(j) ? "array" : json_is_string(j) ? "string"
-                      : json_is_boolean(j) ? "boolean" : "number",
-                      avro_value_get_type(v) == AVRO_RECORD ? "a record" : avro_value_get_type(v) == AVRO_ARRAY
-                      ? "an array" : "another type");
+  return wd_error_new(WD_ERR_DECODE, E_PRODUCE_AVRO,
+                      "member '%s': a JSON %s where the Avro schema inferred from the "
+                      "topic's first message has %s",
+                      *path ? path : "(the message)",
+                      json_is_object(j)    ? "object"
+                      : json_is_array(j)   ? "array"
+                      : json_is_string(j)  ? "string"
+                      : json_is_boolean(j) ? "boolean"
+                                           : "number",
+                      avro_value_get_type(v) == AVRO_RECORD  ? "a record"
+                      : avro_value_get_type(v) == AVRO_ARRAY ? "an array"
+                                                             : "another type");
 }
 
 /* h's value from j into a new wire-format buffer. */

@@ -67,8 +67,10 @@ static wd_error_t *declare_sources(wd_join_t *jn, const wd_schema_t *schema, con
       size_t ncols = 0, non = 0;
       if (!name || json_names(json_object_get(js, "columns"), names, 256, &ncols) ||
           (lk && json_names(json_object_get(js, "on"), on, 16, &non))) {
-        err = wd_error_new(WD_ERR_CONFIG, C_CONFIG, "sources[%zu]: needs \"name\", \"columns\" (and \"on\" for a "
-                           "lookup) as strings or lists of strings", i);
+        err = wd_error_new(WD_ERR_CONFIG, C_CONFIG,
+                           "sources[%zu]: needs \"name\", \"columns\" (and \"on\" for a "
+                           "lookup) as strings or lists of strings",
+                           i);
         break;
       }
       if (pass == 0) { /* the columns lookups fill, for main sources without "columns" */
@@ -103,20 +105,19 @@ done:
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: widen simulate [--store rocksdb|memory] [--batch N] CASE.json\n"
-          "       widen simulate [--store rocksdb|memory] [--batch N] --config PIPELINE.yaml TRACE.jsonl\n"
-          "\n"
-          "Runs a conformance case (table, input records, see ../shared/cases/README.md) through widen's\n"
-          "table loading, merge engine, keyed state and store, and prints one JSON object:\n"
-          "With --config, the case is the pipeline config's table and the input is TRACE.jsonl, one\n"
-          "{\"op\",\"row\",\"message\"} per line as `widen run --trace` writes it.\n"
-          "  {\"rows\": [...], \"changelog\": [...], \"error\": null | {stage, index, message}}\n"
-          "Options:\n"
-          "  --store rocksdb   the daemon's RocksDB store in a temporary directory (default)\n"
-          "  --store memory    the in-memory store\n"
-          "  --batch N         flush the state to the store every N messages (default 1)\n"
-          "Exit status: 0, 2 when the table configuration is refused, 1 on other errors.\n");
+  fprintf(f, "usage: widen simulate [--store rocksdb|memory] [--batch N] CASE.json\n"
+             "       widen simulate [--store rocksdb|memory] [--batch N] --config PIPELINE.yaml TRACE.jsonl\n"
+             "\n"
+             "Runs a conformance case (table, input records, see ../shared/cases/README.md) through widen's\n"
+             "table loading, merge engine, keyed state and store, and prints one JSON object:\n"
+             "With --config, the case is the pipeline config's table and the input is TRACE.jsonl, one\n"
+             "{\"op\",\"row\",\"message\"} per line as `widen run --trace` writes it.\n"
+             "  {\"rows\": [...], \"changelog\": [...], \"error\": null | {stage, index, message}}\n"
+             "Options:\n"
+             "  --store rocksdb   the daemon's RocksDB store in a temporary directory (default)\n"
+             "  --store memory    the in-memory store\n"
+             "  --batch N         flush the state to the store every N messages (default 1)\n"
+             "Exit status: 0, 2 when the table configuration is refused, 1 on other errors.\n");
 }
 
 int wd_simulate_run(const json_t *cs, const char *store_kind, long batch, json_t **result) {
@@ -300,7 +301,8 @@ fail:
   rc = 1;
 done:
   if (state) wd_state_rows_free(state, rows, nrows);
-  for (size_t k = 0; k < nrecs; k++) wd_row_destroy(recs_schema ? recs_schema : t ? wd_table_schema(t) : NULL, recs[k]); /* a failed message */
+  for (size_t k = 0; k < nrecs; k++)
+    wd_row_destroy(recs_schema ? recs_schema : t ? wd_table_schema(t) : NULL, recs[k]); /* a failed message */
   wd_join_destroy(jn);
   free(ids);
   free(recs);
@@ -337,8 +339,8 @@ static json_t *case_of_trace(const char *config, const char *trace) {
   json_object_set_new(cs, "options", opts);
   json_object_set_new(cs, "input", input);
   for (size_t i = 0; i < cfg->table.schema.n; i++)
-    json_array_append_new(schema, json_pack("{s:s,s:s}", "name", cfg->table.schema.names[i], "type",
-                                            cfg->table.schema.types[i]));
+    json_array_append_new(
+        schema, json_pack("{s:s,s:s}", "name", cfg->table.schema.names[i], "type", cfg->table.schema.types[i]));
   for (size_t i = 0; i < cfg->table.primary_key.n; i++)
     json_array_append_new(pk, json_string(cfg->table.primary_key.v[i]));
   for (size_t i = 0; i < cfg->table.options.n; i++)
@@ -378,19 +380,18 @@ static json_t *case_of_trace(const char *config, const char *trace) {
 int wd_cmd_simulate(int argc, char **argv) {
   const char *store_kind = "rocksdb";
   long batch = 1;
-  static const struct option longopts[] = {
-      {"store", required_argument, NULL, 's'}, {"batch", required_argument, NULL, 'b'},
-      {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
+  static const struct option longopts[] = {{"store", required_argument, NULL, 's'},
+                                           {"batch", required_argument, NULL, 'b'},
+                                           {"config", required_argument, NULL, 'c'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {0}};
   const char *config = NULL;
   int ch;
   optind = 1;
   while ((ch = wd_cli_getopt("simulate", argc, argv, "h", longopts)) != -1) {
-    if (ch == 's')
-      store_kind = optarg;
-    else if (ch == 'b')
-      batch = strtol(optarg, NULL, 10);
-    else if (ch == 'c')
-      config = optarg;
+    if (ch == 's') store_kind = optarg;
+    else if (ch == 'b') batch = strtol(optarg, NULL, 10);
+    else if (ch == 'c') config = optarg;
     else if (ch == 'h') {
       usage(stdout);
       return 0;

@@ -22,7 +22,8 @@
 
 /* ---- the option table ------------------------------------------------------------------------- */
 
-#define END_OPT {NULL, 0, 0, NULL, NULL, 0, 0, NULL, 0, NULL, NULL}
+#define END_OPT                                                                                                        \
+  { NULL, 0, 0, NULL, NULL, 0, 0, NULL, 0, NULL, NULL }
 
 static const wd_config_option_t KAFKA_OPTS[] = {
     {"bootstrap.servers", WD_CONFIG_STRING, offsetof(wd_config_kafka_t, bootstrap_servers), NULL, NULL, 0, 0, NULL,
@@ -68,8 +69,7 @@ static const wd_config_option_t SOURCE_OPTS[] = {
     {"name", WD_CONFIG_STRING, offsetof(wd_config_source_t, name), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
      "Name of the source, unique in the file (used in logs, errors and metrics)."},
     {"topics", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL,
-     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL,
-     "Kafka topics read by this source. A topic belongs to one source."},
+     WD_CONFIG_REQUIRED | WD_CONFIG_NONEMPTY, NULL, "Kafka topics read by this source. A topic belongs to one source."},
     {"topic", WD_CONFIG_STRINGS, offsetof(wd_config_source_t, topics), NULL, NULL, 0, 0, NULL, WD_CONFIG_ALIAS, NULL,
      "Another spelling of `topics` for a single topic (set one of the two)."},
     {"format", WD_CONFIG_ENUM, offsetof(wd_config_source_t, format), "debezium-json", NULL, 0, 0,
@@ -157,15 +157,15 @@ static const wd_config_option_t SINK_OPTS[] = {
 
 static const wd_config_option_t REGISTRY_OPTS[] = {
     {"url", WD_CONFIG_STRING, offsetof(wd_config_registry_t, url), NULL, NULL, 0, 0, NULL, 0, NULL,
-     "Required when the section is used: base URL of a Confluent-compatible schema registry (`http://host:8081`). widen uses GET "
+     "Required when the section is used: base URL of a Confluent-compatible schema registry (`http://host:8081`). "
+     "widen uses GET "
      "`/schemas/ids/{id}` (writer schemas, cached per id for the process's life) and POST "
      "`/subjects/{subject}/versions` (the sink's schemas, at start)."},
     {"username", WD_CONFIG_STRING, offsetof(wd_config_registry_t, username), NULL, NULL, 0, 0, NULL, 0, NULL,
      "User name for HTTP basic auth (none when absent)."},
     {"password", WD_CONFIG_STRING, offsetof(wd_config_registry_t, password), NULL, NULL, 0, 0, NULL, 0, NULL,
      "Password for HTTP basic auth."},
-    {"timeout", WD_CONFIG_DURATION, offsetof(wd_config_registry_t, timeout_ms), "10s", NULL, 100, 600000, NULL, 0,
-     NULL,
+    {"timeout", WD_CONFIG_DURATION, offsetof(wd_config_registry_t, timeout_ms), "10s", NULL, 100, 600000, NULL, 0, NULL,
      "Time limit of one request. A registry that does not answer is retried with backoff (100 ms doubling to "
      "10 s) and logged; records wait, none is dropped."},
     END_OPT,
@@ -174,20 +174,22 @@ static const wd_config_option_t REGISTRY_OPTS[] = {
 static const wd_config_option_t STATE_OPTS[] = {
     {"dir", WD_CONFIG_STRING, offsetof(wd_config_state_t, dir), NULL, NULL, 0, 0, NULL, WD_CONFIG_REQUIRED, NULL,
      "Directory of the RocksDB state store (created when missing)."},
-    {"tombstone-retention", WD_CONFIG_DURATION, offsetof(wd_config_state_t, tombstone_retention_ms), NULL,
-     "forever", 0, INT64_MAX, NULL, 0, NULL,
+    {"tombstone-retention", WD_CONFIG_DURATION, offsetof(wd_config_state_t, tombstone_retention_ms), NULL, "forever", 0,
+     INT64_MAX, NULL, 0, NULL,
      "How long ordering tombstones (the ordering columns of a removed key, kept so that late older records stay "
      "ordered) are kept."},
-    {"cache-entries", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_entries), "100000", NULL, 0, 1000000000, NULL,
-     0, NULL, "Most decoded rows kept in memory in front of the store (written back once per batch; 0 takes the "
+    {"cache-entries", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_entries), "100000", NULL, 0, 1000000000, NULL, 0,
+     NULL,
+     "Most decoded rows kept in memory in front of the store (written back once per batch; 0 takes the "
      "default)."},
     {"changelog-topic", WD_CONFIG_STRING, offsetof(wd_config_state_t, changelog_topic), NULL,
      "`<group.id>-<table>-changelog`", 0, 0, NULL, 0, NULL,
-     "With `pipeline.tasks: per-partition` and exactly-once: the compacted state changelog topic (created at start when missing, "
+     "With `pipeline.tasks: per-partition` and exactly-once: the compacted state changelog topic (created at start "
+     "when missing, "
      "one partition per task), which receives every row change of each commit (in its transaction under "
      "exactly-once); a process that takes over a task without matching local state restores it from there."},
-    {"cache-memory-mb", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_memory_mb), "256", NULL, 1, 1048576, NULL,
-     0, NULL,
+    {"cache-memory-mb", WD_CONFIG_INT, offsetof(wd_config_state_t, cache_memory_mb), "256", NULL, 1, 1048576, NULL, 0,
+     NULL,
      "Memory budget of the decoded-row cache in MiB (an estimate per row from its stored size); rows are evicted "
      "when either this or cache-entries is exceeded."},
     {"history-retention", WD_CONFIG_DURATION, offsetof(wd_config_state_t, history_retention_ms), "24h", NULL, 0,
@@ -201,12 +203,11 @@ static const wd_config_option_t STATE_OPTS[] = {
      "commit read or wrote, plus 150): the oldest records are deleted first when it is reached, whatever "
      "history-retention says. 0: no size limit. The default (256 MiB) holds 24 h of about 3 commits/s of 8 "
      "partitions; `widen status` prints the time span kept."},
-    {"history-size", WD_CONFIG_INT, offsetof(wd_config_state_t, history_size), "0", NULL, 0, 100000000, NULL, 0,
-     NULL,
+    {"history-size", WD_CONFIG_INT, offsetof(wd_config_state_t, history_size), "0", NULL, 0, 100000000, NULL, 0, NULL,
      "At most this many commit history records are kept, whatever their age and size; 0: no count limit "
      "(history-retention and history-max-bytes decide)."},
-    {"on-incompatible-change", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_incompatible_change), "fail", NULL, 0,
-     0, "fail|rebuild", 0, NULL,
+    {"on-incompatible-change", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_incompatible_change), "fail", NULL, 0, 0,
+     "fail|rebuild", 0, NULL,
      "What a start does when the table definition changed in a way that changes the stored rows (schema, primary "
      "key, merge options, sources and their mappings): `fail` names the differing items and stops; `rebuild` "
      "(exactly-once) rebuilds each task this process owns from the sources' earliest offsets into a fresh state "
@@ -218,8 +219,8 @@ static const wd_config_option_t STATE_OPTS[] = {
      "below it `widen run` stops cleanly with E_STATE_DISK_FULL naming the directory and the free bytes, the open "
      "commit aborted and nothing lost, instead of RocksDB failing on a full disk; free space (or lower this) and "
      "start again. The default (256 MiB) leaves room for a memtable flush and a compaction; 0 turns the check off."},
-    {"on-corruption", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_corruption), "fail", NULL, 0, 0, "fail|rebuild",
-     0, NULL,
+    {"on-corruption", WD_CONFIG_ENUM, offsetof(wd_config_state_t, on_corruption), "fail", NULL, 0, 0, "fail|rebuild", 0,
+     NULL,
      "What a start does when the state directory is corrupt (a damaged SST, MANIFEST or CURRENT file): `fail` stops "
      "with E_STATE_CORRUPT naming the file and what to do; `rebuild` moves the directory aside to "
      "`<state.dir>.corrupt-<time>` and starts with a fresh one, whose tasks are rebuilt as those of a lost state "
@@ -231,8 +232,8 @@ static const wd_config_option_t STATE_OPTS[] = {
 static const wd_config_option_t PIPELINE_OPTS[] = {
     {"batch-size", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_size), "1000", NULL, 1, 1000000, NULL, 0, NULL,
      "Most records taken per poll batch (one multi-get of their keys, one produce round)."},
-    {"processing-guarantee", WD_CONFIG_ENUM, offsetof(wd_config_pipeline_t, processing_guarantee), "exactly-once",
-     NULL, 0, 0, "exactly-once|at-least-once", 0, NULL,
+    {"processing-guarantee", WD_CONFIG_ENUM, offsetof(wd_config_pipeline_t, processing_guarantee), "exactly-once", NULL,
+     0, 0, "exactly-once|at-least-once", 0, NULL,
      "`exactly-once`: each commit's changelog, dead letters and input offsets go in one Kafka transaction and the "
      "state always equals the committed transaction (docs/exactly-once.md); consumers of the output must read with "
      "`isolation.level=read_committed`. `at-least-once`: output is acknowledged, then the state and offsets are "
@@ -274,14 +275,15 @@ static const wd_config_option_t PIPELINE_OPTS[] = {
      "moving to it is caught up from its copy instead of restored from the beginning. librdkafka gives no view of the "
      "other members, so any value above 0 keeps a copy of every other task (the process then stores the whole "
      "table)."},
-    {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000,
-     NULL, 0, NULL, "Longest wait, in milliseconds, for the first record of a poll batch (idle polls wake this often). A batch "
+    {"batch-timeout-ms", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, batch_timeout_ms), "100", NULL, 0, 60000, NULL,
+     0, NULL,
+     "Longest wait, in milliseconds, for the first record of a poll batch (idle polls wake this often). A batch "
      "is then the records already fetched, up to `batch-size`, processed without waiting for more (as Kafka's "
      "poll with max.poll.records): under load batches are full, at a low rate a record is not held back. For "
      "fuller batches at a low rate (less CPU per record, more latency) let the broker wait instead: "
      "`fetch.min.bytes` and `fetch.wait.max.ms` under `kafka.properties`."},
-    {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400,
-     NULL, 0, NULL, "Seconds between status log lines (records, changes, lag); 0 turns them off."},
+    {"status-interval-s", WD_CONFIG_INT, offsetof(wd_config_pipeline_t, status_interval_s), "5", NULL, 0, 86400, NULL,
+     0, NULL, "Seconds between status log lines (records, changes, lag); 0 turns them off."},
     END_OPT,
 };
 
@@ -468,7 +470,7 @@ void wd_config_destroy(wd_config_t *cfg) {
  * key, so that one run reports every independent mistake of a file. */
 typedef struct {
   wd_error_t *first; /* owned */
-  wd_buf_t more;     /* "\n  <message>" per further error */
+  wd_buf_t more; /* "\n  <message>" per further error */
   size_t nmore;
 } ld_errors_t;
 
@@ -577,8 +579,10 @@ static wd_error_t *join_list(const ld_t *ld, const char *path, const yaml_node_t
     yaml_node_t *item = node_at(ld, *it);
     const char *s = NULL;
     if (item->type != YAML_SCALAR_NODE || is_null(item))
-      return cfg_err(ld, line_of(item), "'%s' must be a value or a list of values, but an item is %s; write the "
-                     "items as plain values", path, is_null(item) ? "empty" : kind_name(item));
+      return cfg_err(ld, line_of(item),
+                     "'%s' must be a value or a list of values, but an item is %s; write the "
+                     "items as plain values",
+                     path, is_null(item) ? "empty" : kind_name(item));
     wd_error_t *err = scalar_text(ld, path, item, "a value", &s);
     if (err) return err;
     len += strlen(s) + 1;
@@ -607,25 +611,21 @@ static wd_error_t *load_strings(const ld_t *ld, const wd_config_option_t *opt, c
                                 int keyline, wd_config_strings_t *l) {
   l->line = keyline;
   if (!is_null(node) && node->type == YAML_MAPPING_NODE)
-    return cfg_err(ld, line_of(node), "'%s' must be a list, not a mapping; write it as [a, b] or as '- a' lines",
-                   path);
+    return cfg_err(ld, line_of(node), "'%s' must be a list, not a mapping; write it as [a, b] or as '- a' lines", path);
   bool single = node->type == YAML_SCALAR_NODE;
   size_t count = is_null(node) ? 0
-                 : single     ? 1
-                              : (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+                 : single      ? 1
+                               : (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
   for (size_t i = 0; i < count; i++) {
     yaml_node_t *item = single ? node : node_at(ld, node->data.sequence.items.start[i]);
     const char *s = NULL;
-    if (is_null(item))
-      return cfg_err(ld, line_of(item), "'%s' has an empty item; remove it or give it a value", path);
+    if (is_null(item)) return cfg_err(ld, line_of(item), "'%s' has an empty item; remove it or give it a value", path);
     wd_error_t *err = scalar_text(ld, path, item, "a list of values", &s);
     if (err) return err;
     for (size_t k = 0; k < l->n; k++)
       if (!strcmp(l->v[k], s))
-        return cfg_err(ld, line_of(item), "'%s' lists '%s' twice (also at line %d); remove one", path, s,
-                       l->lines[k]);
-    if (GROW(l->v, l->n) || GROW(l->lines, l->n))
-      return wd_error_nomem();
+        return cfg_err(ld, line_of(item), "'%s' lists '%s' twice (also at line %d); remove one", path, s, l->lines[k]);
+    if (GROW(l->v, l->n) || GROW(l->lines, l->n)) return wd_error_nomem();
     if (!(l->v[l->n] = strdup(s))) return wd_error_nomem();
     l->lines[l->n++] = line_of(item);
   }
@@ -663,8 +663,10 @@ static wd_error_t *load_pairs(const ld_t *ld, const wd_config_option_t *opt, con
       yaml_node_t *item = node_at(ld, *it);
       const char *s = NULL;
       if (is_null(item) || item->type != YAML_SCALAR_NODE)
-        return cfg_err(ld, line_of(item), "'%s' as a list must hold column names, but an item is %s; write "
-                       "'column: path' pairs or plain names", path, is_null(item) ? "empty" : kind_name(item));
+        return cfg_err(ld, line_of(item),
+                       "'%s' as a list must hold column names, but an item is %s; write "
+                       "'column: path' pairs or plain names",
+                       path, is_null(item) ? "empty" : kind_name(item));
       if ((err = scalar_text(ld, path, item, "a name", &s))) return err;
       for (size_t k = 0; k < p->n; k++)
         if (!strcmp(p->v[k].key, s))
@@ -675,8 +677,10 @@ static wd_error_t *load_pairs(const ld_t *ld, const wd_config_option_t *opt, con
     goto check;
   }
   if (node->type != YAML_MAPPING_NODE)
-    return cfg_err(ld, line_of(node), "'%s' must be a mapping, not %s; write one 'key: value' line per entry, "
-                   "indented under '%s:'", path, kind_name(node), opt->name);
+    return cfg_err(ld, line_of(node),
+                   "'%s' must be a mapping, not %s; write one 'key: value' line per entry, "
+                   "indented under '%s:'",
+                   path, kind_name(node), opt->name);
   for (yaml_node_pair_t *pr = node->data.mapping.pairs.start; pr < node->data.mapping.pairs.top; pr++) {
     yaml_node_t *k = node_at(ld, pr->key), *v = node_at(ld, pr->value);
     const char *key = NULL, *val = NULL;
@@ -687,16 +691,18 @@ static wd_error_t *load_pairs(const ld_t *ld, const wd_config_option_t *opt, con
     if ((err = scalar_text(ld, path, k, "a name", &key))) return err;
     for (size_t i = 0; i < p->n; i++)
       if (!strcmp(p->v[i].key, key))
-        return cfg_err(ld, line_of(k), "duplicate key '%s' in '%s' (first at line %d); remove one of them", key,
-                       path, p->v[i].line);
+        return cfg_err(ld, line_of(k), "duplicate key '%s' in '%s' (first at line %d); remove one of them", key, path,
+                       p->v[i].line);
     if (is_null(v)) {
       if (!(opt->flags & WD_CONFIG_NULL_IS_KEY))
         return cfg_err(ld, line_of(k), "'%s.%s' has no value; give it a value or remove the line", path, key);
     } else if (v->type == YAML_SEQUENCE_NODE) {
       if ((err = join_list(ld, path, v, &joined))) return err;
     } else if (v->type == YAML_MAPPING_NODE) {
-      return cfg_err(ld, line_of(v), "'%s.%s' must be a single value, not a mapping; write it as 'key: value' "
-                     "(quote the value if it contains ': ')", path, key);
+      return cfg_err(ld, line_of(v),
+                     "'%s.%s' must be a single value, not a mapping; write it as 'key: value' "
+                     "(quote the value if it contains ': ')",
+                     path, key);
     } else if ((err = scalar_text(ld, path, v, "a value", &val))) {
       return err;
     }
@@ -722,8 +728,10 @@ static wd_error_t *load_schema(const ld_t *ld, const wd_config_option_t *opt, co
   s->line = keyline;
   if (is_null(node)) goto check;
   if (node->type != YAML_SEQUENCE_NODE)
-    return cfg_err(ld, line_of(node), "'%s' must be a list, not %s; write one '- {name: ..., type: ...}' line per "
-                   "column", path, kind_name(node));
+    return cfg_err(ld, line_of(node),
+                   "'%s' must be a list, not %s; write one '- {name: ..., type: ...}' line per "
+                   "column",
+                   path, kind_name(node));
   for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
     yaml_node_t *col = node_at(ld, *it);
     size_t idx = (size_t)(it - node->data.sequence.items.start);
@@ -753,9 +761,10 @@ static wd_error_t *load_schema(const ld_t *ld, const wd_config_option_t *opt, co
     }
     if (stray) {
       if (type && unbalanced(type))
-        return cfg_err(ld, stray_line, "column '%s' has type '%s' and a stray key '%s': YAML ends a value at ',' "
-                       "inside {...}; quote the type, e.g. type: \"%s,%s\"", name ? name : "?", type, stray, type,
-                       stray);
+        return cfg_err(ld, stray_line,
+                       "column '%s' has type '%s' and a stray key '%s': YAML ends a value at ',' "
+                       "inside {...}; quote the type, e.g. type: \"%s,%s\"",
+                       name ? name : "?", type, stray, type, stray);
       const char *known[] = {"name", "type"};
       const char *near = wd_closest(stray, known, 2);
       return cfg_err(ld, stray_line, "unknown key '%s' in '%s[%zu]'; %s%s%s", stray, path, idx,
@@ -763,14 +772,13 @@ static wd_error_t *load_schema(const ld_t *ld, const wd_config_option_t *opt, co
                      near ? "'?" : "");
     }
     if (!name || !type)
-      return cfg_err(ld, line_of(col), "missing required key '%s' in '%s[%zu]'; add '%s: ...'",
-                     name ? "type" : "name", path, idx, name ? "type" : "name");
+      return cfg_err(ld, line_of(col), "missing required key '%s' in '%s[%zu]'; add '%s: ...'", name ? "type" : "name",
+                     path, idx, name ? "type" : "name");
     for (size_t k = 0; k < s->n; k++)
       if (!strcmp(s->names[k], name))
-        return cfg_err(ld, line_of(col), "column '%s' is defined twice (also at line %d); rename or remove one",
-                       name, s->lines[k]);
-    if (GROW(s->names, s->n) || GROW(s->types, s->n) || GROW(s->lines, s->n))
-      return wd_error_nomem();
+        return cfg_err(ld, line_of(col), "column '%s' is defined twice (also at line %d); rename or remove one", name,
+                       s->lines[k]);
+    if (GROW(s->names, s->n) || GROW(s->types, s->n) || GROW(s->lines, s->n)) return wd_error_nomem();
     s->names[s->n] = strdup(name);
     s->types[s->n] = strdup(type);
     s->lines[s->n] = line_of(col);
@@ -799,11 +807,13 @@ static wd_error_t *set_scalar(const ld_t *ld, const wd_config_option_t *opt, con
   case WD_CONFIG_DURATION: {
     int64_t v = 0;
     if (opt->type == WD_CONFIG_INT && parse_int(text, &v))
-      return cfg_err(ld, line, "'%s' must be an integer, not '%s'; write a whole number from %lld to %lld", path,
-                     text, (long long)opt->min, (long long)opt->max);
+      return cfg_err(ld, line, "'%s' must be an integer, not '%s'; write a whole number from %lld to %lld", path, text,
+                     (long long)opt->min, (long long)opt->max);
     if (opt->type == WD_CONFIG_DURATION && wd_config_parse_duration(text, &v))
-      return cfg_err(ld, line, "'%s' is not a duration: '%s'; write a number with a unit ms, s, m, h or d (500ms, "
-                     "30s, 5m, 12h, 7d), or a plain number of milliseconds", path, text);
+      return cfg_err(ld, line,
+                     "'%s' is not a duration: '%s'; write a number with a unit ms, s, m, h or d (500ms, "
+                     "30s, 5m, 12h, 7d), or a plain number of milliseconds",
+                     path, text);
     if (v < opt->min || v > opt->max)
       return cfg_err(ld, line, "'%s' is %s, outside its range; use a value from %lld to %lld%s", path, text,
                      (long long)opt->min, (long long)opt->max, opt->type == WD_CONFIG_DURATION ? " ms" : "");
@@ -861,8 +871,7 @@ static wd_error_t *load_list(const ld_t *ld, const wd_config_option_t *opt, cons
     if (item->type != YAML_MAPPING_NODE)
       err = cfg_err(ld, line_of(item), "'%s' must be a mapping, not %s; write its keys ('name: ...') under the '- '",
                     ipath, is_null(item) ? "empty" : kind_name(item));
-    else
-      err = load_section(ld, opt->sub, ipath, item, line_of(item), (char *)l.v + i * opt->sub->size);
+    else err = load_section(ld, opt->sub, ipath, item, line_of(item), (char *)l.v + i * opt->sub->size);
   }
 check:
   if (!err && (opt->flags & WD_CONFIG_NONEMPTY) && l.n == 0)
@@ -915,10 +924,8 @@ static wd_error_t *unknown_key(const ld_t *ld, const wd_config_section_t *sec, c
   }
   const char *near = wd_closest(key, names, n);
   char where[300];
-  if (*path)
-    snprintf(where, sizeof(where), "in '%s'", path);
-  else
-    snprintf(where, sizeof(where), "at the top level");
+  if (*path) snprintf(where, sizeof(where), "in '%s'", path);
+  else snprintf(where, sizeof(where), "at the top level");
   if (near) return cfg_err(ld, line, "unknown key '%s' %s; did you mean '%s'?", key, where, near);
   return cfg_err(ld, line, "unknown key '%s' %s; use one of: %s%s%s%s", key, where, list,
                  has_props ? " (librdkafka properties go under '" : "", has_props ? path : "",
@@ -966,8 +973,8 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
       yaml_node_t *qk = node_at(ld, q->key);
       if (!dup && !strcmp((const char *)qk->data.scalar.value, key)) {
         dup = true;
-        if ((err = ld_note(ld, cfg_err(ld, line_of(k), "duplicate key '%s' (first at line %d); remove one of them",
-                                       key, line_of(qk)))))
+        if ((err = ld_note(ld, cfg_err(ld, line_of(k), "duplicate key '%s' (first at line %d); remove one of them", key,
+                                       line_of(qk)))))
           return err;
       }
     }
@@ -981,8 +988,10 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
     const wd_config_option_t *opt = &sec->options[i];
     for (size_t j = 0; j < nopt; j++)
       if (seen[j] && sec->options[j].offset == opt->offset) {
-        if ((err = ld_note(ld, cfg_err(ld, line_of(k), "'%s' and '%s' are two names for one setting; keep one of "
-                                       "them", key, sec->options[j].name))))
+        if ((err = ld_note(ld, cfg_err(ld, line_of(k),
+                                       "'%s' and '%s' are two names for one setting; keep one of "
+                                       "them",
+                                       key, sec->options[j].name))))
           return err;
         goto next_key;
       }
@@ -1017,12 +1026,9 @@ static wd_error_t *load_section(const ld_t *ld, const wd_config_section_t *sec, 
       continue;
     }
     void *p = base + opt->offset;
-    if (opt->def)
-      err = set_scalar(ld, opt, opath, opt->def, 0, p);
-    else if (opt->type == WD_CONFIG_DURATION)
-      *(int64_t *)p = -1;
-    else if (opt->type == WD_CONFIG_SECTION)
-      err = load_section(ld, opt->sub, opath, NULL, 0, p);
+    if (opt->def) err = set_scalar(ld, opt, opath, opt->def, 0, p);
+    else if (opt->type == WD_CONFIG_DURATION) *(int64_t *)p = -1;
+    else if (opt->type == WD_CONFIG_SECTION) err = load_section(ld, opt->sub, opath, NULL, 0, p);
     if (err) return err;
   }
   return NULL;
@@ -1048,7 +1054,7 @@ static wd_error_t *check_kafka_properties(const ld_t *ld, const wd_config_t *cfg
       size_t idl = strlen(perr->id);
       if (idl && !strncmp(m, perr->id, idl) && !strncmp(m + idl, ": ", 2)) m += idl + 2;
       err = wd_error_make(WD_ERR_CONFIG, perr->eid, "%s:%d: %s.properties: %s", ld->file, pr->line,
-                         s ? "sink" : "kafka", m);
+                          s ? "sink" : "kafka", m);
       wd_error_destroy(perr);
       if (err == wd_error_nomem() || (err = ld_note(ld, err))) return err;
     }
@@ -1074,11 +1080,13 @@ static wd_error_t *check_source_key(const ld_t *ld, const wd_config_source_t *sr
   if (src->primary_key.n && src->lookup)
     return cfg_err_id(ld, WD_EID_C_SOURCE_KEY_LOOKUP, src->primary_key.line,
                       "source '%s' has both `lookup: true` and `primary-key:`; a lookup is kept by its `key:` "
-                      "already, so remove `primary-key:`", src->name);
+                      "already, so remove `primary-key:`",
+                      src->name);
   if (upsert && !src->primary_key.n)
     return cfg_err_id(ld, WD_EID_C_SOURCE_KEY_REQUIRED, src->line,
                       "source '%s' has `format: upsert-json`, whose deletes (tombstones) carry only the Kafka key; "
-                      "add `primary-key: [<its key fields>]`", src->name);
+                      "add `primary-key: [<its key fields>]`",
+                      src->name);
   return NULL;
 }
 
@@ -1148,7 +1156,8 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
           if (!strcmp(cfg->sources.v[t].topics.v[j], src->topics.v[i]))
             return cfg_err(ld, src->topics.lines[i],
                            "topic '%s' is read by sources '%s' and '%s'; a topic belongs to one source, so remove it "
-                           "from one of them", src->topics.v[i], cfg->sources.v[t].name, src->name);
+                           "from one of them",
+                           src->topics.v[i], cfg->sources.v[t].name, src->name);
       if (!strcmp(src->topics.v[i], cfg->sink.topic))
         return cfg_err(ld, src->topics.lines[i],
                        "topic '%s' is both read by source '%s' and written by the sink; use another sink.topic",
@@ -1165,13 +1174,18 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
       }
     }
     if (!src->lookup && (src->key.line || src->on.line || src->sequence))
-      return cfg_err(ld, src->key.line ? src->key.line : src->on.line ? src->on.line : src->line,
+      return cfg_err(ld,
+                     src->key.line  ? src->key.line
+                     : src->on.line ? src->on.line
+                                    : src->line,
                      "source '%s' has `key:`, `on:` or `sequence:`, which only lookup sources take; add `lookup: true` "
-                     "or remove them", src->name);
+                     "or remove them",
+                     src->name);
     if (src->lookup && (src->on.n == 0 || src->key.n != src->on.n))
       return cfg_err(ld, src->on.line ? src->on.line : src->line,
                      "lookup source '%s' needs `on:` (the wide columns it joins on) and as many `key:` paths (its own "
-                     "key fields), one per `on` column; it has %zu and %zu", src->name, src->on.n, src->key.n);
+                     "key fields), one per `on` column; it has %zu and %zu",
+                     src->name, src->on.n, src->key.n);
     for (size_t i = 0; src->lookup && i < src->on.n; i++) {
       bool found = false;
       for (size_t c = 0; c < schema->n; c++) found |= !strcmp(schema->names[c], src->on.v[i]);
@@ -1187,7 +1201,8 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
   }
   if (cfg->sink.schemas_enable &&
       (cfg->sink.format != WD_CONFIG_SINK_DEBEZIUM_JSON || cfg->sink.key_format == WD_CONFIG_KEY_AVRO))
-    return cfg_err(ld, cfg->sink.line, "sink.schemas-enable: true writes Kafka Connect's JSON envelope, which needs "
+    return cfg_err(ld, cfg->sink.line,
+                   "sink.schemas-enable: true writes Kafka Connect's JSON envelope, which needs "
                    "`format: debezium-json` and `key-format: json` or `string`; change the format or set "
                    "schemas-enable: false");
   bool avro = cfg->sink.format == WD_CONFIG_SINK_AVRO || cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
@@ -1198,7 +1213,8 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
       avro_line = cfg->sources.v[s].line;
     }
   if (avro && !cfg->schema_registry.url)
-    return cfg_err(ld, avro_line, "Avro needs a schema registry; add a top-level `schema-registry:` section with its "
+    return cfg_err(ld, avro_line,
+                   "Avro needs a schema registry; add a top-level `schema-registry:` section with its "
                    "url");
   if (!cfg->sink.dead_letter_topic) {
     if (asprintf(&cfg->sink.dead_letter_topic, "%s.dlq", cfg->sink.topic) < 0) {
@@ -1206,8 +1222,10 @@ static wd_error_t *check_refs(const ld_t *ld, wd_config_t *cfg) {
       return wd_error_nomem();
     }
   } else if (!strcmp(cfg->sink.dead_letter_topic, cfg->sink.topic)) {
-    return cfg_err(ld, cfg->sink.line, "sink.dead-letter-topic is the same topic as sink.topic ('%s'); use another "
-                   "topic (default: '<topic>.dlq')", cfg->sink.topic);
+    return cfg_err(ld, cfg->sink.line,
+                   "sink.dead-letter-topic is the same topic as sink.topic ('%s'); use another "
+                   "topic (default: '<topic>.dlq')",
+                   cfg->sink.topic);
   }
   return NULL;
 }
@@ -1219,12 +1237,13 @@ static wd_error_t *yaml_error(const ld_t *ld, const yaml_parser_t *parser) {
   if (parser->error == YAML_MEMORY_ERROR) return wd_error_nomem();
   const char *problem = parser->problem ? parser->problem : "unknown problem";
   if (parser->error == YAML_READER_ERROR)
-    return wd_error_new(WD_ERR_CONFIG, C_CONFIG, "%s:%zu:%zu: the file is not valid text: %s (byte %zu); save it "
-                        "as UTF-8 text", ld->file, parser->problem_mark.line + 1, parser->problem_mark.column + 1,
-                        problem, parser->problem_offset);
+    return wd_error_new(WD_ERR_CONFIG, C_CONFIG,
+                        "%s:%zu:%zu: the file is not valid text: %s (byte %zu); save it "
+                        "as UTF-8 text",
+                        ld->file, parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem,
+                        parser->problem_offset);
   char ctx[200] = "";
-  if (parser->context)
-    snprintf(ctx, sizeof(ctx), " (%s at line %zu)", parser->context, parser->context_mark.line + 1);
+  if (parser->context) snprintf(ctx, sizeof(ctx), " (%s at line %zu)", parser->context, parser->context_mark.line + 1);
   const char *fix = strstr(problem, "cannot start any token") || strstr(problem, "tab")
                         ? "replace tabs with spaces there (YAML indents with spaces, never tabs)"
                         : "fix the YAML there (indentation, a missing ':' or space after it, an unclosed quote or "
@@ -1305,8 +1324,10 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
     goto done;
   }
   if (root->type != YAML_MAPPING_NODE) {
-    err = cfg_err(&ld, line_of(root), "the file must be a mapping of sections (kafka:, table:, sources:, sink:, "
-                  "state:), not %s; see configs/example.yaml", kind_name(root));
+    err = cfg_err(&ld, line_of(root),
+                  "the file must be a mapping of sections (kafka:, table:, sources:, sink:, "
+                  "state:), not %s; see configs/example.yaml",
+                  kind_name(root));
     goto done;
   }
   if (!(cfg = calloc(1, sizeof(*cfg))) || !(cfg->path = strdup(path))) {
@@ -1326,10 +1347,9 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
       const char *m = err->message;
       size_t idl = strlen(err->id);
       if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
-      wd_error_t *all = wd_error_make(err->cls, err->eid, "%s\n  and %zu more error%s in this file:%s%s", m,
-                                     errs.nmore, errs.nmore > 1 ? "s" : "",
-                                     errs.more.data ? (const char *)errs.more.data : "",
-                                     errs.nmore > 20 ? "\n  ..." : "");
+      wd_error_t *all = wd_error_make(err->cls, err->eid, "%s\n  and %zu more error%s in this file:%s%s", m, errs.nmore,
+                                      errs.nmore > 1 ? "s" : "", errs.more.data ? (const char *)errs.more.data : "",
+                                      errs.nmore > 20 ? "\n  ..." : "");
       if (all != wd_error_nomem()) {
         wd_error_destroy(err);
         err = all;
@@ -1375,10 +1395,8 @@ done:
   if (doc_ok) yaml_document_delete(&doc);
   if (parser_ok) yaml_parser_delete(&parser);
   if (f) fclose(f);
-  if (err)
-    wd_config_destroy(cfg);
-  else
-    *out = cfg;
+  if (err) wd_config_destroy(cfg);
+  else *out = cfg;
   return err;
 }
 
@@ -1392,8 +1410,9 @@ wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err) {
   char file[600] = "";
   if (cfg->brokers_in_file)
     snprintf(file, sizeof(file), ", not from %s's kafka.bootstrap.servers '%s'", cfg->path, cfg->brokers_in_file);
-  wd_error_t *all = wd_error_make(err->cls, err->eid, "%s (the brokers %s came from the environment variable "
-                                 WD_BROKERS_ENV "%s)", m, cfg->kafka.bootstrap_servers, file);
+  wd_error_t *all =
+      wd_error_make(err->cls, err->eid, "%s (the brokers %s came from the environment variable " WD_BROKERS_ENV "%s)",
+                    m, cfg->kafka.bootstrap_servers, file);
   if (all == wd_error_nomem()) return err;
   all->retriable = err->retriable;
   all->fatal = err->fatal;
@@ -1501,8 +1520,7 @@ void wd_config_source_key_name(const wd_config_source_t *cs, size_t k, char *buf
   snprintf(buf, n, "primary-key.%s", k < cs->primary_key.n ? cs->primary_key.v[k] : "?");
 }
 
-wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema,
-                                   wd_source_t **out) {
+wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema, wd_source_t **out) {
   wd_error_t *err = NULL;
   wd_source_t *src = NULL;
   int line = 0;
@@ -1590,22 +1608,15 @@ static void doc_rows(FILE *f, const wd_config_section_t *sec, const char *prefix
   for (const wd_config_option_t *o = sec->options; o->name; o++) {
     if (o->type == WD_CONFIG_SECTION || o->type == WD_CONFIG_SECTION_LIST) continue;
     char def[128], range[256] = "";
-    if (o->flags & WD_CONFIG_REQUIRED)
-      snprintf(def, sizeof(def), "**required**");
-    else if (o->def_doc)
-      snprintf(def, sizeof(def), "%s", o->def_doc);
-    else if (o->def)
-      snprintf(def, sizeof(def), "`%s`", o->def);
-    else if (o->flags & WD_CONFIG_ALIAS)
-      snprintf(def, sizeof(def), "(alias)");
-    else
-      snprintf(def, sizeof(def), "%s", o->type == WD_CONFIG_STRING ? "none" : "empty");
+    if (o->flags & WD_CONFIG_REQUIRED) snprintf(def, sizeof(def), "**required**");
+    else if (o->def_doc) snprintf(def, sizeof(def), "%s", o->def_doc);
+    else if (o->def) snprintf(def, sizeof(def), "`%s`", o->def);
+    else if (o->flags & WD_CONFIG_ALIAS) snprintf(def, sizeof(def), "(alias)");
+    else snprintf(def, sizeof(def), "%s", o->type == WD_CONFIG_STRING ? "none" : "empty");
     if (o->type == WD_CONFIG_INT || o->type == WD_CONFIG_DURATION) {
       const char *unit = o->type == WD_CONFIG_DURATION ? " ms" : "";
-      if (o->max == INT64_MAX)
-        snprintf(range, sizeof(range), ">= %lld%s", (long long)o->min, unit);
-      else
-        snprintf(range, sizeof(range), "%lld .. %lld%s", (long long)o->min, (long long)o->max, unit);
+      if (o->max == INT64_MAX) snprintf(range, sizeof(range), ">= %lld%s", (long long)o->min, unit);
+      else snprintf(range, sizeof(range), "%lld .. %lld%s", (long long)o->min, (long long)o->max, unit);
     } else if (o->type == WD_CONFIG_ENUM) {
       doc_values(o->values, range, sizeof(range));
     } else if (o->flags & WD_CONFIG_NONEMPTY) {
@@ -1661,22 +1672,20 @@ int wd_config_write_doc(FILE *f) {
     fprintf(f, "| key | type | default | range / values | description |\n|---|---|---|---|---|\n");
     doc_rows(f, o->sub, prefix);
   }
-  fprintf(f,
-          "\n## Source options (`sources[].options`)\n\n"
-          "Interpreted by the source's decoder (ingest/source.h).\n\n"
-          "| key | values | default | description |\n|---|---|---|---|\n");
+  fprintf(f, "\n## Source options (`sources[].options`)\n\n"
+             "Interpreted by the source's decoder (ingest/source.h).\n\n"
+             "| key | values | default | description |\n|---|---|---|---|\n");
   for (const wd_source_option_t *o = wd_source_options; o->name; o++) {
     char vals[256] = "text";
     if (o->values) doc_values(o->values, vals, sizeof(vals));
     fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->name, vals, o->def, o->description);
   }
-  fprintf(f,
-          "\n## Table options (`table.options`)\n\n"
-          "Apache Paimon's option names and values, validated when the table is built (join/merge_spec.c, from\n"
-          "the table this list is generated from); section 3 of the merge-semantics spec defines them. Any other\n"
-          "key is refused with `C_UNKNOWN_OPTION`, a bad value with `C_BAD_OPTION_VALUE`. Booleans are `true` or\n"
-          "`false`; lists are comma-separated and each item is trimmed.\n\n"
-          "| key | values | default | applies to | meaning |\n|---|---|---|---|---|\n");
+  fprintf(f, "\n## Table options (`table.options`)\n\n"
+             "Apache Paimon's option names and values, validated when the table is built (join/merge_spec.c, from\n"
+             "the table this list is generated from); section 3 of the merge-semantics spec defines them. Any other\n"
+             "key is refused with `C_UNKNOWN_OPTION`, a bad value with `C_BAD_OPTION_VALUE`. Booleans are `true` or\n"
+             "`false`; lists are comma-separated and each item is trimmed.\n\n"
+             "| key | values | default | applies to | meaning |\n|---|---|---|---|---|\n");
   wd_table_option_doc_t td;
   for (size_t i = 0; wd_table_option_doc(i, &td); i++) {
     char vals[256];

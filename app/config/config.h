@@ -39,14 +39,14 @@
 /* A list of strings (a YAML list, or one scalar taken as a one-element list). */
 typedef struct wd_config_strings {
   size_t n;
-  char **v;   /* v[0..n), owned */
+  char **v; /* v[0..n), owned */
   int *lines; /* line of each element */
-  int line;   /* line of the list (0 when the key was absent) */
+  int line; /* line of the list (0 when the key was absent) */
 } wd_config_strings_t;
 
 /* One key/value pair of a string mapping, in file order. */
 typedef struct wd_config_pair {
-  char *key;   /* owned */
+  char *key; /* owned */
   char *value; /* owned; numbers and booleans as their text, a list of scalars joined by "," */
   int line;
 } wd_config_pair_t;
@@ -55,7 +55,7 @@ typedef struct wd_config_pair {
 typedef struct wd_config_pairs {
   size_t n;
   wd_config_pair_t *v; /* owned */
-  int line;            /* line of the mapping (0 when the key was absent) */
+  int line; /* line of the mapping (0 when the key was absent) */
 } wd_config_pairs_t;
 
 /* The wide table's columns as parallel arrays (the shape wd_table_config_build takes). */
@@ -63,15 +63,15 @@ typedef struct wd_config_schema {
   size_t n;
   char **names; /* owned */
   char **types; /* owned, type text as written ("DECIMAL(12,2)") */
-  int *lines;   /* line of each column entry */
+  int *lines; /* line of each column entry */
   int line;
 } wd_config_schema_t;
 
 typedef struct wd_config_kafka {
-  char *bootstrap_servers;      /* required (or WIDEN_BROKERS) */
-  char *group_id;               /* required */
+  char *bootstrap_servers; /* required (or WIDEN_BROKERS) */
+  char *group_id; /* required */
   wd_config_pairs_t properties; /* extra librdkafka properties for the consumer and producer */
-  int static_membership;        /* 0/1 (default 1): group.instance.id from the state directory's instance id */
+  int static_membership; /* 0/1 (default 1): group.instance.id from the state directory's instance id */
   int line;
 } wd_config_kafka_t;
 
@@ -87,8 +87,8 @@ typedef struct wd_config_table {
  * the wide key (pipeline.tasks per-partition; app/runtime/repartition.h). */
 typedef enum wd_config_repartition {
   WD_CONFIG_REPARTITION_AUTO = 0, /* "auto": when its partition count differs from the table's */
-  WD_CONFIG_REPARTITION_TRUE,     /* "true": always (its Kafka key is not the wide key) */
-  WD_CONFIG_REPARTITION_FALSE     /* "false": never (refused when the partition count differs) */
+  WD_CONFIG_REPARTITION_TRUE, /* "true": always (its Kafka key is not the wide key) */
+  WD_CONFIG_REPARTITION_FALSE /* "false": never (refused when the partition count differs) */
 } wd_config_repartition_t;
 
 typedef struct wd_config_source {
@@ -97,12 +97,12 @@ typedef struct wd_config_source {
   wd_source_format_t format;
   wd_config_pairs_t columns; /* (wide column, mapping spec) in file order */
   wd_config_pairs_t options; /* source options (wd_source_options[]) */
-  int lookup;                /* 0/1: a lookup (dimension) source with its own key (join/lookup.h) */
-  wd_config_strings_t key;   /* lookup: mapping specs of its key fields, parallel to `on` */
-  wd_config_strings_t on;    /* lookup: the wide columns its key is joined on */
-  int required;              /* 0/1: INNER (rows are visible only while this source contributes) */
-  char *sequence;            /* lookup: mapping spec of its sequence field (BIGINT), or NULL */
-  int repartition;           /* wd_config_repartition_t (per-partition tasks: app/runtime/repartition.h) */
+  int lookup; /* 0/1: a lookup (dimension) source with its own key (join/lookup.h) */
+  wd_config_strings_t key; /* lookup: mapping specs of its key fields, parallel to `on` */
+  wd_config_strings_t on; /* lookup: the wide columns its key is joined on */
+  int required; /* 0/1: INNER (rows are visible only while this source contributes) */
+  char *sequence; /* lookup: mapping spec of its sequence field (BIGINT), or NULL */
+  int repartition; /* wd_config_repartition_t (per-partition tasks: app/runtime/repartition.h) */
   wd_config_strings_t primary_key; /* a main source's own primary key: mapping specs of its key fields
                                       (join/srckey.h, docs/source-keys.md); empty: keyed by the wide key */
   int line;
@@ -116,31 +116,31 @@ typedef struct wd_config_sources {
 
 typedef enum wd_config_sink_format {
   WD_CONFIG_SINK_DEBEZIUM_JSON = 0, /* "debezium-json" */
-  WD_CONFIG_SINK_CHANGELOG_JSON,    /* "changelog-json" */
-  WD_CONFIG_SINK_AVRO               /* "avro": Confluent wire format through the schema registry
+  WD_CONFIG_SINK_CHANGELOG_JSON, /* "changelog-json" */
+  WD_CONFIG_SINK_AVRO /* "avro": Confluent wire format through the schema registry
                                        (changelog/avro.h) */
 } wd_config_sink_format_t;
 
 typedef enum wd_config_key_format {
   WD_CONFIG_KEY_JSON = 0, /* "json": a Debezium-style key object {"col": value, ...} */
-  WD_CONFIG_KEY_STRING,   /* "string": the key values as text */
-  WD_CONFIG_KEY_AVRO      /* "avro": an Avro record of the key columns, registered as <topic>-key */
+  WD_CONFIG_KEY_STRING, /* "string": the key values as text */
+  WD_CONFIG_KEY_AVRO /* "avro": an Avro record of the key columns, registered as <topic>-key */
 } wd_config_key_format_t;
 
 typedef struct wd_config_sink {
   char *topic;
   wd_config_sink_format_t format;
   wd_config_key_format_t key_format;
-  int schemas_enable;           /* 1: keys and values in Kafka Connect JsonConverter's envelope */
-  char *dead_letter_topic;      /* never NULL after load: default "<topic>.dlq" */
+  int schemas_enable; /* 1: keys and values in Kafka Connect JsonConverter's envelope */
+  char *dead_letter_topic; /* never NULL after load: default "<topic>.dlq" */
   wd_config_pairs_t properties; /* extra librdkafka producer properties */
   int line;
 } wd_config_sink_t;
 
 /* The schema registry (debezium-avro sources, the avro sink, Avro keys). */
 typedef struct wd_config_registry {
-  char *url;          /* NULL: no registry configured */
-  char *username;     /* basic auth; NULL for none */
+  char *url; /* NULL: no registry configured */
+  char *username; /* basic auth; NULL for none */
   char *password;
   int64_t timeout_ms; /* per request */
   int line;
@@ -149,13 +149,13 @@ typedef struct wd_config_registry {
 /* What a start with a changed table definition does (app/ops/fingerprint.h). */
 typedef enum wd_config_on_incompatible {
   WD_CONFIG_INCOMPATIBLE_FAIL = 0, /* "fail": refuse to start, naming what changed */
-  WD_CONFIG_INCOMPATIBLE_REBUILD   /* "rebuild": rebuild the table from the sources, emit the difference */
+  WD_CONFIG_INCOMPATIBLE_REBUILD /* "rebuild": rebuild the table from the sources, emit the difference */
 } wd_config_on_incompatible_t;
 
 /* What a start does when the state directory is corrupt (app/ops/state_dir.h). */
 typedef enum wd_config_on_corruption {
   WD_CONFIG_CORRUPTION_FAIL = 0, /* "fail": refuse to start with E_STATE_CORRUPT naming the file */
-  WD_CONFIG_CORRUPTION_REBUILD   /* "rebuild": move the directory aside, rebuild as a lost directory */
+  WD_CONFIG_CORRUPTION_REBUILD /* "rebuild": move the directory aside, rebuild as a lost directory */
 } wd_config_on_corruption_t;
 
 typedef struct wd_config_state {
@@ -164,11 +164,11 @@ typedef struct wd_config_state {
   int64_t cache_entries;
   int64_t cache_memory_mb;
   char *changelog_topic; /* NULL: <group.id>-<table>-changelog (pipeline.tasks per-partition) */
-  int64_t history_size;             /* commit history records kept at most (app/ops/history.h); 0: no count limit */
-  int64_t history_retention_ms;     /* commit history records older than this are dropped; 0: no age limit */
-  int64_t history_max_bytes;        /* the history's records together at most this many bytes; 0: no size limit */
+  int64_t history_size; /* commit history records kept at most (app/ops/history.h); 0: no count limit */
+  int64_t history_retention_ms; /* commit history records older than this are dropped; 0: no age limit */
+  int64_t history_max_bytes; /* the history's records together at most this many bytes; 0: no size limit */
   wd_config_on_incompatible_t on_incompatible_change;
-  int64_t min_free_bytes;                 /* stop before the state's filesystem has less free (0: never) */
+  int64_t min_free_bytes; /* stop before the state's filesystem has less free (0: never) */
   wd_config_on_corruption_t on_corruption;
   int line;
 } wd_config_state_t;
@@ -176,13 +176,13 @@ typedef struct wd_config_state {
 /* pipeline.processing-guarantee (docs/exactly-once.md). */
 typedef enum wd_config_guarantee {
   WD_CONFIG_EXACTLY_ONCE = 0, /* "exactly-once": Kafka transactions + prepared/finalized state */
-  WD_CONFIG_AT_LEAST_ONCE     /* "at-least-once": acknowledged output, then the state */
+  WD_CONFIG_AT_LEAST_ONCE /* "at-least-once": acknowledged output, then the state */
 } wd_config_guarantee_t;
 
 /* pipeline.tasks: how the state is split into tasks (app/runtime/commit.h). */
 typedef enum wd_config_tasks {
-  WD_CONFIG_TASKS_SINGLE = 0,    /* "single": one task for every partition (any keying of sources) */
-  WD_CONFIG_TASKS_PER_PARTITION  /* "per-partition": partition i of every source is task i */
+  WD_CONFIG_TASKS_SINGLE = 0, /* "single": one task for every partition (any keying of sources) */
+  WD_CONFIG_TASKS_PER_PARTITION /* "per-partition": partition i of every source is task i */
 } wd_config_tasks_t;
 /* Monitoring (app/ops/metrics.h). */
 typedef struct wd_config_metrics {
@@ -194,13 +194,14 @@ typedef struct wd_config_pipeline {
   int64_t batch_size;
   int64_t batch_timeout_ms;
   int64_t status_interval_s; /* 0: no periodic status line */
-  int processing_guarantee;  /* wd_config_guarantee_t */
+  int processing_guarantee; /* wd_config_guarantee_t */
   int64_t commit_interval_ms;
   int64_t commit_interval_min_ms; /* issue 22: the adaptive interval's floor (app/runtime/commit_pace.h) */
   int64_t commit_max_records;
-  int tasks;                 /* wd_config_tasks_t */
-  int64_t partitions;        /* per-partition tasks: the table's partition count (0: from the sources) */
-  int64_t num_standby_replicas; /* per-partition tasks: > 0 keeps warm copies of the other tasks (app/runtime/standby.h) */
+  int tasks; /* wd_config_tasks_t */
+  int64_t partitions; /* per-partition tasks: the table's partition count (0: from the sources) */
+  int64_t
+      num_standby_replicas; /* per-partition tasks: > 0 keeps warm copies of the other tasks (app/runtime/standby.h) */
   int line;
 } wd_config_pipeline_t;
 
@@ -215,7 +216,7 @@ typedef struct wd_config {
   wd_config_pipeline_t pipeline;
   wd_config_metrics_t metrics;
   bool brokers_from_env; /* kafka.bootstrap.servers came from WIDEN_BROKERS */
-  char *brokers_in_file;  /* the file's kafka.bootstrap.servers that WIDEN_BROKERS replaced (owned), or NULL */
+  char *brokers_in_file; /* the file's kafka.bootstrap.servers that WIDEN_BROKERS replaced (owned), or NULL */
   int line;
   /* private */
   wd_option_t *table_opts; /* borrows from table.options */
@@ -275,52 +276,52 @@ wd_error_t *wd_config_build_table(const wd_config_t *cfg, wd_table_t **out);
  * (join/srckey.h): "primary-key.<spec>", into buf[0..n) (truncated, terminated). */
 void wd_config_source_key_name(const wd_config_source_t *cs, size_t k, char *buf, size_t n);
 
-wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema,
-                                   wd_source_t **out);
+wd_error_t *wd_config_build_source(const wd_config_t *cfg, size_t i, const wd_schema_t *schema, wd_source_t **out);
 
 /* ---- the option table --------------------------------------------------------------------- */
 
 typedef enum wd_config_type {
-  WD_CONFIG_STRING = 0,   /* char * */
-  WD_CONFIG_INT,          /* int64_t in [min, max] */
-  WD_CONFIG_DURATION,     /* int64_t milliseconds in [min, max]: "500ms", "30s", "5m", "12h", "7d" or
+  WD_CONFIG_STRING = 0, /* char * */
+  WD_CONFIG_INT, /* int64_t in [min, max] */
+  WD_CONFIG_DURATION, /* int64_t milliseconds in [min, max]: "500ms", "30s", "5m", "12h", "7d" or
                              an integer of ms */
-  WD_CONFIG_ENUM,         /* an int-sized enum: the index of the value in `values` ("a|b") */
-  WD_CONFIG_STRINGS,      /* wd_config_strings_t */
-  WD_CONFIG_PAIRS,        /* wd_config_pairs_t */
-  WD_CONFIG_SCHEMA,       /* wd_config_schema_t: a list of {name, type} */
-  WD_CONFIG_SECTION,      /* a mapping described by `sub` (the struct at offset) */
-  WD_CONFIG_SECTION_LIST  /* a list of mappings described by `sub`: {size_t n; T *v; int line} */
+  WD_CONFIG_ENUM, /* an int-sized enum: the index of the value in `values` ("a|b") */
+  WD_CONFIG_STRINGS, /* wd_config_strings_t */
+  WD_CONFIG_PAIRS, /* wd_config_pairs_t */
+  WD_CONFIG_SCHEMA, /* wd_config_schema_t: a list of {name, type} */
+  WD_CONFIG_SECTION, /* a mapping described by `sub` (the struct at offset) */
+  WD_CONFIG_SECTION_LIST /* a list of mappings described by `sub`: {size_t n; T *v; int line} */
 } wd_config_type_t;
 
-#define WD_CONFIG_REQUIRED 0x1u    /* the key must be present (with a value) */
-#define WD_CONFIG_ALIAS 0x2u       /* another name for the option before it with the same offset */
-#define WD_CONFIG_NULL_IS_KEY 0x4u /* PAIRS: `key:` with no value, or a list item `key`, maps the key
+#define WD_CONFIG_REQUIRED 0x1u /* the key must be present (with a value) */
+#define WD_CONFIG_ALIAS 0x2u /* another name for the option before it with the same offset */
+#define WD_CONFIG_NULL_IS_KEY                                                                                          \
+  0x4u /* PAIRS: `key:` with no value, or a list item `key`, maps the key
                                       to itself */
-#define WD_CONFIG_NONEMPTY 0x8u    /* lists and mappings: at least one entry */
+#define WD_CONFIG_NONEMPTY 0x8u /* lists and mappings: at least one entry */
 
 typedef struct wd_config_section wd_config_section_t;
 
 /* One row of the option table. */
 typedef struct wd_config_option {
-  const char *name;   /* the YAML key inside its section */
+  const char *name; /* the YAML key inside its section */
   wd_config_type_t type;
-  size_t offset;      /* offsetof the field in the section's struct */
-  const char *def;    /* default as YAML text, NULL: none (strings NULL, lists empty) */
+  size_t offset; /* offsetof the field in the section's struct */
+  const char *def; /* default as YAML text, NULL: none (strings NULL, lists empty) */
   const char *def_doc; /* the default as the docs show it when it is not def ("<topic>.dlq") */
-  int64_t min, max;   /* INT, DURATION */
+  int64_t min, max; /* INT, DURATION */
   const char *values; /* ENUM: the accepted values, "a|b|c", in enum order */
-  unsigned flags;     /* WD_CONFIG_* */
+  unsigned flags; /* WD_CONFIG_* */
   const wd_config_section_t *sub; /* SECTION, SECTION_LIST */
   const char *description;
 } wd_config_option_t;
 
 /* A mapping of the file and the struct it fills. */
 struct wd_config_section {
-  const char *name;                  /* "kafka", "sources[]"; "" for the root */
+  const char *name; /* "kafka", "sources[]"; "" for the root */
   const wd_config_option_t *options; /* ends with a row whose name is NULL */
-  size_t size;                       /* sizeof the struct */
-  size_t line_offset;                /* offsetof its `int line` */
+  size_t size; /* sizeof the struct */
+  size_t line_offset; /* offsetof its `int line` */
   const char *description;
 };
 

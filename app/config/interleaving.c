@@ -93,8 +93,9 @@ static int in_group(const wd_config_t *cfg, const char *col) {
 
 /* Aggregate functions whose result depends on the order of their inputs. */
 static int order_sensitive(const char *fn) {
-  static const char *const F[] = {"last_value", "last_non_null_value", "first_value", "first_non_null_value",
-                                  "listagg", "nested_update", "nested_partial_update", "merge_map", NULL};
+  static const char *const F[] = {"last_value", "last_non_null_value", "first_value",           "first_non_null_value",
+                                  "listagg",    "nested_update",       "nested_partial_update", "merge_map",
+                                  NULL};
   for (int i = 0; F[i]; i++)
     if (fn && !strcmp(fn, F[i])) return 1;
   return 0;
@@ -112,26 +113,31 @@ int wd_interleaving_warnings(const wd_config_t *cfg, char ***out) {
   int line = cfg->table.options.line;
   if (!strcmp(e, "partial-update")) {
     if ((p = opt(cfg, "partial-update.remove-record-on-sequence-group")) && p->value && *p->value)
-      add(&w, "%s:%d: partial-update.remove-record-on-sequence-group: %s couples the streams: a "
-              "delete of that group removes the whole row, so the other streams' columns are wiped only if their "
-              "records arrived before it",
+      add(&w,
+          "%s:%d: partial-update.remove-record-on-sequence-group: %s couples the streams: a "
+          "delete of that group removes the whole row, so the other streams' columns are wiped only if their "
+          "records arrived before it",
           cfg->path, p->line, p->value);
     if (is_true(p = opt(cfg, "partial-update.remove-record-on-delete")))
-      add(&w, "%s:%d: partial-update.remove-record-on-delete: true couples the streams: a delete "
-              "from any source removes the whole row, so which other columns survive depends on whether their "
-              "records arrived before or after it",
+      add(&w,
+          "%s:%d: partial-update.remove-record-on-delete: true couples the streams: a delete "
+          "from any source removes the whole row, so which other columns survive depends on whether their "
+          "records arrived before or after it",
           cfg->path, p->line);
   } else if (!strcmp(e, "aggregation")) {
     if (is_true(p = opt(cfg, "aggregation.remove-record-on-delete")))
-      add(&w, "%s:%d: aggregation.remove-record-on-delete: true couples the streams: a delete "
-              "from any source removes the whole row, so the aggregates of the others depend on whether their "
-              "records arrived before or after it",
+      add(&w,
+          "%s:%d: aggregation.remove-record-on-delete: true couples the streams: a delete "
+          "from any source removes the whole row, so the aggregates of the others depend on whether their "
+          "records arrived before or after it",
           cfg->path, p->line);
   } else if (!strcmp(e, "deduplicate") || !strcmp(e, "first-row")) {
-    add(&w, "%s:%d: merge-engine %s with %zu sources: each record replaces (%s) the whole row, so "
-            "which source's row is kept depends on how the topics interleave%s; use partial-update with one "
-            "sequence group per stream for a table whose result does not",
-        cfg->path, engine ? engine->line : line, e, nmain, !strcmp(e, "first-row") ? "or, first-row, is ignored after the first" : "or not",
+    add(&w,
+        "%s:%d: merge-engine %s with %zu sources: each record replaces (%s) the whole row, so "
+        "which source's row is kept depends on how the topics interleave%s; use partial-update with one "
+        "sequence group per stream for a table whose result does not",
+        cfg->path, engine ? engine->line : line, e, nmain,
+        !strcmp(e, "first-row") ? "or, first-row, is ignored after the first" : "or not",
         !strcmp(e, "deduplicate") && opt(cfg, "sequence.field") ? " when sequence.field values tie" : "");
   }
   /* columns filled by more than one source: the arrival order picks the value, unless a
@@ -140,8 +146,9 @@ int wd_interleaving_warnings(const wd_config_t *cfg, char ***out) {
     const char *col = cfg->table.schema.names[c], *a = NULL, *b = NULL;
     if (is_pk(cfg, col) || writers(cfg, col, &a, &b) < 2) continue;
     if (!strcmp(e, "partial-update") && !in_group(cfg, col))
-      add(&w, "column '%s' is filled by sources '%s' and '%s' without a sequence group: the last to arrive wins, "
-              "so its value depends on how the topics interleave (give it a fields.<seq>.sequence-group)",
+      add(&w,
+          "column '%s' is filled by sources '%s' and '%s' without a sequence group: the last to arrive wins, "
+          "so its value depends on how the topics interleave (give it a fields.<seq>.sequence-group)",
           col, a, b);
     if (!strcmp(e, "aggregation")) {
       char key[300];
@@ -150,8 +157,9 @@ int wd_interleaving_warnings(const wd_config_t *cfg, char ***out) {
       const wd_config_pair_t *d = opt(cfg, "fields.default-aggregate-function");
       const char *fn = p ? p->value : d ? d->value : "last_non_null_value";
       if (order_sensitive(fn))
-        add(&w, "column '%s' is filled by sources '%s' and '%s' with the order-sensitive aggregate function %s: "
-                "its value depends on how the topics interleave",
+        add(&w,
+            "column '%s' is filled by sources '%s' and '%s' with the order-sensitive aggregate function %s: "
+            "its value depends on how the topics interleave",
             col, a, b, fn);
     }
   }
@@ -170,23 +178,22 @@ void wd_interleaving_free(char **warnings) {
 }
 
 void wd_interleaving_doc(FILE *f) {
-  fprintf(f,
-          "\n## Options that make the result depend on the interleaving of streams\n\n"
-          "Within one partition widen always applies records in their order; across topics (the streams of one\n"
-          "table) the interleaving differs between a live run, a `widen replay` and another process. A table\n"
-          "gives the same rows for any interleaving only when every stream's columns are ordered by that stream\n"
-          "alone: partial-update with one sequence group per stream (`fields.<seq>.sequence-group`), or\n"
-          "order-insensitive aggregate functions. These settings, with two or more sources, make the rows depend\n"
-          "on the interleaving; `widen config check` and `widen run` warn about each (spec section 14):\n\n"
-          "| setting | why the interleaving matters |\n|---|---|\n"
-          "| `partial-update.remove-record-on-sequence-group` | a delete of that group removes the whole row: the "
-          "other streams' columns are wiped only if they arrived before it |\n"
-          "| `partial-update.remove-record-on-delete: true` | a delete from any source removes the whole row |\n"
-          "| `aggregation.remove-record-on-delete: true` | a delete from any source removes the whole row |\n"
-          "| `merge-engine: deduplicate` or `first-row` | every record replaces (or, first-row, is dropped after) "
-          "the whole row: which source's row is kept depends on the arrival order |\n"
-          "| a column filled by two sources, partial-update, not in a sequence group | the last to arrive wins |\n"
-          "| a column filled by two sources, aggregation with `last_value`, `last_non_null_value`, "
-          "`first_value`, `first_non_null_value`, `listagg`, `merge_map`, `nested_update`, "
-          "`nested_partial_update` | the function depends on the order of its inputs |\n");
+  fprintf(f, "\n## Options that make the result depend on the interleaving of streams\n\n"
+             "Within one partition widen always applies records in their order; across topics (the streams of one\n"
+             "table) the interleaving differs between a live run, a `widen replay` and another process. A table\n"
+             "gives the same rows for any interleaving only when every stream's columns are ordered by that stream\n"
+             "alone: partial-update with one sequence group per stream (`fields.<seq>.sequence-group`), or\n"
+             "order-insensitive aggregate functions. These settings, with two or more sources, make the rows depend\n"
+             "on the interleaving; `widen config check` and `widen run` warn about each (spec section 14):\n\n"
+             "| setting | why the interleaving matters |\n|---|---|\n"
+             "| `partial-update.remove-record-on-sequence-group` | a delete of that group removes the whole row: the "
+             "other streams' columns are wiped only if they arrived before it |\n"
+             "| `partial-update.remove-record-on-delete: true` | a delete from any source removes the whole row |\n"
+             "| `aggregation.remove-record-on-delete: true` | a delete from any source removes the whole row |\n"
+             "| `merge-engine: deduplicate` or `first-row` | every record replaces (or, first-row, is dropped after) "
+             "the whole row: which source's row is kept depends on the arrival order |\n"
+             "| a column filled by two sources, partial-update, not in a sequence group | the last to arrive wins |\n"
+             "| a column filled by two sources, aggregation with `last_value`, `last_non_null_value`, "
+             "`first_value`, `first_non_null_value`, `listagg`, `merge_map`, `nested_update`, "
+             "`nested_partial_update` | the function depends on the order of its inputs |\n");
 }

@@ -29,7 +29,8 @@ wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primar
     err = wd_error_nomem();
     goto done;
   }
-  if (!json_is_array(schema) || !json_is_array(primary_key) || (options && !json_is_null(options) && !json_is_object(options))) {
+  if (!json_is_array(schema) || !json_is_array(primary_key) ||
+      (options && !json_is_null(options) && !json_is_object(options))) {
     err = wd_error_new(WD_ERR_CONFIG, C_BAD_CONFIG, "schema and primary_key must be arrays, options an object");
     goto done;
   }
@@ -89,13 +90,14 @@ char *wd_table_config_retraction_warning(const wd_table_t *t, const char *table,
                                          const char *const *names) {
   if (!nsources || !wd_table_rejects_retractions(t)) return NULL;
   wd_buf_t b = {0};
-  int rc = wd_buf_printf(&b, "table '%s' is partial-update without sequence groups, ignore-delete or "
+  int rc = wd_buf_printf(&b,
+                         "table '%s' is partial-update without sequence groups, ignore-delete or "
                          "partial-update.remove-record-on-delete, so it cannot take retractions, and source%s ",
                          table, nsources > 1 ? "s" : "");
-  for (size_t i = 0; i < nsources && !rc; i++)
-    rc = wd_buf_printf(&b, "%s'%s'", i ? ", " : "", names[i]);
+  for (size_t i = 0; i < nsources && !rc; i++) rc = wd_buf_printf(&b, "%s'%s'", i ? ", " : "", names[i]);
   if (!rc)
-    rc = wd_buf_printf(&b, " send%s them: every delete (and the -D of a key-changing update, with its +I) is "
+    rc = wd_buf_printf(&b,
+                       " send%s them: every delete (and the -D of a key-changing update, with its +I) is "
                        "dead-lettered with E_PU_DELETE_NOT_ACCEPTED; the -U half of each update is left out (counted "
                        "as ignored -U) so that its +U applies, as Paimon's Flink sink does for a primary-key table. "
                        "To take deletes set one of: ignore-delete: true (drop them), "

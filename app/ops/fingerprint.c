@@ -40,8 +40,8 @@
 static json_t *pairs_json(const wd_config_pairs_t *p) {
   json_t *a = json_array();
   for (size_t i = 0; a && i < p->n; i++)
-    json_array_append_new(a, json_pack("[s,s]", p->v[i].key,
-                                       p->v[i].value ? wd_conf_shown(p->v[i].key, p->v[i].value) : ""));
+    json_array_append_new(
+        a, json_pack("[s,s]", p->v[i].key, p->v[i].value ? wd_conf_shown(p->v[i].key, p->v[i].value) : ""));
   return a;
 }
 
@@ -187,12 +187,12 @@ static int flatten(const char *text, size_t len, items_t *it) {
     item_add(it, false, json_string_value(json_object_get(e, "format")), "source %s format", name);
     if (json_object_get(e, "primary-key"))
       item_add(it, false, json_string_value(json_object_get(e, "primary-key")), "source %s primary-key", name);
-    json_array_foreach(json_object_get(e, "columns"), k, f) item_add(it, false, json_string_value(json_array_get(f, 1)),
-                                                                     "source %s column %s", name,
-                                                                     json_string_value(json_array_get(f, 0)));
-    json_array_foreach(json_object_get(e, "options"), k, f) item_add(it, false, json_string_value(json_array_get(f, 1)),
-                                                                     "source %s option %s", name,
-                                                                     json_string_value(json_array_get(f, 0)));
+    json_array_foreach(json_object_get(e, "columns"), k, f)
+        item_add(it, false, json_string_value(json_array_get(f, 1)), "source %s column %s", name,
+                 json_string_value(json_array_get(f, 0)));
+    json_array_foreach(json_object_get(e, "options"), k, f)
+        item_add(it, false, json_string_value(json_array_get(f, 1)), "source %s option %s", name,
+                 json_string_value(json_array_get(f, 0)));
   }
   const char *key;
   json_t *sink = json_object_get(j, "sink"), *pipe = json_object_get(j, "pipeline"), *v;
@@ -439,8 +439,8 @@ static wd_error_t *earlier_definitions(wd_store_t *old, const char *def, size_t 
     goto done;
   j = prev ? json_loadb((const char *)prev, plen, 0, NULL) : json_object();
   if (!j || !fp) {
-    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the armed rebuild's %s", j ? "fingerprint is missing"
-                                                                                 : "earlier definitions do not parse");
+    err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the armed rebuild's %s",
+                       j ? "fingerprint is missing" : "earlier definitions do not parse");
     goto done;
   }
   char fps[32], bs[32];
@@ -511,8 +511,10 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
       old_def = (const char *)first_def;
       old_len = first_len;
       if ((err = wd_store_get_meta(old, WD_REBUILD_OLD_BASE_KEY, &first_base, &first_blen))) goto done;
-      wd_log(WD_LOG_WARN, "rebuild", "the rebuild to the previous table definition did not finish: the new one is "
-             "rebuilt from the state before it (%s), and the unfinished state is dropped", olddir);
+      wd_log(WD_LOG_WARN, "rebuild",
+             "the rebuild to the previous table definition did not finish: the new one is "
+             "rebuilt from the state before it (%s), and the unfinished state is dropped",
+             olddir);
     }
   }
   if (rm_rf(newdir)) {
@@ -534,9 +536,11 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
     goto done;
   uint8_t *base = NULL;
   size_t blen = 0;
-  if (defs && wd_store_batch_set_meta(b, WD_REBUILD_DEFS_KEY, (const uint8_t *)defs, strlen(defs))) err = wd_error_nomem();
+  if (defs && wd_store_batch_set_meta(b, WD_REBUILD_DEFS_KEY, (const uint8_t *)defs, strlen(defs)))
+    err = wd_error_nomem();
   if (old_def == (const char *)first_def) { /* the kept old definition's */
-    if (first_base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, first_base, first_blen)) err = wd_error_nomem();
+    if (first_base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, first_base, first_blen))
+      err = wd_error_nomem();
   } else {
     if ((err = wd_store_get_meta(old, "table/base-ncols", &base, &blen))) goto done;
     if (base && wd_store_batch_set_meta(b, WD_REBUILD_OLD_BASE_KEY, base, blen)) err = wd_error_nomem();
@@ -561,9 +565,11 @@ static wd_error_t *arm(const wd_config_t *cfg, const char *dir, const char *old_
   }
   if (unfinished && rm_rf(dropdir))
     wd_log(WD_LOG_WARN, "rebuild", "cannot remove the dropped unfinished state %s: %s", dropdir, strerror(errno));
-  wd_log(WD_LOG_INFO, "rebuild", "rebuilding the table from the sources' earliest offsets: per task this process "
+  wd_log(WD_LOG_INFO, "rebuild",
+         "rebuilding the table from the sources' earliest offsets: per task this process "
          "owns, in the poll loop, into a fresh state in %s (the state before the change is kept in %s); each task "
-         "emits only its difference, in the switch commit", dir, olddir);
+         "emits only its difference, in the switch commit",
+         dir, olddir);
 done:
   free(prep);
   free(first_def);

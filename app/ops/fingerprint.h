@@ -51,8 +51,8 @@ uint64_t wd_definition_fingerprint(const char *json, size_t len);
 
 /* One differing item. */
 typedef struct wd_definition_change {
-  char *item;        /* "source payments column paid_at" */
-  char *was, *now;   /* NULL when absent on that side */
+  char *item; /* "source payments column paid_at" */
+  char *was, *now; /* NULL when absent on that side */
   bool compatible;
 } wd_definition_change_t;
 

@@ -80,8 +80,8 @@ static json_t *ranges_json(const wd_commit_range_t *r, size_t n) {
 int wd_history_to_json(const wd_commit_info_t *ci, wd_buf_t *out) {
   json_t *in = ranges_json(ci->in, ci->nin), *o = ranges_json(ci->out, ci->nout);
   json_t *j = in && o ? json_pack("{s:I,s:I,s:s,s:O,s:O,s:I,s:I,s:I,s:f}", "number", (json_int_t)ci->number, "time_ms",
-                                  (json_int_t)ci->time_ms, "mode", ci->mode ? ci->mode : "incremental", "in", in,
-                                  "out", o, "records_in", (json_int_t)ci->records_in, "changes_out",
+                                  (json_int_t)ci->time_ms, "mode", ci->mode ? ci->mode : "incremental", "in", in, "out",
+                                  o, "records_in", (json_int_t)ci->records_in, "changes_out",
                                   (json_int_t)ci->changes_out, "dead_letters", (json_int_t)ci->dead_letters,
                                   "duration_ms", round(ci->duration_ms * 10.0) / 10.0)
                       : NULL;
@@ -132,7 +132,8 @@ wd_error_t *wd_history_last(wd_store_t *st, uint64_t *number) {
     if (ok) *number = n;
   }
   free(v);
-  if (!ok) return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's %s is not a commit number", WD_HISTORY_LAST_KEY);
+  if (!ok)
+    return wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the state's %s is not a commit number", WD_HISTORY_LAST_KEY);
   return NULL;
 }
 
@@ -159,8 +160,8 @@ static int ranges_parse(const json_t *a, wd_commit_range_t **out, size_t *n) {
     const char *topic = NULL;
     int partition = 0;
     json_int_t from = 0, to = 0;
-    if (json_unpack(json_array_get(a, i), "{s:s,s:i,s:I,s:I}", "topic", &topic, "partition", &partition, "from",
-                    &from, "to", &to))
+    if (json_unpack(json_array_get(a, i), "{s:s,s:i,s:I,s:I}", "topic", &topic, "partition", &partition, "from", &from,
+                    "to", &to))
       return -1;
     if (!(r[i].topic = strdup(topic))) return -1;
     r[i].partition = partition;
@@ -187,10 +188,10 @@ wd_error_t *wd_history_get(wd_store_t *st, uint64_t number, wd_history_entry_t *
   double dur = 0;
   const char *mode = NULL;
   json_t *in = NULL, *o = NULL;
-  bool ok = e && j &&
-            !json_unpack(j, "{s:I,s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:F}", "number", &num, "time_ms", &t, "mode", &mode,
-                         "in", &in, "out", &o, "records_in", &rin, "changes_out", &cout, "dead_letters", &dl,
-                         "duration_ms", &dur);
+  bool ok =
+      e && j &&
+      !json_unpack(j, "{s:I,s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:F}", "number", &num, "time_ms", &t, "mode", &mode, "in", &in,
+                   "out", &o, "records_in", &rin, "changes_out", &cout, "dead_letters", &dl, "duration_ms", &dur);
   if (ok) {
     ok = !!(e->mode = strdup(mode));
     ok = ok && !ranges_parse(in, &e->in, &e->info.nin);
@@ -281,9 +282,9 @@ wd_error_t *wd_history_kept_load(wd_store_t *st, wd_history_kept_t **out) {
     bool ok = record_time(v, vlen, &rec.time_ms);
     free(v);
     if (!ok)
-      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "commit history record %" PRIu64 " of the state has no time_ms", n);
-    else if (kept_push(k, rec))
-      err = wd_error_nomem();
+      err =
+          wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "commit history record %" PRIu64 " of the state has no time_ms", n);
+    else if (kept_push(k, rec)) err = wd_error_nomem();
   }
   if (err) {
     wd_history_kept_free(k);

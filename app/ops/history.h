@@ -40,9 +40,9 @@ typedef struct wd_commit_range {
 /* One commit (all borrowed by wd_history_add). out: per output-topic partition, the offsets of the
  * changelog messages of that commit, [first, last+1), from delivery reports. */
 typedef struct wd_commit_info {
-  uint64_t number;   /* 1, 2, ... */
-  int64_t time_ms;   /* wall clock, ms since the epoch, when the commit was made */
-  const char *mode;  /* "incremental", "rebuild" or "restore" */
+  uint64_t number; /* 1, 2, ... */
+  int64_t time_ms; /* wall clock, ms since the epoch, when the commit was made */
+  const char *mode; /* "incremental", "rebuild" or "restore" */
   const wd_commit_range_t *in;
   size_t nin;
   const wd_commit_range_t *out;

@@ -113,8 +113,17 @@ int wd_hist_gather_put(wd_hist_gather_t *g, uint64_t number, wd_store_batch_t *b
   struct wd_hist_open *h = &g->hs;
   h->last_duration_s = h->t0 > 0 ? wd_mono_s() - h->t0 : 0;
   const char *mode = rebuild ? "rebuild" : h->records_in && h->restored == h->records_in ? "restore" : "incremental";
-  wd_commit_info_t ci = {number, wd_wall_ms(), mode, h->in, h->nin, o, no, h->records_in,
-                         h->changes_out, h->dead_letters, h->last_duration_s * 1000.0};
+  wd_commit_info_t ci = {number,
+                         wd_wall_ms(),
+                         mode,
+                         h->in,
+                         h->nin,
+                         o,
+                         no,
+                         h->records_in,
+                         h->changes_out,
+                         h->dead_letters,
+                         h->last_duration_s * 1000.0};
   int rc = g->kept ? wd_history_add_retained(b, &ci, &g->ret, g->kept) : wd_history_add(b, &ci, g->keep);
   free(o);
   return rc;

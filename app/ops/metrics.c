@@ -18,8 +18,8 @@
 
 typedef struct wd_series {
   char *lv[WD_METRIC_MAX_LABELS];
-  double value;     /* counter / gauge; histogram: sum */
-  uint64_t count;   /* histogram */
+  double value; /* counter / gauge; histogram: sum */
+  uint64_t count; /* histogram */
   uint64_t *bucket; /* histogram: per bucket (not cumulative) */
 } wd_series_t;
 
@@ -78,8 +78,7 @@ void wd_metrics_destroy(wd_metrics_t *m) {
 }
 
 wd_metric_t *wd_metrics_family(wd_metrics_t *m, const char *name, const char *help, wd_metric_type_t type,
-                               size_t nlabels, const char *const *label_names, const double *buckets,
-                               size_t nbuckets) {
+                               size_t nlabels, const char *const *label_names, const double *buckets, size_t nbuckets) {
   if (!m || !name || !help || nlabels > WD_METRIC_MAX_LABELS || (nlabels && !label_names)) return NULL;
   wd_metric_t *f = NULL;
   pthread_mutex_lock(&m->mu);
@@ -188,12 +187,9 @@ void wd_metric_set_all(wd_metric_t *f, size_t n, const char *const *lvs, const d
 static int put_label_value(wd_buf_t *out, const char *v) {
   int rc = 0;
   for (; *v && !rc; v++) {
-    if (*v == '\\' || *v == '"')
-      rc = wd_buf_putc(out, '\\') || wd_buf_putc(out, (uint8_t)*v);
-    else if (*v == '\n')
-      rc = wd_buf_printf(out, "\\n") < 0;
-    else
-      rc = wd_buf_putc(out, (uint8_t)*v);
+    if (*v == '\\' || *v == '"') rc = wd_buf_putc(out, '\\') || wd_buf_putc(out, (uint8_t)*v);
+    else if (*v == '\n') rc = wd_buf_printf(out, "\\n") < 0;
+    else rc = wd_buf_putc(out, (uint8_t)*v);
   }
   return rc ? -1 : 0;
 }
@@ -241,10 +237,8 @@ int wd_metrics_render(wd_metrics_t *m, wd_buf_t *out) {
       uint64_t cum = 0;
       for (size_t b = 0; b <= f->nbuckets; b++) {
         char le[64];
-        if (b < f->nbuckets)
-          snprintf(le, sizeof(le), "%g", f->buckets[b]);
-        else
-          snprintf(le, sizeof(le), "+Inf");
+        if (b < f->nbuckets) snprintf(le, sizeof(le), "%g", f->buckets[b]);
+        else snprintf(le, sizeof(le), "+Inf");
         cum += s->bucket[b];
         rc |= put_series_name(out, f, s, "_bucket", le);
         rc |= wd_buf_printf(out, " %llu\n", (unsigned long long)cum) < 0;
@@ -308,11 +302,13 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
   char host[256];
   const char *colon = listen ? strrchr(listen, ':') : NULL, *portstr = colon ? colon + 1 : listen;
   /* least exposure: a port alone ("9464" or ":9464") is served on the loopback address only */
-  bool port_only = listen && (!colon || colon == listen) && *portstr && strspn(portstr, "0123456789") == strlen(portstr);
+  bool port_only =
+      listen && (!colon || colon == listen) && *portstr && strspn(portstr, "0123456789") == strlen(portstr);
   if (!port_only && (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(host) || !colon[1]))
     return wd_error_new(WD_ERR_CONFIG, C_METRICS_LISTEN,
                         "metrics.listen '%s': give a port (served on 127.0.0.1) or host:port, e.g. 9464 or "
-                        "0.0.0.0:9464", listen ? listen : "");
+                        "0.0.0.0:9464",
+                        listen ? listen : "");
   if (port_only) {
     snprintf(host, sizeof(host), "127.0.0.1");
   } else {
@@ -336,8 +332,8 @@ wd_error_t *wd_metrics_serve(wd_metrics_t *m, const char *listen, int *port) {
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
   freeaddrinfo(ai);
   if (!m->d)
-    return wd_error_new(WD_ERR_IO, E_METRICS_LISTEN,
-                        "cannot serve metrics on %s (port in use?); change metrics.listen", listen);
+    return wd_error_new(WD_ERR_IO, E_METRICS_LISTEN, "cannot serve metrics on %s (port in use?); change metrics.listen",
+                        listen);
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
   int bound = di ? (int)di->port : 0;
   if (port) *port = bound;

@@ -33,8 +33,7 @@ void wd_metrics_destroy(wd_metrics_t *m);
  * buckets[0..nbuckets) in increasing order (+Inf is implied). Returns the family (the existing one
  * when name is registered already), or NULL on no memory or bad arguments. */
 wd_metric_t *wd_metrics_family(wd_metrics_t *m, const char *name, const char *help, wd_metric_type_t type,
-                               size_t nlabels, const char *const *label_names, const double *buckets,
-                               size_t nbuckets);
+                               size_t nlabels, const char *const *label_names, const double *buckets, size_t nbuckets);
 
 /* Counter/gauge: adds v to the series of the label values lv[0..nlabels) (created at 0 on first
  * use). Gauge: sets it. Histogram: observes v. NULL families are ignored (metrics off), and so is

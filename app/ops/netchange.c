@@ -102,10 +102,8 @@ wd_error_t *wd_netchange_emit(wd_netchange_t *nc, wd_netchange_cb cb, void *ctx)
     wd_row_t *first = nc->items[i].row, *last = nc->items[j - 1].row;
     wd_row_t *before = NULL, *after = NULL;
     bool known = true;
-    if (first->kind == WD_UPDATE_BEFORE || first->kind == WD_DELETE)
-      before = first;
-    else if (first->kind == WD_UPDATE_AFTER)
-      known = false;
+    if (first->kind == WD_UPDATE_BEFORE || first->kind == WD_DELETE) before = first;
+    else if (first->kind == WD_UPDATE_AFTER) known = false;
     if (wd_row_kind_is_add(last->kind)) after = last;
     if (emit_net(nc->schema, before, known, after, cb, ctx))
       return wd_error_new(WD_ERR_INTERNAL, E_STOPPED, "stopped by the caller");

@@ -19,9 +19,9 @@
 #define WD_VERSION "unknown"
 #endif
 
-#define WD_RM_COMMITS 60  /* the last commits kept for the status document */
+#define WD_RM_COMMITS 60 /* the last commits kept for the status document */
 #define WD_RM_EXAMPLES 10 /* the latest dead letters kept */
-#define WD_RM_REASONS 64  /* error ids counted for the status document */
+#define WD_RM_REASONS 64 /* error ids counted for the status document */
 #define WD_RM_RATE_WIN 11 /* ticks in the rate window (~10 s) */
 
 struct wd_run_metrics {
@@ -31,13 +31,13 @@ struct wd_run_metrics {
   size_t nsources;
   struct {
     wd_metric_t *records_in, *changes_out, *dead_letters, *older, *tombstones, *lag, *assigned, *commit, *state_bytes,
-        *cache_hits, *cache_misses, *cache_entries, *restore, *commits, *skipped, *rebalances, *restores,
-        *last_commit, *tasks, *task_state, *lag_sum, *build, *cpu, *rss, *fds, *start, *k_rtt, *k_queue, *k_replyq,
-        *k_fetchq, *k_lag, *disk_free;
+        *cache_hits, *cache_misses, *cache_entries, *restore, *commits, *skipped, *rebalances, *restores, *last_commit,
+        *tasks, *task_state, *lag_sum, *build, *cpu, *rss, *fds, *start, *k_rtt, *k_queue, *k_replyq, *k_fetchq, *k_lag,
+        *disk_free;
   } m;
   wd_status_t *status; /* the probes (app/ops/status.h) */
   /* for the status document */
-  uint64_t records, changes, dead, commits_n;   /* totals taken / emitted / dead-lettered / commits */
+  uint64_t records, changes, dead, commits_n; /* totals taken / emitted / dead-lettered / commits */
   uint64_t records_at_commit, changes_at_commit; /* the totals at the last commit */
   struct wd_rm_commit {
     uint64_t number;
@@ -65,12 +65,12 @@ struct wd_run_metrics {
   size_t nwin, win_next;
   double started_s; /* process start, wall seconds */
   /* the batch in hand */
-  wd_merge_stats_t ms;   /* its merge stats (wd_run_metrics_merged) */
-  uint64_t *by_source;   /* records per source index (nsources) */
-  uint64_t kinds[4];     /* changelog rows per row kind */
+  wd_merge_stats_t ms; /* its merge stats (wd_run_metrics_merged) */
+  uint64_t *by_source; /* records per source index (nsources) */
+  uint64_t kinds[4]; /* changelog rows per row kind */
   /* the tick */
-  double last_tick;          /* monotonic s of the last tick, 0 before */
-  uint64_t hits, misses;     /* cache counts already added to the counters */
+  double last_tick; /* monotonic s of the last tick, 0 before */
+  uint64_t hits, misses; /* cache counts already added to the counters */
 };
 
 /* CPU time, resident memory, open descriptors and start time of this process (Linux /proc, as the
@@ -96,8 +96,7 @@ static void process_stats(wd_run_metrics_t *m) {
         if (fscanf(u, "%lf", &up) != 1) up = 0;
         fclose(u);
       }
-      if (up > 0)
-        wd_metric_set(m->m.start, NULL, (double)wd_wall_ms() / 1000.0 - up + (double)start / (double)tick);
+      if (up > 0) wd_metric_set(m->m.start, NULL, (double)wd_wall_ms() / 1000.0 - up + (double)start / (double)tick);
     }
   }
   if ((f = fopen("/proc/self/statm", "r"))) {
@@ -136,9 +135,9 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
                                        WD_METRIC_COUNTER, 1, source, NULL, 0);
   rm->m.changes_out = wd_metrics_family(r, "widen_changes_out_total", "Changelog rows emitted, per row kind.",
                                         WD_METRIC_COUNTER, 1, kind, NULL, 0);
-  rm->m.dead_letters = wd_metrics_family(r, "widen_dead_letters_total",
-                                         "Input records sent to the dead-letter topic, per error id.",
-                                         WD_METRIC_COUNTER, 1, id, NULL, 0);
+  rm->m.dead_letters =
+      wd_metrics_family(r, "widen_dead_letters_total", "Input records sent to the dead-letter topic, per error id.",
+                        WD_METRIC_COUNTER, 1, id, NULL, 0);
   rm->m.older = wd_metrics_family(r, "widen_records_ignored_older_total",
                                   "Records ignored as older than the stored row, per sequence group (the group's "
                                   "sequence fields; sequence.field for the table's own ordering).",
@@ -159,19 +158,17 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
                                    WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
   rm->m.commits = wd_metrics_family(r, "widen_commits_total", "Commits written (the commit history's number).",
                                     WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  rm->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes",
-                                        "Approximate bytes of the state store on disk.", WD_METRIC_GAUGE, 0, NULL,
-                                        NULL, 0);
+  rm->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes", "Approximate bytes of the state store on disk.",
+                                        WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.disk_free = wd_metrics_family(r, "widen_state_disk_free_bytes",
                                       "Free bytes of the state directory's filesystem (statvfs, measured before each "
                                       "state write); below state.min-free-bytes widen stops with E_STATE_DISK_FULL.",
                                       WD_METRIC_GAUGE, 0, NULL, NULL, 0);
-  rm->m.cache_hits = wd_metrics_family(r, "widen_state_cache_hits_total",
-                                       "Key lookups served by the decoded-row cache.", WD_METRIC_COUNTER, 0, NULL,
-                                       NULL, 0);
-  rm->m.cache_misses = wd_metrics_family(r, "widen_state_cache_misses_total",
-                                         "Key lookups read from the state store.", WD_METRIC_COUNTER, 0, NULL, NULL,
-                                         0);
+  rm->m.cache_hits =
+      wd_metrics_family(r, "widen_state_cache_hits_total", "Key lookups served by the decoded-row cache.",
+                        WD_METRIC_COUNTER, 0, NULL, NULL, 0);
+  rm->m.cache_misses = wd_metrics_family(r, "widen_state_cache_misses_total", "Key lookups read from the state store.",
+                                         WD_METRIC_COUNTER, 0, NULL, NULL, 0);
   rm->m.cache_entries = wd_metrics_family(r, "widen_state_cache_entries", "Rows held decoded in the cache.",
                                           WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.restore = wd_metrics_family(r, "widen_restore_progress_ratio",
@@ -182,11 +179,11 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
   static const char *const task_state[] = {"task", "state"}, *const state[] = {"state"}, *const ver[] = {"version"},
                            *const brq[] = {"broker", "quantile"}, *const bq[] = {"broker", "queue"};
   rm->m.skipped = wd_metrics_family(r, "widen_kafka_tombstones_skipped_total",
-                                    "Kafka tombstones (records with a null value) read and skipped.",
-                                    WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  rm->m.rebalances = wd_metrics_family(r, "widen_rebalances_total",
-                                       "Assignments the consumer group gave this process (rebalances).",
-                                       WD_METRIC_COUNTER, 0, NULL, NULL, 0);
+                                    "Kafka tombstones (records with a null value) read and skipped.", WD_METRIC_COUNTER,
+                                    0, NULL, NULL, 0);
+  rm->m.rebalances =
+      wd_metrics_family(r, "widen_rebalances_total", "Assignments the consumer group gave this process (rebalances).",
+                        WD_METRIC_COUNTER, 0, NULL, NULL, 0);
   rm->m.restores = wd_metrics_family(r, "widen_restores_total",
                                      "Times a task of this process entered RESTORING (its state rebuilt from the "
                                      "sources or the state changelog topic, or a rebuild).",
@@ -206,12 +203,12 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
                                   WD_METRIC_GAUGE, 1, ver, NULL, 0);
   rm->m.cpu = wd_metrics_family(r, "process_cpu_seconds_total", "User and system CPU time spent, in seconds.",
                                 WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  rm->m.rss = wd_metrics_family(r, "process_resident_memory_bytes", "Resident memory size in bytes.",
-                                WD_METRIC_GAUGE, 0, NULL, NULL, 0);
+  rm->m.rss = wd_metrics_family(r, "process_resident_memory_bytes", "Resident memory size in bytes.", WD_METRIC_GAUGE,
+                                0, NULL, NULL, 0);
   rm->m.fds = wd_metrics_family(r, "process_open_fds", "Open file descriptors.", WD_METRIC_GAUGE, 0, NULL, NULL, 0);
-  rm->m.start = wd_metrics_family(r, "process_start_time_seconds",
-                                  "Start time of the process since the Unix epoch, in seconds.", WD_METRIC_GAUGE, 0,
-                                  NULL, NULL, 0);
+  rm->m.start =
+      wd_metrics_family(r, "process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.",
+                        WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.k_rtt = wd_metrics_family(r, "widen_kafka_broker_rtt_seconds",
                                   "Request round trip to each broker (librdkafka's statistics: average and p99 over "
                                   "the last statistics window).",
@@ -220,9 +217,9 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
                                     "Messages queued per broker (librdkafka's statistics: outbuf waiting to be sent, "
                                     "waitresp waiting for a response).",
                                     WD_METRIC_GAUGE, 2, bq, NULL, 0);
-  rm->m.k_replyq = wd_metrics_family(r, "widen_kafka_reply_queue",
-                                     "Operations waiting in librdkafka's reply queue of the consumer.", WD_METRIC_GAUGE,
-                                     0, NULL, NULL, 0);
+  rm->m.k_replyq =
+      wd_metrics_family(r, "widen_kafka_reply_queue", "Operations waiting in librdkafka's reply queue of the consumer.",
+                        WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.k_fetchq = wd_metrics_family(r, "widen_kafka_fetch_queue_messages",
                                      "Messages fetched by librdkafka, not yet taken by widen (all partitions).",
                                      WD_METRIC_GAUGE, 0, NULL, NULL, 0);
@@ -365,7 +362,9 @@ void wd_run_metrics_batch_done(wd_run_metrics_t *m) {
   m->ms = (wd_merge_stats_t){0};
 }
 
-void wd_run_metrics_commit_done(wd_run_metrics_t *m, double duration_s) { wd_run_metrics_commit_made(m, 0, duration_s); }
+void wd_run_metrics_commit_done(wd_run_metrics_t *m, double duration_s) {
+  wd_run_metrics_commit_made(m, 0, duration_s);
+}
 
 void wd_run_metrics_commit_made(wd_run_metrics_t *m, uint64_t number, double duration_s) {
   if (!m) return;
@@ -419,7 +418,8 @@ void wd_run_metrics_tasks(wd_run_metrics_t *m, size_t n, const uint32_t *ids, co
   free(val);
   free(idtxt);
   for (size_t s = 0; s < nstates && s < 16; s++)
-    if (strcmp(state_names[s], "CLOSED")) wd_metric_set(m->m.tasks, (const char *const[]){state_names[s]}, (double)counts[s]);
+    if (strcmp(state_names[s], "CLOSED"))
+      wd_metric_set(m->m.tasks, (const char *const[]){state_names[s]}, (double)counts[s]);
   wd_metric_set(m->m.restores, NULL, (double)restores); /* a counter, set to the tasks' own count */
 }
 
@@ -438,7 +438,7 @@ void wd_run_metrics_kafka(wd_run_metrics_t *m, const wd_kafka_stats_t *ks) {
     for (size_t i = 0; i < nb; i++) {
       lv[4 * i] = ks->brokers[i].name, lv[4 * i + 1] = "outbuf", val[2 * i] = (double)ks->brokers[i].outbuf_msgs;
       lv[4 * i + 2] = ks->brokers[i].name, lv[4 * i + 3] = "waitresp",
-               val[2 * i + 1] = (double)ks->brokers[i].waitresp_msgs;
+                 val[2 * i + 1] = (double)ks->brokers[i].waitresp_msgs;
     }
     wd_metric_set_all(m->m.k_queue, 2 * nb, lv, val);
     size_t k = 0;
@@ -475,8 +475,9 @@ char *wd_run_metrics_status_members(wd_run_metrics_t *m) {
       rcom = (double)(m->win[newest].commits - m->win[oldest].commits) / dt;
     }
   }
-  json_object_set_new(o, "rates", json_pack("{s:f,s:f,s:f}", "records_in_per_s", rin, "changes_out_per_s", rout,
-                                            "commits_per_s", rcom));
+  json_object_set_new(
+      o, "rates",
+      json_pack("{s:f,s:f,s:f}", "records_in_per_s", rin, "changes_out_per_s", rout, "commits_per_s", rcom));
   json_t *commits = json_array();
   for (size_t i = 0; commits && i < m->ncommits; i++) { /* oldest first */
     size_t at = (m->commit_next + WD_RM_COMMITS - m->ncommits + i) % WD_RM_COMMITS;
@@ -499,9 +500,10 @@ char *wd_run_metrics_status_members(wd_run_metrics_t *m) {
   json_object_set_new(o, "dead_letters",
                       json_pack("{s:I,s:o,s:o}", "total", (json_int_t)m->dead, "by_reason", by ? by : json_object(),
                                 "latest", latest ? latest : json_array()));
-  json_object_set_new(o, "process", json_pack("{s:s,s:i,s:I,s:f}", "version", WD_VERSION, "pid", (int)getpid(),
-                                              "started_at_ms", (json_int_t)(m->started_s * 1000.0), "uptime_s",
-                                              (double)wd_wall_ms() / 1000.0 - m->started_s));
+  json_object_set_new(o, "process",
+                      json_pack("{s:s,s:i,s:I,s:f}", "version", WD_VERSION, "pid", (int)getpid(), "started_at_ms",
+                                (json_int_t)(m->started_s * 1000.0), "uptime_s",
+                                (double)wd_wall_ms() / 1000.0 - m->started_s));
   char *text = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (!text) return NULL;

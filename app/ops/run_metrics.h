@@ -54,10 +54,10 @@
 typedef struct wd_run_metrics wd_run_metrics_t;
 
 typedef struct wd_run_metrics_conf {
-  const char *listen;   /* metrics.listen ("host:port", app/ops/metrics.h wd_metrics_serve); NULL: off */
-  bool replay;          /* a replay/rebuild: restore progress starts at 0 (else 1), and a listen address in
+  const char *listen; /* metrics.listen ("host:port", app/ops/metrics.h wd_metrics_serve); NULL: off */
+  bool replay; /* a replay/rebuild: restore progress starts at 0 (else 1), and a listen address in
                          * use is a warning, not an error (a replay beside a running `widen run`) */
-  const wd_table_t *table;          /* borrowed, outlives the unit: the sequence groups' names */
+  const wd_table_t *table; /* borrowed, outlives the unit: the sequence groups' names */
   const wd_source_t *const *sources; /* per source index: its name labels records_in (borrowed, outlive the unit) */
   size_t nsources;
 } wd_run_metrics_conf_t;
@@ -132,11 +132,11 @@ wd_status_t *wd_run_metrics_status(wd_run_metrics_t *m);
 typedef struct wd_run_tick {
   const wd_tp_offset_t *lags; /* per partition held now: its lag (records behind its end offset) */
   size_t nlags;
-  int assigned;               /* source partitions held now */
-  uint64_t state_bytes;       /* the store's approximate bytes on disk */
+  int assigned; /* source partitions held now */
+  uint64_t state_bytes; /* the store's approximate bytes on disk */
   uint64_t cache_hits, cache_misses; /* the state cache's counts since it was made (join/state.h) */
   size_t cache_entries;
-  double restore;             /* replay progress 0..1; < 0: not measured (the gauge keeps its value) */
+  double restore; /* replay progress 0..1; < 0: not measured (the gauge keeps its value) */
 } wd_run_tick_t;
 
 /* Whether a tick is due at now (monotonic seconds): one second after the last (force: always).

@@ -22,15 +22,15 @@ wd_error_t *wd_state_dir_check(const wd_config_t *cfg, const char *dir) {
     wd_store_close(st);
     return NULL;
   }
-  if (strcmp(err->id, "E_STATE_CORRUPT") != 0 || cfg->state.on_corruption != WD_CONFIG_CORRUPTION_REBUILD)
-    return err;
+  if (strcmp(err->id, "E_STATE_CORRUPT") != 0 || cfg->state.on_corruption != WD_CONFIG_CORRUPTION_REBUILD) return err;
   char aside[4096], stamp[32];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
   snprintf(aside, sizeof(aside), "%s.corrupt-%s", dir, stamp);
-  for (int i = 1; stat(aside, &sb) == 0 && i < 100; i++) snprintf(aside, sizeof(aside), "%s.corrupt-%s-%d", dir, stamp, i);
+  for (int i = 1; stat(aside, &sb) == 0 && i < 100; i++)
+    snprintf(aside, sizeof(aside), "%s.corrupt-%s-%d", dir, stamp, i);
   if (rename(dir, aside) != 0) {
     wd_error_t *e2 = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT,
                                   "%s; state.on-corruption: rebuild could not move it to %s: %s (move it yourself)",

@@ -75,12 +75,10 @@ unsigned wd_status_route(void *ctx, const char *path, wd_buf_t *body, const char
     pthread_mutex_lock(&s->mu);
     int64_t age = s->published_ms ? now - s->published_ms : -1;
     bool ready = s->ready && age >= 0 && age <= live_ms && since <= live_ms;
-    if (ready)
-      wd_buf_printf(body, "ready\n");
+    if (ready) wd_buf_printf(body, "ready\n");
     else if (s->ready)
       wd_buf_printf(body, "not ready: the status was last published %.1f s ago\n", (double)age / 1000.0);
-    else
-      wd_buf_printf(body, "not ready: %s\n", s->why);
+    else wd_buf_printf(body, "not ready: %s\n", s->why);
     pthread_mutex_unlock(&s->mu);
     return ready ? 200 : 503;
   }

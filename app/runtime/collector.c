@@ -18,18 +18,18 @@
 /* A record kept while holding: its bytes are in c->hbuf at the offsets below. */
 typedef struct wd_held {
   wd_out_kind_t kind;
-  size_t topic;       /* index into c->topics */
-  int32_t partition;  /* < 0: by key */
-  size_t koff, klen;  /* key bytes; knull: a null key */
+  size_t topic; /* index into c->topics */
+  int32_t partition; /* < 0: by key */
+  size_t koff, klen; /* key bytes; knull: a null key */
   size_t voff, vlen;
-  size_t hoff;        /* nh headers: per header name\0, then a size_t length, then the value */
+  size_t hoff; /* nh headers: per header name\0, then a size_t length, then the value */
   size_t nh;
   bool knull, vnull;
 } wd_held_t;
 
 struct wd_collector {
   wd_kafka_conf_t conf; /* owned copy: to re-create the producer */
-  wd_producer_t *prod;  /* owned */
+  wd_producer_t *prod; /* owned */
   bool transactional;
   bool txn_open;
   bool round_open; /* the opening hook was called for the commit's output in hand */
@@ -206,8 +206,10 @@ static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *t
   size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD;
   for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
   if (wire > c->max_message_bytes) {
-    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE, "produce to '%s': Broker: Message size too large "
-                                 "(%zu bytes with its overhead, message.max.bytes %zu)", topic, wire, c->max_message_bytes);
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE,
+                                 "produce to '%s': Broker: Message size too large "
+                                 "(%zu bytes with its overhead, message.max.bytes %zu)",
+                                 topic, wire, c->max_message_bytes);
     if (e != wd_error_nomem()) {
       e->code = WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE;
       e->retriable = false;
@@ -215,8 +217,10 @@ static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *t
     return e;
   }
   if (c->hold_max && c->hbuf.len + klen + vlen > c->hold_max && c->nheld)
-    return wd_error_new(WD_ERR_KAFKA, E_COLLECTOR_FULL, "%zu records (%zu bytes) held while the previous commit "
-                        "completes", c->nheld, c->hbuf.len);
+    return wd_error_new(WD_ERR_KAFKA, E_COLLECTOR_FULL,
+                        "%zu records (%zu bytes) held while the previous commit "
+                        "completes",
+                        c->nheld, c->hbuf.len);
   if (c->nheld == c->cap_held) {
     size_t cap = c->cap_held ? c->cap_held * 2 : 256;
     wd_held_t *n = realloc(c->held, cap * sizeof(*n));
@@ -334,7 +338,8 @@ wd_error_t *wd_collector_reopen(wd_collector_t *c) {
     /* a stop bounds it: the owner's budget, 0 once the stop is past its time */
     int ms = c->budget ? c->budget(c->budget_ctx, 30000) : 30000;
     if (ms <= 0) {
-      err = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped while re-creating the producer: the last commit was not "
+      err = wd_error_new(WD_ERR_KAFKA, E_STOPPED,
+                         "stopped while re-creating the producer: the last commit was not "
                          "made; its records are read again on restart");
       err->retriable = true;
       break;
@@ -372,21 +377,26 @@ wd_error_t *wd_collector_recreate(wd_collector_t *c, const wd_error_t *cause) {
   for (int i = 0; i < WD_RECREATE_MAX; i++)
     if (c->recreated[i] > 0 && now - c->recreated[i] < WD_RECREATE_WINDOW_S) recent++;
   if (recent >= WD_RECREATE_MAX) {
-    err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "the producer failed fatally again (%s) after %d "
+    err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL,
+                       "the producer failed fatally again (%s) after %d "
                        "re-creations within %d s: stopping; the last commit was not made, its records are read "
-                       "again on restart", why, recent, WD_RECREATE_WINDOW_S);
+                       "again on restart",
+                       why, recent, WD_RECREATE_WINDOW_S);
     goto fatal;
   }
-  wd_log(WD_LOG_WARN, "collector", "the producer failed fatally, not fenced (%s): re-creating it with the same "
-         "transactional.id; the open commit is resolved and redone (re-creation %d within %d s, at most %d)", why,
-         recent + 1, WD_RECREATE_WINDOW_S, WD_RECREATE_MAX);
+  wd_log(WD_LOG_WARN, "collector",
+         "the producer failed fatally, not fenced (%s): re-creating it with the same "
+         "transactional.id; the open commit is resolved and redone (re-creation %d within %d s, at most %d)",
+         why, recent + 1, WD_RECREATE_WINDOW_S, WD_RECREATE_MAX);
   wd_error_t *rerr = wd_collector_reopen(c);
   if (!rerr) {
     c->recreated[c->nrecreated++ % WD_RECREATE_MAX] = now;
     return NULL;
   }
-  err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "the producer failed fatally (%s) and a new one could not "
-                     "start: %s", why, rerr->message);
+  err = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL,
+                     "the producer failed fatally (%s) and a new one could not "
+                     "start: %s",
+                     why, rerr->message);
   if (err != wd_error_nomem()) err->fenced = rerr->fenced; /* another process took the transactional.id */
   wd_error_destroy(rerr);
 fatal:
@@ -505,12 +515,11 @@ wd_error_t *wd_collector_commit_join(wd_collector_t *c) {
   return err;
 }
 
-wd_error_t *wd_collector_ensure_topic(wd_collector_t *c, const char *topic, int partitions,
-                                      const char *const *configs, int timeout_ms) {
+wd_error_t *wd_collector_ensure_topic(wd_collector_t *c, const char *topic, int partitions, const char *const *configs,
+                                      int timeout_ms) {
   return wd_producer_ensure_topic(c->prod, topic, partitions, configs, timeout_ms);
 }
 
 wd_error_t *wd_collector_partition_count(wd_collector_t *c, const char *topic, int timeout_ms, int *count) {
   return wd_producer_partition_count(c->prod, topic, timeout_ms, count);
 }
-

@@ -74,14 +74,14 @@ typedef enum wd_out_kind {
 
 /* What the caller does with an error of the collector (wd_collector_classify). */
 typedef enum wd_collect_class {
-  WD_COLLECT_OK,      /* no error */
-  WD_COLLECT_ABORT,   /* abortable (wd_error_abortable): abort the open commit, rewind, redo */
+  WD_COLLECT_OK, /* no error */
+  WD_COLLECT_ABORT, /* abortable (wd_error_abortable): abort the open commit, rewind, redo */
   WD_COLLECT_RECREATE, /* the producer failed fatally, not fenced: wd_collector_recreate, then the
                         * open commit is resolved as one with an unknown outcome (its commit was
                         * called) or aborted (it was not), the consumer rewound, the work redone */
-  WD_COLLECT_RETRY,   /* retriable: call the same function again (after serving the group) */
+  WD_COLLECT_RETRY, /* retriable: call the same function again (after serving the group) */
   WD_COLLECT_STOPPED, /* "E_STOPPED": a wait gave up (stop past its time, batch abandoned) */
-  WD_COLLECT_FATAL    /* fenced, fatal, or not retriable: stop with the message */
+  WD_COLLECT_FATAL /* fenced, fatal, or not retriable: stop with the message */
 } wd_collect_class_t;
 
 /* The class of err (NULL: WD_COLLECT_OK). Abortable wins over retriable; fatal wins over both:
@@ -258,8 +258,8 @@ bool wd_collector_unreachable(const wd_collector_t *c);
 
 /* Topic administration through the collector's producer (no transaction): as
  * wd_producer_ensure_topic and wd_producer_partition_count. */
-wd_error_t *wd_collector_ensure_topic(wd_collector_t *c, const char *topic, int partitions,
-                                      const char *const *configs, int timeout_ms);
+wd_error_t *wd_collector_ensure_topic(wd_collector_t *c, const char *topic, int partitions, const char *const *configs,
+                                      int timeout_ms);
 wd_error_t *wd_collector_partition_count(wd_collector_t *c, const char *topic, int timeout_ms, int *count);
 
 #endif

@@ -88,12 +88,14 @@ bool commit_set_phase(wd_commit_t *c, wd_phase_t to, const char *why) {
     wd_log(WD_LOG_ERROR, "commit", "commit %" PRIu64 ": %s -> %s is not a legal move (%s)", c->number + 1,
            phase_names[from], phase_names[to], why);
     if (!c->phase_err)
-      c->phase_err = wd_error_new(WD_ERR_INTERNAL, E_COMMIT_PHASE, "commit %" PRIu64 ": %s -> %s is not a legal "
-                                  "move (%s)", c->number + 1, phase_names[from], phase_names[to], why);
+      c->phase_err = wd_error_new(WD_ERR_INTERNAL, E_COMMIT_PHASE,
+                                  "commit %" PRIu64 ": %s -> %s is not a legal "
+                                  "move (%s)",
+                                  c->number + 1, phase_names[from], phase_names[to], why);
     return false;
   }
-  wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %s -> %s (%s)", c->number + 1, phase_names[from],
-         phase_names[to], why);
+  wd_log(WD_LOG_DEBUG, "commit", "commit %" PRIu64 ": %s -> %s (%s)", c->number + 1, phase_names[from], phase_names[to],
+         why);
   c->phase = to;
   return true;
 }
@@ -266,8 +268,8 @@ static wd_error_t *stored_offset(wd_commit_t *c, const char *topic, int32_t part
 
 /* What recovery borrows from the coordinator. */
 wd_recovery_t commit_recovery_view(wd_commit_t *c) {
-  return (wd_recovery_t){c->conf.exactly_once, c->conf.txn_id, c->store, c->coll, c->cons, c->gcons, c->marker_topic,
-                         &c->stop};
+  return (wd_recovery_t){c->conf.exactly_once, c->conf.txn_id, c->store, c->coll, c->cons, c->gcons,
+                         c->marker_topic,      &c->stop};
 }
 
 wd_error_t *wd_commit_recover(wd_commit_t *c, volatile const int *stop) {
@@ -301,7 +303,8 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
     if (lost || c->in_batch) {
       /* the partitions are gone (or the batch in hand is half done): nothing of this commit may
        * become visible; the next owner reads it again */
-      wd_error_t *err = wd_commit_abort(c, lost ? "the partitions were lost" : "a rebalance came in the middle of a batch");
+      wd_error_t *err =
+          wd_commit_abort(c, lost ? "the partitions were lost" : "a rebalance came in the middle of a batch");
       commit_keep_error(c, err);
     } else {
       bool aborted = false;
@@ -501,8 +504,8 @@ static int send_changelog(void *ctx, const uint8_t *key, size_t klen, const uint
      * (app/runtime/rebuild.c), in one transaction with its mark: until then the topic keeps its old rows */
     if (wd_taskmgr_task_rebuilding(c->tm, task_of_key(key, klen))) return 0;
   }
-  c->send_err = wd_collector_send(c->coll, WD_OUT_STATE_CHANGELOG, c->conf.changelog_topic, (int32_t)task_of_key(key, klen),
-                                  key, klen, val, val ? vlen : 0);
+  c->send_err = wd_collector_send(c->coll, WD_OUT_STATE_CHANGELOG, c->conf.changelog_topic,
+                                  (int32_t)task_of_key(key, klen), key, klen, val, val ? vlen : 0);
   return c->send_err ? 1 : 0;
 }
 
@@ -522,11 +525,11 @@ static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
 /* One run of the phases: what every phase function shares. */
 typedef struct run {
   volatile const int *stop; /* the caller's stop request (may be NULL) */
-  int mode;                 /* RUN_ALL, RUN_ASYNC, RUN_FIRST */
-  bool ab;                  /* the commit was aborted */
-  bool yield;               /* RUN_ASYNC: its transaction commits in the background; return */
-  wd_buf_t rec;             /* the marker being written */
-  wd_store_batch_t *pb;     /* the prepare's meta entries */
+  int mode; /* RUN_ALL, RUN_ASYNC, RUN_FIRST */
+  bool ab; /* the commit was aborted */
+  bool yield; /* RUN_ASYNC: its transaction commits in the background; return */
+  wd_buf_t rec; /* the marker being written */
+  wd_store_batch_t *pb; /* the prepare's meta entries */
 } run_t;
 
 /* OPEN: the commit's state: every dirty row once, the offsets, the commit number -> SNAPPED. */
@@ -652,7 +655,8 @@ static wd_error_t *phase_prepared(wd_commit_t *c, run_t *r) {
     if (!err && c->gcons && (c->global || !c->nt)) {
       wd_group_meta_t *pm = NULL;
       wd_tp_offset_t m = {c->marker_topic, 0, (int64_t)(c->number + 1)};
-      if (!(err = wd_consumer_group_metadata(c->gcons, &pm))) err = wd_collector_send_offsets(c->coll, &m, 1, pm, 10000);
+      if (!(err = wd_consumer_group_metadata(c->gcons, &pm)))
+        err = wd_collector_send_offsets(c->coll, &m, 1, pm, 10000);
       wd_group_meta_destroy(pm);
     }
     if (wd_collector_classify(err) != WD_COLLECT_RETRY || attempt >= 30) break;
@@ -666,7 +670,8 @@ static wd_error_t *phase_prepared(wd_commit_t *c, run_t *r) {
     if (c->phase != WD_PHASE_PREPARED) break;
   }
   wd_group_meta_destroy(gm);
-  if (!err && c->phase == WD_PHASE_PREPARED) commit_set_phase(c, WD_PHASE_OFFSETS_SENT, "its offsets are in the transaction");
+  if (!err && c->phase == WD_PHASE_PREPARED)
+    commit_set_phase(c, WD_PHASE_OFFSETS_SENT, "its offsets are in the transaction");
   return commit_abort_if_abortable(c, err, &r->ab);
 }
 
@@ -791,4 +796,3 @@ wd_error_t *wd_commit_run(wd_commit_t *c, volatile const int *stop, bool *aborte
 wd_error_t *wd_commit_run_async(wd_commit_t *c, volatile const int *stop, bool *aborted) {
   return commit_run_phases(c, stop, aborted, c->conf.exactly_once && !c->no_overlap ? RUN_ASYNC : RUN_ALL);
 }
-

@@ -77,12 +77,12 @@ typedef struct wd_commit_hooks {
 } wd_commit_hooks_t;
 
 typedef struct wd_commit_conf {
-  bool exactly_once;      /* pipeline.processing-guarantee */
-  bool group;             /* the consumer is in a group (false: replay; no group commits) */
-  bool per_partition;     /* one task per source partition (else one task for all) */
-  int64_t interval_ms;    /* pipeline.commit-interval-ms */
-  uint64_t max_records;   /* pipeline.commit-max-records */
-  int txn_timeout_ms;     /* transaction.timeout.ms: how long a commit's outcome may stay unknown */
+  bool exactly_once; /* pipeline.processing-guarantee */
+  bool group; /* the consumer is in a group (false: replay; no group commits) */
+  bool per_partition; /* one task per source partition (else one task for all) */
+  int64_t interval_ms; /* pipeline.commit-interval-ms */
+  uint64_t max_records; /* pipeline.commit-max-records */
+  int txn_timeout_ms; /* transaction.timeout.ms: how long a commit's outcome may stay unknown */
   bool replay_from_stored; /* assign mode: start at the stored offsets, else at the beginning */
   bool latest_when_empty; /* auto.offset.reset=latest: a partition with no state starts at the end */
   const char *const *topics; /* the topics of the tasks (borrowed): co-partitioned source topics and

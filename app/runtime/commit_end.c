@@ -67,12 +67,15 @@ wd_error_t *commit_abort(wd_commit_t *c, const char *why, const wd_error_t *caus
   if (recreate && (err = recreate_once(c, gen, cause))) return err;
   if (c->phase == WD_PHASE_IDLE) return NULL;
   c->naborts++;
-  wd_log(WD_LOG_WARN, "commit", "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
-         "its records are read again", c->number + 1, c->records, why);
+  wd_log(WD_LOG_WARN, "commit",
+         "aborting commit %" PRIu64 " (%" PRIu64 " records): %s; its output is discarded and "
+         "its records are read again",
+         c->number + 1, c->records, why);
   {
     for (int attempt = 0; attempt < 10; attempt++) {
       wd_error_destroy(err);
-      if (wd_collector_classify(err = wd_collector_abort(c->coll, commit_stop_budget_ms(c, 30000))) != WD_COLLECT_RETRY) break;
+      if (wd_collector_classify(err = wd_collector_abort(c->coll, commit_stop_budget_ms(c, 30000))) != WD_COLLECT_RETRY)
+        break;
       if (commit_stop_expired(c)) break; /* the broker aborts it after transaction.timeout.ms */
       commit_serve(c, 100);
     }
@@ -210,9 +213,11 @@ wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, 
     if (k == WD_COLLECT_RECREATE) goto resolve; /* the outcome is not known: as below */
     if (k != WD_COLLECT_RETRY) return err; /* fenced, fatal, other */
     if ((stop && *stop >= 2) || commit_stop_expired(c)) {
-      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped while the transaction's commit was not "
+      wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_STOPPED,
+                                   "stopped while the transaction's commit was not "
                                    "confirmed (%s): the last commit may not be made; recovery resolves it on "
-                                   "restart", err->message);
+                                   "restart",
+                                   err->message);
       wd_error_destroy(err);
       return e;
     }
@@ -231,11 +236,14 @@ wd_error_t *commit_txn(wd_commit_t *c, volatile const int *stop, bool *aborted, 
    * transactional.id resolves it (init_transactions completes or aborts the transaction), then
    * the group's committed offsets say which */
   if (!c->nt && !c->gcons)
-    return wd_error_wrap(err, "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
-                              "resolve it from the group's committed offsets", c->conf.txn_timeout_ms);
-  wd_log(WD_LOG_WARN, "commit", "the outcome of commit %" PRIu64 " is not known after %d ms (%s): re-creating the "
-         "producer to resolve it from the group's committed offsets", c->number + 1, c->conf.txn_timeout_ms,
-         err->message);
+    return wd_error_wrap(err,
+                         "E_TXN_UNKNOWN: the transaction's outcome is not known after %d ms; restart widen to "
+                         "resolve it from the group's committed offsets",
+                         c->conf.txn_timeout_ms);
+  wd_log(WD_LOG_WARN, "commit",
+         "the outcome of commit %" PRIu64 " is not known after %d ms (%s): re-creating the "
+         "producer to resolve it from the group's committed offsets",
+         c->number + 1, c->conf.txn_timeout_ms, err->message);
   wd_error_destroy(err);
   if ((err = wd_collector_reopen(c->coll))) return err;
   return resolve_outcome(c, aborted);
@@ -245,9 +253,11 @@ resolve:
    * producer's init_transactions completes or aborts it, and it is resolved as above (Kafka
    * Streams re-creates the task producer and re-processes from the committed offsets) */
   if (!c->nt && !c->gcons) {
-    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL, "the producer failed fatally while committing "
+    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_PRODUCER_FATAL,
+                                 "the producer failed fatally while committing "
                                  "(%s) and the outcome cannot be read from the group's offsets (only restoring "
-                                 "partitions): restart widen to resolve it", err->message);
+                                 "partitions): restart widen to resolve it",
+                                 err->message);
     if (e != wd_error_nomem()) {
       e->fatal = true;
       e->retriable = false;
@@ -255,8 +265,10 @@ resolve:
     wd_error_destroy(err);
     return e;
   }
-  wd_log(WD_LOG_WARN, "commit", "commit %" PRIu64 ": the producer failed fatally while committing (%s): re-creating "
-         "it to resolve the transaction from the group's committed offsets", c->number + 1, err->message);
+  wd_log(WD_LOG_WARN, "commit",
+         "commit %" PRIu64 ": the producer failed fatally while committing (%s): re-creating "
+         "it to resolve the transaction from the group's committed offsets",
+         c->number + 1, err->message);
   {
     wd_error_t *rerr = wd_collector_recreate(c->coll, err);
     wd_error_destroy(err);
@@ -364,4 +376,3 @@ wd_error_t *commit_release_next(wd_commit_t *c, bool *ab) {
   }
   return commit_abort_if_abortable(c, err, ab);
 }
-

@@ -18,12 +18,12 @@
 /* A commit's phases, in order (commit_run_phases moves it on one at a time; commit_set_phase checks
  * each move against the table in commit.c). */
 typedef enum {
-  WD_PHASE_IDLE = 0,     /* no commit open */
-  WD_PHASE_OPEN,         /* records taken since the last commit */
-  WD_PHASE_SNAPPED,      /* the state batch is built */
-  WD_PHASE_PREPARED,     /* exactly-once: the rows, their undo image and the marker are written */
+  WD_PHASE_IDLE = 0, /* no commit open */
+  WD_PHASE_OPEN, /* records taken since the last commit */
+  WD_PHASE_SNAPPED, /* the state batch is built */
+  WD_PHASE_PREPARED, /* exactly-once: the rows, their undo image and the marker are written */
   WD_PHASE_OFFSETS_SENT, /* exactly-once: the offsets are in the transaction */
-  WD_PHASE_COMMITTED,    /* the output is committed (or acknowledged): finalize next */
+  WD_PHASE_COMMITTED, /* the output is committed (or acknowledged): finalize next */
   WD_PHASE_N
 } wd_phase_t;
 
@@ -33,33 +33,33 @@ struct wd_commit {
   wd_consumer_t *cons;
   wd_state_t *state;
   wd_store_t *store;
-  wd_taskmgr_t *tm;     /* the task table and the assignment (owned) */
+  wd_taskmgr_t *tm; /* the task table and the assignment (owned) */
   wd_stop_clock_t stop; /* the stop request and its budget (the task manager borrows it) */
-  wd_fault_t fault;     /* WIDEN_FAULT (app/runtime/fault.h) */
-  wd_error_t *cb_err;   /* fatal error inside a callback */
+  wd_fault_t fault; /* WIDEN_FAULT (app/runtime/fault.h) */
+  wd_error_t *cb_err; /* fatal error inside a callback */
   wd_error_t *phase_err; /* an illegal phase move (set_phase): a bug, the pipeline stops with it */
   /* the open commit */
   wd_phase_t phase;
-  uint64_t number;    /* last finalized commit */
-  double opened;      /* monotonic s of the open commit's first record */
-  uint64_t records;   /* records noted in the open commit */
+  uint64_t number; /* last finalized commit */
+  double opened; /* monotonic s of the open commit's first record */
+  uint64_t records; /* records noted in the open commit */
   wd_tp_offset_t *in; /* next offsets per partition of the open commit */
   size_t nin, cap_in;
   wd_tp_offset_t *gin; /* the global inputs' next offsets (scale-out with lookups) */
   size_t ngin, cap_gin;
-  wd_store_batch_t *b;  /* the open commit's state batch: its rows (with their priors, join/state.h) */
+  wd_store_batch_t *b; /* the open commit's state batch: its rows (with their priors, join/state.h) */
   wd_store_batch_t *fb; /* exactly-once: what finalize writes (offsets, number, history); at-least-once
                          * these go into b */
-  wd_buf_t undo;        /* the undo image written at prepare (an encoded batch), for an abort */
-  bool prepared;        /* the rows, the undo image and the marker are in the store */
+  wd_buf_t undo; /* the undo image written at prepare (an encoded batch), for an abort */
+  bool prepared; /* the rows, the undo image and the marker are in the store */
   uint64_t snap;
-  bool snapped;         /* snap holds this commit's rows (not yet written) */
-  wd_tp_offset_t *t;    /* the offsets sent to the transaction */
+  bool snapped; /* snap holds this commit's rows (not yet written) */
+  wd_tp_offset_t *t; /* the offsets sent to the transaction */
   size_t nt, cap_t;
-  double t0;            /* when the commit's completion started */
-  bool changelog_sent;  /* the open commit's changelog records are produced */
+  double t0; /* when the commit's completion started */
+  bool changelog_sent; /* the open commit's changelog records are produced */
   wd_error_t *send_err;
-  bool dp_seen;         /* the fault point during-produce was passed in the open commit */
+  bool dp_seen; /* the fault point during-produce was passed in the open commit */
   /* batch in hand */
   bool in_batch, batch_invalid;
   int in_callback; /* depth of consumer callbacks we are in */
@@ -76,8 +76,8 @@ struct wd_commit {
   /* the commit that commits in the background (file comment) and what is taken meanwhile */
   bool committing;
   double committing_since;
-  bool no_overlap;     /* WIDEN_COMMIT_OVERLAP=0 */
-  uint64_t naborts;    /* commits aborted (wd_commit_abort) */
+  bool no_overlap; /* WIDEN_COMMIT_OVERLAP=0 */
+  uint64_t naborts; /* commits aborted (wd_commit_abort) */
   uint64_t overlapped; /* commits finalized after committing in the background */
   struct {
     wd_tp_offset_t *in, *gin;

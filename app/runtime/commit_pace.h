@@ -39,13 +39,13 @@
 #define WD_COMMIT_PACE_IDLE_SHARE 0.8
 
 typedef struct {
-  int64_t max_ms;    /* pipeline.commit-interval-ms: the bound, and the interval when behind */
-  int64_t min_ms;    /* pipeline.commit-interval-min-ms: the floor */
-  bool adaptive;     /* exactly-once (false: at-least-once, the interval is max_ms) */
-  bool backlog;      /* the last poll returned a full batch: records were waiting */
-  double rate;       /* input records per second, recent (0 when unknown) */
-  double record_us;  /* the pipeline thread's processing time per record, microseconds, recent */
-  double commit_ms;  /* a commit's duration (wall), milliseconds, recent (0 when none yet) */
+  int64_t max_ms; /* pipeline.commit-interval-ms: the bound, and the interval when behind */
+  int64_t min_ms; /* pipeline.commit-interval-min-ms: the floor */
+  bool adaptive; /* exactly-once (false: at-least-once, the interval is max_ms) */
+  bool backlog; /* the last poll returned a full batch: records were waiting */
+  double rate; /* input records per second, recent (0 when unknown) */
+  double record_us; /* the pipeline thread's processing time per record, microseconds, recent */
+  double commit_ms; /* a commit's duration (wall), milliseconds, recent (0 when none yet) */
 } wd_commit_pace_t;
 
 /* The commit interval in milliseconds for the inputs in (borrowed) by the rule above: max_ms when
@@ -60,10 +60,10 @@ int64_t wd_commit_pace_interval_ms(const wd_commit_pace_t *in);
  * weighs half at each window), a commit's duration likewise (0.7 the past). Plain data: the
  * pipeline holds one. No clock of its own: the caller passes the monotonic time. */
 typedef struct {
-  wd_commit_pace_t in;  /* the rule's inputs */
-  int64_t interval;     /* the interval in force, ms (the last wd_commit_pacer_interval) */
-  double win_t0;        /* the window's start (monotonic s; 0: none yet) */
-  double win_busy;      /* ... seconds spent processing batches in it */
+  wd_commit_pace_t in; /* the rule's inputs */
+  int64_t interval; /* the interval in force, ms (the last wd_commit_pacer_interval) */
+  double win_t0; /* the window's start (monotonic s; 0: none yet) */
+  double win_busy; /* ... seconds spent processing batches in it */
   uint64_t win_records; /* ... records taken in it */
 } wd_commit_pacer_t;
 

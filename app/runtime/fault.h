@@ -22,9 +22,9 @@
 
 typedef struct wd_fault {
   char point[32]; /* "" : not armed */
-  long left;      /* reaches 0 at the n-th time */
-  bool fatal;     /* fatal-<point>: a fatal producer error instead of a kill */
-  bool repeat;    /* <n>+: every time from the n-th on */
+  long left; /* reaches 0 at the n-th time */
+  bool fatal; /* fatal-<point>: a fatal producer error instead of a kill */
+  bool repeat; /* <n>+: every time from the n-th on */
 } wd_fault_t;
 
 /* Parses spec (the syntax above; NULL or "" arms nothing) into *f. A point name longer than 31

@@ -7,13 +7,13 @@
 #include <string.h>
 
 struct wd_gtable {
-  wd_kafka_conf_t conf;   /* brokers and properties, no group (the global consumer's) */
+  wd_kafka_conf_t conf; /* brokers and properties, no group (the global consumer's) */
   const char *const *topics;
   size_t ntopics;
   wd_store_t *store;
-  wd_consumer_t *gcons;   /* the position group's (never subscribed) */
-  wd_consumer_t *cons;    /* the global consumer (assign mode) */
-  wd_tp_offset_t *pos;    /* next offset taken per partition (topics: the borrowed ones) */
+  wd_consumer_t *gcons; /* the position group's (never subscribed) */
+  wd_consumer_t *cons; /* the global consumer (assign mode) */
+  wd_tp_offset_t *pos; /* next offset taken per partition (topics: the borrowed ones) */
   size_t npos, cap_pos;
   uint64_t records;
 };
@@ -58,7 +58,6 @@ void wd_gtable_destroy(wd_gtable_t *gt) {
 }
 
 wd_consumer_t *wd_gtable_group_consumer(wd_gtable_t *gt) { return gt->gcons; }
-
 
 static wd_tp_offset_t *find_pos(wd_gtable_t *gt, const char *topic, int32_t partition) {
   for (size_t i = 0; i < gt->npos; i++)

@@ -11,17 +11,17 @@
 
 struct wd_lookups {
   wd_join_t *join;
-  int *ids;               /* per source: its id in the join */
-  wd_changes_t *changes;  /* per source (lookups only): the decoder's target */
+  int *ids; /* per source: its id in the join */
+  wd_changes_t *changes; /* per source (lookups only): the decoder's target */
   size_t nsources;
-  wd_row_t **recs;        /* the batch's lookup rows */
+  wd_row_t **recs; /* the batch's lookup rows */
   const wd_schema_t **schemas; /* ... and the schema of each */
   size_t n, cap;
   /* sources with their own primary key (join/srckey.h) */
   wd_srckey_t *sk;
-  int *skids;             /* per source: its id in sk, or -1 */
-  const wd_schema_t *ws;  /* the wide schema */
-  wd_changes_t *out;      /* wd_lookups_normalise's target while it runs */
+  int *skids; /* per source: its id in sk, or -1 */
+  const wd_schema_t *ws; /* the wide schema */
+  wd_changes_t *out; /* wd_lookups_normalise's target while it runs */
 };
 
 /* Rebuilds every source with its own `primary-key` against its source schema (join/srckey.h). */
@@ -56,8 +56,10 @@ static wd_error_t *build_srckeys(wd_lookups_t *lk, const wd_config_t *cfg, const
     if ((err = wd_config_build_source(cfg, i, ss, &sources[i]))) break;
     for (size_t k = 0; k < sources[i]->ncols; k++)
       wd_srckey_set_event_col(lk->sk, lk->skids[i], sources[i]->cols[k].col, sources[i]->cols[k].kind != WD_MAP_IMAGE);
-    wd_log(WD_LOG_INFO, "pipeline", "source '%s': kept by its own primary key (%zu field%s); deletes, updates and "
-           "moves derived from its stored rows", cs->name, cs->primary_key.n, cs->primary_key.n == 1 ? "" : "s");
+    wd_log(WD_LOG_INFO, "pipeline",
+           "source '%s': kept by its own primary key (%zu field%s); deletes, updates and "
+           "moves derived from its stored rows",
+           cs->name, cs->primary_key.n, cs->primary_key.n == 1 ? "" : "s");
   }
   free(mapped);
   return err;

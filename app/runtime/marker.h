@@ -30,15 +30,15 @@
 #define WD_NUMBER_KEY "commit/number"
 #define WD_UNDO_KEY "commit/undo"
 #define WD_PREPARED_MAGIC "WDP1" /* the whole state batch (earlier versions; still recovered) */
-#define WD_MARKER_MAGIC "WDP2"   /* the small marker of "write once with an undo image" */
+#define WD_MARKER_MAGIC "WDP2" /* the small marker of "write once with an undo image" */
 
 /* A decoded marker. Owned by the caller (wd_marker_free); batch points into the decoded bytes. */
 typedef struct wd_marker {
-  bool v2;           /* a WDP2 marker (else the WDP1 record) */
-  uint64_t number;   /* the commit's number */
-  char *txn_id;      /* v2: the transactional.id that prepared it (NUL-terminated); v1: NULL */
+  bool v2; /* a WDP2 marker (else the WDP1 record) */
+  uint64_t number; /* the commit's number */
+  char *txn_id; /* v2: the transactional.id that prepared it (NUL-terminated); v1: NULL */
   wd_tp_offset_t *t; /* the target offsets T; topics point into `topics` */
-  int64_t *from;     /* v2: the stored offsets S of the targets (v1: zeros) */
+  int64_t *from; /* v2: the stored offsets S of the targets (v1: zeros) */
   size_t nt;
   char *topics;
   const uint8_t *batch; /* v1: the state batch; v2: the finalize batch (borrowed from the input) */

@@ -42,14 +42,14 @@
 /* One decoded Kafka record of the batch. */
 typedef struct {
   size_t first, count; /* its change records: p->recs[first .. first+count) */
-  wd_error_t *err;     /* decode or merge rejection: goes to the dead-letter topic */
+  wd_error_t *err; /* decode or merge rejection: goes to the dead-letter topic */
   bool applied;
-  bool tombstone;      /* a Kafka tombstone (null value), skipped */
-  bool skipped;        /* replay --from: older than the point in time */
-  bool lookup;         /* a lookup source's message: its records are the lookups' batch rows first .. first+count */
-  bool forwarded;      /* a repartitioned source's record: its change records went to its repartition topic */
-  bool held;           /* not taken (its task is restoring other partitions): read again */
-  int src;             /* index of its source (cfg->sources), -1 when none */
+  bool tombstone; /* a Kafka tombstone (null value), skipped */
+  bool skipped; /* replay --from: older than the point in time */
+  bool lookup; /* a lookup source's message: its records are the lookups' batch rows first .. first+count */
+  bool forwarded; /* a repartitioned source's record: its change records went to its repartition topic */
+  bool held; /* not taken (its task is restoring other partitions): read again */
+  int src; /* index of its source (cfg->sources), -1 when none */
   const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
 } wd_bmsg_t;
 
@@ -66,11 +66,11 @@ struct wd_pipeline {
   wd_consumer_t *cons;
   wd_kafka_conf_t kconf;
   const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
-  const wd_key_format_t *key_fmt;   /* its key format */
-  wd_registry_t *registry;    /* schema registry (Avro sources, sink or key), else NULL */
-  void **fmt_state;           /* per source format (ingest/format.h index): its decoder state */
+  const wd_key_format_t *key_fmt; /* its key format */
+  wd_registry_t *registry; /* schema registry (Avro sources, sink or key), else NULL */
+  void **fmt_state; /* per source format (ingest/format.h index): its decoder state */
   size_t nfmt;
-  wd_avro_sink_t *avro_out;   /* avro sink format or Avro keys */
+  wd_avro_sink_t *avro_out; /* avro sink format or Avro keys */
   /* per batch */
   wd_kmsg_t *msgs;
   wd_bmsg_t *bm;
@@ -78,15 +78,15 @@ struct wd_pipeline {
   size_t nrecs, cap_recs;
   wd_changes_t changes;
   wd_changelog_t cl;
-  wd_buf_t keys;        /* encoded keys, back to back */
-  size_t *key_off;      /* per rec */
+  wd_buf_t keys; /* encoded keys, back to back */
+  size_t *key_off; /* per rec */
   wd_buf_t kbuf, vbuf;
-  wd_commit_t *commit;  /* the commit coordinator (app/runtime/commit.h) */
+  wd_commit_t *commit; /* the commit coordinator (app/runtime/commit.h) */
   bool exactly_once;
-  bool *restoring;      /* per message of the batch: it only rebuilds state (no output) */
-  char **dec_warn;      /* per source: its decimal-encoding warning, said at its first record without an
+  bool *restoring; /* per message of the batch: it only rebuilds state (no output) */
+  char **dec_warn; /* per source: its decimal-encoding warning, said at its first record without an
                            envelope schema (a schema'd source's schema decides: no warning), NULL after */
-  uint32_t *rec_task;   /* per change record of the batch: its task */
+  uint32_t *rec_task; /* per change record of the batch: its task */
   size_t cap_rec_task;
   /* replay */
   wd_tp_offset_t *end;
@@ -98,15 +98,15 @@ struct wd_pipeline {
   uint64_t trace_msg;
   volatile sig_atomic_t stop;
   volatile sig_atomic_t settled; /* no commit open (wd_pipeline_settled) */
-  unsigned stop_grace_s;         /* wd_pipeline_stop_grace_s */
+  unsigned stop_grace_s; /* wd_pipeline_stop_grace_s */
   double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
-  size_t *cl_src;              /* per changelog row: index of its source message in the batch */
+  size_t *cl_src; /* per changelog row: index of its source message in the batch */
   size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
-  bool closing;  /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
+  bool closing; /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
   bool pu_no_retract; /* the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
-  char *txn_id;        /* the producer's transactional.id (exactly-once), owned */
+  char *txn_id; /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
   wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
@@ -124,7 +124,7 @@ struct wd_pipeline {
    * read whole by this process, outside the group; NULL otherwise */
   wd_gtable_t *gt;
   const char **gtopics; /* the lookup topics (the sources' copies) */
-  char *pos_group;      /* the per-process group of the commit marker, owned */
+  char *pos_group; /* the per-process group of the commit marker, owned */
   /* the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
   wd_rebuild_t *rb;
   wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
@@ -232,8 +232,8 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
       err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, p->cfg->sink.topic, -1, p->kbuf.data, p->kbuf.len,
                               p->vbuf.data, p->vbuf.len);
     if (!err && i == at) /* every format takes at least one row */
-      err = wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "sink format %s took no row of the difference",
-                         p->sink_fmt->name);
+      err =
+          wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "sink format %s took no row of the difference", p->sink_fmt->name);
     if (err) return err;
     p->st.changes_out += i - at;
     wd_hist_gather_count(p->hg, 0, i - at, 0, 0);
@@ -266,8 +266,8 @@ static bool rebuild_task_current(void *ctx, uint32_t task) {
 /* ---- Prometheus metrics (app/ops/run_metrics.h). The pipeline only reports what it
  * did; the unit counts, the server thread renders. ---- */
 static wd_error_t *metrics_setup(wd_pipeline_t *p) {
-  wd_run_metrics_conf_t c = {p->cfg->metrics.listen, p->opts.replay, p->table,
-                             (const wd_source_t *const *)p->sources, p->nsources};
+  wd_run_metrics_conf_t c = {p->cfg->metrics.listen, p->opts.replay, p->table, (const wd_source_t *const *)p->sources,
+                             p->nsources};
   return wd_run_metrics_new(&c, &p->rm);
 }
 
@@ -308,10 +308,22 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
     t.restore = want > 0 ? have / want : 1.0;
   }
   wd_run_metrics_tick(p->rm, &t);
-  wd_status_inputs_t si = {p->commit, p->cons, p->store, &p->st, p->cfg->table.name, p->cfg->sink.topic,
-                           p->cfg->kafka.group_id, p->txn_id, p->exactly_once, p->pace.interval,
-                           wd_commit_initialising(p->commit), wd_commit_changelog_restoring(p->commit),
-                           p->rb && wd_rebuild_busy(p->rb, p->commit), p->stop != 0, lags, t.nlags};
+  wd_status_inputs_t si = {p->commit,
+                           p->cons,
+                           p->store,
+                           &p->st,
+                           p->cfg->table.name,
+                           p->cfg->sink.topic,
+                           p->cfg->kafka.group_id,
+                           p->txn_id,
+                           p->exactly_once,
+                           p->pace.interval,
+                           wd_commit_initialising(p->commit),
+                           wd_commit_changelog_restoring(p->commit),
+                           p->rb && wd_rebuild_busy(p->rb, p->commit),
+                           p->stop != 0,
+                           lags,
+                           t.nlags};
   wd_status_report(&si, p->rm); /* the probes' and /status's snapshot */
   free(lags);
 }
@@ -453,10 +465,10 @@ static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd
 /* Where the rows given to emit_changelog came from. All members may be NULL: the rows are then
  * one message's (a task's reconcile), sent, and an output over message.max.bytes is only logged. */
 typedef struct {
-  const size_t *src;    /* per row: the index of its source message (a message's rows are contiguous) */
-  const bool *quiet;    /* per source message: it only rebuilds state (nothing is sent) */
+  const size_t *src; /* per row: the index of its source message (a message's rows are contiguous) */
+  const bool *quiet; /* per source message: it only rebuilds state (nothing is sent) */
   const wd_kmsg_t *msgs; /* per source message: named in the log of an output too large */
-  wd_bmsg_t *bm;        /* per source message: an output too large dead-letters it (bm[src].err) */
+  wd_bmsg_t *bm; /* per source message: an output too large dead-letters it (bm[src].err) */
 } wd_emit_from_t;
 
 /* Produces the changelog rows rows[0..n), keyed by primary key, into the open commit through the
@@ -488,22 +500,23 @@ static wd_error_t *emit_changelog(wd_pipeline_t *p, wd_row_t *const *rows, size_
     p->st.changes_out += i - at;
     if (!err) err = encode_key(p, &sc, keyrow);
     if (!err)
-      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, topic, -1, p->kbuf.data, p->kbuf.len, p->vbuf.data,
-                              p->vbuf.len);
+      err =
+          wd_collector_send(p->coll, WD_OUT_CHANGELOG, topic, -1, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len);
     if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
       /* an output that can never be delivered must not stall the pipeline: the source message
        * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
       static const wd_kmsg_t none = {.topic = "(reconcile)"};
       const wd_kmsg_t *m = from->msgs ? &from->msgs[src] : &none; /* the rows encoded are this message's */
-      wd_log(WD_LOG_ERROR, "pipeline", "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
+      wd_log(WD_LOG_ERROR, "pipeline",
+             "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
              "message.max.bytes; %s (raise message.max.bytes under sink.properties and the topic's "
-             "max.message.bytes)", m->topic, m->partition, m->offset, p->vbuf.len,
-             from->bm ? "dead-lettered" : "not sent");
+             "max.message.bytes)",
+             m->topic, m->partition, m->offset, p->vbuf.len, from->bm ? "dead-lettered" : "not sent");
       if (from->bm && !from->bm[src].err)
         from->bm[src].err = wd_error_new(WD_ERR_RECORD, E_OUTPUT_TOO_LARGE,
-                                      "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
-                                      "producer's message.max.bytes (%s); the table state has the change",
-                                      m->topic, m->partition, m->offset, p->vbuf.len, err->message);
+                                         "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
+                                         "producer's message.max.bytes (%s); the table state has the change",
+                                         m->topic, m->partition, m->offset, p->vbuf.len, err->message);
       wd_error_destroy(err);
       err = NULL;
       continue;
@@ -608,7 +621,8 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
     wd_error_t *err = f->decode(state, src, schema, meta, m->value, m->value_len, changes);
     /* a lookup's rows (join/lookup.h) are ordered by its own table, not by the wide one */
     if (!err && (changes->flags & WD_CHANGES_SCHEMALESS)) schemaless_noted(p, src);
-    if (!err) return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
+    if (!err)
+      return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
     if (!err->retriable || p->stop) return err;
     long ms = wd_registry_backoff_ms(attempt);
     wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
@@ -625,10 +639,7 @@ static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const
 
 /* ---- joins on other keys (join/lookup.h): decoding a lookup message, applying a message ---- */
 
-
-static bool is_lookup(const wd_pipeline_t *p, int si) {
-  return wd_lookups_is_lookup(p->lk, si);
-}
+static bool is_lookup(const wd_pipeline_t *p, int si) { return wd_lookups_is_lookup(p->lk, si); }
 
 /* Decodes a lookup source's record into rows of its lookup schema, kept in the lookups' batch (a
  * decode error goes to b->err, as for main sources). */
@@ -661,9 +672,7 @@ static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, size_t fi
                           ms);
 }
 
-static void release_lookup_recs(wd_pipeline_t *p) {
-  wd_lookups_batch_done(p->lk);
-}
+static void release_lookup_recs(wd_pipeline_t *p) { wd_lookups_batch_done(p->lk); }
 
 /* ---- repartition topics (app/runtime/repartition.h) ---------------------------------------- */
 
@@ -744,10 +753,12 @@ static wd_error_t *direct_home(wd_pipeline_t *p, int si, const wd_kmsg_t *m, con
   if (!p->st.misplaced && wd_repart_forwarding(p->rp) && !restoring && wd_repart_fallback(p->rp, (size_t)si)) {
     size_t kl = 0;
     const char *kb = wd_repart_canonical_key(p->rp, &kl);
-    wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): a record outside its wide key's partition "
+    wd_log(WD_LOG_WARN, "pipeline",
+           "source '%s' (%s[%d]@%" PRId64 "): a record outside its wide key's partition "
            "(%d, murmur2 of widen's key bytes %.*s): its Kafka key is not widen's key bytes (e.g. Kafka Connect's "
            "JsonConverter with schemas.enable=true); such records go through repartition topic %s "
-           "(`repartition: auto`)", p->sources[si]->name, m->topic, m->partition, m->offset, first, (int)kl, kb,
+           "(`repartition: auto`)",
+           p->sources[si]->name, m->topic, m->partition, m->offset, first, (int)kl, kb,
            wd_repart_topic(p->rp, (size_t)si));
   }
   if (!wd_repart_forwarding(p->rp)) *home = first;
@@ -809,10 +820,10 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if (err) return err;
       continue;
     }
-    wd_error_t *derr = wd_lookups_has_key(p->lk, si) /* its own primary key: through its stored rows */
-                           ? decode_record(p, src, wd_lookups_key_schema(p->lk, si), wd_lookups_key_changes(p->lk, si),
-                                           &meta, m)
-                           : decode_record(p, src, p->schema, &p->changes, &meta, m);
+    wd_error_t *derr =
+        wd_lookups_has_key(p->lk, si) /* its own primary key: through its stored rows */
+            ? decode_record(p, src, wd_lookups_key_schema(p->lk, si), wd_lookups_key_changes(p->lk, si), &meta, m)
+            : decode_record(p, src, p->schema, &p->changes, &meta, m);
     if (!derr && wd_lookups_has_key(p->lk, si))
       derr = wd_lookups_normalise(p->lk, si, p->per_partition ? (uint32_t)m->partition : 0, &p->changes);
     if (wd_commit_batch_invalid(p->commit)) {
@@ -830,7 +841,8 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     }
     if (p->changes.null_key_halves && !p->restoring[i]) {
       if (!p->st.null_key_halves)
-        wd_log(WD_LOG_WARN, "pipeline", "source '%s' (%s[%d]@%" PRId64 "): update halves and deletes with a NULL "
+        wd_log(WD_LOG_WARN, "pipeline",
+               "source '%s' (%s[%d]@%" PRId64 "): update halves and deletes with a NULL "
                "primary key are left out (NULL -> K is +I, K -> NULL is -D); counted as `null-key halves`",
                src->name, m->topic, m->partition, m->offset);
       p->st.null_key_halves += p->changes.null_key_halves;
@@ -871,9 +883,9 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
       p->rec_task[p->nrecs - 1] =
           home >= 0 ? (uint32_t)wd_repart_home(p->rp, (size_t)si, p->schema, row)
-          : kind == WD_TOPIC_RAW ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at,
-                                                                       wd_repart_partitions(p->rp))
-                                 : task;
+          : kind == WD_TOPIC_RAW
+              ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at, wd_repart_partitions(p->rp))
+              : task;
       if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
           (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
            memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
@@ -914,8 +926,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       e = r + 1;
       if (!b->lookup)
         while (e < b->first + b->count && p->rec_task[e] == p->rec_task[r]) e++;
-      else
-        e = b->first + b->count;
+      else e = b->first + b->count;
       if (!b->lookup) wd_state_set_task(p->state, p->rec_task[r]);
       if (!b->lookup) wd_lookups_set_task(p->lk, p->rec_task[r]);
       merr = apply_message(p, b, r, e - r, &ms);
@@ -946,8 +957,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
     log_once(p, &p->msgs[i], b->err);
     if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
-    err = wd_collector_dead_letter(p->coll, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id,
-                                   b->err->message);
+    err = wd_collector_dead_letter(p->coll, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id, b->err->message);
     if (err) return err;
   }
   /* 5. the records belong to the open commit now: per partition of the batch, its offsets
@@ -957,7 +967,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
     wd_kmsg_t *m = &p->msgs[i];
     if (!p->bm[i].te) continue;
     if (past_stop(p, m)) continue; /* not taken (read again after the rebuild) */
-    if (p->bm[i].held) continue;   /* not taken (read again when its task runs) */
+    if (p->bm[i].held) continue; /* not taken (read again when its task runs) */
     if (wd_topic_index_take(p->tix, p->bm[i].te, m->partition, m->offset)) return wd_error_nomem();
   }
   size_t nbtp = 0;
@@ -969,8 +979,7 @@ static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
       if (wd_commit_note_global(p->commit, topic, t->partition, t->max, t->count) ||
           wd_gtable_taken(p->gt, topic, t->partition, t->last))
         return wd_error_nomem();
-    } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count))
-      return wd_error_nomem();
+    } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count)) return wd_error_nomem();
     if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem();
   }
   /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
@@ -1015,7 +1024,8 @@ static void release_batch(wd_pipeline_t *p, size_t n) {
 
 /* Whether a task of this process restores its state now (not: ever did; the status line's tail). */
 static bool restoring_now(wd_pipeline_t *p) {
-  return wd_tasks_in_state(wd_commit_tasks(p->commit), WD_TASK_RESTORING) > 0 || wd_commit_changelog_restoring(p->commit);
+  return wd_tasks_in_state(wd_commit_tasks(p->commit), WD_TASK_RESTORING) > 0 ||
+         wd_commit_changelog_restoring(p->commit);
 }
 
 static void status_line(wd_pipeline_t *p, double rate) {
@@ -1029,10 +1039,8 @@ static void status_line(wd_pipeline_t *p, double rate) {
   if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
   char ival[48] = ""; /* the adaptive commit interval in force */
   if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
-  if (idle)
-    snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
-  else
-    snprintf(lag, sizeof(lag), "lag %" PRId64, p->st.lag);
+  if (idle) snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
+  else snprintf(lag, sizeof(lag), "lag %" PRId64, p->st.lag);
   fprintf(stderr,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
@@ -1061,10 +1069,8 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
   if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
   if (p->standby)
     fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
-  if (p->st.repartitioned)
-    fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
-  if (p->st.misplaced)
-    fprintf(f, " (%" PRIu64 " source records outside their wide key's partition)", p->st.misplaced);
+  if (p->st.repartitioned) fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
+  if (p->st.misplaced) fprintf(f, " (%" PRIu64 " source records outside their wide key's partition)", p->st.misplaced);
   if (p->st.deletes_without_sequence)
     fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
   if (p->st.null_key_halves)
@@ -1177,7 +1183,8 @@ static void check_copartitioning(wd_pipeline_t *p) {
           wd_log(WD_LOG_WARN, "pipeline",
                  "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
                  "several processes in the group a key's changes may be merged by two of them (docs/guarantees.md "
-                 "\"Scaling out\")", have, topic, want, first);
+                 "\"Scaling out\")",
+                 have, topic, want, first);
         told = true;
         free(a);
         return;
@@ -1202,8 +1209,8 @@ static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
     const wd_emit_from_t from = {0}; /* rows of no message: sent; one too large is logged */
     if (p->cl.n) err = emit_changelog(p, p->cl.rows, p->cl.n, &from);
     if (err) break;
-    wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes",
-           task, rows, p->cl.n);
+    wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes", task,
+           rows, p->cl.n);
     wd_changelog_reset(p->table, &p->cl);
     err = wd_commit_reconciled(p->commit, task);
   }
@@ -1276,7 +1283,8 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
     if (n) last = wd_mono_s();
     else sleep_ms(p, 5);
     if (!err && wd_mono_s() - last > 60.0) {
-      wd_log(WD_LOG_WARN, "pipeline", "the lookup topics gave nothing for 60 s before their end offsets: joining "
+      wd_log(WD_LOG_WARN, "pipeline",
+             "the lookup topics gave nothing for 60 s before their end offsets: joining "
              "the group with the lookup tables as they are");
       break;
     }
@@ -1285,8 +1293,9 @@ static wd_error_t *preload_lookups(wd_pipeline_t *p) {
   wd_commit_pacer_backlog(&p->pace, false);
   free(ends);
   if (!err)
-    wd_log(WD_LOG_INFO, "pipeline", "lookup tables read to their end before joining the group: %" PRIu64
-           " records in %.2f s", wd_gtable_records(p->gt) - r0, wd_mono_s() - t0);
+    wd_log(WD_LOG_INFO, "pipeline",
+           "lookup tables read to their end before joining the group: %" PRIu64 " records in %.2f s",
+           wd_gtable_records(p->gt) - r0, wd_mono_s() - t0);
   return err;
 }
 
@@ -1316,16 +1325,16 @@ static wd_error_t *complete_commit_async(wd_pipeline_t *p) {
 
 /* What the turns of the loop carry from one to the next. */
 typedef struct loop {
-  size_t max;          /* pipeline.batch-size */
-  int timeout;         /* pipeline.batch-timeout-ms */
-  double last_status;  /* the last status line (monotonic s) */
-  double last_input;   /* the last input or work: --max-idle-ms counts from it */
-  uint64_t last_in;    /* records_in at the last status line */
+  size_t max; /* pipeline.batch-size */
+  int timeout; /* pipeline.batch-timeout-ms */
+  double last_status; /* the last status line (monotonic s) */
+  double last_input; /* the last input or work: --max-idle-ms counts from it */
+  uint64_t last_in; /* records_in at the last status line */
   /* this turn */
   bool restoring, rebuilding; /* a changelog restore / a rebuild step ran before the poll */
-  double now;          /* right after the poll */
-  size_t n;            /* records taken (the group's, then the lookup topics') */
-  bool full;           /* the poll returned a full batch */
+  double now; /* right after the poll */
+  size_t n; /* records taken (the group's, then the lookup topics') */
+  bool full; /* the poll returned a full batch */
 } loop_t;
 
 /* How a turn ends: go on to its next step, start the next turn (what was polled is read again or
@@ -1396,12 +1405,16 @@ static turn_t poll_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
  * open commit is aborted and all of it is read again. Takes *err; always leaves the loop. */
 static turn_t stop_with_batch_left(wd_pipeline_t *p, wd_error_t **err) {
   if (wd_collector_batch_sent(p->coll)) {
-    wd_log(WD_LOG_INFO, "pipeline", "stopping: the batch in hand was half sent (%s); the open commit is aborted "
-           "and its records are read again on restart", (*err)->message);
+    wd_log(WD_LOG_INFO, "pipeline",
+           "stopping: the batch in hand was half sent (%s); the open commit is aborted "
+           "and its records are read again on restart",
+           (*err)->message);
     wd_error_t *aerr = wd_commit_abort(p->commit, "stopping with the batch in hand half sent");
     wd_error_destroy(*err);
-    *err = aerr ? aerr : wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped with the batch in hand half sent: the "
-                                      "last commit was aborted; its records are read again on restart");
+    *err = aerr ? aerr
+                : wd_error_new(WD_ERR_KAFKA, E_STOPPED,
+                               "stopped with the batch in hand half sent: the "
+                               "last commit was aborted; its records are read again on restart");
     if (!aerr) (*err)->retriable = true;
     return TURN_STOP;
   }
@@ -1515,8 +1528,11 @@ static turn_t run_once(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
 wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   wd_error_t *err = NULL;
   double start = wd_mono_s();
-  loop_t l = {.max = (size_t)p->cfg->pipeline.batch_size, .timeout = (int)p->cfg->pipeline.batch_timeout_ms,
-              .last_status = start, .last_input = start, .now = start};
+  loop_t l = {.max = (size_t)p->cfg->pipeline.batch_size,
+              .timeout = (int)p->cfg->pipeline.batch_timeout_ms,
+              .last_status = start,
+              .last_input = start,
+              .now = start};
   if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
   if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err;
   if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* before the group join */
@@ -1526,9 +1542,11 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
   p->settled = !err && !wd_commit_pending(p->commit);
   if (err && err->fenced)
-    err = wd_error_wrap(err, "fenced: another widen process with transactional.id %s (or a newer member of group "
-                             "%s) took over; this one stops without committing its open work (the other one "
-                             "processes it)", p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
+    err = wd_error_wrap(err,
+                        "fenced: another widen process with transactional.id %s (or a newer member of group "
+                        "%s) took over; this one stops without committing its open work (the other one "
+                        "processes it)",
+                        p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
   metrics_tick(p, wd_mono_s(), true); /* the final values */
   if (p->opts.replay && !err) wd_run_metrics_restore_done(p->rm);
@@ -1543,8 +1561,10 @@ static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const 
     wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
     if (!err || !err->retriable || waited >= 60000) return err;
     if (p->opts.start_stop && *p->opts.start_stop) { /* stopped during the start: say what it waited for */
-      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped during the start while the schema registry "
-                                      "did not answer (%s); nothing was consumed or produced", err->message);
+      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, E_STOPPED,
+                                      "stopped during the start while the schema registry "
+                                      "did not answer (%s); nothing was consumed or produced",
+                                      err->message);
       wd_error_destroy(err);
       return serr;
     }
@@ -1585,13 +1605,27 @@ static wd_error_t *setup_avro(wd_pipeline_t *p) {
 /* librdkafka properties that only a consumer takes: kafka.properties go to both clients, and
  * the producer would warn about these at every start. */
 static bool consumer_only(const char *name) {
-  static const char *const names[] = {"session.timeout.ms", "heartbeat.interval.ms", "group.instance.id",
-                                      "max.poll.interval.ms", "auto.offset.reset", "partition.assignment.strategy",
-                                      "fetch.min.bytes", "fetch.max.bytes", "fetch.wait.max.ms",
-                                      "max.partition.fetch.bytes", "isolation.level", "enable.partition.eof",
-                                      "auto.commit.interval.ms", "queued.min.messages", "queued.max.messages.kbytes",
-                                      "check.crcs", "fetch.error.backoff.ms", "coordinator.query.interval.ms",
-                                      "group.protocol.type", "offset.store.method", "allow.auto.create.topics"};
+  static const char *const names[] = {"session.timeout.ms",
+                                      "heartbeat.interval.ms",
+                                      "group.instance.id",
+                                      "max.poll.interval.ms",
+                                      "auto.offset.reset",
+                                      "partition.assignment.strategy",
+                                      "fetch.min.bytes",
+                                      "fetch.max.bytes",
+                                      "fetch.wait.max.ms",
+                                      "max.partition.fetch.bytes",
+                                      "isolation.level",
+                                      "enable.partition.eof",
+                                      "auto.commit.interval.ms",
+                                      "queued.min.messages",
+                                      "queued.max.messages.kbytes",
+                                      "check.crcs",
+                                      "fetch.error.backoff.ms",
+                                      "coordinator.query.interval.ms",
+                                      "group.protocol.type",
+                                      "offset.store.method",
+                                      "allow.auto.create.topics"};
   for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
     if (strcmp(name, names[i]) == 0) return true;
   return false;
@@ -1652,10 +1686,8 @@ static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, in
   if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
   char inst[64] = "";
   const char *gi = wd_kafka_conf_get(&p->kconf, "group.instance.id");
-  if (gi)
-    snprintf(inst, sizeof(inst), "%s", gi);
-  else if ((err = stored_instance_id(p, inst, sizeof(inst))))
-    return err;
+  if (gi) snprintf(inst, sizeof(inst), "%s", gi);
+  else if ((err = stored_instance_id(p, inst, sizeof(inst)))) return err;
   if (asprintf(&p->txn_id, "widen-%s-%s", p->cfg->kafka.group_id ? p->cfg->kafka.group_id : "nogroup", inst) < 0) {
     p->txn_id = NULL;
     return wd_error_nomem();
@@ -1710,8 +1742,8 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
       err = wd_collector_partition_count(p->coll, src->topics[k], 30000, &counts[i][k]);
     /* a source with its own primary key always forwards its derived records (docs/source-keys.md) */
     int mode = wd_lookups_has_key(p->lk, (int)i) ? WD_CONFIG_REPARTITION_TRUE : p->cfg->sources.v[i].repartition;
-    in[i] = (wd_repartition_input_t){src->name, mode, is_lookup(p, (int)i), src->ntopics,
-                                     (const char *const *)src->topics, counts[i]};
+    in[i] = (wd_repartition_input_t){
+        src->name, mode, is_lookup(p, (int)i), src->ntopics, (const char *const *)src->topics, counts[i]};
   }
   if (err || (err = wd_repart_plan(p->rp, in, p->cfg->pipeline.partitions, !p->opts.replay, p->cfg->kafka.group_id,
                                    p->cfg->table.name, &why)))
@@ -1734,8 +1766,10 @@ static wd_error_t *plan_repartition(wd_pipeline_t *p) {
       wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
              topic);
     else if (!err)
-      wd_log(WD_LOG_INFO, "pipeline", "source '%s': read directly; a record outside its wide key's partition "
-             "(murmur2 of widen's key bytes) goes through repartition topic %s", p->sources[i]->name, topic);
+      wd_log(WD_LOG_INFO, "pipeline",
+             "source '%s': read directly; a record outside its wide key's partition "
+             "(murmur2 of widen's key bytes) goes through repartition topic %s",
+             p->sources[i]->name, topic);
   }
 done:
   for (size_t i = 0; counts && i < n; i++) free(counts[i]);
@@ -1875,8 +1909,12 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   if ((err = wd_state_check_table(p->state, dir))) return err;
   if ((err = metrics_setup(p))) return err;
   if (!(p->hg = wd_hist_gather_new(cfg->sink.topic, (size_t)cfg->state.history_size))) return wd_error_nomem();
-  if ((err = wd_hist_gather_retain(p->hg, &(wd_history_retention_t){cfg->state.history_retention_ms,
-      (uint64_t)cfg->state.history_max_bytes, (size_t)cfg->state.history_size}, p->store))) return err;
+  if ((err = wd_hist_gather_retain(p->hg,
+                                   &(wd_history_retention_t){cfg->state.history_retention_ms,
+                                                             (uint64_t)cfg->state.history_max_bytes,
+                                                             (size_t)cfg->state.history_size},
+                                   p->store)))
+    return err;
   if ((err = wd_join_start(wd_lookups_join(p->lk), p->state, p->store))) return err;
   if ((err = wd_srckey_start(wd_lookups_srckey(p->lk), p->state, p->store))) return err;
   /* with per-partition tasks in a group the lookup topics are a global table
@@ -1888,7 +1926,8 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   if (wd_lookups_active(p->lk) && !p->opts.replay && !global)
     for (size_t i = 0; i < p->nsources; i++)
       if (is_lookup(p, (int)i)) {
-        wd_log(WD_LOG_INFO, "pipeline", "lookup sources are read through the consumer group: run one process for "
+        wd_log(WD_LOG_INFO, "pipeline",
+               "lookup sources are read through the consumer group: run one process for "
                "this table (docs/lookups.md)");
         break;
       }
@@ -1933,10 +1972,13 @@ static wd_error_t *open_kafka(wd_pipeline_t *p, int *txn_timeout_ms) {
   /* static membership by default (KIP-345), with the state directory's instance id */
   if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
     char inst[64];
-    if (!(err = stored_instance_id(p, inst, sizeof(inst)))) err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
+    if (!(err = stored_instance_id(p, inst, sizeof(inst))))
+      err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
     if (!err)
-      wd_log(WD_LOG_INFO, "pipeline", "static membership: group.instance.id %s (kept in %s; a restart within "
-             "session.timeout.ms takes the partitions back without a rebalance)", inst, cfg->state.dir);
+      wd_log(WD_LOG_INFO, "pipeline",
+             "static membership: group.instance.id %s (kept in %s; a restart within "
+             "session.timeout.ms takes the partitions back without a rebalance)",
+             inst, cfg->state.dir);
   }
   *txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
   if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, txn_timeout_ms);
@@ -2025,12 +2067,14 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
   };
   if (p->changelog_topic && (err = ensure_changelog(p))) return err;
   if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
-    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)wd_repart_partitions(p->rp), p->store,
-                              p->state, task_topics, ntask, &p->standby)))
+    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)wd_repart_partitions(p->rp), p->store, p->state,
+                              task_topics, ntask, &p->standby)))
       return err;
     cc.standby = p->standby;
-    wd_log(WD_LOG_INFO, "pipeline", "standby replicas: this process keeps warm copies of the tasks it does not own "
-           "(from %s)", p->changelog_topic);
+    wd_log(WD_LOG_INFO, "pipeline",
+           "standby replicas: this process keeps warm copies of the tasks it does not own "
+           "(from %s)",
+           p->changelog_topic);
   }
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
   /* a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
@@ -2107,8 +2151,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
   if (p->gt && (err = wd_gtable_start(p->gt))) goto fail; /* at the positions recovery left */
   if (p->exactly_once)
-    wd_log(WD_LOG_INFO, "pipeline", "exactly-once: transactional.id %s; consumers of %s must read with "
-           "isolation.level=read_committed", p->txn_id, cfg->sink.topic);
+    wd_log(WD_LOG_INFO, "pipeline",
+           "exactly-once: transactional.id %s; consumers of %s must read with "
+           "isolation.level=read_committed",
+           p->txn_id, cfg->sink.topic);
   *out = p;
   return NULL;
 fail:

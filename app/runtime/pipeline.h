@@ -34,16 +34,16 @@
 typedef struct wd_pipeline wd_pipeline_t;
 
 typedef struct wd_pipeline_opts {
-  const char *state_dir;   /* overrides cfg->state.dir when set (replay) */
-  bool no_output;          /* do not produce the changelog (replay --no-output) */
-  bool replay;             /* assign all partitions without a group; stop at the end offsets seen
+  const char *state_dir; /* overrides cfg->state.dir when set (replay) */
+  bool no_output; /* do not produce the changelog (replay --no-output) */
+  bool replay; /* assign all partitions without a group; stop at the end offsets seen
                               at start; start from `from_ms` (-1: earliest); at-least-once */
   int64_t from_ms;
-  bool quiet;              /* no periodic status line */
-  const char *trace_path;  /* when set: every applied source message is appended as JSON lines
+  bool quiet; /* no periodic status line */
+  const char *trace_path; /* when set: every applied source message is appended as JSON lines
                               {"op","row","message"} in apply order (the input of a
                               `widen simulate` case), for tests and debugging */
-  int64_t max_idle_ms;     /* > 0: stop after this long without input (tests, demo) */
+  int64_t max_idle_ms; /* > 0: stop after this long without input (tests, demo) */
   const char *stop_at_state; /* replay: stop each partition at the offset stored in this state
                                 directory (closed; the old state of an automatic rebuild)
                                 instead of the end offsets; later records are not taken */
@@ -54,25 +54,25 @@ typedef struct wd_pipeline_opts {
 
 /* Counters, also printed in the status line and the summary. */
 typedef struct wd_pipeline_stats {
-  uint64_t records_in;       /* Kafka records consumed */
-  uint64_t changes_in;       /* change records decoded from them */
-  uint64_t changes_out;      /* changelog rows emitted */
-  uint64_t messages_out;     /* output Kafka messages */
+  uint64_t records_in; /* Kafka records consumed */
+  uint64_t changes_in; /* change records decoded from them */
+  uint64_t changes_out; /* changelog rows emitted */
+  uint64_t messages_out; /* output Kafka messages */
   uint64_t dead_lettered;
   uint64_t skipped_tombstones; /* Kafka tombstones (null values) of the sources, skipped */
   uint64_t ignored_update_before;
-  uint64_t tombstones;       /* ordering tombstones written (spec D7) */
-  uint64_t dropped;          /* records dropped by ignore-delete / first-row */
+  uint64_t tombstones; /* ordering tombstones written (spec D7) */
+  uint64_t dropped; /* records dropped by ignore-delete / first-row */
   uint64_t batches;
   uint64_t skipped_before_from; /* replay --from: records older than the point in time */
-  uint64_t restored;         /* records merged without output while a task was rebuilt */
-  uint64_t repartitioned;    /* records produced to repartition topics (one per wide key of a source record) */
-  uint64_t misplaced;        /* records of sources read directly found outside their wide key's partition */
-  uint64_t aborted_commits;  /* commits aborted (abortable errors, rebalances mid-batch) */
-  uint64_t commits;          /* commits completed */
+  uint64_t restored; /* records merged without output while a task was rebuilt */
+  uint64_t repartitioned; /* records produced to repartition topics (one per wide key of a source record) */
+  uint64_t misplaced; /* records of sources read directly found outside their wide key's partition */
+  uint64_t aborted_commits; /* commits aborted (abortable errors, rebalances mid-batch) */
+  uint64_t commits; /* commits completed */
   uint64_t deletes_without_sequence; /* -D records whose sequence field was NULL or absent (key-only
                                         deletes), handled by the source's delete-without-sequence */
-  uint64_t null_key_halves;  /* halves of updates/deletes whose primary key is NULL, left out
+  uint64_t null_key_halves; /* halves of updates/deletes whose primary key is NULL, left out
                                 (ingest/format.h: a NULL key holds no row) */
   int64_t lag;
 } wd_pipeline_stats_t;

@@ -20,51 +20,51 @@
 #include "common/log.h"
 #include "join/row_codec.h"
 
-#define NS_OLD 'O'  /* the staged old rows: 'O' + task + new key -> entry in the new encoding */
+#define NS_OLD 'O' /* the staged old rows: 'O' + task + new key -> entry in the new encoding */
 #define NS_MARK 'M' /* the task's switch mark: 'M' + task -> the definition's fingerprint */
-#define CHUNK 512   /* entries a reader holds at once */
+#define CHUNK 512 /* entries a reader holds at once */
 
 /* An old definition the rows of some tasks were built with (per-partition: a task switched by an
  * earlier rebuild that this one has not reached yet holds its rows in that rebuild's definition). */
 typedef struct {
-  char fp[32];           /* the mark of those tasks ("": the rows of tasks never switched) */
-  wd_table_t *t;         /* owned (NULL for the default: the rebuild's old_t) */
+  char fp[32]; /* the mark of those tasks ("": the rows of tasks never switched) */
+  wd_table_t *t; /* owned (NULL for the default: the rebuild's old_t) */
   const wd_schema_t *os;
-  size_t base;           /* the rows' base column count (0: the schema's) */
-  int *col_of;           /* per new column: the old column of the same name and type, -1: none (owned) */
+  size_t base; /* the rows' base column count (0: the schema's) */
+  int *col_of; /* per new column: the old column of the same name and type, -1: none (owned) */
 } view_t;
 
 /* One task's progress in this process (for the assignment round it was started in). */
 typedef struct {
   uint32_t task;
-  unsigned round;  /* wd_task_t.round when the stage started */
-  bool staging;    /* the stage is under way (cleared range, cursor valid) */
+  unsigned round; /* wd_task_t.round when the stage started */
+  bool staging; /* the stage is under way (cleared range, cursor valid) */
   wd_buf_t cursor; /* the next old key to read (empty: the range's start) */
   uint64_t staged; /* old rows staged */
 } progress_t;
 
 struct wd_rebuild {
-  wd_store_t *st;        /* the pipeline's (borrowed) */
-  wd_state_t *state;     /* the pipeline's (borrowed) */
+  wd_store_t *st; /* the pipeline's (borrowed) */
+  wd_state_t *state; /* the pipeline's (borrowed) */
   const wd_schema_t *ns; /* the new schema (the pipeline's table) */
-  wd_table_t *old_t;     /* the old definition's table (owned) */
+  wd_table_t *old_t; /* the old definition's table (owned) */
   const wd_schema_t *os;
-  size_t old_base;       /* the old rows' base column count (0: the old schema's) */
-  bool changelog;        /* per-partition tasks: old rows restored from the state changelog topic */
-  char *old_dir;         /* single task: the state before the change */
-  wd_store_t *old_st;    /* ... opened on first use (owned) */
-  char fp[32];           /* the current definition's fingerprint */
+  size_t old_base; /* the old rows' base column count (0: the old schema's) */
+  bool changelog; /* per-partition tasks: old rows restored from the state changelog topic */
+  char *old_dir; /* single task: the state before the change */
+  wd_store_t *old_st; /* ... opened on first use (owned) */
+  char fp[32]; /* the current definition's fingerprint */
   size_t fplen;
-  char old_fp[32];       /* the old definition's */
-  bool chained;          /* the state before the change was rebuilding too (WD_REBUILD_CHAINED_KEY) */
-  int *col_of;           /* per new column: the old column of the same name and type, -1: none */
+  char old_fp[32]; /* the old definition's */
+  bool chained; /* the state before the change was rebuilding too (WD_REBUILD_CHAINED_KEY) */
+  int *col_of; /* per new column: the old column of the same name and type, -1: none */
   progress_t *pg;
   size_t npg, cap_pg;
-  int64_t switching;     /* the task whose switch commit is open, -1: none */
-  json_t *defs;          /* meta WD_REBUILD_DEFS_KEY: mark -> {definition, base} (owned; NULL: none) */
-  view_t *views;         /* the views of defs built so far (owned) */
+  int64_t switching; /* the task whose switch commit is open, -1: none */
+  json_t *defs; /* meta WD_REBUILD_DEFS_KEY: mark -> {definition, base} (owned; NULL: none) */
+  view_t *views; /* the views of defs built so far (owned) */
   size_t nviews;
-  wd_fault_t fault;      /* WIDEN_FAULT=rebuild-<point> (app/runtime/fault.h) */
+  wd_fault_t fault; /* WIDEN_FAULT=rebuild-<point> (app/runtime/fault.h) */
 };
 
 /* ---- the fault hook (app/runtime/fault.h; tests: a SIGKILL in a phase) -------------------------- */
@@ -166,8 +166,7 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
   free(defs);
   if (changelog) { /* per-partition: a key's task is its partition; a changed key changes the layout */
     bool same = rb->ns->npk == rb->os->npk;
-    for (size_t k = 0; same && k < rb->ns->npk; k++)
-      same = rb->col_of[rb->ns->pk[k]] == rb->os->pk[k];
+    for (size_t k = 0; same && k < rb->ns->npk; k++) same = rb->col_of[rb->ns->pk[k]] == rb->os->pk[k];
     if (!same) {
       err = wd_error_new(WD_ERR_CONFIG, C_STATE_DEFINITION,
                          "the primary key changed: under per-partition tasks its rows would move to other tasks, "
@@ -177,9 +176,11 @@ wd_error_t *wd_rebuild_open(wd_store_t *st, wd_state_t *state, const wd_table_t 
     }
   }
   wd_fault_from_env(&rb->fault);
-  wd_log(WD_LOG_INFO, "rebuild", "the table definition changed incompatibly: every task this process owns is rebuilt "
+  wd_log(WD_LOG_INFO, "rebuild",
+         "the table definition changed incompatibly: every task this process owns is rebuilt "
          "from the sources' earliest offsets before it produces output, and emits only its difference (old rows "
-         "from %s)", changelog ? "the state changelog topic" : rb->old_dir);
+         "from %s)",
+         changelog ? "the state changelog topic" : rb->old_dir);
   free(def);
   free(fp);
   free(base);
@@ -259,9 +260,9 @@ static progress_t *progress(wd_rebuild_t *rb, uint32_t task) {
 typedef struct {
   wd_store_t *st;
   uint8_t pfx[WD_STATE_PREFIX_LEN];
-  wd_buf_t from;  /* where the next chunk starts (empty: the range's start) */
-  bool end;       /* no chunk after this one */
-  wd_buf_t data;  /* the chunk's keys and values back to back */
+  wd_buf_t from; /* where the next chunk starts (empty: the range's start) */
+  bool end; /* no chunk after this one */
+  wd_buf_t data; /* the chunk's keys and values back to back */
   size_t ko[CHUNK], kl[CHUNK], vo[CHUNK], vl[CHUNK];
   size_t n, at;
   bool nomem;
@@ -395,8 +396,9 @@ static wd_error_t *old_view(wd_rebuild_t *rb, uint32_t task, view_t *dflt, const
                           "this rebuild starts from (%s): the definition changed again before an earlier rebuild had "
                           "switched every task; start the group with that earlier definition until every task is "
                           "switched (each logs \"emitted the difference\"), or build the table anew",
-                          task, marked ? "the definition with fingerprint " : "the definition before the earlier rebuild",
-                          fp, rb->old_fp);
+                          task,
+                          marked ? "the definition with fingerprint " : "the definition before the earlier rebuild", fp,
+                          rb->old_fp);
     return NULL; /* the old definition's rows */
   }
   view_t *nv = realloc(rb->views, (rb->nviews + 1) * sizeof(*nv));
@@ -413,8 +415,10 @@ static wd_error_t *old_view(wd_rebuild_t *rb, uint32_t task, view_t *dflt, const
     return wd_error_nomem();
   }
   rb->nviews++;
-  wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": its old rows are an earlier rebuild's (mark %s): read with that "
-         "definition", task, fp);
+  wd_log(WD_LOG_INFO, "rebuild",
+         "task %" PRIu32 ": its old rows are an earlier rebuild's (mark %s): read with that "
+         "definition",
+         task, fp);
   *out = v;
   return NULL;
 }
@@ -441,8 +445,10 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
     if (wd_store_batch_delete_range(b, ob, sizeof(ob), oe, sizeof(oe))) goto nomem;
     if ((err = wd_store_write(rb->st, b))) goto done;
     wd_store_batch_clear(b);
-    wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": staging its old rows (read with the old definition, projected "
-           "onto the new columns)", task->id);
+    wd_log(WD_LOG_INFO, "rebuild",
+           "task %" PRIu32 ": staging its old rows (read with the old definition, projected "
+           "onto the new columns)",
+           task->id);
   }
   if ((err = old_store(rb, c, task, &r.st))) goto done;
   if ((err = old_view(rb, task->id, &dflt, &vw))) goto done;
@@ -454,8 +460,7 @@ static wd_error_t *stage_slice(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
     size_t kl, vl;
     const uint8_t *k = rkey(&r, &kl), *v = rval(&r, &vl);
     bool tomb = false;
-    if ((err = wd_row_decode_base(vw->os, vw->base, v, vl, &row, &tomb)))
-      break; /* E_STATE_CORRUPT */
+    if ((err = wd_row_decode_base(vw->os, vw->base, v, vl, &row, &tomb))) break; /* E_STATE_CORRUPT */
     /* ordering tombstones are staged too (no rows of the old table; their changelog entries go
      * at the switch) */
     if (!(np = project(rb, vw, row))) goto nomem;
@@ -550,8 +555,7 @@ static wd_error_t *emit_switch(wd_rebuild_t *rb, wd_commit_t *c, uint32_t task, 
       if (wd_buf_append(&rk, w.pfx, WD_STATE_PREFIX_LEN) ||
           wd_buf_append(&rk, ok + WD_STATE_PREFIX_LEN, okl - WD_STATE_PREFIX_LEN))
         err = wd_error_nomem();
-      else
-        err = io->state(io->ctx, task, rk.data, rk.len, NULL, 0);
+      else err = io->state(io->ctx, task, rk.data, rk.len, NULL, 0);
       if (err) break;
     }
     if (has_old && !has_new) {
@@ -618,9 +622,10 @@ static wd_error_t *switch_task(wd_rebuild_t *rb, wd_commit_t *c, wd_task_t *task
     return NULL;
   }
   if ((err = wd_commit_rebuild_done(c, id))) return err;
-  wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": old table %zu rows, rebuilt table %zu rows: emitted the difference: "
-         "%zu -D, %zu +I, %zu -U/+U in commit %" PRIu64 " (%.2f s); producing output from here on", id, n.old_rows,
-         n.new_rows, n.deletes, n.inserts, n.updates, wd_commit_number(c), wd_mono_s() - t0);
+  wd_log(WD_LOG_INFO, "rebuild",
+         "task %" PRIu32 ": old table %zu rows, rebuilt table %zu rows: emitted the difference: "
+         "%zu -D, %zu +I, %zu -U/+U in commit %" PRIu64 " (%.2f s); producing output from here on",
+         id, n.old_rows, n.new_rows, n.deletes, n.inserts, n.updates, wd_commit_number(c), wd_mono_s() - t0);
   return NULL;
 }
 

@@ -22,7 +22,8 @@ wd_error_t *wd_recovery_group_offsets(const wd_recovery_t *rv, wd_consumer_t *co
   for (;;) {
     wd_error_destroy(err);
     if (!(err = wd_consumer_committed(cons, parts, n, wd_stop_budget_ms(rv->stop, 5000)))) return NULL;
-    if (err->retriable && wd_stop_expired(rv->stop)) return wd_stopped_error(err, "reading the consumer group's committed offsets");
+    if (err->retriable && wd_stop_expired(rv->stop))
+      return wd_stopped_error(err, "reading the consumer group's committed offsets");
     /* NOT_COORDINATOR and the like answer at once: a pause between tries, bounded in time */
     if (!wd_stop_retry_transient(rv->stop, &since, 60, "reading the group's committed offsets", err)) break;
     wd_sleep_ms(200);
@@ -83,7 +84,8 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
       goto done;
     }
     if (!(err = wd_store_write_sync(rv->store, b)))
-      wd_log(WD_LOG_INFO, "commit", "a commit left prepared by an exactly-once run was taken back (undo image); "
+      wd_log(WD_LOG_INFO, "commit",
+             "a commit left prepared by an exactly-once run was taken back (undo image); "
              "at-least-once reads its records again");
     goto done;
   }
@@ -107,9 +109,10 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
     goto done;
   }
   if (pr.v2 && rv->txn_id && pr.txn_id[0] && strcmp(pr.txn_id, rv->txn_id) != 0)
-    wd_log(WD_LOG_WARN, "commit", "commit %" PRIu64 " was left prepared by transactional.id %s, this process runs as "
-           "%s: its transaction is resolved by the broker's transaction timeout, not by this process", pr.number,
-           pr.txn_id, rv->txn_id);
+    wd_log(WD_LOG_WARN, "commit",
+           "commit %" PRIu64 " was left prepared by transactional.id %s, this process runs as "
+           "%s: its transaction is resolved by the broker's transaction timeout, not by this process",
+           pr.number, pr.txn_id, rv->txn_id);
   bool committed = false;
   if (pr.nt) {
     wd_tp_offset_t *g = calloc(pr.nt, sizeof(*g));
@@ -139,8 +142,8 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
     val = NULL;
     if ((err = wd_store_get_meta(rv->store, WD_UNDO_KEY, &val, &vlen))) goto done;
     if (!val || wd_store_batch_decode(b, val, vlen)) {
-      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the undo image of prepared commit %" PRIu64 " is %s",
-                         pr.number, val ? "corrupt" : "missing");
+      err = wd_error_new(WD_ERR_IO, E_STATE_CORRUPT, "the undo image of prepared commit %" PRIu64 " is %s", pr.number,
+                         val ? "corrupt" : "missing");
       goto done;
     }
   } else if (committed && (wd_store_batch_decode(b, pr.batch, pr.blen) || wd_recovery_put_number(b, pr.number))) {
@@ -156,8 +159,8 @@ wd_error_t *wd_recovery_run(const wd_recovery_t *rv, volatile const int *stop, u
   if ((err = wd_store_write_sync(rv->store, b))) goto done;
   if (committed) *number = pr.number;
   wd_log(WD_LOG_INFO, "commit",
-         "recovered commit %" PRIu64 " left prepared by the last run: its transaction %s, so its state was %s", pr.number,
-         committed ? "committed" : "did not commit",
+         "recovered commit %" PRIu64 " left prepared by the last run: its transaction %s, so its state was %s",
+         pr.number, committed ? "committed" : "did not commit",
          committed ? (pr.v2 ? "finalized" : "applied") : (pr.v2 ? "taken back (undo image)" : "discarded"));
 done:
   free(val);
@@ -165,4 +168,3 @@ done:
   wd_store_batch_destroy(b);
   return err;
 }
-

@@ -23,11 +23,11 @@
 
 typedef struct wd_recovery {
   bool exactly_once;
-  const char *txn_id;       /* this process's transactional.id (may be NULL) */
+  const char *txn_id; /* this process's transactional.id (may be NULL) */
   wd_store_t *store;
-  wd_collector_t *coll;     /* exactly-once: fences the earlier incarnation (init_transactions) */
-  wd_consumer_t *cons;      /* the group consumer: its committed offsets */
-  wd_consumer_t *gcons;     /* the per-process group of the commit marker, or NULL */
+  wd_collector_t *coll; /* exactly-once: fences the earlier incarnation (init_transactions) */
+  wd_consumer_t *cons; /* the group consumer: its committed offsets */
+  wd_consumer_t *gcons; /* the per-process group of the commit marker, or NULL */
   const char *marker_topic; /* its marker partition's topic */
   wd_stop_clock_t *stop;
 } wd_recovery_t;

@@ -29,7 +29,8 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
       if (in[i].counts[k] <= 0)
         return wd_error_new(WD_ERR_CONFIG, C_SOURCE_TOPIC_MISSING,
                             "source '%s': topic %s does not exist (per-partition tasks need every source topic's "
-                            "partition count at start: create it first)", in[i].name, in[i].topics[k]);
+                            "partition count at start: create it first)",
+                            in[i].name, in[i].topics[k]);
   }
   if (np <= 0) {
     for (int pass = 0; pass < 2 && np <= 0; pass++) /* pass 0: sources not forced; 1: all */
@@ -71,8 +72,9 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
     if (in[i].lookup || out[i]) continue;
     size_t others = 0;
     for (size_t k = 0; k < n; k++) others += out[k];
-    if (!others && wd_buf_printf(&w, "source '%s': co-partitioned (%d partitions, like the table): read "
-                                       "directly, each record checked to be in its wide key's partition\n",
+    if (!others && wd_buf_printf(&w,
+                                 "source '%s': co-partitioned (%d partitions, like the table): read "
+                                 "directly, each record checked to be in its wide key's partition\n",
                                  in[i].name, np))
       err = wd_error_nomem();
   }
@@ -92,8 +94,9 @@ wd_error_t *wd_repartition_plan(const wd_repartition_input_t *in, size_t n, int6
                          "which is partitioned by widen's own key bytes, not by this topic's producer: set "
                          "`repartition: auto` on it (every main source then goes through one)",
                          in[i].name);
-    else if (wd_buf_printf(&w, "source '%s': through its repartition topic too (another source needs one, and a "
-                               "repartition topic is partitioned by widen's key bytes, not by this topic's producer)\n",
+    else if (wd_buf_printf(&w,
+                           "source '%s': through its repartition topic too (another source needs one, and a "
+                           "repartition topic is partitioned by widen's key bytes, not by this topic's producer)\n",
                            in[i].name))
       err = wd_error_nomem();
     out[i] = true;
@@ -249,21 +252,21 @@ done:
 struct wd_repart {
   size_t nsources;
   int32_t partitions; /* the table's partition count N (per-partition tasks), else 0 */
-  bool *on;           /* per source: repartitioned (NULL before a plan) */
-  char **topic;       /* per source: its repartition topic (owned), NULL when not repartitioned */
-  bool forward;       /* a live run: records of repartitioned sources are forwarded */
-  bool *checked;      /* per source: its Kafka key was checked against the wide key */
-  bool *fallback;     /* per source: read directly, its records not in their key's partition forwarded */
-  wd_buf_t jkey;      /* the canonical (JSON) key bytes of one change record */
+  bool *on; /* per source: repartitioned (NULL before a plan) */
+  char **topic; /* per source: its repartition topic (owned), NULL when not repartitioned */
+  bool forward; /* a live run: records of repartitioned sources are forwarded */
+  bool *checked; /* per source: its Kafka key was checked against the wide key */
+  bool *fallback; /* per source: read directly, its records not in their key's partition forwarded */
+  wd_buf_t jkey; /* the canonical (JSON) key bytes of one change record */
   const char **task_topics; /* the topics of the tasks (co-partitioned sources', repartition topics) */
   size_t ntask, cap_task;
-  const char **stateless;   /* the topics whose records are only forwarded */
+  const char **stateless; /* the topics whose records are only forwarded */
   size_t nstateless, cap_stateless;
   wd_buf_t key, val, row; /* forward's scratch: key bytes, record value, one row's bytes */
-  bool *sent;             /* ... per change record of the message: forwarded already */
-  wd_row_t **group;       /* ... the change records of one key */
-  size_t *off;            /* ... where each record's key starts in key (n + 1) */
-  size_t cap;             /* entries of sent / group (off: cap + 1) */
+  bool *sent; /* ... per change record of the message: forwarded already */
+  wd_row_t **group; /* ... the change records of one key */
+  size_t *off; /* ... where each record's key starts in key (n + 1) */
+  size_t cap; /* entries of sent / group (off: cap + 1) */
 };
 
 wd_repart_t *wd_repart_new(size_t nsources) {
@@ -369,8 +372,8 @@ wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *s
 }
 
 wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const char *source,
-                              const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n,
-                              struct wd_collector *coll, uint64_t *nsent) {
+                              const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n, struct wd_collector *coll,
+                              uint64_t *nsent) {
   if (n > rp->cap) { /* grow-only scratch, kept across records */
     bool *sent = realloc(rp->sent, n * sizeof(*sent));
     if (sent) rp->sent = sent;
@@ -402,8 +405,8 @@ wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *sch
       }
     wd_buf_reset(&rp->val);
     if (wd_repartition_encode(schema, source, origin, rp->group, ng, &rp->row, &rp->val)) return wd_error_nomem();
-    int32_t part = rp->on[si] ? wd_producer_partition_of(key, klen, rp->partitions)
-                              : wd_repart_home(rp, si, schema, rp->group[0]);
+    int32_t part =
+        rp->on[si] ? wd_producer_partition_of(key, klen, rp->partitions) : wd_repart_home(rp, si, schema, rp->group[0]);
     if (part < 0) return wd_error_nomem();
     err = wd_collector_send(coll, WD_OUT_REPARTITION, rp->topic[si], part, key, klen, rp->val.data, rp->val.len);
     if (!err) (*nsent)++;

@@ -47,12 +47,12 @@ struct wd_collector;
 
 /* One source's input to the plan: its configured mode and its topics' partition counts. */
 typedef struct wd_repartition_input {
-  const char *name;       /* the source's name (borrowed) */
-  int mode;               /* wd_config_repartition_t (app/config/config.h) */
-  bool lookup;            /* a lookup source: never repartitioned (read whole, join/lookup.h) */
+  const char *name; /* the source's name (borrowed) */
+  int mode; /* wd_config_repartition_t (app/config/config.h) */
+  bool lookup; /* a lookup source: never repartitioned (read whole, join/lookup.h) */
   size_t ntopics;
   const char *const *topics; /* borrowed */
-  const int *counts;      /* partition count per topic (0: the topic does not exist) */
+  const int *counts; /* partition count per topic (0: the topic does not exist) */
 } wd_repartition_input_t;
 
 /* Decides the table's partition count *partitions and, per source, out[i] = whether it is
@@ -79,11 +79,11 @@ int wd_repartition_encode(const wd_schema_t *schema, const char *source, const w
 
 /* A decoded repartition record. Owner: the caller, released with wd_repartition_rec_free(). */
 typedef struct wd_repartition_rec {
-  char *source;          /* owned */
-  char *topic;           /* the origin topic, owned */
+  char *source; /* owned */
+  char *topic; /* the origin topic, owned */
   int32_t partition;
   int64_t offset, timestamp;
-  wd_row_t **rows;       /* owned, n of them */
+  wd_row_t **rows; /* owned, n of them */
   size_t n;
 } wd_repartition_rec_t;
 
@@ -169,8 +169,8 @@ wd_error_t *wd_repart_check_key(wd_repart_t *rp, size_t si, const wd_source_t *s
  * sent. The scratch is rp's, grown and kept across calls.
  * Errors: those of wd_collector_send (the records before it were sent), E_NOMEM. */
 wd_error_t *wd_repart_forward(wd_repart_t *rp, size_t si, const wd_schema_t *schema, const char *source,
-                              const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n,
-                              struct wd_collector *coll, uint64_t *sent);
+                              const wd_kafka_meta_t *origin, wd_row_t *const *rows, size_t n, struct wd_collector *coll,
+                              uint64_t *sent);
 
 /* The partition (task) that the change record row of source si belongs to: for a repartitioned
  * source murmur2 of wd_row_key_encode's bytes (where its repartition topic puts it), else

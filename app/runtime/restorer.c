@@ -11,7 +11,7 @@
 
 struct wd_restorer {
   wd_restorer_conf_t conf;
-  size_t n, left;     /* tasks; tasks not finished yet */
+  size_t n, left; /* tasks; tasks not finished yet */
   uint32_t *tasks;
   int64_t *from, *end; /* end: the partition's end offset when the restore began; <= 0: nothing */
   uint64_t *records;
@@ -21,8 +21,8 @@ struct wd_restorer {
   size_t nb;
   wd_kmsg_t *msgs;
   double t0, last_progress;
-  uint64_t copies;     /* tasks caught up from a standby copy */
-  double retry_since;  /* the first failure of the end offsets' request (retry_transient), 0: none */
+  uint64_t copies; /* tasks caught up from a standby copy */
+  double retry_since; /* the first failure of the end offsets' request (retry_transient), 0: none */
 };
 
 void wd_restorer_destroy(wd_restorer_t *r) {
@@ -116,8 +116,10 @@ static wd_error_t *restore_open(wd_restorer_t *r, bool *again) {
   }
   free(ends);
   r->t0 = r->last_progress = wd_mono_s();
-  wd_log(WD_LOG_INFO, "commit", "restoring %zu task(s) from %s in the poll loop (%" PRIu64 " from standby copies); "
-         "their records wait until each is restored", r->n, r->conf.changelog_topic, r->copies);
+  wd_log(WD_LOG_INFO, "commit",
+         "restoring %zu task(s) from %s in the poll loop (%" PRIu64 " from standby copies); "
+         "their records wait until each is restored",
+         r->n, r->conf.changelog_topic, r->copies);
   return NULL;
 }
 

@@ -45,13 +45,13 @@ typedef struct wd_restore_io {
 typedef wd_error_t *(*wd_restored_cb)(void *ctx, uint32_t task, int64_t from, uint64_t records, double seconds);
 
 typedef struct wd_restorer_conf {
-  const char *changelog_topic;          /* borrowed */
-  const wd_kafka_conf_t *restore_conf;  /* brokers and client properties of the restore consumer */
-  wd_store_t *store;                    /* borrowed: where the rows go */
-  wd_stop_clock_t *stop;                /* borrowed: bounds the retry of the end offsets' request */
+  const char *changelog_topic; /* borrowed */
+  const wd_kafka_conf_t *restore_conf; /* brokers and client properties of the restore consumer */
+  wd_store_t *store; /* borrowed: where the rows go */
+  wd_stop_clock_t *stop; /* borrowed: bounds the retry of the end offsets' request */
   wd_restored_cb restored;
-  void *ctx;                            /* restored's */
-  wd_restore_io_t io;                   /* zeroed: the real consumer */
+  void *ctx; /* restored's */
+  wd_restore_io_t io; /* zeroed: the real consumer */
 } wd_restorer_conf_t;
 
 /* A restorer of tasks[0..n), each from from[i] (0: the beginning; else a standby copy's position);

@@ -22,9 +22,9 @@ struct wd_standby {
   size_t cap;
   wd_store_batch_t *b;
   uint64_t applied;
-  bool seen;   /* a record was read (positions are known from then on) */
-  bool warm;   /* the copies reached the changelog's end once (logged then) */
-  bool ready;  /* the group's assignment is known (wd_standby_set_ready): copies are kept */
+  bool seen; /* a record was read (positions are known from then on) */
+  bool warm; /* the copies reached the changelog's end once (logged then) */
+  bool ready; /* the group's assignment is known (wd_standby_set_ready): copies are kept */
   const char *const *task_topics; /* borrowed: the topics whose partition t is task t */
   size_t ntask_topics;
   char *topic; /* owned */
@@ -58,8 +58,7 @@ static int64_t on_assign(void *ctx, const char *topic, int32_t partition) {
 }
 
 wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint32_t tasks, wd_store_t *store,
-                           wd_state_t *state, const char *const *task_topics, size_t ntask_topics,
-                           wd_standby_t **out) {
+                           wd_state_t *state, const char *const *task_topics, size_t ntask_topics, wd_standby_t **out) {
   *out = NULL;
   wd_error_t *err = NULL;
   wd_standby_t *sb = calloc(1, sizeof(*sb));
@@ -104,9 +103,7 @@ void wd_standby_set_ready(wd_standby_t *sb) {
   if (sb) sb->ready = true;
 }
 
-int64_t wd_standby_position(const wd_standby_t *sb, uint32_t t) {
-  return sb && t < sb->ntasks ? sb->pos[t] : -1;
-}
+int64_t wd_standby_position(const wd_standby_t *sb, uint32_t t) { return sb && t < sb->ntasks ? sb->pos[t] : -1; }
 
 uint64_t wd_standby_applied(const wd_standby_t *sb) { return sb ? sb->applied : 0; }
 
@@ -143,8 +140,8 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
   if (!n) {
     /* once the copies reach the changelog's end, say so (operators and bench/scale.py wait for it) */
     if (!sb->warm && sb->seen && wd_consumer_lag(sb->cons) == 0) {
-      wd_log(WD_LOG_INFO, "standby", "standby copies are up to date with %s (%" PRIu64 " records applied)",
-             sb->topic, sb->applied);
+      wd_log(WD_LOG_INFO, "standby", "standby copies are up to date with %s (%" PRIu64 " records applied)", sb->topic,
+             sb->applied);
       sb->warm = true; /* said once: later the copies follow the changelog as it grows */
     }
     return NULL;

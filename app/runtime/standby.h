@@ -45,8 +45,7 @@ typedef struct wd_standby wd_standby_t;
  * (wd_standby_destroy). Errors: those of wd_consumer_new (E_KAFKA_METADATA,
  * E_KAFKA_UNKNOWN_TOPIC when the changelog topic does not exist), E_STORE_*, E_NOMEM. */
 wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint32_t tasks, wd_store_t *store,
-                           wd_state_t *state, const char *const *task_topics, size_t ntask_topics,
-                           wd_standby_t **out);
+                           wd_state_t *state, const char *const *task_topics, size_t ntask_topics, wd_standby_t **out);
 void wd_standby_destroy(wd_standby_t *sb); /* accepts NULL */
 
 /* The task table (borrowed; valid whenever wd_standby_poll is called) that says which tasks this

@@ -34,14 +34,10 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
   size_t nt = tasks ? wd_tasks_count(tasks) : 0;
   char why[400] = "";
   const char *idle = in->cons ? wd_consumer_idle_reason(in->cons) : NULL;
-  if (in->stopping)
-    snprintf(why, sizeof(why), "stopping");
-  else if (in->initialising)
-    snprintf(why, sizeof(why), "initialising an assignment");
-  else if (in->restoring)
-    snprintf(why, sizeof(why), "restoring tasks from the state changelog topic");
-  else if (in->rebuilding)
-    snprintf(why, sizeof(why), "rebuilding the state after a table definition change");
+  if (in->stopping) snprintf(why, sizeof(why), "stopping");
+  else if (in->initialising) snprintf(why, sizeof(why), "initialising an assignment");
+  else if (in->restoring) snprintf(why, sizeof(why), "restoring tasks from the state changelog topic");
+  else if (in->rebuilding) snprintf(why, sizeof(why), "rebuilding the state after a table definition change");
   else if (idle && strcmp(idle, "all partitions are assigned to other members"))
     snprintf(why, sizeof(why), "no partitions: %s", idle);
 
@@ -71,13 +67,13 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
       }
       int64_t lag = lag_of(in, tp->topic, tp->partition);
       if (!why[0] && lag > WD_STATUS_READY_LAG)
-        snprintf(why, sizeof(why), "task %" PRIu32 ": %s[%d] is %" PRId64 " records behind (bound %d)", t->id, tp->topic,
-                 (int)tp->partition, lag, WD_STATUS_READY_LAG);
-      json_array_append_new(parts, json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:b}", "topic", tp->topic, "partition",
-                                             (int)tp->partition, "position", (json_int_t)pos, "committed",
-                                             (json_int_t)committed, "end",
-                                             (json_int_t)(lag >= 0 && pos >= 0 ? pos + lag : -1), "lag",
-                                             (json_int_t)lag, "held", tp->held_at >= 0));
+        snprintf(why, sizeof(why), "task %" PRIu32 ": %s[%d] is %" PRId64 " records behind (bound %d)", t->id,
+                 tp->topic, (int)tp->partition, lag, WD_STATUS_READY_LAG);
+      json_array_append_new(parts,
+                            json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:b}", "topic", tp->topic, "partition",
+                                      (int)tp->partition, "position", (json_int_t)pos, "committed",
+                                      (json_int_t)committed, "end", (json_int_t)(lag >= 0 && pos >= 0 ? pos + lag : -1),
+                                      "lag", (json_int_t)lag, "held", tp->held_at >= 0));
     }
     const char *rb = rebuild_name(t->rebuild);
     json_array_append_new(jt, json_pack("{s:I,s:s,s:b,s:I,s:i,s:s?,s:o}", "id", (json_int_t)t->id, "state",
@@ -93,17 +89,17 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
   const wd_pipeline_stats_t *st = in->st;
   int64_t lag_sum = 0;
   for (size_t i = 0; i < in->nlags; i++) lag_sum += in->lags[i].offset;
-  json_t *pl = json_pack(
-      "{s:s?,s:s?,s:s?,s:s?,s:s,s:I,s:s,s:i,s:s?,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "table", in->table,
-      "sink_topic", in->sink_topic, "group", in->group, "transactional_id", in->transactional_id, "delivery",
-      in->exactly_once ? "exactly-once" : "at-least-once", "commit_interval_ms", (json_int_t)in->commit_interval_ms,
-      "phase", in->stopping ? "stopping" : "running", "assigned_partitions",
-      in->cons ? wd_consumer_assigned_count(in->cons) : 0, "idle_reason", idle, "lag", (json_int_t)lag_sum, "totals",
-      "records_in", (json_int_t)(st ? st->records_in : 0), "changes_out", (json_int_t)(st ? st->changes_out : 0),
-      "dead_letters", (json_int_t)(st ? st->dead_lettered : 0), "skipped_tombstones",
-      (json_int_t)(st ? st->skipped_tombstones : 0), "commits", (json_int_t)(st ? st->commits : 0), "aborted_commits",
-      (json_int_t)(st ? st->aborted_commits : 0), "restored_records", (json_int_t)(st ? st->restored : 0), "restores",
-      (json_int_t)restores);
+  json_t *pl =
+      json_pack("{s:s?,s:s?,s:s?,s:s?,s:s,s:I,s:s,s:i,s:s?,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "table",
+                in->table, "sink_topic", in->sink_topic, "group", in->group, "transactional_id", in->transactional_id,
+                "delivery", in->exactly_once ? "exactly-once" : "at-least-once", "commit_interval_ms",
+                (json_int_t)in->commit_interval_ms, "phase", in->stopping ? "stopping" : "running",
+                "assigned_partitions", in->cons ? wd_consumer_assigned_count(in->cons) : 0, "idle_reason", idle, "lag",
+                (json_int_t)lag_sum, "totals", "records_in", (json_int_t)(st ? st->records_in : 0), "changes_out",
+                (json_int_t)(st ? st->changes_out : 0), "dead_letters", (json_int_t)(st ? st->dead_lettered : 0),
+                "skipped_tombstones", (json_int_t)(st ? st->skipped_tombstones : 0), "commits",
+                (json_int_t)(st ? st->commits : 0), "aborted_commits", (json_int_t)(st ? st->aborted_commits : 0),
+                "restored_records", (json_int_t)(st ? st->restored : 0), "restores", (json_int_t)restores);
   char *text = NULL, *members = wd_run_metrics_status_members(rm);
   if (root && jt && pl && members) {
     json_object_set_new(root, "pipeline", pl);

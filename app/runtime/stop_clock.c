@@ -34,8 +34,10 @@ bool wd_stop_retry_transient(wd_stop_clock_t *sc, double *since, double bound_s,
 }
 
 wd_error_t *wd_stopped_error(wd_error_t *cause, const char *what) {
-  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_STOPPED, "stopped while %s (%s): the last commit was not made; its "
-                               "records are read again on restart", what, cause ? cause->message : "stop requested");
+  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_STOPPED,
+                               "stopped while %s (%s): the last commit was not made; its "
+                               "records are read again on restart",
+                               what, cause ? cause->message : "stop requested");
   wd_error_destroy(cause);
   return e;
 }

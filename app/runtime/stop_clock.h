@@ -17,8 +17,8 @@
 
 typedef struct wd_stop_clock {
   volatile const int *stop; /* the pipeline's stop request (borrowed; may be NULL) */
-  double deadline;          /* monotonic s: a stop gives up waiting past it (0: not stopping yet) */
-  int txn_timeout_ms;       /* transaction.timeout.ms (<= 0: 10 s) */
+  double deadline; /* monotonic s: a stop gives up waiting past it (0: not stopping yet) */
+  int txn_timeout_ms; /* transaction.timeout.ms (<= 0: 10 s) */
 } wd_stop_clock_t;
 
 /* Whether a stop has used up its time; false when not stopping. The first call that sees the

@@ -19,13 +19,13 @@
 typedef struct wd_ctp {
   const char *topic;
   int32_t partition;
-  int64_t start;       /* the starting offset on_assign answers */
-  int64_t g_end;       /* the group's committed offset a rebuild started from (-1: none): offsets up
+  int64_t start; /* the starting offset on_assign answers */
+  int64_t g_end; /* the group's committed offset a rebuild started from (-1: none): offsets up
                           to it are never sent to the transaction (they would move the group back) */
-  int64_t group;       /* exactly-once: the group's committed offset at the assignment (-1: none) */
-  int64_t stored;      /* the offset stored with the local state at the assignment (-1: none) */
-  int64_t placed;      /* the offset it was assigned at (held until wd_taskmgr_init_step decides) */
-  bool stateless;      /* only forwarded to a repartition topic (conf.stateless_topics): no task's */
+  int64_t group; /* exactly-once: the group's committed offset at the assignment (-1: none) */
+  int64_t stored; /* the offset stored with the local state at the assignment (-1: none) */
+  int64_t placed; /* the offset it was assigned at (held until wd_taskmgr_init_step decides) */
+  bool stateless; /* only forwarded to a repartition topic (conf.stateless_topics): no task's */
 } wd_ctp_t;
 
 struct wd_taskmgr {
@@ -34,17 +34,17 @@ struct wd_taskmgr {
   wd_store_t *store;
   wd_consumer_t *cons;
   wd_stop_clock_t *stop; /* borrowed from the commit coordinator */
-  wd_error_t *err;       /* the first error kept inside a callback */
-  wd_tasks_t *tasks;     /* the task table (app/runtime/tasks.h) */
-  wd_ctp_t *tps;         /* the assigned partitions */
+  wd_error_t *err; /* the first error kept inside a callback */
+  wd_tasks_t *tasks; /* the task table (app/runtime/tasks.h) */
+  wd_ctp_t *tps; /* the assigned partitions */
   size_t ntps, cap_tps;
-  bool quiet;          /* every record runs: nothing restores, reconciles, rebuilds or is held (the
+  bool quiet; /* every record runs: nothing restores, reconciles, rebuilds or is held (the
                           gate's fast path); computed from the tasks by settle(), never counted */
-  bool holds_dirty;    /* a record was held since the last wd_taskmgr_after_batch */
-  bool init_pending;   /* an assignment recorded, its tasks CREATED, to decide (wd_taskmgr_init_step) */
-  double init_since;   /* the first failed try of the group's offsets for it (retry_transient) */
-  bool global;         /* wd_taskmgr_set_global */
-  bool reconcile;      /* wd_taskmgr_set_reconcile: caught-up tasks are RECONCILING before RUNNING */
+  bool holds_dirty; /* a record was held since the last wd_taskmgr_after_batch */
+  bool init_pending; /* an assignment recorded, its tasks CREATED, to decide (wd_taskmgr_init_step) */
+  double init_since; /* the first failed try of the group's offsets for it (retry_transient) */
+  bool global; /* wd_taskmgr_set_global */
+  bool reconcile; /* wd_taskmgr_set_reconcile: caught-up tasks are RECONCILING before RUNNING */
   /* the state changelog restores of the current assignment, run in the poll loop in slices
    * (wd_taskmgr_restore_step, docs/runtime.md "Restoration in the poll loop") */
   wd_restorer_t *rs;
@@ -105,8 +105,10 @@ wd_error_t *wd_taskmgr_stored_offset(wd_store_t *store, const char *topic, int32
   wd_error_t *err = wd_store_get_offset(store, topic, partition, next);
   if (err) {
     *next = -1;
-    return wd_error_wrap(err, "reading the stored offset of %s[%d] from the state directory (the process stops "
-                              "rather than take the partition for one without state)", topic, partition);
+    return wd_error_wrap(err,
+                         "reading the stored offset of %s[%d] from the state directory (the process stops "
+                         "rather than take the partition for one without state)",
+                         topic, partition);
   }
   return NULL;
 }
@@ -240,13 +242,16 @@ static void decide_tasks(wd_taskmgr_t *tm) {
 /* A RESTORING task whose partitions all reached their restore end: it produces output from now
  * on; its held partitions are released after the batch (wd_commit_after_batch). */
 static void task_now_running(wd_task_t *task) {
-  wd_log(WD_LOG_INFO, "commit", "task %" PRIu32 ": state rebuilt up to the group's committed offsets of all its %zu "
-         "partition(s); producing output from here on%s", task->id, task->nparts,
+  wd_log(WD_LOG_INFO, "commit",
+         "task %" PRIu32 ": state rebuilt up to the group's committed offsets of all its %zu "
+         "partition(s); producing output from here on%s",
+         task->id, task->nparts,
          task->state == WD_TASK_RECONCILING ? ", once reconciled with this process's lookup tables" : "");
 }
 
 bool wd_taskmgr_next_reconcile(wd_taskmgr_t *tm, uint32_t *task) {
-  if (tm->rs || tm->init_pending) return false; /* after the restores (they rewrite rows of the tasks they restore) and the initialisation */
+  if (tm->rs || tm->init_pending)
+    return false; /* after the restores (they rewrite rows of the tasks they restore) and the initialisation */
   for (size_t i = 0; i < wd_tasks_count(tm->tasks); i++) {
     wd_task_t *t = wd_tasks_at(tm->tasks, i);
     if (t->state == WD_TASK_RECONCILING) {
@@ -338,8 +343,10 @@ static wd_error_t *task_restored(void *ctx, uint32_t id, int64_t from, uint64_t 
      * mark): they are staged and the task rebuilt (app/runtime/rebuild.c); its offsets stay unset, so a
      * crash meanwhile restores it again */
     tm->restored_records += records;
-    wd_log(WD_LOG_INFO, "rebuild", "task %u: its old rows restored from %s (%" PRIu64 " records); its table "
-           "definition changed: it is rebuilt", id, tm->conf.changelog_topic, records);
+    wd_log(WD_LOG_INFO, "rebuild",
+           "task %u: its old rows restored from %s (%" PRIu64 " records); its table "
+           "definition changed: it is rebuilt",
+           id, tm->conf.changelog_topic, records);
     if (task) {
       task->changelog_pending = false;
       if (task->state == WD_TASK_RESTORING) task->rebuild = WD_REBUILD_STAGE;
@@ -440,10 +447,8 @@ bool wd_taskmgr_assign(wd_taskmgr_t *tm, const wd_tp_offset_t *parts, size_t n) 
       goto done;
     }
     int64_t s = t->stored;
-    if (!tm->conf.group)
-      t->start = tm->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
-    else
-      t->start = s >= 0 ? s : (tm->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
+    if (!tm->conf.group) t->start = tm->conf.replay_from_stored && s >= 0 ? s : WD_OFFSET_BEGINNING;
+    else t->start = s >= 0 ? s : (tm->conf.latest_when_empty ? WD_OFFSET_STORED : WD_OFFSET_BEGINNING);
   }
   /* (the tasks it gives are this process's from here on: the standby copies read that,
    * wd_tasks_active) */
@@ -551,7 +556,7 @@ static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g, 
        * assigned now: their rows are gone too) */
       for (size_t k = 0; k < tm->conf.ntopics; k++) {
         int rc = tm->conf.per_partition ? wd_store_batch_delete_offset(b, tm->conf.topics[k], t->partition)
-                                       : wd_store_batch_delete_offsets(b, tm->conf.topics[k]);
+                                        : wd_store_batch_delete_offsets(b, tm->conf.topics[k]);
         if (rc) {
           err = wd_error_nomem();
           goto done;
@@ -606,7 +611,8 @@ static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g, 
     }
     wd_store_batch_destroy(rows);
     if (err) goto done;
-    wd_log(WD_LOG_INFO, "commit", "%zu task(s) of this assignment are not at the group's committed position "
+    wd_log(WD_LOG_INFO, "commit",
+           "%zu task(s) of this assignment are not at the group's committed position "
            "here: %zu to catch up from standby copies, %zu to restore from the beginning of %s",
            ntasks_restore, ncopies, ntasks_restore - ncopies, tm->conf.changelog_topic);
   } else if (ntasks_restore) {
@@ -639,16 +645,18 @@ wd_error_t *wd_taskmgr_init_step(wd_taskmgr_t *tm) {
   wd_error_t *err = wd_consumer_committed(tm->cons, g, n, wd_stop_budget_ms(tm->stop, 5000));
   if (err) {
     free(g);
-    if (err->retriable && wd_stop_expired(tm->stop)) return wd_stopped_error(err, "reading the consumer group's committed offsets");
+    if (err->retriable && wd_stop_expired(tm->stop))
+      return wd_stopped_error(err, "reading the consumer group's committed offsets");
     /* at least as long as a transaction holding the group's offsets can stay open (a member
      * killed for good: its offsets are UNSTABLE_OFFSET_COMMIT to a read_committed OffsetFetch until
      * the broker aborts it after transaction.timeout.ms, the members' configured alike) */
     double bound = tm->conf.txn_timeout_ms / 1000.0 + 15;
     if (bound < 60) bound = 60;
-    if (wd_stop_retry_transient(tm->stop, &tm->init_since, bound,
-                        "reading the group's committed offsets (the broker away, or an open transaction of a member "
-                        "that is gone holding them until the broker aborts it)",
-                        err)) {
+    if (wd_stop_retry_transient(
+            tm->stop, &tm->init_since, bound,
+            "reading the group's committed offsets (the broker away, or an open transaction of a member "
+            "that is gone holding them until the broker aborts it)",
+            err)) {
       wd_error_destroy(err);
       return NULL;
     }
@@ -733,11 +741,13 @@ void wd_taskmgr_revoke(wd_taskmgr_t *tm, bool lost) {
     if (!err) err = wd_store_write_sync(tm->store, b);
     if (!err) err = wd_standby_forget(tm->conf.standby, task->id);
     wd_store_batch_destroy(b);
-    if (err) keep_error(tm, wd_error_wrap(err, "dropping the rows of task %" PRIu32 " whose rebuild was cut short",
-                                          task->id));
+    if (err)
+      keep_error(tm, wd_error_wrap(err, "dropping the rows of task %" PRIu32 " whose rebuild was cut short", task->id));
     else
-      wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": its rebuild was cut short by the rebalance; it starts again "
-             "when assigned", task->id);
+      wd_log(WD_LOG_INFO, "rebuild",
+             "task %" PRIu32 ": its rebuild was cut short by the rebalance; it starts again "
+             "when assigned",
+             task->id);
   }
   for (size_t i = 0; i < wd_tasks_count(tm->tasks); i++) {
     wd_task_t *task = wd_tasks_at(tm->tasks, i);
@@ -841,8 +851,10 @@ wd_error_t *wd_taskmgr_rebuild_sources(wd_taskmgr_t *tm, uint32_t id) {
   free(to);
   settle(tm);
   if (!err)
-    wd_log(WD_LOG_INFO, "rebuild", "task %" PRIu32 ": rebuilding its rows from the sources' earliest offsets up to "
-           "the group's committed offsets of its %zu partition(s), without output", id, n);
+    wd_log(WD_LOG_INFO, "rebuild",
+           "task %" PRIu32 ": rebuilding its rows from the sources' earliest offsets up to "
+           "the group's committed offsets of its %zu partition(s), without output",
+           id, n);
   return err;
 }
 
@@ -856,4 +868,3 @@ wd_error_t *wd_taskmgr_rebuild_done(wd_taskmgr_t *tm, uint32_t id) {
   settle(tm);
   return err;
 }
-

@@ -17,8 +17,8 @@ struct wd_tasks {
 };
 
 static const char *const state_names[WD_TASK_NSTATES] = {
-    [WD_TASK_CREATED] = "CREATED",     [WD_TASK_RESTORING] = "RESTORING", [WD_TASK_RECONCILING] = "RECONCILING",
-    [WD_TASK_RUNNING] = "RUNNING",     [WD_TASK_SUSPENDED] = "SUSPENDED", [WD_TASK_STANDBY] = "STANDBY",
+    [WD_TASK_CREATED] = "CREATED", [WD_TASK_RESTORING] = "RESTORING", [WD_TASK_RECONCILING] = "RECONCILING",
+    [WD_TASK_RUNNING] = "RUNNING", [WD_TASK_SUSPENDED] = "SUSPENDED", [WD_TASK_STANDBY] = "STANDBY",
     [WD_TASK_CLOSED] = "CLOSED",
 };
 
@@ -26,7 +26,8 @@ static const char *const state_names[WD_TASK_NSTATES] = {
 /* legal[from]: the set of states `from` may move to (app/runtime/tasks.h) */
 static const unsigned legal[WD_TASK_NSTATES] = {
     [WD_TASK_CREATED] = BIT(WD_TASK_RESTORING) | BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_CLOSED),
-    [WD_TASK_RESTORING] = BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
+    [WD_TASK_RESTORING] =
+        BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_RECONCILING] = BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_RUNNING] = BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_SUSPENDED] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_STANDBY) | BIT(WD_TASK_CLOSED),
@@ -34,9 +35,7 @@ static const unsigned legal[WD_TASK_NSTATES] = {
     [WD_TASK_CLOSED] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_STANDBY),
 };
 
-const char *wd_task_state_name(wd_task_state_t s) {
-  return (unsigned)s < WD_TASK_NSTATES ? state_names[s] : "?";
-}
+const char *wd_task_state_name(wd_task_state_t s) { return (unsigned)s < WD_TASK_NSTATES ? state_names[s] : "?"; }
 
 bool wd_task_move_legal(wd_task_state_t from, wd_task_state_t to) {
   if ((unsigned)from >= WD_TASK_NSTATES || (unsigned)to >= WD_TASK_NSTATES) return false;

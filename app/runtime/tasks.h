@@ -59,20 +59,20 @@ typedef enum wd_task_state {
  * output until the rebuild's switch commit made it RUNNING. */
 typedef enum wd_task_rebuild {
   WD_REBUILD_NONE = 0,
-  WD_REBUILD_STAGE,   /* its old rows are copied, projected onto the new columns, aside: every record
+  WD_REBUILD_STAGE, /* its old rows are copied, projected onto the new columns, aside: every record
                          of the task is held */
   WD_REBUILD_SOURCES, /* its rows are rebuilt from the sources' beginning up to the group's offsets,
                          without output (the gate's RESTORE); a record past them is held */
-  WD_REBUILD_DIFF     /* rebuilt: the difference is emitted with the switch (every record held) */
+  WD_REBUILD_DIFF /* rebuilt: the difference is emitted with the switch (every record held) */
 } wd_task_rebuild_t;
 
 /* One assigned partition of a task. */
 typedef struct wd_task_part {
-  const char *topic;   /* borrowed */
+  const char *topic; /* borrowed */
   int32_t partition;
   int64_t restore_end; /* RESTORING from the sources: records below it only rebuild state; <= 0: none */
-  bool reached;        /* the partition's position reached restore_end */
-  int64_t held_at;     /* >= 0: the partition is held (paused) at this offset until the task runs */
+  bool reached; /* the partition's position reached restore_end */
+  int64_t held_at; /* >= 0: the partition is held (paused) at this offset until the task runs */
 } wd_task_part_t;
 
 typedef struct wd_task {
@@ -80,20 +80,20 @@ typedef struct wd_task {
   wd_task_state_t state;
   wd_task_part_t *parts; /* this assignment's partitions of the task (owned by the table) */
   size_t nparts, cap_parts;
-  size_t unreached;      /* partitions with a restore end not reached yet */
+  size_t unreached; /* partitions with a restore end not reached yet */
   bool changelog_pending; /* RESTORING from the state changelog topic (run in the poll loop in
                              slices, wd_commit_restore_step): every record of the task is held
                              until it is done */
   wd_task_rebuild_t rebuild; /* a rebuild on a changed table definition (app/runtime/rebuild.h), in the
                                 poll loop, while RESTORING */
-  bool reconcile;            /* lookups under per-partition tasks: once caught up it is RECONCILING
+  bool reconcile; /* lookups under per-partition tasks: once caught up it is RECONCILING
                                 (its rows' lookup columns recomputed) before RUNNING */
-  bool was_suspended;        /* it became CREATED from SUSPENDED: it was in the assignment revoked
+  bool was_suspended; /* it became CREATED from SUSPENDED: it was in the assignment revoked
                                 last, its state kept (set by wd_task_move) */
-  unsigned round;            /* bumped by every revoke (wd_tasks_clear_partitions): work begun for an
+  unsigned round; /* bumped by every revoke (wd_tasks_clear_partitions): work begun for an
                                 earlier assignment of the task starts again */
-  unsigned restores;         /* moves into RESTORING so far (set by wd_task_move; the metrics) */
-  int64_t moved_at_ms;       /* wall-clock ms of its last move (wd_task_move), 0 before */
+  unsigned restores; /* moves into RESTORING so far (set by wd_task_move; the metrics) */
+  int64_t moved_at_ms; /* wall-clock ms of its last move (wd_task_move), 0 before */
 } wd_task_t;
 
 typedef struct wd_tasks wd_tasks_t;
@@ -144,9 +144,9 @@ bool wd_task_part_reached(wd_task_t *task, wd_task_part_t *part);
 
 /* What a record at `offset` of a task's partition is to the runtime. */
 typedef enum wd_gate {
-  WD_GATE_RUN = 0,  /* apply it and produce its output */
-  WD_GATE_RESTORE,  /* apply it without output: it rebuilds state up to the group's offset */
-  WD_GATE_HOLD      /* do not take it: the task is still restoring other partitions; the partition
+  WD_GATE_RUN = 0, /* apply it and produce its output */
+  WD_GATE_RESTORE, /* apply it without output: it rebuilds state up to the group's offset */
+  WD_GATE_HOLD /* do not take it: the task is still restoring other partitions; the partition
                        is held at this offset and read again once the task runs */
 } wd_gate_t;
 

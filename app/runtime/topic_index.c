@@ -14,11 +14,11 @@ typedef struct {
 struct wd_topic_index {
   wd_topic_ent_t *ents; /* every topic */
   size_t n;
-  uint32_t *slot;       /* index + 1 into ents, 0 = empty */
-  size_t mask;          /* slots - 1 */
+  uint32_t *slot; /* index + 1 into ents, 0 = empty */
+  size_t mask; /* slots - 1 */
   wd_topic_seen_t seen[8]; /* this batch's topic pointers */
   size_t nseen;
-  wd_batch_tp_t *btp;   /* this batch's partitions */
+  wd_batch_tp_t *btp; /* this batch's partitions */
   size_t nbtp, cap_btp;
 };
 

@@ -23,18 +23,18 @@
 
 /* What a topic is to the pipeline. */
 typedef enum {
-  WD_TOPIC_NONE = 0,    /* not read by the pipeline */
-  WD_TOPIC_DIRECT,      /* a co-partitioned source's (or a single task's) topic */
-  WD_TOPIC_RAW,         /* a repartitioned source's own topic (its records are forwarded) */
-  WD_TOPIC_REPARTITION  /* a repartition topic (app/runtime/repartition.h) */
+  WD_TOPIC_NONE = 0, /* not read by the pipeline */
+  WD_TOPIC_DIRECT, /* a co-partitioned source's (or a single task's) topic */
+  WD_TOPIC_RAW, /* a repartitioned source's own topic (its records are forwarded) */
+  WD_TOPIC_REPARTITION /* a repartition topic (app/runtime/repartition.h) */
 } wd_topic_kind_t;
 
 /* One entry of the index. */
 typedef struct wd_topic_ent {
-  const char *name;     /* borrowed: the pipeline's own copy (the source's, or its repartition topic) */
+  const char *name; /* borrowed: the pipeline's own copy (the source's, or its repartition topic) */
   wd_topic_kind_t kind;
-  int si;               /* its source's index */
-  bool global;          /* a lookup topic read by the global table (app/runtime/global_table.h), not the group */
+  int si; /* its source's index */
+  bool global; /* a lookup topic read by the global table (app/runtime/global_table.h), not the group */
 } wd_topic_ent_t;
 
 /* The batch's records of one (topic, partition). */

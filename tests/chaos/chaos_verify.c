@@ -127,8 +127,7 @@ static void cv_violation(const char *run, const char *key, int32_t partition, in
   if (partition >= 0)
     printf("violation %" PRIu64 ": %s run, key %s, partition %" PRId32 " offset %" PRId64 ": %s\n", cv_violations, run,
            key, partition, offset, what);
-  else
-    printf("violation %" PRIu64 ": %s run, key %s: %s\n", cv_violations, run, key, what);
+  else printf("violation %" PRIu64 ": %s run, key %s: %s\n", cv_violations, run, key, what);
 }
 
 /* ---- keys and runs -------------------------------------------------------------------------- */
@@ -254,8 +253,7 @@ static int cv_apply(cv_run_t *r, bool is_clean, int32_t partition, int64_t offse
     json_decref(*cur);
     *cur = json_incref(row0);
   } else if (strcmp(op0, "-U") == 0 && nlines == 2) {
-    if (!*cur)
-      cv_violation(r->name, ktext, partition, offset, "-U of an absent key");
+    if (!*cur) cv_violation(r->name, ktext, partition, offset, "-U of an absent key");
     else if (!json_equal(*cur, row0))
       cv_violation(r->name, ktext, partition, offset, "-U does not equal the current row");
     json_decref(*cur);
@@ -265,8 +263,7 @@ static int cv_apply(cv_run_t *r, bool is_clean, int32_t partition, int64_t offse
     json_decref(*cur);
     *cur = json_incref(row0);
   } else if (strcmp(op0, "-D") == 0) {
-    if (!*cur)
-      cv_violation(r->name, ktext, partition, offset, "-D of an absent key");
+    if (!*cur) cv_violation(r->name, ktext, partition, offset, "-D of an absent key");
     else if (!json_equal(*cur, row0))
       cv_violation(r->name, ktext, partition, offset, "-D does not equal the current row");
     json_decref(*cur);
@@ -371,7 +368,8 @@ static rd_kafka_t *cv_kafka(rd_kafka_type_t type, const char *brokers, bool cons
  * client lists). A transaction a killed producer left open is aborted by the broker after its
  * transaction.timeout.ms or by the next producer of its transactional id; reading before then
  * would end early. 0, or -1 when they still differ (the read goes on; violations will show). */
-static int cv_wait_stable(rd_kafka_t *rk, const char *brokers, const char *topic, const struct rd_kafka_metadata_topic *t) {
+static int cv_wait_stable(rd_kafka_t *rk, const char *brokers, const char *topic,
+                          const struct rd_kafka_metadata_topic *t) {
   rd_kafka_t *ru = cv_kafka(RD_KAFKA_CONSUMER, brokers, true, "read_uncommitted");
   if (!ru) return -1;
   int rc = -1;
@@ -408,15 +406,16 @@ static int cv_read_topic(const char *brokers, const char *topic, cv_run_t *r, bo
   rd_kafka_resp_err_t err = rkt ? rd_kafka_metadata(rk, 0, rkt, &md, 15000) : RD_KAFKA_RESP_ERR__FAIL;
   if (err || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt <= 0) {
     fprintf(stderr, "chaos_verify: metadata of %s: %s\n", topic,
-            rd_kafka_err2str(err ? err : md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC));
+            rd_kafka_err2str(err                  ? err
+                             : md->topic_cnt == 1 ? md->topics[0].err
+                                                  : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC));
     goto cleanup;
   }
   (void)cv_wait_stable(rk, brokers, topic, &md->topics[0]);
   int np = md->topics[0].partition_cnt, neof = 0;
   if (!(eof = calloc((size_t)np, sizeof(*eof))) || !(parts = rd_kafka_topic_partition_list_new(np))) goto cleanup;
   for (int i = 0; i < np; i++)
-    rd_kafka_topic_partition_list_add(parts, topic, md->topics[0].partitions[i].id)->offset =
-        RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_topic_partition_list_add(parts, topic, md->topics[0].partitions[i].id)->offset = RD_KAFKA_OFFSET_BEGINNING;
   if ((err = rd_kafka_assign(rk, parts))) {
     fprintf(stderr, "chaos_verify: assign %s: %s\n", topic, rd_kafka_err2str(err));
     goto cleanup;
@@ -492,9 +491,9 @@ static void cv_compare(const char *key, const cv_group_t *grp, const uint64_t *c
     if (j + 1 < ncl && ch[i] == cl[j + 1]) {
       j++;
       if (j <= hw)
-        cv_violation("chaos", key, e->partition, e->offset, "%s: transition %zu of %zu repeated", grp->name, j, ncl - 1);
-      else
-        hw = j;
+        cv_violation("chaos", key, e->partition, e->offset, "%s: transition %zu of %zu repeated", grp->name, j,
+                     ncl - 1);
+      else hw = j;
       continue;
     }
     size_t k = SIZE_MAX;
@@ -561,7 +560,9 @@ static int cv_check(cv_run_t *clean, cv_run_t *chaos) {
     json_t *x = clean->cur[k], *y = chaos->cur[k]; /* (c) */
     if ((x == NULL) != (y == NULL) || (x && !json_equal(x, y)))
       cv_violation("chaos", key, -1, -1, "final row differs from the clean run's (%s)",
-                   !y ? "absent in chaos" : !x ? "absent in clean" : "other values");
+                   !y   ? "absent in chaos"
+                   : !x ? "absent in clean"
+                        : "other values");
   }
   rc = 0;
 cleanup:
@@ -608,10 +609,8 @@ static int cv_topics(int argc, char **argv) {
       dt[t] = rd_kafka_DeleteTopic_new(argv[i + t]);
     }
   }
-  if (create)
-    rd_kafka_CreateTopics(rk, nt, (size_t)n, opt, q);
-  else
-    rd_kafka_DeleteTopics(rk, dt, (size_t)n, opt, q);
+  if (create) rd_kafka_CreateTopics(rk, nt, (size_t)n, opt, q);
+  else rd_kafka_DeleteTopics(rk, dt, (size_t)n, opt, q);
   rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
   if (!ev) {
     fprintf(stderr, "chaos_verify: topics %s: no answer in 60 s\n", argv[1]);
@@ -652,9 +651,10 @@ cleanup:
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: chaos_verify topics create|delete --brokers B [--partitions P] TOPIC...\n"
-                  "       chaos_verify verify --group NAME=COL,COL... (--brokers B --clean T --chaos T |\n"
-                  "                    --clean-file F --chaos-file F) [--dump-clean F] [--dump-chaos F] [--max-print N]\n");
+  fprintf(stderr,
+          "usage: chaos_verify topics create|delete --brokers B [--partitions P] TOPIC...\n"
+          "       chaos_verify verify --group NAME=COL,COL... (--brokers B --clean T --chaos T |\n"
+          "                    --clean-file F --chaos-file F) [--dump-clean F] [--dump-chaos F] [--max-print N]\n");
 }
 
 int main(int argc, char **argv) {
@@ -687,8 +687,8 @@ int main(int argc, char **argv) {
       if (cv_group_add(v)) goto cleanup;
     } else goto bad;
   }
-  if (cv_ngroups == 0 || !((brokers && clean_t && chaos_t && !clean_f && !chaos_f) ||
-                           (!clean_t && !chaos_t && clean_f && chaos_f)))
+  if (cv_ngroups == 0 ||
+      !((brokers && clean_t && chaos_t && !clean_f && !chaos_f) || (!clean_t && !chaos_t && clean_f && chaos_f)))
     goto bad;
   if (!(cv_key_index = json_object())) goto cleanup;
   if ((dump_clean && !(d1 = fopen(dump_clean, "w"))) || (dump_chaos && !(d2 = fopen(dump_chaos, "w")))) {
@@ -696,14 +696,12 @@ int main(int argc, char **argv) {
     goto cleanup;
   }
   if (clean_f ? cv_read_file(clean_f, &clean, true) : cv_read_topic(brokers, clean_t, &clean, true, d1)) goto cleanup;
-  if (chaos_f ? cv_read_file(chaos_f, &chaos, false) : cv_read_topic(brokers, chaos_t, &chaos, false, d2))
-    goto cleanup;
+  if (chaos_f ? cv_read_file(chaos_f, &chaos, false) : cv_read_topic(brokers, chaos_t, &chaos, false, d2)) goto cleanup;
   if (cv_check(&clean, &chaos)) {
     fprintf(stderr, "chaos_verify: out of memory\n");
     goto cleanup;
   }
-  if (cv_violations > cv_max_print)
-    printf("... %" PRIu64 " more violations not shown\n", cv_violations - cv_max_print);
+  if (cv_violations > cv_max_print) printf("... %" PRIu64 " more violations not shown\n", cv_violations - cv_max_print);
   printf("chaos-verify: clean %" PRIu64 " messages (%" PRIu64 " rows), chaos %" PRIu64 " messages (%" PRIu64
          " rows), keys %zu, violations %" PRIu64 "\n",
          clean.messages, clean.rows, chaos.messages, chaos.rows, cv_nkeys, cv_violations);

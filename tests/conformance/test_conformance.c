@@ -176,8 +176,9 @@ static void run_all(const char *root, int with_xfail) {
   }
   free(files);
   files = NULL;
-  fprintf(stderr, "conformance %s: %zu case files: %zu passed, %zu failed, %zu expected failures, %zu unexpected passes\n", root,
-          passed + failed + xfail + xpass, passed, failed, xfail, xpass);
+  fprintf(stderr,
+          "conformance %s: %zu case files: %zu passed, %zu failed, %zu expected failures, %zu unexpected passes\n",
+          root, passed + failed + xfail + xpass, passed, failed, xfail, xpass);
   cr_expect_eq(failed, 0, "%zu case(s) failed", failed);
   cr_expect_eq(xpass, 0, "%zu expected failure(s) passed", xpass);
 }

@@ -18,7 +18,8 @@ int wd_fuzz_changelog_json(const uint8_t *data, size_t size) {
   wd_changes_t ch;
   wd_changes_init(&ch);
   for (int pass = 0; pass < 2; pass++)
-    wd_fuzz_check_decode("changelog-json", s, wd_format_of(src->format)->decode(NULL, src, s, &meta, data, size, &ch), &ch);
+    wd_fuzz_check_decode("changelog-json", s, wd_format_of(src->format)->decode(NULL, src, s, &meta, data, size, &ch),
+                         &ch);
   wd_changes_free(&ch);
 
   static const wd_changelog_format_t fmts[] = {WD_CHANGELOG_JSON, WD_CHANGELOG_DEBEZIUM_JSON};

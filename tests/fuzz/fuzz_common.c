@@ -274,13 +274,14 @@ void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *
     size_t n = 0;
     if ((e = wd_changelog_decode_rows(WD_CHANGELOG_JSON, s, b.data, b.len, rows, &n))) {
       char m[512];
-      snprintf(m, sizeof(m), "changelog-json output does not read back: %s: %.*s", e->message, (int)(b.len > 300 ? 300 : b.len),
-               (const char *)b.data);
+      snprintf(m, sizeof(m), "changelog-json output does not read back: %s: %.*s", e->message,
+               (int)(b.len > 300 ? 300 : b.len), (const char *)b.data);
       wd_fuzz_fail(what, m);
     }
     if (n != 1 || !wd_fuzz_same_as(s, full, rows[0], true) || rows[0]->kind != full->kind) {
       char m[512];
-      snprintf(m, sizeof(m), "changelog-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
+      snprintf(m, sizeof(m), "changelog-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len),
+               (const char *)b.data);
       wd_fuzz_fail(what, m);
     }
     for (size_t k = 0; k < n; k++) wd_row_destroy(s, rows[k]);
@@ -298,7 +299,8 @@ void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *
       }
       if (n != 1 || !wd_fuzz_same_as(s, full, rows[0], true)) {
         char m[512];
-        snprintf(m, sizeof(m), "debezium-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
+        snprintf(m, sizeof(m), "debezium-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len),
+                 (const char *)b.data);
         wd_fuzz_fail(what, m);
       }
       for (size_t k = 0; k < n; k++) wd_row_destroy(s, rows[k]);

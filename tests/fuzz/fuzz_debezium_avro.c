@@ -24,13 +24,16 @@
 #endif
 
 /* the wide table of tests/unit/test_avro.c */
-static const char *const COLS[] = {"id", "customer", "amount", "order_date", "created_at", "updated_at", "tags",
-                                   "attrs", "city", "price", "paid", "src_ts", "lsn", "key_id", "note"};
-static const char *const TYPES[] = {"BIGINT", "STRING", "DECIMAL(12,2)", "DATE", "TIMESTAMP(6)", "TIMESTAMP(3)",
-                                    "ARRAY<STRING>", "MAP<STRING,BIGINT>", "STRING", "DOUBLE", "BOOLEAN",
-                                    "TIMESTAMP(3)", "BIGINT", "BIGINT", "STRING"};
-static const char *const SPECS[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "address.city", NULL, NULL,
-                                    "$.source.ts_ms", "$.source.lsn", "$key.id", NULL};
+static const char *const COLS[] = {"id",         "customer", "amount", "order_date", "created_at",
+                                   "updated_at", "tags",     "attrs",  "city",       "price",
+                                   "paid",       "src_ts",   "lsn",    "key_id",     "note"};
+static const char *const TYPES[] = {"BIGINT",       "STRING",       "DECIMAL(12,2)", "DATE",
+                                    "TIMESTAMP(6)", "TIMESTAMP(3)", "ARRAY<STRING>", "MAP<STRING,BIGINT>",
+                                    "STRING",       "DOUBLE",       "BOOLEAN",       "TIMESTAMP(3)",
+                                    "BIGINT",       "BIGINT",       "STRING"};
+static const char *const SPECS[] = {
+    NULL,           NULL,      NULL, NULL, NULL, NULL, NULL, NULL, "address.city", NULL, NULL, "$.source.ts_ms",
+    "$.source.lsn", "$key.id", NULL};
 #define NCOLS (sizeof(COLS) / sizeof(*COLS))
 static const int32_t IDS[] = {1, 2, 3, 7};
 
@@ -121,8 +124,8 @@ int wd_fuzz_debezium_avro(const uint8_t *data, size_t size) {
   wd_changes_t ch;
   wd_changes_init(&ch);
   wd_kafka_meta_t meta = {"shop.public.orders", 0, 5, 1000, F.key, F.key_len};
-  wd_fuzz_check_decode("debezium-avro", F.schema, wd_decode_debezium_avro(F.walk, F.src, F.schema, &meta, in, size, &ch),
-                       &ch);
+  wd_fuzz_check_decode("debezium-avro", F.schema,
+                       wd_decode_debezium_avro(F.walk, F.src, F.schema, &meta, in, size, &ch), &ch);
   wd_fuzz_check_decode("debezium-avro generic", F.schema,
                        wd_decode_debezium_avro(F.generic, F.src, F.schema, &meta, in, size, &ch), &ch);
   wd_kafka_meta_t kmeta = {"shop.public.orders", 0, 6, 1000, in, size};

@@ -23,7 +23,8 @@ int wd_fuzz_debezium_json(const uint8_t *data, size_t size) {
 
   wd_buf_t out = {0};
   size_t nlines = 0;
-  wd_error_t *err = wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, key, sizeof(key) - 1, data, size, &out, &nlines);
+  wd_error_t *err =
+      wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, key, sizeof(key) - 1, data, size, &out, &nlines);
   if (err && out.len) wd_fuzz_fail("tail debezium-json", "output appended with an error");
   wd_error_destroy(err);
   wd_buf_free(&out);

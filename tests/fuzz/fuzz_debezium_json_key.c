@@ -24,8 +24,8 @@ int wd_fuzz_debezium_json_key(const uint8_t *data, size_t size) {
   wd_changes_t ch;
   wd_changes_init(&ch);
   for (size_t i = 0; i < sizeof(VALUES) / sizeof(*VALUES); i++)
-    wd_fuzz_check_decode("debezium-json key", s, wd_decode_debezium_json(src, s, &meta, VALUES[i], strlen(VALUES[i]), &ch),
-                         &ch);
+    wd_fuzz_check_decode("debezium-json key", s,
+                         wd_decode_debezium_json(src, s, &meta, VALUES[i], strlen(VALUES[i]), &ch), &ch);
   wd_changes_free(&ch);
   return 0;
 }

@@ -20,7 +20,8 @@ int wd_fuzz_marker(const uint8_t *data, size_t size) {
     if (m.t || m.from || m.topics || m.txn_id || m.nt) wd_fuzz_fail("marker", "a refused marker left memory behind");
     return 0;
   }
-  if (!m.batch || m.batch < data || m.batch + m.blen != data + size) wd_fuzz_fail("marker", "its batch is not the tail");
+  if (!m.batch || m.batch < data || m.batch + m.blen != data + size)
+    wd_fuzz_fail("marker", "its batch is not the tail");
   for (size_t i = 0; i < m.nt; i++)
     if (!m.t[i].topic) wd_fuzz_fail("marker", "a target without a topic");
   if (m.v2) {
@@ -31,7 +32,8 @@ int wd_fuzz_marker(const uint8_t *data, size_t size) {
      * only a NUL inside the transactional.id or a topic name (cut there when decoded) makes it
      * shorter */
     wd_buf_t empty = {0};
-    if (fb && !wd_marker_encode(m.number, m.txn_id, m.t, m.from, m.nt, fb, &out) && !wd_store_batch_encode(fb, &empty)) {
+    if (fb && !wd_marker_encode(m.number, m.txn_id, m.t, m.from, m.nt, fb, &out) &&
+        !wd_store_batch_encode(fb, &empty)) {
       size_t head = (size_t)(m.batch - data) - 8; /* the input's bytes before its batch length */
       size_t ehead = out.len - 8 - empty.len;
       if (ehead > head || (ehead == head && memcmp(out.data, data, head) != 0))

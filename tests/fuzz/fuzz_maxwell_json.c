@@ -14,7 +14,8 @@ int wd_fuzz_maxwell_json(const uint8_t *data, size_t size) {
   wd_changes_init(&ch);
   /* twice into the same container: the second decode reuses what the first left (scratch, rows) */
   for (int pass = 0; pass < 2; pass++)
-    wd_fuzz_check_decode("maxwell-json", s, wd_format_of(src->format)->decode(NULL, src, s, &meta, data, size, &ch), &ch);
+    wd_fuzz_check_decode("maxwell-json", s, wd_format_of(src->format)->decode(NULL, src, s, &meta, data, size, &ch),
+                         &ch);
   wd_changes_free(&ch);
   return 0;
 }

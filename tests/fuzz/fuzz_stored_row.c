@@ -78,19 +78,15 @@ static void damaged(const wd_schema_t *s, const uint8_t *e, size_t n, uint64_t s
   uint8_t *c = malloc(n ? n : 1);
   if (!c) return;
   for (size_t k = 0; k < n; k++) {
-    if (is_repart)
-      repart(s, e, k, NULL);
-    else
-      stored(s, e, k, NULL);
+    if (is_repart) repart(s, e, k, NULL);
+    else stored(s, e, k, NULL);
   }
   for (int i = 0; i < 8 && n; i++) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     memcpy(c, e, n);
     c[(seed >> 33) % n] ^= (uint8_t)(1u << ((seed >> 20) & 7));
-    if (is_repart)
-      repart(s, c, n, NULL);
-    else
-      stored(s, c, n, NULL);
+    if (is_repart) repart(s, c, n, NULL);
+    else stored(s, c, n, NULL);
   }
   free(c);
 }
@@ -127,7 +123,8 @@ int wd_fuzz_stored_row(const uint8_t *data, size_t size) {
   wd_buf_reset(&b);
   wd_kafka_meta_t origin = {"fuzzed", 3, 42, 1700000000000, NULL, 0};
   wd_row_t *rows[1] = {row};
-  if (wd_repartition_encode(s, "src", &origin, rows, 1, &scratch, &b)) wd_fuzz_fail("repartition record", "encode failed");
+  if (wd_repartition_encode(s, "src", &origin, rows, 1, &scratch, &b))
+    wd_fuzz_fail("repartition record", "encode failed");
   repart(s, b.data, b.len, row);
   damaged(s, b.data, b.len, seed, true);
   wd_buf_free(&b);

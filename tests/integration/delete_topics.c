@@ -60,10 +60,8 @@ int main(int argc, char **argv) {
     const rd_kafka_topic_result_t **tr = rd_kafka_DeleteTopics_result_topics(res, &cnt);
     for (size_t i = 0; i < cnt; i++) {
       rd_kafka_resp_err_t te = rd_kafka_topic_result_error(tr[i]);
-      if (te == RD_KAFKA_RESP_ERR_NO_ERROR || te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-        ok++;
-      else
-        fprintf(stderr, "delete_topics: %s: %s\n", rd_kafka_topic_result_name(tr[i]), rd_kafka_err2str(te));
+      if (te == RD_KAFKA_RESP_ERR_NO_ERROR || te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) ok++;
+      else fprintf(stderr, "delete_topics: %s: %s\n", rd_kafka_topic_result_name(tr[i]), rd_kafka_err2str(te));
     }
     printf("delete_topics: deleted %zu of %zu topics starting with '%s'\n", ok, cnt, prefix);
     rc = ok == cnt ? 0 : 1;

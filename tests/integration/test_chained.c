@@ -161,8 +161,10 @@ Test(chained, aggregation_over_the_walkthrough_table_gives_the_sql_sums, .timeou
 
   /* the generated workload, with deletes and order_id key changes */
   int rc;
-  char *out = sh(&rc, "'%s' produce --generate --topic-prefix %s --keys 100 --records 2000 --seed 23 "
-                 "--delete-ratio 0.05 --key-change-ratio 0.05 2>&1", wd_it_widen_bin(), prefix);
+  char *out = sh(&rc,
+                 "'%s' produce --generate --topic-prefix %s --keys 100 --records 2000 --seed 23 "
+                 "--delete-ratio 0.05 --key-change-ratio 0.05 2>&1",
+                 wd_it_widen_bin(), prefix);
   cr_assert_eq(rc, 0, "produce failed: %s", out);
   free(out);
   /* hand-written orders events: a row's currency NULL -> XAA -> XBB -> XAA -> NULL (a delete of
@@ -199,9 +201,10 @@ Test(chained, aggregation_over_the_walkthrough_table_gives_the_sql_sums, .timeou
     if (!json_is_null(cur) && json_is_null(next)) v_to_null++;
     if (!json_is_null(cur) && !json_is_null(next) && !json_equal(cur, next)) v_to_other++;
   }
-  fprintf(stderr, "chained: A's changelog: %zu rows; update pairs NULL->value %d, value->NULL %d, value->other %d; "
-          "-D %d; +I with NULL currency %d\n", json_array_size(cl), null_to_v, v_to_null, v_to_other, deletes,
-          null_inserts);
+  fprintf(stderr,
+          "chained: A's changelog: %zu rows; update pairs NULL->value %d, value->NULL %d, value->other %d; "
+          "-D %d; +I with NULL currency %d\n",
+          json_array_size(cl), null_to_v, v_to_null, v_to_other, deletes, null_inserts);
   cr_expect_gt(null_to_v, 0);
   cr_expect_gt(v_to_null, 0);
   cr_expect_gt(v_to_other, 0);
@@ -233,8 +236,11 @@ Test(chained, aggregation_over_the_walkthrough_table_gives_the_sql_sums, .timeou
   cr_assert_gt(with_currency, 50, "only %zu of A's rows have a currency", with_currency);
   json_t *want = json_object();
   sqlite3_stmt *q = NULL;
-  cr_assert_eq(sqlite3_prepare_v2(db, "SELECT currency, SUM(cents) FROM wide WHERE currency IS NOT NULL "
-                                  "GROUP BY currency", -1, &q, NULL), SQLITE_OK);
+  cr_assert_eq(sqlite3_prepare_v2(db,
+                                  "SELECT currency, SUM(cents) FROM wide WHERE currency IS NOT NULL "
+                                  "GROUP BY currency",
+                                  -1, &q, NULL),
+               SQLITE_OK);
   while (sqlite3_step(q) == SQLITE_ROW)
     json_object_set_new(want, (const char *)sqlite3_column_text(q, 0), json_integer(sqlite3_column_int64(q, 1)));
   sqlite3_finalize(q);

@@ -43,41 +43,40 @@ typedef struct {
 
 /* One orders stream into a partial-update table (the generator's orders columns), small commits
  * so that a run has many, static membership so that a restarted process rejoins at once. */
-static const char *const YAML =
-    "kafka:\n"
-    "  bootstrap.servers: BROKERS\n"
-    "  group.id: PREFIXgroup\n"
-    "  properties:\n"
-    "    session.timeout.ms: 6000\n"
-    "    group.instance.id: PREFIXINSTANCE\n"
-    "EXTRA_PROPS"
-    "table:\n"
-    "  name: orders_t\n"
-    "  schema:\n"
-    "    - {name: order_id, type: BIGINT NOT NULL}\n"
-    "    - {name: customer, type: STRING}\n"
-    "    - {name: amount, type: \"DECIMAL(10,2)\"}\n"
-    "    - {name: currency, type: STRING}\n"
-    "    - {name: order_version, type: BIGINT}\n"
-    "  primary-key: [order_id]\n"
-    "  options:\n"
-    "    merge-engine: partial-update\n"
-    "    fields.order_version.sequence-group: customer,amount,currency\n"
-    "    partial-update.remove-record-on-sequence-group: order_version\n"
-    "sources:\n"
-    "  - name: orders\n"
-    "    topic: PREFIXorders\n"
-    "    format: debezium-json\n"
-    "    columns: [order_id, customer, amount, currency, order_version]\n"
-    "sink:\n"
-    "  topic: PREFIXout\n"
-    "state:\n"
-    "  dir: STATE\n"
-    "pipeline:\n"
-    "  batch-size: 50\n"
-    "  commit-max-records: 150\n"
-    "  processing-guarantee: GUARANTEE\n"
-    "  tasks: TASKS\n";
+static const char *const YAML = "kafka:\n"
+                                "  bootstrap.servers: BROKERS\n"
+                                "  group.id: PREFIXgroup\n"
+                                "  properties:\n"
+                                "    session.timeout.ms: 6000\n"
+                                "    group.instance.id: PREFIXINSTANCE\n"
+                                "EXTRA_PROPS"
+                                "table:\n"
+                                "  name: orders_t\n"
+                                "  schema:\n"
+                                "    - {name: order_id, type: BIGINT NOT NULL}\n"
+                                "    - {name: customer, type: STRING}\n"
+                                "    - {name: amount, type: \"DECIMAL(10,2)\"}\n"
+                                "    - {name: currency, type: STRING}\n"
+                                "    - {name: order_version, type: BIGINT}\n"
+                                "  primary-key: [order_id]\n"
+                                "  options:\n"
+                                "    merge-engine: partial-update\n"
+                                "    fields.order_version.sequence-group: customer,amount,currency\n"
+                                "    partial-update.remove-record-on-sequence-group: order_version\n"
+                                "sources:\n"
+                                "  - name: orders\n"
+                                "    topic: PREFIXorders\n"
+                                "    format: debezium-json\n"
+                                "    columns: [order_id, customer, amount, currency, order_version]\n"
+                                "sink:\n"
+                                "  topic: PREFIXout\n"
+                                "state:\n"
+                                "  dir: STATE\n"
+                                "pipeline:\n"
+                                "  batch-size: 50\n"
+                                "  commit-max-records: 150\n"
+                                "  processing-guarantee: GUARANTEE\n"
+                                "  tasks: TASKS\n";
 
 /* Writes e's config: e->prefix, e->state and the member's instance id set. */
 static const char *extra_props = "";
@@ -221,7 +220,8 @@ static json_t *changelog_by_key(const char *topic, size_t *total) {
     char *key = json_dumps(json_object_get(j, "key"), JSON_COMPACT | JSON_SORT_KEYS);
     json_t *seq = json_object_get(out, key);
     if (!seq) json_object_set_new(out, key, seq = json_array());
-    json_array_append_new(seq, json_pack("{s:O,s:O}", "op", json_object_get(j, "op"), "row", json_object_get(j, "row")));
+    json_array_append_new(seq,
+                          json_pack("{s:O,s:O}", "op", json_object_get(j, "op"), "row", json_object_get(j, "row")));
     free(key);
   }
   json_decref(lines);
@@ -340,10 +340,14 @@ static void fatal_point(const char *point, int n) {
   size_t len = fread(buf, 1, sizeof(buf) - 1, f);
   buf[len] = 0;
   fclose(f);
-  cr_assert_eq(rc, 0, "widen stopped (exit %d) on a fatal producer error at %s instead of re-creating the "
-               "producer:\n%s", rc, fault, len > 3000 ? buf + len - 3000 : buf);
-  cr_assert_not_null(strstr(buf, "fault hook: the producer raises a fatal error"), "the fault hook at %s did not "
-                     "fire:\n%s", fault, len > 3000 ? buf + len - 3000 : buf);
+  cr_assert_eq(rc, 0,
+               "widen stopped (exit %d) on a fatal producer error at %s instead of re-creating the "
+               "producer:\n%s",
+               rc, fault, len > 3000 ? buf + len - 3000 : buf);
+  cr_assert_not_null(strstr(buf, "fault hook: the producer raises a fatal error"),
+                     "the fault hook at %s did not "
+                     "fire:\n%s",
+                     fault, len > 3000 ? buf + len - 3000 : buf);
   cr_assert_not_null(strstr(buf, "re-creating it"), "no re-creation logged:\n%s", len > 3000 ? buf + len - 3000 : buf);
   /* the open commit was taken back: before its commit at once; after it, once the group's offsets
    * said its transaction did not commit (the new producer's init aborted it) */
@@ -717,52 +721,51 @@ Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
  * group per stream): orders co-partitioned (6 partitions, keyed by order_id), payments with 3
  * partitions (repartitioned: auto), shipments with 6 partitions but keyed by a shipment id
  * (repartition: true). */
-static const char *const YAML3 =
-    "kafka:\n"
-    "  bootstrap.servers: BROKERS\n"
-    "  group.id: PREFIXgroup\n"
-    "  properties:\n"
-    "    session.timeout.ms: 6000\n"
-    "    group.instance.id: PREFIXINSTANCE\n"
-    "table:\n"
-    "  name: wide\n"
-    "  schema:\n"
-    "    - {name: order_id, type: BIGINT NOT NULL}\n"
-    "    - {name: customer, type: STRING}\n"
-    "    - {name: amount, type: \"DECIMAL(10,2)\"}\n"
-    "    - {name: order_version, type: BIGINT}\n"
-    "    - {name: pay_status, type: STRING}\n"
-    "    - {name: pay_version, type: BIGINT}\n"
-    "    - {name: ship_status, type: STRING}\n"
-    "    - {name: ship_version, type: BIGINT}\n"
-    "  primary-key: [order_id]\n"
-    "  options:\n"
-    "    merge-engine: partial-update\n"
-    "    fields.order_version.sequence-group: customer,amount\n"
-    "    fields.pay_version.sequence-group: pay_status\n"
-    "    fields.ship_version.sequence-group: ship_status\n"
-    "    changelog-producer: lookup\n"
-    "    changelog-producer.row-deduplicate: true\n"
-    "sources:\n"
-    "  - name: orders\n"
-    "    topic: PREFIXorders\n"
-    "    columns: [order_id, customer, amount, order_version]\n"
-    "  - name: payments\n"
-    "    topic: PREFIXpayments\n"
-    "    columns: [order_id, pay_status, pay_version]\n"
-    "  - name: shipments\n"
-    "    topic: PREFIXshipments\n"
-    "    repartition: REPARTITION\n"
-    "    columns: [order_id, ship_status, ship_version]\n"
-    "sink:\n"
-    "  topic: PREFIXout\n"
-    "state:\n"
-    "  dir: STATE\n"
-    "pipeline:\n"
-    "  batch-size: 50\n"
-    "  commit-max-records: 150\n"
-    "  processing-guarantee: GUARANTEE\n"
-    "  tasks: TASKS\n";
+static const char *const YAML3 = "kafka:\n"
+                                 "  bootstrap.servers: BROKERS\n"
+                                 "  group.id: PREFIXgroup\n"
+                                 "  properties:\n"
+                                 "    session.timeout.ms: 6000\n"
+                                 "    group.instance.id: PREFIXINSTANCE\n"
+                                 "table:\n"
+                                 "  name: wide\n"
+                                 "  schema:\n"
+                                 "    - {name: order_id, type: BIGINT NOT NULL}\n"
+                                 "    - {name: customer, type: STRING}\n"
+                                 "    - {name: amount, type: \"DECIMAL(10,2)\"}\n"
+                                 "    - {name: order_version, type: BIGINT}\n"
+                                 "    - {name: pay_status, type: STRING}\n"
+                                 "    - {name: pay_version, type: BIGINT}\n"
+                                 "    - {name: ship_status, type: STRING}\n"
+                                 "    - {name: ship_version, type: BIGINT}\n"
+                                 "  primary-key: [order_id]\n"
+                                 "  options:\n"
+                                 "    merge-engine: partial-update\n"
+                                 "    fields.order_version.sequence-group: customer,amount\n"
+                                 "    fields.pay_version.sequence-group: pay_status\n"
+                                 "    fields.ship_version.sequence-group: ship_status\n"
+                                 "    changelog-producer: lookup\n"
+                                 "    changelog-producer.row-deduplicate: true\n"
+                                 "sources:\n"
+                                 "  - name: orders\n"
+                                 "    topic: PREFIXorders\n"
+                                 "    columns: [order_id, customer, amount, order_version]\n"
+                                 "  - name: payments\n"
+                                 "    topic: PREFIXpayments\n"
+                                 "    columns: [order_id, pay_status, pay_version]\n"
+                                 "  - name: shipments\n"
+                                 "    topic: PREFIXshipments\n"
+                                 "    repartition: REPARTITION\n"
+                                 "    columns: [order_id, ship_status, ship_version]\n"
+                                 "sink:\n"
+                                 "  topic: PREFIXout\n"
+                                 "state:\n"
+                                 "  dir: STATE\n"
+                                 "pipeline:\n"
+                                 "  batch-size: 50\n"
+                                 "  commit-max-records: 150\n"
+                                 "  processing-guarantee: GUARANTEE\n"
+                                 "  tasks: TASKS\n";
 
 static void env3g(env_t *e, const char *name, const char *repartition, const char *guarantee) {
   const char *saved = yaml_template;
@@ -773,9 +776,7 @@ static void env3g(env_t *e, const char *name, const char *repartition, const cha
   free(y);
 }
 
-static void env3(env_t *e, const char *name, const char *repartition) {
-  env3g(e, name, repartition, "exactly-once");
-}
+static void env3(env_t *e, const char *name, const char *repartition) { env3g(e, name, repartition, "exactly-once"); }
 
 static void member3(const env_t *base, env_t *m, const char *name) {
   const char *saved = yaml_template;
@@ -846,8 +847,9 @@ static void produce3(const env_t *const *envs, size_t nenvs, uint64_t records, u
     const char *val = m.value;
     size_t vlen = m.value_len;
     if (produce3_envelope) { /* the value in JsonConverter's envelope too (a schema without field types) */
-      cr_assert(asprintf(&env_val, "{\"schema\":{\"type\":\"struct\",\"fields\":[],\"optional\":false,"
-                                   "\"name\":\"srv.shop.%s.Envelope\"},\"payload\":%.*s}",
+      cr_assert(asprintf(&env_val,
+                         "{\"schema\":{\"type\":\"struct\",\"fields\":[],\"optional\":false,"
+                         "\"name\":\"srv.shop.%s.Envelope\"},\"payload\":%.*s}",
                          m.stream, (int)m.value_len, m.value) > 0);
       val = env_val;
       vlen = strlen(env_val);
@@ -1187,7 +1189,8 @@ Test(repartition, a_key_change_in_a_co_partitioned_source, .timeout = 200) {
   env_init(&clean, "kclean", "exactly-once");
   env_init_tasks(&co, "kco", "exactly-once", "per-partition");
   const char *saved = yaml_template;
-  char *yrp = wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
+  char *yrp =
+      wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
   yaml_template = yrp;
   env_init_tasks(&rp, "krp", "exactly-once", "per-partition");
   yaml_template = saved;
@@ -1356,7 +1359,8 @@ static size_t count_records(const char *topic, int32_t part, char **key, size_t 
 Test(repartition, a_misplaced_repartition_record_is_dead_lettered, .timeout = 200) {
   env_t e;
   const char *saved = yaml_template;
-  char *yrp = wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
+  char *yrp =
+      wd_it_replace(strdup(YAML), "    format: debezium-json\n", "    format: debezium-json\n    repartition: true\n");
   yaml_template = yrp;
   env_init_tasks(&e, "misplaced", "exactly-once", "per-partition");
   yaml_template = saved;
@@ -1659,8 +1663,9 @@ Test(scale_out, a_member_joins_during_a_restore, .timeout = 200) {
   produce_orders(both, 2, 10000, 37, 8000);
   int rca = wait_exit(pa), rcb = wait_exit(pb);
   char *ta = wd_it_read_file(log), *tb = wd_it_read_file(logb);
-  fprintf(stderr, "A: %s\n", strstr(ta, "the rebalance stops the restore") ? "the rebalance stopped its restore"
-                                                                           : "its restore was not stopped");
+  fprintf(stderr, "A: %s\n",
+          strstr(ta, "the rebalance stops the restore") ? "the rebalance stopped its restore"
+                                                        : "its restore was not stopped");
   cr_assert_eq(rca, 0, "%s", ta);
   cr_assert_eq(rcb, 0, "%s", tb);
   free(ta);

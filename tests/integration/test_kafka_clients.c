@@ -39,10 +39,8 @@ static int32_t java_murmur2(const void *key, size_t len) {
   size_t tail = len & ~(size_t)3;
   switch (len % 4) {
   case 3: h ^= (uint32_t)data[tail + 2] << 16; /* fall through */
-  case 2: h ^= (uint32_t)data[tail + 1] << 8;  /* fall through */
-  case 1:
-    h ^= (uint32_t)data[tail];
-    h *= m;
+  case 2: h ^= (uint32_t)data[tail + 1] << 8; /* fall through */
+  case 1: h ^= (uint32_t)data[tail]; h *= m;
   }
   h ^= h >> 13;
   h *= m;
@@ -68,9 +66,7 @@ static void conf_init(wd_kafka_conf_t *kc, const char *group) {
   cr_assert_null(wd_kafka_conf_set(kc, "session.timeout.ms", "6000"));
 }
 
-static void check(wd_error_t *err, const char *what) {
-  cr_assert_null(err, "%s: %s", what, err ? err->message : "");
-}
+static void check(wd_error_t *err, const char *what) { cr_assert_null(err, "%s: %s", what, err ? err->message : ""); }
 
 static wd_producer_t *new_producer(void) {
   wd_kafka_conf_t kc;
@@ -203,8 +199,14 @@ Test(producer, dead_letter_keeps_bytes_and_sets_headers, .timeout = 120) {
   wd_producer_t *p = new_producer();
   static const uint8_t key[] = {'{', '"', 'i', 'd', '"', ':', '7', '}'};
   static const uint8_t value[] = {0x00, 0xff, 'n', 'o', 't', ' ', 'j', 's', 'o', 'n', 0x01};
-  wd_kmsg_t src = {.topic = "orders", .partition = 2, .offset = 1234567890123LL, .timestamp = -1,
-                   .key = key, .key_len = sizeof key, .value = value, .value_len = sizeof value};
+  wd_kmsg_t src = {.topic = "orders",
+                   .partition = 2,
+                   .offset = 1234567890123LL,
+                   .timestamp = -1,
+                   .key = key,
+                   .key_len = sizeof key,
+                   .value = value,
+                   .value_len = sizeof value};
   check(wd_producer_send_dead_letter(p, topic, &src, "E_DECODE", "E_DECODE: not JSON at byte 0"), "dead letter");
   wd_kmsg_t tomb = {.topic = "orders", .partition = 0, .offset = 5};
   check(wd_producer_send_dead_letter(p, topic, &tomb, NULL, NULL), "dead letter (null key/value)");
@@ -298,8 +300,8 @@ Test(consumer, absent_broker_gives_empty_batches, .timeout = 60) {
 
 typedef struct assign_ctx {
   const char *topic;
-  int assigned;   /* on_assign calls */
-  int revoked;    /* partitions passed to on_revoke */
+  int assigned; /* on_assign calls */
+  int revoked; /* partitions passed to on_revoke */
 } assign_ctx_t;
 
 static int64_t start_p0_at_5(void *ctx, const char *topic, int32_t partition) {

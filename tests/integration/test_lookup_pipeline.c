@@ -106,7 +106,8 @@ static void produce_events(const env_t *e, const wl_workload_t *w, size_t from, 
 }
 
 static pid_t spawn_widen_cfg(const char *cfg, const char *trace, const char *idle_ms) {
-  const char *argv[] = {wd_it_widen_bin(), "run", "--config", cfg, "--quiet", "--trace", trace, "--max-idle-ms", idle_ms, NULL};
+  const char *argv[] = {wd_it_widen_bin(), "run", "--config",      cfg,     "--quiet",
+                        "--trace",         trace, "--max-idle-ms", idle_ms, NULL};
   setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
@@ -146,13 +147,15 @@ static json_t *widen_rows(const env_t *e) { return widen_rows_cfg(e, e->cfg); }
 /* widen simulate over the trace, with the config's table and sources in the case format. */
 static json_t *simulate_trace(const env_t *e) {
   json_t *cs = json_loads(
-      "{\"schema\":[{\"name\":\"invoice_id\",\"type\":\"BIGINT NOT NULL\"},{\"name\":\"payment_id\",\"type\":\"BIGINT\"},"
+      "{\"schema\":[{\"name\":\"invoice_id\",\"type\":\"BIGINT NOT "
+      "NULL\"},{\"name\":\"payment_id\",\"type\":\"BIGINT\"},"
       "{\"name\":\"customer_id\",\"type\":\"BIGINT\"},{\"name\":\"amount\",\"type\":\"BIGINT\"},"
       "{\"name\":\"reconciliation_id\",\"type\":\"BIGINT\"},{\"name\":\"pay_status\",\"type\":\"STRING\"},"
       "{\"name\":\"recon_status\",\"type\":\"STRING\"},{\"name\":\"customer_name\",\"type\":\"STRING\"}],"
       "\"primary_key\":[\"invoice_id\"],\"options\":{\"merge-engine\":\"deduplicate\"},\"sources\":["
       "{\"name\":\"invoice\",\"columns\":[\"invoice_id\",\"payment_id\",\"customer_id\",\"amount\"],\"required\":true},"
-      "{\"name\":\"payment\",\"lookup\":true,\"on\":[\"payment_id\"],\"columns\":[\"reconciliation_id\",\"pay_status\"],"
+      "{\"name\":\"payment\",\"lookup\":true,\"on\":[\"payment_id\"],\"columns\":[\"reconciliation_id\",\"pay_status\"]"
+      ","
       "\"sequence\":true,\"required\":true},"
       "{\"name\":\"reconciliation\",\"lookup\":true,\"on\":[\"reconciliation_id\"],\"columns\":[\"recon_status\"]},"
       "{\"name\":\"customer\",\"lookup\":true,\"on\":[\"customer_id\"],\"columns\":[\"customer_name\"]}]}",
@@ -184,7 +187,8 @@ static json_t *by_key_seq(json_t *cl) {
   json_t *e;
   json_array_foreach(cl, i, e) {
     char k[64];
-    snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_object_get(json_object_get(e, "row"), "invoice_id")));
+    snprintf(k, sizeof(k), "%lld",
+             (long long)json_integer_value(json_object_get(json_object_get(e, "row"), "invoice_id")));
     json_t *seq = json_object_get(m, k);
     if (!seq) {
       seq = json_array();

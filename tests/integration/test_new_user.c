@@ -315,8 +315,7 @@ Test(static_membership, restart_after_kill_does_not_revoke_the_other_member, .ti
   int64_t took = wd_mono_ms() - t0;
   sleep(3); /* a rebalance of a would show in its log by now */
   cr_assert_eq(count_in(err_a, "[ingest] revoked "), revoked_a, "member a was revoked by the restart of b");
-  cr_assert_eq(count_in(err_a, "[ingest] assigned "), assigned_a,
-               "member a was reassigned by the restart of b");
+  cr_assert_eq(count_in(err_a, "[ingest] assigned "), assigned_a, "member a was reassigned by the restart of b");
   cr_log_info("restart after kill -9: the member had its partitions back %lld ms after its start, member a untouched",
               (long long)took);
   cr_assert_eq(stop(b), 0);

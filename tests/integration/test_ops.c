@@ -69,34 +69,38 @@ static void env_init(env_t *e, const char *name, const char *extra_state, const 
   e->port = 20000 + (int)(getpid() % 20000);
   FILE *f = fopen(e->cfg, "w");
   cr_assert_not_null(f);
-  fprintf(f,
-          "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 6000\n"
-          "table:\n  name: orders_wide\n  schema:\n"
-          "    - {name: order_id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
-          "    - {name: amount, type: \"DECIMAL(10,2)\"}\n    - {name: currency, type: STRING}\n"
-          "    - {name: ordered_at, type: TIMESTAMP(3)}\n    - {name: order_version, type: BIGINT}\n"
-          "    - {name: paid_amount, type: \"DECIMAL(10,2)\"}\n    - {name: pay_method, type: STRING}\n"
-          "    - {name: pay_status, type: STRING}\n    - {name: paid_at, type: TIMESTAMP(3)}\n"
-          "    - {name: pay_version, type: BIGINT}\n    - {name: carrier, type: STRING}\n"
-          "    - {name: ship_status, type: STRING}\n    - {name: shipped_at, type: TIMESTAMP(3)}\n"
-          "    - {name: ship_version, type: BIGINT}\n"
-          "  primary-key: [order_id]\n  options:\n    merge-engine: partial-update\n"
-          "    fields.order_version.sequence-group: customer,amount,currency,ordered_at\n"
-          "    fields.pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at\n"
-          "    fields.ship_version.sequence-group: %s\n"
-          "    changelog-producer: lookup\n"
-          "sources:\n"
-          "  - {name: orders, topic: %sorders, options: {timestamp-unit: millis}, columns: {order_id: , customer: , amount: , currency: , ordered_at: order_ts,"
-          " order_version: }}\n"
-          "  - {name: payments, topic: %spayments, options: {timestamp-unit: millis}, columns: {order_id: , paid_amount: pay_amount, pay_method: ,"
-          " pay_status: , paid_at: pay_ts, pay_version: }}\n"
-          "  - {name: shipments, topic: %sshipments, options: {timestamp-unit: millis}, columns: {order_id: , carrier: , ship_status: ,"
-          " shipped_at: ship_ts, ship_version: }}\n"
-          "sink:\n  topic: %sorders_wide\n  format: changelog-json\n"
-          "state:\n  dir: %s\n%s"
-          "pipeline:\n  batch-size: 40\n  batch-timeout-ms: 50\n  commit-max-records: 40\n"
-          "metrics:\n  listen: 127.0.0.1:%d\n",
-          e->prefix, ship_group, e->prefix, e->prefix, e->prefix, e->prefix, e->state, extra_state, e->port);
+  fprintf(
+      f,
+      "kafka:\n  bootstrap.servers: 127.0.0.1:9092\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 6000\n"
+      "table:\n  name: orders_wide\n  schema:\n"
+      "    - {name: order_id, type: BIGINT NOT NULL}\n    - {name: customer, type: STRING}\n"
+      "    - {name: amount, type: \"DECIMAL(10,2)\"}\n    - {name: currency, type: STRING}\n"
+      "    - {name: ordered_at, type: TIMESTAMP(3)}\n    - {name: order_version, type: BIGINT}\n"
+      "    - {name: paid_amount, type: \"DECIMAL(10,2)\"}\n    - {name: pay_method, type: STRING}\n"
+      "    - {name: pay_status, type: STRING}\n    - {name: paid_at, type: TIMESTAMP(3)}\n"
+      "    - {name: pay_version, type: BIGINT}\n    - {name: carrier, type: STRING}\n"
+      "    - {name: ship_status, type: STRING}\n    - {name: shipped_at, type: TIMESTAMP(3)}\n"
+      "    - {name: ship_version, type: BIGINT}\n"
+      "  primary-key: [order_id]\n  options:\n    merge-engine: partial-update\n"
+      "    fields.order_version.sequence-group: customer,amount,currency,ordered_at\n"
+      "    fields.pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at\n"
+      "    fields.ship_version.sequence-group: %s\n"
+      "    changelog-producer: lookup\n"
+      "sources:\n"
+      "  - {name: orders, topic: %sorders, options: {timestamp-unit: millis}, columns: {order_id: , customer: , "
+      "amount: , currency: , ordered_at: order_ts,"
+      " order_version: }}\n"
+      "  - {name: payments, topic: %spayments, options: {timestamp-unit: millis}, columns: {order_id: , paid_amount: "
+      "pay_amount, pay_method: ,"
+      " pay_status: , paid_at: pay_ts, pay_version: }}\n"
+      "  - {name: shipments, topic: %sshipments, options: {timestamp-unit: millis}, columns: {order_id: , carrier: , "
+      "ship_status: ,"
+      " shipped_at: ship_ts, ship_version: }}\n"
+      "sink:\n  topic: %sorders_wide\n  format: changelog-json\n"
+      "state:\n  dir: %s\n%s"
+      "pipeline:\n  batch-size: 40\n  batch-timeout-ms: 50\n  commit-max-records: 40\n"
+      "metrics:\n  listen: 127.0.0.1:%d\n",
+      e->prefix, ship_group, e->prefix, e->prefix, e->prefix, e->prefix, e->state, extra_state, e->port);
   fclose(f);
 }
 
@@ -107,8 +111,8 @@ static void env_done(env_t *e) {
 
 static void produce(const env_t *e, int keys, int records, int seed) {
   int rc;
-  char *out = sh(&rc, "'%s' produce --generate --topic-prefix %s --keys %d --records %d --seed %d 2>&1", wd_it_widen_bin(),
-                 e->prefix, keys, records, seed);
+  char *out = sh(&rc, "'%s' produce --generate --topic-prefix %s --keys %d --records %d --seed %d 2>&1",
+                 wd_it_widen_bin(), e->prefix, keys, records, seed);
   cr_assert_eq(rc, 0, "produce failed: %s", out);
   free(out);
 }
@@ -204,10 +208,11 @@ static json_t *changelog(const env_t *e) {
 static bool in_commit(const json_t *r, const json_t *c) {
   size_t i;
   json_t *o;
-  json_int_t p = json_integer_value(json_object_get(r, "partition")), off = json_integer_value(json_object_get(r, "offset"));
+  json_int_t p = json_integer_value(json_object_get(r, "partition")),
+             off = json_integer_value(json_object_get(r, "offset"));
   json_array_foreach(json_object_get(c, "out"), i, o) {
-    if (json_integer_value(json_object_get(o, "partition")) == p && off >= json_integer_value(json_object_get(o, "from")) &&
-        off < json_integer_value(json_object_get(o, "to")))
+    if (json_integer_value(json_object_get(o, "partition")) == p &&
+        off >= json_integer_value(json_object_get(o, "from")) && off < json_integer_value(json_object_get(o, "to")))
       return true;
   }
   return false;
@@ -264,14 +269,14 @@ static json_t *net(json_t *a, json_t *b) {
   json_t *v;
   json_object_foreach(a, k, v) {
     json_t *w = json_object_get(b, k);
-    if (!w)
-      json_array_append_new(out, json_pack("{s:s,s:O}", "op", "-D", "row", v));
+    if (!w) json_array_append_new(out, json_pack("{s:s,s:O}", "op", "-D", "row", v));
     else if (!json_equal(v, w)) {
       json_array_append_new(out, json_pack("{s:s,s:O}", "op", "-U", "row", v));
       json_array_append_new(out, json_pack("{s:s,s:O}", "op", "+U", "row", w));
     }
   }
-  json_object_foreach(b, k, v) if (!json_object_get(a, k)) json_array_append_new(out, json_pack("{s:s,s:O}", "op", "+I", "row", v));
+  json_object_foreach(b, k, v) if (!json_object_get(a, k))
+      json_array_append_new(out, json_pack("{s:s,s:O}", "op", "+I", "row", v));
   return sorted(out);
 }
 
@@ -355,7 +360,9 @@ Test(ops, metrics_scrape_and_status_during_run, .timeout = 240) {
   cr_expect_eq(metric_sum(text, "widen_commit_duration_seconds_bucket", "le=\"+Inf\""), commits);
   cr_expect_gt(metric_sum(text, "widen_state_size_bytes", NULL), 0);
   cr_expect_gt(metric_sum(text, "widen_state_disk_free_bytes", NULL), 0);
-  cr_expect_gt(metric_sum(text, "widen_state_cache_hits_total", NULL) + metric_sum(text, "widen_state_cache_misses_total", NULL), 0);
+  cr_expect_gt(metric_sum(text, "widen_state_cache_hits_total", NULL) +
+                   metric_sum(text, "widen_state_cache_misses_total", NULL),
+               0);
   cr_expect_eq(metric_sum(text, "widen_restore_progress_ratio", NULL), 1);
   /* a wrong path is a 404 */
   free(sh(&rc, "curl -sf -o /dev/null http://127.0.0.1:%d/other", e.port));
@@ -506,8 +513,10 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   env_t e2 = e;
   snprintf(e2.cfg, sizeof(e2.cfg), "%s/widen2.yaml", e.dir);
   int rc;
-  free(sh(&rc, "sed -e 's/ship_version.sequence-group: carrier,ship_status,shipped_at/ship_version.sequence-group: "
-               "carrier,ship_status/' '%s' > '%s'", e.cfg, e2.cfg));
+  free(sh(&rc,
+          "sed -e 's/ship_version.sequence-group: carrier,ship_status,shipped_at/ship_version.sequence-group: "
+          "carrier,ship_status/' '%s' > '%s'",
+          e.cfg, e2.cfg));
   /* fail (the default) names the item */
   char *err = sh(&rc, "'%s' run --config '%s' --quiet --max-idle-ms 500 2>&1", wd_it_widen_bin(), e2.cfg);
   cr_expect_neq(rc, 0);
@@ -562,8 +571,9 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
     bool old = false;
     size_t k;
     json_t *o;
-    json_array_foreach(cl_before, k, o) old |= json_equal(json_object_get(o, "partition"), json_object_get(r, "partition")) &&
-                                           json_equal(json_object_get(o, "offset"), json_object_get(r, "offset"));
+    json_array_foreach(cl_before, k, o) old |=
+        json_equal(json_object_get(o, "partition"), json_object_get(r, "partition")) &&
+        json_equal(json_object_get(o, "offset"), json_object_get(r, "offset"));
     if (old) continue;
     emitted++;
     char key[32];
@@ -610,8 +620,8 @@ Test(ops, replay_from_timestamp_counts_only_later_records_in, .timeout = 180) {
   char fresh[400];
   snprintf(fresh, sizeof(fresh), "%s/fresh", e.dir);
   int rc;
-  char *out = sh(&rc, "'%s' replay --config '%s' --from %lld --state-dir '%s' --quiet 2>&1", wd_it_widen_bin(), e.cfg, t,
-                 fresh);
+  char *out = sh(&rc, "'%s' replay --config '%s' --from %lld --state-dir '%s' --quiet 2>&1", wd_it_widen_bin(), e.cfg,
+                 t, fresh);
   cr_assert_eq(rc, 0, "%s", out);
   unsigned long long in = 0, skipped = 0;
   const char *s = strstr(out, "widen: summary: ");

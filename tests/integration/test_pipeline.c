@@ -93,7 +93,8 @@ static char *demo_yaml(const char *instance, bool order_independent) {
   y = wd_it_replace(y, "batch-size: 1000", "batch-size: 100");
   /* remove-record-on-sequence-group couples the groups (spec §14): without it the final rows do
    * not depend on how the streams interleave */
-  if (order_independent) y = wd_it_replace(y, "    partial-update.remove-record-on-sequence-group: order_version\n", "");
+  if (order_independent)
+    y = wd_it_replace(y, "    partial-update.remove-record-on-sequence-group: order_version\n", "");
   return y;
 }
 
@@ -187,7 +188,8 @@ static json_t *case_of(const env_t *e) {
   size_t n = 0, npk = 0, nopt = 0;
   const char *const *names = wd_config_column_names(cfg, &n);
   const char *const *types = wd_config_column_types(cfg, &n);
-  for (size_t i = 0; i < n; i++) json_array_append_new(schema, json_pack("{s:s,s:s}", "name", names[i], "type", types[i]));
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(schema, json_pack("{s:s,s:s}", "name", names[i], "type", types[i]));
   const char *const *pkn = wd_config_primary_key(cfg, &npk);
   for (size_t i = 0; i < npk; i++) json_array_append_new(pk, json_string(pkn[i]));
   const wd_option_t *o = wd_config_table_options(cfg, &nopt);
@@ -444,8 +446,8 @@ Test(pipeline, kill9_restart_loses_nothing, .timeout = 280) {
   char fresh[300], trace2[300];
   snprintf(fresh, sizeof(fresh), "%s/replayed", e.dir);
   snprintf(trace2, sizeof(trace2), "%s/trace-replay.jsonl", e.dir);
-  const char *argv[] = {wd_it_widen_bin(), "replay", "--config", e.cfg, "--from", "beginning", "--state-dir", fresh,
-                        "--quiet", "--trace", trace2, NULL};
+  const char *argv[] = {wd_it_widen_bin(), "replay", "--config", e.cfg,     "--from", "beginning",
+                        "--state-dir",     fresh,    "--quiet",  "--trace", trace2,   NULL};
   pid_t rp;
   cr_assert_eq(posix_spawn(&rp, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
   cr_assert_eq(wait_exit(rp), 0, "widen replay failed");
@@ -609,8 +611,7 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   char topic[200];
   snprintf(topic, sizeof(topic), "%sproducts", e.prefix);
   const char *keys[] = {NULL, NULL, NULL, NULL};
-  const char *vals[] = {"this is not json",
-                        "{\"before\":null,\"after\":{\"name\":\"no key\"},\"op\":\"c\"}",
+  const char *vals[] = {"this is not json", "{\"before\":null,\"after\":{\"name\":\"no key\"},\"op\":\"c\"}",
                         "{\"before\":null,\"after\":{\"id\":500,\"weight\":\"heavy\"},\"op\":\"c\"}",
                         "{\"before\":null,\"after\":{\"id\":501,\"name\":\"fine\"},\"op\":\"c\"}"};
   produce_lines(topic, keys, vals, 4);
@@ -741,7 +742,7 @@ Test(pipeline, chained_wide_then_aggregation, .timeout = 200) {
     long long sum = (cur ? json_integer_value(cur) : 0) + milli(json_object_get(r, "weight"));
     json_object_set_new(want, name, json_integer(sum));
   }
-  json_object_set_new(want, "car battery", json_integer(0));        /* 102: 8.1 -> 5.17, deleted */
+  json_object_set_new(want, "car battery", json_integer(0)); /* 102: 8.1 -> 5.17, deleted */
   json_object_set_new(want, "12-pack drill bits", json_integer(0)); /* 103: deleted */
   json_t *agg = state_rows(&e2);
   cr_expect_eq(json_array_size(agg), json_object_size(want), "%zu aggregated rows", json_array_size(agg));
@@ -769,8 +770,9 @@ Test(pipeline, chained_wide_then_aggregation, .timeout = 200) {
  * two DELETE messages are dead-lettered (E_PU_DELETE_NOT_ACCEPTED), so 102, 103 and 111 stay. */
 Test(pipeline, canal_into_partial_update_without_delete_policy, .timeout = 150) {
   env_t e;
-  env_init(&e, "canalpu", wd_it_replace(strdup(WIDE_YAML), "    changelog-producer: lookup\n",
-                                         "    merge-engine: partial-update\n    changelog-producer: lookup\n"));
+  env_init(&e, "canalpu",
+           wd_it_replace(strdup(WIDE_YAML), "    changelog-producer: lookup\n",
+                         "    merge-engine: partial-update\n    changelog-producer: lookup\n"));
   char cmd[800];
   snprintf(cmd, sizeof(cmd), "'%s' config check '%s' 2>&1", wd_it_widen_bin(), e.cfg);
   FILE *pc = popen(cmd, "r");
@@ -780,9 +782,12 @@ Test(pipeline, canal_into_partial_update_without_delete_policy, .timeout = 150) 
   check[cn] = 0;
   cr_assert_eq(pclose(pc), 0, "config check: %s", check);
   static const char *const says[] = {"warning   table 'products' is partial-update without sequence groups",
-                                     "source 'canal' sends them", "E_PU_DELETE_NOT_ACCEPTED",
-                                     "the -U half of each update is left out", "ignore-delete: true",
-                                     "partial-update.remove-record-on-delete: true", "sequence-group"};
+                                     "source 'canal' sends them",
+                                     "E_PU_DELETE_NOT_ACCEPTED",
+                                     "the -U half of each update is left out",
+                                     "ignore-delete: true",
+                                     "partial-update.remove-record-on-delete: true",
+                                     "sequence-group"};
   for (size_t k = 0; k < sizeof(says) / sizeof(*says); k++)
     cr_expect(strstr(check, says[k]) != NULL, "config check does not say '%s':\n%s", says[k], check);
   char *text;
@@ -808,7 +813,7 @@ Test(pipeline, canal_into_partial_update_without_delete_policy, .timeout = 150) 
   /* every +U applied: the updated weights; the deleted rows stay (their deletes were rejected) */
   json_t *rows = state_rows(&e);
   cr_assert_eq(json_array_size(rows), 11, "%zu rows", json_array_size(rows));
-  static const long long want[][2] = {{101, 5170}, {102, 5170}, {103, 800},  {104, 750}, {105, 875}, {106, 1000},
+  static const long long want[][2] = {{101, 5170}, {102, 5170}, {103, 800},   {104, 750}, {105, 875}, {106, 1000},
                                       {107, 5100}, {108, 100},  {109, 22200}, {110, 500}, {111, 5170}};
   json_t *r;
   json_array_foreach(rows, i, r) {
@@ -854,7 +859,7 @@ Test(pipeline, sources_without_before_images, .timeout = 150) {
   produce_lines(topic, keys, lines, n);
   free(text);
   run_to_idle(&e);
-  static const long long want[][2] = {{101, 3140}, {102, 8100}, {103, 800},  {104, 750}, {105, 875}, {106, 1000},
+  static const long long want[][2] = {{101, 3140}, {102, 8100}, {103, 800},   {104, 750}, {105, 875}, {106, 1000},
                                       {107, 5100}, {108, 100},  {109, 22200}, {110, 500}, {111, 0}};
   json_t *rows = state_rows(&e);
   cr_assert_eq(json_array_size(rows), 11, "%zu rows", json_array_size(rows));

@@ -201,8 +201,7 @@ static char *subst(const char *in, const char *from, const char *to) {
       memcpy(o, to, tl);
       o += tl;
       p += fl;
-    } else
-      *o++ = *p++;
+    } else *o++ = *p++;
   }
   *o = 0;
   return out;
@@ -259,8 +258,7 @@ Test(pipeline_avro, avro_in_avro_out_on_the_broker, .timeout = 200) {
     if (i == 2) {
       v3 = val;
       v3len = vl;
-    } else
-      free(val);
+    } else free(val);
   }
   cr_assert_null(wd_producer_wait_acked(p, 60000));
   wd_producer_destroy(p);
@@ -393,7 +391,8 @@ static void fill_image(avro_value_t *img, int64_t id, uint64_t seed, int version
   if (avro_value_get_type(&b) == AVRO_INT64) avro_value_set_long(&b, (int64_t)(rnd(&r) % 4000000000000000ULL) - 1000);
   avro_value_get_by_name(img, "updated_at", &f, NULL);
   branch(&f, rnd(&r) % 6 != 0, &b);
-  if (avro_value_get_type(&b) == AVRO_INT64) avro_value_set_long(&b, 1709287872000LL + (int64_t)(rnd(&r) % 1000000000ULL));
+  if (avro_value_get_type(&b) == AVRO_INT64)
+    avro_value_set_long(&b, 1709287872000LL + (int64_t)(rnd(&r) % 1000000000ULL));
   avro_value_get_by_name(img, "tags", &f, NULL);
   branch(&f, rnd(&r) % 5 != 0, &b);
   if (avro_value_get_type(&b) == AVRO_ARRAY)
@@ -450,8 +449,8 @@ static void fill_envelope(avro_value_t *env, int version, char op, int64_t id, u
   branch(&f, op != 'd', &b);
   if (op != 'd') fill_image(&b, id, aseed, version);
   avro_value_get_by_name(env, "source", &src, NULL);
-  static const char *const S[][2] = {{"version", "2.5.0.Final"}, {"connector", "postgresql"}, {"name", "shop"},
-                                     {"db", "shop"}, {"table", "orders"}};
+  static const char *const S[][2] = {
+      {"version", "2.5.0.Final"}, {"connector", "postgresql"}, {"name", "shop"}, {"db", "shop"}, {"table", "orders"}};
   for (size_t i = 0; i < 5; i++) {
     avro_value_get_by_name(&src, S[i][0], &x, NULL);
     avro_value_set_string(&x, S[i][1]);
@@ -668,8 +667,8 @@ static json_t *read_avro_changelog(const char *topic, const char *vschema, int32
       cr_assert_eq(id, vid, "value schema id %d, registered %d", (int)id, (int)vid);
       int32_t kid = -1;
       cr_assert_eq(wd_wire_parse(msgs[i].key, msgs[i].key_len, &kid), 0, "key not in the wire format");
-      avro_reader_t rd = avro_reader_memory((const char *)msgs[i].value + WD_WIRE_HEADER,
-                                            (int64_t)msgs[i].value_len - WD_WIRE_HEADER);
+      avro_reader_t rd =
+          avro_reader_memory((const char *)msgs[i].value + WD_WIRE_HEADER, (int64_t)msgs[i].value_len - WD_WIRE_HEADER);
       avro_value_reset(&val);
       cr_assert_eq(avro_value_read(rd, &val), 0, "%s", avro_strerror());
       avro_reader_free(rd);
@@ -706,7 +705,8 @@ static json_t *simulate_trace(const char *cfgpath, const char *trace, size_t *me
   size_t n = 0, npk = 0, nopt = 0;
   const char *const *names = wd_config_column_names(cfg, &n);
   const char *const *types = wd_config_column_types(cfg, &n);
-  for (size_t i = 0; i < n; i++) json_array_append_new(schema, json_pack("{s:s,s:s}", "name", names[i], "type", types[i]));
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(schema, json_pack("{s:s,s:s}", "name", names[i], "type", types[i]));
   const char *const *pkn = wd_config_primary_key(cfg, &npk);
   for (size_t i = 0; i < npk; i++) json_array_append_new(pk, json_string(pkn[i]));
   const wd_option_t *o = wd_config_table_options(cfg, &nopt);
@@ -921,7 +921,8 @@ Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240
   snprintf(logpath, sizeof(logpath), "%s/widen.log", dir);
   snprintf(in_topic, sizeof(in_topic), "%sorders", prefix);
   snprintf(out_topic, sizeof(out_topic), "%sout", prefix);
-  char *y0 = subst(YAML, "    session.timeout.ms: 6000\n", "    session.timeout.ms: 6000\n    max.poll.interval.ms: 10000\n");
+  char *y0 =
+      subst(YAML, "    session.timeout.ms: 6000\n", "    session.timeout.ms: 6000\n    max.poll.interval.ms: 10000\n");
   char *y1 = subst(y0, "PREFIX", prefix), *y2 = subst(y1, "GROUP", group), *y3 = subst(y2, "STATE", state),
        *y4 = subst(y3, "URL", wd_standin_url(srv));
   FILE *f = fopen(cfgpath, "w");
@@ -1085,8 +1086,8 @@ Test(pipeline_avro, registry_outage_during_stop_repartitioned_nothing_forwarded_
   free(log);
   recs_t rp;
   read_topic(rp_topic, &rp);
-  cr_assert_eq(rp.n, 3, "%zu records in %s read_committed: each of the 3 input records must be forwarded once",
-               rp.n, rp_topic);
+  cr_assert_eq(rp.n, 3, "%zu records in %s read_committed: each of the 3 input records must be forwarded once", rp.n,
+               rp_topic);
   recs_free(&rp);
   recs_t out;
   read_topic(out_topic, &out);
@@ -1132,19 +1133,24 @@ Test(pipeline_avro, produce_debezium_avro_same_rows_as_json, .timeout = 240) {
   setenv("WIDEN_BROKERS", wd_it_brokers(), 1);
   /* the two configs: the repository's, renamed into this test's topics, group and state */
   cr_assert_eq(sh("sed -e 's#shop\\.#%s.j.#g; s#\\./state/demo#%s/state-json#; s#widen-demo#%s-json#' "
-                  "'%sconfigs/demo.yaml' > %s/json.yaml", p, dir, p, repo, dir), 0);
+                  "'%sconfigs/demo.yaml' > %s/json.yaml",
+                  p, dir, p, repo, dir),
+               0);
   cr_assert_eq(sh("sed -e 's#shop-avro\\.#%s.a.#g; s#\\./state/demo-avro#%s/state-avro#; s#widen-demo-avro#%s-avro#; "
                   "s#http://127.0.0.1:8081/apis/ccompat/v7#%s#' '%sconfigs/demo-avro.yaml' > %s/avro.yaml",
-                  p, dir, p, url, repo, dir), 0);
+                  p, dir, p, url, repo, dir),
+               0);
   cr_assert_eq(sh("grep -q '%s' %s/avro.yaml", url, dir), 0, "the registry URL of demo-avro.yaml was not replaced");
   const char *gen = "--generate --keys 60 --records 1500 --seed 7";
   cr_assert_eq(sh("'%s' produce %s --topic-prefix %s.j. > %s/pj.log 2>&1", bin, gen, p, dir), 0);
   cr_assert_eq(sh("'%s' produce %s --topic-prefix %s.a. --format debezium-avro --registry '%s' > %s/pa.log 2>&1", bin,
-                  gen, p, url, dir), 0, "widen produce --format debezium-avro failed: %s/pa.log", dir);
+                  gen, p, url, dir),
+               0, "widen produce --format debezium-avro failed: %s/pa.log", dir);
   for (int i = 0; i < 2; i++) {
     const char *name = i ? "avro" : "json";
-    cr_assert_eq(sh("'%s' run --config %s/%s.yaml --quiet --max-idle-ms 2500 > %s/run-%s.log 2>&1", bin, dir, name,
-                    dir, name), 0, "widen run (%s) failed: %s/run-%s.log", name, dir, name);
+    cr_assert_eq(
+        sh("'%s' run --config %s/%s.yaml --quiet --max-idle-ms 2500 > %s/run-%s.log 2>&1", bin, dir, name, dir, name),
+        0, "widen run (%s) failed: %s/run-%s.log", name, dir, name);
     cr_assert_eq(sh("'%s' rows --config %s/%s.yaml > %s/rows-%s.jsonl 2>/dev/null", bin, dir, name, dir, name), 0);
   }
   cr_assert_eq(sh("test $(wc -l < %s/rows-json.jsonl) -eq 60", dir), 0, "not 60 rows from the JSON topics");

@@ -31,7 +31,7 @@ extern char **environ;
 typedef struct {
   char dir[256];
   char prefix[96];
-  char cfg[320];     /* the old definition */
+  char cfg[320]; /* the old definition */
   char cfg_new[320]; /* the new one, rebuild on */
   char state[320];
 } env_t;
@@ -93,18 +93,20 @@ static void env_init(env_t *e, const env_t *base, const char *name, const char *
             "    fields.pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at\n"
             "    fields.ship_version.sequence-group: %s\n"
             "sources:\n"
-            "  - {name: orders, topic: %sorders, options: {timestamp-unit: millis}, columns: {order_id: , customer: , amount: , currency: ,"
+            "  - {name: orders, topic: %sorders, options: {timestamp-unit: millis}, columns: {order_id: , customer: , "
+            "amount: , currency: ,"
             " ordered_at: order_ts, order_version: }}\n"
-            "  - {name: payments, topic: %spayments, options: {timestamp-unit: millis}, columns: {order_id: , paid_amount: pay_amount, pay_method: ,"
+            "  - {name: payments, topic: %spayments, options: {timestamp-unit: millis}, columns: {order_id: , "
+            "paid_amount: pay_amount, pay_method: ,"
             " pay_status: , paid_at: pay_ts, pay_version: }}\n"
-            "  - {name: shipments, topic: %sshipments, options: {timestamp-unit: millis}, columns: {order_id: , carrier: , ship_status: ,"
+            "  - {name: shipments, topic: %sshipments, options: {timestamp-unit: millis}, columns: {order_id: , "
+            "carrier: , ship_status: ,"
             " shipped_at: ship_ts, ship_version: }}\n"
             "sink:\n  topic: %sout\n  format: changelog-json\n"
             "state:\n  dir: %s\n%s"
             "pipeline:\n  batch-size: 40\n  batch-timeout-ms: 50\n  commit-max-records: 40\n  tasks: %s\n%s",
-            wd_it_brokers(), e->prefix, e->prefix, member,
-            v ? "carrier,ship_status" : "carrier,ship_status,shipped_at", e->prefix, e->prefix, e->prefix, e->prefix,
-            e->state, v ? "  on-incompatible-change: rebuild\n" : "", tasks,
+            wd_it_brokers(), e->prefix, e->prefix, member, v ? "carrier,ship_status" : "carrier,ship_status,shipped_at",
+            e->prefix, e->prefix, e->prefix, e->prefix, e->state, v ? "  on-incompatible-change: rebuild\n" : "", tasks,
             strcmp(tasks, "single") ? "  num-standby-replicas: 1\n" : "");
     fclose(f);
   }
@@ -256,7 +258,8 @@ static void assert_same(json_t *got, json_t *want, const char *what) {
       free(y);
     }
   }
-  json_object_foreach(got, k, v) if (!json_object_get(want, k) && bad++ < 10) fprintf(stderr, "%s: extra key %s\n", what, k);
+  json_object_foreach(got, k, v) if (!json_object_get(want, k) && bad++ < 10)
+      fprintf(stderr, "%s: extra key %s\n", what, k);
   cr_assert_fail("%s differ (%zu of %zu keys, want %zu)", what, bad, json_object_size(got), json_object_size(want));
 }
 
@@ -716,8 +719,8 @@ Test(rebuild, second_change_of_the_columns_while_a_per_partition_rebuild_is_unfi
     int rc = wait_exit(spawn_run(c2, la, "3000", faults[i]));
     cr_assert_eq(rc, 128 + SIGKILL, "the first rebuild was not killed at %s (%d)", faults[i], rc);
   }
-  variant(c2, a.dir, "c3.yaml", "sequence-group: carrier,ship_status,shipped_at\n", "sequence-group: carrier,ship_status\n",
-          c3, sizeof(c3));
+  variant(c2, a.dir, "c3.yaml", "sequence-group: carrier,ship_status,shipped_at\n",
+          "sequence-group: carrier,ship_status\n", c3, sizeof(c3));
   int rc = wait_exit(spawn_run(c3, la, "3000", NULL));
   char *t = wd_it_read_file(la);
   cr_assert_eq(rc, 0, "the second rebuild exited with %d:\n%s", rc, t);
@@ -795,8 +798,10 @@ Test(rebuild, a_second_change_before_the_first_switched_goes_on, .timeout = 200)
   json_t *pos = NULL, *cl = output(&a), *old = fold(cl, &pos);
   cr_assert_eq(wait_exit(spawn_run(a.cfg_new, la, "3000", "rebuild-during-switch")), 128 + SIGKILL);
   int rc;
-  free(sh(&rc, "sed -e 's/pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at/pay_version.sequence-group: "
-               "paid_amount,pay_method,pay_status/' '%s' > '%s'", a.cfg_new, cfg3));
+  free(sh(&rc,
+          "sed -e 's/pay_version.sequence-group: paid_amount,pay_method,pay_status,paid_at/pay_version.sequence-group: "
+          "paid_amount,pay_method,pay_status/' '%s' > '%s'",
+          a.cfg_new, cfg3));
   cr_assert_eq(rc, 0);
   rc = wait_exit(spawn_run(cfg3, la, "3000", NULL));
   char *t = wd_it_read_file(la);

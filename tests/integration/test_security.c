@@ -164,8 +164,10 @@ Test(security, right_credentials_work_and_the_password_is_never_printed, .timeou
   double secs;
 
   /* produce 60 records over SASL_SSL */
-  int rc = sh(&e, &out, &err, &secs, "'%s' produce --generate --brokers %s --streams orders --topic-prefix %s "
-              "--keys 20 --records 60 %s", wd_it_widen_bin(), e.brokers, e.prefix, x);
+  int rc = sh(&e, &out, &err, &secs,
+              "'%s' produce --generate --brokers %s --streams orders --topic-prefix %s "
+              "--keys 20 --records 60 %s",
+              wd_it_widen_bin(), e.brokers, e.prefix, x);
   cr_assert_eq(rc, 0, "produce: %s%s", out, err);
   cr_assert(strstr(out, "acknowledged 60, failed 0"), "produce: %s", out);
   assert_no_password("produce's output", out);

@@ -215,9 +215,10 @@ static void step(wl_t *w) {
     snprintf(d->customer, sizeof(d->customer), "c%llu", (unsigned long long)rnd(w, 1000));
     d->has_customer = d->touched = true;
     snprintf(key, sizeof(key), "{\"order_id\":%d}", o);
-    snprintf(val, sizeof(val),
-             "{\"op\":\"%s\",\"before\":%s,\"after\":{\"order_id\":%d,\"customer\":\"%s\"},\"source\":{\"ts_ms\":%lld}}",
-             was ? "u" : "c", before, o, d->customer, ts);
+    snprintf(
+        val, sizeof(val),
+        "{\"op\":\"%s\",\"before\":%s,\"after\":{\"order_id\":%d,\"customer\":\"%s\"},\"source\":{\"ts_ms\":%lld}}",
+        was ? "u" : "c", before, o, d->customer, ts);
     send_rec(w, "orders", key, val);
     return;
   }
@@ -250,7 +251,8 @@ static void step(wl_t *w) {
     if (w->e->upsert) send_rec(w, "payments", key, NULL);
     else {
       snprintf(val, sizeof(val),
-               "{\"op\":\"d\",\"before\":{\"payment_id\":%d},\"after\":null,\"source\":{\"ts_ms\":%lld}}", 100000 + i, ts);
+               "{\"op\":\"d\",\"before\":{\"payment_id\":%d},\"after\":null,\"source\":{\"ts_ms\":%lld}}", 100000 + i,
+               ts);
       send_rec(w, "payments", key, val);
     }
     return;
@@ -427,8 +429,8 @@ static void assert_rows(json_t *want, json_t *got, const char *what) {
       free(a);
       free(b);
     }
-  cr_assert(bad == 0 && json_array_size(want) == json_array_size(got), "%s: %zu of %zu rows differ from the join",
-            what, bad, json_array_size(want));
+  cr_assert(bad == 0 && json_array_size(want) == json_array_size(got), "%s: %zu of %zu rows differ from the join", what,
+            bad, json_array_size(want));
 }
 
 /* Produces the workload in two parts, runs widen after each (the first run killed by the fault
@@ -472,9 +474,7 @@ static void run_case_lose(const char *name, bool upsert, const char *fault, bool
 
 static void run_case(const char *name, bool upsert, const char *fault) { run_case_lose(name, upsert, fault, false); }
 
-Test(source_keys, debezium_default_replica_identity_gives_the_join, .timeout = 200) {
-  run_case("dbz", false, NULL);
-}
+Test(source_keys, debezium_default_replica_identity_gives_the_join, .timeout = 200) { run_case("dbz", false, NULL); }
 
 Test(source_keys, upsert_topic_gives_the_join, .timeout = 200) { run_case("ups", true, NULL); }
 

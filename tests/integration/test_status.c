@@ -73,16 +73,17 @@ static void env_init(env_t *e, const char *name) {
   e->port = 21000 + (int)(getpid() % 20000);
   FILE *f = fopen(e->cfg, "w");
   cr_assert_not_null(f);
-  fprintf(f,
-          "kafka:\n  bootstrap.servers: %s\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 6000\n"
-          "table:\n  name: t_wide\n  schema:\n    - {name: id, type: BIGINT NOT NULL}\n    - {name: a, type: STRING}\n"
-          "    - {name: b, type: STRING}\n  primary-key: [id]\n  options:\n    merge-engine: partial-update\n"
-          "sources:\n  - {name: sa, topic: %sa, columns: {id: , a: }}\n  - {name: sb, topic: %sb, columns: {id: , b: }}\n"
-          "sink:\n  topic: %sout\n"
-          "state:\n  dir: %s/state\n"
-          "pipeline:\n  status-interval-s: 1\n"
-          "metrics:\n  listen: 127.0.0.1:%d\n",
-          wd_it_brokers(), e->prefix, e->prefix, e->prefix, e->prefix, e->dir, e->port);
+  fprintf(
+      f,
+      "kafka:\n  bootstrap.servers: %s\n  group.id: %sgroup\n  properties:\n    session.timeout.ms: 6000\n"
+      "table:\n  name: t_wide\n  schema:\n    - {name: id, type: BIGINT NOT NULL}\n    - {name: a, type: STRING}\n"
+      "    - {name: b, type: STRING}\n  primary-key: [id]\n  options:\n    merge-engine: partial-update\n"
+      "sources:\n  - {name: sa, topic: %sa, columns: {id: , a: }}\n  - {name: sb, topic: %sb, columns: {id: , b: }}\n"
+      "sink:\n  topic: %sout\n"
+      "state:\n  dir: %s/state\n"
+      "pipeline:\n  status-interval-s: 1\n"
+      "metrics:\n  listen: 127.0.0.1:%d\n",
+      wd_it_brokers(), e->prefix, e->prefix, e->prefix, e->prefix, e->dir, e->port);
   fclose(f);
 }
 
@@ -229,10 +230,16 @@ Test(status, probes_status_and_metrics_follow_the_pipeline, .timeout = 240) {
   /* the metrics: new series */
   body = get(e.port, "/metrics", &code);
   cr_assert_eq(code, 200);
-  const char *series[] = {"widen_task_state{task=\"0\",state=\"RUNNING\"} 1", "widen_tasks{state=\"RESTORING\"} 0",
-                          "widen_rebalances_total 1", "widen_restores_total 0", "widen_kafka_tombstones_skipped_total 0",
-                          "widen_build_info{version=", "process_open_fds ", "process_resident_memory_bytes ",
-                          "widen_consumer_lag_sum 0", "widen_last_commit_timestamp_seconds 1"};
+  const char *series[] = {"widen_task_state{task=\"0\",state=\"RUNNING\"} 1",
+                          "widen_tasks{state=\"RESTORING\"} 0",
+                          "widen_rebalances_total 1",
+                          "widen_restores_total 0",
+                          "widen_kafka_tombstones_skipped_total 0",
+                          "widen_build_info{version=",
+                          "process_open_fds ",
+                          "process_resident_memory_bytes ",
+                          "widen_consumer_lag_sum 0",
+                          "widen_last_commit_timestamp_seconds 1"};
   for (size_t k = 0; k < sizeof(series) / sizeof(*series); k++)
     cr_expect(strstr(body, series[k]) != NULL, "no %s in /metrics:\n%s", series[k], body);
   free(body);
@@ -266,18 +273,23 @@ Test(status, a_tls_error_says_the_brokers_came_from_widen_brokers, .timeout = 12
   env_t e;
   env_init(&e, "tls");
   int rc;
-  free(sh(&rc, "sed -i -e 's/^  bootstrap.servers: .*/  bootstrap.servers: broker.example:9093/' -e "
-               "'s/^    session.timeout.ms: 6000/    session.timeout.ms: 6000\\n    security.protocol: SSL/' '%s'",
+  free(sh(&rc,
+          "sed -i -e 's/^  bootstrap.servers: .*/  bootstrap.servers: broker.example:9093/' -e "
+          "'s/^    session.timeout.ms: 6000/    session.timeout.ms: 6000\\n    security.protocol: SSL/' '%s'",
           e.cfg));
-  char *out = sh(&rc, "WIDEN_BROKERS=%s timeout 60 '%s' run --config '%s' 2>&1", wd_it_brokers(), wd_it_widen_bin(), e.cfg);
+  char *out =
+      sh(&rc, "WIDEN_BROKERS=%s timeout 60 '%s' run --config '%s' 2>&1", wd_it_brokers(), wd_it_widen_bin(), e.cfg);
   cr_expect_neq(rc, 0, "%s", out);
   cr_expect(strstr(out, "E_KAFKA_TLS") != NULL, "%s", out);
   char want[400];
-  snprintf(want, sizeof(want), "(the brokers %s came from the environment variable WIDEN_BROKERS, not from %s's "
-           "kafka.bootstrap.servers 'broker.example:9093')", wd_it_brokers(), e.cfg);
+  snprintf(want, sizeof(want),
+           "(the brokers %s came from the environment variable WIDEN_BROKERS, not from %s's "
+           "kafka.bootstrap.servers 'broker.example:9093')",
+           wd_it_brokers(), e.cfg);
   cr_expect(strstr(out, want) != NULL, "no \"%s\" in:\n%s", want, out);
   cr_expect(strstr(out, "kafka.bootstrap.servers 'broker.example:9093' is replaced by the environment variable "
-                        "WIDEN_BROKERS") != NULL, "%s", out);
+                        "WIDEN_BROKERS") != NULL,
+            "%s", out);
   free(out);
   free(sh(&rc, "rm -rf '%s'", e.dir));
 }
@@ -290,8 +302,10 @@ Test(status, a_stop_during_a_registry_outage_at_the_start_names_the_registry, .t
   env_init(&e, "regstop");
   int rc;
   /* a port nobody listens on: every registration is refused (retriable) */
-  free(sh(&rc, "sed -i -e 's/^sink:/schema-registry:\\n  url: http:\\/\\/127.0.0.1:9\\nsink:/' -e "
-               "'s/^  topic: \\(.*out\\)$/  topic: \\1\\n  format: avro/' '%s'", e.cfg));
+  free(sh(&rc,
+          "sed -i -e 's/^sink:/schema-registry:\\n  url: http:\\/\\/127.0.0.1:9\\nsink:/' -e "
+          "'s/^  topic: \\(.*out\\)$/  topic: \\1\\n  format: avro/' '%s'",
+          e.cfg));
   char *cfg = wd_it_read_file(e.cfg);
   cr_assert(strstr(cfg, "format: avro") && strstr(cfg, "schema-registry:"), "%s", cfg);
   free(cfg);

@@ -196,8 +196,8 @@ static inline json_t *wd_it_read_changelog(const char *topic) {
     }
     for (size_t i = 0; i < n; i++) {
       wd_buf_reset(&b);
-      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len,
-                                              msgs[i].value, msgs[i].value_len, &b, NULL));
+      cr_assert_null(wd_changelog_decode_tail(WD_CHANGELOG_DEBEZIUM_JSON, msgs[i].key, msgs[i].key_len, msgs[i].value,
+                                              msgs[i].value_len, &b, NULL));
       for (char *line = (char *)b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
         nl = strchr(line, '\n');
         if (nl) *nl = 0;

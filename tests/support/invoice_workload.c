@@ -37,8 +37,7 @@ static json_t *new_row(uint64_t *s, int table, int id, int m) {
                      1 + pick(s, 1000));
   case WL_PAYMENT:
     return json_pack("{s:i,s:o,s:s}", "id", id, "reconciliation_id", ref(s, m), "status", st[pick(s, 5)]);
-  case WL_RECON:
-    return json_pack("{s:i,s:s}", "id", id, "status", st[pick(s, 5)]);
+  case WL_RECON: return json_pack("{s:i,s:s}", "id", id, "status", st[pick(s, 5)]);
   default: {
     char name[32];
     snprintf(name, sizeof(name), "cust-%d-%d", id, pick(s, 100));
@@ -120,11 +119,12 @@ json_t *wl_sql_join(const wl_workload_t *w, bool pay_inner) {
       "CREATE TABLE reconciliation(id INTEGER PRIMARY KEY, status TEXT);"
       "CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT);";
   static const char *const ins[WL_TABLES] = {"INSERT INTO invoice VALUES(?,?,?,?)", "INSERT INTO payment VALUES(?,?,?)",
-                                             "INSERT INTO reconciliation VALUES(?,?)", "INSERT INTO customer VALUES(?,?)"};
+                                             "INSERT INTO reconciliation VALUES(?,?)",
+                                             "INSERT INTO customer VALUES(?,?)"};
   static const char *const fields[WL_TABLES][4] = {{"id", "payment_id", "customer_id", "amount"},
-                                                    {"id", "reconciliation_id", "status", NULL},
-                                                    {"id", "status", NULL, NULL},
-                                                    {"id", "name", NULL, NULL}};
+                                                   {"id", "reconciliation_id", "status", NULL},
+                                                   {"id", "status", NULL, NULL},
+                                                   {"id", "name", NULL, NULL}};
   json_t *out = NULL;
   if (sqlite3_exec(db, ddl, NULL, NULL, NULL) != SQLITE_OK) goto done;
   for (int t = 0; t < WL_TABLES; t++) {
@@ -149,7 +149,7 @@ json_t *wl_sql_join(const wl_workload_t *w, bool pay_inner) {
            "LEFT JOIN reconciliation r ON r.id = p.reconciliation_id "
            "LEFT JOIN customer c ON c.id = i.customer_id ORDER BY i.id",
            pay_inner ? "" : "LEFT");
-  static const char *const wide[] = {"invoice_id", "payment_id", "customer_id", "amount",
+  static const char *const wide[] = {"invoice_id",        "payment_id", "customer_id",  "amount",
                                      "reconciliation_id", "pay_status", "recon_status", "customer_name"};
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) goto done;
@@ -235,8 +235,10 @@ bool wl_rows_equal(json_t *got, json_t *want, char **why) {
   size_t i = 0;
   for (; ok && i < json_array_size(got); i++) ok = wd_test_json_same(json_array_get(got, i), json_array_get(want, i));
   if (!ok) {
-    char *g = json_dumps(i && i <= json_array_size(got) ? json_array_get(got, i - 1) : got, JSON_COMPACT | JSON_SORT_KEYS);
-    char *w = json_dumps(i && i <= json_array_size(want) ? json_array_get(want, i - 1) : want, JSON_COMPACT | JSON_SORT_KEYS);
+    char *g =
+        json_dumps(i && i <= json_array_size(got) ? json_array_get(got, i - 1) : got, JSON_COMPACT | JSON_SORT_KEYS);
+    char *w =
+        json_dumps(i && i <= json_array_size(want) ? json_array_get(want, i - 1) : want, JSON_COMPACT | JSON_SORT_KEYS);
     if (asprintf(why, "%zu rows vs %zu; first difference at %zu: got %.500s want %.500s", json_array_size(got),
                  json_array_size(want), i ? i - 1 : 0, g ? g : "", w ? w : "") < 0)
       *why = NULL;

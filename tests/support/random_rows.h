@@ -32,10 +32,11 @@ static inline uint64_t rnd(rng_t *r) { /* xorshift64* */
 static inline uint64_t below(rng_t *r, uint64_t n) { return n ? rnd(r) % n : 0; }
 static inline bool chance(rng_t *r, int percent) { return below(r, 100) < (uint64_t)percent; }
 
-static const char *const scalar_types[] = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE",
-                                           "DECIMAL", "CHAR(5)", "VARCHAR(20)", "STRING", "BYTES", "DATE", "TIME",
-                                           "TIME(3)", "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)",
-                                           "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(9)"};
+static const char *const scalar_types[] = {"BOOLEAN",      "TINYINT",      "SMALLINT",         "INT",
+                                           "BIGINT",       "FLOAT",        "DOUBLE",           "DECIMAL",
+                                           "CHAR(5)",      "VARCHAR(20)",  "STRING",           "BYTES",
+                                           "DATE",         "TIME",         "TIME(3)",          "TIMESTAMP(3)",
+                                           "TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(9)"};
 #define NSCALAR (sizeof(scalar_types) / sizeof(scalar_types[0]))
 
 /* Appends a random type's text to b (depth limits nesting). */
@@ -85,95 +86,85 @@ static const int64_t edge_ints[] = {0, 1, -1, 127, -128, 32767, -32768, 21474836
 static inline void gen_nonnull(rng_t *r, const wd_type_t *t, wd_value_t *v) {
   memset(v, 0, sizeof(*v));
   switch (t->id) {
-    case WD_BOOLEAN:
-      v->b = chance(r, 50);
-      break;
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT: {
-      int64_t lo = wd_type_int_min(t), hi = wd_type_int_max(t);
-      uint64_t k = below(r, 4);
-      if (k == 0) v->i = lo;
-      else if (k == 1) v->i = hi;
-      else if (k == 2) v->i = edge_ints[below(r, 9)];
-      else v->i = (int64_t)rnd(r);
-      if (v->i < lo || v->i > hi) v->i = lo + (int64_t)(rnd(r) % ((uint64_t)hi - (uint64_t)lo + 1));
-      break;
+  case WD_BOOLEAN: v->b = chance(r, 50); break;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: {
+    int64_t lo = wd_type_int_min(t), hi = wd_type_int_max(t);
+    uint64_t k = below(r, 4);
+    if (k == 0) v->i = lo;
+    else if (k == 1) v->i = hi;
+    else if (k == 2) v->i = edge_ints[below(r, 9)];
+    else v->i = (int64_t)rnd(r);
+    if (v->i < lo || v->i > hi) v->i = lo + (int64_t)(rnd(r) % ((uint64_t)hi - (uint64_t)lo + 1));
+    break;
+  }
+  case WD_FLOAT:
+  case WD_DOUBLE: {
+    static const double specials[] = {0.0, -0.0, 1.0, -1.5, 1e300, -1e-300, 5e-324, 3.14};
+    uint64_t k = below(r, 5);
+    if (k == 0) v->f = NAN;
+    else if (k == 1) v->f = chance(r, 50) ? INFINITY : -INFINITY;
+    else if (k == 2) v->f = specials[below(r, 8)];
+    else {
+      uint64_t u = rnd(r);
+      memcpy(&v->f, &u, sizeof(u));
     }
-    case WD_FLOAT:
-    case WD_DOUBLE: {
-      static const double specials[] = {0.0, -0.0, 1.0, -1.5, 1e300, -1e-300, 5e-324, 3.14};
-      uint64_t k = below(r, 5);
-      if (k == 0) v->f = NAN;
-      else if (k == 1) v->f = chance(r, 50) ? INFINITY : -INFINITY;
-      else if (k == 2) v->f = specials[below(r, 8)];
-      else {
-        uint64_t u = rnd(r);
-        memcpy(&v->f, &u, sizeof(u));
+    if (t->id == WD_FLOAT) v->f = (double)(float)v->f;
+    break;
+  }
+  case WD_DECIMAL: {
+    int nd = (int)below(r, (uint64_t)t->precision + 1);
+    wd_i128 x = 0;
+    for (int i = 0; i < nd; i++) x = x * 10 + (wd_i128)below(r, 10);
+    if (chance(r, 10)) x = wd_pow10(t->precision) - 1;
+    v->dec = chance(r, 50) ? -x : x;
+    break;
+  }
+  case WD_CHAR:
+  case WD_VARCHAR:
+  case WD_STRING: gen_bytes(r, v, true); break;
+  case WD_BYTES: gen_bytes(r, v, false); break;
+  case WD_DATE: v->i = (int64_t)(int32_t)rnd(r); break;
+  case WD_TIME: v->i = (int64_t)below(r, UINT64_C(86400000000000)); break;
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ:
+    v->ts.us = chance(r, 20) ? -(int64_t)below(r, UINT64_C(1) << 50) : (int64_t)rnd(r);
+    v->ts.ns = t->precision > 6 ? (int32_t)below(r, 1000) : 0;
+    break;
+  case WD_ARRAY: {
+    size_t n = chance(r, 15) ? 0 : below(r, chance(r, 3) ? 300 : 6);
+    v->list.v = calloc(n ? n : 1, sizeof(wd_value_t));
+    v->list.n = n;
+    for (size_t i = 0; i < n; i++) gen_value(r, t->elem, &v->list.v[i], true);
+    break;
+  }
+  case WD_ROW:
+    v->list.v = calloc(t->nfields, sizeof(wd_value_t));
+    v->list.n = t->nfields;
+    for (size_t i = 0; i < t->nfields; i++) gen_value(r, t->fields[i].type, &v->list.v[i], true);
+    break;
+  case WD_MAP: {
+    size_t want = chance(r, 15) ? 0 : below(r, 6);
+    v->map.k = calloc(want ? want : 1, sizeof(wd_value_t));
+    v->map.v = calloc(want ? want : 1, sizeof(wd_value_t));
+    v->map.n = 0;
+    for (size_t i = 0; i < want; i++) {
+      wd_value_t k;
+      gen_nonnull(r, t->elem, &k);
+      bool dup = false;
+      for (size_t j = 0; j < v->map.n && !dup; j++) dup = wd_value_eq(t->elem, &v->map.k[j], &k);
+      if (dup) {
+        wd_value_clear(t->elem, &k);
+        continue;
       }
-      if (t->id == WD_FLOAT) v->f = (double)(float)v->f;
-      break;
+      v->map.k[v->map.n] = k;
+      gen_value(r, t->val, &v->map.v[v->map.n], true);
+      v->map.n++;
     }
-    case WD_DECIMAL: {
-      int nd = (int)below(r, (uint64_t)t->precision + 1);
-      wd_i128 x = 0;
-      for (int i = 0; i < nd; i++) x = x * 10 + (wd_i128)below(r, 10);
-      if (chance(r, 10)) x = wd_pow10(t->precision) - 1;
-      v->dec = chance(r, 50) ? -x : x;
-      break;
-    }
-    case WD_CHAR:
-    case WD_VARCHAR:
-    case WD_STRING:
-      gen_bytes(r, v, true);
-      break;
-    case WD_BYTES:
-      gen_bytes(r, v, false);
-      break;
-    case WD_DATE:
-      v->i = (int64_t)(int32_t)rnd(r);
-      break;
-    case WD_TIME:
-      v->i = (int64_t)below(r, UINT64_C(86400000000000));
-      break;
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ:
-      v->ts.us = chance(r, 20) ? -(int64_t)below(r, UINT64_C(1) << 50) : (int64_t)rnd(r);
-      v->ts.ns = t->precision > 6 ? (int32_t)below(r, 1000) : 0;
-      break;
-    case WD_ARRAY: {
-      size_t n = chance(r, 15) ? 0 : below(r, chance(r, 3) ? 300 : 6);
-      v->list.v = calloc(n ? n : 1, sizeof(wd_value_t));
-      v->list.n = n;
-      for (size_t i = 0; i < n; i++) gen_value(r, t->elem, &v->list.v[i], true);
-      break;
-    }
-    case WD_ROW:
-      v->list.v = calloc(t->nfields, sizeof(wd_value_t));
-      v->list.n = t->nfields;
-      for (size_t i = 0; i < t->nfields; i++) gen_value(r, t->fields[i].type, &v->list.v[i], true);
-      break;
-    case WD_MAP: {
-      size_t want = chance(r, 15) ? 0 : below(r, 6);
-      v->map.k = calloc(want ? want : 1, sizeof(wd_value_t));
-      v->map.v = calloc(want ? want : 1, sizeof(wd_value_t));
-      v->map.n = 0;
-      for (size_t i = 0; i < want; i++) {
-        wd_value_t k;
-        gen_nonnull(r, t->elem, &k);
-        bool dup = false;
-        for (size_t j = 0; j < v->map.n && !dup; j++) dup = wd_value_eq(t->elem, &v->map.k[j], &k);
-        if (dup) {
-          wd_value_clear(t->elem, &k);
-          continue;
-        }
-        v->map.k[v->map.n] = k;
-        gen_value(r, t->val, &v->map.v[v->map.n], true);
-        v->map.n++;
-      }
-      break;
-    }
+    break;
+  }
   }
   v->is_null = false;
 }

@@ -27,7 +27,7 @@ struct wd_standin {
   pthread_mutex_t mu;
   int fail_next;
   int32_t fail_id; /* GET /schemas/ids/<fail_id> answers 503 while not 0 */
-  int failed_id;   /* ... how many times it did */
+  int failed_id; /* ... how many times it did */
   int requests;
   size_t n;
   int32_t ids[WD_STANDIN_MAX];
@@ -46,7 +46,8 @@ struct wd_standin {
 #define WD_SUBJECT_NOT_FOUND "{\"error_code\":40401,\"message\":\"Subject not found.\"}"
 #define WD_VERSION_NOT_FOUND "{\"error_code\":40402,\"message\":\"Version not found.\"}"
 #define WD_SCHEMA_NOT_FOUND "{\"error_code\":40403,\"message\":\"Schema not found\"}"
-#define WD_INVALID_VERSION "{\"error_code\":42202,\"message\":\"The specified version is not a valid version id. " \
+#define WD_INVALID_VERSION                                                                                             \
+  "{\"error_code\":42202,\"message\":\"The specified version is not a valid version id. "                              \
   "Allowed values are between [1, 2^31-1] and the string \\\"latest\\\"\"}"
 
 typedef struct {
@@ -161,8 +162,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     for (size_t k = 0; k < s->nv; k++)
       if (!strcmp(s->vsubj[k], subject) && s->vver[k] == v) {
-        json_t *j = json_pack("{s:s,s:i,s:i,s:s}", "subject", subject, "id", (int)s->ids[s->vidx[k]], "version",
-                              (int)v, "schema", s->schemas[s->vidx[k]]);
+        json_t *j = json_pack("{s:s,s:i,s:i,s:s}", "subject", subject, "id", (int)s->ids[s->vidx[k]], "version", (int)v,
+                              "schema", s->schemas[s->vidx[k]]);
         out = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         ret = reply(c, 200, out);

@@ -150,10 +150,10 @@ static void FAILS(wd_error_t *err, wd_err_class_t cls, const char *id, const cha
 static void add_all(fx_t *f, wd_value_t *acc, const char *const *inputs, size_t n) {
   for (size_t i = 0; i < n; i++) OK(ADD(f, acc, V(f->t, inputs[i])));
 }
-#define ADD_ALL(f, acc, ...)                                                          \
-  do {                                                                                \
-    static const char *const in_[] = {__VA_ARGS__};                                   \
-    add_all((f), (acc), in_, sizeof(in_) / sizeof(in_[0]));                           \
+#define ADD_ALL(f, acc, ...)                                                                                           \
+  do {                                                                                                                 \
+    static const char *const in_[] = {__VA_ARGS__};                                                                    \
+    add_all((f), (acc), in_, sizeof(in_) / sizeof(in_[0]));                                                            \
   } while (0)
 
 /* ==== lookup, names, type checks =========================================================== */
@@ -215,11 +215,23 @@ Test(agg, lookup_unsupported_and_unknown) {
 }
 
 Test(agg, can_retract_table) {
-  wd_agg_fn_t yes[] = {WD_AGG_SUM,           WD_AGG_PRODUCT,   WD_AGG_COLLECT,          WD_AGG_MERGE_MAP,
-                       WD_AGG_NESTED_UPDATE, WD_AGG_LAST_VALUE, WD_AGG_LAST_NON_NULL_VALUE};
-  wd_agg_fn_t no[] = {WD_AGG_MAX,      WD_AGG_MIN,     WD_AGG_FIRST_VALUE,          WD_AGG_FIRST_NON_NULL_VALUE,
-                      WD_AGG_LISTAGG,  WD_AGG_BOOL_AND, WD_AGG_BOOL_OR,             WD_AGG_MERGE_MAP_WITH_KEYTIME,
-                      WD_AGG_NESTED_PARTIAL_UPDATE, WD_AGG_RBM32};
+  wd_agg_fn_t yes[] = {WD_AGG_SUM,
+                       WD_AGG_PRODUCT,
+                       WD_AGG_COLLECT,
+                       WD_AGG_MERGE_MAP,
+                       WD_AGG_NESTED_UPDATE,
+                       WD_AGG_LAST_VALUE,
+                       WD_AGG_LAST_NON_NULL_VALUE};
+  wd_agg_fn_t no[] = {WD_AGG_MAX,
+                      WD_AGG_MIN,
+                      WD_AGG_FIRST_VALUE,
+                      WD_AGG_FIRST_NON_NULL_VALUE,
+                      WD_AGG_LISTAGG,
+                      WD_AGG_BOOL_AND,
+                      WD_AGG_BOOL_OR,
+                      WD_AGG_MERGE_MAP_WITH_KEYTIME,
+                      WD_AGG_NESTED_PARTIAL_UPDATE,
+                      WD_AGG_RBM32};
   for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) cr_assert(wd_agg_can_retract(yes[i]), "%d", yes[i]);
   for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) cr_assert(!wd_agg_can_retract(no[i]), "%d", no[i]);
 }
@@ -232,8 +244,9 @@ static void type_bad(wd_agg_fn_t fn, const char *type, const char *fragment) {
 
 Test(agg, check_type) {
   static const char *const numerics[] = {"TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL(4,2)"};
-  static const char *const orderable[] = {"BOOLEAN", "INT", "DOUBLE", "DECIMAL(6,2)", "STRING", "CHAR(3)", "VARCHAR(9)",
-                                          "BYTES", "DATE", "TIME(3)", "TIMESTAMP(6)", "TIMESTAMP_LTZ(3)"};
+  static const char *const orderable[] = {"BOOLEAN", "INT",     "DOUBLE",       "DECIMAL(6,2)",
+                                          "STRING",  "CHAR(3)", "VARCHAR(9)",   "BYTES",
+                                          "DATE",    "TIME(3)", "TIMESTAMP(6)", "TIMESTAMP_LTZ(3)"};
   for (size_t i = 0; i < 7; i++) {
     type_ok(WD_AGG_SUM, numerics[i]);
     type_ok(WD_AGG_PRODUCT, numerics[i]);
@@ -687,8 +700,8 @@ Test(agg, max_min_no_retract) {
   mx->spec.ignore_retract = true;
   OK(RETRACT(mx, a, V(mx->t, "3")));
   EQ(mx->t, a, "3");
-  static const wd_agg_fn_t no[] = {WD_AGG_MIN,        WD_AGG_FIRST_VALUE, WD_AGG_FIRST_NON_NULL_VALUE,
-                                   WD_AGG_LISTAGG,    WD_AGG_BOOL_AND,    WD_AGG_BOOL_OR,
+  static const wd_agg_fn_t no[] = {WD_AGG_MIN,     WD_AGG_FIRST_VALUE, WD_AGG_FIRST_NON_NULL_VALUE,
+                                   WD_AGG_LISTAGG, WD_AGG_BOOL_AND,    WD_AGG_BOOL_OR,
                                    WD_AGG_RBM32};
   static const char *const types[] = {"INT", "INT", "INT", "STRING", "BOOLEAN", "BOOLEAN", "BYTES"};
   for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
@@ -794,8 +807,9 @@ Test(agg, listagg_default_delimiter_and_nulls) {
 Test(agg, listagg_blank_inputs_java_whitespace) {
   fx_t *f = FX(WD_AGG_LISTAGG, "STRING");
   wd_value_t *a = VN(f->t);
-  ADD_ALL(f, a, "\"\"", "\" \"", "\"user1\"", "\"\"", "\"\\t\"", "\"\\r\\n\"", "\" \\t\\n\\r\\n \\u3000 \"", "\"user2\"",
-          "\"\\u3000\"", "\"\\u2000\"", "\"\\u1680\"", "\"\\u001c\\u001f\\u000b\\f\"", "\"\\u2028\\u2029\\u205f\\u200a\"");
+  ADD_ALL(f, a, "\"\"", "\" \"", "\"user1\"", "\"\"", "\"\\t\"", "\"\\r\\n\"", "\" \\t\\n\\r\\n \\u3000 \"",
+          "\"user2\"", "\"\\u3000\"", "\"\\u2000\"", "\"\\u1680\"", "\"\\u001c\\u001f\\u000b\\f\"",
+          "\"\\u2028\\u2029\\u205f\\u200a\"");
   EQ(f->t, a, "\"user1,user2\"");
   /* not Java whitespace: no-break spaces are text */
   OK(ADD(f, a, V(f->t, "\"\\u00a0\"")));
@@ -1073,7 +1087,8 @@ Test(agg, merge_map_retract_removes_keys) {
 Test(agg, keytime_string_timestamps) {
   fx_t *f = FX(WD_AGG_MERGE_MAP_WITH_KEYTIME, KT_TYPE);
   wd_value_t *a = VN(f->t);
-  ADD_ALL(f, a, "{\"product_name\":{\"value\":\"iPhone\",\"ts\":\"100\"},\"color\":{\"value\":\"Black\",\"ts\":\"100\"}}",
+  ADD_ALL(f, a,
+          "{\"product_name\":{\"value\":\"iPhone\",\"ts\":\"100\"},\"color\":{\"value\":\"Black\",\"ts\":\"100\"}}",
           "{\"product_name\":{\"value\":\"iPad\",\"ts\":\"200\"},\"price\":{\"value\":\"999\",\"ts\":\"200\"}}",
           "{\"color\":{\"value\":\"White\",\"ts\":\"50\"}}");
   EQ(f->t, a,
@@ -1090,15 +1105,19 @@ Test(agg, keytime_null_handling) {
   fx_t *f = FX(WD_AGG_MERGE_MAP_WITH_KEYTIME, KT_TYPE);
   wd_value_t *a = VN(f->t);
   /* a NULL accumulator takes the input unchanged, even entries that would be skipped */
-  OK(ADD(f, a, V(f->t, "{\"a\":{\"value\":\"A\",\"ts\":\"100\"},\"b\":{\"value\":\"B\",\"ts\":\"100\"},\"n\":null,"
-                       "\"z\":{\"value\":\"Z\",\"ts\":null}}")));
-  EQ(f->t, a, "{\"a\":{\"value\":\"A\",\"ts\":\"100\"},\"b\":{\"value\":\"B\",\"ts\":\"100\"},\"n\":null,"
-              "\"z\":{\"value\":\"Z\",\"ts\":null}}");
-  OK(ADD(f, a, V(f->t, "{\"a\":null,\"b\":{\"value\":\"B2\",\"ts\":null},\"c\":{\"value\":\"C\",\"ts\":\"090\"},"
-                       "\"n\":{\"value\":\"N\",\"ts\":\"000\"},\"z\":{\"value\":\"Z2\",\"ts\":\"000\"}}")));
+  OK(ADD(f, a,
+         V(f->t, "{\"a\":{\"value\":\"A\",\"ts\":\"100\"},\"b\":{\"value\":\"B\",\"ts\":\"100\"},\"n\":null,"
+                 "\"z\":{\"value\":\"Z\",\"ts\":null}}")));
+  EQ(f->t, a,
+     "{\"a\":{\"value\":\"A\",\"ts\":\"100\"},\"b\":{\"value\":\"B\",\"ts\":\"100\"},\"n\":null,"
+     "\"z\":{\"value\":\"Z\",\"ts\":null}}");
+  OK(ADD(f, a,
+         V(f->t, "{\"a\":null,\"b\":{\"value\":\"B2\",\"ts\":null},\"c\":{\"value\":\"C\",\"ts\":\"090\"},"
+                 "\"n\":{\"value\":\"N\",\"ts\":\"000\"},\"z\":{\"value\":\"Z2\",\"ts\":\"000\"}}")));
   /* a: removed; b: NULL ts skipped; c: new; n, z: stored row / ts NULL, replaced */
-  EQ(f->t, a, "{\"b\":{\"value\":\"B\",\"ts\":\"100\"},\"n\":{\"value\":\"N\",\"ts\":\"000\"},"
-              "\"z\":{\"value\":\"Z2\",\"ts\":\"000\"},\"c\":{\"value\":\"C\",\"ts\":\"090\"}}");
+  EQ(f->t, a,
+     "{\"b\":{\"value\":\"B\",\"ts\":\"100\"},\"n\":{\"value\":\"N\",\"ts\":\"000\"},"
+     "\"z\":{\"value\":\"Z2\",\"ts\":\"000\"},\"c\":{\"value\":\"C\",\"ts\":\"090\"}}");
   OK(ADD(f, a, VN(f->t)));
   cr_assert_eq(a->map.n, 4);
   OK(ADD(f, a, V(f->t, "{\"gone\":null}"))); /* removing an absent key is harmless */
@@ -1152,8 +1171,9 @@ Test(agg, nested_update_keyed_orders) {
   EQ(f->t, a,
      "[{\"daily_id\":1,\"today\":\"12-20\",\"product_name\":\"Apple\",\"price\":8000},"
      "{\"daily_id\":1,\"today\":\"12-21\",\"product_name\":\"Sangsung\",\"price\":5000}]");
-  OK(RETRACT(f, a, V(f->t, "[{\"daily_id\":1,\"today\":\"12-20\",\"product_name\":null,\"price\":null},"
-                           "{\"daily_id\":1,\"today\":\"12-21\",\"product_name\":null,\"price\":null}]")));
+  OK(RETRACT(f, a,
+             V(f->t, "[{\"daily_id\":1,\"today\":\"12-20\",\"product_name\":null,\"price\":null},"
+                     "{\"daily_id\":1,\"today\":\"12-21\",\"product_name\":null,\"price\":null}]")));
   EQ(f->t, a, "[]");
   a = VN(f->t);
   OK(RETRACT(f, a, V(f->t, "[{\"daily_id\":1,\"today\":\"x\",\"product_name\":null,\"price\":null}]")));
@@ -1251,7 +1271,8 @@ Test(agg, nested_update_key_null_strategies) {
   set_nested_key(er, "k0", "k1");
   er->spec.nested_null = WD_NESTED_NULL_ERROR;
   a = V(er->t, "[{\"k0\":0,\"k1\":1,\"v\":\"A\",\"seq\":1}]");
-  FAILS(ADD(er, a, V(er->t, row_null)), WD_ERR_RECORD, "E_NESTED_KEY_NULL", "E_NESTED_KEY_NULL: nested key contains null");
+  FAILS(ADD(er, a, V(er->t, row_null)), WD_ERR_RECORD, "E_NESTED_KEY_NULL",
+        "E_NESTED_KEY_NULL: nested key contains null");
   EQ(er->t, a, "[{\"k0\":0,\"k1\":1,\"v\":\"A\",\"seq\":1}]");
 }
 
@@ -1278,7 +1299,9 @@ Test(agg, nested_partial_update) {
   EQ(f->t, a, "[{\"k\":0,\"v1\":1,\"v2\":\"B\"},{\"k\":1,\"v1\":2,\"v2\":\"C\"},{\"k\":null,\"v1\":0,\"v2\":\"E\"}]");
   /* rows of one input with the same key merge too */
   a = VN(f->t);
-  OK(ADD(f, a, V(f->t, "[{\"k\":7,\"v1\":1,\"v2\":null},{\"k\":8,\"v1\":null,\"v2\":null},{\"k\":7,\"v1\":null,\"v2\":\"z\"}]")));
+  OK(ADD(f, a,
+         V(f->t,
+           "[{\"k\":7,\"v1\":1,\"v2\":null},{\"k\":8,\"v1\":null,\"v2\":null},{\"k\":7,\"v1\":null,\"v2\":\"z\"}]")));
   EQ(f->t, a, "[{\"k\":7,\"v1\":1,\"v2\":\"z\"},{\"k\":8,\"v1\":null,\"v2\":null}]");
   a = VN(f->t);
   OK(ADD(f, a, V(f->t, "[]")));

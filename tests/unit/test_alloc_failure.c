@@ -44,21 +44,20 @@ static size_t each_failure(int (*op)(void *ctx), void (*check)(void *ctx, int re
 
 /* ---- the config loader: a file with several mistakes ---------------------------------------- */
 
-static const char *BAD_CONFIG =
-    "kafka: {bootstrap.servers: 'k:9092', group.idd: g}\n"
-    "table:\n"
-    "  name: t\n"
-    "  schema:\n"
-    "    - {name: id, type: BIGINT NOT NULL}\n"
-    "    - {name: a, type: STRING}\n"
-    "  primary-key: [id]\n"
-    "sources:\n"
-    "  - name: s\n"
-    "    topic: in\n"
-    "    columns: {id: id, a: a}\n"
-    "sink: {tpic: out}\n"
-    "pipeline: {batch-size: lots}\n"
-    "state: {dir: /tmp/x}\n";
+static const char *BAD_CONFIG = "kafka: {bootstrap.servers: 'k:9092', group.idd: g}\n"
+                                "table:\n"
+                                "  name: t\n"
+                                "  schema:\n"
+                                "    - {name: id, type: BIGINT NOT NULL}\n"
+                                "    - {name: a, type: STRING}\n"
+                                "  primary-key: [id]\n"
+                                "sources:\n"
+                                "  - name: s\n"
+                                "    topic: in\n"
+                                "    columns: {id: id, a: a}\n"
+                                "sink: {tpic: out}\n"
+                                "pipeline: {batch-size: lots}\n"
+                                "state: {dir: /tmp/x}\n";
 
 typedef struct {
   char path[64];
@@ -146,8 +145,8 @@ static void check_simulate(void *ctx, int r, bool failed) {
     cr_assert_eq(r, 0);
     /* key 1's delete (sequence 2) retracts its group; key 2 moved in; message 1 failed on its
      * second record, so key 3 is not there either */
-    cr_assert(strstr(c->want, "\"rows\":[{\"a\":null,\"id\":1,\"v\":2},{\"a\":\"y\",\"id\":2,\"v\":2}]"),
-              "rows: %s", c->want);
+    cr_assert(strstr(c->want, "\"rows\":[{\"a\":null,\"id\":1,\"v\":2},{\"a\":\"y\",\"id\":2,\"v\":2}]"), "rows: %s",
+              c->want);
     cr_assert(strstr(c->want, "\"error\":{\"index\":4,\"stage\":\"record\"}"), "error: %s", c->want);
   } else {
     cr_assert_neq(r, 3, "an allocation failure changed the result instead of failing the run");

@@ -57,13 +57,16 @@ typedef struct {
   wd_source_t *src, *jsrc;
 } ctx_t;
 
-static const char *const COLS[] = {"id", "customer", "amount", "order_date", "created_at", "updated_at", "tags",
-                                   "attrs", "city", "price", "paid", "src_ts", "lsn", "key_id", "note"};
-static const char *const TYPES[] = {"BIGINT", "STRING", "DECIMAL(12,2)", "DATE", "TIMESTAMP(6)", "TIMESTAMP(3)",
-                                    "ARRAY<STRING>", "MAP<STRING,BIGINT>", "STRING", "DOUBLE", "BOOLEAN",
-                                    "TIMESTAMP(3)", "BIGINT", "BIGINT", "STRING"};
-static const char *const SPECS[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "address.city", NULL, NULL,
-                                    "$.source.ts_ms", "$.source.lsn", "$key.id", NULL};
+static const char *const COLS[] = {"id",         "customer", "amount", "order_date", "created_at",
+                                   "updated_at", "tags",     "attrs",  "city",       "price",
+                                   "paid",       "src_ts",   "lsn",    "key_id",     "note"};
+static const char *const TYPES[] = {"BIGINT",       "STRING",       "DECIMAL(12,2)", "DATE",
+                                    "TIMESTAMP(6)", "TIMESTAMP(3)", "ARRAY<STRING>", "MAP<STRING,BIGINT>",
+                                    "STRING",       "DOUBLE",       "BOOLEAN",       "TIMESTAMP(3)",
+                                    "BIGINT",       "BIGINT",       "STRING"};
+static const char *const SPECS[] = {
+    NULL,           NULL,      NULL, NULL, NULL, NULL, NULL, NULL, "address.city", NULL, NULL, "$.source.ts_ms",
+    "$.source.lsn", "$key.id", NULL};
 
 static void ctx_init(ctx_t *c, const char *user, const char *password) {
   memset(c, 0, sizeof(*c));
@@ -131,7 +134,8 @@ Test(avro, independent_encoder_fixtures_decode_to_expected_rows) {
       cr_assert_not_null(err, "%s: expected %s", vname, want_err);
       cr_expect_str_eq(err->id, want_err, "%s: %s", vname, err->message);
       /* names the field and both types */
-      cr_expect(strstr(err->message, "'paid'") && strstr(err->message, "Avro string") && strstr(err->message, "BOOLEAN"),
+      cr_expect(strstr(err->message, "'paid'") && strstr(err->message, "Avro string") &&
+                    strstr(err->message, "BOOLEAN"),
                 "%s", err->message);
       cr_expect_not_null(jerr);
       if (jerr) cr_expect_str_eq(jerr->id, want_err);
@@ -145,16 +149,19 @@ Test(avro, independent_encoder_fixtures_decode_to_expected_rows) {
       cr_assert_eq(jch.count, ch.count);
       for (size_t r = 0; r < ch.count; r++) {
         json_t *want = json_array_get(rows, r);
-        cr_expect_str_eq(wd_row_kind_str(ch.rows[r]->kind), json_string_value(json_object_get(want, "op")), "%s", vname);
+        cr_expect_str_eq(wd_row_kind_str(ch.rows[r]->kind), json_string_value(json_object_get(want, "op")), "%s",
+                         vname);
         json_t *got = wd_row_to_json(c.schema, ch.rows[r]);
         char *gs = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
         char *ws = json_dumps(json_object_get(want, "row"), JSON_COMPACT | JSON_SORT_KEYS);
-        cr_expect(json_equal(got, json_object_get(want, "row")), "%s record %zu:\n got  %s\n want %s", vname, r, gs, ws);
+        cr_expect(json_equal(got, json_object_get(want, "row")), "%s record %zu:\n got  %s\n want %s", vname, r, gs,
+                  ws);
         free(gs);
         free(ws);
         json_decref(got);
         cr_expect_eq(ch.rows[r]->kind, jch.rows[r]->kind);
-        cr_expect(wd_row_eq(c.schema, ch.rows[r], jch.rows[r], NULL), "%s record %zu differs from the JSON path", vname, r);
+        cr_expect(wd_row_eq(c.schema, ch.rows[r], jch.rows[r], NULL), "%s record %zu differs from the JSON path", vname,
+                  r);
       }
     }
     free(value);
@@ -310,13 +317,15 @@ Test(avro, sink_schema_and_bytes_match_fastavro) {
   /* the schema: what fastavro's side expects, and accepted by avro-c */
   json_t *got = json_loads(wd_avro_sink_value_schema(sink), 0, NULL);
   cr_assert_not_null(got);
-  cr_expect(json_equal(got, json_object_get(spec, "value_schema")), "value schema:\n%s", wd_avro_sink_value_schema(sink));
+  cr_expect(json_equal(got, json_object_get(spec, "value_schema")), "value schema:\n%s",
+            wd_avro_sink_value_schema(sink));
   json_decref(got);
   got = json_loads(wd_avro_sink_key_schema(sink), 0, NULL);
   cr_expect(json_equal(got, json_object_get(spec, "key_schema")), "key schema:\n%s", wd_avro_sink_key_schema(sink));
   json_decref(got);
   avro_schema_t as;
-  cr_assert_eq(avro_schema_from_json_length(wd_avro_sink_value_schema(sink), strlen(wd_avro_sink_value_schema(sink)), &as), 0);
+  cr_assert_eq(
+      avro_schema_from_json_length(wd_avro_sink_value_schema(sink), strlen(wd_avro_sink_value_schema(sink)), &as), 0);
   /* the bytes */
   wd_avro_sink_set_ids(sink, (int32_t)json_integer_value(json_object_get(spec, "value_id")),
                        (int32_t)json_integer_value(json_object_get(spec, "key_id")));

@@ -44,74 +44,77 @@ static char *slurp(const char *name, size_t *len) {
 /* ---- a schema with every type ------------------------------------------------------------ */
 
 #define KS_VALUE                                                                                                       \
-  "{\"type\":\"record\",\"name\":\"Value\",\"namespace\":\"ks\",\"fields\":["                                         \
-  "{\"name\":\"id\",\"type\":\"long\"},"                                                                              \
-  "{\"name\":\"i\",\"type\":\"int\"},"                                                                                \
-  "{\"name\":\"fl\",\"type\":\"float\"},"                                                                             \
-  "{\"name\":\"dbl\",\"type\":\"double\"},"                                                                           \
-  "{\"name\":\"b\",\"type\":\"boolean\"},"                                                                            \
+  "{\"type\":\"record\",\"name\":\"Value\",\"namespace\":\"ks\",\"fields\":["                                          \
+  "{\"name\":\"id\",\"type\":\"long\"},"                                                                               \
+  "{\"name\":\"i\",\"type\":\"int\"},"                                                                                 \
+  "{\"name\":\"fl\",\"type\":\"float\"},"                                                                              \
+  "{\"name\":\"dbl\",\"type\":\"double\"},"                                                                            \
+  "{\"name\":\"b\",\"type\":\"boolean\"},"                                                                             \
   "{\"name\":\"dec_fixed\",\"type\":{\"type\":\"fixed\",\"name\":\"DecFixed\",\"size\":8,"                             \
-  "\"logicalType\":\"decimal\",\"precision\":18,\"scale\":3}},"                                                      \
-  "{\"name\":\"dec_bytes\",\"type\":[\"null\",{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":10,"        \
-  "\"scale\":0}]},"                                                                                                  \
+  "\"logicalType\":\"decimal\",\"precision\":18,\"scale\":3}},"                                                        \
+  "{\"name\":\"dec_bytes\",\"type\":[\"null\",{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":10,"       \
+  "\"scale\":0}]},"                                                                                                    \
   "{\"name\":\"vsd\",\"type\":[\"null\",{\"type\":\"record\",\"name\":\"VariableScaleDecimal\",\"namespace\":"         \
-  "\"io.debezium.data\",\"connect.name\":\"io.debezium.data.VariableScaleDecimal\",\"fields\":[{\"name\":"            \
-  "\"scale\",\"type\":\"int\"},{\"name\":\"value\",\"type\":\"bytes\"}]}]},"                                         \
+  "\"io.debezium.data\",\"connect.name\":\"io.debezium.data.VariableScaleDecimal\",\"fields\":[{\"name\":"             \
+  "\"scale\",\"type\":\"int\"},{\"name\":\"value\",\"type\":\"bytes\"}]}]},"                                           \
   "{\"name\":\"color\",\"type\":{\"type\":\"enum\",\"name\":\"Color\",\"symbols\":[\"RED\",\"GREEN\",\"BLUE\"]}},"     \
-  "{\"name\":\"d\",\"type\":{\"type\":\"int\",\"logicalType\":\"date\"}},"                                           \
-  "{\"name\":\"t_ms\",\"type\":{\"type\":\"int\",\"logicalType\":\"time-millis\"}},"                                 \
-  "{\"name\":\"t_us\",\"type\":{\"type\":\"long\",\"logicalType\":\"time-micros\"}},"                                \
-  "{\"name\":\"ts_us\",\"type\":{\"type\":\"long\",\"logicalType\":\"timestamp-micros\"}},"                          \
+  "{\"name\":\"d\",\"type\":{\"type\":\"int\",\"logicalType\":\"date\"}},"                                             \
+  "{\"name\":\"t_ms\",\"type\":{\"type\":\"int\",\"logicalType\":\"time-millis\"}},"                                   \
+  "{\"name\":\"t_us\",\"type\":{\"type\":\"long\",\"logicalType\":\"time-micros\"}},"                                  \
+  "{\"name\":\"ts_us\",\"type\":{\"type\":\"long\",\"logicalType\":\"timestamp-micros\"}},"                            \
   "{\"name\":\"ts_ns\",\"type\":[\"null\",{\"type\":\"long\",\"connect.name\":\"io.debezium.time.NanoTimestamp\"}]},"  \
-  "{\"name\":\"zts\",\"type\":[\"null\",{\"type\":\"string\",\"connect.name\":\"io.debezium.time.ZonedTimestamp\"}]},"  \
+  "{\"name\":\"zts\",\"type\":[\"null\",{\"type\":\"string\",\"connect.name\":\"io.debezium.time.ZonedTimestamp\"}]}," \
   "{\"name\":\"js\",\"type\":[\"null\",{\"type\":\"string\",\"connect.name\":\"io.debezium.data.Json\"}]},"            \
-  "{\"name\":\"raw\",\"type\":\"bytes\"},"                                                                            \
-  "{\"name\":\"uuid_f\",\"type\":{\"type\":\"fixed\",\"name\":\"Four\",\"size\":4}},"                                \
+  "{\"name\":\"raw\",\"type\":\"bytes\"},"                                                                             \
+  "{\"name\":\"uuid_f\",\"type\":{\"type\":\"fixed\",\"name\":\"Four\",\"size\":4}},"                                  \
   "{\"name\":\"nested\",\"type\":[\"null\",{\"type\":\"record\",\"name\":\"Inner\",\"fields\":["                       \
   "{\"name\":\"a\",\"type\":\"int\"},{\"name\":\"b\",\"type\":[\"null\",\"string\"]},"                                 \
   "{\"name\":\"deep\",\"type\":[\"null\",{\"type\":\"record\",\"name\":\"Deep\",\"fields\":[{\"name\":\"x\","          \
-  "\"type\":\"long\"},{\"name\":\"pad\",\"type\":\"Four\"}]}]}]}]},"                                                  \
-  "{\"name\":\"arr\",\"type\":{\"type\":\"array\",\"items\":\"Inner\"}},"                                            \
-  "{\"name\":\"arr_int\",\"type\":{\"type\":\"array\",\"items\":[\"null\",\"long\"]}},"                              \
-  "{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":[\"null\",\"double\"]}},"                                   \
-  "{\"name\":\"m_rec\",\"type\":{\"type\":\"map\",\"values\":\"Inner\"}},"                                           \
-  "{\"name\":\"e_str\",\"type\":[\"null\",\"string\",\"long\",\"Color\"]},"                                          \
-  "{\"name\":\"skipped\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"map\",\"values\":\"Inner\"}}},"          \
+  "\"type\":\"long\"},{\"name\":\"pad\",\"type\":\"Four\"}]}]}]}]},"                                                   \
+  "{\"name\":\"arr\",\"type\":{\"type\":\"array\",\"items\":\"Inner\"}},"                                              \
+  "{\"name\":\"arr_int\",\"type\":{\"type\":\"array\",\"items\":[\"null\",\"long\"]}},"                                \
+  "{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":[\"null\",\"double\"]}},"                                     \
+  "{\"name\":\"m_rec\",\"type\":{\"type\":\"map\",\"values\":\"Inner\"}},"                                             \
+  "{\"name\":\"e_str\",\"type\":[\"null\",\"string\",\"long\",\"Color\"]},"                                            \
+  "{\"name\":\"skipped\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"map\",\"values\":\"Inner\"}}},"            \
   "{\"name\":\"tail\",\"type\":\"string\"}]}"
 
 #define KS_ENVELOPE                                                                                                    \
-  "{\"type\":\"record\",\"name\":\"Envelope\",\"namespace\":\"ks\",\"fields\":["                                      \
-  "{\"name\":\"before\",\"type\":[\"null\"," KS_VALUE "]},"                                                           \
-  "{\"name\":\"after\",\"type\":[\"null\",\"Value\"]},"                                                              \
+  "{\"type\":\"record\",\"name\":\"Envelope\",\"namespace\":\"ks\",\"fields\":["                                       \
+  "{\"name\":\"before\",\"type\":[\"null\"," KS_VALUE "]},"                                                            \
+  "{\"name\":\"after\",\"type\":[\"null\",\"Value\"]},"                                                                \
   "{\"name\":\"source\",\"type\":{\"type\":\"record\",\"name\":\"Source\",\"fields\":["                                \
-  "{\"name\":\"name\",\"type\":\"string\"},{\"name\":\"ts_ms\",\"type\":\"long\"},"                                  \
-  "{\"name\":\"lsn\",\"type\":[\"null\",\"long\"]}]}},"                                                               \
-  "{\"name\":\"op\",\"type\":\"string\"},"                                                                            \
+  "{\"name\":\"name\",\"type\":\"string\"},{\"name\":\"ts_ms\",\"type\":\"long\"},"                                    \
+  "{\"name\":\"lsn\",\"type\":[\"null\",\"long\"]}]}},"                                                                \
+  "{\"name\":\"op\",\"type\":\"string\"},"                                                                             \
   "{\"name\":\"ts_ms\",\"type\":[\"null\",\"long\"]}]}"
 
 /* ids: 100 the envelope above, 102 the same as ["null", envelope], 101 its key (a union root) */
-static const char KS_KEY[] = "[\"null\",{\"type\":\"record\",\"name\":\"Key\",\"namespace\":\"ks\",\"fields\":["
-                             "{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"region\",\"type\":[\"null\",\"string\"]}]}]";
+static const char KS_KEY[] =
+    "[\"null\",{\"type\":\"record\",\"name\":\"Key\",\"namespace\":\"ks\",\"fields\":["
+    "{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"region\",\"type\":[\"null\",\"string\"]}]}]";
 
 /* id 103, for hand-written bytes: duplicate map keys, a key with a NUL, negative block counts */
 #define HAND_ENVELOPE                                                                                                  \
-  "{\"type\":\"record\",\"name\":\"Envelope\",\"fields\":[{\"name\":\"after\",\"type\":{\"type\":\"record\","        \
-  "\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"m\",\"type\":{\"type\":\"map\","  \
-  "\"values\":\"long\"}},{\"name\":\"arr\",\"type\":{\"type\":\"array\",\"items\":\"long\"}},{\"name\":\"s\","        \
+  "{\"type\":\"record\",\"name\":\"Envelope\",\"fields\":[{\"name\":\"after\",\"type\":{\"type\":\"record\","          \
+  "\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"m\",\"type\":{\"type\":\"map\","     \
+  "\"values\":\"long\"}},{\"name\":\"arr\",\"type\":{\"type\":\"array\",\"items\":\"long\"}},{\"name\":\"s\","         \
   "\"type\":\"string\"}]}},{\"name\":\"op\",\"type\":\"string\"}]}"
 
 /* id 104: an array of nulls (items without bytes) */
 #define NULLS_ENVELOPE                                                                                                 \
-  "{\"type\":\"record\",\"name\":\"Envelope\",\"fields\":[{\"name\":\"after\",\"type\":{\"type\":\"record\","        \
-  "\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"nulls\",\"type\":{\"type\":"        \
+  "{\"type\":\"record\",\"name\":\"Envelope\",\"fields\":[{\"name\":\"after\",\"type\":{\"type\":\"record\","          \
+  "\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"nulls\",\"type\":{\"type\":"         \
   "\"array\",\"items\":\"null\"}}]}},{\"name\":\"op\",\"type\":\"string\"}]}"
 
-static const char *const NULLS_COLS[][3] = {{"id", "BIGINT", NULL}, {"nulls", "ARRAY<INT>", NULL}, {"n3", "INT", "nulls.3"}};
+static const char *const NULLS_COLS[][3] = {
+    {"id", "BIGINT", NULL}, {"nulls", "ARRAY<INT>", NULL}, {"n3", "INT", "nulls.3"}};
 
 static const char *const HAND_COLS[][3] = {
-    {"id", "BIGINT", NULL},           {"m", "MAP<STRING,BIGINT>", NULL}, {"m_a", "BIGINT", "m.a"},
-    {"m_b", "BIGINT", "m.b"},         {"arr", "ARRAY<BIGINT>", NULL},   {"arr_2", "BIGINT", "arr.2"},
-    {"s", "STRING", NULL},            {"s_int", "INT", "s"},
+    {"id", "BIGINT", NULL},         {"m", "MAP<STRING,BIGINT>", NULL},
+    {"m_a", "BIGINT", "m.a"},       {"m_b", "BIGINT", "m.b"},
+    {"arr", "ARRAY<BIGINT>", NULL}, {"arr_2", "BIGINT", "arr.2"},
+    {"s", "STRING", NULL},          {"s_int", "INT", "s"},
 };
 
 static const char *const KS_COLS[][4] = {
@@ -172,19 +175,34 @@ static const char *const KS_COLS[][4] = {
     {"key_region", "STRING", "$key.region", "1"},
 };
 #define KS_N (sizeof(KS_COLS) / sizeof(KS_COLS[0]))
-#define KS_GROUPS 8 /* tables of the every-type schema: id and the columns of group g (KS_COLS[i][3]); group 8
+#define KS_GROUPS                                                                                                      \
+  8 /* tables of the every-type schema: id and the columns of group g (KS_COLS[i][3]); group 8
                       * has the conversions that mostly fail (a decimal's fraction into BIGINT, a JSON array
                       * into MAP) */
 
 /* the fixtures' table (tests/unit/test_avro.c) */
 static const char *const FX_COLS[][3] = {
-    {"id", "BIGINT", NULL},          {"customer", "STRING", NULL},        {"amount", "DECIMAL(12,2)", NULL},
-    {"order_date", "DATE", NULL},     {"created_at", "TIMESTAMP(6)", NULL}, {"updated_at", "TIMESTAMP(3)", NULL},
-    {"tags", "ARRAY<STRING>", NULL}, {"attrs", "MAP<STRING,BIGINT>", NULL}, {"city", "STRING", "address.city"},
-    {"price", "DOUBLE", NULL},        {"paid", "BOOLEAN", NULL},            {"src_ts", "TIMESTAMP(3)", "$.source.ts_ms"},
-    {"lsn", "BIGINT", "$.source.lsn"}, {"key_id", "BIGINT", "$key.id"},    {"note", "STRING", NULL},
-    {"paid_text", "STRING", "paid"},  {"zip", "STRING", "address.zip"},     {"tag0", "STRING", "tags.0"},
-    {"attr_a", "BIGINT", "attrs.a"},  {"version", "STRING", "$.source.version"}, {"txid", "STRING", "$.transaction.id"},
+    {"id", "BIGINT", NULL},
+    {"customer", "STRING", NULL},
+    {"amount", "DECIMAL(12,2)", NULL},
+    {"order_date", "DATE", NULL},
+    {"created_at", "TIMESTAMP(6)", NULL},
+    {"updated_at", "TIMESTAMP(3)", NULL},
+    {"tags", "ARRAY<STRING>", NULL},
+    {"attrs", "MAP<STRING,BIGINT>", NULL},
+    {"city", "STRING", "address.city"},
+    {"price", "DOUBLE", NULL},
+    {"paid", "BOOLEAN", NULL},
+    {"src_ts", "TIMESTAMP(3)", "$.source.ts_ms"},
+    {"lsn", "BIGINT", "$.source.lsn"},
+    {"key_id", "BIGINT", "$key.id"},
+    {"note", "STRING", NULL},
+    {"paid_text", "STRING", "paid"},
+    {"zip", "STRING", "address.zip"},
+    {"tag0", "STRING", "tags.0"},
+    {"attr_a", "BIGINT", "attrs.a"},
+    {"version", "STRING", "$.source.version"},
+    {"txid", "STRING", "$.transaction.id"},
 };
 #define FX_N (sizeof(FX_COLS) / sizeof(FX_COLS[0]))
 
@@ -365,7 +383,8 @@ Test(avro_paths, fixtures_their_prefixes_and_byte_changes_decode_the_same_both_w
       for (size_t x = 0; x < sizeof(XOR); x++) {
         memcpy(m, value, vlen);
         m[n] = (char)(m[n] ^ XOR[x]);
-        snprintf(what, sizeof(what), "%s byte %zu ^ 0x%02x", json_string_value(json_object_get(tc, "value")), n, XOR[x]);
+        snprintf(what, sizeof(what), "%s byte %zu ^ 0x%02x", json_string_value(json_object_get(tc, "value")), n,
+                 XOR[x]);
         same_both_ways(&c, &fx, m, vlen, key, klen, what);
       }
     free(m);
@@ -390,12 +409,8 @@ Test(avro_paths, duplicate_map_keys_nul_keys_and_sized_blocks_decode_the_same_bo
   /* wire header (id 103); after: id 21; m: block of 3 {a:1, b:2, a:3}, then a sized block (-2,
    * 9 bytes) {"a\0z":4, c:5}, end; arr: sized block (-2) [7, 8], block of 2 [9, 10], end;
    * s "12"; op "c" */
-  static const uint8_t v[] = {0, 0, 0, 0, 103, 42,
-                              6, 2, 'a', 2, 2, 'b', 4, 2, 'a', 6,
-                              3, 18, 6, 'a', 0, 'z', 8, 2, 'c', 10, 0,
-                              3, 4, 14, 16, 4, 18, 20, 0,
-                              4, '1', '2',
-                              2, 'c'};
+  static const uint8_t v[] = {0, 0,   0, 0, 103, 42, 6, 2, 'a', 2,  2,  'b', 4,  2,  'a', 6, 3,   18,  6, 'a',
+                              0, 'z', 8, 2, 'c', 10, 0, 3, 4,   14, 16, 4,   18, 20, 0,   4, '1', '2', 2, 'c'};
   same_both_ways(&c, &t, v, sizeof(v), NULL, 0, "hand-written record");
   cr_assert_eq(c.ok, 1);
   cr_assert_eq(t.a.count, 1);
@@ -483,18 +498,22 @@ static void fill(avro_value_t *v, uint64_t *r, int depth, const char *name) {
   case AVRO_INT32: {
     uint64_t k = rnd(r) % 10;
     /* small, ms of a day, days of 2022-2027, any, the ends */
-    int32_t x = k < 6 ? (int32_t)(rnd(r) % 100000) - 1000 : k < 7 ? (int32_t)(rnd(r) % 86400000)
+    int32_t x = k < 6   ? (int32_t)(rnd(r) % 100000) - 1000
+                : k < 7 ? (int32_t)(rnd(r) % 86400000)
                 : k < 8 ? 19000 + (int32_t)(rnd(r) % 2000)
-                : k < 9 ? (int32_t)rnd(r) : (k & 1 ? INT32_MIN : INT32_MAX);
+                : k < 9 ? (int32_t)rnd(r)
+                        : (k & 1 ? INT32_MIN : INT32_MAX);
     ok(avro_value_set_int(v, x));
     break;
   }
   case AVRO_INT64: {
     uint64_t k = rnd(r) % 10;
     /* small, µs of 2024 (ms of year 56000: outside a TIMESTAMP), ms of 2024, any, µs of a day */
-    int64_t x = k < 5 ? (int64_t)(rnd(r) % 100000) - 1000 : k < 6 ? 1709287872000000LL + (int64_t)(rnd(r) % 1000000000000ULL)
+    int64_t x = k < 5   ? (int64_t)(rnd(r) % 100000) - 1000
+                : k < 6 ? 1709287872000000LL + (int64_t)(rnd(r) % 1000000000000ULL)
                 : k < 8 ? 1709287872000LL + (int64_t)(rnd(r) % 1000000000ULL)
-                : k < 9 ? (int64_t)rnd(r) : (int64_t)(rnd(r) % 86400000000ULL);
+                : k < 9 ? (int64_t)rnd(r)
+                        : (int64_t)(rnd(r) % 86400000000ULL);
     ok(avro_value_set_long(v, x));
     break;
   }
@@ -503,19 +522,18 @@ static void fill(avro_value_t *v, uint64_t *r, int depth, const char *name) {
     static const double D[] = {0.0, -0.0, 1.5, -2.25, 1e300, 0.1, 123456789.0, 3.0};
     uint64_t k = rnd(r) % 12;
     double d = k < 8 ? D[k] : k < 10 ? (double)(int64_t)(rnd(r) % 2000000) / 8.0 : k < 11 ? NAN : INFINITY;
-    if (avro_value_get_type(v) == AVRO_FLOAT)
-      ok(avro_value_set_float(v, (float)d));
-    else
-      ok(avro_value_set_double(v, d));
+    if (avro_value_get_type(v) == AVRO_FLOAT) ok(avro_value_set_float(v, (float)d));
+    else ok(avro_value_set_double(v, d));
     break;
   }
   case AVRO_STRING:
     if (name && !strcmp(name, "op")) {
-      static const char *const OPS[] = {"c", "r", "u", "d", "c", "u", "u", "d"}, *const BAD[] = {"t", "m", "x", "", "uu"};
+      static const char *const OPS[] = {"c", "r", "u", "d", "c", "u", "u", "d"}, *const BAD[] = {"t", "m", "x", "",
+                                                                                                 "uu"};
       ok(avro_value_set_string(v, rnd(r) % 12 ? OPS[rnd(r) % 8] : BAD[rnd(r) % 5]));
     } else if (name && !strcmp(name, "zts") && rnd(r) % 4) {
-      static const char *const TS[] = {"2024-03-01T10:00:00.123456Z", "2024-03-01T10:00:00+02:00", "2024-03-01T23:59:59Z",
-                                       "1969-12-31T23:59:59.999Z"};
+      static const char *const TS[] = {"2024-03-01T10:00:00.123456Z", "2024-03-01T10:00:00+02:00",
+                                       "2024-03-01T23:59:59Z", "1969-12-31T23:59:59.999Z"};
       ok(avro_value_set_string(v, TS[rnd(r) % 4]));
     } else if (name && !strcmp(name, "js") && rnd(r) % 4) {
       static const char *const JS[] = {"[1,2,3]", "[]", "[null,-4]", "[7]"};
@@ -623,7 +641,6 @@ static void gen_free(gen_t *g) {
   avro_schema_decref(g->schema);
 }
 
-
 Test(avro_paths, random_records_decode_the_same_both_ways) {
   both_t c;
   both_init(&c);
@@ -677,12 +694,14 @@ Test(avro_paths, random_records_decode_the_same_both_ways) {
   }
   /* enough of them decode in every table (the rest fail with the same errors both ways: values
    * out of a column's range (integers, the years 0001-9999), texts that do not parse, truncate ops, ...) */
-  cr_expect_gt(fx_rows, 200, "%zu rows of the fixtures' schemas", fx_rows); /* ~460: a date or timestamp outside 0001-9999, or without its unit, fails */
+  cr_expect_gt(fx_rows, 200, "%zu rows of the fixtures' schemas",
+               fx_rows); /* ~460: a date or timestamp outside 0001-9999, or without its unit, fails */
   for (int t = 1; t < KS_GROUPS; t++) cr_expect_gt(ks_rows[t], 100, "table %d: %zu rows", t, ks_rows[t]);
   cr_expect_gt(c.failed, 500, "%zu failed", c.failed);
-  cr_log_info("%zu decoded, %zu failed; fixtures' schemas %zu rows; every-type tables %zu %zu %zu %zu %zu %zu %zu %zu %zu",
-              c.ok, c.failed, fx_rows, ks_rows[0], ks_rows[1], ks_rows[2], ks_rows[3], ks_rows[4], ks_rows[5],
-              ks_rows[6], ks_rows[7], ks_rows[8]);
+  cr_log_info(
+      "%zu decoded, %zu failed; fixtures' schemas %zu rows; every-type tables %zu %zu %zu %zu %zu %zu %zu %zu %zu",
+      c.ok, c.failed, fx_rows, ks_rows[0], ks_rows[1], ks_rows[2], ks_rows[3], ks_rows[4], ks_rows[5], ks_rows[6],
+      ks_rows[7], ks_rows[8]);
   wd_buf_free(&vb);
   wd_buf_free(&kb);
   gen_free(&g1);

@@ -95,10 +95,9 @@ Test(encode, key_and_debezium_json) {
                    "\"op\":\"c\",\"ts_ms\":1700000000123,\"source\":{\"name\":\"widen\",\"table\":\"orders\"}}");
   wd_buf_reset(&out);
   cr_assert_null(wd_changelog_encode_debezium_json(s, "orders", 7, WD_UPDATE_AFTER, b, a, &out));
-  cr_expect_str_eq(buf_str(&out),
-                   "{\"before\":{\"order_id\":5,\"amount\":\"12.30\",\"note\":\"old\",\"paid\":null},"
-                   "\"after\":{\"order_id\":5,\"amount\":\"-0.05\",\"note\":null,\"paid\":true},"
-                   "\"op\":\"u\",\"ts_ms\":7,\"source\":{\"name\":\"widen\",\"table\":\"orders\"}}");
+  cr_expect_str_eq(buf_str(&out), "{\"before\":{\"order_id\":5,\"amount\":\"12.30\",\"note\":\"old\",\"paid\":null},"
+                                  "\"after\":{\"order_id\":5,\"amount\":\"-0.05\",\"note\":null,\"paid\":true},"
+                                  "\"op\":\"u\",\"ts_ms\":7,\"source\":{\"name\":\"widen\",\"table\":\"orders\"}}");
   wd_buf_reset(&out);
   cr_assert_null(wd_changelog_encode_debezium_json(s, NULL, -1, WD_DELETE, b, NULL, &out));
   cr_expect_str_eq(buf_str(&out),
@@ -150,8 +149,9 @@ Test(encode, composite_key_and_escaping) {
   wd_buf_t out = {0};
   cr_assert_null(wd_changelog_encode_key_json(s, r, &out));
   /* control characters escaped, DEL and valid UTF-8 kept, invalid bytes -> U+FFFD */
-  cr_expect_str_eq(buf_str(&out), "{\"k2\":\"1969-12-31\",\"k\\\"1\":\"a\\\"b\\\\c\\n\\u0001\x7f\xc3\xa9\xf0\x9f\x98\x80"
-                                  "\xef\xbf\xbd\xef\xbf\xbd\"}");
+  cr_expect_str_eq(buf_str(&out),
+                   "{\"k2\":\"1969-12-31\",\"k\\\"1\":\"a\\\"b\\\\c\\n\\u0001\x7f\xc3\xa9\xf0\x9f\x98\x80"
+                   "\xef\xbf\xbd\xef\xbf\xbd\"}");
   json_error_t jerr;
   json_t *j = json_loadb((const char *)out.data, out.len, 0, &jerr);
   cr_assert_not_null(j, "not JSON: %s", jerr.text);
@@ -163,9 +163,9 @@ Test(encode, composite_key_and_escaping) {
 
 Test(encode, special_floats_and_nested) {
   static const char *const names[] = {"id", "f", "d", "a", "m", "r", "t", "ts9", "ltz", "b"};
-  static const char *const types[] = {"INT", "FLOAT", "DOUBLE", "ARRAY<DOUBLE>", "MAP<INT, STRING>",
-                                      "ROW<x INT, y ARRAY<STRING>>", "TIME(3)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(6)",
-                                      "BYTES"};
+  static const char *const types[] = {
+      "INT",     "FLOAT",        "DOUBLE",           "ARRAY<DOUBLE>", "MAP<INT, STRING>", "ROW<x INT, y ARRAY<STRING>>",
+      "TIME(3)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(6)", "BYTES"};
   static const char *const pk[] = {"id"};
   wd_schema_t *s = schema_make(10, names, types, 1, pk);
   wd_row_t *r = wd_row_new(s);
@@ -200,14 +200,35 @@ Test(encode, special_floats_and_nested) {
 
 /* ---- round trips of every scalar type ---------------------------------------------------------- */
 
-static const char *const all_names[] = {"id",   "bo",   "ti",   "si",   "i",    "bi",   "f",    "d",    "dec",
-                                        "dec0", "ch",   "vc",   "s",    "by",   "dt",   "tm0",  "tm3",  "ts0",
-                                        "ts3",  "ts6",  "ts9",  "ltz3", "ltz6", "arr",  "map",  "row"};
-static const char *const all_types[] = {
-    "BIGINT NOT NULL", "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL(38,10)",
-    "DECIMAL(5,0)", "CHAR(3)", "VARCHAR(10)", "STRING", "BYTES", "DATE", "TIME", "TIME(3)", "TIMESTAMP(0)",
-    "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(6)", "ARRAY<INT>",
-    "MAP<STRING, DOUBLE>", "ROW<a INT, b STRING>"};
+static const char *const all_names[] = {"id",   "bo",  "ti",  "si",   "i",    "bi",  "f",   "d",   "dec",
+                                        "dec0", "ch",  "vc",  "s",    "by",   "dt",  "tm0", "tm3", "ts0",
+                                        "ts3",  "ts6", "ts9", "ltz3", "ltz6", "arr", "map", "row"};
+static const char *const all_types[] = {"BIGINT NOT NULL",
+                                        "BOOLEAN",
+                                        "TINYINT",
+                                        "SMALLINT",
+                                        "INT",
+                                        "BIGINT",
+                                        "FLOAT",
+                                        "DOUBLE",
+                                        "DECIMAL(38,10)",
+                                        "DECIMAL(5,0)",
+                                        "CHAR(3)",
+                                        "VARCHAR(10)",
+                                        "STRING",
+                                        "BYTES",
+                                        "DATE",
+                                        "TIME",
+                                        "TIME(3)",
+                                        "TIMESTAMP(0)",
+                                        "TIMESTAMP(3)",
+                                        "TIMESTAMP(6)",
+                                        "TIMESTAMP(9)",
+                                        "TIMESTAMP_LTZ(3)",
+                                        "TIMESTAMP_LTZ(6)",
+                                        "ARRAY<INT>",
+                                        "MAP<STRING, DOUBLE>",
+                                        "ROW<a INT, b STRING>"};
 #define NALL (sizeof(all_names) / sizeof(all_names[0]))
 
 static wd_schema_t *all_schema(void) {
@@ -312,13 +333,22 @@ Test(round_trip, special_value_texts) {
   wd_buf_t out = {0};
   cr_assert_null(wd_changelog_encode_changelog_json(s, NULL, -1, r, &out));
   const char *j = buf_str(&out);
-  const char *frags[] = {"\"id\":-9223372036854775808", "\"d\":\"NaN\"", "\"f\":-3.4028235e+38",
-                         "\"dec\":\"-9999999999999999999999999999.9999999999\"", "\"dec0\":\"-99999\"",
-                         "\"s\":\"\xe2\x80\xa8 \xf0\x9f\x98\x80 \\u0001\\u001f \\t tab\"", "\"by\":\"AP8A\"",
-                         "\"dt\":\"0001-01-01\"", "\"tm0\":\"23:59:59\"", "\"tm3\":\"23:59:59.999\"",
-                         "\"ts0\":\"0001-01-01 00:00:00.000\"", "\"ts3\":\"1969-12-31 23:59:59.999\"",
-                         "\"ts6\":\"9999-12-31 23:59:59.999999\"", "\"ts9\":\"1969-12-31 23:59:59.999999001\"",
-                         "\"ltz6\":\"1969-12-31 00:00:00.000000\"", "\"map\":{\"\":null,\"k\\\"\":\"-Infinity\"}",
+  const char *frags[] = {"\"id\":-9223372036854775808",
+                         "\"d\":\"NaN\"",
+                         "\"f\":-3.4028235e+38",
+                         "\"dec\":\"-9999999999999999999999999999.9999999999\"",
+                         "\"dec0\":\"-99999\"",
+                         "\"s\":\"\xe2\x80\xa8 \xf0\x9f\x98\x80 \\u0001\\u001f \\t tab\"",
+                         "\"by\":\"AP8A\"",
+                         "\"dt\":\"0001-01-01\"",
+                         "\"tm0\":\"23:59:59\"",
+                         "\"tm3\":\"23:59:59.999\"",
+                         "\"ts0\":\"0001-01-01 00:00:00.000\"",
+                         "\"ts3\":\"1969-12-31 23:59:59.999\"",
+                         "\"ts6\":\"9999-12-31 23:59:59.999999\"",
+                         "\"ts9\":\"1969-12-31 23:59:59.999999001\"",
+                         "\"ltz6\":\"1969-12-31 00:00:00.000000\"",
+                         "\"map\":{\"\":null,\"k\\\"\":\"-Infinity\"}",
                          "\"vc\":\"\""};
   for (size_t i = 0; i < sizeof(frags) / sizeof(frags[0]); i++)
     cr_expect(strstr(j, frags[i]) != NULL, "'%s' not in %s", frags[i], j);
@@ -334,8 +364,8 @@ static void expect_tail(wd_changelog_format_t fmt, const char *key, const char *
   wd_buf_t out = {0};
   wd_buf_append(&out, "", 0);
   size_t n = 99;
-  wd_error_t *err = wd_changelog_decode_tail(fmt, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0, &out,
-                                             &n);
+  wd_error_t *err =
+      wd_changelog_decode_tail(fmt, key, key ? strlen(key) : 0, value, value ? strlen(value) : 0, &out, &n);
   cr_assert_null(err, "%s", err ? err->message : "");
   cr_expect_eq(n, want_lines);
   cr_expect_str_eq(buf_str(&out), want);
@@ -494,8 +524,7 @@ static bool same_json(const wd_type_t *t, const json_t *a, const json_t *b) {
     }
     return true;
   }
-  default:
-    return json_equal(a, b);
+  default: return json_equal(a, b);
   }
 }
 

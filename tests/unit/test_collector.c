@@ -296,17 +296,17 @@ Test(collector, a_coordinator_lost_during_the_commit_completes_or_is_redone, .ti
     const char *what;
     int api;
     rd_kafka_resp_err_t code;
-    int rtt_ms;  /* the injected answers come this late; the commit is called with a 300 ms timeout, so
+    int rtt_ms; /* the injected answers come this late; the commit is called with a 300 ms timeout, so
                   * that it returns the retriable _TIMED_OUT and is called again (resumed) */
     int move_to; /* > 0: the transaction coordinator moves to this broker during the commit (the moves
                   * come last: the coordinator stays there), which first answers with the error too */
   } faults[] = {
       {"AddOffsetsToTxn NOT_COORDINATOR", API_ADD_OFFSETS_TO_TXN, RD_KAFKA_RESP_ERR_NOT_COORDINATOR, 0, 0},
-      {"AddOffsetsToTxn COORDINATOR_NOT_AVAILABLE", API_ADD_OFFSETS_TO_TXN,
-       RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, 0, 0},
+      {"AddOffsetsToTxn COORDINATOR_NOT_AVAILABLE", API_ADD_OFFSETS_TO_TXN, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+       0, 0},
       {"TxnOffsetCommit NOT_COORDINATOR", API_TXN_OFFSET_COMMIT, RD_KAFKA_RESP_ERR_NOT_COORDINATOR, 0, 0},
-      {"TxnOffsetCommit COORDINATOR_NOT_AVAILABLE", API_TXN_OFFSET_COMMIT,
-       RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, 0, 0},
+      {"TxnOffsetCommit COORDINATOR_NOT_AVAILABLE", API_TXN_OFFSET_COMMIT, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+       0, 0},
       {"EndTxn NOT_COORDINATOR", API_END_TXN, RD_KAFKA_RESP_ERR_NOT_COORDINATOR, 0, 0},
       {"EndTxn COORDINATOR_NOT_AVAILABLE answered after 1.5 s, the commit resumed", API_END_TXN,
        RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, 1500, 0},
@@ -339,8 +339,9 @@ Test(collector, a_coordinator_lost_during_the_commit_completes_or_is_redone, .ti
           rd_kafka_mock_broker_push_request_error_rtts(m.mc, eb, faults[f].api, 1, faults[f].code, faults[f].rtt_ms);
         if (faults[f].move_to && faults[f].api != API_END_TXN) move_coordinator(&mv);
       }
-      done = commit_like_the_coordinator(c, cons, &t, faults[f].rtt_ms ? 300 : 5000, attempts == 1 && faults[f].move_to && faults[f].api == API_END_TXN
-                                                          ? move_coordinator : NULL, &mv);
+      done = commit_like_the_coordinator(
+          c, cons, &t, faults[f].rtt_ms ? 300 : 5000,
+          attempts == 1 && faults[f].move_to && faults[f].api == API_END_TXN ? move_coordinator : NULL, &mv);
     }
     cr_assert_not(wd_collector_txn_open(c), "%s: the transaction is still open after its commit", faults[f].what);
     /* the faults were met (not a commit that never asked the failing coordinator) */
@@ -363,7 +364,7 @@ Test(collector, a_coordinator_lost_during_the_commit_completes_or_is_redone, .ti
 
 typedef struct {
   wd_consumer_t *cons;
-  bool serve;   /* false: the control case, a wait that only sleeps */
+  bool serve; /* false: the control case, a wait that only sleeps */
   double until; /* give up after this monotonic time */
   int calls;
 } waiter_t;
@@ -412,12 +413,12 @@ static bool queue_full_keeps_the_group(bool serve) {
 
 Test(collector, a_full_queue_serves_the_group_past_max_poll_interval, .timeout = 120) {
   cr_assert(queue_full_keeps_the_group(true), "the consumer lost its group while the collector waited on a full "
-            "queue serving it");
+                                              "queue serving it");
 }
 
 Test(collector, control_a_full_queue_wait_that_does_not_serve_loses_the_group, .timeout = 120) {
   cr_assert_not(queue_full_keeps_the_group(false), "a wait that never polled kept the group past "
-                "max.poll.interval.ms: the test above could not fail");
+                                                   "max.poll.interval.ms: the test above could not fail");
 }
 
 Test(collector, held_records_go_in_order_into_the_next_transaction, .timeout = 60) {

@@ -9,8 +9,8 @@
 #include "app/runtime/commit_pace.h"
 
 static wd_commit_pace_t at(double rate) {
-  return (wd_commit_pace_t){.max_ms = 100, .min_ms = 10, .adaptive = true, .backlog = false, .rate = rate,
-                            .record_us = 15, .commit_ms = 15};
+  return (wd_commit_pace_t){
+      .max_ms = 100, .min_ms = 10, .adaptive = true, .backlog = false, .rate = rate, .record_us = 15, .commit_ms = 15};
 }
 
 Test(commit_pace, caught_up_at_10k_per_second_commits_at_the_floor) {

@@ -30,10 +30,18 @@
 enum { IDLE, OPEN, SNAPPED, PREPARED, OFFSETS_SENT, COMMITTED };
 
 static bool documented(int a, int b) {
-  static const int legal[][2] = {{IDLE, OPEN},          {OPEN, SNAPPED},           {OPEN, IDLE},
-                                 {SNAPPED, PREPARED},   {SNAPPED, OFFSETS_SENT},   {SNAPPED, COMMITTED},
-                                 {SNAPPED, IDLE},       {PREPARED, OFFSETS_SENT},  {PREPARED, IDLE},
-                                 {OFFSETS_SENT, COMMITTED}, {OFFSETS_SENT, IDLE},  {COMMITTED, IDLE}};
+  static const int legal[][2] = {{IDLE, OPEN},
+                                 {OPEN, SNAPPED},
+                                 {OPEN, IDLE},
+                                 {SNAPPED, PREPARED},
+                                 {SNAPPED, OFFSETS_SENT},
+                                 {SNAPPED, COMMITTED},
+                                 {SNAPPED, IDLE},
+                                 {PREPARED, OFFSETS_SENT},
+                                 {PREPARED, IDLE},
+                                 {OFFSETS_SENT, COMMITTED},
+                                 {OFFSETS_SENT, IDLE},
+                                 {COMMITTED, IDLE}};
   for (size_t i = 0; i < sizeof(legal) / sizeof(legal[0]); i++)
     if (legal[i][0] == a && legal[i][1] == b) return true;
   return false;
@@ -116,8 +124,13 @@ static void fix_open(fix_t *f) {
   ok(wd_store_open_memory(&f->st));
   cr_assert_not_null(f->s = wd_state_new(f->t, f->st, 0));
   static const char *const topics[] = {"in"};
-  wd_commit_conf_t cc = {.exactly_once = false, .group = false, .interval_ms = 1000, .txn_timeout_ms = 60000,
-                         .topics = topics, .ntopics = 1, .hooks = {.ctx = f, .aborted = on_aborted}};
+  wd_commit_conf_t cc = {.exactly_once = false,
+                         .group = false,
+                         .interval_ms = 1000,
+                         .txn_timeout_ms = 60000,
+                         .topics = topics,
+                         .ntopics = 1,
+                         .hooks = {.ctx = f, .aborted = on_aborted}};
   ok(wd_commit_new(&cc, f->coll, NULL, f->s, f->st, &f->c));
 }
 

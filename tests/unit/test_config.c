@@ -25,10 +25,8 @@ static const char *repo_root(void) {
     snprintf(root, sizeof(root), "%s", __FILE__);
     char *cut = strstr(root, "tests/unit/test_config.c");
     cr_assert_not_null(cut, "__FILE__ is %s", __FILE__);
-    if (cut == root)
-      snprintf(root, sizeof(root), ".");
-    else
-      cut[-1] = 0; /* drop the '/' before tests/ */
+    if (cut == root) snprintf(root, sizeof(root), ".");
+    else cut[-1] = 0; /* drop the '/' before tests/ */
   }
   return root;
 }
@@ -60,27 +58,27 @@ static const char *write_yaml(const char *text) {
 
 /* A small valid pipeline; tests replace single lines of it (numbers in the comments). */
 static const char *const MINIMAL[] = {
-    "kafka:",                                 /* 1 */
-    "  bootstrap.servers: 127.0.0.1:9092",    /* 2 */
-    "  group.id: g",                          /* 3 */
-    "table:",                                 /* 4 */
-    "  name: t",                              /* 5 */
-    "  schema:",                              /* 6 */
+    "kafka:", /* 1 */
+    "  bootstrap.servers: 127.0.0.1:9092", /* 2 */
+    "  group.id: g", /* 3 */
+    "table:", /* 4 */
+    "  name: t", /* 5 */
+    "  schema:", /* 6 */
     "    - {name: id, type: BIGINT NOT NULL}", /* 7 */
-    "    - {name: a, type: STRING}",          /* 8 */
-    "    - {name: v, type: BIGINT}",          /* 9 */
-    "  primary-key: [id]",                    /* 10 */
-    "  options:",                             /* 11 */
-    "    merge-engine: partial-update",       /* 12 */
-    "    fields.v.sequence-group: a",         /* 13 */
-    "sources:",                               /* 14 */
-    "  - name: s",                            /* 15 */
-    "    topic: in",                          /* 16 */
+    "    - {name: a, type: STRING}", /* 8 */
+    "    - {name: v, type: BIGINT}", /* 9 */
+    "  primary-key: [id]", /* 10 */
+    "  options:", /* 11 */
+    "    merge-engine: partial-update", /* 12 */
+    "    fields.v.sequence-group: a", /* 13 */
+    "sources:", /* 14 */
+    "  - name: s", /* 15 */
+    "    topic: in", /* 16 */
     "    columns: {id: id, a: a, v: $.source.ts_ms}", /* 17 */
-    "sink:",                                  /* 18 */
-    "  topic: out",                           /* 19 */
-    "state:",                                 /* 20 */
-    "  dir: /tmp/wd-state",                   /* 21 */
+    "sink:", /* 18 */
+    "  topic: out", /* 19 */
+    "state:", /* 20 */
+    "  dir: /tmp/wd-state", /* 21 */
     NULL,
 };
 
@@ -210,10 +208,10 @@ Test(config, example_values_in_file_order) {
   cr_assert_null(wd_config_pairs_get(&cfg->kafka.properties, "nope"));
 
   cr_assert_str_eq(cfg->table.name, "orders_wide");
-  static const char *const NAMES[] = {"order_id", "customer", "amount", "order_ver", "paid_at", "payment_method",
-                                      "payment_ver"};
-  static const char *const TYPES[] = {"BIGINT NOT NULL", "STRING", "DECIMAL(12,2)", "BIGINT", "TIMESTAMP(3)",
-                                      "STRING", "BIGINT"};
+  static const char *const NAMES[] = {"order_id", "customer",       "amount",     "order_ver",
+                                      "paid_at",  "payment_method", "payment_ver"};
+  static const char *const TYPES[] = {"BIGINT NOT NULL", "STRING", "DECIMAL(12,2)", "BIGINT",
+                                      "TIMESTAMP(3)",    "STRING", "BIGINT"};
   size_t n = 0, nt = 0;
   const char *const *names = wd_config_column_names(cfg, &n);
   const char *const *types = wd_config_column_types(cfg, &nt);
@@ -228,10 +226,9 @@ Test(config, example_values_in_file_order) {
   cr_assert_eq(n, 1);
   cr_assert_str_eq(pk[0], "order_id");
 
-  static const char *const OPT_KEYS[] = {"merge-engine", "fields.order_ver.sequence-group",
-                                         "fields.payment_ver.sequence-group",
-                                         "partial-update.remove-record-on-sequence-group",
-                                         "changelog-producer.row-deduplicate"};
+  static const char *const OPT_KEYS[] = {
+      "merge-engine", "fields.order_ver.sequence-group", "fields.payment_ver.sequence-group",
+      "partial-update.remove-record-on-sequence-group", "changelog-producer.row-deduplicate"};
   static const char *const OPT_VALS[] = {"partial-update", "customer,amount", "paid_at,payment_method", "order_ver",
                                          "true"};
   const wd_option_t *opts = wd_config_table_options(cfg, &n);
@@ -331,18 +328,19 @@ Test(config, defaults_of_optional_keys) {
 Test(config, alternative_shapes) {
   /* one-name primary key, `topics` list, columns as a list of names, option values as numbers,
    * booleans and lists, empty optional values keep their defaults */
-  const char *yaml = "kafka: {bootstrap.servers: b:1, group.id: g, properties: {fetch.min.bytes: 1, check.crcs: true}}\n"
-                     "table:\n"
-                     "  name: t\n"
-                     "  schema: [{name: id, type: INT}, {name: a, type: \"DECIMAL(6,2)\"}]\n"
-                     "  primary-key: id\n"
-                     "  options: {sequence.field: [a], ignore-delete: false}\n"
-                     "sources:\n"
-                     "  - {name: s, topics: [x, y], columns: [id, a], options: {time-unit: micros}}\n"
-                     "sink: {topic: out, format: changelog-json, key-format: string, dead-letter-topic: dead}\n"
-                     "state: {dir: d, tombstone-retention: 1500, cache-entries: 0}\n"
-                     "pipeline:\n"
-                     "  batch-size:\n";
+  const char *yaml =
+      "kafka: {bootstrap.servers: b:1, group.id: g, properties: {fetch.min.bytes: 1, check.crcs: true}}\n"
+      "table:\n"
+      "  name: t\n"
+      "  schema: [{name: id, type: INT}, {name: a, type: \"DECIMAL(6,2)\"}]\n"
+      "  primary-key: id\n"
+      "  options: {sequence.field: [a], ignore-delete: false}\n"
+      "sources:\n"
+      "  - {name: s, topics: [x, y], columns: [id, a], options: {time-unit: micros}}\n"
+      "sink: {topic: out, format: changelog-json, key-format: string, dead-letter-topic: dead}\n"
+      "state: {dir: d, tombstone-retention: 1500, cache-entries: 0}\n"
+      "pipeline:\n"
+      "  batch-size:\n";
   wd_config_t *cfg = load_ok(yaml);
   cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "fetch.min.bytes"), "1");
   cr_assert_str_eq(wd_config_pairs_get(&cfg->kafka.properties, "check.crcs"), "true");
@@ -402,8 +400,9 @@ Test(config, unknown_key_suggests_the_closest) {
              "'kafka.properties')");
   load_fails(minimal_with(16, "    topic: in\n    options: {timestamp-units: millis}"), 17,
              "unknown key 'timestamp-units' in 'sources[0].options'; did you mean 'timestamp-unit'?");
-  load_fails(minimal_with(8, "    - {name: a, typ: STRING}"), 8, "unknown key 'typ' in 'table.schema[1]'; did you mean "
-                                                                  "'type'?");
+  load_fails(minimal_with(8, "    - {name: a, typ: STRING}"), 8,
+             "unknown key 'typ' in 'table.schema[1]'; did you mean "
+             "'type'?");
 }
 
 Test(config, missing_required_key_points_at_the_enclosing_mapping) {
@@ -434,14 +433,16 @@ Test(config, wrong_type) {
   load_fails(minimal_range(6, 9, "  schema: BIGINT"), 6, "'table.schema' must be a list, not a single value");
   load_fails(minimal_with(7, "    - id"), 7, "'table.schema[0]' must be a mapping, not a single value");
   load_fails(minimal_range(11, 13, "  options: [a, b]"), 11, "'table.options' must be a mapping, not a list");
-  load_fails(minimal_with(12, "    merge-engine: {a: b}"), 12, "'table.options.merge-engine' must be a single value, "
-                                                               "not a mapping");
+  load_fails(minimal_with(12, "    merge-engine: {a: b}"), 12,
+             "'table.options.merge-engine' must be a single value, "
+             "not a mapping");
   load_fails(minimal_with(19, "  topic: [out]"), 19, "'sink.topic' must be a single value, not a list");
   load_fails(minimal_range(14, 17, "sources: {name: s}"), 14, "'sources' must be a list, not a mapping");
   load_fails(minimal_with(21, "  dir: d\n  cache-entries: many"), 22,
              "'state.cache-entries' must be an integer, not 'many'; write a whole number from 0 to 1000000000");
-  load_fails(minimal_with(21, "  dir: d\n  cache-entries: [1]"), 22, "'state.cache-entries' must be an integer, not "
-                                                                     "a list");
+  load_fails(minimal_with(21, "  dir: d\n  cache-entries: [1]"), 22,
+             "'state.cache-entries' must be an integer, not "
+             "a list");
   load_fails(minimal_with(21, "  dir: d\npipeline:\n  batch-size: 0"), 23,
              "'pipeline.batch-size' is 0, outside its range; use a value from 1 to 1000000");
   load_fails(minimal_with(19, "  topic: out\n  format: protobuf"), 20,
@@ -492,14 +493,16 @@ Test(config, other_file_level_errors) {
   load_fails(minimal_with(21, "  dir: a\n  dir: b"), 22, "duplicate key 'dir' (first at line 21)");
   load_fails(minimal_with(13, "    fields.v.sequence-group: a\n    merge-engine: x"), 14,
              "duplicate key 'merge-engine' in 'table.options' (first at line 12)");
-  load_fails(minimal_with(16, "    topic: in\n    topics: [x]"), 17, "'topics' and 'topic' are two names for one "
-                                                                     "setting");
+  load_fails(minimal_with(16, "    topic: in\n    topics: [x]"), 17,
+             "'topics' and 'topic' are two names for one "
+             "setting");
   load_fails(minimal_with(9, "    - {name: a, type: INT}"), 9, "column 'a' is defined twice (also at line 8)");
   load_fails(minimal_with(8, "    - {name: a, type: DECIMAL(12,2)}"), 8,
              "quote the type, e.g. type: \"DECIMAL(12,2)\"");
   /* references between sections */
-  load_fails(minimal_with(10, "  primary-key: [ide]"), 10, "primary-key column 'ide' is not in table.schema; did you "
-                                                           "mean 'id'?");
+  load_fails(minimal_with(10, "  primary-key: [ide]"), 10,
+             "primary-key column 'ide' is not in table.schema; did you "
+             "mean 'id'?");
   load_fails(minimal_with(17, "    columns:\n      id: id\n      aa: x"), 19,
              "source 's' maps column 'aa', which is not in table.schema; did you mean 'a'?");
   load_fails(minimal_with(19, "  topic: in"), 16, "topic 'in' is both read by source 's' and written by the sink");
@@ -578,15 +581,15 @@ Test(config, durations) {
   static const struct {
     const char *text;
     int64_t ms;
-  } OK[] = {{"0", 0}, {"250", 250}, {"500ms", 500}, {"30s", 30000}, {"5m", 300000}, {"12h", 43200000},
-            {"7d", 604800000}, {"106751991167d", 106751991167LL * 86400000}};
+  } OK[] = {{"0", 0},       {"250", 250},      {"500ms", 500},    {"30s", 30000},
+            {"5m", 300000}, {"12h", 43200000}, {"7d", 604800000}, {"106751991167d", 106751991167LL * 86400000}};
   for (size_t i = 0; i < sizeof(OK) / sizeof(*OK); i++) {
     int64_t ms = -7;
     cr_assert_eq(wd_config_parse_duration(OK[i].text, &ms), 0, "%s", OK[i].text);
     cr_assert_eq(ms, OK[i].ms, "%s", OK[i].text);
   }
-  static const char *const BAD[] = {"", "s", "-1", "+1", "1.5s", "5 s", "5S", "5sec", "1w", "10000000000000000000",
-                                    "106751991168d", "ms5"};
+  static const char *const BAD[] = {
+      "", "s", "-1", "+1", "1.5s", "5 s", "5S", "5sec", "1w", "10000000000000000000", "106751991168d", "ms5"};
   for (size_t i = 0; i < sizeof(BAD) / sizeof(*BAD); i++) {
     int64_t ms = -7;
     cr_assert_eq(wd_config_parse_duration(BAD[i], &ms), -1, "'%s'", BAD[i]);
@@ -713,10 +716,12 @@ Test(config, example_yaml_names_every_option_of_the_table) {
   missing[0] = 0;
   missing_in_example(wd_config_root(), "", text, missing, sizeof(missing));
   for (const wd_source_option_t *o = wd_source_options; o->name; o++) /* sources[].options */
-    if (!has_key(text, o->name)) snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
-                                          " sources[].options.%s", o->name);
-  cr_assert(missing[0] == 0, "configs/example.yaml lacks these options of app/config/config.c's table (add each, commented "
-            "out with its default when it is not set):%s", missing);
+    if (!has_key(text, o->name))
+      snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), " sources[].options.%s", o->name);
+  cr_assert(missing[0] == 0,
+            "configs/example.yaml lacks these options of app/config/config.c's table (add each, commented "
+            "out with its default when it is not set):%s",
+            missing);
 }
 
 /* Issue 23 point 6: librdkafka properties are validated at load (`widen config check` and `run`
@@ -724,9 +729,10 @@ Test(config, example_yaml_names_every_option_of_the_table) {
  * refuses, a property widen sets itself; every one with its line, not only the first. */
 Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
   wd_config_t *cfg = NULL;
-  const char *yaml = minimal_range(3, 3, "  group.id: g\n  properties:\n    sesion.timeout.ms: 6000\n"
-                                          "    session.timeout.ms: six\n    client.id: fine\n"
-                                          "    enable.auto.commit: true"); /* lines 5..8 */
+  const char *yaml = minimal_range(3, 3,
+                                   "  group.id: g\n  properties:\n    sesion.timeout.ms: 6000\n"
+                                   "    session.timeout.ms: six\n    client.id: fine\n"
+                                   "    enable.auto.commit: true"); /* lines 5..8 */
   static char buf[8192];
   snprintf(buf, sizeof(buf), "%s", yaml);
   char *p = strstr(buf, "  topic: out\n");
@@ -741,7 +747,8 @@ Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
   char want[512];
   snprintf(want, sizeof(want),
            "C_KAFKA_PROPERTY: %s:5: kafka.properties: unknown Kafka property 'sesion.timeout.ms'; did you mean "
-           "'session.timeout.ms'?", tmp_path);
+           "'session.timeout.ms'?",
+           tmp_path);
   cr_assert(!strncmp(err->message, want, strlen(want)), "%s", err->message);
   snprintf(want, sizeof(want), "%s:6: kafka.properties: Kafka property 'session.timeout.ms' = 'six': Invalid value",
            tmp_path);
@@ -755,8 +762,9 @@ Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
   cr_assert_null(strstr(err->message, "client.id"), "%s", err->message);
   wd_error_destroy(err);
   /* the same properties, all valid, load */
-  wd_config_destroy(load_ok(minimal_range(3, 3, "  group.id: g\n  properties:\n    session.timeout.ms: 6000\n"
-                                                "    client.id: fine")));
+  wd_config_destroy(load_ok(minimal_range(3, 3,
+                                          "  group.id: g\n  properties:\n    session.timeout.ms: 6000\n"
+                                          "    client.id: fine")));
 }
 
 /* A file property (ssl.ca.location, ...) is opened by librdkafka only when a client is created:
@@ -803,9 +811,9 @@ Test(config, lookup_source_options) {
       "  - name: d\n    topic: dim\n    lookup: true\n    on: [v]\n    key: [id, x]\n    columns: {a: name}";
   assert_error_at(wd_config_load(write_yaml(minimal_range(15, 17, two)), &cfg), "C_CONFIG", 21, "as many `key:` paths");
   /* a valid lookup: its source is built against the lookup schema [v, a] */
-  const char *ok =
-      "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
-      "  - name: d\n    topic: dim\n    lookup: true\n    on: v\n    key: id\n    required: true\n    columns: {a: name}";
+  const char *ok = "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
+                   "  - name: d\n    topic: dim\n    lookup: true\n    on: v\n    key: id\n    required: true\n    "
+                   "columns: {a: name}";
   cfg = load_ok(minimal_range(13, 17, ok)); /* no sequence group: a is filled by the lookup */
   wd_table_t *t = NULL;
   cr_assert_null(wd_config_build_table(cfg, &t));
@@ -830,9 +838,8 @@ Test(config, lookup_source_options) {
 /* Lookups with per-partition tasks are accepted (issue 11 point 4: the lookup topics are a
  * global table, app/runtime/global_table.h); the lookup keeps its lookup schema. */
 Test(config, lookup_source_with_per_partition_tasks_accepted) {
-  const char *y =
-      "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
-      "  - name: d\n    topic: dim\n    lookup: true\n    on: v\n    key: id\n    columns: {a: name}";
+  const char *y = "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"
+                  "  - name: d\n    topic: dim\n    lookup: true\n    on: v\n    key: id\n    columns: {a: name}";
   char buf[8192];
   snprintf(buf, sizeof(buf), "%spipeline:\n  tasks: per-partition\n", minimal_range(13, 17, y));
   wd_config_t *cfg = load_ok(buf);
@@ -858,7 +865,8 @@ Test(config, rebuild_on_incompatible_change_needs_exactly_once) {
   unsetenv("WIDEN_BROKERS");
   load_fails(minimal_with(21, "  dir: d\n  on-incompatible-change: rebuild\npipeline:\n  processing-guarantee: "
                               "at-least-once"),
-             20, "'state.on-incompatible-change: rebuild' runs under 'pipeline.processing-guarantee: exactly-once' only");
+             20,
+             "'state.on-incompatible-change: rebuild' runs under 'pipeline.processing-guarantee: exactly-once' only");
   wd_config_destroy(load_ok(minimal_with(21, "  dir: d\n  on-incompatible-change: rebuild")));
 }
 
@@ -883,7 +891,8 @@ Test(config, four_mistakes_are_named_in_one_run) {
   char cmd[1024];
   snprintf(cmd, sizeof(cmd),
            "sed -e 's/merge-engine: partial-update/merge-engine: partial-updat/' -e 's/^  batch-size:/  bach-size:/' "
-           "-e '/^sink:/,/format:/s/format: debezium-json/format: debezium-jsn/' -e 's/^  batch-timeout-ms: 100/  batch-timeout-ms: "
+           "-e '/^sink:/,/format:/s/format: debezium-json/format: debezium-jsn/' -e 's/^  batch-timeout-ms: 100/  "
+           "batch-timeout-ms: "
            "soon/' '%s/configs/demo.yaml' > '%s'",
            WD_SOURCE_DIR, write_yaml("x: 1\n"));
   cr_assert_eq(system(cmd), 0);
@@ -912,8 +921,7 @@ Test(config, source_primary_key) {
   cfg = NULL;
   wd_error_t *err = wd_config_load(write_yaml(minimal_with(16, "    topic: in\n    format: upsert-json")), &cfg);
   assert_error_at(err, "C_SOURCE_KEY_REQUIRED", 15, "add `primary-key:");
-  err = wd_config_load(
-      write_yaml(minimal_with(21, "  dir: /tmp/wd-state\npipeline:\n  tasks: per-partition")), &cfg);
+  err = wd_config_load(write_yaml(minimal_with(21, "  dir: /tmp/wd-state\npipeline:\n  tasks: per-partition")), &cfg);
   cr_assert_null(err, "%s", err ? err->message : "");
   wd_config_destroy(cfg);
   cfg = NULL;

@@ -91,20 +91,21 @@ Test(connect_json, value_exact) {
   char sb[2048], sa[2048];
   snprintf(sb, sizeof(sb), row_schema_fmt, VALUE_SCHEMA_COLS, "before");
   snprintf(sa, sizeof(sa), row_schema_fmt, VALUE_SCHEMA_COLS, "after");
-  cr_assert_eq(wd_buf_printf(&want,
-                             "{\"schema\":{\"type\":\"struct\",\"fields\":[%s,%s,"
-                             "{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,\"field\":\"name\"},"
-                             "{\"type\":\"string\",\"optional\":true,\"field\":\"table\"}],\"optional\":false,"
-                             "\"name\":\"io.widen.Source\",\"field\":\"source\"},"
-                             "{\"type\":\"string\",\"optional\":false,\"field\":\"op\"},"
-                             "{\"type\":\"int64\",\"optional\":true,\"field\":\"ts_ms\"}],\"optional\":false,"
-                             "\"name\":\"orders_wide.Envelope\",\"version\":1},"
-                             "\"payload\":{\"before\":{\"order_id\":7,\"amount\":\"AeI6\",\"at\":1796605323456,"
-                             "\"day\":-1,\"t\":49506789,\"note\":\"é\\\"\"},"
-                             "\"after\":{\"order_id\":7,\"amount\":\"+w==\",\"at\":-1,\"day\":0,\"t\":0,\"note\":null},"
-                             "\"source\":{\"name\":\"widen\",\"table\":\"orders_wide\"},\"op\":\"u\",\"ts_ms\":1700000000123}}",
-                             sb, sa),
-               0);
+  cr_assert_eq(
+      wd_buf_printf(&want,
+                    "{\"schema\":{\"type\":\"struct\",\"fields\":[%s,%s,"
+                    "{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,\"field\":\"name\"},"
+                    "{\"type\":\"string\",\"optional\":true,\"field\":\"table\"}],\"optional\":false,"
+                    "\"name\":\"io.widen.Source\",\"field\":\"source\"},"
+                    "{\"type\":\"string\",\"optional\":false,\"field\":\"op\"},"
+                    "{\"type\":\"int64\",\"optional\":true,\"field\":\"ts_ms\"}],\"optional\":false,"
+                    "\"name\":\"orders_wide.Envelope\",\"version\":1},"
+                    "\"payload\":{\"before\":{\"order_id\":7,\"amount\":\"AeI6\",\"at\":1796605323456,"
+                    "\"day\":-1,\"t\":49506789,\"note\":\"é\\\"\"},"
+                    "\"after\":{\"order_id\":7,\"amount\":\"+w==\",\"at\":-1,\"day\":0,\"t\":0,\"note\":null},"
+                    "\"source\":{\"name\":\"widen\",\"table\":\"orders_wide\"},\"op\":\"u\",\"ts_ms\":1700000000123}}",
+                    sb, sa),
+      0);
   cr_expect_str_eq(buf_str(&out), buf_str(&want));
   /* a delete: op d with the before image, after null; no table, no time */
   wd_buf_reset(&out);
@@ -158,14 +159,14 @@ static void expect_decimal(wd_i128 v, const char *b64) {
 
 /* BigInteger.valueOf(x).toByteArray(): the fewest two's complement bytes */
 Test(connect_json, decimal_bytes_as_java_biginteger) {
-  expect_decimal(0, "AA==");          /* 00 */
-  expect_decimal(1, "AQ==");          /* 01 */
-  expect_decimal(-1, "/w==");         /* ff */
-  expect_decimal(127, "fw==");        /* 7f */
-  expect_decimal(128, "AIA=");        /* 00 80 */
-  expect_decimal(-128, "gA==");       /* 80 */
-  expect_decimal(-129, "/38=");       /* ff 7f */
-  expect_decimal(65535, "AP//");      /* 00 ff ff */
+  expect_decimal(0, "AA=="); /* 00 */
+  expect_decimal(1, "AQ=="); /* 01 */
+  expect_decimal(-1, "/w=="); /* ff */
+  expect_decimal(127, "fw=="); /* 7f */
+  expect_decimal(128, "AIA="); /* 00 80 */
+  expect_decimal(-128, "gA=="); /* 80 */
+  expect_decimal(-129, "/38="); /* ff 7f */
+  expect_decimal(65535, "AP//"); /* 00 ff ff */
   wd_i128 max = 1;
   for (int i = 0; i < 38; i++) max *= 10;
   max -= 1; /* 10^38 - 1 = 0x4b3b4ca85a86c47a098a223fffffffff */
@@ -175,8 +176,9 @@ Test(connect_json, decimal_bytes_as_java_biginteger) {
 
 Test(connect_json, nested_types_and_not_null) {
   static const char *const names[] = {"id", "tags", "attrs", "pos", "raw", "f"};
-  static const char *const types[] = {"STRING NOT NULL", "ARRAY<INT NOT NULL>", "MAP<STRING, BIGINT>",
-                                      "ROW<x DOUBLE, y DOUBLE NOT NULL>", "BYTES NOT NULL", "FLOAT"};
+  static const char *const types[] = {"STRING NOT NULL",     "ARRAY<INT NOT NULL>",
+                                      "MAP<STRING, BIGINT>", "ROW<x DOUBLE, y DOUBLE NOT NULL>",
+                                      "BYTES NOT NULL",      "FLOAT"};
   static const char *const pk[] = {"id"};
   wd_schema_t *s = schema_make(6, names, types, 1, pk);
   wd_row_t *r = wd_row_new(s);
@@ -198,18 +200,20 @@ Test(connect_json, nested_types_and_not_null) {
   cr_expect_str_eq(a, "{\"id\":\"a\",\"tags\":[1,2],\"attrs\":{\"k\":5},\"pos\":{\"x\":1.5,\"y\":-2},"
                       "\"raw\":\"AQI=\",\"f\":0.5}");
   free(a);
-  json_t *fields = json_object_get(json_array_get(json_object_get(json_object_get(j, "schema"), "fields"), 1), "fields");
+  json_t *fields =
+      json_object_get(json_array_get(json_object_get(json_object_get(j, "schema"), "fields"), 1), "fields");
   cr_assert_eq(json_array_size(fields), 6);
   char *f = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  cr_expect_str_eq(f, "[{\"type\":\"string\",\"optional\":false,\"field\":\"id\"},"
-                      "{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":false},\"optional\":true,"
-                      "\"field\":\"tags\"},"
-                      "{\"type\":\"map\",\"keys\":{\"type\":\"string\",\"optional\":false},\"values\":{\"type\":\"int64\","
-                      "\"optional\":true},\"optional\":true,\"field\":\"attrs\"},"
-                      "{\"type\":\"struct\",\"fields\":[{\"type\":\"double\",\"optional\":true,\"field\":\"x\"},"
-                      "{\"type\":\"double\",\"optional\":false,\"field\":\"y\"}],\"optional\":true,\"field\":\"pos\"},"
-                      "{\"type\":\"bytes\",\"optional\":false,\"field\":\"raw\"},"
-                      "{\"type\":\"float\",\"optional\":true,\"field\":\"f\"}]");
+  cr_expect_str_eq(f,
+                   "[{\"type\":\"string\",\"optional\":false,\"field\":\"id\"},"
+                   "{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":false},\"optional\":true,"
+                   "\"field\":\"tags\"},"
+                   "{\"type\":\"map\",\"keys\":{\"type\":\"string\",\"optional\":false},\"values\":{\"type\":\"int64\","
+                   "\"optional\":true},\"optional\":true,\"field\":\"attrs\"},"
+                   "{\"type\":\"struct\",\"fields\":[{\"type\":\"double\",\"optional\":true,\"field\":\"x\"},"
+                   "{\"type\":\"double\",\"optional\":false,\"field\":\"y\"}],\"optional\":true,\"field\":\"pos\"},"
+                   "{\"type\":\"bytes\",\"optional\":false,\"field\":\"raw\"},"
+                   "{\"type\":\"float\",\"optional\":true,\"field\":\"f\"}]");
   free(f);
   json_decref(j);
   wd_buf_free(&out);

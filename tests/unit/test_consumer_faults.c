@@ -61,11 +61,10 @@ Test(consumer_faults, committed_offsets_are_asked_again_while_the_coordinator_mo
   wd_tp_offset_t parts[2] = {{.topic = "t", .partition = 0, .offset = 7}, {.topic = "t", .partition = 1, .offset = 7}};
   wd_error_t *err = wd_consumer_committed(m.cons, parts, 2, 10000);
   cr_assert_null(err, "%s", err ? err->message : "");
-  rd_kafka_mock_push_request_errors(m.mc, KAFKA_API_OFFSET_FETCH, 8, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
-                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
-                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
-                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
-                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR);
+  rd_kafka_mock_push_request_errors(
+      m.mc, KAFKA_API_OFFSET_FETCH, 8, RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
+      RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
+      RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_COORDINATOR);
   parts[0].offset = parts[1].offset = 7;
   err = wd_consumer_committed(m.cons, parts, 2, 20000);
   cr_assert_null(err, "a moving coordinator ended the read: %s", err ? err->message : "");
@@ -93,12 +92,11 @@ Test(consumer_faults, a_coordinator_away_past_the_timeout_is_a_retriable_error, 
 Test(consumer_faults, end_offsets_are_asked_again_while_a_leader_moves, .timeout = 60) {
   mock_t m;
   mock_new(&m, NULL);
-  rd_kafka_mock_push_request_errors(m.mc, KAFKA_API_LIST_OFFSETS, 6, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                    RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                    RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                    RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                    RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                    RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION);
+  rd_kafka_mock_push_request_errors(
+      m.mc, KAFKA_API_LIST_OFFSETS, 6, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+      RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+      RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+      RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION);
   wd_tp_offset_t *ends = NULL;
   size_t n = 0;
   wd_error_t *err = wd_consumer_end_offsets(m.cons, 20000, &ends, &n);
@@ -109,7 +107,6 @@ Test(consumer_faults, end_offsets_are_asked_again_while_a_leader_moves, .timeout
   free(ends);
   mock_done(&m);
 }
-
 
 /* ---- issue 21 point 2: an assignment held until its tasks are initialised ------------------- */
 

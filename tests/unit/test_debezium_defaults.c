@@ -123,18 +123,18 @@ static char *stored(fx_t *f) {
   return (char *)b.data;
 }
 
-#define EXPECT_FEED(f, json, want)                                                                                   \
-  do {                                                                                                             \
-    char *got_ = feed((f), (json));                                                                                \
-    cr_expect_str_eq(got_, (want));                                                                                \
-    free(got_);                                                                                                    \
+#define EXPECT_FEED(f, json, want)                                                                                     \
+  do {                                                                                                                 \
+    char *got_ = feed((f), (json));                                                                                    \
+    cr_expect_str_eq(got_, (want));                                                                                    \
+    free(got_);                                                                                                        \
   } while (0)
 
-#define EXPECT_STORED(f, want)                                                                                       \
-  do {                                                                                                             \
-    char *got_ = stored(f);                                                                                        \
-    cr_expect_str_eq(got_, (want));                                                                                \
-    free(got_);                                                                                                    \
+#define EXPECT_STORED(f, want)                                                                                         \
+  do {                                                                                                                 \
+    char *got_ = stored(f);                                                                                            \
+    cr_expect_str_eq(got_, (want));                                                                                    \
+    free(got_);                                                                                                        \
   } while (0)
 
 static const char *const HEAD = "kafka:\n"
@@ -180,16 +180,19 @@ Test(toast, the_placeholder_is_not_carried) {
   char *y = yaml(TOAST_TABLE, "    columns: [order_id, customer, note, amount]\n");
   wd_error_t *err = fx_load(&f, y);
   cr_assert_null(err, "%s", err ? err->message : "");
-  EXPECT_FEED(&f, "{\"before\":null,\"after\":{\"order_id\":7,\"customer\":\"alice\",\"note\":\"aGVsbG8=\",\"amount\":5},"
-                  "\"op\":\"c\"}",
+  EXPECT_FEED(&f,
+              "{\"before\":null,\"after\":{\"order_id\":7,\"customer\":\"alice\",\"note\":\"aGVsbG8=\",\"amount\":5},"
+              "\"op\":\"c\"}",
               "+I(7,alice,aGVsbG8=,5) => +I(7,alice,aGVsbG8=,5)");
-  EXPECT_FEED(&f, "{\"before\":null,\"after\":{\"order_id\":7,\"customer\":\"__debezium_unavailable_value\","
-                  "\"note\":\"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==\",\"amount\":9},\"op\":\"u\"}",
+  EXPECT_FEED(&f,
+              "{\"before\":null,\"after\":{\"order_id\":7,\"customer\":\"__debezium_unavailable_value\","
+              "\"note\":\"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==\",\"amount\":9},\"op\":\"u\"}",
               "-U(7,?,?,?) +U(7,?,?,9) => -U(7,alice,aGVsbG8=,5) +U(7,alice,aGVsbG8=,9)");
   EXPECT_STORED(&f, "(7,alice,aGVsbG8=,9)");
   /* a real change of the column still goes through */
-  EXPECT_FEED(&f, "{\"before\":null,\"after\":{\"order_id\":7,\"customer\":\"bob\",\"note\":null,\"amount\":9},"
-                  "\"op\":\"u\"}",
+  EXPECT_FEED(&f,
+              "{\"before\":null,\"after\":{\"order_id\":7,\"customer\":\"bob\",\"note\":null,\"amount\":9},"
+              "\"op\":\"u\"}",
               "-U(7,?,?,?) +U(7,bob,NULL,9) => -U(7,alice,aGVsbG8=,9) +U(7,bob,NULL,9)");
   EXPECT_STORED(&f, "(7,bob,NULL,9)");
   fx_done(&f);
@@ -209,8 +212,9 @@ Test(toast, the_placeholder_is_the_sources_option) {
   EXPECT_FEED(&f, "{\"after\":{\"order_id\":1,\"customer\":\"<toasted>\",\"note\":null,\"amount\":6},\"op\":\"u\"}",
               "-U(1,?,?,?) +U(1,?,NULL,6) => -U(1,alice,NULL,5) +U(1,alice,NULL,6)");
   /* Debezium's default text is an ordinary value for this source */
-  EXPECT_FEED(&f, "{\"after\":{\"order_id\":1,\"customer\":\"__debezium_unavailable_value\",\"note\":null,"
-                  "\"amount\":6},\"op\":\"u\"}",
+  EXPECT_FEED(&f,
+              "{\"after\":{\"order_id\":1,\"customer\":\"__debezium_unavailable_value\",\"note\":null,"
+              "\"amount\":6},\"op\":\"u\"}",
               "-U(1,?,?,?) +U(1,__debezium_unavailable_value,NULL,6) => -U(1,alice,NULL,6) "
               "+U(1,__debezium_unavailable_value,NULL,6)");
   fx_done(&f);
@@ -220,8 +224,9 @@ Test(toast, the_placeholder_is_the_sources_option) {
                         "      unavailable.value.placeholder: \"\"\n");
   err = fx_load(&f, y);
   cr_assert_null(err, "%s", err ? err->message : "");
-  EXPECT_FEED(&f, "{\"after\":{\"order_id\":1,\"customer\":\"__debezium_unavailable_value\",\"note\":null,"
-                  "\"amount\":6},\"op\":\"c\"}",
+  EXPECT_FEED(&f,
+              "{\"after\":{\"order_id\":1,\"customer\":\"__debezium_unavailable_value\",\"note\":null,"
+              "\"amount\":6},\"op\":\"c\"}",
               "+I(1,__debezium_unavailable_value,NULL,6) => +I(1,__debezium_unavailable_value,NULL,6)");
   fx_done(&f);
   free(y);

@@ -102,10 +102,8 @@ static void row_text(const wd_schema_t *s, const wd_row_t *r, wd_buf_t *out) {
   wd_buf_printf(out, "%s(", wd_row_kind_str(r->kind));
   for (size_t i = 0; i < s->ncols; i++) {
     if (i) wd_buf_putc(out, ',');
-    if (r->absent && r->absent[i])
-      wd_buf_putc(out, '?'); /* not sent: completed from the stored row by the merge */
-    else
-      wd_value_format(s->cols[i].type, &r->v[i], out);
+    if (r->absent && r->absent[i]) wd_buf_putc(out, '?'); /* not sent: completed from the stored row by the merge */
+    else wd_value_format(s->cols[i].type, &r->v[i], out);
   }
   wd_buf_putc(out, ')');
 }
@@ -305,8 +303,7 @@ static void check_paimon(const char *name, const char *const *data, size_t ndata
     const char *want = data[i - 18];
     if (strncmp(want, "ERR ", 4) == 0)
       cr_expect(strncmp(got, want, strlen(want)) == 0, "%s line %zu\n got: %s\nwant: %s...", rel, i + 1, got, want);
-    else
-      cr_expect_str_eq(got, want, "%s line %zu\n got: %s\nwant: %s", rel, i + 1, got, want);
+    else cr_expect_str_eq(got, want, "%s line %zu\n got: %s\nwant: %s", rel, i + 1, got, want);
     free(got);
   }
   wd_changes_free(&ch);
@@ -318,9 +315,8 @@ static void check_paimon(const char *name, const char *const *data, size_t ndata
 Test(files, paimon_products) {
   const char *const se1[] = {"+I(101,scooter,Small 2-wheel scooter,3.14)", "+I(102,car battery,12V car battery,8.1)"};
   check_paimon("debezium-table-schemaevolution-debezium-data-1.txt", se1, 2);
-  const char *const se2[] = {
-      "+I(103,12-pack drill bits,12-pack of drill bits with sizes ranging from #40 to #3,0.8)",
-      "+I(104,hammer,12oz carpenter's hammer,0.75)"};
+  const char *const se2[] = {"+I(103,12-pack drill bits,12-pack of drill bits with sizes ranging from #40 to #3,0.8)",
+                             "+I(104,hammer,12oz carpenter's hammer,0.75)"};
   check_paimon("debezium-table-schemaevolution-debezium-data-2.txt", se2, 2);
   /* the update whose before image is partial ({"address": "Shanghai"}) has no key */
   const char *const se3[] = {
@@ -352,10 +348,11 @@ Test(files, paimon_schema_evolution_columns) {
                          "debezium-table-schemaevolution-debezium-data-3.txt",
                          "debezium-table-schema-schemaevolution-debezium-data-2.txt",
                          "debezium-table-schema-schemaevolution-debezium-data-3.txt"};
-  const char *want[] = {"+I(103,12-pack drill bits,0.8,18,NULL)", "+I(104,hammer,0.75,24,NULL)",
-                        "+I(105,hammer,0.875,NULL,Shanghai)", "-D(101,scooter,3.14,?,?)" /* age, address not in before */,
-                        NULL /* partial before: E_NO_KEY */, "+I(107,rocks,5.3,NULL,NULL)",
-                        "+I(103,12-pack drill bits,0.8,18,NULL)", "+I(104,hammer,0.75,24,NULL)"};
+  const char *want[] = {
+      "+I(103,12-pack drill bits,0.8,18,NULL)", "+I(104,hammer,0.75,24,NULL)",
+      "+I(105,hammer,0.875,NULL,Shanghai)",     "-D(101,scooter,3.14,?,?)" /* age, address not in before */,
+      NULL /* partial before: E_NO_KEY */,      "+I(107,rocks,5.3,NULL,NULL)",
+      "+I(103,12-pack drill bits,0.8,18,NULL)", "+I(104,hammer,0.75,24,NULL)"};
   size_t w = 0;
   wd_changes_t ch;
   wd_changes_init(&ch);
@@ -367,10 +364,8 @@ Test(files, paimon_schema_evolution_columns) {
     for (size_t i = 18; i < f.n; i++, w++) {
       char *line = strndup(f.line[i], f.len[i]);
       char *got = decode_text(src, s, NULL, line, &ch);
-      if (want[w])
-        cr_expect_str_eq(got, want[w], "%s line %zu", rel, i + 1);
-      else
-        cr_expect(strncmp(got, "ERR E_NO_KEY", 12) == 0, "%s", got);
+      if (want[w]) cr_expect_str_eq(got, want[w], "%s line %zu", rel, i + 1);
+      else cr_expect(strncmp(got, "ERR E_NO_KEY", 12) == 0, "%s", got);
       free(got);
       free(line);
     }
@@ -412,29 +407,117 @@ Test(files, non_debezium_formats_refused) {
 /* ---- the all-types record -------------------------------------------------------------------- */
 
 Test(files, paimon_all_types) {
-  static const char *const names[] = {
-      "_id", "pt", "_bit1", "_bit", "_tinyint1", "_boolean", "_bool", "_tinyint_unsigned", "_smallint", "_mediumint",
-      "_int", "_int_unsigned", "_bigint", "_bigint_unsigned", "_bigint_unsigned_zerofill", "_serial", "_float",
-      "_real", "_double", "_numeric", "_fixed", "_decimal", "_big_decimal", "_date", "_datetime", "_datetime3",
-      "_datetime6", "_datetime_p2", "_timestamp", "_timestamp0", "_char", "_varchar", "_text", "_bin", "_json",
-      "json_map", "_enum", "_year", "_time", "_point", "point_text", "_set", "db", "event_ts", "src_ts", "offset",
-      "topic", "part", "kts", "numeric_text", "fixed_double"};
-  static const char *const types[] = {
-      "INT NOT NULL", "DECIMAL(2,1)", "BOOLEAN", "BYTES", "TINYINT", "BOOLEAN", "BOOLEAN", "SMALLINT", "SMALLINT", "INT",
-      "INT", "BIGINT", "BIGINT", "DECIMAL(20,0)", "BIGINT", "DECIMAL(20,0)", "FLOAT", "DOUBLE", "DOUBLE",
-      "DECIMAL(8,3)", "DECIMAL(38,3)", "DECIMAL(8,0)", "DECIMAL(38,10)", "DATE", "TIMESTAMP(0)", "TIMESTAMP(3)",
-      "TIMESTAMP(6)", "TIMESTAMP(2)", "TIMESTAMP_LTZ(6)", "TIMESTAMP(0)", "CHAR(6)", "VARCHAR(20)", "STRING", "BYTES",
-      "STRING", "MAP<STRING, STRING>", "STRING", "INT", "TIME(0)", "ROW<x DOUBLE, y DOUBLE, wkb BYTES, srid INT>",
-      "STRING", "STRING", "STRING", "TIMESTAMP_LTZ(3)", "BIGINT", "BIGINT", "STRING", "INT", "TIMESTAMP(3)", "STRING",
-      "DOUBLE"};
+  static const char *const names[] = {"_id",
+                                      "pt",
+                                      "_bit1",
+                                      "_bit",
+                                      "_tinyint1",
+                                      "_boolean",
+                                      "_bool",
+                                      "_tinyint_unsigned",
+                                      "_smallint",
+                                      "_mediumint",
+                                      "_int",
+                                      "_int_unsigned",
+                                      "_bigint",
+                                      "_bigint_unsigned",
+                                      "_bigint_unsigned_zerofill",
+                                      "_serial",
+                                      "_float",
+                                      "_real",
+                                      "_double",
+                                      "_numeric",
+                                      "_fixed",
+                                      "_decimal",
+                                      "_big_decimal",
+                                      "_date",
+                                      "_datetime",
+                                      "_datetime3",
+                                      "_datetime6",
+                                      "_datetime_p2",
+                                      "_timestamp",
+                                      "_timestamp0",
+                                      "_char",
+                                      "_varchar",
+                                      "_text",
+                                      "_bin",
+                                      "_json",
+                                      "json_map",
+                                      "_enum",
+                                      "_year",
+                                      "_time",
+                                      "_point",
+                                      "point_text",
+                                      "_set",
+                                      "db",
+                                      "event_ts",
+                                      "src_ts",
+                                      "offset",
+                                      "topic",
+                                      "part",
+                                      "kts",
+                                      "numeric_text",
+                                      "fixed_double"};
+  static const char *const types[] = {"INT NOT NULL",
+                                      "DECIMAL(2,1)",
+                                      "BOOLEAN",
+                                      "BYTES",
+                                      "TINYINT",
+                                      "BOOLEAN",
+                                      "BOOLEAN",
+                                      "SMALLINT",
+                                      "SMALLINT",
+                                      "INT",
+                                      "INT",
+                                      "BIGINT",
+                                      "BIGINT",
+                                      "DECIMAL(20,0)",
+                                      "BIGINT",
+                                      "DECIMAL(20,0)",
+                                      "FLOAT",
+                                      "DOUBLE",
+                                      "DOUBLE",
+                                      "DECIMAL(8,3)",
+                                      "DECIMAL(38,3)",
+                                      "DECIMAL(8,0)",
+                                      "DECIMAL(38,10)",
+                                      "DATE",
+                                      "TIMESTAMP(0)",
+                                      "TIMESTAMP(3)",
+                                      "TIMESTAMP(6)",
+                                      "TIMESTAMP(2)",
+                                      "TIMESTAMP_LTZ(6)",
+                                      "TIMESTAMP(0)",
+                                      "CHAR(6)",
+                                      "VARCHAR(20)",
+                                      "STRING",
+                                      "BYTES",
+                                      "STRING",
+                                      "MAP<STRING, STRING>",
+                                      "STRING",
+                                      "INT",
+                                      "TIME(0)",
+                                      "ROW<x DOUBLE, y DOUBLE, wkb BYTES, srid INT>",
+                                      "STRING",
+                                      "STRING",
+                                      "STRING",
+                                      "TIMESTAMP_LTZ(3)",
+                                      "BIGINT",
+                                      "BIGINT",
+                                      "STRING",
+                                      "INT",
+                                      "TIMESTAMP(3)",
+                                      "STRING",
+                                      "DOUBLE"};
   static const char *const pk[] = {"_id"};
   size_t n = sizeof(names) / sizeof(names[0]);
   cr_assert_eq(n, sizeof(types) / sizeof(types[0]));
   wd_schema_t *s = schema_make(n, names, types, 1, pk);
-  const char *const specs[] = {"json_map", "_json", "point_text", "_point", "db", "$.source.db", "event_ts", "$.ts_ms",
-                               "src_ts", "$.source.ts_ms", "offset", "$kafka.offset", "topic", "$kafka.topic", "part",
-                               "$kafka.partition", "kts", "$kafka.timestamp", "numeric_text", "_numeric",
-                               "fixed_double", "_fixed", NULL};
+  const char *const specs[] = {
+      "json_map",     "_json",        "point_text",   "_point",           "db",     "$.source.db",
+      "event_ts",     "$.ts_ms",      "src_ts",       "$.source.ts_ms",   "offset", "$kafka.offset",
+      "topic",        "$kafka.topic", "part",         "$kafka.partition", "kts",    "$kafka.timestamp",
+      "numeric_text", "_numeric",     "fixed_double", "_fixed",           NULL};
   wd_source_t *src = source_make(s, specs);
   lines_t f;
   lines_load("data/paimon-kafka-cdc/debezium-table-schema-alltype-debezium-data-1.txt", &f);
@@ -448,17 +531,57 @@ Test(files, paimon_all_types) {
   cr_expect_eq(ch.op, 'r');
   const wd_row_t *r = ch.rows[0];
   cr_expect_eq(r->kind, WD_INSERT);
-  const char *want[] = {
-      "1", "1.1", "true", "xwcAAAAAAAA=", "1", "true", "false", "2", "1000", "100000", "1000000", "2000000",
-      "10000000000", "20000000000", "30000000000", "40000000000", "1.5", "1.000001", "1.000011", "12345.110",
-      "123456789876543212345678987654321.110", "11111", "2222222222222222300000001111.1234567890", "2023-03-23",
-      "2023-03-23 14:30:05.000", "2023-03-23 14:30:05.123", "2023-03-23 14:30:05.123456", "2023-03-24 14:30:05.120",
-      "2023-03-23 22:00:10.123456", "2023-03-23 07:10:00.000", "Paimon", "Apache Paimon", "Apache Paimon MySQL Test Data",
-      "Ynl0ZXMAAAAAAA==", "{\"a\": \"b\"}", "{a=b}", "value1", "2023", "10:13:23",
-      "(1, 1, AQEAAAAAAAAAAADwPwAAAAAAAPA/, NULL)",
-      "{\"x\":1.0,\"y\":1.0,\"wkb\":\"AQEAAAAAAAAAAADwPwAAAAAAAPA/\",\"srid\":null}", "a,b", "paimon_sync_table",
-      "2024-01-25 07:18:06.275", "0", "42", "mysql.all_types", "3", "2024-01-25 07:18:06.999", "12345.110",
-      "1.2345678987654322e+32"};
+  const char *want[] = {"1",
+                        "1.1",
+                        "true",
+                        "xwcAAAAAAAA=",
+                        "1",
+                        "true",
+                        "false",
+                        "2",
+                        "1000",
+                        "100000",
+                        "1000000",
+                        "2000000",
+                        "10000000000",
+                        "20000000000",
+                        "30000000000",
+                        "40000000000",
+                        "1.5",
+                        "1.000001",
+                        "1.000011",
+                        "12345.110",
+                        "123456789876543212345678987654321.110",
+                        "11111",
+                        "2222222222222222300000001111.1234567890",
+                        "2023-03-23",
+                        "2023-03-23 14:30:05.000",
+                        "2023-03-23 14:30:05.123",
+                        "2023-03-23 14:30:05.123456",
+                        "2023-03-24 14:30:05.120",
+                        "2023-03-23 22:00:10.123456",
+                        "2023-03-23 07:10:00.000",
+                        "Paimon",
+                        "Apache Paimon",
+                        "Apache Paimon MySQL Test Data",
+                        "Ynl0ZXMAAAAAAA==",
+                        "{\"a\": \"b\"}",
+                        "{a=b}",
+                        "value1",
+                        "2023",
+                        "10:13:23",
+                        "(1, 1, AQEAAAAAAAAAAADwPwAAAAAAAPA/, NULL)",
+                        "{\"x\":1.0,\"y\":1.0,\"wkb\":\"AQEAAAAAAAAAAADwPwAAAAAAAPA/\",\"srid\":null}",
+                        "a,b",
+                        "paimon_sync_table",
+                        "2024-01-25 07:18:06.275",
+                        "0",
+                        "42",
+                        "mysql.all_types",
+                        "3",
+                        "2024-01-25 07:18:06.999",
+                        "12345.110",
+                        "1.2345678987654322e+32"};
   cr_assert_eq(sizeof(want) / sizeof(want[0]), n);
   for (size_t i = 0; i < n; i++) {
     wd_buf_t b = {0};
@@ -504,8 +627,7 @@ static void expect_v(const char *type, const char *spec, const char *fieldschema
                        "\"fields\":[{\"type\":\"int32\",\"field\":\"id\"},%s]}]},"
                        "\"payload\":{\"op\":\"c\",\"before\":null,\"after\":{\"id\":1,\"v\":%s}}}",
                        fieldschema, vjson) > 0);
-  else
-    cr_assert(asprintf(&json, "{\"op\":\"c\",\"before\":null,\"after\":{\"id\":1,\"v\":%s}}", vjson) > 0);
+  else cr_assert(asprintf(&json, "{\"op\":\"c\",\"before\":null,\"after\":{\"id\":1,\"v\":%s}}", vjson) > 0);
   wd_changes_t ch;
   wd_changes_init(&ch);
   wd_error_t *err = wd_decode_debezium_json(src, s, NULL, json, strlen(json), &ch);
@@ -530,23 +652,27 @@ static void expect_v(const char *type, const char *spec, const char *fieldschema
   wd_schema_destroy(s);
 }
 
-#define DEC_SCHEMA(scale)                                                                                          \
-  "{\"type\":\"bytes\",\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"" scale        \
+#define DEC_SCHEMA(scale)                                                                                              \
+  "{\"type\":\"bytes\",\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"" scale          \
   "\"},\"field\":\"v\"}"
 
 Test(types, decimal_base64_with_schema) {
   expect_v("DECIMAL(10,2)", NULL, DEC_SCHEMA("2"), "\"BNI=\"", "12.34");
   expect_v("DECIMAL(10,3)", NULL, DEC_SCHEMA("2"), "\"BNI=\"", "12.340");
-  expect_v("DECIMAL(10,1)", NULL, DEC_SCHEMA("2"), "\"BNI=\"", "12.3");  /* 12.34 HALF_UP */
-  expect_v("DECIMAL(10,1)", NULL, DEC_SCHEMA("3"), "\"BNI=\"", "1.2");   /* 1.234 */
-  expect_v("DECIMAL(10,0)", NULL, DEC_SCHEMA("1"), "\"BNI=\"", "123");   /* 123.4 -> 123 */
-  expect_v("DECIMAL(10,0)", NULL, DEC_SCHEMA("2"), "\"+y4=\"", "-12");   /* -12.34 */
+  expect_v("DECIMAL(10,1)", NULL, DEC_SCHEMA("2"), "\"BNI=\"", "12.3"); /* 12.34 HALF_UP */
+  expect_v("DECIMAL(10,1)", NULL, DEC_SCHEMA("3"), "\"BNI=\"", "1.2"); /* 1.234 */
+  expect_v("DECIMAL(10,0)", NULL, DEC_SCHEMA("1"), "\"BNI=\"", "123"); /* 123.4 -> 123 */
+  expect_v("DECIMAL(10,0)", NULL, DEC_SCHEMA("2"), "\"+y4=\"", "-12"); /* -12.34 */
   expect_v("DECIMAL(10,2)", NULL, DEC_SCHEMA("2"), "\"+y4=\"", "-12.34");
   expect_v("DECIMAL(10,2)", NULL, DEC_SCHEMA("2"), "\"/w==\"", "-0.01");
   expect_v("DECIMAL(10,2)", NULL, DEC_SCHEMA("2"), "\"\"", "0.00");
-  expect_v("DECIMAL(38,0)", NULL, DEC_SCHEMA("0"), "\"CUmw9vACMxPESZBQ3jjzTg==\"", "12345678901234567890123456789012345678");
-  expect_v("DECIMAL(38,0)", NULL, DEC_SCHEMA("0"), "\"//a2TwkP/czsO7ZvryHHDLI=\"", "-12345678901234567890123456789012345678");
-  expect_v("DECIMAL(3,2)", NULL, DEC_SCHEMA("2"), "\"BNI=\"", "ERR E_TYPE: source 'products': field after.v -> column 'v' DECIMAL(3,2): cannot convert JSON \"BNI=\": does not fit precision 3");
+  expect_v("DECIMAL(38,0)", NULL, DEC_SCHEMA("0"), "\"CUmw9vACMxPESZBQ3jjzTg==\"",
+           "12345678901234567890123456789012345678");
+  expect_v("DECIMAL(38,0)", NULL, DEC_SCHEMA("0"), "\"//a2TwkP/czsO7ZvryHHDLI=\"",
+           "-12345678901234567890123456789012345678");
+  expect_v("DECIMAL(3,2)", NULL, DEC_SCHEMA("2"), "\"BNI=\"",
+           "ERR E_TYPE: source 'products': field after.v -> column 'v' DECIMAL(3,2): cannot convert JSON \"BNI=\": "
+           "does not fit precision 3");
   expect_v("DECIMAL(10,2)", NULL, DEC_SCHEMA("2"), "\"B*I=\"", "ERR E_TYPE");
   /* Decimal bytes into integers and doubles */
   expect_v("BIGINT", NULL, DEC_SCHEMA("0"), "\"BNI=\"", "1234");
@@ -558,8 +684,8 @@ Test(types, decimal_base64_with_schema) {
 
 Test(types, decimal_without_schema) {
   expect_v("DECIMAL(10,2)", NULL, NULL, "\"12.30\"", "12.30");
-  expect_v("DECIMAL(10,2)", NULL, NULL, "\"1234\"", "1234.00");          /* valid text: read as text */
-  expect_v("DECIMAL(10,2)", NULL, NULL, "\"BNI=\"", "12.34");            /* base64 at the column's scale */
+  expect_v("DECIMAL(10,2)", NULL, NULL, "\"1234\"", "1234.00"); /* valid text: read as text */
+  expect_v("DECIMAL(10,2)", NULL, NULL, "\"BNI=\"", "12.34"); /* base64 at the column's scale */
   expect_v("DECIMAL(10,2)", NULL, NULL, "\"-1e2\"", "-100.00");
   expect_v("DECIMAL(10,2)", NULL, NULL, "{\"scale\":3,\"value\":\"BNI=\"}", "1.23"); /* VariableScaleDecimal */
   expect_v("DECIMAL(10,2)", NULL, NULL, "true", "ERR E_TYPE");
@@ -585,8 +711,11 @@ Test(types, integers) {
   expect_v("BIGINT", NULL, NULL, "9223372036854775808", "ERR E_TYPE");
   expect_v("BIGINT", NULL, NULL, "2.0E10", "20000000000");
   expect_v("BIGINT", NULL, NULL, "1.50e1", "15");
-  expect_v("INT", NULL, NULL, "1.5", "ERR E_TYPE: source 'products': field after.v -> column 'v' INT: cannot convert JSON 1.5: not an integer");
-  expect_v("TINYINT", NULL, NULL, "300", "ERR E_TYPE: source 'products': field after.v -> column 'v' TINYINT: cannot convert JSON 300: out of range -128..127");
+  expect_v("INT", NULL, NULL, "1.5",
+           "ERR E_TYPE: source 'products': field after.v -> column 'v' INT: cannot convert JSON 1.5: not an integer");
+  expect_v("TINYINT", NULL, NULL, "300",
+           "ERR E_TYPE: source 'products': field after.v -> column 'v' TINYINT: cannot convert JSON 300: out of range "
+           "-128..127");
   expect_v("SMALLINT", NULL, NULL, "-32769", "ERR E_TYPE");
   expect_v("INT", NULL, NULL, "\"42\"", "42");
   expect_v("INT", NULL, NULL, "\"4x\"", "ERR E_TYPE");
@@ -607,7 +736,9 @@ Test(types, floats_and_booleans) {
   expect_v("DOUBLE", NULL, NULL, "\"inf\"", "ERR E_TYPE");
   expect_v("FLOAT", NULL, NULL, "1e39", "ERR E_TYPE");
   expect_v("DOUBLE", NULL, NULL, "1e-400", "0");
-  expect_v("FLOAT", NULL, NULL, "\"heavy\"", "ERR E_TYPE: source 'products': field after.v -> column 'v' FLOAT: cannot convert JSON \"heavy\": the string is not a number");
+  expect_v("FLOAT", NULL, NULL, "\"heavy\"",
+           "ERR E_TYPE: source 'products': field after.v -> column 'v' FLOAT: cannot convert JSON \"heavy\": the "
+           "string is not a number");
   expect_v("BOOLEAN", NULL, NULL, "true", "true");
   expect_v("BOOLEAN", NULL, NULL, "0", "false");
   expect_v("BOOLEAN", NULL, NULL, "1", "true");
@@ -632,8 +763,9 @@ Test(types, timestamps) {
   expect_v("TIMESTAMP(6)", NULL, NULL, "1679581805123456", "ERR C_TEMPORAL_UNIT");
   expect_v("TIMESTAMP_LTZ(3)", NULL, NULL, "0", "ERR C_TEMPORAL_UNIT");
   /* Kafka Connect's own Timestamp and Date names (time.precision.mode=connect) */
-  expect_v("TIMESTAMP(6)", NULL, "{\"type\":\"int64\",\"name\":\"org.apache.kafka.connect.data.Timestamp\",\"field\":\"v\"}",
-           "1679581805123", "2023-03-23 14:30:05.123000");
+  expect_v("TIMESTAMP(6)", NULL,
+           "{\"type\":\"int64\",\"name\":\"org.apache.kafka.connect.data.Timestamp\",\"field\":\"v\"}", "1679581805123",
+           "2023-03-23 14:30:05.123000");
   expect_v("DATE", NULL, "{\"type\":\"int32\",\"name\":\"org.apache.kafka.connect.data.Date\",\"field\":\"v\"}",
            "19439", "2023-03-23");
   /* ISO-8601 strings (ZonedTimestamp), offsets applied */
@@ -728,7 +860,8 @@ Test(types, schemaless_units_follow_the_source_not_the_column) {
   expect_decode(src, s, "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":36803123}}", "+I(1,10:13:23.123)");
   wd_changes_t c2;
   wd_changes_init(&c2);
-  const char *bad[] = {"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":86400000}}", "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":-1}}"};
+  const char *bad[] = {"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":86400000}}",
+                       "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":-1}}"};
   for (int i = 0; i < 2; i++) {
     err = wd_decode_debezium_json(src, s, NULL, bad[i], strlen(bad[i]), &c2);
     cr_assert_not_null(err);
@@ -760,12 +893,12 @@ Test(types, times) {
 
 Test(types, text_bytes_nested) {
   expect_v("STRING", NULL, NULL, "\"plain\"", "plain");
-  expect_v("STRING", NULL, NULL, "12345.110", "12345.110");       /* numbers keep their text */
+  expect_v("STRING", NULL, NULL, "12345.110", "12345.110"); /* numbers keep their text */
   expect_v("STRING", NULL, NULL, "true", "true");
   expect_v("STRING", NULL, NULL, "{\"a\": [1, 2]}", "{\"a\": [1, 2]}"); /* objects: their JSON text */
-  expect_v("VARCHAR(3)", NULL, NULL, "\"longer\"", "longer");     /* lengths not enforced */
+  expect_v("VARCHAR(3)", NULL, NULL, "\"longer\"", "longer"); /* lengths not enforced */
   expect_v("BYTES", NULL, NULL, "\"AAEC/w==\"", "AAEC/w==");
-  expect_v("BYTES", NULL, NULL, "\"AAEC/w\"", "AAEC/w==");        /* padding optional */
+  expect_v("BYTES", NULL, NULL, "\"AAEC/w\"", "AAEC/w=="); /* padding optional */
   expect_v("BYTES", NULL, NULL, "\"not base64!\"", "ERR E_TYPE");
   expect_v("BYTES", NULL, "{\"type\":\"string\",\"field\":\"v\"}", "\"abc\"", "YWJj"); /* raw bytes of a string field */
   expect_v("ARRAY<INT>", NULL, NULL, "[1, 2, null]", "[1, 2, NULL]");
@@ -809,8 +942,7 @@ Test(types, unicode_escapes) {
 Test(ops, primary_key_change) {
   wd_schema_t *s = products_schema();
   wd_source_t *src = source_make(s, NULL);
-  expect_decode(src, s,
-                "{\"op\":\"u\",\"before\":{\"id\":1,\"name\":\"a\"},\"after\":{\"id\":2,\"name\":\"a\"}}",
+  expect_decode(src, s, "{\"op\":\"u\",\"before\":{\"id\":1,\"name\":\"a\"},\"after\":{\"id\":2,\"name\":\"a\"}}",
                 "-D(1,a,?,?) +I(2,a,NULL,NULL)");
   expect_decode(src, s, "{\"op\":\"u\",\"before\":{\"id\":1,\"name\":\"a\"},\"after\":{\"id\":1,\"name\":\"b\"}}",
                 "-U(1,a,?,?) +U(1,b,NULL,NULL)");
@@ -878,9 +1010,11 @@ Test(ops, composite_key_change) {
   static const char *const pk[] = {"a", "b"};
   wd_schema_t *s = schema_make(3, names, types, 2, pk);
   wd_source_t *src = source_make(s, NULL);
-  expect_decode(src, s, "{\"op\":\"u\",\"before\":{\"a\":1,\"b\":\"x\",\"v\":1},\"after\":{\"a\":1,\"b\":\"y\",\"v\":1}}",
+  expect_decode(src, s,
+                "{\"op\":\"u\",\"before\":{\"a\":1,\"b\":\"x\",\"v\":1},\"after\":{\"a\":1,\"b\":\"y\",\"v\":1}}",
                 "-D(1,x,1) +I(1,y,1)");
-  expect_decode(src, s, "{\"op\":\"u\",\"before\":{\"a\":1,\"b\":\"x\",\"v\":1},\"after\":{\"a\":1,\"b\":\"x\",\"v\":2}}",
+  expect_decode(src, s,
+                "{\"op\":\"u\",\"before\":{\"a\":1,\"b\":\"x\",\"v\":1},\"after\":{\"a\":1,\"b\":\"x\",\"v\":2}}",
                 "-U(1,x,1) +U(1,x,2)");
   wd_source_destroy(src);
   wd_schema_destroy(s);
@@ -980,30 +1114,37 @@ Test(ops, decode_errors) {
 
 Test(mapping, envelope_key_and_kafka) {
   static const char *const names[] = {"id", "name", "lsn", "src_ts", "ts", "op", "topic", "part", "off", "kts", "kkey"};
-  static const char *const types[] = {"INT NOT NULL", "STRING",  "BIGINT", "TIMESTAMP_LTZ(3)", "TIMESTAMP(6)",
-                                      "STRING",       "STRING",  "INT",    "DECIMAL(20,0)",    "BIGINT", "STRING"};
+  static const char *const types[] = {"INT NOT NULL",  "STRING", "BIGINT", "TIMESTAMP_LTZ(3)",
+                                      "TIMESTAMP(6)",  "STRING", "STRING", "INT",
+                                      "DECIMAL(20,0)", "BIGINT", "STRING"};
   static const char *const pk[] = {"id"};
   wd_schema_t *s = schema_make(11, names, types, 1, pk);
-  const char *const specs[] = {"id", "$key.id", "lsn", "$.source.lsn", "src_ts", "$.source.ts_ms", "ts", "$.ts_ms",
-                               "op", "$.op", "topic", "$kafka.topic", "part", "$kafka.partition", "off",
-                               "$kafka.offset", "kts", "$kafka.timestamp", "kkey", "$kafka.key", NULL};
+  const char *const specs[] = {"id",   "$key.id",          "lsn", "$.source.lsn",  "src_ts", "$.source.ts_ms",
+                               "ts",   "$.ts_ms",          "op",  "$.op",          "topic",  "$kafka.topic",
+                               "part", "$kafka.partition", "off", "$kafka.offset", "kts",    "$kafka.timestamp",
+                               "kkey", "$kafka.key",       NULL};
   wd_source_t *src = source_make(s, specs);
   cr_assert_null(wd_source_check(src, s));
   lines_t f;
   lines_load("data/flink-json/debezium-postgres-data-replica-identity.txt", &f);
   const char *key = "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int32\",\"field\":\"id\"}]},"
                     "\"payload\":{\"id\":111}}";
-  wd_kafka_meta_t meta = {.topic = "fullfillment.inventory.products", .partition = 2, .offset = 15,
-                          .timestamp = 1596010988700, .key = key, .key_len = strlen(key)};
+  wd_kafka_meta_t meta = {.topic = "fullfillment.inventory.products",
+                          .partition = 2,
+                          .offset = 15,
+                          .timestamp = 1596010988700,
+                          .key = key,
+                          .key_len = strlen(key)};
   wd_changes_t ch;
   wd_changes_init(&ch);
   /* the delete with before and after null: the key comes from the Kafka key */
   char *line = strndup(f.line[15], f.len[15]);
   char *got = decode_text(src, s, &meta, line, &ch);
   /* $.ts_ms ends in _ms: read as ms also into TIMESTAMP(6) */
-  cr_expect_str_eq(got, "-D(111,?,34133800,2020-07-29 08:23:08.168,2020-07-29 08:23:08.596000,d,"
-                        "fullfillment.inventory.products,2,15,1596010988700,{\"schema\":{\"type\":\"struct\",\"fields\":"
-                        "[{\"type\":\"int32\",\"field\":\"id\"}]},\"payload\":{\"id\":111}})");
+  cr_expect_str_eq(got,
+                   "-D(111,?,34133800,2020-07-29 08:23:08.168,2020-07-29 08:23:08.596000,d,"
+                   "fullfillment.inventory.products,2,15,1596010988700,{\"schema\":{\"type\":\"struct\",\"fields\":"
+                   "[{\"type\":\"int32\",\"field\":\"id\"}]},\"payload\":{\"id\":111}})");
   free(got);
   free(line);
   /* a bare JSON key; metadata unknown -> NULL */
@@ -1043,15 +1184,16 @@ Test(mapping, nested_paths_and_quoting) {
   static const char *const types[] = {"INT NOT NULL", "STRING", "STRING", "INT", "INT", "INT", "INT"};
   static const char *const pk[] = {"id"};
   wd_schema_t *s = schema_make(7, names, types, 1, pk);
-  const char *const specs[] = {"city",   "address.city", "tag1", "tags.1",        "dotted",  "`a.b`",
-                               "dollar", "`$x`",         "deep", "n.`x.y`.0.z", "missing", "address.zip.code", NULL};
+  const char *const specs[] = {"city", "address.city", "tag1",        "tags.1",  "dotted",           "`a.b`", "dollar",
+                               "`$x`", "deep",         "n.`x.y`.0.z", "missing", "address.zip.code", NULL};
   wd_source_t *src = source_make(s, specs);
   expect_decode(src, s,
                 "{\"op\":\"c\",\"after\":{\"id\":1,\"address\":{\"city\":\"Paris\",\"zip\":\"75001\"},"
                 "\"tags\":[\"a\",\"b\"],\"a.b\":5,\"$x\":6,\"n\":{\"x.y\":[{\"z\":9}]}}}",
                 "+I(1,Paris,b,5,6,9,NULL)");
   /* the same first segment feeds two columns; only mapped fields are read */
-  expect_decode(src, s, "{\"op\":\"c\",\"after\":{\"id\":2,\"address\":null,\"tags\":[]}}", "+I(2,NULL,NULL,NULL,NULL,NULL,NULL)");
+  expect_decode(src, s, "{\"op\":\"c\",\"after\":{\"id\":2,\"address\":null,\"tags\":[]}}",
+                "+I(2,NULL,NULL,NULL,NULL,NULL,NULL)");
   wd_source_destroy(src);
   wd_schema_destroy(s);
 }
@@ -1207,8 +1349,14 @@ Test(types, envelope_schema_cache) {
   wd_changes_t ch;
   wd_changes_init(&ch);
   const char *msgs[] = {m2, m2, m3, m3, m2, rev, nul, m3, m2};
-  const char *want[] = {"+I(1,12.340)", "+I(1,12.340)", "+I(1,1.234)", "+I(1,1.234)", "+I(1,12.340)",
-                        "+I(1,123.400)", "+I(1,1.234)" /* no schema: the column's scale */, "+I(1,1.234)",
+  const char *want[] = {"+I(1,12.340)",
+                        "+I(1,12.340)",
+                        "+I(1,1.234)",
+                        "+I(1,1.234)",
+                        "+I(1,12.340)",
+                        "+I(1,123.400)",
+                        "+I(1,1.234)" /* no schema: the column's scale */,
+                        "+I(1,1.234)",
                         "+I(1,12.340)"};
   for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
     char *got = decode_text(src, s, NULL, msgs[i], &ch);
@@ -1217,9 +1365,10 @@ Test(types, envelope_schema_cache) {
   }
   /* a payload that is not the last key: general path */
   char *more;
-  cr_assert(asprintf(&more, "{\"schema\":%s,\"payload\":{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"BNI=\"}},\"x\":1}",
-                     "{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
-                     DEC_SCHEMA("2") "]}]}") > 0);
+  cr_assert(
+      asprintf(&more, "{\"schema\":%s,\"payload\":{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"BNI=\"}},\"x\":1}",
+               "{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":[" DEC_SCHEMA(
+                   "2") "]}]}") > 0);
   char *got = decode_text(src, s, NULL, more, &ch);
   cr_expect_str_eq(got, "+I(1,12.340)");
   free(got);

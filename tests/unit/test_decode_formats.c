@@ -82,10 +82,8 @@ static char *decode_text(const wd_source_t *src, const wd_schema_t *s, const cha
     wd_buf_printf(&b, "%s(", wd_row_kind_str(r->kind));
     for (size_t c = 0; c < s->ncols; c++) {
       if (c) wd_buf_putc(&b, ',');
-      if (r->absent && r->absent[c])
-        wd_buf_putc(&b, '?');
-      else
-        wd_value_format(s->cols[c].type, &r->v[c], &b);
+      if (r->absent && r->absent[c]) wd_buf_putc(&b, '?');
+      else wd_value_format(s->cols[c].type, &r->v[c], &b);
     }
     wd_buf_putc(&b, ')');
   }
@@ -187,8 +185,8 @@ Test(registry, every_format_by_name) {
   size_t n;
   const wd_format_t *const *all = wd_formats(&n);
   cr_assert_eq(n, 7);
-  static const char *const names[] = {"debezium-json", "debezium-avro", "canal-json", "maxwell-json", "ogg-json",
-                                      "changelog-json", "upsert-json"};
+  static const char *const names[] = {"debezium-json", "debezium-avro",  "canal-json", "maxwell-json",
+                                      "ogg-json",      "changelog-json", "upsert-json"};
   for (size_t i = 0; i < n; i++) {
     cr_expect_str_eq(all[i]->name, names[i]);
     cr_expect_eq(wd_format_find(names[i]), all[i]);
@@ -298,12 +296,14 @@ Test(events, partial_and_missing_before_images) {
     const char *format, *json, *want;
   } cases[] = {
       /* Canal UPDATE without old: -U carries the key, the rest from the stored row */
-      {"canal-json", "{\"data\":[{\"id\":\"5\",\"name\":\"n\",\"description\":\"d\",\"weight\":\"1\"}],\"old\":null,"
-                     "\"type\":\"UPDATE\",\"isDdl\":false}",
+      {"canal-json",
+       "{\"data\":[{\"id\":\"5\",\"name\":\"n\",\"description\":\"d\",\"weight\":\"1\"}],\"old\":null,"
+       "\"type\":\"UPDATE\",\"isDdl\":false}",
        "-U(5,?,?,?) +U(5,n,d,1)"},
       /* Canal UPDATE whose old changes the key: -D/+I */
-      {"canal-json", "{\"data\":[{\"id\":\"6\",\"name\":\"n\",\"description\":null,\"weight\":\"2\"}],"
-                     "\"old\":[{\"id\":\"5\"}],\"type\":\"UPDATE\",\"isDdl\":false}",
+      {"canal-json",
+       "{\"data\":[{\"id\":\"6\",\"name\":\"n\",\"description\":null,\"weight\":\"2\"}],"
+       "\"old\":[{\"id\":\"5\"}],\"type\":\"UPDATE\",\"isDdl\":false}",
        "-D(5,n,NULL,2) +I(6,n,NULL,2)"},
       {"canal-json", "{\"data\":null,\"type\":\"TRUNCATE\",\"isDdl\":false}",
        "ERR E_DECODE: source 'products': Canal type \"TRUNCATE\" is not supported (expected INSERT, UPDATE, DELETE or "
@@ -312,13 +312,15 @@ Test(events, partial_and_missing_before_images) {
        "ERR E_NO_KEY: source 'products': op 'INSERT': primary-key column 'id' is missing in the data image (field "
        "'id')"},
       /* Maxwell update: before = data with old's columns */
-      {"maxwell-json", "{\"type\":\"update\",\"ts\":2,\"data\":{\"id\":1,\"name\":\"b\",\"weight\":2.5},"
-                       "\"old\":{\"name\":\"a\"}}",
+      {"maxwell-json",
+       "{\"type\":\"update\",\"ts\":2,\"data\":{\"id\":1,\"name\":\"b\",\"weight\":2.5},"
+       "\"old\":{\"name\":\"a\"}}",
        "-U(1,a,?,2.5) +U(1,b,NULL,2.5)"},
       {"maxwell-json", "{\"type\":\"table-create\",\"database\":\"d\",\"table\":\"t\"}", ""},
       /* OGG: a compressed update whose before has only the key and a changed column */
-      {"ogg-json", "{\"op_type\":\"U\",\"before\":{\"id\":3,\"weight\":1},\"after\":{\"id\":3,\"name\":\"m\","
-                   "\"description\":\"d\",\"weight\":2}}",
+      {"ogg-json",
+       "{\"op_type\":\"U\",\"before\":{\"id\":3,\"weight\":1},\"after\":{\"id\":3,\"name\":\"m\","
+       "\"description\":\"d\",\"weight\":2}}",
        "-U(3,?,?,1) +U(3,m,d,2)"},
       {"ogg-json", "{\"op_type\":\"D\",\"before\":{\"id\":3},\"after\":null}", "-D(3,?,?,?)"},
       {"ogg-json", "{\"op_type\":\"T\",\"before\":null,\"after\":null}",
@@ -388,8 +390,8 @@ Test(events, decimal_encodings) {
   wd_source_t *src = source_of("debezium-json", s);
   char *warn = wd_format_decimal_warning(src, s);
   cr_assert_not_null(warn);
-  cr_expect(strstr(warn, "source 'products' (debezium-json): decimal-encoding is auto") && strstr(warn, "amount"),
-            "%s", warn);
+  cr_expect(strstr(warn, "source 'products' (debezium-json): decimal-encoding is auto") && strstr(warn, "amount"), "%s",
+            warn);
   free(warn);
   wd_changes_t ch;
   wd_changes_init(&ch);

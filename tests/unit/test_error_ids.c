@@ -12,7 +12,8 @@
 
 #include "common/error.h"
 
-static const char *const DIRS[] = {"app/cli", "app/config", "app/ops", "app/runtime", "ingest", "join", "sink", "changelog", "common", "kafka"};
+static const char *const DIRS[] = {"app/cli", "app/config", "app/ops",   "app/runtime", "ingest",
+                                   "join",    "sink",       "changelog", "common",      "kafka"};
 
 /* Every "C_X" / "E_X" literal (upper case, digits, '_') of one file not in the list: counted and
  * printed. */

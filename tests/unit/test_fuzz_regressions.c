@@ -70,10 +70,8 @@ static size_t run_seeds(const char *name, harness_fn h) {
     char hn[64], how[16], pat[512];
     if (line[0] == '#' || sscanf(line, "%63s %15s %511s", hn, how, pat) != 3 || strcmp(hn, name)) continue;
     char full[1200];
-    if (!strncmp(pat, "../shared/", 10))
-      snprintf(full, sizeof(full), "%s/%s", wd_test_shared_dir(), pat + 10);
-    else
-      snprintf(full, sizeof(full), "%s/%s", WD_SOURCE_DIR, pat);
+    if (!strncmp(pat, "../shared/", 10)) snprintf(full, sizeof(full), "%s/%s", wd_test_shared_dir(), pat + 10);
+    else snprintf(full, sizeof(full), "%s/%s", WD_SOURCE_DIR, pat);
     n += run_glob(h, full, !strcmp(how, "lines"));
   }
   fclose(fp);

@@ -44,9 +44,9 @@ Test(generate, deterministic_for_a_seed) {
 }
 
 typedef struct key_hist {
-  int64_t max_emitted;  /* highest version emitted so far */
+  int64_t max_emitted; /* highest version emitted so far */
   int64_t nver;
-  char ops[256];        /* ops[v] = op of version v (for v < 256) */
+  char ops[256]; /* ops[v] = op of version v (for v < 256) */
 } key_hist_t;
 
 Test(generate, counts_ratios_and_valid_debezium_json) {
@@ -150,10 +150,8 @@ Test(generate, counts_ratios_and_valid_debezium_json) {
     for (int64_t v = 1; v <= h->nver; v++) {
       char want = (v == 1 || h->ops[v - 1] == 'd') ? 'c' : 0;
       cr_assert_neq(h->ops[v], 0, "version %lld missing", (long long)v);
-      if (want)
-        cr_assert_eq(h->ops[v], 'c', "version %lld of slot %d is %c, not a create", (long long)v, i, h->ops[v]);
-      else
-        cr_assert(h->ops[v] == 'u' || h->ops[v] == 'd');
+      if (want) cr_assert_eq(h->ops[v], 'c', "version %lld of slot %d is %c, not a create", (long long)v, i, h->ops[v]);
+      else cr_assert(h->ops[v] == 'u' || h->ops[v] == 'd');
     }
   }
   free(hist);

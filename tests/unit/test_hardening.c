@@ -164,12 +164,12 @@ Test(hardening, source_must_fill_the_group_sequence) {
   const char *pk[] = {"k"};
   wd_schema_t *s = NULL;
   cr_assert_null(wd_schema_new(5, names, types, 1, pk, &s));
-  wd_option_t opts[] = {{"merge-engine", "partial-update"}, {"fields.ga.sequence-group", "a"},
-                        {"fields.gb.sequence-group", "b"}};
+  wd_option_t opts[] = {
+      {"merge-engine", "partial-update"}, {"fields.ga.sequence-group", "a"}, {"fields.gb.sequence-group", "b"}};
   wd_table_t *t = NULL;
   cr_assert_null(wd_table_new(s, 3, opts, &t));
-  bool ok[] = {true, true, true, false, false};   /* k, a, ga */
-  bool bad[] = {true, true, true, true, false};   /* also b without gb */
+  bool ok[] = {true, true, true, false, false}; /* k, a, ga */
+  bool bad[] = {true, true, true, true, false}; /* also b without gb */
   bool none[] = {true, false, false, false, true}; /* a sequence without fields is fine */
   cr_expect_null(wd_table_check_source_columns(t, ok, "source 'x'"));
   cr_expect_null(wd_table_check_source_columns(t, none, "source 'x'"));
@@ -220,8 +220,7 @@ Test(hardening, state_cache_memory_budget) {
   snprintf(text, sizeof(text), "0-%d-%0280d", 1234, 1234);
   bool found = false;
   for (size_t i = 2000; i < cl.n; i++)
-    if (cl.rows[i]->kind == WD_UPDATE_BEFORE && cl.rows[i]->v[0].i == 1234)
-      found = !strcmp(cl.rows[i]->v[1].s.p, text);
+    if (cl.rows[i]->kind == WD_UPDATE_BEFORE && cl.rows[i]->v[0].i == 1234) found = !strcmp(cl.rows[i]->v[1].s.p, text);
   cr_expect(found, "the -U of key 1234 is its first-round value, read back after eviction");
   wd_changelog_free(t, &cl);
   wd_store_batch_destroy(b);

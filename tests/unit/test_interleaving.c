@@ -12,24 +12,23 @@
 #include "app/config/config.h"
 #include "app/config/interleaving.h"
 
-static const char *BASE =
-    "kafka: {bootstrap.servers: 'k:9092', group.id: g}\n"
-    "table:\n"
-    "  name: t\n"
-    "  schema:\n"
-    "    - {name: id, type: BIGINT NOT NULL}\n"
-    "    - {name: a, type: STRING}\n"
-    "    - {name: av, type: BIGINT}\n"
-    "    - {name: b, type: STRING}\n"
-    "    - {name: bv, type: BIGINT}\n"
-    "  primary-key: [id]\n"
-    "  options:\n"
-    "%s"
-    "sources:\n"
-    "  - name: sa\n    topic: ta\n    columns:\n      id:\n      a:\n      av:\n%s"
-    "  - name: sb\n    topic: tb\n    columns:\n      id:\n      b:\n      bv:\n"
-    "sink: {topic: out}\n"
-    "state: {dir: /tmp/widen-interleave-state}\n";
+static const char *BASE = "kafka: {bootstrap.servers: 'k:9092', group.id: g}\n"
+                          "table:\n"
+                          "  name: t\n"
+                          "  schema:\n"
+                          "    - {name: id, type: BIGINT NOT NULL}\n"
+                          "    - {name: a, type: STRING}\n"
+                          "    - {name: av, type: BIGINT}\n"
+                          "    - {name: b, type: STRING}\n"
+                          "    - {name: bv, type: BIGINT}\n"
+                          "  primary-key: [id]\n"
+                          "  options:\n"
+                          "%s"
+                          "sources:\n"
+                          "  - name: sa\n    topic: ta\n    columns:\n      id:\n      a:\n      av:\n%s"
+                          "  - name: sb\n    topic: tb\n    columns:\n      id:\n      b:\n      bv:\n"
+                          "sink: {topic: out}\n"
+                          "state: {dir: /tmp/widen-interleave-state}\n";
 
 /* Loads BASE with the options text and the extra columns of source sa; returns the warnings. */
 static int warnings_of(const char *options, const char *extra, char ***w) {
@@ -77,13 +76,15 @@ Test(interleaving, whole_row_engines_and_shared_columns) {
   cr_assert(strstr(w[0], "merge-engine first-row with 2 sources"), "%s", w[0]);
   wd_interleaving_free(w);
   /* column b filled by both sources, not in a group: the last to arrive wins */
-  n = warnings_of("    merge-engine: partial-update\n    partial-update.remove-record-on-delete: true\n", "      b:\n", &w);
+  n = warnings_of("    merge-engine: partial-update\n    partial-update.remove-record-on-delete: true\n", "      b:\n",
+                  &w);
   cr_assert_eq(n, 2);
   cr_assert(strstr(w[0], "partial-update.remove-record-on-delete: true"), "%s", w[0]);
   cr_assert(strstr(w[1], "column 'b' is filled by sources 'sa' and 'sb' without a sequence group"), "%s", w[1]);
   wd_interleaving_free(w);
   n = warnings_of("    merge-engine: aggregation\n    fields.b.aggregate-function: listagg\n"
-                  "    fields.a.aggregate-function: max\n", "      b:\n", &w);
+                  "    fields.a.aggregate-function: max\n",
+                  "      b:\n", &w);
   cr_assert_eq(n, 1);
   cr_assert(strstr(w[0], "order-sensitive aggregate function listagg"), "%s", w[0]);
   wd_interleaving_free(w);

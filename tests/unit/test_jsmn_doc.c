@@ -69,10 +69,8 @@ static unsigned ref_depth(const char *js, size_t len) {
   for (size_t i = 0; i < len; i++) {
     char c = js[i];
     if (in_str) {
-      if (c == '\\')
-        i++;
-      else if (c == '"')
-        in_str = false;
+      if (c == '\\') i++;
+      else if (c == '"') in_str = false;
     } else if (c == '"') {
       in_str = true;
     } else if (c == '{' || c == '[') {
@@ -93,9 +91,9 @@ static uint64_t rnd(uint64_t *s) {
   return *s;
 }
 
-static const char *const key_words[] = {"op", "before", "after", "ts_ms", "id", "a", "", "payload", "schema",
-                                        "source", "o\\u0070", "\\\"q\\\"", "\\u00e9t\\u00e9", "x\\\\y", "opp",
-                                        "\\n", "b\\/c", "\\ud83d\\ude00"};
+static const char *const key_words[] = {
+    "op",     "before",   "after",     "ts_ms",           "id",     "a",   "",    "payload", "schema",
+    "source", "o\\u0070", "\\\"q\\\"", "\\u00e9t\\u00e9", "x\\\\y", "opp", "\\n", "b\\/c",   "\\ud83d\\ude00"};
 
 static void rand_string(wd_buf_t *b, uint64_t *r) {
   wd_buf_putc(b, '"');
@@ -105,14 +103,10 @@ static void rand_string(wd_buf_t *b, uint64_t *r) {
     int n = (int)(rnd(r) % 12);
     for (int i = 0; i < n; i++) {
       int c = (int)(rnd(r) % 40);
-      if (c == 0)
-        wd_buf_printf(b, "\\n");
-      else if (c == 1)
-        wd_buf_printf(b, "\\u00%02x", (unsigned)(rnd(r) % 0x80 + 0x20) & 0x7f);
-      else if (c == 2)
-        wd_buf_printf(b, "{[");
-      else
-        wd_buf_putc(b, (char)('a' + c % 26));
+      if (c == 0) wd_buf_printf(b, "\\n");
+      else if (c == 1) wd_buf_printf(b, "\\u00%02x", (unsigned)(rnd(r) % 0x80 + 0x20) & 0x7f);
+      else if (c == 2) wd_buf_printf(b, "{[");
+      else wd_buf_putc(b, (char)('a' + c % 26));
     }
   }
   wd_buf_putc(b, '"');
@@ -230,10 +224,8 @@ static void tok_text(const char *js, const jsmntok_t *t, int i, char *out, size_
     s--;
     e++;
   }
-  if (e - s > 64)
-    snprintf(out, cap, "%.64s...", js + s);
-  else
-    snprintf(out, cap, "%.*s", e - s, js + s);
+  if (e - s > 64) snprintf(out, cap, "%.64s...", js + s);
+  else snprintf(out, cap, "%.*s", e - s, js + s);
 }
 
 /* Checks one document (any bytes): the helpers against the references on every token, and the
@@ -340,14 +332,17 @@ static void ctx_free(ctx_t *c) {
 
 /* Every line of every file under shared/data (the CDC formats' real records). */
 static void check_shared_files(ctx_t *c, uint64_t *r) {
-  static const char *const files[] = {
-      "flink-json/debezium-data-schema-include.txt", "flink-json/debezium-data-schema-exclude.txt",
-      "flink-json/debezium-postgres-data-schema-include.txt", "flink-json/debezium-postgres-data-schema-exclude.txt",
-      "flink-json/debezium-postgres-data-replica-identity.txt", "flink-json/canal-data.txt",
-      "flink-json/maxwell-data.txt", "flink-json/ogg-data.txt",
-      "paimon-kafka-cdc/debezium-table-schema-alltype-debezium-data-1.txt",
-      "paimon-kafka-cdc/debezium-table-schema-include-debezium-data-1.txt",
-      "paimon-kafka-cdc/debezium-table-schemaevolution-debezium-data-1.txt"};
+  static const char *const files[] = {"flink-json/debezium-data-schema-include.txt",
+                                      "flink-json/debezium-data-schema-exclude.txt",
+                                      "flink-json/debezium-postgres-data-schema-include.txt",
+                                      "flink-json/debezium-postgres-data-schema-exclude.txt",
+                                      "flink-json/debezium-postgres-data-replica-identity.txt",
+                                      "flink-json/canal-data.txt",
+                                      "flink-json/maxwell-data.txt",
+                                      "flink-json/ogg-data.txt",
+                                      "paimon-kafka-cdc/debezium-table-schema-alltype-debezium-data-1.txt",
+                                      "paimon-kafka-cdc/debezium-table-schema-include-debezium-data-1.txt",
+                                      "paimon-kafka-cdc/debezium-table-schemaevolution-debezium-data-1.txt"};
   char dir[1024];
   snprintf(dir, sizeof(dir), "%s/data", wd_test_shared_dir());
   if (access(dir, R_OK) != 0) cr_skip_test("needs the project's shared data, %s (see the test `shared`)", dir);
@@ -438,10 +433,20 @@ Test(jsmn_doc, parse_int_matches_jansson_integers) {
     const char *s;
     int rc;
     int64_t v;
-  } edge[] = {{"999999999999999999", 0, 999999999999999999LL}, {"-999999999999999999", 0, -999999999999999999LL},
-              {"1000000000000000000", 0, 1000000000000000000LL}, {"9223372036854775807", 0, INT64_MAX},
-              {"-9223372036854775808", 0, INT64_MIN}, {"9223372036854775808", -3, 0}, {"-0", 0, 0}, {"0", 0, 0},
-              {"00", -1, 0}, {"-", -1, 0}, {"", -1, 0}, {"1.0", 0, 1}, {"1.5", -2, 0}, {"1e3", 0, 1000}};
+  } edge[] = {{"999999999999999999", 0, 999999999999999999LL},
+              {"-999999999999999999", 0, -999999999999999999LL},
+              {"1000000000000000000", 0, 1000000000000000000LL},
+              {"9223372036854775807", 0, INT64_MAX},
+              {"-9223372036854775808", 0, INT64_MIN},
+              {"9223372036854775808", -3, 0},
+              {"-0", 0, 0},
+              {"0", 0, 0},
+              {"00", -1, 0},
+              {"-", -1, 0},
+              {"", -1, 0},
+              {"1.0", 0, 1},
+              {"1.5", -2, 0},
+              {"1e3", 0, 1000}};
   for (size_t i = 0; i < sizeof(edge) / sizeof(*edge); i++) {
     int64_t v = 0;
     cr_assert_eq(wd_conv_parse_int(edge[i].s, strlen(edge[i].s), &v), edge[i].rc, "'%s'", edge[i].s);
@@ -466,10 +471,8 @@ Test(jsmn_doc, depth_guard_refuses_exactly_the_too_deep) {
     for (int k = 0; k < in_strings; k++) wd_buf_putc(&b, rnd(&r) % 2 ? '[' : '{');
     wd_buf_printf(&b, "\",\"p\":\"%*s\",\"after\":{\"id\":1,\"x\":", pad, "");
     for (int k = 0; k < depth - 2; k++) { /* an object every third level, arrays between */
-      if (k % 3)
-        wd_buf_putc(&b, '[');
-      else
-        wd_buf_printf(&b, "{\"k\":");
+      if (k % 3) wd_buf_putc(&b, '[');
+      else wd_buf_printf(&b, "{\"k\":");
     }
     if (closed) {
       wd_buf_printf(&b, "1");
@@ -505,10 +508,8 @@ static void decode_text(const wd_source_t *src, const wd_schema_t *s, const char
     wd_buf_printf(out, " %s(", wd_row_kind_str(r->kind));
     for (size_t c = 0; c < s->ncols; c++) {
       if (c) wd_buf_putc(out, ',');
-      if (r->absent && r->absent[c])
-        wd_buf_putc(out, '?');
-      else
-        wd_value_format(s->cols[c].type, &r->v[c], out);
+      if (r->absent && r->absent[c]) wd_buf_putc(out, '?');
+      else wd_value_format(s->cols[c].type, &r->v[c], out);
     }
     wd_buf_putc(out, ')');
   }
@@ -518,9 +519,10 @@ static void decode_text(const wd_source_t *src, const wd_schema_t *s, const char
 /* An orders-like image with the keys in a random order, some missing, some unknown, some
  * escaped, some repeated. */
 static void rand_image(wd_buf_t *b, uint64_t *r, uint64_t id) {
-  static const char *const keys[] = {"order_id", "customer", "amount", "currency", "order_ts", "order_version",
-                                     "address", "note", "ord\\u0065r_id", "custome\\u0072", "Currency",
-                                     "amounT", "x", ""};
+  static const char *const keys[] = {
+      "order_id", "customer", "amount",         "currency",       "order_ts", "order_version",
+      "address",  "note",     "ord\\u0065r_id", "custome\\u0072", "Currency", "amounT",
+      "x",        ""};
   int order[14];
   for (int i = 0; i < 14; i++) order[i] = i;
   for (int i = 13; i > 0; i--) {
@@ -542,8 +544,7 @@ static void rand_image(wd_buf_t *b, uint64_t *r, uint64_t id) {
       wd_buf_printf(b, "%llu", (unsigned long long)(rnd(r) % 100000));
     else if (strstr(k, "amount") || strstr(k, "amounT"))
       wd_buf_printf(b, "\"%u.%02u\"", (unsigned)(rnd(r) % 1000), (unsigned)(rnd(r) % 100));
-    else
-      wd_buf_printf(b, "\"v%u\"", (unsigned)(rnd(r) % 1000));
+    else wd_buf_printf(b, "\"v%u\"", (unsigned)(rnd(r) % 1000));
   }
   wd_buf_putc(b, '}');
 }
@@ -585,10 +586,8 @@ Test(jsmn_doc, image_key_memory_matches_a_fresh_decode) {
       } else { /* random images (the orders source's fields, any order) */
         src = srcs[3 * (rnd(&r) % 2)];
         wd_buf_printf(&doc, "{\"before\":");
-        if (v == 3)
-          rand_image(&doc, &r, 7);
-        else
-          wd_buf_printf(&doc, "null");
+        if (v == 3) rand_image(&doc, &r, 7);
+        else wd_buf_printf(&doc, "null");
         wd_buf_printf(&doc, ",\"after\":");
         rand_image(&doc, &r, rnd(&r) % 3 ? 7 : 8);
         wd_buf_printf(&doc, ",\"op\":\"%s\"}", v == 3 ? "u" : "c");

@@ -207,8 +207,8 @@ static int ref_put_ts(wd_buf_t *out, int64_t ts_ms) {
 }
 
 static wd_error_t *ref_changelog_encode_debezium_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
-                                              wd_row_kind_t kind, const wd_row_t *before, const wd_row_t *after,
-                                              wd_buf_t *out) {
+                                                      wd_row_kind_t kind, const wd_row_t *before, const wd_row_t *after,
+                                                      wd_buf_t *out) {
   const char *op;
   switch (kind) {
   case WD_INSERT:
@@ -247,7 +247,7 @@ static wd_error_t *ref_changelog_encode_debezium_json(const wd_schema_t *schema,
 }
 
 static wd_error_t *ref_changelog_encode_changelog_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
-                                               const wd_row_t *row, wd_buf_t *out) {
+                                                       const wd_row_t *row, wd_buf_t *out) {
   size_t mark = out->len;
   int rc = ref_put_lit(out, "{\"op\":\"") || ref_put_lit(out, wd_row_kind_str(row->kind)) || ref_put_lit(out, "\"");
   if (!rc && table) {
@@ -268,7 +268,6 @@ static wd_error_t *ref_changelog_encode_changelog_json(const wd_schema_t *schema
   return NULL;
 }
 
-
 /* ---- random rows ------------------------------------------------------------------------- */
 
 static uint64_t rnd(uint64_t *s) {
@@ -278,21 +277,57 @@ static uint64_t rnd(uint64_t *s) {
   return *s;
 }
 
-static const char *const COLS[] = {"id", "b", "ti", "i", "big", "f", "d", "dec", "s", "s2", "by", "dt", "tm", "ts3",
-                                   "ts6", "ts9", "ltz", "arr", "m", "mi", "row", "ch", "v\u00e9", "q\"b\\s"};
-static const char *const TYPES[] = {"BIGINT", "BOOLEAN", "TINYINT", "INT", "BIGINT", "FLOAT", "DOUBLE",
-                                    "DECIMAL(12,2)", "STRING", "STRING", "BYTES", "DATE", "TIME(3)", "TIMESTAMP(3)",
-                                    "TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(3)", "ARRAY<STRING>",
-                                    "MAP<STRING,INT>", "MAP<INT,DOUBLE>", "ROW<a INT, b STRING>", "CHAR(3)",
-                                    "VARCHAR(10)", "STRING"};
+static const char *const COLS[] = {"id",  "b",   "ti", "i",  "big", "f",   "d",       "dec",
+                                   "s",   "s2",  "by", "dt", "tm",  "ts3", "ts6",     "ts9",
+                                   "ltz", "arr", "m",  "mi", "row", "ch",  "v\u00e9", "q\"b\\s"};
+static const char *const TYPES[] = {"BIGINT",
+                                    "BOOLEAN",
+                                    "TINYINT",
+                                    "INT",
+                                    "BIGINT",
+                                    "FLOAT",
+                                    "DOUBLE",
+                                    "DECIMAL(12,2)",
+                                    "STRING",
+                                    "STRING",
+                                    "BYTES",
+                                    "DATE",
+                                    "TIME(3)",
+                                    "TIMESTAMP(3)",
+                                    "TIMESTAMP(6)",
+                                    "TIMESTAMP(9)",
+                                    "TIMESTAMP_LTZ(3)",
+                                    "ARRAY<STRING>",
+                                    "MAP<STRING,INT>",
+                                    "MAP<INT,DOUBLE>",
+                                    "ROW<a INT, b STRING>",
+                                    "CHAR(3)",
+                                    "VARCHAR(10)",
+                                    "STRING"};
 #define NCOLS (sizeof(COLS) / sizeof(COLS[0]))
 
 /* Random text: plain ASCII mostly, with quotes, backslashes, control bytes, 2/3/4-byte UTF-8,
  * broken UTF-8 (lone continuation, truncated sequence, overlong, surrogate) at random places. */
 static void rand_text(uint64_t *r, wd_value_t *v) {
-  static const char *const PIECES[] = {"\"", "\\", "\n", "\t", "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
-                                       "\xf0\x9f\x98\x80", "\x80", "\xc3", "\xe2\x82", "\xc0\xaf", "\xed\xa0\x80",
-                                       "\xf4\x90\x80\x80", "/", "<", " "};
+  static const char *const PIECES[] = {"\"",
+                                       "\\",
+                                       "\n",
+                                       "\t",
+                                       "\x01",
+                                       "\x1f",
+                                       "\x7f",
+                                       "\xc3\xa9",
+                                       "\xe2\x82\xac",
+                                       "\xf0\x9f\x98\x80",
+                                       "\x80",
+                                       "\xc3",
+                                       "\xe2\x82",
+                                       "\xc0\xaf",
+                                       "\xed\xa0\x80",
+                                       "\xf4\x90\x80\x80",
+                                       "/",
+                                       "<",
+                                       " "};
   char buf[256];
   size_t n = 0, len = (size_t)(rnd(r) % 40);
   if (rnd(r) % 10 == 0) len = 100 + (size_t)(rnd(r) % 100);
@@ -444,8 +479,8 @@ Test(json_encode, random_rows_encode_to_the_same_bytes_as_the_reference) {
 /* Every string of up to 3 bytes from an alphabet of the interesting bytes, at every offset of a
  * 17-byte plain text (so the special bytes fall at every position of the 8-byte words). */
 Test(json_encode, special_bytes_at_every_position_encode_as_the_reference) {
-  static const uint8_t AB[] = {'a', '"', '\\', 0x00, 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe2, 0x82,
-                               0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0xf4, 0x90, 0xff};
+  static const uint8_t AB[] = {'a',  '"',  '\\', 0x00, 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xbf, 0xc2, 0xc3,
+                               0xa9, 0xe2, 0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x98, 0xf4, 0x90, 0xff};
   const size_t na = sizeof(AB);
   wd_buf_t a = {0}, b = {0};
   uint8_t text[24];

@@ -23,13 +23,13 @@ static json_t *invoice_case(bool pay_inner, bool seq) {
       "{s:[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}],s:[s],s:{s:s},"
       "s:[{s:s,s:[s,s,s,s],s:b},{s:s,s:b,s:[s],s:[s,s],s:b,s:b},{s:s,s:b,s:[s],s:[s]},{s:s,s:b,s:[s],s:[s]}]}",
       "schema", "name", "invoice_id", "type", "BIGINT NOT NULL", "name", "payment_id", "type", "BIGINT", "name",
-      "customer_id", "type", "BIGINT", "name", "amount", "type", "BIGINT", "name", "reconciliation_id", "type", "BIGINT",
-      "name", "pay_status", "type", "STRING", "name", "recon_status", "type", "STRING", "name", "customer_name", "type",
-      "STRING", "primary_key", "invoice_id", "options", "merge-engine", "deduplicate", "sources", "name", "invoice",
-      "columns", "invoice_id", "payment_id", "customer_id", "amount", "required", 1, "name", "payment", "lookup", 1,
-      "on", "payment_id", "columns", "reconciliation_id", "pay_status", "required", pay_inner, "sequence", seq, "name",
-      "reconciliation", "lookup", 1, "on", "reconciliation_id", "columns", "recon_status", "name", "customer", "lookup",
-      1, "on", "customer_id", "columns", "customer_name");
+      "customer_id", "type", "BIGINT", "name", "amount", "type", "BIGINT", "name", "reconciliation_id", "type",
+      "BIGINT", "name", "pay_status", "type", "STRING", "name", "recon_status", "type", "STRING", "name",
+      "customer_name", "type", "STRING", "primary_key", "invoice_id", "options", "merge-engine", "deduplicate",
+      "sources", "name", "invoice", "columns", "invoice_id", "payment_id", "customer_id", "amount", "required", 1,
+      "name", "payment", "lookup", 1, "on", "payment_id", "columns", "reconciliation_id", "pay_status", "required",
+      pay_inner, "sequence", seq, "name", "reconciliation", "lookup", 1, "on", "reconciliation_id", "columns",
+      "recon_status", "name", "customer", "lookup", 1, "on", "customer_id", "columns", "customer_name");
 }
 
 /* A source row image as the lookup's (or the wide table's) row of the case format. */
@@ -46,10 +46,8 @@ static json_t *case_row(int table, json_t *img, int64_t lsn, bool seq) {
     if (seq) json_object_set_new(r, "_seq", json_integer(lsn));
     return r;
   }
-  case WL_RECON:
-    return json_pack("{s:O,s:O}", "reconciliation_id", id, "recon_status", json_object_get(img, "status"));
-  default:
-    return json_pack("{s:O,s:O}", "customer_id", id, "customer_name", json_object_get(img, "name"));
+  case WL_RECON: return json_pack("{s:O,s:O}", "reconciliation_id", id, "recon_status", json_object_get(img, "status"));
+  default: return json_pack("{s:O,s:O}", "customer_id", id, "customer_name", json_object_get(img, "name"));
   }
 }
 

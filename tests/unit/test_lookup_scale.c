@@ -62,8 +62,8 @@ static void proc_init(proc_t *p, const wd_table_t *t) {
   cr_assert_null(wd_join_new(t, &p->j));
   const wd_schema_t *s = wd_table_schema(t);
   bool mapped[8] = {0};
-  for (int c = 0; c < 4; c++) mapped[wd_schema_find(s, (const char *[]){"invoice_id", "payment_id", "customer_id",
-                                                                          "amount"}[c])] = true;
+  for (int c = 0; c < 4; c++)
+    mapped[wd_schema_find(s, (const char *[]){"invoice_id", "payment_id", "customer_id", "amount"}[c])] = true;
   cr_assert_null(wd_join_add_main(p->j, "invoice", mapped, true, &p->ids[WL_INVOICE]));
   const char *pon[] = {"payment_id"}, *pcols[] = {"reconciliation_id", "pay_status"};
   cr_assert_null(wd_join_add_lookup(p->j, "payment", pon, 1, pcols, 2, true, true, &p->ids[WL_PAYMENT]));
@@ -92,10 +92,8 @@ static json_t *image(int table, json_t *img, int64_t lsn) {
     return json_pack("{s:O,s:O,s:O,s:I}", "payment_id", id, "reconciliation_id",
                      json_object_get(img, "reconciliation_id"), "pay_status", json_object_get(img, "status"), "_seq",
                      (json_int_t)lsn);
-  case WL_RECON:
-    return json_pack("{s:O,s:O}", "reconciliation_id", id, "recon_status", json_object_get(img, "status"));
-  default:
-    return json_pack("{s:O,s:O}", "customer_id", id, "customer_name", json_object_get(img, "name"));
+  case WL_RECON: return json_pack("{s:O,s:O}", "reconciliation_id", id, "recon_status", json_object_get(img, "status"));
+  default: return json_pack("{s:O,s:O}", "customer_id", id, "customer_name", json_object_get(img, "name"));
   }
 }
 
@@ -230,8 +228,8 @@ static size_t run(uint64_t seed) {
   json_t *want = wl_sql_join(&w, true), *replayed = NULL;
   char *why = wl_replay(out, "invoice_id", &replayed);
   cr_assert_null(why, "seed %llu: output: %s", (unsigned long long)seed, why);
-  cr_assert(wl_rows_equal(replayed, want, &why), "seed %llu: replayed output vs SQL join: %s",
-            (unsigned long long)seed, why);
+  cr_assert(wl_rows_equal(replayed, want, &why), "seed %llu: replayed output vs SQL join: %s", (unsigned long long)seed,
+            why);
   json_decref(replayed);
   json_decref(want);
   json_decref(out);

@@ -69,11 +69,11 @@ Test(marker, no_transactional_id_is_an_empty_one) {
 /* WDP1, as earlier versions wrote it: magic, number, nt, per target (topic, partition, offset),
  * then the whole state batch. */
 Test(marker, a_wdp1_record_of_earlier_versions_decodes) {
-  static const uint8_t rec[] = {'W', 'D', 'P', '1', 0, 0, 0, 0, 0, 0, 0, 5, /* number 5 */
-                                0, 0, 0, 1,                                 /* one target */
-                                0, 2, 'o', 'x', 0, 0, 0, 2,                 /* "ox"[2] */
-                                0, 0, 0, 0, 0, 0, 0, 99,                    /* offset 99 */
-                                0, 0, 0, 0, 0, 0, 0, 3, 'a', 'b', 'c'};     /* a 3-byte batch */
+  static const uint8_t rec[] = {'W', 'D', 'P', '1', 0, 0, 0, 0,  0,   0,   0,  5, /* number 5 */
+                                0,   0,   0,   1, /* one target */
+                                0,   2,   'o', 'x', 0, 0, 0, 2, /* "ox"[2] */
+                                0,   0,   0,   0,   0, 0, 0, 99, /* offset 99 */
+                                0,   0,   0,   0,   0, 0, 0, 3,  'a', 'b', 'c'}; /* a 3-byte batch */
   wd_marker_t m;
   cr_assert_eq(wd_marker_decode(rec, sizeof(rec), &m), 0);
   cr_assert_not(m.v2);

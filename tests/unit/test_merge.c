@@ -55,9 +55,10 @@ Test(merge_config, sequence_group_vs_remove_on_delete) {
 }
 
 Test(merge_config, not_null_value_column) {
-  expect_config_error("{\"schema\":[{\"name\":\"k\",\"type\":\"INT NOT NULL\"},{\"name\":\"a\",\"type\":\"INT NOT NULL\"}],"
-                      "\"primary_key\":[\"k\"],\"options\":{\"merge-engine\":\"aggregation\"}}",
-                      "C_NOT_NULL_FIELD");
+  expect_config_error(
+      "{\"schema\":[{\"name\":\"k\",\"type\":\"INT NOT NULL\"},{\"name\":\"a\",\"type\":\"INT NOT NULL\"}],"
+      "\"primary_key\":[\"k\"],\"options\":{\"merge-engine\":\"aggregation\"}}",
+      "C_NOT_NULL_FIELD");
   expect_config_error("{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"a\",\"type\":\"STRING NOT NULL\"}],"
                       "\"primary_key\":[\"k\"],\"options\":{\"merge-engine\":\"partial-update\"}}",
                       "C_NOT_NULL_FIELD");
@@ -72,7 +73,8 @@ Test(merge_config, remove_on_delete_vs_ignore_retract) {
 }
 
 Test(merge_config, primary_key_and_decimal_and_values) {
-  expect_config_error("{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"}],\"primary_key\":[],\"options\":{}}", "C_PRIMARY_KEY");
+  expect_config_error("{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"}],\"primary_key\":[],\"options\":{}}",
+                      "C_PRIMARY_KEY");
   expect_config_error("{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"}],\"primary_key\":[\"x\"],\"options\":{}}",
                       "C_PRIMARY_KEY");
   expect_config_error("{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"d\",\"type\":\"DECIMAL(39,2)\"}],"
@@ -110,9 +112,10 @@ static json_t *case_from(const char *text) {
 }
 
 Test(merge_record, not_null_in_deduplicate_rejected) {
-  json_t *cs = case_from("{\"schema\":[{\"name\":\"k\",\"type\":\"INT NOT NULL\"},{\"name\":\"v\",\"type\":\"STRING NOT NULL\"}],"
-                         "\"primary_key\":[\"k\"],\"options\":{},\"input\":[{\"op\":\"+I\",\"row\":{\"k\":1,\"v\":\"a\"}},"
-                         "{\"op\":\"+I\",\"row\":{\"k\":1}}]}");
+  json_t *cs = case_from(
+      "{\"schema\":[{\"name\":\"k\",\"type\":\"INT NOT NULL\"},{\"name\":\"v\",\"type\":\"STRING NOT NULL\"}],"
+      "\"primary_key\":[\"k\"],\"options\":{},\"input\":[{\"op\":\"+I\",\"row\":{\"k\":1,\"v\":\"a\"}},"
+      "{\"op\":\"+I\",\"row\":{\"k\":1}}]}");
   json_t *out = run_case(cs, "memory", 1);
   json_t *err = json_object_get(out, "error");
   cr_assert(json_is_object(err));
@@ -132,7 +135,8 @@ Test(merge_record, rejected_message_rolls_back_both_keys) {
                          "\"primary_key\":[\"k\"],\"options\":{\"merge-engine\":\"aggregation\","
                          "\"fields.v.aggregate-function\":\"sum\",\"changelog-producer\":\"lookup\"},\"input\":["
                          "{\"op\":\"+I\",\"row\":{\"k\":1,\"v\":100}},{\"op\":\"+I\",\"row\":{\"k\":2,\"v\":100}},"
-                         "{\"op\":\"-D\",\"row\":{\"k\":1,\"v\":1},\"message\":7},{\"op\":\"+I\",\"row\":{\"k\":2,\"v\":100},\"message\":7}]}");
+                         "{\"op\":\"-D\",\"row\":{\"k\":1,\"v\":1},\"message\":7},{\"op\":\"+I\",\"row\":{\"k\":2,"
+                         "\"v\":100},\"message\":7}]}");
   json_t *out = run_case(cs, "rocksdb", 1);
   json_t *err = json_object_get(out, "error");
   cr_assert(json_is_object(err));
@@ -178,19 +182,25 @@ static json_t *random_case(const char *base, unsigned *seed, int nrec, int nkeys
   return cs;
 }
 
-#define SCHEMA5 "\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"a\",\"type\":\"INT\"},{\"name\":\"b\",\"type\":\"INT\"}," \
-                "{\"name\":\"c\",\"type\":\"BIGINT\"},{\"name\":\"s\",\"type\":\"INT\"}],\"primary_key\":[\"k\"]"
+#define SCHEMA5                                                                                                        \
+  "\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"a\",\"type\":\"INT\"},{\"name\":\"b\",\"type\":\"INT\"}," \
+  "{\"name\":\"c\",\"type\":\"BIGINT\"},{\"name\":\"s\",\"type\":\"INT\"}],\"primary_key\":[\"k\"]"
 
 static const char *const TABLES[] = {
-    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"fields.s.sequence-group\":\"a,b\",\"fields.c.sequence-group\":\"k2\"}}",
+    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"fields.s.sequence-group\":\"a,b\",\"fields.c."
+    "sequence-group\":\"k2\"}}",
     "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"fields.s.sequence-group\":\"a,b\"}}",
-    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"fields.s.sequence-group\":\"a\",\"fields.c.sequence-group\":\"b\","
+    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"fields.s.sequence-group\":\"a\",\"fields.c."
+    "sequence-group\":\"b\","
     "\"partial-update.remove-record-on-sequence-group\":\"s\"}}",
-    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"partial-update.remove-record-on-delete\":\"true\",\"sequence.field\":\"s\"}}",
+    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"partial-update.remove-record-on-delete\":\"true\","
+    "\"sequence.field\":\"s\"}}",
     "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"partial-update\",\"ignore-delete\":\"true\"}}",
-    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"aggregation\",\"fields.a.aggregate-function\":\"sum\",\"fields.b.aggregate-function\":\"max\","
+    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"aggregation\",\"fields.a.aggregate-function\":\"sum\",\"fields.b."
+    "aggregate-function\":\"max\","
     "\"fields.b.ignore-retract\":\"true\",\"fields.c.aggregate-function\":\"last_value\",\"sequence.field\":\"s\"}}",
-    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"aggregation\",\"fields.a.aggregate-function\":\"sum\",\"aggregation.remove-record-on-delete\":\"true\","
+    "{" SCHEMA5 ",\"options\":{\"merge-engine\":\"aggregation\",\"fields.a.aggregate-function\":\"sum\",\"aggregation."
+    "remove-record-on-delete\":\"true\","
     "\"sequence.field\":\"s\"}}",
     "{" SCHEMA5 ",\"options\":{\"sequence.field\":\"s\",\"changelog-producer.row-deduplicate\":\"true\"}}",
     "{" SCHEMA5 ",\"options\":{\"sequence.field\":\"s,c\",\"sequence.field.sort-order\":\"descending\"}}",
@@ -230,10 +240,12 @@ Test(merge_property, batched_store_equals_one_at_a_time, .timeout = 600) {
 /* Three streams, each owning one sequence group: the final rows do not depend on the order in
  * which the streams' records interleave (spec §14), as long as each stream's own order is kept. */
 Test(merge_property, sequence_groups_commute_across_streams, .timeout = 600) {
-  const char *base = "{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"a\",\"type\":\"INT\"},{\"name\":\"sa\",\"type\":\"INT\"},"
-                     "{\"name\":\"b\",\"type\":\"INT\"},{\"name\":\"sb\",\"type\":\"INT\"},{\"name\":\"c\",\"type\":\"INT\"},"
-                     "{\"name\":\"sc\",\"type\":\"INT\"}],\"primary_key\":[\"k\"],\"options\":{\"merge-engine\":\"partial-update\","
-                     "\"fields.sa.sequence-group\":\"a\",\"fields.sb.sequence-group\":\"b\",\"fields.sc.sequence-group\":\"c\"}}";
+  const char *base =
+      "{\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"a\",\"type\":\"INT\"},{\"name\":\"sa\",\"type\":"
+      "\"INT\"},"
+      "{\"name\":\"b\",\"type\":\"INT\"},{\"name\":\"sb\",\"type\":\"INT\"},{\"name\":\"c\",\"type\":\"INT\"},"
+      "{\"name\":\"sc\",\"type\":\"INT\"}],\"primary_key\":[\"k\"],\"options\":{\"merge-engine\":\"partial-update\","
+      "\"fields.sa.sequence-group\":\"a\",\"fields.sb.sequence-group\":\"b\",\"fields.sc.sequence-group\":\"c\"}}";
   static const char *const V[] = {"a", "b", "c"}, *const S[] = {"sa", "sb", "sc"};
   unsigned seed = 7;
   for (int iter = 0; iter < 150; iter++) {
@@ -267,8 +279,7 @@ Test(merge_property, sequence_groups_commute_across_streams, .timeout = 600) {
       }
       json_object_set_new(cs, "input", input);
       json_t *out = run_case(cs, "memory", 1);
-      if (!first_rows)
-        first_rows = json_incref(json_object_get(out, "rows"));
+      if (!first_rows) first_rows = json_incref(json_object_get(out, "rows"));
       else
         cr_assert(json_equal(first_rows, json_object_get(out, "rows")), "iter %d order %d: rows depend on interleaving",
                   iter, order);

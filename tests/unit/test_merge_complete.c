@@ -97,8 +97,9 @@ static char *apply(one_t *o, wd_row_t **recs, size_t n) {
   return s;
 }
 
-#define SCHEMA "\"schema\":[{\"name\":\"k\",\"type\":\"INT NOT NULL\"},{\"name\":\"a\",\"type\":\"INT\"}," \
-               "{\"name\":\"s\",\"type\":\"INT\"}],\"primary_key\":[\"k\"]"
+#define SCHEMA                                                                                                         \
+  "\"schema\":[{\"name\":\"k\",\"type\":\"INT NOT NULL\"},{\"name\":\"a\",\"type\":\"INT\"},"                          \
+  "{\"name\":\"s\",\"type\":\"INT\"}],\"primary_key\":[\"k\"]"
 
 /* Aggregation (sum): an update without before image retracts the stored value, not NULL. */
 Test(complete, aggregation_retracts_the_stored_value) {
@@ -146,8 +147,9 @@ Test(complete, delete_without_sequence_field) {
 Test(complete, within_one_message) {
   wd_table_t *t = table_from("{" SCHEMA ",\"options\":{\"merge-engine\":\"deduplicate\"}}");
   one_t o = {t, {0}};
-  char *got = apply(&o, (wd_row_t *[]){rec(t, WD_INSERT, 1, "1", "1"), rec(t, WD_UPDATE_BEFORE, 1, "?", "?"),
-                                      rec(t, WD_UPDATE_AFTER, 1, "2", "2")},
+  char *got = apply(&o,
+                    (wd_row_t *[]){rec(t, WD_INSERT, 1, "1", "1"), rec(t, WD_UPDATE_BEFORE, 1, "?", "?"),
+                                   rec(t, WD_UPDATE_AFTER, 1, "2", "2")},
                     3);
   cr_expect_str_eq(got, "+I(1,2,2)");
   free(got);
@@ -172,7 +174,8 @@ Test(complete, key_only_update_before_where_nothing_retracts) {
     wd_table_t *t = table_from(tables[k]);
     one_t o = {t, {0}};
     free(apply(&o, (wd_row_t *[]){rec(t, WD_INSERT, 1, "1", "1")}, 1));
-    char *got = apply(&o, (wd_row_t *[]){rec(t, WD_UPDATE_BEFORE, 1, "?", "?"), rec(t, WD_UPDATE_AFTER, 1, "2", "2")}, 2);
+    char *got =
+        apply(&o, (wd_row_t *[]){rec(t, WD_UPDATE_BEFORE, 1, "?", "?"), rec(t, WD_UPDATE_AFTER, 1, "2", "2")}, 2);
     cr_expect_str_eq(got, want[k], "table %d", k);
     free(got);
     wd_changelog_t cl = {0};

@@ -77,9 +77,9 @@ static char *dump(const json_t *j) { return json_dumps(j, JSON_COMPACT | JSON_SO
 
 /* ---- the two scenarios of issue 16 --------------------------------------------------------- */
 
-#define S1_SCHEMA                                                                                                  \
-  "\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"s\",\"type\":\"INT\"},{\"name\":\"g1\",\"type\":"   \
-  "\"INT\"},{\"name\":\"x\",\"type\":\"STRING\"},{\"name\":\"g2\",\"type\":\"INT\"},{\"name\":\"ts\",\"type\":"  \
+#define S1_SCHEMA                                                                                                      \
+  "\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"s\",\"type\":\"INT\"},{\"name\":\"g1\",\"type\":"         \
+  "\"INT\"},{\"name\":\"x\",\"type\":\"STRING\"},{\"name\":\"g2\",\"type\":\"INT\"},{\"name\":\"ts\",\"type\":"        \
   "\"INT\"}],\"primary_key\":[\"k\"]"
 #define S1_INS "{\"op\":\"+I\",\"row\":{\"k\":1,\"s\":10,\"g1\":2,\"x\":\"a\",\"g2\":2,\"ts\":5}}"
 #define S1_DEL "{\"op\":\"-D\",\"row\":{\"k\":1,\"s\":3,\"g1\":1,\"g2\":3,\"ts\":1}}"
@@ -182,7 +182,7 @@ Test(merge_order, column_shared_by_two_groups_refused) {
 enum { R_KEY, R_SEQ, R_TS, R_DATA };
 
 typedef struct {
-  json_t *cs;          /* {schema, primary_key, options} */
+  json_t *cs; /* {schema, primary_key, options} */
   int ncols;
   char names[24][16];
   char types[24][16];
@@ -199,8 +199,8 @@ static int add_col(gen_table_t *g, const char *name, const char *type, int role)
 
 static void opt(json_t *o, const char *k, const char *v) { json_object_set_new(o, k, json_string(v)); }
 
-static const char *const INT_FNS[] = {"sum",        "product",     "max",           "min",
-                                      "last_value", "last_non_null_value", "first_value", "first_non_null_value"};
+static const char *const INT_FNS[] = {
+    "sum", "product", "max", "min", "last_value", "last_non_null_value", "first_value", "first_non_null_value"};
 #define NINT_FNS (sizeof(INT_FNS) / sizeof(*INT_FNS))
 
 /* An aggregate function for a data column of type ty (or NULL for none), maybe ignore-retract. */
@@ -208,12 +208,9 @@ static void maybe_fn(json_t *o, const char *col, const char *ty, unsigned *seed,
   if ((int)(rand_r(seed) % 100) >= pct) return;
   char k[64];
   snprintf(k, sizeof(k), "fields.%s.aggregate-function", col);
-  if (!strcmp(ty, "INT"))
-    opt(o, k, INT_FNS[rand_r(seed) % NINT_FNS]);
-  else if (!strcmp(ty, "BOOLEAN"))
-    opt(o, k, rand_r(seed) % 2 ? "bool_or" : "bool_and");
-  else
-    opt(o, k, "listagg");
+  if (!strcmp(ty, "INT")) opt(o, k, INT_FNS[rand_r(seed) % NINT_FNS]);
+  else if (!strcmp(ty, "BOOLEAN")) opt(o, k, rand_r(seed) % 2 ? "bool_or" : "bool_and");
+  else opt(o, k, "listagg");
   if (rand_r(seed) % 3 == 0) {
     snprintf(k, sizeof(k), "fields.%s.ignore-retract", col);
     opt(o, k, "true");
@@ -250,104 +247,106 @@ static void gen_table(gen_table_t *g, unsigned *seed, int variant) {
   add_col(g, "k", "INT", R_KEY);
   bool ts = rand_r(seed) % 2;
   switch (variant) {
-    case 0: case 1: case 2: { /* partial-update with sequence groups */
-      opt(o, "merge-engine", "partial-update");
-      int ngroups = 1 + (int)(rand_r(seed) % 3);
-      char removers[128] = "";
-      for (int gi = 0; gi < ngroups; gi++) {
-        char seqs[64], fields[128] = "", name[16];
-        snprintf(name, sizeof(name), "g%d", gi);
+  case 0:
+  case 1:
+  case 2: { /* partial-update with sequence groups */
+    opt(o, "merge-engine", "partial-update");
+    int ngroups = 1 + (int)(rand_r(seed) % 3);
+    char removers[128] = "";
+    for (int gi = 0; gi < ngroups; gi++) {
+      char seqs[64], fields[128] = "", name[16];
+      snprintf(name, sizeof(name), "g%d", gi);
+      add_col(g, name, "INT", R_SEQ);
+      snprintf(seqs, sizeof(seqs), "%s", name);
+      if (rand_r(seed) % 5 == 0) {
+        snprintf(name, sizeof(name), "g%db", gi);
         add_col(g, name, "INT", R_SEQ);
-        snprintf(seqs, sizeof(seqs), "%s", name);
-        if (rand_r(seed) % 5 == 0) {
-          snprintf(name, sizeof(name), "g%db", gi);
-          add_col(g, name, "INT", R_SEQ);
-          snprintf(seqs + strlen(seqs), sizeof(seqs) - strlen(seqs), ",%s", name);
-        }
-        if (rand_r(seed) % 2) {
-          if (*removers) strcat(removers, ",");
-          strcat(removers, name);
-        }
-        int nf = 1 + (int)(rand_r(seed) % 2);
-        for (int f = 0; f < nf; f++) {
-          const char *ty = data_type(seed);
-          snprintf(name, sizeof(name), "p%d%c", gi, 'a' + f);
-          add_col(g, name, ty, R_DATA);
-          if (*fields) strcat(fields, ",");
-          strcat(fields, name);
-          maybe_fn(o, name, ty, seed, 50);
-        }
-        char key[96];
-        snprintf(key, sizeof(key), "fields.%s.sequence-group", seqs);
-        opt(o, key, fields);
+        snprintf(seqs + strlen(seqs), sizeof(seqs) - strlen(seqs), ",%s", name);
       }
-      if (*removers) opt(o, "partial-update.remove-record-on-sequence-group", removers);
-      int nu = (int)(rand_r(seed) % 3);
-      for (int u = 0; u < nu; u++) {
-        char name[16];
-        snprintf(name, sizeof(name), "u%d", u);
-        add_col(g, name, data_type(seed), R_DATA);
-        if (rand_r(seed) % 3 == 0) {
-          char key[64];
-          snprintf(key, sizeof(key), "fields.%s.aggregate-function", name);
-          opt(o, key, "last_non_null_value");
-        }
+      if (rand_r(seed) % 2) {
+        if (*removers) strcat(removers, ",");
+        strcat(removers, name);
       }
-      if (rand_r(seed) % 4 == 0) opt(o, "fields.default-aggregate-function", "last_non_null_value");
-      break;
-    }
-    case 3: { /* partial-update without groups */
-      opt(o, "merge-engine", "partial-update");
-      int nd = 2 + (int)(rand_r(seed) % 3);
-      for (int d = 0; d < nd; d++) {
-        char name[16];
-        snprintf(name, sizeof(name), "v%d", d);
-        add_col(g, name, data_type(seed), R_DATA);
-      }
-      int p = (int)(rand_r(seed) % 3);
-      if (p == 0) opt(o, "partial-update.remove-record-on-delete", "true");
-      if (p == 1) opt(o, "ignore-delete", "true");
-      if (rand_r(seed) % 3 == 0) opt(o, "ignore-update-before", "true");
-      break;
-    }
-    case 4: { /* aggregation */
-      opt(o, "merge-engine", "aggregation");
-      bool rod = rand_r(seed) % 2;
-      if (rod) opt(o, "aggregation.remove-record-on-delete", "true");
-      int nd = 2 + (int)(rand_r(seed) % 4);
-      for (int d = 0; d < nd; d++) {
-        char name[16];
-        snprintf(name, sizeof(name), "v%d", d);
+      int nf = 1 + (int)(rand_r(seed) % 2);
+      for (int f = 0; f < nf; f++) {
         const char *ty = data_type(seed);
+        snprintf(name, sizeof(name), "p%d%c", gi, 'a' + f);
         add_col(g, name, ty, R_DATA);
-        maybe_fn(o, name, ty, seed, 80);
-        if (rod) { /* ignore-retract conflicts with aggregation.remove-record-on-delete */
-          char key[64];
-          snprintf(key, sizeof(key), "fields.%s.ignore-retract", name);
-          json_object_del(o, key);
-        }
+        if (*fields) strcat(fields, ",");
+        strcat(fields, name);
+        maybe_fn(o, name, ty, seed, 50);
       }
-      if (rand_r(seed) % 3 == 0) opt(o, "fields.default-aggregate-function", "last_non_null_value");
-      break;
+      char key[96];
+      snprintf(key, sizeof(key), "fields.%s.sequence-group", seqs);
+      opt(o, key, fields);
     }
-    default: { /* deduplicate or first-row */
-      bool first = rand_r(seed) % 3 == 0;
-      opt(o, "merge-engine", first ? "first-row" : "deduplicate");
-      int nd = 1 + (int)(rand_r(seed) % 3);
-      for (int d = 0; d < nd; d++) {
-        char name[16];
-        snprintf(name, sizeof(name), "v%d", d);
-        add_col(g, name, data_type(seed), R_DATA);
+    if (*removers) opt(o, "partial-update.remove-record-on-sequence-group", removers);
+    int nu = (int)(rand_r(seed) % 3);
+    for (int u = 0; u < nu; u++) {
+      char name[16];
+      snprintf(name, sizeof(name), "u%d", u);
+      add_col(g, name, data_type(seed), R_DATA);
+      if (rand_r(seed) % 3 == 0) {
+        char key[64];
+        snprintf(key, sizeof(key), "fields.%s.aggregate-function", name);
+        opt(o, key, "last_non_null_value");
       }
-      if (first) {
-        ts = false;
-        opt(o, "ignore-delete", "true");
-      } else if (rand_r(seed) % 3 == 0) {
-        opt(o, "ignore-delete", "true");
-      }
-      if (!first && ts && rand_r(seed) % 3 == 0) opt(o, "sequence.field.sort-order", "descending");
-      break;
     }
+    if (rand_r(seed) % 4 == 0) opt(o, "fields.default-aggregate-function", "last_non_null_value");
+    break;
+  }
+  case 3: { /* partial-update without groups */
+    opt(o, "merge-engine", "partial-update");
+    int nd = 2 + (int)(rand_r(seed) % 3);
+    for (int d = 0; d < nd; d++) {
+      char name[16];
+      snprintf(name, sizeof(name), "v%d", d);
+      add_col(g, name, data_type(seed), R_DATA);
+    }
+    int p = (int)(rand_r(seed) % 3);
+    if (p == 0) opt(o, "partial-update.remove-record-on-delete", "true");
+    if (p == 1) opt(o, "ignore-delete", "true");
+    if (rand_r(seed) % 3 == 0) opt(o, "ignore-update-before", "true");
+    break;
+  }
+  case 4: { /* aggregation */
+    opt(o, "merge-engine", "aggregation");
+    bool rod = rand_r(seed) % 2;
+    if (rod) opt(o, "aggregation.remove-record-on-delete", "true");
+    int nd = 2 + (int)(rand_r(seed) % 4);
+    for (int d = 0; d < nd; d++) {
+      char name[16];
+      snprintf(name, sizeof(name), "v%d", d);
+      const char *ty = data_type(seed);
+      add_col(g, name, ty, R_DATA);
+      maybe_fn(o, name, ty, seed, 80);
+      if (rod) { /* ignore-retract conflicts with aggregation.remove-record-on-delete */
+        char key[64];
+        snprintf(key, sizeof(key), "fields.%s.ignore-retract", name);
+        json_object_del(o, key);
+      }
+    }
+    if (rand_r(seed) % 3 == 0) opt(o, "fields.default-aggregate-function", "last_non_null_value");
+    break;
+  }
+  default: { /* deduplicate or first-row */
+    bool first = rand_r(seed) % 3 == 0;
+    opt(o, "merge-engine", first ? "first-row" : "deduplicate");
+    int nd = 1 + (int)(rand_r(seed) % 3);
+    for (int d = 0; d < nd; d++) {
+      char name[16];
+      snprintf(name, sizeof(name), "v%d", d);
+      add_col(g, name, data_type(seed), R_DATA);
+    }
+    if (first) {
+      ts = false;
+      opt(o, "ignore-delete", "true");
+    } else if (rand_r(seed) % 3 == 0) {
+      opt(o, "ignore-delete", "true");
+    }
+    if (!first && ts && rand_r(seed) % 3 == 0) opt(o, "sequence.field.sort-order", "descending");
+    break;
+  }
   }
   if (ts) {
     add_col(g, "ts", "INT", R_TS);
@@ -449,8 +448,9 @@ Test(merge_order, option_order_does_not_matter, .timeout = 900) {
         if (!same) {
           char *in = dump(json_object_get(g.cs, "input")), *schema = dump(json_object_get(g.cs, "schema"));
           char *a = dump(first), *b = dump(out);
-          cr_assert_fail("iter %d: results depend on option order\nschema %s\ninput %s\noptions %s\n-> %s\noptions %s\n-> %s",
-                   iter, schema, in, first_opts, a, opts, b);
+          cr_assert_fail(
+              "iter %d: results depend on option order\nschema %s\ninput %s\noptions %s\n-> %s\noptions %s\n-> %s",
+              iter, schema, in, first_opts, a, opts, b);
         }
         free(opts);
         json_decref(out);
@@ -532,10 +532,8 @@ static void row_text(const wd_schema_t *s, const char *kind, const wd_row_t *row
   cr_assert_eq(wd_buf_append(out, kind, strlen(kind)), 0);
   for (size_t c = 0; c < s->ncols; c++) {
     wd_buf_putc(out, c ? '|' : ' ');
-    if (row->v[c].is_null)
-      wd_buf_append(out, "null", 4);
-    else
-      cr_assert_eq(wd_value_format(s->cols[c].type, &row->v[c], out), 0);
+    if (row->v[c].is_null) wd_buf_append(out, "null", 4);
+    else cr_assert_eq(wd_value_format(s->cols[c].type, &row->v[c], out), 0);
   }
   wd_buf_putc(out, '\n');
 }
@@ -648,8 +646,8 @@ static char *run_shop(const char *path, uint64_t seed) {
     err = wd_table_config_check_source(t, src[i]);
     cr_assert_null(err, "source check: %s", err ? err->message : "");
   }
-  wd_gen_opts_t go = {.seed = seed, .keys = 6, .records = 120, .topic_prefix = "shop.", .late_ratio = 0.3,
-                      .delete_ratio = 0.15};
+  wd_gen_opts_t go = {
+      .seed = seed, .keys = 6, .records = 120, .topic_prefix = "shop.", .late_ratio = 0.3, .delete_ratio = 0.15};
   wd_gen_t *gen = NULL;
   cr_assert_null(wd_gen_new(&go, &gen));
   mem_store_t store = {.t = t};

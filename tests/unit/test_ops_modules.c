@@ -110,7 +110,7 @@ Test(netchange, fold_per_key) {
       {WD_INSERT, 1, "a"},        {WD_UPDATE_BEFORE, 1, "a"}, {WD_UPDATE_AFTER, 1, "b"}, /* 1: +I b */
       {WD_UPDATE_BEFORE, 2, "x"}, {WD_UPDATE_AFTER, 2, "y"},  {WD_UPDATE_BEFORE, 2, "y"},
       {WD_UPDATE_AFTER, 2, "x"}, /* 2: back to x: nothing */
-      {WD_DELETE, 3, "z"},        /* 3: -D z */
+      {WD_DELETE, 3, "z"}, /* 3: -D z */
       {WD_INSERT, 4, "n"},        {WD_DELETE, 4, "n"}, /* 4: nothing */
       {WD_UPDATE_BEFORE, 5, "p"}, {WD_UPDATE_AFTER, 5, "q"}, /* 5: -U p +U q */
       {WD_DELETE, 6, "d"},        {WD_INSERT, 6, "e"}, /* 6: -U d +U e */
@@ -156,7 +156,8 @@ Test(metrics, text_exposition) {
   wd_metric_t *c = wd_metrics_family(m, "widen_records_in_total", "Records.", WD_METRIC_COUNTER, 1, src, NULL, 0);
   wd_metric_t *g = wd_metrics_family(m, "widen_state_size_bytes", "Bytes.", WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   const double b[] = {0.1, 1};
-  wd_metric_t *h = wd_metrics_family(m, "widen_commit_duration_seconds", "Commits.", WD_METRIC_HISTOGRAM, 0, NULL, b, 2);
+  wd_metric_t *h =
+      wd_metrics_family(m, "widen_commit_duration_seconds", "Commits.", WD_METRIC_HISTOGRAM, 0, NULL, b, 2);
   cr_assert(c && g && h);
   cr_expect_eq(wd_metrics_family(m, "widen_records_in_total", "x", WD_METRIC_COUNTER, 1, src, NULL, 0), c);
   wd_metric_add(c, (const char *const[]){"orders"}, 2);
@@ -171,15 +172,16 @@ Test(metrics, text_exposition) {
   wd_buf_t out = {0};
   cr_assert_eq(wd_metrics_render(m, &out), 0);
   wd_buf_putc(&out, 0);
-  cr_expect_str_eq((const char *)out.data,
-                   "# HELP widen_records_in_total Records.\n# TYPE widen_records_in_total counter\n"
-                   "widen_records_in_total{source=\"orders\"} 5\nwiden_records_in_total{source=\"a\\\"b\\\\c\"} 1\n"
-                   "# HELP widen_state_size_bytes Bytes.\n# TYPE widen_state_size_bytes gauge\n"
-                   "widen_state_size_bytes 456\n"
-                   "# HELP widen_commit_duration_seconds Commits.\n# TYPE widen_commit_duration_seconds histogram\n"
-                   "widen_commit_duration_seconds_bucket{le=\"0.1\"} 1\nwiden_commit_duration_seconds_bucket{le=\"1\"} 2\n"
-                   "widen_commit_duration_seconds_bucket{le=\"+Inf\"} 3\nwiden_commit_duration_seconds_sum 5.5499999999999998\n"
-                   "widen_commit_duration_seconds_count 3\n");
+  cr_expect_str_eq(
+      (const char *)out.data,
+      "# HELP widen_records_in_total Records.\n# TYPE widen_records_in_total counter\n"
+      "widen_records_in_total{source=\"orders\"} 5\nwiden_records_in_total{source=\"a\\\"b\\\\c\"} 1\n"
+      "# HELP widen_state_size_bytes Bytes.\n# TYPE widen_state_size_bytes gauge\n"
+      "widen_state_size_bytes 456\n"
+      "# HELP widen_commit_duration_seconds Commits.\n# TYPE widen_commit_duration_seconds histogram\n"
+      "widen_commit_duration_seconds_bucket{le=\"0.1\"} 1\nwiden_commit_duration_seconds_bucket{le=\"1\"} 2\n"
+      "widen_commit_duration_seconds_bucket{le=\"+Inf\"} 3\nwiden_commit_duration_seconds_sum 5.5499999999999998\n"
+      "widen_commit_duration_seconds_count 3\n");
   wd_buf_free(&out);
   wd_error_t *err = wd_metrics_serve(m, "nonsense", NULL);
   cr_assert_not_null(err);
@@ -203,7 +205,7 @@ Test(metrics, set_all_replaces_the_series) {
   cr_assert_eq(wd_metrics_render(m, &out), 0);
   wd_buf_putc(&out, 0);
   cr_expect_str_eq((const char *)out.data, "# HELP widen_consumer_lag Lag.\n# TYPE widen_consumer_lag gauge\n"
-                                          "widen_consumer_lag{topic=\"t\",partition=\"1\"} 2\n");
+                                           "widen_consumer_lag{topic=\"t\",partition=\"1\"} 2\n");
   wd_metric_set_all(g, 0, NULL, NULL);
   wd_buf_reset(&out);
   cr_assert_eq(wd_metrics_render(m, &out), 0);

@@ -72,7 +72,8 @@ static void expect_error(const wd_standin_t *s, const char *path, long status, j
   json_decref(body);
 }
 
-static const char *const V1 = "{\"type\":\"record\",\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"}]}";
+static const char *const V1 =
+    "{\"type\":\"record\",\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"}]}";
 static const char *const V2 = "{\"type\":\"record\",\"name\":\"Value\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},"
                               "{\"name\":\"n\",\"type\":[\"null\",\"string\"],\"default\":null}]}";
 
@@ -88,7 +89,7 @@ Test(registry_standin, subjects_versions_and_ids_as_documented) {
   cr_assert_eq(reg(s, "orders-value", V1, &id1), 200);
   cr_assert_eq(reg(s, "orders-value", V2, &id2), 200);
   cr_assert_eq(reg(s, "orders-value", V1, &id1b), 200); /* already registered: same id, no new version */
-  cr_assert_eq(reg(s, "other-value", V1, &id1c), 200);  /* another subject: the same id */
+  cr_assert_eq(reg(s, "other-value", V1, &id1c), 200); /* another subject: the same id */
   cr_expect_neq(id1, id2);
   cr_expect_eq(id1b, id1);
   cr_expect_eq(id1c, id1);

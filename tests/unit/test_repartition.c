@@ -86,7 +86,8 @@ Test(repartition_plan, refuses_false_with_another_count_and_missing_topics) {
   err = wd_repartition_plan(in, 2, 0, &n, on, NULL);
   cr_assert_not_null(err);
   cr_assert_str_eq(err->id, "C_TASKS_NOT_COPARTITIONED");
-  cr_assert(strstr(err->message, "source 'payments' says `repartition: false`, but another source"), "%s", err->message);
+  cr_assert(strstr(err->message, "source 'payments' says `repartition: false`, but another source"), "%s",
+            err->message);
   wd_error_destroy(err);
   in[0].mode = WD_CONFIG_REPARTITION_AUTO;
   in[1].counts = &c0;
@@ -369,9 +370,9 @@ Test(repart, home_fallback_and_misplaced_error) {
   wd_kafka_meta_t m = {"payments", 1, 77, -1, key, strlen(key)};
   err = wd_repart_misplaced_error(rp, src, &m, 301823749 % 7);
   cr_assert_str_eq(err->id, "C_SOURCE_KEYING");
-  cr_expect(strstr(err->message, "source 'payments' (payments[1]@77)") &&
-                strstr(err->message, "partition 3 of 7") && strstr(err->message, "{\"order_id\":5}") &&
-                strstr(err->message, "srv.shop.payments.Key") && strstr(err->message, "repartition: auto"),
+  cr_expect(strstr(err->message, "source 'payments' (payments[1]@77)") && strstr(err->message, "partition 3 of 7") &&
+                strstr(err->message, "{\"order_id\":5}") && strstr(err->message, "srv.shop.payments.Key") &&
+                strstr(err->message, "repartition: auto"),
             "%s", err->message);
   wd_error_destroy(err);
   wd_repart_destroy(rp);

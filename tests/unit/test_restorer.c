@@ -24,9 +24,9 @@ static struct {
   const char *keys[2][4];
   const char *vals[2][4]; /* NULL: a tombstone */
   size_t n[2];
-  size_t pos[2];   /* the consumer's position per partition */
+  size_t pos[2]; /* the consumer's position per partition */
   int64_t from[2]; /* where on_assign started each partition */
-  int end_fail;    /* end_offsets fails (retriable) this many times */
+  int end_fail; /* end_offsets fails (retriable) this many times */
   int opened, closed;
   int reports;
   uint32_t reported[4];
@@ -74,8 +74,12 @@ static wd_error_t *f_poll(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_
   for (int32_t p = 0; p < 2 && *n < 2 && *n < max; p++)
     while (fk.pos[p] < fk.n[p] && fk.from[p] != WD_OFFSET_END && *n < 2) {
       size_t i = fk.pos[p]++;
-      msgs[*n] = (wd_kmsg_t){.topic = "wd-changelog", .partition = p, .offset = (int64_t)i,
-                             .key = fk.keys[p][i], .key_len = strlen(fk.keys[p][i]), .value = fk.vals[p][i],
+      msgs[*n] = (wd_kmsg_t){.topic = "wd-changelog",
+                             .partition = p,
+                             .offset = (int64_t)i,
+                             .key = fk.keys[p][i],
+                             .key_len = strlen(fk.keys[p][i]),
+                             .value = fk.vals[p][i],
                              .value_len = fk.vals[p][i] ? strlen(fk.vals[p][i]) : 0};
       (*n)++;
     }
@@ -111,7 +115,10 @@ static wd_error_t *restored(void *ctx, uint32_t task, int64_t from, uint64_t rec
 }
 
 static wd_restorer_conf_t conf(wd_store_t *st, wd_stop_clock_t *sc) {
-  wd_restorer_conf_t rc = {.changelog_topic = "wd-changelog", .store = st, .stop = sc, .restored = restored,
+  wd_restorer_conf_t rc = {.changelog_topic = "wd-changelog",
+                           .store = st,
+                           .stop = sc,
+                           .restored = restored,
                            .io = {f_open, f_end_offsets, f_poll, f_release, f_positions, f_close}};
   return rc;
 }

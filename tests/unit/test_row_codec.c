@@ -75,8 +75,7 @@ Test(row_codec, property_roundtrip, .timeout = 300) {
       cr_assert_eq(back->blk_only, !owns_nested(s, back));
       cr_assert(wd_row_eq(s, row, back, NULL), "seed %llu iter %llu row %d: decoded row differs",
                 (unsigned long long)base, (unsigned long long)iter, k);
-      for (size_t c = 0; c < s->ncols; c++)
-        cr_assert_eq(wd_value_cmp(s->cols[c].type, &row->v[c], &back->v[c]), 0);
+      for (size_t c = 0; c < s->ncols; c++) cr_assert_eq(wd_value_cmp(s->cols[c].type, &row->v[c], &back->v[c]), 0);
 
       /* re-encoding gives the same bytes */
       wd_buf_t b2 = {0};

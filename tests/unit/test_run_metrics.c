@@ -84,7 +84,7 @@ Test(run_metrics, batch_commit_and_tick) {
   for (int i = 0; i < 3; i++) wd_run_metrics_record(m, 0);
   wd_run_metrics_record(m, 1);
   wd_run_metrics_record(m, -1); /* ignored */
-  wd_run_metrics_record(m, 2);  /* ignored: past the sources */
+  wd_run_metrics_record(m, 2); /* ignored: past the sources */
   wd_run_metrics_change(m, WD_INSERT);
   wd_run_metrics_change(m, WD_INSERT);
   wd_run_metrics_change(m, WD_UPDATE_BEFORE);
@@ -185,14 +185,23 @@ Test(run_metrics, series_are_present_from_the_start) {
   cr_assert_null(err, "%s", err ? err->message : "");
   wd_buf_t out = {0};
   char *x = render(m, &out);
-  const char *zero[] = {"widen_records_in_total{source=\"orders\"} 0\n", "widen_records_in_total{source=\"payments\"} 0\n",
-                        "widen_changes_out_total{row_kind=\"+I\"} 0\n", "widen_changes_out_total{row_kind=\"-D\"} 0\n",
-                        "widen_commits_total 0\n", "widen_consumer_lag_sum 0\n", "widen_assigned_partitions 0\n",
-                        "widen_rebalances_total 0\n", "widen_restores_total 0\n",
-                        "widen_kafka_tombstones_skipped_total 0\n", "widen_last_commit_timestamp_seconds 0\n",
-                        "widen_tasks{state=\"RUNNING\"} 0\n", "widen_tasks{state=\"RESTORING\"} 0\n",
-                        "widen_ordering_tombstones_written_total 0\n", "widen_commit_duration_seconds_count 0\n",
-                        "widen_state_cache_hits_total 0\n", "widen_kafka_fetch_queue_messages 0\n"};
+  const char *zero[] = {"widen_records_in_total{source=\"orders\"} 0\n",
+                        "widen_records_in_total{source=\"payments\"} 0\n",
+                        "widen_changes_out_total{row_kind=\"+I\"} 0\n",
+                        "widen_changes_out_total{row_kind=\"-D\"} 0\n",
+                        "widen_commits_total 0\n",
+                        "widen_consumer_lag_sum 0\n",
+                        "widen_assigned_partitions 0\n",
+                        "widen_rebalances_total 0\n",
+                        "widen_restores_total 0\n",
+                        "widen_kafka_tombstones_skipped_total 0\n",
+                        "widen_last_commit_timestamp_seconds 0\n",
+                        "widen_tasks{state=\"RUNNING\"} 0\n",
+                        "widen_tasks{state=\"RESTORING\"} 0\n",
+                        "widen_ordering_tombstones_written_total 0\n",
+                        "widen_commit_duration_seconds_count 0\n",
+                        "widen_state_cache_hits_total 0\n",
+                        "widen_kafka_fetch_queue_messages 0\n"};
   for (size_t i = 0; i < sizeof(zero) / sizeof(*zero); i++) HAS(x, zero[i]);
   HAS(x, "widen_build_info{version=\"");
   HAS(x, "process_open_fds ");
@@ -232,11 +241,13 @@ Test(run_metrics, tasks_kafka_statistics_and_status_members) {
   wd_run_metrics_commit_made(m, 18, 0.5);
   static const char stats[] =
       "{\"ts\":5000000,\"replyq\":3,\"msg_cnt\":0,\"brokers\":{"
-      "\"127.0.0.1:9092/bootstrap\":{\"name\":\"127.0.0.1:9092/bootstrap\",\"nodeid\":-1,\"rtt\":{\"avg\":0,\"p99\":0}},"
+      "\"127.0.0.1:9092/bootstrap\":{\"name\":\"127.0.0.1:9092/"
+      "bootstrap\",\"nodeid\":-1,\"rtt\":{\"avg\":0,\"p99\":0}},"
       "\"127.0.0.1:9092/1\":{\"name\":\"127.0.0.1:9092/1\",\"nodeid\":1,\"outbuf_msg_cnt\":2,\"waitresp_msg_cnt\":5,"
       "\"rtt\":{\"avg\":1500,\"p99\":25000}}},"
       "\"topics\":{\"orders\":{\"partitions\":{\"0\":{\"partition\":0,\"consumer_lag\":12,\"fetchq_cnt\":4},"
-      "\"1\":{\"partition\":1,\"consumer_lag\":-1,\"ls_offset\":90,\"hi_offset\":95,\"app_offset\":80,\"fetchq_cnt\":1},"
+      "\"1\":{\"partition\":1,\"consumer_lag\":-1,\"ls_offset\":90,\"hi_offset\":95,\"app_offset\":80,\"fetchq_cnt\":1}"
+      ","
       "\"-1\":{\"partition\":-1,\"consumer_lag\":-1,\"fetchq_cnt\":0}}}}}";
   wd_kafka_stats_t ks = {0};
   cr_assert_eq(wd_kafka_stats_parse(stats, sizeof(stats) - 1, &ks), 0);
@@ -350,8 +361,8 @@ Test(run_metrics, probes_and_status_on_the_listener) {
   cr_expect(j && json_is_false(json_object_get(j, "ready")), "%s", body);
   json_decref(j);
   free(body);
-  cr_assert_eq(wd_status_publish(st, "{\"pipeline\":{\"phase\":\"running\"},\"tasks\":[]}", false, "task 3 is RESTORING"),
-               0);
+  cr_assert_eq(
+      wd_status_publish(st, "{\"pipeline\":{\"phase\":\"running\"},\"tasks\":[]}", false, "task 3 is RESTORING"), 0);
   cr_expect_eq(http_get(addr, "/readyz", &body), 503);
   cr_expect(strstr(body, "not ready: task 3 is RESTORING") != NULL, "%s", body);
   free(body);

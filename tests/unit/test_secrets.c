@@ -128,11 +128,19 @@ Test(secrets, a_minus_x_property_takes_a_provider) {
 }
 
 Test(secrets, secret_names) {
-  const char *secret[] = {"sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
-                          "sasl.oauthbearer.client.secret", "SASL.PASSWORD", "sasl.jaas.config", "ssl.key.pem",
-                          "my.api.token", "basic.auth.user.info.credentials", NULL};
-  const char *plain[] = {"sasl.username", "ssl.ca.location", "ssl.key.location", "security.protocol", "client.id",
-                         "sasl.mechanism", NULL};
+  const char *secret[] = {"sasl.password",
+                          "ssl.key.password",
+                          "ssl.keystore.password",
+                          "ssl.truststore.password",
+                          "sasl.oauthbearer.client.secret",
+                          "SASL.PASSWORD",
+                          "sasl.jaas.config",
+                          "ssl.key.pem",
+                          "my.api.token",
+                          "basic.auth.user.info.credentials",
+                          NULL};
+  const char *plain[] = {
+      "sasl.username", "ssl.ca.location", "ssl.key.location", "security.protocol", "client.id", "sasl.mechanism", NULL};
   for (const char **n = secret; *n; n++) {
     cr_assert(wd_conf_is_secret(*n), "%s", *n);
     cr_assert_str_eq(wd_conf_shown(*n, "x"), "[hidden]");

@@ -37,8 +37,7 @@ static void fx_open(fx_t *f, wd_store_t *st) {
   const char *pk[] = {"order_id"};
   wd_schema_t *schema = NULL;
   cr_assert_null(wd_schema_new(5, names, types, 1, pk, &schema));
-  wd_option_t opts[] = {{"merge-engine", "partial-update"},
-                        {"fields.payment_ver.sequence-group", "pay_method,amount"}};
+  wd_option_t opts[] = {{"merge-engine", "partial-update"}, {"fields.payment_ver.sequence-group", "pay_method,amount"}};
   cr_assert_null(wd_table_new(schema, 2, opts, &f->t));
   f->ws = wd_table_schema(f->t);
   f->st = st;

@@ -164,7 +164,7 @@ static void check_multi_get(backend_t be) {
   put(st, k0, 3, v0, 3);
   put(st, k2, 1, "plain", 5);
   put(st, k3, 1, v3, 4);
-  const uint8_t *keys[7] = {(const uint8_t *)k0, (const uint8_t *)k1, (const uint8_t *)k2, (const uint8_t *)k3,
+  const uint8_t *keys[7] = {(const uint8_t *)k0, (const uint8_t *)k1, (const uint8_t *)k2,    (const uint8_t *)k3,
                             (const uint8_t *)k4, (const uint8_t *)k0, (const uint8_t *)"nope"};
   size_t klens[7] = {3, 3, 1, 1, 2, 3, 4};
   uint8_t *vals[7];
@@ -896,8 +896,8 @@ Test(store_mem, bad_arguments) {
 static void check_ranges(backend_t be) {
   wd_store_t *st = open_store(be, -1);
   /* keys of tasks 1, 2, 3 (a one-byte namespace, a 4-byte task, a key) */
-  const char keys[][7] = {{'R', 0, 0, 0, 1, 'a', 0}, {'R', 0, 0, 0, 2, 'a', 0}, {'R', 0, 0, 0, 2, 'b', 0},
-                          {'R', 0, 0, 0, 3, 'a', 0}};
+  const char keys[][7] = {
+      {'R', 0, 0, 0, 1, 'a', 0}, {'R', 0, 0, 0, 2, 'a', 0}, {'R', 0, 0, 0, 2, 'b', 0}, {'R', 0, 0, 0, 3, 'a', 0}};
   for (size_t i = 0; i < 4; i++) put(st, keys[i], 6, "v", 1);
   wd_store_batch_t *b = wd_store_batch_new();
   const uint8_t begin[] = {'R', 0, 0, 0, 2}, end[] = {'R', 0, 0, 0, 3};

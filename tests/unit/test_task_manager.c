@@ -47,8 +47,12 @@ static void fix_open(fix_t *f, bool exactly_once, bool group, bool per_partition
   ok(wd_table_new(sc, 0, NULL, &f->t));
   ok(wd_store_open_memory(&f->st));
   cr_assert_not_null(f->s = wd_state_new(f->t, f->st, 0));
-  wd_commit_conf_t conf = {.exactly_once = exactly_once, .group = group, .per_partition = per_partition,
-                           .txn_timeout_ms = 60000, .topics = TOPICS, .ntopics = 2};
+  wd_commit_conf_t conf = {.exactly_once = exactly_once,
+                           .group = group,
+                           .per_partition = per_partition,
+                           .txn_timeout_ms = 60000,
+                           .topics = TOPICS,
+                           .ntopics = 2};
   f->stop.txn_timeout_ms = 60000;
   ok(wd_taskmgr_new(&conf, f->s, f->st, &f->stop, &f->tm));
 }

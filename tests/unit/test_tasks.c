@@ -10,23 +10,25 @@
 
 #include "app/runtime/tasks.h"
 
-static const wd_task_state_t S[] = {WD_TASK_CREATED, WD_TASK_RESTORING, WD_TASK_RECONCILING, WD_TASK_RUNNING,
-                                    WD_TASK_SUSPENDED, WD_TASK_STANDBY, WD_TASK_CLOSED};
+static const wd_task_state_t S[] = {WD_TASK_CREATED,   WD_TASK_RESTORING, WD_TASK_RECONCILING, WD_TASK_RUNNING,
+                                    WD_TASK_SUSPENDED, WD_TASK_STANDBY,   WD_TASK_CLOSED};
 
 /* the table of app/runtime/tasks.h, written out again as pairs */
 static bool documented(wd_task_state_t a, wd_task_state_t b) {
-  static const struct { wd_task_state_t from, to; } legal[] = {
-      {WD_TASK_CREATED, WD_TASK_RESTORING},       {WD_TASK_CREATED, WD_TASK_RECONCILING},
-      {WD_TASK_CREATED, WD_TASK_RUNNING},         {WD_TASK_CREATED, WD_TASK_CLOSED},
-      {WD_TASK_RESTORING, WD_TASK_RECONCILING},   {WD_TASK_RESTORING, WD_TASK_RUNNING},
-      {WD_TASK_RESTORING, WD_TASK_SUSPENDED},     {WD_TASK_RESTORING, WD_TASK_CLOSED},
-      {WD_TASK_RECONCILING, WD_TASK_RUNNING},     {WD_TASK_RECONCILING, WD_TASK_SUSPENDED},
-      {WD_TASK_RECONCILING, WD_TASK_CLOSED},      {WD_TASK_RUNNING, WD_TASK_SUSPENDED},
-      {WD_TASK_RUNNING, WD_TASK_RECONCILING},
-      {WD_TASK_RUNNING, WD_TASK_CLOSED},          {WD_TASK_SUSPENDED, WD_TASK_CREATED},
-      {WD_TASK_SUSPENDED, WD_TASK_STANDBY},       {WD_TASK_SUSPENDED, WD_TASK_CLOSED},
-      {WD_TASK_STANDBY, WD_TASK_CREATED},         {WD_TASK_STANDBY, WD_TASK_CLOSED},
-      {WD_TASK_CLOSED, WD_TASK_CREATED},          {WD_TASK_CLOSED, WD_TASK_STANDBY},
+  static const struct {
+    wd_task_state_t from, to;
+  } legal[] = {
+      {WD_TASK_CREATED, WD_TASK_RESTORING},     {WD_TASK_CREATED, WD_TASK_RECONCILING},
+      {WD_TASK_CREATED, WD_TASK_RUNNING},       {WD_TASK_CREATED, WD_TASK_CLOSED},
+      {WD_TASK_RESTORING, WD_TASK_RECONCILING}, {WD_TASK_RESTORING, WD_TASK_RUNNING},
+      {WD_TASK_RESTORING, WD_TASK_SUSPENDED},   {WD_TASK_RESTORING, WD_TASK_CLOSED},
+      {WD_TASK_RECONCILING, WD_TASK_RUNNING},   {WD_TASK_RECONCILING, WD_TASK_SUSPENDED},
+      {WD_TASK_RECONCILING, WD_TASK_CLOSED},    {WD_TASK_RUNNING, WD_TASK_SUSPENDED},
+      {WD_TASK_RUNNING, WD_TASK_RECONCILING},   {WD_TASK_RUNNING, WD_TASK_CLOSED},
+      {WD_TASK_SUSPENDED, WD_TASK_CREATED},     {WD_TASK_SUSPENDED, WD_TASK_STANDBY},
+      {WD_TASK_SUSPENDED, WD_TASK_CLOSED},      {WD_TASK_STANDBY, WD_TASK_CREATED},
+      {WD_TASK_STANDBY, WD_TASK_CLOSED},        {WD_TASK_CLOSED, WD_TASK_CREATED},
+      {WD_TASK_CLOSED, WD_TASK_STANDBY},
   };
   for (size_t i = 0; i < sizeof(legal) / sizeof(legal[0]); i++)
     if (legal[i].from == a && legal[i].to == b) return true;
@@ -58,8 +60,8 @@ Test(tasks, each_illegal_move_is_refused_and_the_state_kept) {
       cr_assert_not_null(err, "%s -> %s was taken", wd_task_state_name(S[i]), wd_task_state_name(S[j]));
       cr_assert_str_eq(err->id, "E_TASK_TRANSITION");
       cr_assert_eq(err->cls, WD_ERR_INTERNAL);
-      cr_assert(strstr(err->message, wd_task_state_name(S[i])) && strstr(err->message, wd_task_state_name(S[j])),
-                "%s", err->message);
+      cr_assert(strstr(err->message, wd_task_state_name(S[i])) && strstr(err->message, wd_task_state_name(S[j])), "%s",
+                err->message);
       cr_assert_eq(task.state, S[i]);
       wd_error_destroy(err);
       refused++;
@@ -74,9 +76,9 @@ Test(tasks, a_lifecycle_of_legal_moves) {
   cr_assert_not_null(task);
   cr_assert_eq(task->state, WD_TASK_CLOSED);
   cr_assert_eq(wd_tasks_ensure(t, 7), task, "ensure finds the task it made");
-  const wd_task_state_t path[] = {WD_TASK_CREATED, WD_TASK_RESTORING, WD_TASK_RECONCILING, WD_TASK_RUNNING,
-                                  WD_TASK_SUSPENDED, WD_TASK_STANDBY, WD_TASK_CREATED, WD_TASK_RUNNING,
-                                  WD_TASK_CLOSED};
+  const wd_task_state_t path[] = {WD_TASK_CREATED, WD_TASK_RESTORING, WD_TASK_RECONCILING,
+                                  WD_TASK_RUNNING, WD_TASK_SUSPENDED, WD_TASK_STANDBY,
+                                  WD_TASK_CREATED, WD_TASK_RUNNING,   WD_TASK_CLOSED};
   for (size_t i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
     cr_assert_null(wd_task_move(task, path[i], NULL));
     cr_assert_eq(task->state, path[i]);
@@ -95,7 +97,7 @@ Test(tasks, a_lifecycle_of_legal_moves) {
 #define PER 40 /* records per partition */
 
 typedef struct {
-  int64_t pos[NP];   /* the next offset each partition delivers */
+  int64_t pos[NP]; /* the next offset each partition delivers */
   bool paused[NP];
 } fake_consumer_t;
 
@@ -115,7 +117,7 @@ static void gate_run(unsigned seed, const int64_t *restore_end) {
   for (int p = 0; p < NP; p++) cr_assert_not_null(wd_task_add_partition(task, topics[p], parts[p], restore_end[p]));
   cr_assert_null(wd_task_move(task, task->unreached ? WD_TASK_RESTORING : WD_TASK_RUNNING, NULL));
   fake_consumer_t fc = {{0}, {false}};
-  int64_t taken[NP];              /* next offset the pipeline expects to take, per partition */
+  int64_t taken[NP]; /* next offset the pipeline expects to take, per partition */
   bool run_seen = false;
   size_t restored = 0, ran = 0;
   for (int p = 0; p < NP; p++) taken[p] = 0;

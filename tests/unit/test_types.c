@@ -53,15 +53,45 @@ static void canon_is(const char *text, const char *want) {
 }
 
 Test(type, parse_every_case_type) {
-  static const char *const types[] = {
-      "ARRAY<INT>", "ARRAY<ROW<daily_id INT, today STRING, product_name STRING, price BIGINT>>",
-      "ARRAY<ROW<k INT, v1 INT, v2 STRING>>", "ARRAY<ROW<k0 INT, k1 INT, v STRING, seq INT>>",
-      "ARRAY<ROW<k0 INT, k1 INT, v STRING>>", "ARRAY<STRING>", "BIGINT", "BOOLEAN", "BYTES", "CHAR(3)", "DATE",
-      "DECIMAL(10,2)", "DECIMAL(12,2)", "DECIMAL(4,2)", "DECIMAL(5,2)", "DECIMAL(6,2)", "DOUBLE", "FLOAT", "INT",
-      "MAP<INT,STRING>", "MAP<STRING,INT>", "MAP<STRING,ROW<value STRING, ts STRING>>",
-      "ROW<city STRING, geo ROW<lat DOUBLE, lon DOUBLE>>", "SMALLINT", "STRING", "TIME", "TIME(3)", "TIMESTAMP(3)",
-      "TIMESTAMP(6)", "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(6)", "TINYINT", "VARCHAR(100)", "VARCHAR(16)",
-      "VARCHAR(20)", "VARCHAR(8)", "INT NOT NULL", "STRING NOT NULL", "BIGINT NOT NULL"};
+  static const char *const types[] = {"ARRAY<INT>",
+                                      "ARRAY<ROW<daily_id INT, today STRING, product_name STRING, price BIGINT>>",
+                                      "ARRAY<ROW<k INT, v1 INT, v2 STRING>>",
+                                      "ARRAY<ROW<k0 INT, k1 INT, v STRING, seq INT>>",
+                                      "ARRAY<ROW<k0 INT, k1 INT, v STRING>>",
+                                      "ARRAY<STRING>",
+                                      "BIGINT",
+                                      "BOOLEAN",
+                                      "BYTES",
+                                      "CHAR(3)",
+                                      "DATE",
+                                      "DECIMAL(10,2)",
+                                      "DECIMAL(12,2)",
+                                      "DECIMAL(4,2)",
+                                      "DECIMAL(5,2)",
+                                      "DECIMAL(6,2)",
+                                      "DOUBLE",
+                                      "FLOAT",
+                                      "INT",
+                                      "MAP<INT,STRING>",
+                                      "MAP<STRING,INT>",
+                                      "MAP<STRING,ROW<value STRING, ts STRING>>",
+                                      "ROW<city STRING, geo ROW<lat DOUBLE, lon DOUBLE>>",
+                                      "SMALLINT",
+                                      "STRING",
+                                      "TIME",
+                                      "TIME(3)",
+                                      "TIMESTAMP(3)",
+                                      "TIMESTAMP(6)",
+                                      "TIMESTAMP_LTZ(3)",
+                                      "TIMESTAMP_LTZ(6)",
+                                      "TINYINT",
+                                      "VARCHAR(100)",
+                                      "VARCHAR(16)",
+                                      "VARCHAR(20)",
+                                      "VARCHAR(8)",
+                                      "INT NOT NULL",
+                                      "STRING NOT NULL",
+                                      "BIGINT NOT NULL"};
   for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
     wd_type_t *t = parse_ok(types[i]);
     wd_type_destroy(t);
@@ -800,9 +830,9 @@ Test(value, float_shortest_matches_trying_every_precision) {
     double cand[6];
     uint64_t bits = x;
     memcpy(&cand[0], &bits, sizeof(double));
-    cand[1] = (double)(int64_t)(x % 2000001) / 1000.0 - 1000.0;         /* 3 decimals */
-    cand[2] = pow(10.0, (double)((int)(x % 617) - 308));               /* powers of ten */
-    cand[3] = (double)(x % 100000000000ull) * (x & 1 ? 1.0 : 1e10);    /* integers, round numbers */
+    cand[1] = (double)(int64_t)(x % 2000001) / 1000.0 - 1000.0; /* 3 decimals */
+    cand[2] = pow(10.0, (double)((int)(x % 617) - 308)); /* powers of ten */
+    cand[3] = (double)(x % 100000000000ull) * (x & 1 ? 1.0 : 1e10); /* integers, round numbers */
     cand[4] = nextafter(cand[3], INFINITY);
     cand[5] = (double)(float)((double)(x % 1000000) / 64.0);
     for (int c = 0; c < 6; c++) {
@@ -818,8 +848,22 @@ Test(value, float_shortest_matches_trying_every_precision) {
       }
     }
   }
-  const double edge[] = {0.0, -0.0, 0.1, 1e10, 1e15, 1e16, 1e17, 123456789012345678.0, 5e-324, 1.7976931348623157e308,
-                         2.2250738585072014e-308, 0.30000000000000004, 100.0, 1e21, 1e-5, 9.999999999999999e22};
+  const double edge[] = {0.0,
+                         -0.0,
+                         0.1,
+                         1e10,
+                         1e15,
+                         1e16,
+                         1e17,
+                         123456789012345678.0,
+                         5e-324,
+                         1.7976931348623157e308,
+                         2.2250738585072014e-308,
+                         0.30000000000000004,
+                         100.0,
+                         1e21,
+                         1e-5,
+                         9.999999999999999e22};
   for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
     for (int f = 0; f < 2; f++) {
       double v = f ? (double)(float)edge[i] : edge[i];
@@ -893,27 +937,27 @@ static size_t ref_decimal_text(wd_i128 v, int s, char *buf) {
 
 static int ref_format(const wd_type_t *t, const wd_value_t *v, wd_buf_t *out) {
   switch (t->id) {
-    case WD_TINYINT:
-    case WD_SMALLINT:
-    case WD_INT:
-    case WD_BIGINT: return wd_buf_put_int(out, v->i);
-    case WD_DECIMAL: {
-      char text[WD_DECIMAL_TEXT_MAX];
-      return wd_buf_append(out, text, ref_decimal_text(v->dec, t->scale, text));
-    }
-    case WD_DATE: return ref_date_put(v->i, out);
-    case WD_TIME: return ref_time_put(v->i, t->precision, out);
-    case WD_TIMESTAMP:
-    case WD_TIMESTAMP_LTZ: {
-      int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
-      int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
-      int64_t us_of_day = v->ts.us - days * INT64_C(86400000000);
-      int rc = ref_date_put(days, out);
-      rc = rc ? rc : wd_buf_putc(out, ' ');
-      rc = rc ? rc : ref_time_put(us_of_day * 1000 + v->ts.ns, digits, out);
-      return rc;
-    }
-    default: return -1;
+  case WD_TINYINT:
+  case WD_SMALLINT:
+  case WD_INT:
+  case WD_BIGINT: return wd_buf_put_int(out, v->i);
+  case WD_DECIMAL: {
+    char text[WD_DECIMAL_TEXT_MAX];
+    return wd_buf_append(out, text, ref_decimal_text(v->dec, t->scale, text));
+  }
+  case WD_DATE: return ref_date_put(v->i, out);
+  case WD_TIME: return ref_time_put(v->i, t->precision, out);
+  case WD_TIMESTAMP:
+  case WD_TIMESTAMP_LTZ: {
+    int digits = t->precision <= 3 ? 3 : (t->precision <= 6 ? 6 : 9);
+    int64_t days = wd_floordiv(v->ts.us, INT64_C(86400000000));
+    int64_t us_of_day = v->ts.us - days * INT64_C(86400000000);
+    int rc = ref_date_put(days, out);
+    rc = rc ? rc : wd_buf_putc(out, ' ');
+    rc = rc ? rc : ref_time_put(us_of_day * 1000 + v->ts.ns, digits, out);
+    return rc;
+  }
+  default: return -1;
   }
 }
 
@@ -927,10 +971,10 @@ static uint64_t xs(uint64_t *x) {
  * digits), dates with negative and five-digit years, times (also out-of-range ones, which only
  * a caller's bug could make), timestamps of every precision, integers to their limits. */
 Test(value, scalar_text_matches_the_previous_writers) {
-  static const char *const TYPES[] = {"TINYINT", "INT", "BIGINT", "DATE", "TIME", "TIME(3)", "TIME(9)",
-                                      "TIMESTAMP(0)", "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)",
-                                      "TIMESTAMP_LTZ(3)", "DECIMAL(38,0)", "DECIMAL(38,2)", "DECIMAL(38,18)",
-                                      "DECIMAL(38,38)", "DECIMAL(10,2)", "DECIMAL(20,10)"};
+  static const char *const TYPES[] = {
+      "TINYINT",       "INT",           "BIGINT",         "DATE",           "TIME",          "TIME(3)",
+      "TIME(9)",       "TIMESTAMP(0)",  "TIMESTAMP(3)",   "TIMESTAMP(6)",   "TIMESTAMP(9)",  "TIMESTAMP_LTZ(3)",
+      "DECIMAL(38,0)", "DECIMAL(38,2)", "DECIMAL(38,18)", "DECIMAL(38,38)", "DECIMAL(10,2)", "DECIMAL(20,10)"};
   uint64_t x = 0x2545f4914f6cdd1dULL;
   wd_buf_t a = {0}, b = {0};
   char text[WD_SCALAR_TEXT_MAX];
@@ -941,28 +985,32 @@ Test(value, scalar_text_matches_the_previous_writers) {
       wd_value_t v = {0};
       uint64_t r = xs(&x), k = xs(&x) % 8;
       switch (t->id) {
-        case WD_TINYINT: v.i = (int8_t)r; break;
-        case WD_INT: v.i = (int32_t)r; break;
-        case WD_BIGINT: v.i = k == 0 ? INT64_MIN : k == 1 ? INT64_MAX : k < 4 ? (int64_t)(r % 1000) - 500 : (int64_t)r; break;
-        case WD_DATE: v.i = k < 4 ? (int64_t)(r % 200000) - 100000 : (int64_t)(r % 2000000000000ULL) - 1000000000000LL; break;
-        case WD_TIME:
-          v.i = k < 6 ? (int64_t)(r % 86400000000000ULL) : k == 6 ? -(int64_t)(r % 86400000000000ULL) : (int64_t)(r >> 1);
-          break;
-        case WD_TIMESTAMP:
-        case WD_TIMESTAMP_LTZ:
-          v.ts.us = k < 4 ? (int64_t)(r % 8000000000000000ULL) - 4000000000000000LL : (int64_t)r / 4;
-          v.ts.ns = t->precision > 6 ? (int32_t)(xs(&x) % 1000) : 0;
-          break;
-        case WD_DECIMAL: {
-          unsigned __int128 u = ((unsigned __int128)xs(&x) << 64) | r;
-          wd_i128 lim = wd_pow10(t->precision);
-          wd_i128 d = k < 3 ? (wd_i128)(r % 100000) : (wd_i128)(u % (unsigned __int128)lim);
-          if (k == 7) d = lim - 1;
-          v.dec = xs(&x) & 1 ? -d : d;
-          wide += (v.dec < 0 ? -v.dec : v.dec) >> 64 != 0;
-          break;
-        }
-        default: break;
+      case WD_TINYINT: v.i = (int8_t)r; break;
+      case WD_INT: v.i = (int32_t)r; break;
+      case WD_BIGINT:
+        v.i = k == 0 ? INT64_MIN : k == 1 ? INT64_MAX : k < 4 ? (int64_t)(r % 1000) - 500 : (int64_t)r;
+        break;
+      case WD_DATE:
+        v.i = k < 4 ? (int64_t)(r % 200000) - 100000 : (int64_t)(r % 2000000000000ULL) - 1000000000000LL;
+        break;
+      case WD_TIME:
+        v.i = k < 6 ? (int64_t)(r % 86400000000000ULL) : k == 6 ? -(int64_t)(r % 86400000000000ULL) : (int64_t)(r >> 1);
+        break;
+      case WD_TIMESTAMP:
+      case WD_TIMESTAMP_LTZ:
+        v.ts.us = k < 4 ? (int64_t)(r % 8000000000000000ULL) - 4000000000000000LL : (int64_t)r / 4;
+        v.ts.ns = t->precision > 6 ? (int32_t)(xs(&x) % 1000) : 0;
+        break;
+      case WD_DECIMAL: {
+        unsigned __int128 u = ((unsigned __int128)xs(&x) << 64) | r;
+        wd_i128 lim = wd_pow10(t->precision);
+        wd_i128 d = k < 3 ? (wd_i128)(r % 100000) : (wd_i128)(u % (unsigned __int128)lim);
+        if (k == 7) d = lim - 1;
+        v.dec = xs(&x) & 1 ? -d : d;
+        wide += (v.dec < 0 ? -v.dec : v.dec) >> 64 != 0;
+        break;
+      }
+      default: break;
       }
       wd_buf_reset(&a);
       wd_buf_reset(&b);

@@ -35,9 +35,7 @@ static void mk_tmp(void) {
 
 static void rm_tmp(void) { nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-static void ok(wd_error_t *err) {
-  cr_assert_null(err, "%s", err ? err->message : "");
-}
+static void ok(wd_error_t *err) { cr_assert_null(err, "%s", err ? err->message : ""); }
 
 static wd_store_t *open_store(bool rocksdb, const char *sub) {
   wd_store_t *st = NULL;
@@ -247,11 +245,12 @@ static void ops_without_prior_are_read(bool rocksdb) {
   char *before = dump(st);
   wd_store_batch_clear(b);
   cr_assert_eq(wd_store_batch_put(b, (const uint8_t *)"\xf2k1", 3, (const uint8_t *)"new1", 4), 0); /* no prior */
-  cr_assert_eq(wd_store_batch_delete(b, (const uint8_t *)"\xf2k2", 3), 0);                           /* no prior */
+  cr_assert_eq(wd_store_batch_delete(b, (const uint8_t *)"\xf2k2", 3), 0); /* no prior */
   cr_assert_eq(wd_store_batch_put(b, (const uint8_t *)"\xf2k3", 3, (const uint8_t *)"new3", 4), 0);
   cr_assert_eq(wd_store_batch_prior(b, NULL, 0), 0); /* recorded: absent */
   cr_assert_eq(wd_store_batch_prior(b, NULL, 0), -1, "one prior per op");
-  cr_assert_eq(wd_store_batch_put(b, (const uint8_t *)"\xf2k4", 3, (const uint8_t *)"new4", 4), 0); /* no prior: absent */
+  cr_assert_eq(wd_store_batch_put(b, (const uint8_t *)"\xf2k4", 3, (const uint8_t *)"new4", 4),
+               0); /* no prior: absent */
   wd_buf_t image = {0};
   ok(wd_store_undo_image(st, b, &image));
   ok(wd_store_write(st, b));

@@ -55,8 +55,8 @@ static char *decode(const char *format, const char *value, const char *key, char
   wd_schema_t *s = range_schema();
   wd_source_t *src = range_source(format, s);
   wd_changes_t ch = {0};
-  wd_kafka_meta_t meta = {.topic = "t", .partition = 3, .offset = 42, .timestamp = -1, .key = key,
-                          .key_len = key ? strlen(key) : 0};
+  wd_kafka_meta_t meta = {
+      .topic = "t", .partition = 3, .offset = 42, .timestamp = -1, .key = key, .key_len = key ? strlen(key) : 0};
   const wd_format_t *f = wd_format_of(src->format);
   wd_error_t *err = f->decode(NULL, src, s, &meta, value, strlen(value), &ch);
   char *id = strdup(err ? err->id : "");
@@ -116,8 +116,8 @@ Test(range, int64_min_timestamp_is_e_type_in_every_json_format) {
                     "{\"database\":\"d\",\"table\":\"t\",\"type\":\"insert\",\"data\":{\"id\":1,\"ts\":"
                     "-9223372036854775807}}",
                     KEY, "ts");
-  expect_type_error("ogg-json", "{\"table\":\"D.T\",\"op_type\":\"I\",\"after\":{\"id\":1,\"ts\":-9223372036854775807}}",
-                    KEY, "ts");
+  expect_type_error(
+      "ogg-json", "{\"table\":\"D.T\",\"op_type\":\"I\",\"after\":{\"id\":1,\"ts\":-9223372036854775807}}", KEY, "ts");
   expect_type_error("changelog-json", "{\"op\":\"+I\",\"row\":{\"id\":1,\"ts\":-9223372036854775807}}", KEY, "ts");
 }
 
@@ -231,10 +231,10 @@ Test(range, int64_min_timestamp_is_e_type_in_debezium_avro) {
 /* The formatters, the changelog encoders and the stored-row codec take any int64 without
  * undefined behaviour (no decoder produces these values; the check is UBSan's). */
 Test(range, formatters_and_encoders_take_any_int64) {
-  static const int64_t X[] = {INT64_MIN, INT64_MIN + 1, -106751991LL * 86400000000LL - 1, -1, 0, 1, INT64_MAX - 1,
-                              INT64_MAX};
-  static const char *const T[] = {"DATE", "TIME(9)", "TIME(0)", "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)",
-                                  "TIMESTAMP_LTZ(3)", "BIGINT"};
+  static const int64_t X[] = {INT64_MIN,     INT64_MIN + 1, -106751991LL * 86400000000LL - 1, -1, 0, 1,
+                              INT64_MAX - 1, INT64_MAX};
+  static const char *const T[] = {"DATE",         "TIME(9)",      "TIME(0)",          "TIMESTAMP(3)",
+                                  "TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(3)", "BIGINT"};
   for (size_t ti = 0; ti < sizeof(T) / sizeof(*T); ti++) {
     wd_type_t *t = NULL;
     cr_assert_null(wd_type_parse(T[ti], &t));
@@ -254,7 +254,8 @@ Test(range, formatters_and_encoders_take_any_int64) {
       wd_buf_free(&b);
       char why[128];
       bool in = wd_value_in_range(t, &v, why, sizeof(why));
-      if (t->id != WD_BIGINT && (X[xi] == INT64_MIN || X[xi] == INT64_MAX)) cr_expect(!in, "%s %lld", T[ti], (long long)X[xi]);
+      if (t->id != WD_BIGINT && (X[xi] == INT64_MIN || X[xi] == INT64_MAX))
+        cr_expect(!in, "%s %lld", T[ti], (long long)X[xi]);
     }
     wd_type_destroy(t);
   }
