@@ -118,7 +118,7 @@ wd_error_t *wd_consumer_poll_batch(wd_consumer_t *c, size_t max, int timeout_ms,
  * (the semantics of Kafka's poll with max.poll.records): waits up to timeout_ms for a first
  * message, then takes the messages librdkafka has already fetched, up to max, without waiting for
  * more. Under load the fetched queue holds more than max and batches are full; at a low rate a
- * record is processed without waiting for the batch to fill (issue 14: latency at half of
+ * record is processed without waiting for the batch to fill (latency at half of
  * saturation). Same ownership and errors as wd_consumer_poll_batch. */
 wd_error_t *wd_consumer_poll_available(wd_consumer_t *c, size_t max, int timeout_ms, wd_kmsg_t *msgs, size_t *n);
 
@@ -194,7 +194,7 @@ wd_error_t *wd_consumer_seek(wd_consumer_t *c, const wd_tp_offset_t *offsets, si
  * stopped. New assignments start resumed. Errors: "E_KAFKA". */
 wd_error_t *wd_consumer_pause(wd_consumer_t *c, bool pause);
 
-/* Holds one assigned partition (issue 21, docs/runtime.md "the gate"): pauses it and, when
+/* Holds one assigned partition (docs/runtime.md "the gate"): pauses it and, when
  * offset >= 0, moves its position back to offset, dropping what was fetched of it beyond (held
  * records included). It stays paused across wd_consumer_pause(false) until
  * wd_consumer_release_partition or the next rebalance (which clears every hold). topic is copied.

@@ -207,7 +207,7 @@ wd_error_t *wd_event_emit(const wd_source_t *src, const wd_schema_t *schema, con
                         "or absent)",
                         src->name, ev->op_text, rd->image_names[WD_IMAGE_AFTER]);
   }
-  /* Each half of an update stands on its own (issue 23): a half whose key is NULL is left out
+  /* Each half of an update stands on its own: a half whose key is NULL is left out
    * and counted in out->null_key_halves. A NULL key holds no row, so a retraction (-U/-D) of one
    * has nothing to retract, and an add half (+U) cannot be stored under it: an update NULL -> K
    * is +I(K), K -> NULL is -D(K) (the row leaves the keyed table), NULL -> NULL is nothing. A

@@ -1,5 +1,5 @@
 /*
- * ingest/format.h — source formats behind one decoder interface (the design note of issue 12).
+ * ingest/format.h — source formats behind one decoder interface .
  *
  * A source format is a small table of functions, wd_format_t, chosen by name from one registry
  * (ingest/format.c, one line per format). A format's own file does only what is particular to
@@ -15,7 +15,7 @@
  *                    missing (or NULL in an insert, +I/+U row kind) is E_NO_KEY (naming the op,
  *                    the column and the image);
  *   NULL keys        a half of an update, or a delete, whose key column is NULL in its image is
- *                    left out and counted (wd_changes_t.null_key_halves; issue 23): a NULL key
+ *                    left out and counted (wd_changes_t.null_key_halves): a NULL key
  *                    holds no row, so nothing to retract and nowhere to store; the other half
  *                    applies alone (NULL -> K is +I(K), K -> NULL is -D(K));
  *   column mapping   every mapped column of the source (source.h) is asked of the format's

@@ -31,7 +31,7 @@
 #define WD_ROW_CODEC_VERSION 1
 #define WD_ENTRY_FLAG_TOMBSTONE 0x01
 /* byte 1 bit 4: a varint column count follows the header (after the tombstone time): the entry was
- * written after nullable columns were added at the end of the schema (issue 13); entries without
+ * written after nullable columns were added at the end of the schema; entries without
  * it have the state's base column count (see wd_row_decode_base) */
 #define WD_ENTRY_FLAG_NCOLS 0x10
 

@@ -1,6 +1,6 @@
 /*
  * app/cli/cli.h — the subcommands' option parsing: getopt_long with widen's own messages for a bad
- * option (issue 23): an unknown long option gets the closest known one as a did-you-mean
+ * option: an unknown long option gets the closest known one as a did-you-mean
  * (`widen run --confg` -> "did you mean '--config'?"), a missing value names the option.
  */
 #ifndef WD_CLI_H

@@ -1,5 +1,5 @@
 /*
- * app/cli/cmd_ops.c — the operator commands of issue 13: `widen status` (commit history, position,
+ * app/cli/cmd_ops.c — the operator commands: `widen status` (commit history, position,
  * lag and state size of a running pipeline, read without its lock) and `widen changes` (the net
  * change per key between two commits, read from the output records the history names).
  */
@@ -159,7 +159,7 @@ int wd_cmd_status(int argc, char **argv) {
   if (!no_kafka) {
     if ((err = kafka_conf(cfg, true, &kc))) goto done;
     if ((err = wd_kafka_group_positions(&kc, topics, ntopics, 10000, &pos, &npos))) goto done;
-    /* issue 23: owned = this state directory holds the partition's current state: its stored
+    /* owned = this state directory holds the partition's current state: its stored
      * position is at (or, mid-commit, past) the group's committed offset. Behind it, another member
      * moved the partition on: the stored offset is only this directory's old copy, shown in
      * parentheses. Never stored: "-". */

@@ -158,7 +158,7 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   int nw = wd_interleaving_warnings(cfg, &warn);
   for (int i = 0; i < nw; i++) wd_log(WD_LOG_WARN, mod, "%s", warn[i]);
   wd_interleaving_free(warn);
-  /* issue 13: the table definition against the state's (compatible changes go on; incompatible
+  /* the table definition against the state's (compatible changes go on; incompatible
    * ones fail or rebuild, per state.on-incompatible-change) */
   if ((err = wd_state_dir_check(cfg, opts->state_dir))) goto done; /* corrupt: refuse, or move aside */
   if ((err = wd_definition_prepare(cfg, opts->state_dir, NULL))) goto done;
@@ -461,7 +461,7 @@ int wd_cmd_rows(int argc, char **argv) {
   if (!err) err = wd_store_open_rocksdb(sdir, NULL, &st);
   if (wd_error_is(err, WD_EID_E_STORE_LOCKED)) {
     /* a running widen holds the directory: read it as `status` and `changes` do, through a
-     * read-only secondary instance (the rows as of now, without the lock; issue 23) */
+     * read-only secondary instance (the rows as of now, without the lock) */
     wd_error_destroy(err);
     err = wd_store_open_rocksdb_secondary(sdir, &st);
   }

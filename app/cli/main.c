@@ -39,7 +39,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* LSan _exits on reporting (toolchain-notes §7) */
-  /* Least exposure (issue 24): what widen creates (the state directory's files, which RocksDB
+  /* Least exposure: what widen creates (the state directory's files, which RocksDB
    * creates from its own threads with mode 0644 minus the umask, at any time; a --trace file) is
    * readable by its owner only: the user's umask with group and other bits added. */
   umask(umask(0) | 077);

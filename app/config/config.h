@@ -196,7 +196,7 @@ typedef struct wd_config_pipeline {
   int64_t status_interval_s; /* 0: no periodic status line */
   int processing_guarantee; /* wd_config_guarantee_t */
   int64_t commit_interval_ms;
-  int64_t commit_interval_min_ms; /* issue 22: the adaptive interval's floor (app/runtime/commit_pace.h) */
+  int64_t commit_interval_min_ms; /* the adaptive interval's floor (app/runtime/commit_pace.h) */
   int64_t commit_max_records;
   int tasks; /* wd_config_tasks_t */
   int64_t partitions; /* per-partition tasks: the table's partition count (0: from the sources) */

@@ -26,7 +26,7 @@ wd_error_t *wd_table_config_from_json(const json_t *schema, const json_t *primar
 struct wd_source;
 wd_error_t *wd_table_config_check_source(const wd_table_t *t, const struct wd_source *src);
 
-/* Issue 23: the start-up warning (`widen run`, `widen config check`) of a table that rejects
+/* The start-up warning (`widen run`, `widen config check`) of a table that rejects
  * every retraction (wd_table_rejects_retractions: partial-update without sequence groups,
  * ignore-delete or partial-update.remove-record-on-delete) fed by nsources CDC sources (every
  * source format sends updates and deletes), whose names are names[0..nsources) (borrowed): it

@@ -456,7 +456,7 @@ done:
   return err;
 }
 
-/* Arms the rebuild (issue 21 point 4, app/runtime/rebuild.h): a fresh state is made as "<dir>.rebuild"
+/* Arms the rebuild (app/runtime/rebuild.h): a fresh state is made as "<dir>.rebuild"
  * with the new definition, the old one (WD_REBUILD_OLD_DEF_KEY), the old state's instance id (the
  * transactional.id and group.instance.id stay the same), commit number, task layout and base column count, and
  * the completion mark; then the old state becomes "<dir>.before-rebuild" and the fresh one "<dir>".

@@ -1,6 +1,6 @@
 /*
  * app/ops/fingerprint.h — the table definition's fingerprint, its stored copy, the item-by-item
- * difference and the automatic rebuild (issue 13 point 3).
+ * difference and the automatic rebuild.
  *
  * The definition is everything of a config that decides the stored rows, as named items:
  *   "column <name>"            its type text, "columns" the names in order, "primary-key",

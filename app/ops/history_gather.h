@@ -1,10 +1,10 @@
 /*
  * app/ops/history_gather.h — what the open commit took, gathered for its history record
- * (app/ops/history.h; issue 13; issue 21 point 7: out of the pipeline's struct).
+ * (app/ops/history.h; out of the pipeline's struct).
  *
  * The pipeline reports each batch taken into the open commit (its input ranges per partition,
  * its counts) and the trace lines of what it applied; at the commit's snapshot what was gathered
- * becomes the completing commit's and the next commit gathers afresh (issue 22 point 2: the next
+ * becomes the completing commit's and the next commit gathers afresh (the next
  * commit's batches may be merged while the completing one commits). The commit coordinator's
  * hooks (app/runtime/commit.h) then put the record into the commit's state batch: once when the
  * state is snapshotted (so that a prepared commit that recovery applies has its record), once

@@ -520,7 +520,7 @@ char *wd_run_metrics_status_members(wd_run_metrics_t *m) {
 void wd_run_metrics_tick(wd_run_metrics_t *m, const wd_run_tick_t *t) {
   if (!m) return;
   size_t nl = t->nlags;
-  /* issue 23: exactly the partitions held now (a revoked partition's gauge goes) */
+  /* exactly the partitions held now (a revoked partition's gauge goes) */
   const char **lv = calloc(2 * nl + 1, sizeof(*lv));
   double *val = calloc(nl + 1, sizeof(*val));
   char(*parts)[16] = calloc(nl + 1, sizeof(*parts));

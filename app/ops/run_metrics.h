@@ -1,5 +1,5 @@
 /*
- * app/ops/run_metrics.h — the metrics of a running pipeline (issue 13; issue 21 point 7: out of
+ * app/ops/run_metrics.h — the metrics of a running pipeline (out of
  * the pipeline's struct): the widen_* families of the Prometheus endpoint (app/ops/metrics.h)
  * and the bookkeeping between the loop's events and them. The pipeline only reports what
  * happened (a batch taken into the open commit, a commit made, a tick with the values of now);
