@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/ops/state_dir.h"
 #include "app/runtime/tasks.h"
 #include "common/log.h"
 
@@ -38,6 +39,9 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
   else if (in->initialising) snprintf(why, sizeof(why), "initialising an assignment");
   else if (in->restoring) snprintf(why, sizeof(why), "restoring tasks from the state changelog topic");
   else if (in->rebuilding) snprintf(why, sizeof(why), "rebuilding the state after a table definition change");
+  else if (wd_state_disk_short())
+    snprintf(why, sizeof(why), "the state directory's disk is short: %lld bytes free, below state.min-free-bytes",
+             (long long)wd_state_disk_free_bytes());
   else if (idle && strcmp(idle, "all partitions are assigned to other members"))
     snprintf(why, sizeof(why), "no partitions: %s", idle);
 
