@@ -47,8 +47,10 @@ SCENARIOS = {
     "full_order_key_schemas": ("FULL", True, True, "single", False, False),
     "full_own_id": ("FULL", False, False, "single", False, False),
     "full_per_partition": ("FULL", True, False, "per-partition", False, True),
-    # these need co-partitioning decided from key bytes, sources without full before images and
-    # the TOAST placeholder option
+    # PostgreSQL's and Debezium's defaults: the tables with REPLICA IDENTITY DEFAULT get their own
+    # primary-key in widen's config (docs/source-keys.md); TOAST placeholders are not carried
+    # (unavailable.value.placeholder's default); schemas.enable=true keys are not co-partitioned
+    # and repartition: auto forwards the misplaced records (docs/debezium.md)
     "defaults_identity": ("DEFAULT", False, True, "single", False, False),
     "defaults_toast": ("ORDERS_DEFAULT", True, True, "single", True, False),
     "defaults_per_partition": ("FULL", True, True, "per-partition", False, True),
