@@ -47,8 +47,10 @@ SCENARIOS = {
     "full_order_key_schemas": ("FULL", True, True, "single", False, False),
     "full_own_id": ("FULL", False, False, "single", False, False),
     "full_per_partition": ("FULL", True, False, "per-partition", False, True),
-    # these need co-partitioning decided from key bytes, sources without full before images and
-    # the TOAST placeholder option
+    # PostgreSQL's and Debezium's defaults: the tables with REPLICA IDENTITY DEFAULT get their own
+    # primary-key in widen's config (docs/source-keys.md); TOAST placeholders are not carried
+    # (unavailable.value.placeholder's default); schemas.enable=true keys are not co-partitioned
+    # and repartition: auto forwards the misplaced records (docs/debezium.md)
     "defaults_identity": ("DEFAULT", False, True, "single", False, False),
     "defaults_toast": ("ORDERS_DEFAULT", True, True, "single", True, False),
     "defaults_per_partition": ("FULL", True, True, "per-partition", False, True),
@@ -340,11 +342,21 @@ def diff(want, got, label="widen"):
 
 # ---- widen ---------------------------------------------------------------------------------------
 
-def widen_config(prefix, topic, identity_keys, schemas, tasks, state):
+def widen_config(prefix, topic, source_keys, schemas, tasks, state):
+    """widen's configuration as docs/debezium.md and docs/source-keys.md tell a user to write it:
+    each table in source_keys (one without full before images: REPLICA IDENTITY DEFAULT) gets its
+    own primary key (`primary-key: [payment_id]`), so that its deletes and updates are derived from
+    its stored rows: payments' and shipments' deletes carry no order_id, and a delete of an order
+    carries no order_version, without which its sequence group retracts nothing (Paimon's rule: a
+    retraction whose group sequence is NULL is skipped). Nothing else depends on Debezium's
+    settings (TOAST placeholders and schemas.enable=true keys are taken care of by the defaults:
+    unavailable.value.placeholder, repartition: auto)."""
     src_fmt = ""
     if not schemas:
         # schemaless: what the envelope schema would have said
         src_fmt = "\n    options: {decimal-encoding: base64, timestamp-unit: millis}"
+    own = dict(orders="order_id", payments="payment_id", shipments="shipment_id")
+    pk = {t: ("\n    primary-key: [%s]" % own[t] if t in source_keys else "") for t in own}
     return """kafka:
   bootstrap.servers: %(brokers)s
   group.id: %(prefix)s-widen
@@ -374,16 +386,16 @@ table:
 sources:
   - name: orders
     topic: %(prefix)s.shop.orders
-    format: debezium-json
+    format: debezium-json%(pk_orders)s
     columns: {order_id: order_id, customer: customer, amount: amount, created_at: created_at, note: note,
               order_version: order_version}%(opts)s
   - name: payments
     topic: %(prefix)s.shop.payments
-    format: debezium-json
+    format: debezium-json%(pk_payments)s
     columns: {order_id: order_id, method: method, paid: paid, paid_on: paid_on, payment_version: payment_version}%(opts)s
   - name: shipments
     topic: %(prefix)s.shop.shipments
-    format: debezium-json
+    format: debezium-json%(pk_shipments)s
     columns: {order_id: order_id, carrier: carrier, shipped_at: shipped_at, shipment_version: shipment_version}%(opts)s
 sink:
   topic: %(topic)s
@@ -395,7 +407,8 @@ state:
 pipeline:
   tasks: %(tasks)s
   status-interval-s: 0
-""" % dict(brokers=BROKERS, prefix=prefix, topic=topic, opts=src_fmt, tasks=tasks, state=state)
+""" % dict(brokers=BROKERS, prefix=prefix, topic=topic, opts=src_fmt, tasks=tasks, state=state,
+                  pk_orders=pk["orders"], pk_payments=pk["payments"], pk_shipments=pk["shipments"])
 
 
 class Widen:
@@ -505,7 +518,9 @@ def main():
     topic = prefix + ".orders_wide"
     cfg = os.path.join(work, "widen.yaml")
     with open(cfg, "w") as f:
-        f.write(widen_config(prefix, topic, not order_key, schemas, tasks, os.path.join(work, "state")))
+        # the tables without full before images: their own primary keys
+        source_keys = {"DEFAULT": ["orders", "payments", "shipments"], "ORDERS_DEFAULT": ["orders"]}.get(ri, [])
+        f.write(widen_config(prefix, topic, source_keys, schemas, tasks, os.path.join(work, "state")))
     w = Widen(cfg, os.path.join(work, "widen.log"))
     w.start()
     try:
