@@ -1013,6 +1013,36 @@ Test(scale_out, a_topic_created_while_a_static_member_was_down_is_read, .timeout
   env_done(&clean);
 }
 
+/* The other side of the test above: with more members than a topic has partitions, a member
+ * legitimately holds none of that topic (another member does, as the group's description shows),
+ * and no rejoin is forced for it. Two live members, payments with one partition. */
+Test(scale_out, a_topic_held_by_another_member_forces_no_rejoin, .timeout = 240) {
+  env_t a, b;
+  env3(&a, "holdA", "true");
+  member3(&a, &b, "holdB");
+  create_topics3(&a, 1);
+  const env_t *one[] = {&a};
+  produce3(one, 1, 1000, 67, 0);
+  char log_a[400], log_b[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "8000", log_a);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  pid_t pb = spawn_widen_log(&b, NULL, "8000", log_b);
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
+  produce3(one, 1, 1500, 67, 1000);
+  int ra = wait_exit(pa), rb = wait_exit(pb);
+  char cmd[900];
+  snprintf(cmd, sizeof(cmd), "grep -E 'assigned [0-9]+ partition|rejoin' '%s' '%s' | cut -c1-300 >&2", log_a, log_b);
+  if (system(cmd) != 0) fprintf(stderr, "(no assignment lines in the logs)\n");
+  cr_assert_eq(ra, 0);
+  cr_assert_eq(rb, 0);
+  cr_assert_not(wd_it_wait_log(log_a, "rejoining group", 0), "A forced a rejoin");
+  cr_assert_not(wd_it_wait_log(log_b, "rejoining group", 0), "B forced a rejoin");
+  env_done(&a);
+  env_done(&b);
+}
+
 /* Test (b) of issue 10: three members in one group over three sources with 6 partitions, two of
  * them through repartition topics; while input flows one member is killed (SIGKILL), one is added
  * and one restarted. Read read_committed, every key's changelog is explainable with no stream
