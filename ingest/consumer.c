@@ -62,6 +62,10 @@ struct wd_consumer {
   int64_t missing_check_at_ms; /* next check (monotonic ms) */
   bool wait_for_topics; /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
   int nassigned; /* partitions held now (rebalance callbacks) */
+  /* group mode: after an assignment, the next poll compares the assigned topics with the
+   * subscribed topics that exist (wd_consumer_check_assignment) */
+  bool verify_assignment;
+  bool *rejoined; /* [ntopics] a rejoin was forced for the topic (at most once each) */
   int last_event; /* 0 none yet, 1 an assignment, 2 a revocation */
   wd_kafka_stats_t stats; /* librdkafka's last statistics (statistics.interval.ms), stats.at_ms 0 before */
 };
@@ -207,6 +211,7 @@ static rd_kafka_resp_err_t wd_consumer_assign_parts(wd_consumer_t *c, rd_kafka_t
   c->lag_at_ms = 0;
   c->generation++;
   if (!err) c->nassigned = incremental ? c->nassigned + parts->cnt : parts->cnt;
+  if (!err && c->group_mode && !incremental) c->verify_assignment = true;
   c->last_event = 1;
   return err;
 }
@@ -441,7 +446,7 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
     goto cleanup;
   }
   if (!(c = calloc(1, sizeof(*c))) || !(c->topics = calloc(ntopics, sizeof(*c->topics))) ||
-      !(c->missing = calloc(ntopics, sizeof(*c->missing)))) {
+      !(c->missing = calloc(ntopics, sizeof(*c->missing))) || !(c->rejoined = calloc(ntopics, sizeof(*c->rejoined)))) {
     err = wd_error_nomem();
     goto cleanup;
   }
@@ -592,6 +597,110 @@ static void wd_consumer_check_missing(wd_consumer_t *c) {
   if (add) rd_kafka_topic_partition_list_destroy(add);
 }
 
+/* Whether a member's assignment in the group's description (Kafka's ConsumerProtocolAssignment:
+ * int16 version, int32 topic count, per topic an int16-length name and an int32 count of int32
+ * partitions, then user data) has a partition of topic. A truncated buffer answers false. */
+static bool wd_member_assignment_has(const unsigned char *b, int size, const char *topic) {
+  size_t n = size > 0 ? (size_t)size : 0, at = 2, tlen = strlen(topic);
+  if (n < 6) return false;
+  uint32_t ntopics = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+  at += 4;
+  for (uint32_t t = 0; t < ntopics; t++) {
+    if (n - at < 2) return false;
+    size_t len = (size_t)b[at] << 8 | b[at + 1];
+    at += 2;
+    if (n - at < len + 4) return false;
+    bool same = len == tlen && !memcmp(b + at, topic, len);
+    at += len;
+    uint32_t nparts = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+    at += 4;
+    if (same && nparts > 0) return true;
+    if ((n - at) / 4 < nparts) return false;
+    at += (size_t)nparts * 4;
+  }
+  return false;
+}
+
+/* Group mode, once after each assignment (outside the rebalance callback): a subscribed topic
+ * that exists but has no partition in this member's assignment. A static member (KIP-345,
+ * group.instance.id) that rejoins within session.timeout.ms gets its previous assignment back
+ * without a rebalance, and its librdkafka does not rejoin for a topic that exists at its first
+ * metadata answer: a topic created while the process was down is then never assigned (the
+ * group's leader reassigns only when it sees the subscribed topics' metadata change; a rejoin
+ * with the same member id and subscription rebalances nothing unless that member is the leader).
+ * The consumer then leaves the group and joins it again: rd_kafka_unsubscribe revokes the
+ * assignment and sends LeaveGroup once it is unassigned (a static member leaves on an
+ * unsubscribe, only not on close), the broker rebalances the group, and the next poll subscribes
+ * again (librdkafka applies that subscription after the leave) as a new member, which the new
+ * assignment, made with the new topic, includes (rd_kafka_enforce_rebalance is not in librdkafka
+ * 2.0.2). Another member may legitimately hold every partition of a topic (more members than
+ * partitions): the group's description (DescribeGroups, rd_kafka_list_groups) tells, and a group
+ * in the middle of a rebalance is left to it (its next assignment is checked again). A rejoin is
+ * forced at most once per topic; after it a topic still missing from the group's assignment is
+ * logged as a warning. */
+static void wd_consumer_check_assignment(wd_consumer_t *c) {
+  if (!c->verify_assignment || c->closed || !c->subscribed) return;
+  c->verify_assignment = false;
+  rd_kafka_topic_partition_list_t *assigned = NULL;
+  const struct rd_kafka_metadata *md = NULL;
+  const struct rd_kafka_group_list *group = NULL;
+  rd_kafka_resp_err_t rerr = rd_kafka_assignment(c->rk, &assigned);
+  if (!rerr) rerr = rd_kafka_metadata(c->rk, 1, NULL, &md, 5000);
+  if (rerr || !md) {
+    wd_log(WD_LOG_DEBUG, "ingest", "assignment not compared with the subscription: %s", rd_kafka_err2str(rerr));
+    goto cleanup;
+  }
+  bool rejoin = false;
+  for (size_t i = 0; i < c->ntopics; i++) {
+    bool exists = false, held = false;
+    for (int t = 0; t < md->topic_cnt && !exists; t++) {
+      const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+      exists = !strcmp(mt->topic, c->topics[i]) && !mt->err && mt->partition_cnt > 0;
+    }
+    for (int k = 0; k < assigned->cnt && !held; k++) held = !strcmp(assigned->elems[k].topic, c->topics[i]);
+    if (!exists || held) continue;
+    if (!group) { /* asked once, for the first topic not held here */
+      rerr = rd_kafka_list_groups(c->rk, c->group_id, &group, 5000);
+      if (rerr || !group || group->group_cnt != 1) {
+        wd_log(WD_LOG_DEBUG, "ingest", "group '%s' not described (%s): this member's assignment alone is compared",
+               c->group_id, rd_kafka_err2str(rerr));
+      } else if (strcmp(group->groups[0].state, "Stable")) {
+        wd_log(WD_LOG_DEBUG, "ingest", "group '%s' is %s: its next assignment is compared", c->group_id,
+               group->groups[0].state);
+        c->verify_assignment = false;
+        goto cleanup;
+      }
+    }
+    if (group && !rerr && group->group_cnt == 1) {
+      const struct rd_kafka_group_info *gi = &group->groups[0];
+      for (int m = 0; m < gi->member_cnt && !held; m++)
+        held = wd_member_assignment_has(gi->members[m].member_assignment, gi->members[m].member_assignment_size,
+                                        c->topics[i]);
+      if (held) continue;
+    }
+    if (c->rejoined[i]) {
+      wd_log(WD_LOG_WARN, "ingest", "topic %s: still no partition assigned in group '%s' after a rejoin", c->topics[i],
+             c->group_id);
+      continue;
+    }
+    wd_log(WD_LOG_WARN, "ingest",
+           "topic %s exists but has no partition in this member's assignment (a static member rejoining within "
+           "session.timeout.ms keeps its previous assignment, made before the topic existed); rejoining group '%s'",
+           c->topics[i], c->group_id);
+    c->rejoined[i] = true;
+    rejoin = true;
+  }
+  if (rejoin) {
+    rd_kafka_resp_err_t uerr = rd_kafka_unsubscribe(c->rk); /* revokes, then leaves the group */
+    if (uerr) wd_log(WD_LOG_ERROR, "ingest", "leaving group '%s' failed: %s", c->group_id, rd_kafka_err2str(uerr));
+    else c->subscribed = false; /* the next poll subscribes again */
+  }
+cleanup:
+  if (group) rd_kafka_group_list_destroy(group);
+  if (md) rd_kafka_metadata_destroy(md);
+  if (assigned) rd_kafka_topic_partition_list_destroy(assigned);
+}
+
 /* A consumer error that waiting does not cure. */
 static bool wd_consumer_err_permanent(rd_kafka_resp_err_t err) {
   return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
@@ -625,6 +734,7 @@ static wd_error_t *poll_batch(wd_consumer_t *c, size_t max, int timeout_ms, bool
       goto cleanup;
     }
     wd_consumer_check_missing(c);
+    wd_consumer_check_assignment(c);
     int64_t left = deadline - wd_mono_ms();
     bool have = available && *n > 0; /* take what is fetched, wait for nothing more */
     rkm = rd_kafka_consumer_poll(c->rk, left > 0 && !have ? (int)left : 0);
@@ -923,6 +1033,7 @@ void wd_consumer_destroy(wd_consumer_t *c) {
   for (size_t i = 0; i < c->ntopics; i++) free(c->topics[i]);
   free(c->topics);
   free(c->missing);
+  free(c->rejoined);
   wd_kafka_stats_clear(&c->stats);
   free(c);
 }
@@ -1020,6 +1131,7 @@ void wd_consumer_serve(wd_consumer_t *c, int timeout_ms) {
     wd_error_destroy(serr);
   }
   wd_consumer_check_missing(c);
+  wd_consumer_check_assignment(c);
   rd_kafka_message_t *rkm = rd_kafka_consumer_poll(c->rk, timeout_ms);
   if (!rkm) return;
   if (!rkm->err && rkm->rkt) {

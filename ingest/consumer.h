@@ -26,6 +26,12 @@
  * exist yet; waiting"); while one is missing, the polls request the cluster's metadata every
  * second, so that a topic created later is joined within seconds rather than at librdkafka's
  * next topic.metadata.refresh.interval.ms (5 minutes by default); "topic X exists now" at INFO.
+ * After every group assignment the next poll compares the assigned topics with the subscribed
+ * topics that exist: one that no member of the group holds (DescribeGroups) is logged at WARN
+ * ("topic X exists but has no partition in this member's assignment ...; rejoining group G") and
+ * the consumer leaves the group (rd_kafka_unsubscribe: its partitions are revoked, LeaveGroup
+ * rebalances the group) and the next poll subscribes again (at most once per topic). This covers a static member (KIP-345) restarted within session.timeout.ms, which
+ * gets its previous assignment back without a rebalance, made before topic X was created.
  *
  * Thread: a consumer is used by one thread; the callbacks run on that thread, inside
  * wd_consumer_poll_batch() or wd_consumer_close().

@@ -932,6 +932,120 @@ static json_t *rows_by_key(json_t *rows) {
   return out;
 }
 
+/* A static member restarted within session.timeout.ms gets its previous assignment back without
+ * a rebalance. When one of its source topics did not exist before the kill (it was left out, with a
+ * warning) and was created while the process was down, that assignment has none of its partitions:
+ * the consumer must notice and rejoin the group so that the new topic is assigned and read. The
+ * shipments topic is created and filled between a SIGKILL and a quick restart; the restarted run
+ * (stopping after 10 s without input) must end at the table of a clean run over the three topics. */
+Test(scale_out, a_topic_created_while_a_static_member_was_down_is_read, .timeout = 240) {
+  env_t late, clean;
+  const char *saved = yaml_template;
+  char *y = wd_it_replace(strdup(YAML3), "REPARTITION", "auto");
+  /* a session long enough that the restart below always comes within it */
+  y = wd_it_replace(y, "session.timeout.ms: 6000", "session.timeout.ms: 30000");
+  yaml_template = y;
+  env_init_tasks(&late, "late", "exactly-once", "single");
+  env_init_tasks(&clean, "clean", "exactly-once", "single");
+  yaml_template = saved;
+  free(y);
+  char t[200];
+  snprintf(t, sizeof(t), "%sorders", late.prefix);
+  wd_it_create_topic(t, 6);
+  snprintf(t, sizeof(t), "%spayments", late.prefix);
+  wd_it_create_topic(t, 3);
+  create_topics3(&clean, 3);
+  const env_t *both[] = {&late, &clean};
+  produce3_only = "orders";
+  produce3(both, 2, 1500, 61, 0);
+  produce3_only = "payments";
+  produce3(both, 2, 1500, 61, 0);
+  produce3_only = "shipments";
+  produce3(both + 1, 1, 1500, 61, 0);
+  produce3_only = NULL;
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+
+  char log1[400], log2[400];
+  snprintf(log1, sizeof(log1), "%s/first.log", late.dir);
+  snprintf(log2, sizeof(log2), "%s/second.log", late.dir);
+  pid_t p1 = spawn_widen_log(&late, NULL, "600000", log1);
+  cr_assert(wd_it_wait_log(log1, "shipments does not exist yet", 60000), "no warning of the missing topic");
+  cr_assert(wd_it_wait_log(log1, "assigned 9 partition(s)", 60000),
+            "the first run was not assigned orders and payments");
+  cr_assert_eq(kill(p1, SIGKILL), 0);
+  cr_assert_eq(wait_exit(p1), 128 + SIGKILL);
+
+  snprintf(t, sizeof(t), "%sshipments", late.prefix);
+  wd_it_create_topic(t, 6);
+  produce3_only = "shipments";
+  produce3(both, 1, 1500, 61, 0);
+  produce3_only = NULL;
+  pid_t p2 = spawn_widen_log(&late, NULL, "10000", log2);
+  int rc = wait_exit(p2);
+  char cmd[900];
+  snprintf(cmd, sizeof(cmd), "grep -E 'static membership|assigned|revoked|rejoin|exists' '%s' '%s' >&2", log1, log2);
+  if (system(cmd) != 0) fprintf(stderr, "(no assignment lines in the logs)\n");
+  cr_assert_eq(rc, 0);
+
+  json_t *want_rows = state_rows(&clean), *got_rows = state_rows(&late);
+  json_t *want = rows_by_key(want_rows), *got = rows_by_key(got_rows);
+  size_t with_ship = 0, missing = 0;
+  const char *key;
+  json_t *row;
+  json_object_foreach(want, key, row) {
+    if (!json_is_null(json_object_get(row, "ship_status"))) with_ship++;
+    json_t *g = json_object_get(got, key);
+    if (!g || !wd_test_json_same(row, g)) {
+      if (missing++ < 3) {
+        char *a = json_dumps(row, JSON_COMPACT), *b = g ? json_dumps(g, JSON_COMPACT) : NULL;
+        fprintf(stderr, "key %s: want %s got %s\n", key, a, b ? b : "(none)");
+        free(a);
+        free(b);
+      }
+    }
+  }
+  cr_assert_gt(with_ship, 0, "the clean run has no shipment columns");
+  cr_assert_eq(missing, 0, "%zu of %zu rows differ from the clean run's (shipments not read?)", missing,
+               json_object_size(want));
+  cr_assert_eq(json_object_size(got), json_object_size(want));
+  json_decref(want);
+  json_decref(got);
+  json_decref(want_rows);
+  json_decref(got_rows);
+  env_done(&late);
+  env_done(&clean);
+}
+
+/* The other side of the test above: with more members than a topic has partitions, a member
+ * legitimately holds none of that topic (another member does, as the group's description shows),
+ * and no rejoin is forced for it. Two live members, payments with one partition. */
+Test(scale_out, a_topic_held_by_another_member_forces_no_rejoin, .timeout = 240) {
+  env_t a, b;
+  env3(&a, "holdA", "true");
+  member3(&a, &b, "holdB");
+  create_topics3(&a, 1);
+  const env_t *one[] = {&a};
+  produce3(one, 1, 1000, 67, 0);
+  char log_a[400], log_b[400];
+  snprintf(log_a, sizeof(log_a), "%s/a.log", a.dir);
+  snprintf(log_b, sizeof(log_b), "%s/b.log", b.dir);
+  pid_t pa = spawn_widen_log(&a, NULL, "8000", log_a);
+  cr_assert(wd_it_wait_log(log_a, "-> RUNNING", 60000), "A took no task within 60 s");
+  pid_t pb = spawn_widen_log(&b, NULL, "8000", log_b);
+  cr_assert(wd_it_wait_log(log_b, "-> RUNNING", 60000), "B took no task within 60 s");
+  produce3(one, 1, 1500, 67, 1000);
+  int ra = wait_exit(pa), rb = wait_exit(pb);
+  char cmd[900];
+  snprintf(cmd, sizeof(cmd), "grep -E 'assigned [0-9]+ partition|rejoin' '%s' '%s' | cut -c1-300 >&2", log_a, log_b);
+  if (system(cmd) != 0) fprintf(stderr, "(no assignment lines in the logs)\n");
+  cr_assert_eq(ra, 0);
+  cr_assert_eq(rb, 0);
+  cr_assert_not(wd_it_wait_log(log_a, "rejoining group", 0), "A forced a rejoin");
+  cr_assert_not(wd_it_wait_log(log_b, "rejoining group", 0), "B forced a rejoin");
+  env_done(&a);
+  env_done(&b);
+}
+
 /* Test (b) of issue 10: three members in one group over three sources with 6 partitions, two of
  * them through repartition topics; while input flows one member is killed (SIGKILL), one is added
  * and one restarted. Read read_committed, every key's changelog is explainable with no stream
