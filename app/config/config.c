@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 
 #include "app/config/table_config.h"
@@ -1363,7 +1364,14 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
     /* the file's value is kept to say where the address came from (a warning here, and the Kafka
      * errors of `widen run`: wd_config_brokers_origin) */
     if (cfg->kafka.bootstrap_servers && strcmp(cfg->kafka.bootstrap_servers, env_brokers())) {
-      wd_log(WD_LOG_WARN, "config",
+      /* a warning where the file secures its connection (the address it names is likely the one its
+       * certificates and credentials are for), else a note: the walkthroughs export it on purpose */
+      bool secured = false;
+      for (size_t i = 0; i < cfg->kafka.properties.n; i++)
+        if (!strcmp(cfg->kafka.properties.v[i].key, "security.protocol") &&
+            strcasecmp(cfg->kafka.properties.v[i].value, "plaintext"))
+          secured = true;
+      wd_log(secured ? WD_LOG_WARN : WD_LOG_INFO, "config",
              "%s:%d: kafka.bootstrap.servers '%s' is replaced by the environment variable " WD_BROKERS_ENV
              "='%s' (unset it to use the file's)",
              path, cfg->kafka.line, cfg->kafka.bootstrap_servers, env_brokers());
