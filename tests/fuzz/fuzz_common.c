@@ -87,6 +87,10 @@ const wd_source_t *wd_fuzz_source(const char *format) {
   if (!err) err = wd_source_new("fuzzed", f, &src);
   if (!err) err = wd_source_add_topic(src, "fuzzed");
   for (size_t i = 0; !err && i < NCOLS; i++) err = wd_source_add_column(src, s, COLS[i][0], COLS[i][2]);
+  /* a schemaless integer's unit by the column's precision (millis to 3, micros to 6, nanos above), so
+   * that the values reach the conversions and the range check rather than C_TEMPORAL_UNIT */
+  if (!err) err = wd_source_set_option(src, "timestamp-unit", "precision");
+  if (!err) err = wd_source_set_option(src, "time-unit", "precision");
   if (!err) err = wd_source_check(src, s);
   if (err) wd_fuzz_fail(format, err->message);
   for (size_t i = 0; i < 8; i++)
