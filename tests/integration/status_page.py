@@ -282,7 +282,10 @@ metrics:
         page1, st1 = wait("the page to show /status's numbers", lambda: matches(ws, port_a), 60)
         if num(page1["recordsIn"]) != 40 or not page1["tasks"] or page1["ready"] != "ready":
             fail("page after the first records: %s" % page1)
-        if any(p[1] != "0" for p in page1["partitions"]):
+        # the sources' partitions are caught up; a repartition topic nothing was forwarded to yet
+        # (`repartition: auto` reads it beside a source read directly) has no lag known: '-'
+        if any(p[1] != "0" and not (p[1] == "-" and "-repartition[" in p[0]) for p in page1["partitions"]) or \
+                not any(p[1] == "0" for p in page1["partitions"]):
             fail("lag per partition not 0: %s" % page1["partitions"])
         print("page shows %s records in, %d task(s) %s, %d partitions" % (
             page1["recordsIn"], len(page1["tasks"]), sorted(set(t[1] for t in page1["tasks"])),
