@@ -66,6 +66,13 @@ int wd_changelog_put_row(wd_buf_t *out, const wd_schema_t *schema, const wd_row_
  * Errors: E_NOMEM. */
 wd_error_t *wd_changelog_encode_key_json(const wd_schema_t *schema, const wd_row_t *row, wd_buf_t *out);
 
+/* The Debezium op of a change and the rows its message carries (the debezium-json and Kafka Connect
+ * encoders share it): WD_INSERT -> "c" (*before set to NULL, *after required), WD_UPDATE_AFTER -> "u"
+ * (*after required), WD_DELETE -> "d" (*after set to NULL, *before required). *op is a static string.
+ * Errors: WD_ERR_INTERNAL for WD_UPDATE_BEFORE or a missing required row (nothing is changed). */
+wd_error_t *wd_changelog_debezium_op(wd_row_kind_t kind, const wd_row_t **before, const wd_row_t **after,
+                                     const char **op);
+
 /* One debezium-json value. kind is the change: WD_INSERT (after required, op c),
  * WD_UPDATE_AFTER (after required, before = the -U row or NULL; op u), WD_DELETE (before
  * required, op d). table (may be NULL) goes to source.table; ts_ms < 0 writes null.

@@ -227,25 +227,8 @@ wd_error_t *wd_connect_encode_string_key(const char *text, size_t n, wd_buf_t *o
 wd_error_t *wd_connect_encode_debezium(const wd_schema_t *schema, const char *table, int64_t ts_ms, wd_row_kind_t kind,
                                        const wd_row_t *before, const wd_row_t *after, wd_buf_t *out) {
   const char *op;
-  switch (kind) {
-  case WD_INSERT:
-    op = "c";
-    before = NULL;
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +I without a row");
-    break;
-  case WD_UPDATE_AFTER:
-    op = "u";
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +U without an after row");
-    break;
-  case WD_DELETE:
-    op = "d";
-    after = NULL;
-    if (!before) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: -D without a row");
-    break;
-  default:
-    return wd_error_new(WD_ERR_INTERNAL, NONE,
-                        "debezium-json: a -U is not a message of its own; pass it as before with its +U");
-  }
+  wd_error_t *err = wd_changelog_debezium_op(kind, &before, &after, &op);
+  if (err) return err;
   size_t mark = out->len;
   int rc = LIT(out, "{\"schema\":{\"type\":\"struct\",\"fields\":[") ||
            put_row_schema(out, schema, table, false, "Value", "before", true) || wd_buf_putc(out, ',') ||

@@ -283,29 +283,35 @@ static int wd_put_ts(wd_buf_t *out, int64_t ts_ms) {
   return wd_put_scalar(out, &bigint, &v, false);
 }
 
-wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
-                                              wd_row_kind_t kind, const wd_row_t *before, const wd_row_t *after,
-                                              wd_buf_t *out) {
-  const char *op;
+wd_error_t *wd_changelog_debezium_op(wd_row_kind_t kind, const wd_row_t **before, const wd_row_t **after,
+                                     const char **op) {
   switch (kind) {
   case WD_INSERT:
-    op = "c";
-    before = NULL;
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +I without a row");
-    break;
+    if (!*after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +I without a row");
+    *op = "c";
+    *before = NULL;
+    return NULL;
   case WD_UPDATE_AFTER:
-    op = "u";
-    if (!after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +U without an after row");
-    break;
+    if (!*after) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: +U without an after row");
+    *op = "u";
+    return NULL;
   case WD_DELETE:
-    op = "d";
-    after = NULL;
-    if (!before) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: -D without a row");
-    break;
+    if (!*before) return wd_error_new(WD_ERR_INTERNAL, NONE, "debezium-json: -D without a row");
+    *op = "d";
+    *after = NULL;
+    return NULL;
   default:
     return wd_error_new(WD_ERR_INTERNAL, NONE,
                         "debezium-json: a -U is not a message of its own; pass it as before with its +U");
   }
+}
+
+wd_error_t *wd_changelog_encode_debezium_json(const wd_schema_t *schema, const char *table, int64_t ts_ms,
+                                              wd_row_kind_t kind, const wd_row_t *before, const wd_row_t *after,
+                                              wd_buf_t *out) {
+  const char *op;
+  wd_error_t *err = wd_changelog_debezium_op(kind, &before, &after, &op);
+  if (err) return err;
   size_t mark = out->len;
   int rc = WD_JLIT(out, "{\"before\":");
   if (!rc) rc = before ? wd_changelog_put_row(out, schema, before) : WD_JLIT(out, "null");
