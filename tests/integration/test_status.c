@@ -143,9 +143,22 @@ static json_t *wait_status(int port, bool (*ok)(json_t *, void *), void *ctx, in
 static bool took_all(json_t *j, void *ctx) {
   json_t *t = json_object_get(json_object_get(j, "pipeline"), "totals");
   json_int_t want = *(json_int_t *)ctx;
-  return json_integer_value(json_object_get(t, "records_in")) == want && json_is_true(json_object_get(j, "ready")) &&
-         json_integer_value(json_object_get(json_object_get(j, "pipeline"), "lag")) == 0 &&
-         json_array_size(json_object_get(j, "commits")) > 0;
+  if (json_integer_value(json_object_get(t, "records_in")) != want || !json_is_true(json_object_get(j, "ready")) ||
+      json_integer_value(json_object_get(json_object_get(j, "pipeline"), "lag")) != 0)
+    return false;
+  /* records taken are not yet records committed: wait until the commits hold them all too */
+  json_int_t committed = 0;
+  size_t i;
+  json_t *c;
+  json_array_foreach(json_object_get(j, "commits"), i, c) committed +=
+      json_integer_value(json_object_get(c, "records_in"));
+  if (committed != want) return false;
+  json_t *pt;
+  json_array_foreach(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "partitions"), i, pt) {
+    if (json_integer_value(json_object_get(pt, "committed")) != json_integer_value(json_object_get(pt, "end")))
+      return false;
+  }
+  return true;
 }
 
 Test(status, probes_status_and_metrics_follow_the_pipeline, .timeout = 240) {
