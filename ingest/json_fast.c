@@ -70,16 +70,17 @@ static bool wd_jf_escapes_ok(const char *s, size_t n) {
   return true;
 }
 
-/* What may come next. */
-enum {
-  WD_JF_VALUE, /* a value (the root, after ':', after ',' in an array) */
-  WD_JF_VALUE_OR_CLOSE, /* after '[' */
-  WD_JF_KEY_OR_CLOSE, /* after '{' */
-  WD_JF_KEY, /* after ',' in an object */
-  WD_JF_COLON, /* after a key */
-  WD_JF_NEXT, /* after a value in a container: ',' or its closing bracket */
-  WD_JF_END /* after the root value: nothing */
-};
+/* Whether v[0..m) is a JSON number: an optional '-' and digits without a leading zero in one
+ * loop (the common case), else the full grammar of wd_conv_is_json_number. */
+static inline bool wd_jf_number(const char *v, size_t m) {
+  size_t i = m && v[0] == '-';
+  if (i < m && v[i] >= '1' && v[i] <= '9') {
+    size_t k = i + 1;
+    while (k < m && v[k] >= '0' && v[k] <= '9') k++;
+    if (k == m) return true;
+  }
+  return wd_conv_is_json_number(v, m);
+}
 
 static int wd_jf_grow(jsmntok_t **tok, unsigned *cap, size_t want) {
   if (want < 256) want = 256;
@@ -110,115 +111,136 @@ int wd_json_fast_tokenize(wd_json_fast_t *p, const char *js, size_t len, unsigne
   if (r) return WD_JSON_FAST_INVALID;
   if (wd_jf_grow(tok, cap, nix)) return WD_JSON_FAST_NOMEM;
   if (max_depth > WD_JF_MAX_DEPTH) max_depth = WD_JF_MAX_DEPTH;
-  bool escapes = memchr(b, '\\', len) != NULL;
+  const bool escapes = memchr(b, '\\', len) != NULL;
   jsmntok_t *t = *tok;
   int stack[WD_JF_MAX_DEPTH];
   unsigned depth = 0;
   int sup = -1; /* the innermost open container */
-  int key = -1; /* the key whose value comes next (sup is an object) */
-  int n = 0, state = WD_JF_VALUE;
+  int parent = -1; /* the parent of the value that comes next: its key, or its array, or -1 */
+  int n = 0;
+  size_t i = 0; /* the index entry being read */
   uint32_t pos = 0;
-  for (size_t i = 0; i < nix; i++) {
-    pos = ix[i];
-    char c = b[pos];
-    size_t next = i + 1 < nix ? ix[i + 1] : len; /* where the token's text stops at the latest */
-    switch (c) {
-    case '{':
-    case '[': {
-      if (state != WD_JF_VALUE && state != WD_JF_VALUE_OR_CLOSE) goto bad;
-      if (depth >= max_depth) return WD_JSON_FAST_DEEP;
-      jsmntok_t *o = &t[n];
-      o->type = c == '{' ? JSMN_OBJECT : JSMN_ARRAY;
-      o->start = (int)pos;
-      o->end = -1;
-      o->size = 0;
-      if (sup >= 0 && t[sup].type == JSMN_ARRAY) {
-        o->parent = sup;
-        t[sup].size++;
-      } else {
-        o->parent = sup >= 0 ? key : -1;
-      }
-      stack[depth++] = sup = n++;
-      state = c == '{' ? WD_JF_KEY_OR_CLOSE : WD_JF_VALUE_OR_CLOSE;
-      break;
+  char c;
+
+/* Reads index entry i into pos and c; the text ends early when there is none. */
+#define WD_JF_AT()                                                                                                     \
+  do {                                                                                                                 \
+    if (i >= nix) goto truncated;                                                                                      \
+    pos = ix[i];                                                                                                       \
+    c = b[pos];                                                                                                        \
+  } while (0)
+/* The end of the token starting at pos: the last non-whitespace byte before the next entry. */
+#define WD_JF_END(e)                                                                                                   \
+  do {                                                                                                                 \
+    e = i + 1 < nix ? ix[i + 1] : len;                                                                                 \
+    while (e > pos && wd_jf_space(b[e - 1])) e--;                                                                      \
+  } while (0)
+
+value: /* a value at entry i, child of parent */
+  WD_JF_AT();
+  if (c == '{' || c == '[') {
+    if (depth >= max_depth) return WD_JSON_FAST_DEEP;
+    jsmntok_t *o = &t[n];
+    o->type = c == '{' ? JSMN_OBJECT : JSMN_ARRAY;
+    o->start = (int)pos;
+    o->end = -1;
+    o->size = 0;
+    o->parent = parent;
+    stack[depth++] = sup = n++;
+    i++;
+    WD_JF_AT();
+    if (o->type == JSMN_OBJECT) {
+      if (c == '}') goto close;
+      if (c != '"') goto bad;
+      goto key;
     }
-    case '}':
-    case ']':
-      if (sup < 0 || t[sup].type != (c == '}' ? JSMN_OBJECT : JSMN_ARRAY)) goto bad;
-      if (state != WD_JF_NEXT && state != (c == '}' ? WD_JF_KEY_OR_CLOSE : WD_JF_VALUE_OR_CLOSE)) goto bad;
-      t[sup].end = (int)pos + 1;
-      depth--;
-      sup = depth ? stack[depth - 1] : -1;
-      state = depth ? WD_JF_NEXT : WD_JF_END;
-      break;
-    case ':':
-      if (state != WD_JF_COLON) goto bad;
-      state = WD_JF_VALUE;
-      break;
-    case ',':
-      if (state != WD_JF_NEXT) goto bad;
-      state = t[sup].type == JSMN_OBJECT ? WD_JF_KEY : WD_JF_VALUE;
-      break;
-    case '"': {
-      size_t e = next;
-      while (e > pos + 1 && wd_jf_space(b[e - 1])) e--;
-      if (e < pos + 2 || b[e - 1] != '"') goto bad;
-      e--; /* the closing quote, which is not escaped: an escaped one would have a later closing quote
-              before the next index entry, which would then be text, not whitespace */
-      if (escapes && !wd_jf_escapes_ok(b + pos + 1, e - pos - 1)) goto bad;
-      jsmntok_t *s = &t[n];
-      s->type = JSMN_STRING;
-      s->start = (int)pos + 1;
-      s->end = (int)e;
-      if (state == WD_JF_KEY_OR_CLOSE || state == WD_JF_KEY) {
-        s->size = 1;
-        s->parent = sup;
-        t[sup].size++;
-        key = n++;
-        state = WD_JF_COLON;
-        break;
-      }
-      if (state != WD_JF_VALUE && state != WD_JF_VALUE_OR_CLOSE) goto bad;
-      s->size = 0;
-      if (sup >= 0 && t[sup].type == JSMN_ARRAY) {
-        s->parent = sup;
-        t[sup].size++;
-      } else {
-        s->parent = sup >= 0 ? key : -1;
-      }
-      n++;
-      state = depth ? WD_JF_NEXT : WD_JF_END;
-      break;
-    }
-    default: {
-      if (state != WD_JF_VALUE && state != WD_JF_VALUE_OR_CLOSE) goto bad;
-      size_t e = next;
-      while (e > pos && wd_jf_space(b[e - 1])) e--;
-      size_t m = e - pos;
-      const char *v = b + pos;
-      bool ok = c == 't'   ? m == 4 && memcmp(v, "true", 4) == 0
-                : c == 'f' ? m == 5 && memcmp(v, "false", 5) == 0
-                : c == 'n' ? m == 4 && memcmp(v, "null", 4) == 0
-                           : wd_conv_is_json_number(v, m);
-      if (!ok) goto bad;
-      jsmntok_t *s = &t[n];
-      s->type = JSMN_PRIMITIVE;
-      s->start = (int)pos;
-      s->end = (int)e;
-      s->size = 0;
-      if (sup >= 0 && t[sup].type == JSMN_ARRAY) {
-        s->parent = sup;
-        t[sup].size++;
-      } else {
-        s->parent = sup >= 0 ? key : -1;
-      }
-      n++;
-      state = depth ? WD_JF_NEXT : WD_JF_END;
-      break;
-    }
-    }
+    if (c == ']') goto close;
+    parent = sup;
+    t[sup].size++;
+    goto value;
   }
-  if (state == WD_JF_END) return n;
+  if (c == '"') {
+    size_t e;
+    WD_JF_END(e);
+    if (e < pos + 2 || b[e - 1] != '"') goto bad;
+    e--; /* the closing quote (an escaped quote there would leave the string open up to a later
+            quote, which would then not be whitespace before the next entry) */
+    if (escapes && !wd_jf_escapes_ok(b + pos + 1, e - pos - 1)) goto bad;
+    jsmntok_t *s = &t[n++];
+    s->type = JSMN_STRING;
+    s->start = (int)pos + 1;
+    s->end = (int)e;
+    s->size = 0;
+    s->parent = parent;
+  } else {
+    size_t e;
+    WD_JF_END(e);
+    size_t m = e - pos;
+    const char *v = b + pos;
+    bool ok = c == 't'   ? m == 4 && memcmp(v, "true", 4) == 0
+              : c == 'f' ? m == 5 && memcmp(v, "false", 5) == 0
+              : c == 'n' ? m == 4 && memcmp(v, "null", 4) == 0
+                         : wd_jf_number(v, m);
+    if (!ok) goto bad;
+    jsmntok_t *s = &t[n++];
+    s->type = JSMN_PRIMITIVE;
+    s->start = (int)pos;
+    s->end = (int)e;
+    s->size = 0;
+    s->parent = parent;
+  }
+
+next: /* after a value: ',' or the closing bracket of the container, or the end */
+  if (!depth) {
+    if (i + 1 < nix) {
+      pos = ix[i + 1];
+      goto bad;
+    }
+    return n;
+  }
+  i++;
+  WD_JF_AT();
+  if (c == ',') {
+    i++;
+    WD_JF_AT();
+    if (t[sup].type == JSMN_OBJECT) {
+      if (c != '"') goto bad;
+      goto key;
+    }
+    parent = sup;
+    t[sup].size++;
+    goto value;
+  }
+close: /* entry i closes the innermost container */
+  if (c != (t[sup].type == JSMN_OBJECT ? '}' : ']')) goto bad;
+  t[sup].end = (int)pos + 1;
+  depth--;
+  sup = depth ? stack[depth - 1] : -1;
+  goto next;
+
+key : /* a key at entry i (c is its quote) of object sup, then ':' and its value */
+{
+  size_t e;
+  WD_JF_END(e);
+  if (e < pos + 2 || b[e - 1] != '"') goto bad;
+  e--;
+  if (escapes && !wd_jf_escapes_ok(b + pos + 1, e - pos - 1)) goto bad;
+  jsmntok_t *s = &t[n];
+  s->type = JSMN_STRING;
+  s->start = (int)pos + 1;
+  s->end = (int)e;
+  s->size = 1;
+  s->parent = sup;
+  t[sup].size++;
+  parent = n++;
+  i++;
+  WD_JF_AT();
+  if (c != ':') goto bad;
+  i++;
+  goto value;
+}
+
+truncated:
   *errpos = (unsigned)len;
   *why = "the text ends inside a value";
   return WD_JSON_FAST_INVALID;
@@ -226,4 +248,6 @@ bad:
   *errpos = pos;
   *why = "unexpected character";
   return WD_JSON_FAST_INVALID;
+#undef WD_JF_AT
+#undef WD_JF_END
 }
