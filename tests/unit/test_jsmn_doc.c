@@ -255,11 +255,10 @@ static void check_fast(ctx_t *c, const char *js, size_t len) {
   cr_assert_eq(fn, n, "token count %d, jsmn %d on %.*s", fn, n, (int)len, js);
   for (int i = 0; i < n; i++) {
     const jsmntok_t *a = &c->ftok[i], *b = &c->tok[i];
-    cr_assert(a->type == b->type && a->start == b->start && a->end == b->end && a->size == b->size &&
-                  a->parent == b->parent,
-              "token %d: type %d [%d,%d) size %d parent %d, jsmn: type %d [%d,%d) size %d parent %d in %.*s", i,
-              (int)a->type, a->start, a->end, a->size, a->parent, (int)b->type, b->start, b->end, b->size, b->parent,
-              (int)len, js);
+    cr_assert(
+        a->type == b->type && a->start == b->start && a->end == b->end && a->size == b->size && a->parent == b->parent,
+        "token %d: type %d [%d,%d) size %d parent %d, jsmn: type %d [%d,%d) size %d parent %d in %.*s", i, (int)a->type,
+        a->start, a->end, a->size, a->parent, (int)b->type, b->start, b->end, b->size, b->parent, (int)len, js);
   }
 }
 
