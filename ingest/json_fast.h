@@ -4,7 +4,8 @@
  * which validates UTF-8 and finds every structural character and string outside strings), and
  * the index (not the bytes) is walked once into the same tokens jsmn makes (jsmn.h in strict mode
  * with parent links: type, start, end, size, parent), so the decoders of ingest/json_event.c read
- * them as before.
+ * them as before (a document that is a scalar alone, which jsmn's strict mode refuses when it ends
+ * the text, is one primitive or string token).
  *
  * What it accepts is RFC 8259 JSON, checked in full: UTF-8 and no raw control character in
  * strings (simdjson), escapes as jsmn's strict mode checks them (\" \\ \/ \b \f \n \r \t, \u and
