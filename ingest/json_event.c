@@ -3,9 +3,11 @@
  * record value tokenised once, row images read through the source's mapping, values converted
  * by the table of source.h.
  *
- * The value is tokenised once with jsmn (common/jsmn_doc.h: strict mode, parent links), after a
- * nesting-depth guard whose exact scan runs only when a count of '{'/'[' bytes says the depth
- * could exceed its limit. The keys of the top object (then of the payload) are listed once, so
+ * The value is tokenised once into jsmn's tokens (common/jsmn_doc.h: strict mode, parent links)
+ * by ingest/json_fast.h: simdjson's SIMD structural index walked once, checking the whole text
+ * (UTF-8, grammar, escapes, every scalar) and the nesting depth. A text it refuses takes the old
+ * path, a nesting-depth guard (its exact scan runs only when a count of '{'/'[' bytes says the
+ * depth could exceed its limit) and jsmn, so that its message stays what jsmn said. The keys of the top object (then of the payload) are listed once, so
  * the format's repeated lookups there (op, ts_ms, before, after) compare keys only.
  * Row-image fields are found in one pass over the image object through the source's hash of
  * first path segments, remembered per key position for the next image of the same source (a
@@ -882,19 +884,8 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
   wd_error_t *err = NULL;
   if (wd_jis_null(d, tok)) return NULL;
   const jsmntok_t *k = &d->t[tok];
-  if (k->type == JSMN_PRIMITIVE) {
-    /* validate literals of fields we read (jsmn does not) */
-    const char *p = d->js + k->start;
-    size_t n = (size_t)(k->end - k->start);
-    if ((p[0] == 't' && !(n == 4 && memcmp(p, "true", 4) == 0)) ||
-        (p[0] == 'f' && !(n == 5 && memcmp(p, "false", 5) == 0)) ||
-        (p[0] != 't' && p[0] != 'f' && !wd_conv_is_json_number(p, n))) {
-      char label[192];
-      wd_fld_label(f, label, sizeof(label));
-      return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': field %s: invalid JSON literal '%.*s'", x->src->name,
-                          label, (int)(n > 40 ? 40 : n), p);
-    }
-  }
+  /* a primitive token is true, false or a JSON number: wd_jtokenize gives only tokens of valid
+   * JSON (json_fast.h checks every scalar; jsmn's tokens only when jansson accepts the text) */
   switch (t->id) {
   case WD_BOOLEAN:
     if (k->type == JSMN_STRING && x->hints.strings_only) {
