@@ -445,6 +445,35 @@ Test(jsmn_doc, helpers_match_references_on_real_and_random_documents) {
   ctx_free(&c);
 }
 
+/* The edges of JSON's grammar, each in a few places (top level, in an array, in an object), through
+ * the same comparison: json_fast accepts exactly what jansson accepts, with jsmn's tokens. */
+Test(jsmn_doc, json_fast_on_the_edges_of_the_grammar) {
+  ctx_t c;
+  ctx_init(&c);
+  static const char *const values[] = {
+      "1", "-1", "0", "-0", "0.5", "-0.5e-3", "1E+2", "1e2", "123456789012345678901234567890", "true", "false", "null",
+      "\"\"", "\"a\\\"b\"", "\"\\\\\"", "\"\\/\"", "\"\\b\\f\\n\\r\\t\"", "\"\\u00e9\\uD83D\\uDE00\"", "\"\xc3\xa9\"",
+      "[]", "{}", "[[]]", "{\"a\":{}}", "[1,2,3]", "{\"a\":1,\"b\":[true,null]}", " [ 1 , 2 ] ", "{ \"a\" : 1 }",
+      /* invalid */
+      "01", "-", "1.", ".5", "1e", "1e+", "+1", "0x10", "1.2.3", "--1", "tru", "nul", "truex", "True", "NaN",
+      "Infinity", "\"\\x\"", "\"\\u12\"", "\"\\u12g4\"", "\"a\x01b\"", "\"\xff\"", "\"\xc3\"", "\"\xc0\x80\"",
+      "\"\xed\xa0\x80\"", "\"a", "[1,]", "[,1]", "[1,,2]", "[1 2]", "{\"a\":1,}", "{,}", "{\"a\"}", "{\"a\":}",
+      "{\"a\" 1}", "{\"a\"::1}", "{1:2}", "{\"a\":1,,\"b\":2}", "{\"a\":1 \"b\":2}", "[}", "{]", "[1}", "{\"a\":1]",
+      "[", "]", "{", "}", "[[]", "[]]", "1 2", "\"a\" \"b\"", "[]x", "x", "'a'", "[1]\x00"};
+  static const char *const frames[] = {"%s", "[%s]", "{\"k\":%s}", "{\"k\":[0,%s],\"z\":{\"q\":%s}}", "[%s,%s]"};
+  char doc[512];
+  for (size_t v = 0; v < sizeof(values) / sizeof(*values); v++)
+    for (size_t f = 0; f < sizeof(frames) / sizeof(*frames); f++) {
+      int n = snprintf(doc, sizeof(doc), frames[f], values[v], values[v]);
+      cr_assert(n > 0 && (size_t)n < sizeof(doc));
+      check_fast(&c, doc, (size_t)n);
+    }
+  cr_log_info("json_fast: %zu valid, %zu invalid", c.fast_valid, c.fast_invalid);
+  cr_assert_gt(c.fast_valid, 100);
+  cr_assert_gt(c.fast_invalid, 250);
+  ctx_free(&c);
+}
+
 Test(jsmn_doc, parse_int_matches_jansson_integers) {
   uint64_t r = 12345;
   static const char alpha[] = "0123456789-";
