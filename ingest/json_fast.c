@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "ingest/conv.h"
 #include "ingest/json_simd.h"
 
@@ -82,6 +83,28 @@ static inline bool wd_jf_number(const char *v, size_t m) {
   return wd_conv_is_json_number(v, m);
 }
 
+/* Where stage 1 found js[0..len) wrong (it does not say): the first byte of invalid UTF-8, of a raw
+ * control character in a string, or the end of a string left open; 0 when none is found. Only on
+ * the error path. */
+static unsigned wd_jf_stage1_pos(const char *js, size_t len) {
+  bool in_str = false;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)js[i];
+    if (c >= 0x80) {
+      size_t k = wd_utf8_decode((const uint8_t *)js + i, len - i, NULL);
+      if (!k) return (unsigned)i;
+      i += k - 1;
+    } else if (in_str) {
+      if (c < 0x20) return (unsigned)i;
+      if (c == '\\') i++;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    }
+  }
+  return in_str ? (unsigned)len : 0;
+}
+
 static int wd_jf_grow(jsmntok_t **tok, unsigned *cap, size_t want) {
   if (want < 256) want = 256;
   if (*tok && *cap >= want) return 0;
@@ -108,7 +131,10 @@ int wd_json_fast_tokenize(wd_json_fast_t *p, const char *js, size_t len, unsigne
   }
   int r = wd_json_simd_index(p->simd, js, len, &b, &ix, &nix, why);
   if (r == WD_JSON_SIMD_NOMEM) return WD_JSON_FAST_NOMEM;
-  if (r) return WD_JSON_FAST_INVALID;
+  if (r) {
+    *errpos = wd_jf_stage1_pos(js, len);
+    return WD_JSON_FAST_INVALID;
+  }
   if (wd_jf_grow(tok, cap, nix)) return WD_JSON_FAST_NOMEM;
   if (max_depth > WD_JF_MAX_DEPTH) max_depth = WD_JF_MAX_DEPTH;
   const bool escapes = memchr(b, '\\', len) != NULL;

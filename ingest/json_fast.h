@@ -51,8 +51,10 @@ void wd_json_fast_free(wd_json_fast_t *p); /* accepts NULL */
 
 /* Tokenises js[0..len) into *tok (grown as needed with realloc; *cap its room; *tok may be NULL
  * with *cap 0), in jsmn's order and layout. Returns the token count (>= 1), or
- * WD_JSON_FAST_INVALID with *errpos the byte offset of the first thing refused (0 when simdjson's
- * index refuses the text: it does not say where) and *why the reason (static text),
+ * WD_JSON_FAST_INVALID with *errpos the byte offset of the first thing refused (when simdjson's
+ * index refuses the text, which it does not locate: the first byte of invalid UTF-8 or of a raw
+ * control character in a string, the end for a string left open, else 0) and *why the reason
+ * (static text),
  * WD_JSON_FAST_DEEP (a container nested deeper than max_depth, at most 1024; the root is at depth
  * 1), or WD_JSON_FAST_NOMEM. Token offsets are into js. len must be below INT_MAX. */
 int wd_json_fast_tokenize(wd_json_fast_t *p, const char *js, size_t len, unsigned max_depth, jsmntok_t **tok,

@@ -1066,8 +1066,10 @@ Test(ops, decode_errors) {
    * broken UTF-8, a raw control character in a string, a bad literal, a number with a leading
    * zero, a trailing comma, a bare word */
   const char *const invalid_any[] = {"invalid JSON at byte", NULL};
-  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":\"\xff\xfe\"}", "E_DECODE", invalid_any);
-  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":\"a\x01b\"}", "E_DECODE", invalid_any);
+  const char *const bad_utf8[] = {"invalid JSON at byte 32 (", "UTF-8", NULL};
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":\"\xff\xfe\"}", "E_DECODE", bad_utf8);
+  const char *const raw_ctl[] = {"invalid JSON at byte 33 (", NULL};
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":\"a\x01b\"}", "E_DECODE", raw_ctl);
   expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":tru}", "E_DECODE", invalid_any);
   expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":012}", "E_DECODE", invalid_any);
   expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":[1,]}", "E_DECODE", invalid_any);
