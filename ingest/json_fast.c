@@ -72,8 +72,7 @@ static bool wd_jf_escapes_ok(const char *s, size_t n) {
 }
 
 /* Whether v[0..m) is a JSON number: an optional '-' and digits without a leading zero, eight at a
- * time (v is in the padded copy: the 64 bytes after the text are readable), the common case;
- * else the full grammar of wd_conv_is_json_number. */
+ * time while eight are left, the common case; else the full grammar of wd_conv_is_json_number. */
 static inline bool wd_jf_number(const char *v, size_t m) {
   size_t i = m && v[0] == '-';
   if (i < m && v[i] >= '1' && v[i] <= '9') {
