@@ -3,9 +3,11 @@
  * record value tokenised once, row images read through the source's mapping, values converted
  * by the table of source.h.
  *
- * The value is tokenised once with jsmn (common/jsmn_doc.h: strict mode, parent links), after a
- * nesting-depth guard whose exact scan runs only when a count of '{'/'[' bytes says the depth
- * could exceed its limit. The keys of the top object (then of the payload) are listed once, so
+ * The value is tokenised once into jsmn's tokens (common/jsmn_doc.h: strict mode, parent links)
+ * by ingest/json_fast.h: simdjson's SIMD structural index walked once, checking the whole text
+ * (UTF-8, grammar, escapes, every scalar) and the nesting depth. A text it refuses takes the old
+ * path, a nesting-depth guard (its exact scan runs only when a count of '{'/'[' bytes says the
+ * depth could exceed its limit) and jsmn, so that its message stays what jsmn said. The keys of the top object (then of the payload) are listed once, so
  * the format's repeated lookups there (op, ts_ms, before, after) compare keys only.
  * Row-image fields are found in one pass over the image object through the source's hash of
  * first path segments, remembered per key position for the next image of the same source (a
@@ -35,6 +37,7 @@
 #include "common/text.h"
 #include "ingest/conv.h"
 #include "ingest/json_event.h"
+#include "ingest/json_fast.h"
 #include "ingest/source.h"
 
 /* ---- scratch memory kept in wd_changes_t between messages ---------------------------------- */
@@ -73,6 +76,7 @@ typedef struct wd_dbz_scratch {
   unsigned stokcap;
   int snt; /* 0 not tokenised yet, > 0 token count, -1 not an object */
   struct wd_dbz *ctx; /* the record being decoded */
+  wd_json_fast_t *jf; /* simdjson's parser and padded buffer (ingest/json_fast.h) */
   wd_kc_t kc[WD_KC_SOURCES];
   uint64_t kc_clock;
 } wd_dbz_scratch_t;
@@ -85,6 +89,7 @@ static void wd_dbz_scratch_free(void *p) {
   free(sc->slot);
   free(sc->stok);
   free(sc->ctx);
+  wd_json_fast_free(sc->jf);
   wd_buf_free(&sc->buf);
   wd_buf_free(&sc->schema_text);
   free(sc);
@@ -218,12 +223,38 @@ static bool wd_json_many_opens(const char *js, size_t len, size_t limit) {
   return count > limit;
 }
 
-/* Tokenises js[0..len) into *tok (grown as needed). Returns the token count, JSMN_ERROR_INVAL or
- * JSMN_ERROR_PART (*errpos: the byte offset), or WD_JTOK_NOMEM. */
-static int wd_jtokenize(const char *js, size_t len, jsmntok_t **tok, unsigned *cap, unsigned *errpos) {
+#define WD_JTOK_FAST_INVALID (-102)
+
+/* Tokenises js[0..len) into *tok (grown as needed): ingest/json_fast.h (simdjson's index
+ * walked into jsmn's tokens) through jf when jf is set, the nesting-depth guard and jsmn
+ * otherwise. A text json_fast refuses is given to the guard and jsmn, so that a record jsmn
+ * refuses too gets the message it got before; one jsmn accepts (invalid UTF-8, a raw control
+ * character in a string, a bad literal or number, a trailing comma...) is refused unless jansson
+ * finds it valid JSON after all (then jsmn's tokens are used). Returns the token count,
+ * WD_JTOK_DEEP, JSMN_ERROR_INVAL or JSMN_ERROR_PART (*errpos: the byte offset),
+ * WD_JTOK_FAST_INVALID (*errpos and *fast_why say where and why), or WD_JTOK_NOMEM. */
+static int wd_jtokenize(wd_json_fast_t *jf, const char *js, size_t len, jsmntok_t **tok, unsigned *cap,
+                        unsigned *errpos, const char **fast_why) {
+  unsigned fpos = 0;
+  *fast_why = NULL;
+  if (jf) {
+    int n = wd_json_fast_tokenize(jf, js, len, WD_JSON_MAX_DEPTH, tok, cap, &fpos, fast_why);
+    if (n >= 0) return n;
+    if (n == WD_JSON_FAST_NOMEM) return WD_JTOK_NOMEM;
+    if (n == WD_JSON_FAST_DEEP) return WD_JTOK_DEEP;
+  }
   if (wd_json_many_opens(js, len, WD_JSON_MAX_DEPTH) && wd_json_depth(js, len, WD_JSON_MAX_DEPTH) > WD_JSON_MAX_DEPTH)
     return WD_JTOK_DEEP;
-  return wd_jsmn_tokenize(js, len, tok, cap, errpos);
+  int n = wd_jsmn_tokenize(js, len, tok, cap, errpos);
+  if (n < 0 || !jf) return n;
+  json_error_t jerr;
+  json_t *j = json_loadb(js, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  if (j) {
+    json_decref(j);
+    return n;
+  }
+  *errpos = fpos;
+  return WD_JTOK_FAST_INVALID;
 }
 
 /* ---- the decoding context ----------------------------------------------------------------- */
@@ -277,8 +308,8 @@ static int wd_schema_field(const wd_jdoc_t *d, int st, const char *name, size_t 
   return -1;
 }
 
-static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
-                        size_t whycap);
+static int wd_jdoc_load(wd_jdoc_t *d, wd_json_fast_t *jf, const char *js, size_t len, jsmntok_t **tok, unsigned *cap,
+                        char *why, size_t whycap);
 
 /* The schema document and struct token describing f's document: the key's own envelope schema,
  * the value's schema inside the value (general path), or the cached schema text (fast path,
@@ -292,8 +323,8 @@ static const wd_jdoc_t *wd_fld_schema_root(wd_dbz_t *x, const wd_fld_t *f, int *
   wd_dbz_scratch_t *sc = x->sc;
   if (sc->snt == 0) {
     char why[160];
-    int r = wd_jdoc_load(&x->sdoc, (const char *)sc->schema_text.data, sc->schema_text.len, &sc->stok, &sc->stokcap,
-                         why, sizeof(why));
+    int r = wd_jdoc_load(&x->sdoc, sc->jf, (const char *)sc->schema_text.data, sc->schema_text.len, &sc->stok,
+                         &sc->stokcap, why, sizeof(why));
     sc->snt = r == 0 ? x->sdoc.n : -1; /* no memory: no hints (the value may then fail E_TYPE) */
   } else if (sc->snt > 0 && x->sdoc.t != sc->stok) {
     x->sdoc.js = (const char *)sc->schema_text.data;
@@ -853,19 +884,8 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
   wd_error_t *err = NULL;
   if (wd_jis_null(d, tok)) return NULL;
   const jsmntok_t *k = &d->t[tok];
-  if (k->type == JSMN_PRIMITIVE) {
-    /* validate literals of fields we read (jsmn does not) */
-    const char *p = d->js + k->start;
-    size_t n = (size_t)(k->end - k->start);
-    if ((p[0] == 't' && !(n == 4 && memcmp(p, "true", 4) == 0)) ||
-        (p[0] == 'f' && !(n == 5 && memcmp(p, "false", 5) == 0)) ||
-        (p[0] != 't' && p[0] != 'f' && !wd_conv_is_json_number(p, n))) {
-      char label[192];
-      wd_fld_label(f, label, sizeof(label));
-      return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': field %s: invalid JSON literal '%.*s'", x->src->name,
-                          label, (int)(n > 40 ? 40 : n), p);
-    }
-  }
+  /* a primitive token is true, false or a JSON number: wd_jtokenize gives only tokens of valid
+   * JSON (json_fast.h checks every scalar; jsmn's tokens only when jansson accepts the text) */
   switch (t->id) {
   case WD_BOOLEAN:
     if (k->type == JSMN_STRING && x->hints.strings_only) {
@@ -1122,8 +1142,8 @@ static int wd_envelope_fast(wd_dbz_t *x, const char *js, size_t b, size_t e, siz
 
 /* Tokenises js into a document whose top token is an object spanning all of js (whitespace
  * aside). Returns 0, -1 (not JSON / not an object; *why says which), -2 no memory. */
-static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **tok, unsigned *cap, char *why,
-                        size_t whycap) {
+static int wd_jdoc_load(wd_jdoc_t *d, wd_json_fast_t *jf, const char *js, size_t len, jsmntok_t **tok, unsigned *cap,
+                        char *why, size_t whycap) {
   if (len >= INT_MAX) {
     snprintf(why, whycap, "the value is too large (%zu bytes)", len);
     return -1;
@@ -1140,8 +1160,13 @@ static int wd_jdoc_load(wd_jdoc_t *d, const char *js, size_t len, jsmntok_t **to
     return -1;
   }
   unsigned pos = 0;
-  int n = wd_jtokenize(js, len, tok, cap, &pos);
+  const char *fast_why;
+  int n = wd_jtokenize(jf, js, len, tok, cap, &pos, &fast_why);
   if (n == WD_JTOK_NOMEM) return -2;
+  if (n == WD_JTOK_FAST_INVALID) {
+    snprintf(why, whycap, "invalid JSON at byte %u (%s)", pos, fast_why);
+    return -1;
+  }
   if (n == WD_JTOK_DEEP) {
     snprintf(why, whycap, "JSON nested deeper than %d levels", WD_JSON_MAX_DEPTH);
     return -1;
@@ -1172,7 +1197,7 @@ static wd_error_t *wd_load_key(wd_dbz_t *x) {
   const wd_kafka_meta_t *m = x->meta;
   if (!m || !m->key || m->key_len == 0) return NULL;
   char why[160];
-  int r = wd_jdoc_load(&x->key, m->key, m->key_len, &x->sc->ktok, &x->sc->ktokcap, why, sizeof(why));
+  int r = wd_jdoc_load(&x->key, x->sc->jf, m->key, m->key_len, &x->sc->ktok, &x->sc->ktokcap, why, sizeof(why));
   if (r == -2) return wd_error_nomem();
   if (r == -1) return wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': the Kafka key: %s", x->src->name, why);
   bool null_payload;
@@ -1324,6 +1349,7 @@ wd_error_t *wd_jev_start(wd_changes_t *out, const wd_source_t *src, const wd_sch
   }
   wd_dbz_scratch_t *sc = out->scratch;
   if (!sc->ctx && !(sc->ctx = calloc(1, sizeof(*sc->ctx)))) return wd_error_nomem();
+  if (!sc->jf && !(sc->jf = wd_json_fast_new())) return wd_error_nomem();
   if (sc->slotcap < src->ncols) {
     int *sl = realloc(sc->slot, src->ncols * sizeof(*sl));
     if (!sl) return wd_error_nomem();
@@ -1377,7 +1403,7 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
       out->flags |= WD_CHANGES_TOMBSTONE;
       return 1;
     }
-    r = wd_jdoc_load(&x->doc, js + pb, pe - pb, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
+    r = wd_jdoc_load(&x->doc, x->sc->jf, js + pb, pe - pb, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
     if (r == 0) {
       x->doc.root = 0;
       x->doc.schema = -1;
@@ -1385,7 +1411,7 @@ int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelo
     }
   }
   if (r == -1) { /* the general path (also for a fast-path payload that is not one object) */
-    r = wd_jdoc_load(&x->doc, js, len, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
+    r = wd_jdoc_load(&x->doc, x->sc->jf, js, len, &x->sc->tok, &x->sc->tokcap, why, sizeof(why));
     if (r == -1) {
       *err = wd_error_new(WD_ERR_DECODE, E_DECODE, "source '%s': %s", src->name, why);
       return -1;

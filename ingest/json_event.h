@@ -1,7 +1,8 @@
 /*
  * ingest/json_event.h — private to ingest/: the JSON side shared by every JSON source format
  * (debezium-json, canal-json, maxwell-json, ogg-json, changelog-json). One record value is
- * tokenised once (jsmn, in json_event.c only); a format walks the tokens with the accessors below
+ * tokenised once into jsmn's tokens (by simdjson's index, ingest/json_fast.h, in json_event.c
+ * only); a format walks the tokens with the accessors below
  * to find its op and images, then hands events to wd_event_emit() (ingest/format.h) with the
  * reader of wd_jev_reader(), which converts values by the table of source.h (Debezium's JSON
  * conventions, with the envelope schema's hints when the record carries one, and the format's
@@ -45,7 +46,8 @@ wd_error_t *wd_jev_start(wd_changes_t *out, const wd_source_t *src, const wd_sch
 /* Tokenises value[0..len). connect_envelope: a top object {"schema":S,"payload":P} (Kafka
  * Connect's JsonConverter with schemas.enable) is unwrapped, S kept for schema hints. Returns 1
  * for a tombstone (NULL/empty value, the literal null, a null payload; out is flagged), 0 when
- * the root object is ready (wd_jev_root), -1 with *err (E_DECODE naming src: not JSON, not an
+ * the root object is ready (wd_jev_root), -1 with *err (E_DECODE naming src: not JSON anywhere in
+ * the text — invalid UTF-8, raw control characters, bad literals or numbers included —, not an
  * object, too deep; or E_NOMEM). */
 int wd_jev_parse(wd_jev_t *x, const void *value, size_t len, bool connect_envelope, wd_error_t **err);
 

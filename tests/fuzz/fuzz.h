@@ -38,6 +38,7 @@ int wd_fuzz_changelog_json(const uint8_t *data, size_t size);
 int wd_fuzz_config(const uint8_t *data, size_t size);
 int wd_fuzz_simulate(const uint8_t *data, size_t size);
 int wd_fuzz_marker(const uint8_t *data, size_t size);
+int wd_fuzz_json_fast(const uint8_t *data, size_t size);
 int wd_fuzz_stored_row(const uint8_t *data, size_t size);
 
 /* The wide table every decoder harness maps into (static, made on first use): the columns of

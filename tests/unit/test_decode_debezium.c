@@ -1062,6 +1062,19 @@ Test(ops, decode_errors) {
   expect_error(src, s, "{\"op\":\"c\" \"after\":{\"id\":1}}", "E_DECODE", NULL);
   const char *const ws[] = {"empty or whitespace", NULL};
   expect_error(src, s, "  \n", "E_DECODE", ws);
+  /* invalid JSON anywhere in the record, also in fields no column reads (jsmn let these through):
+   * broken UTF-8, a raw control character in a string, a bad literal, a number with a leading
+   * zero, a trailing comma, a bare word */
+  const char *const invalid_any[] = {"invalid JSON at byte", NULL};
+  const char *const bad_utf8[] = {"invalid JSON at byte 32 (", "UTF-8", NULL};
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":\"\xff\xfe\"}", "E_DECODE", bad_utf8);
+  const char *const raw_ctl[] = {"invalid JSON at byte 33 (", NULL};
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":\"a\x01b\"}", "E_DECODE", raw_ctl);
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":tru}", "E_DECODE", invalid_any);
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":012}", "E_DECODE", invalid_any);
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":[1,]}", "E_DECODE", invalid_any);
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1},\"x\":nope}", "E_DECODE", invalid_any);
+  expect_error(src, s, "{\"op\":\"c\",\"after\":{\"id\":1,\"name\":\"\xc3\"}}", "E_DECODE", invalid_any);
   const char *const noop[] = {"no \"op\" field", NULL};
   expect_error(src, s, "{\"before\":null,\"after\":{\"id\":1}}", "E_DECODE", noop);
   const char *const badop[] = {"unknown op \"x\"", NULL};

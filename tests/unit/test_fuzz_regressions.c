@@ -92,6 +92,7 @@ static void check(const char *name, harness_fn h) {
 
 Test(fuzz_regressions, debezium_json) { check("debezium_json", wd_fuzz_debezium_json); }
 Test(fuzz_regressions, debezium_json_key) { check("debezium_json_key", wd_fuzz_debezium_json_key); }
+Test(fuzz_regressions, json_fast) { check("json_fast", wd_fuzz_json_fast); }
 Test(fuzz_regressions, debezium_avro) { check("debezium_avro", wd_fuzz_debezium_avro); }
 Test(fuzz_regressions, canal_json) { check("canal_json", wd_fuzz_canal_json); }
 Test(fuzz_regressions, maxwell_json) { check("maxwell_json", wd_fuzz_maxwell_json); }

@@ -29,6 +29,7 @@
 #include "common/jsmn_doc.h"
 #include "ingest/conv.h"
 #include "ingest/json_event.h"
+#include "ingest/json_fast.h"
 #include "ingest/source.h"
 #include "join/merge.h"
 #include "../support/shared.h"
@@ -173,6 +174,10 @@ static void rand_doc(wd_buf_t *b, uint64_t *r) {
 typedef struct ctx {
   jsmntok_t *tok;
   unsigned cap;
+  wd_json_fast_t *jf; /* the simdjson tokenizer, compared with jsmn and jansson */
+  jsmntok_t *ftok;
+  unsigned fcap;
+  size_t fast_valid, fast_invalid;
   size_t docs, lookups;
   wd_schema_t *schema;
   wd_source_t *src;
@@ -228,10 +233,50 @@ static void tok_text(const char *js, const jsmntok_t *t, int i, char *out, size_
   else snprintf(out, cap, "%.*s", e - s, js + s);
 }
 
+/* The tokenizer of ingest/json_fast.h on any bytes: it accepts exactly what jansson accepts as
+ * JSON (JSON_ALLOW_NUL: \u0000 escapes; our documents nest far less than either limit), and then
+ * makes exactly jsmn's tokens. */
+static void check_fast(ctx_t *c, const char *js, size_t len) {
+  unsigned pos = 0, fpos = 0;
+  const char *why = NULL;
+  int fn = wd_json_fast_tokenize(c->jf, js, len, 256, &c->ftok, &c->fcap, &fpos, &why);
+  cr_assert(fn != WD_JSON_FAST_NOMEM && fn != WD_JSON_FAST_DEEP);
+  json_error_t jerr;
+  json_t *j = json_loadb(js, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  /* jansson also stops at numbers it cannot hold (1e999, 2^64), at keys with \u0000 and at lone
+   * surrogates (\ude00), which JSON's grammar allows (the decoders refuse a lone surrogate in a
+   * field they read, as they did with jsmn): it does not tell about such a text */
+  bool unknown = !j && (strstr(jerr.text, "overflow") || strstr(jerr.text, "too big") ||
+                        strstr(jerr.text, "NUL byte in") || strstr(jerr.text, "invalid Unicode"));
+  if (!unknown)
+    cr_assert_eq(fn >= 0, j != NULL, "json_fast %s (%s at %u), jansson %s (%s) on %.*s",
+                 fn >= 0 ? "accepts" : "refuses", why ? why : "", fpos, j ? "accepts" : "refuses", j ? "" : jerr.text,
+                 (int)len, js);
+  json_decref(j);
+  if (fn < 0) {
+    c->fast_invalid++;
+    return;
+  }
+  c->fast_valid++;
+  size_t k = 0;
+  while (k < len && (js[k] == ' ' || js[k] == '\t' || js[k] == '\n' || js[k] == '\r')) k++;
+  if (js[k] != '{' && js[k] != '[') return; /* a scalar alone, which jsmn's strict mode refuses at the end */
+  int n = wd_jsmn_tokenize(js, len, &c->tok, &c->cap, &pos);
+  cr_assert_eq(fn, n, "token count %d, jsmn %d on %.*s", fn, n, (int)len, js);
+  for (int i = 0; i < n; i++) {
+    const jsmntok_t *a = &c->ftok[i], *b = &c->tok[i];
+    cr_assert(
+        a->type == b->type && a->start == b->start && a->end == b->end && a->size == b->size && a->parent == b->parent,
+        "token %d: type %d [%d,%d) size %d parent %d, jsmn: type %d [%d,%d) size %d parent %d in %.*s", i, (int)a->type,
+        a->start, a->end, a->size, a->parent, (int)b->type, b->start, b->end, b->size, b->parent, (int)len, js);
+  }
+}
+
 /* Checks one document (any bytes): the helpers against the references on every token, and the
  * decoder's payload lookups. */
 static void check_doc(ctx_t *c, const char *js, size_t len) {
   unsigned pos = 0;
+  check_fast(c, js, len);
   int n = wd_jsmn_tokenize(js, len, &c->tok, &c->cap, &pos);
   if (n <= 0) return;
   const jsmntok_t *t = c->tok;
@@ -300,7 +345,9 @@ static void check_doc(ctx_t *c, const char *js, size_t len) {
 /* The document and its single-byte mutations (bytes that matter to JSON and to keys). */
 static void check_doc_mutated(ctx_t *c, const char *js, size_t len, uint64_t *r, int mutations) {
   check_doc(c, js, len);
-  static const char bytes[] = "{}[]\",:\\0a- ";
+  /* the bytes that matter to JSON and to keys, and to simdjson's checks: a NUL, a raw control
+   * character, bytes of broken UTF-8, letters and digits that break literals and numbers */
+  static const char bytes[] = "{}[]\",:\\0a- \x01\x80\xc3\xfftnue.1\t";
   char *m = malloc(len + 1);
   for (int k = 0; k < mutations && len; k++) {
     memcpy(m, js, len);
@@ -312,6 +359,7 @@ static void check_doc_mutated(ctx_t *c, const char *js, size_t len, uint64_t *r,
 
 static void ctx_init(ctx_t *c) {
   memset(c, 0, sizeof(*c));
+  cr_assert_not_null(c->jf = wd_json_fast_new());
   const char *names[] = {"id", "v"};
   const char *types[] = {"BIGINT NOT NULL", "STRING"};
   const char *pk[] = {"id"};
@@ -325,6 +373,8 @@ static void ctx_init(ctx_t *c) {
 
 static void ctx_free(ctx_t *c) {
   free(c->tok);
+  free(c->ftok);
+  wd_json_fast_free(c->jf);
   wd_changes_free(&c->ch);
   wd_source_destroy(c->src);
   wd_schema_destroy(c->schema);
@@ -386,9 +436,46 @@ Test(jsmn_doc, helpers_match_references_on_real_and_random_documents) {
     check_doc_mutated(&c, (const char *)b.data, b.len, &r, 3);
   }
   wd_buf_free(&b);
-  cr_log_info("%zu documents, %zu lookups", c.docs, c.lookups);
+  cr_log_info("%zu documents, %zu lookups; json_fast: %zu valid, %zu invalid", c.docs, c.lookups, c.fast_valid,
+              c.fast_invalid);
+  cr_assert_gt(c.fast_valid, 3000);
+  cr_assert_gt(c.fast_invalid, 1000);
   cr_assert_gt(c.docs, 4000);
   cr_assert_gt(c.lookups, 50000);
+  ctx_free(&c);
+}
+
+/* The edges of JSON's grammar, each in a few places (top level, in an array, in an object), through
+ * the same comparison: json_fast accepts exactly what jansson accepts, with jsmn's tokens. */
+Test(jsmn_doc, json_fast_on_the_edges_of_the_grammar) {
+  ctx_t c;
+  ctx_init(&c);
+  static const char *const values[] = {
+      "1", "-1", "0", "-0", "0.5", "-0.5e-3", "1E+2", "1e2", "123456789012345678901234567890", "1234567812345678",
+      "-12345678901234567", "1700000000049", "true", "false", "null", "\"\"", "\"a\\\"b\"", "\"\\\\\"", "\"\\/\"",
+      "\"\\b\\f\\n\\r\\t\"", "\"\\u00e9\\uD83D\\uDE00\"", "\"\xc3\xa9\"", "[]", "{}", "[[]]", "{\"a\":{}}", "[1,2,3]",
+      "{\"a\":1,\"b\":[true,null]}", " [ 1 , 2 ] ", "{ \"a\" : 1 }",
+      /* invalid */
+      "01", "-", "1.", ".5", "\"ab\"cd", "\"ab\"\"cd\"", "1\"a\"", "truefalse", "nullx", "\"a\"\x01", "1\x01",
+      "12345678x", "1234567890123456x7", "123456789012345\x01",
+      "1234567\xff"
+      "9",
+      "1e", "1e+", "+1", "0x10", "1.2.3", "--1", "tru", "nul", "truex", "True", "NaN", "Infinity", "\"\\x\"",
+      "\"\\u12\"", "\"\\u12g4\"", "\"a\x01b\"", "\"\xff\"", "\"\xc3\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"", "\"a",
+      "[1,]", "[,1]", "[1,,2]", "[1 2]", "{\"a\":1,}", "{,}", "{\"a\"}", "{\"a\":}", "{\"a\" 1}", "{\"a\"::1}", "{1:2}",
+      "{\"a\":1,,\"b\":2}", "{\"a\":1 \"b\":2}", "[}", "{]", "[1}", "{\"a\":1]", "[", "]", "{", "}", "[[]", "[]]",
+      "1 2", "\"a\" \"b\"", "[]x", "x", "'a'", "[1]\x00"};
+  static const char *const frames[] = {"%s", "[%s]", "{\"k\":%s}", "{\"k\":[0,%s],\"z\":{\"q\":%s}}", "[%s,%s]"};
+  char doc[512];
+  for (size_t v = 0; v < sizeof(values) / sizeof(*values); v++)
+    for (size_t f = 0; f < sizeof(frames) / sizeof(*frames); f++) {
+      int n = snprintf(doc, sizeof(doc), frames[f], values[v], values[v]);
+      cr_assert(n > 0 && (size_t)n < sizeof(doc));
+      check_fast(&c, doc, (size_t)n);
+    }
+  cr_log_info("json_fast: %zu valid, %zu invalid", c.fast_valid, c.fast_invalid);
+  cr_assert_gt(c.fast_valid, 100);
+  cr_assert_gt(c.fast_invalid, 250);
   ctx_free(&c);
 }
 
