@@ -16,6 +16,9 @@
 #include "app/runtime/repartition.h"
 #include "app/runtime/standby.h"
 #include "app/runtime/collector.h"
+#include "app/runtime/batch.h"
+#include "app/runtime/emit.h"
+#include "app/runtime/replay.h"
 #include "app/runtime/topic_index.h"
 
 #include <inttypes.h>
@@ -39,20 +42,6 @@
 #include "sink/producer.h"
 #include "sink/topics.h"
 
-/* One decoded Kafka record of the batch. */
-typedef struct {
-  size_t first, count; /* its change records: p->recs[first .. first+count) */
-  wd_error_t *err; /* decode or merge rejection: goes to the dead-letter topic */
-  bool applied;
-  bool tombstone; /* a Kafka tombstone (null value), skipped */
-  bool skipped; /* replay --from: older than the point in time */
-  bool lookup; /* a lookup source's message: its records are the lookups' batch rows first .. first+count */
-  bool forwarded; /* a repartitioned source's record: its change records went to its repartition topic */
-  bool held; /* not taken (its task is restoring other partitions): read again */
-  int src; /* index of its source (cfg->sources), -1 when none */
-  const struct wd_topic_ent *te; /* its topic in the pipeline's topic index, NULL when none */
-} wd_bmsg_t;
-
 struct wd_pipeline {
   const wd_config_t *cfg;
   wd_pipeline_opts_t opts;
@@ -68,43 +57,22 @@ struct wd_pipeline {
   const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
   const wd_key_format_t *key_fmt; /* its key format */
   wd_registry_t *registry; /* schema registry (Avro sources, sink or key), else NULL */
-  void **fmt_state; /* per source format (ingest/format.h index): its decoder state */
-  size_t nfmt;
   wd_avro_sink_t *avro_out; /* avro sink format or Avro keys */
-  /* per batch */
-  wd_kmsg_t *msgs;
-  wd_bmsg_t *bm;
-  wd_row_t **recs;
-  size_t nrecs, cap_recs;
-  wd_changes_t changes;
-  wd_changelog_t cl;
-  wd_buf_t keys; /* encoded keys, back to back */
-  size_t *key_off; /* per rec */
-  wd_buf_t kbuf, vbuf;
+  wd_emitter_t emit; /* the changelog's output (app/runtime/emit.h) */
+  wd_batch_t *batch; /* a poll batch through the table, with its scratch (app/runtime/batch.h) */
+  wd_kmsg_t *msgs; /* the batch's messages (wd_batch_msgs) */
   wd_commit_t *commit; /* the commit coordinator (app/runtime/commit.h) */
   bool exactly_once;
-  bool *restoring; /* per message of the batch: it only rebuilds state (no output) */
-  char **dec_warn; /* per source: its decimal-encoding warning, said at its first record without an
-                           envelope schema (a schema'd source's schema decides: no warning), NULL after */
-  uint32_t *rec_task; /* per change record of the batch: its task */
-  size_t cap_rec_task;
-  /* replay */
-  wd_tp_offset_t *end;
-  size_t nend;
+  wd_replay_t replay; /* a replay's bookkeeping (app/runtime/replay.h) */
   /* stats */
   wd_pipeline_stats_t st;
-  wd_ratelog_t rlog; /* dead letters: logged per (source, error id, field), rate-limited */
   FILE *trace;
-  uint64_t trace_msg;
   volatile sig_atomic_t stop;
   volatile sig_atomic_t settled; /* no commit open (wd_pipeline_settled) */
   unsigned stop_grace_s; /* wd_pipeline_stop_grace_s */
   double busy_start, busy_end; /* first input, last batch completed (monotonic s) */
-  size_t *cl_src; /* per changelog row: index of its source message in the batch */
-  size_t cap_cl_src;
   bool assigned; /* partitions were assigned since the last co-partitioning check */
   bool closing; /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
-  bool pu_no_retract; /* the table rejects every retraction: -U records are left out */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
   char *txn_id; /* the producer's transactional.id (exactly-once), owned */
   wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
@@ -169,9 +137,6 @@ static void on_revoke(void *ctx, const wd_tp_offset_t *parts, size_t n, bool los
   wd_state_drop_clean(p->state); /* the keys may belong to another process now */
 }
 
-static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic);
-static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m);
-
 /* ---- the commit history record (app/ops/history.h) ------------------------------------
  * The pipeline reports what the open commit took (input ranges, counts) to its gatherer
  * (app/ops/history_gather.h); the coordinator's hooks write the record into the commit's state
@@ -203,9 +168,8 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
 /* ---- the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
  * The one place where the rebuild's records enter the open commit's transaction, through the record
  * collector (app/runtime/collector.h) as every other output: the difference in the sink's
- * formats, encoded as emit_changelog encodes the changelog, and the task's state entries to
- * the state changelog topic. */
-static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row);
+ * formats, encoded as the changelog is (app/runtime/emit.h wd_emit_encode), and the task's state
+ * entries to the state changelog topic. */
 
 /* A rebalance aborted the switch in hand (wd_commit_batch_invalid): nothing more of it may be
  * sent, or it would go into the next commit's transaction. */
@@ -219,21 +183,13 @@ static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
   wd_pipeline_t *p = ctx;
   wd_error_t *aerr = switch_abandoned(p);
   if (aerr) return aerr;
-  wd_sink_ctx_t sc = {p->schema, p->cfg->table.name, wd_wall_ms(), p->avro_out};
   for (size_t i = 0; i < n;) {
-    const wd_row_t *keyrow = NULL;
     size_t at = i;
-    wd_buf_reset(&p->kbuf);
-    wd_buf_reset(&p->vbuf);
-    wd_error_t *err = p->sink_fmt->encode(&sc, rows, n, &i, &keyrow, &p->vbuf);
-    if (!err) err = encode_key(p, &sc, keyrow);
+    wd_error_t *err = wd_emit_encode(&p->emit, rows, n, &i);
     if (!err) err = wd_commit_begin(p->commit);
     if (!err)
-      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, p->cfg->sink.topic, -1, p->kbuf.data, p->kbuf.len,
-                              p->vbuf.data, p->vbuf.len);
-    if (!err && i == at) /* every format takes at least one row */
-      err =
-          wd_error_new(WD_ERR_INTERNAL, E_INTERNAL, "sink format %s took no row of the difference", p->sink_fmt->name);
+      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, p->cfg->sink.topic, -1, p->emit.kbuf.data, p->emit.kbuf.len,
+                              p->emit.vbuf.data, p->emit.vbuf.len);
     if (err) return err;
     p->st.changes_out += i - at;
     wd_hist_gather_count(p->hg, 0, i - at, 0, 0);
@@ -271,25 +227,10 @@ static wd_error_t *metrics_setup(wd_pipeline_t *p) {
   return wd_run_metrics_new(&c, &p->rm);
 }
 
-/* After process_batch, before release_batch: the batch's counts. */
-static void metrics_batch(wd_pipeline_t *p, size_t n) {
-  if (!p->rm) return;
-  for (size_t i = 0; i < n; i++)
-    if (p->bm[i].te) wd_run_metrics_record(p->rm, p->bm[i].src);
-  for (size_t i = 0; i < p->cl.n; i++) wd_run_metrics_change(p->rm, p->cl.rows[i]->kind);
-  for (size_t i = 0; i < n; i++) {
-    if (p->bm[i].err && !p->restoring[i])
-      wd_run_metrics_dead_letter_at(p->rm, p->bm[i].err->id, p->msgs[i].topic, p->msgs[i].partition, p->msgs[i].offset,
-                                    p->bm[i].err->message);
-    if (p->bm[i].tombstone && !p->restoring[i]) wd_run_metrics_skipped_tombstone(p->rm);
-  }
-  wd_run_metrics_batch_done(p->rm);
-}
-
 /* At most once a second from the loop: lag, state size, cache, restore progress. */
 static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
   if (!wd_run_metrics_tick_due(p->rm, now, force)) return;
-  wd_run_tick_t t = {.restore = -1};
+  wd_run_tick_t t = {0};
   wd_tp_offset_t *lags = NULL;
   wd_error_destroy(wd_consumer_lags(p->cons, &lags, &t.nlags));
   t.lags = lags;
@@ -297,16 +238,7 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
   t.state_bytes = wd_store_disk_bytes(p->store);
   wd_state_cache_counts(p->state, &t.cache_hits, &t.cache_misses);
   t.cache_entries = wd_state_cached(p->state);
-  if (p->opts.replay && p->nend) {
-    double want = 0, have = 0;
-    for (size_t i = 0; i < p->nend; i++) {
-      int64_t next = -1;
-      wd_error_destroy(wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next));
-      want += (double)(p->end[i].offset > 0 ? p->end[i].offset : 0);
-      have += (double)(next < 0 ? 0 : next > p->end[i].offset ? p->end[i].offset : next);
-    }
-    t.restore = want > 0 ? have / want : 1.0;
-  }
+  t.restore = wd_replay_progress(&p->replay, p->store);
   wd_run_metrics_tick(p->rm, &t);
   wd_status_inputs_t si = {p->commit,
                            p->cons,
@@ -377,11 +309,7 @@ static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int
   return WD_TOPIC_NONE;
 }
 
-static const wd_source_t *source_of(const wd_pipeline_t *p, const char *topic) {
-  int si;
-  const char *canon;
-  return topic_kind(p, topic, &si, &canon) ? p->sources[si] : NULL;
-}
+static bool is_lookup(const wd_pipeline_t *p, int si) { return wd_lookups_is_lookup(p->lk, si); }
 
 /* ---- the topic index ---------------------------------------------------- */
 
@@ -410,123 +338,6 @@ static int topic_index_build(wd_pipeline_t *p) {
   return p->tix ? 0 : -1;
 }
 
-static int push_rec(wd_pipeline_t *p, wd_row_t *row) {
-  if (p->nrecs == p->cap_recs) {
-    size_t cap = p->cap_recs ? p->cap_recs * 2 : 1024;
-    wd_row_t **r = realloc(p->recs, cap * sizeof(*r));
-    size_t *o = realloc(p->key_off, (cap + 1) * sizeof(*o));
-    uint32_t *t = realloc(p->rec_task, cap * sizeof(*t));
-    if (r) p->recs = r;
-    if (o) p->key_off = o;
-    if (t) p->rec_task = t;
-    if (!r || !o || !t) return -1;
-    p->cap_recs = cap;
-  }
-  p->recs[p->nrecs++] = row;
-  return 0;
-}
-
-/* Logs a dead letter's reason: the first of each (source, error id, field) at once, then at most
- * one line per such key every 10 s with the number not logged (common/ratelog.h). */
-static void log_once(wd_pipeline_t *p, const wd_kmsg_t *m, const wd_error_t *err) {
-  const wd_source_t *src = source_of(p, m->topic);
-  char field[128];
-  p->rlog.interval = 10.0;
-  wd_ratelog_note(&p->rlog, wd_mono_s(), WD_LOG_WARN, "pipeline", src ? src->name : m->topic, err->id,
-                  wd_ratelog_field_of(err->message, field, sizeof(field)), err->message);
-}
-
-static wd_error_t *trace_message(wd_pipeline_t *p, const wd_bmsg_t *b) {
-  for (size_t i = b->first; i < b->first + b->count; i++) {
-    json_t *j = json_object();
-    const wd_row_t *row = b->lookup ? wd_lookups_row(p->lk, i) : p->recs[i];
-    json_object_set_new(j, "op", json_string(wd_row_kind_str(row->kind)));
-    json_object_set_new(j, "row", wd_row_to_json(b->lookup ? wd_lookups_row_schema(p->lk, i) : p->schema, row));
-    json_object_set_new(j, "message", json_integer((json_int_t)p->trace_msg));
-    if (wd_lookups_active(p->lk) && b->src >= 0) /* the case format's "source" (tests/cases) */
-      json_object_set_new(j, "source", json_string(p->sources[b->src]->name));
-    char *s = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    if (!s) return wd_error_nomem();
-    wd_buf_t *tb = wd_hist_gather_trace(p->hg); /* the open commit's */
-    int rc = wd_buf_append(tb, s, strlen(s)) || wd_buf_putc(tb, '\n');
-    free(s);
-    if (rc) return wd_error_nomem();
-  }
-  p->trace_msg++;
-  return NULL;
-}
-
-/* The output key of row in the sink's key format (changelog/sink_format.h). */
-static wd_error_t *encode_key(wd_pipeline_t *p, const wd_sink_ctx_t *c, const wd_row_t *row) {
-  return p->key_fmt->encode(c, row, &p->kbuf);
-}
-
-/* Where the rows given to emit_changelog came from. All members may be NULL: the rows are then
- * one message's (a task's reconcile), sent, and an output over message.max.bytes is only logged. */
-typedef struct {
-  const size_t *src; /* per row: the index of its source message (a message's rows are contiguous) */
-  const bool *quiet; /* per source message: it only rebuilds state (nothing is sent) */
-  const wd_kmsg_t *msgs; /* per source message: named in the log of an output too large */
-  wd_bmsg_t *bm; /* per source message: an output too large dead-letters it (bm[src].err) */
-} wd_emit_from_t;
-
-/* Produces the changelog rows rows[0..n), keyed by primary key, into the open commit through the
- * collector (or counts them only: --no-output, a message that only rebuilds state). An output
- * over the producer's message.max.bytes never stalls the pipeline: its source message is
- * dead-lettered with the reason (from->bm) or, for rows of no message, logged. Errors: the
- * collector's (abortable ones included: the caller aborts), the encoders'. */
-static wd_error_t *emit_changelog(wd_pipeline_t *p, wd_row_t *const *rows, size_t n, const wd_emit_from_t *from) {
-  wd_error_t *err = NULL;
-  const char *topic = p->cfg->sink.topic;
-  const char *tname = p->cfg->table.name;
-  int64_t ts = wd_wall_ms();
-  wd_sink_ctx_t sc = {p->schema, tname, ts, p->avro_out};
-  for (size_t i = 0; i < n;) {
-    const wd_row_t *keyrow = NULL;
-    size_t src = from->src ? from->src[i] : 0;
-    bool quiet = from->quiet && from->quiet[src];
-    if (p->opts.no_output || quiet) {
-      /* nothing is sent: skip the rows of this source message (they are contiguous) unencoded */
-      size_t at = i;
-      while (i < n && (from->src ? from->src[i] : 0) == src) i++;
-      if (!quiet) p->st.changes_out += i - at;
-      continue;
-    }
-    wd_buf_reset(&p->kbuf);
-    wd_buf_reset(&p->vbuf);
-    size_t at = i;
-    err = p->sink_fmt->encode(&sc, rows, n, &i, &keyrow, &p->vbuf);
-    p->st.changes_out += i - at;
-    if (!err) err = encode_key(p, &sc, keyrow);
-    if (!err)
-      err =
-          wd_collector_send(p->coll, WD_OUT_CHANGELOG, topic, -1, p->kbuf.data, p->kbuf.len, p->vbuf.data, p->vbuf.len);
-    if (err && wd_error_is(err, WD_EID_E_SINK_PRODUCE) && err->code == WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE) {
-      /* an output that can never be delivered must not stall the pipeline: the source message
-       * that caused it goes to the dead-letter topic with the reason (the state keeps the change) */
-      static const wd_kmsg_t none = {.topic = "(reconcile)"};
-      const wd_kmsg_t *m = from->msgs ? &from->msgs[src] : &none; /* the rows encoded are this message's */
-      wd_log(WD_LOG_ERROR, "pipeline",
-             "%s[%d]@%" PRId64 ": its %zu-byte changelog message is over the producer's "
-             "message.max.bytes; %s (raise message.max.bytes under sink.properties and the topic's "
-             "max.message.bytes)",
-             m->topic, m->partition, m->offset, p->vbuf.len, from->bm ? "dead-lettered" : "not sent");
-      if (from->bm && !from->bm[src].err)
-        from->bm[src].err = wd_error_new(WD_ERR_RECORD, E_OUTPUT_TOO_LARGE,
-                                         "%s[%d]@%" PRId64 ": the changelog message it caused is %zu bytes, over the "
-                                         "producer's message.max.bytes (%s); the table state has the change",
-                                         m->topic, m->partition, m->offset, p->vbuf.len, err->message);
-      wd_error_destroy(err);
-      err = NULL;
-      continue;
-    }
-    if (err) return err;
-    p->st.messages_out++;
-  }
-  return NULL;
-}
-
 /* Sleeps ms milliseconds (in slices, returning early when the pipeline is stopped). */
 static void sleep_ms(wd_pipeline_t *p, long ms) {
   while (ms > 0 && !p->stop && !(p->opts.start_stop && *p->opts.start_stop)) {
@@ -534,492 +345,6 @@ static void sleep_ms(wd_pipeline_t *p, long ms) {
     wd_sleep_ms(slice);
     ms -= slice;
   }
-}
-
-/* The -D records of p->changes whose sequence field (sequence.field or a group's) is NULL or
- * absent — a delete that carries only the key — are counted and handled by the source's
- * delete-without-sequence: apply (the sequence field is marked absent, so the merge takes it
- * from the stored row and the delete applies), dead-letter (E_DELETE_NO_SEQUENCE), ignore (the
- * record is left out: the merge would order it oldest and drop it). */
-static wd_error_t *deletes_without_sequence(wd_pipeline_t *p, const wd_source_t *src) {
-  for (size_t k = 0; k < p->changes.count; k++) {
-    wd_row_t *r = p->changes.rows[k];
-    if (r->kind != WD_DELETE) continue;
-    bool noseq = false; /* a sequence field this source maps is NULL */
-    for (size_t m = 0; m < src->ncols; m++) {
-      int c = src->cols[m].col;
-      if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null) noseq = true;
-    }
-    if (!noseq) continue;
-    p->st.deletes_without_sequence++;
-    switch (src->delete_without_sequence) {
-    case WD_DELETE_NO_SEQ_APPLY:
-      for (size_t m = 0; m < src->ncols; m++) {
-        int c = src->cols[m].col;
-        if (wd_table_is_sequence_column(p->table, c) && r->v[c].is_null && wd_row_set_absent(r, (size_t)c))
-          return wd_error_nomem();
-      }
-      break;
-    case WD_DELETE_NO_SEQ_DEAD_LETTER:
-      return wd_error_new(WD_ERR_RECORD, E_DELETE_NO_SEQUENCE,
-                          "source '%s': a delete without its sequence field (the record carries only the key); "
-                          "rejected by delete-without-sequence: dead-letter (apply takes it from the stored row)",
-                          src->name);
-    case WD_DELETE_NO_SEQ_IGNORE: {
-      wd_row_t *t = wd_changes_take(&p->changes, k);
-      wd_row_destroy(p->schema, t);
-      memmove(p->changes.rows + k, p->changes.rows + k + 1, (p->changes.count - k - 1) * sizeof(*p->changes.rows));
-      p->changes.rows[--p->changes.count] = NULL;
-      k--;
-      break;
-    }
-    }
-  }
-  return NULL;
-}
-
-/* A table that rejects every retraction (wd_table_rejects_retractions) takes the +U of
- * an update without its -U, as Paimon's Flink sink does for a primary-key table (it asks the
- * planner for no UPDATE_BEFORE unless the table can retract: sequence groups, aggregation,
- * changelog-producer input): the -U records of p->changes are left out and counted as ignored
- * -U, so that the +U applies instead of the whole message being dead-lettered for its -U. A
- * delete is still rejected (E_PU_DELETE_NOT_ACCEPTED); the start-up warning says so. */
-static wd_error_t *drop_update_before(wd_pipeline_t *p) {
-  size_t k = 0;
-  for (size_t i = 0; i < p->changes.count; i++) {
-    wd_row_t *r = p->changes.rows[i];
-    if (r->kind == WD_UPDATE_BEFORE) {
-      wd_row_destroy(p->schema, wd_changes_take(&p->changes, i));
-      p->st.ignored_update_before++;
-      continue;
-    }
-    p->changes.rows[i] = NULL;
-    p->changes.rows[k++] = r;
-  }
-  p->changes.count = k;
-  return NULL;
-}
-
-/* A record of src without an envelope schema: its decimal-encoding warning (if any) is said now, once. */
-static void schemaless_noted(wd_pipeline_t *p, const wd_source_t *src) {
-  for (size_t i = 0; p->dec_warn && i < p->nsources; i++)
-    if (p->sources[i] == src && p->dec_warn[i]) {
-      wd_log(WD_LOG_WARN, "pipeline", "%s (its records carry no envelope schema)", p->dec_warn[i]);
-      free(p->dec_warn[i]);
-      p->dec_warn[i] = NULL;
-    }
-}
-
-/* Decodes one record with its source's format (ingest/format.h). A retriable error (the schema
- * registry did not answer) is logged and retried with backoff until it succeeds or the pipeline
- * is stopped: a record is never dead-lettered for it. */
-static wd_error_t *decode_record(wd_pipeline_t *p, const wd_source_t *src, const wd_schema_t *schema,
-                                 wd_changes_t *changes, const wd_kafka_meta_t *meta, const wd_kmsg_t *m) {
-  const wd_format_t *f = wd_format_of(src->format);
-  void *state = (size_t)src->format < p->nfmt ? p->fmt_state[src->format] : NULL;
-  for (unsigned attempt = 0;; attempt++) {
-    wd_error_t *err = f->decode(state, src, schema, meta, m->value, m->value_len, changes);
-    /* a lookup's rows (join/lookup.h) are ordered by its own table, not by the wide one */
-    if (!err && (changes->flags & WD_CHANGES_SCHEMALESS)) schemaless_noted(p, src);
-    if (!err)
-      return changes == &p->changes && wd_table_has_ordering(p->table) ? deletes_without_sequence(p, src) : NULL;
-    if (!err->retriable || p->stop) return err;
-    long ms = wd_registry_backoff_ms(attempt);
-    wd_log(WD_LOG_WARN, "pipeline", "%s[%d]@%" PRId64 ": %s; retrying in %ld ms", m->topic, m->partition, m->offset,
-           err->message, ms);
-    /* wait serving the consumer (paused), so that the group does not evict this process */
-    for (long left = ms; left > 0 && !p->stop && !wd_commit_batch_invalid(p->commit); left -= 100) {
-      wd_commit_wait(p->commit, left > 100 ? 100 : (int)left);
-      metrics_tick(p, wd_mono_s(), false); /* the wait is the loop's work: /livez and /status go on */
-    }
-    if (wd_commit_batch_invalid(p->commit)) return err; /* the batch is abandoned */
-    wd_error_destroy(err);
-  }
-}
-
-/* ---- joins on other keys (join/lookup.h): decoding a lookup message, applying a message ---- */
-
-static bool is_lookup(const wd_pipeline_t *p, int si) { return wd_lookups_is_lookup(p->lk, si); }
-
-/* Decodes a lookup source's record into rows of its lookup schema, kept in the lookups' batch (a
- * decode error goes to b->err, as for main sources). */
-static wd_error_t *decode_lookup(wd_pipeline_t *p, int si, const wd_kafka_meta_t *meta, const wd_kmsg_t *m,
-                                 wd_bmsg_t *b) {
-  wd_changes_t *ch = wd_lookups_changes(p->lk, si);
-  b->lookup = true;
-  b->count = 0;
-  wd_error_t *derr = decode_record(p, p->sources[si], wd_lookups_schema(p->lk, si), ch, meta, m);
-  if (derr) {
-    if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
-    b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
-    return NULL;
-  }
-  if (ch->flags & WD_CHANGES_TOMBSTONE) {
-    p->st.skipped_tombstones++;
-    return NULL;
-  }
-  wd_error_t *err = wd_lookups_take(p->lk, si, &b->first, &b->count);
-  if (err) return err;
-  p->st.changes_in += b->count;
-  return NULL;
-}
-
-/* Applies message b through the join layer (main or lookup source), or straight through the merge
- * engine when the config has no lookup and no required source. */
-static wd_error_t *apply_message(wd_pipeline_t *p, const wd_bmsg_t *b, size_t first, size_t count,
-                                 wd_merge_stats_t *ms) {
-  return wd_lookups_apply(p->lk, b->src, b->lookup, p->recs, first, count, p->table, wd_state_ops(), p->state, &p->cl,
-                          ms);
-}
-
-static void release_lookup_recs(wd_pipeline_t *p) { wd_lookups_batch_done(p->lk); }
-
-/* ---- repartition topics (app/runtime/repartition.h) ---------------------------------------- */
-
-/* Decodes a record of the repartition topic of source si into change records of task
- * m->partition; bytes that are not a repartition record go to the dead-letter topic. */
-static wd_error_t *decode_repartitioned(wd_pipeline_t *p, int si, const wd_kmsg_t *m, wd_bmsg_t *b) {
-  wd_repartition_rec_t one, *rec = &one;
-  wd_error_t *derr = wd_repartition_decode(p->schema, m->value, m->value_len, rec);
-  if (derr) {
-    if (derr->cls != WD_ERR_DECODE) return derr;
-    b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
-    return NULL;
-  }
-  for (size_t k = 0; k < rec->n; k++) {
-    if (push_rec(p, rec->rows[k])) {
-      wd_repartition_rec_free(p->schema, rec);
-      return wd_error_nomem();
-    }
-    rec->rows[k] = NULL; /* the batch owns it now */
-    p->rec_task[p->nrecs - 1] = (uint32_t)m->partition;
-    p->key_off[p->nrecs - 1] = p->keys.len;
-    if (wd_row_key_encode(p->schema, p->recs[p->nrecs - 1], &p->keys)) {
-      wd_repartition_rec_free(p->schema, rec);
-      return wd_error_nomem();
-    }
-  }
-  wd_repartition_rec_free(p->schema, rec);
-  p->key_off[p->nrecs] = p->keys.len;
-  b->src = si;
-  b->count = p->nrecs - b->first;
-  /* every change record must belong to this partition's task: a record placed by another
-   * partition count (or by hand) would put its key in a second task */
-  for (size_t r = b->first; r < p->nrecs; r++) {
-    int32_t want = wd_repart_home(p->rp, (size_t)si, p->schema, p->recs[r]);
-    if (want < 0) return wd_error_nomem();
-    if (want == m->partition) continue;
-    b->err = wd_error_new(WD_ERR_DECODE, E_REPARTITION_RECORD,
-                          "%s[%d]@%" PRId64 ": a change record's key belongs to partition %d of %d, not to this one "
-                          "(written with another partition count, or not by widen)",
-                          m->topic, m->partition, m->offset, want, wd_repart_partitions(p->rp));
-    b->count = 0; /* its rows stay in the batch (released with it) but are applied nowhere */
-    break;
-  }
-  return NULL;
-}
-
-/* A record of a co-partitioned source whose change records have more than one wide key (a
- * key-changing update: -D or -U of the old key, +I or +U of the new one): the old key's row is in
- * the task of the partition the old key's own records are in, which this topic's keying does not
- * tell, so the record cannot be applied in its own partition's task (the old row would stay). */
-static wd_error_t *key_change_error(wd_pipeline_t *p, int si, const wd_kmsg_t *m) {
-  return wd_error_new(WD_ERR_CONFIG, C_SOURCE_KEYING,
-                      "source '%s' (%s[%d]@%" PRId64 "): a key-changing update (its change records have more than "
-                      "one primary key) in a co-partitioned source: the old key's row belongs to the task of the "
-                      "partition the old key's own records are in, not to this record's; set `repartition: true` on "
-                      "this source (its change records then go through a repartition topic, each by its own key)",
-                      p->sources[si]->name, m->topic, m->partition, m->offset);
-}
-
-/* Checks that the change records just decoded from m (source si, read directly with per-partition
- * tasks) are in their wide key's partition, wd_repart_home. *home: -1 when they are (or the record
- * has none); else their home partition (a replay, or `repartition: auto` in a live run: the caller
- * forwards the record there through the source's repartition topic), or -2 for a record read
- * again while its task restores (forwarded when first read: nothing to do). Errors: C_SOURCE_KEYING
- * for a source that says `repartition: false` (wd_repart_misplaced_error) or for a record whose
- * change records have several keys (key_change_error), E_NOMEM. */
-static wd_error_t *direct_home(wd_pipeline_t *p, int si, const wd_kmsg_t *m, const wd_kafka_meta_t *meta,
-                               bool restoring, int32_t *home) {
-  *home = -1;
-  int32_t first = -1;
-  for (size_t k = 0; k < p->changes.count; k++) {
-    int32_t h = wd_repart_home(p->rp, (size_t)si, p->schema, p->changes.rows[k]);
-    if (h < 0) return wd_error_nomem();
-    if (k == 0) first = h;
-    if (h != first) return key_change_error(p, si, m); /* two keys: placed by neither */
-  }
-  if (first < 0 || first == m->partition) return NULL;
-  if (!p->st.misplaced && wd_repart_forwarding(p->rp) && !restoring && wd_repart_fallback(p->rp, (size_t)si)) {
-    size_t kl = 0;
-    const char *kb = wd_repart_canonical_key(p->rp, &kl);
-    wd_log(WD_LOG_WARN, "pipeline",
-           "source '%s' (%s[%d]@%" PRId64 "): a record outside its wide key's partition "
-           "(%d, murmur2 of widen's key bytes %.*s): its Kafka key is not widen's key bytes (e.g. Kafka Connect's "
-           "JsonConverter with schemas.enable=true); such records go through repartition topic %s "
-           "(`repartition: auto`)",
-           p->sources[si]->name, m->topic, m->partition, m->offset, first, (int)kl, kb,
-           wd_repart_topic(p->rp, (size_t)si));
-  }
-  if (!wd_repart_forwarding(p->rp)) *home = first;
-  else if (restoring) *home = -2;
-  else if (wd_repart_fallback(p->rp, (size_t)si)) *home = first;
-  else return wd_repart_misplaced_error(p->rp, p->sources[si], meta, first);
-  return NULL;
-}
-
-/* Processes one poll batch msgs[0..n) in the order of pipeline.h, inside the open commit.
- * Returns E_BATCH_ABANDONED (retriable) when a rebalance or an abort came while the batch was in
- * hand: nothing of it was noted, and its records are read again. */
-static wd_error_t *process_batch(wd_pipeline_t *p, size_t n) {
-  wd_error_t *err = NULL;
-  uint64_t changes0 = p->st.changes_out;
-  p->nrecs = 0;
-  wd_topic_index_batch_begin(p->tix); /* the topic pointers of the last batch's messages may be gone */
-  wd_buf_reset(&p->keys);
-  wd_changelog_reset(p->table, &p->cl);
-  /* 1. decode */
-  for (size_t i = 0; i < n; i++) {
-    wd_kmsg_t *m = &p->msgs[i];
-    wd_bmsg_t *b = &p->bm[i];
-    memset(b, 0, sizeof(*b));
-    b->first = p->nrecs;
-    b->te = wd_topic_index_find(p->tix, m->topic); /* one lookup per record, O(1) */
-    b->src = b->te ? b->te->si : -1;
-    wd_gate_t gate = wd_commit_gate(p->commit, m->topic, m->partition, m->offset);
-    p->restoring[i] = gate == WD_GATE_RESTORE;
-    if (gate == WD_GATE_HOLD) { /* read again once every partition of its task caught up */
-      b->held = true;
-      continue;
-    }
-    const wd_source_t *src = b->te ? p->sources[b->src] : NULL;
-    if ((p->opts.replay && p->opts.from_ms >= 0 && m->timestamp >= 0 && m->timestamp < p->opts.from_ms) ||
-        past_stop(p, m)) { /* a rebuild stops where the old state stood */
-      b->skipped = true;
-      continue;
-    }
-    if (!src) continue; /* cannot happen: we subscribe to the sources' topics only */
-    wd_kafka_meta_t meta = {m->topic, m->partition, m->offset, m->timestamp, m->key, m->key_len};
-    int si = b->src;
-    wd_topic_kind_t kind = b->te->kind;
-    if (kind == WD_TOPIC_REPARTITION) { /* change records of task m->partition */
-      if ((err = decode_repartitioned(p, si, m, b))) return err;
-      continue;
-    }
-    /* a co-partitioned source's first record here: its Kafka key must be the wide key, else its
-     * records would be merged in the wrong task (app/runtime/repartition.h) */
-    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) &&
-        (err = wd_repart_check_key(p->rp, (size_t)si, src, p->schema, &meta)))
-      return err;
-    if (is_lookup(p, b->src)) {
-      err = decode_lookup(p, b->src, &meta, m, b);
-      if (wd_commit_batch_invalid(p->commit)) {
-        wd_error_destroy(err);
-        return wd_error_new(WD_ERR_KAFKA, E_BATCH_ABANDONED, "a rebalance came while the batch was in hand");
-      }
-      if (err) return err;
-      continue;
-    }
-    wd_error_t *derr =
-        wd_lookups_has_key(p->lk, si) /* its own primary key: through its stored rows */
-            ? decode_record(p, src, wd_lookups_key_schema(p->lk, si), wd_lookups_key_changes(p->lk, si), &meta, m)
-            : decode_record(p, src, p->schema, &p->changes, &meta, m);
-    if (!derr && wd_lookups_has_key(p->lk, si))
-      derr = wd_lookups_normalise(p->lk, si, p->per_partition ? (uint32_t)m->partition : 0, &p->changes);
-    if (wd_commit_batch_invalid(p->commit)) {
-      wd_error_destroy(derr);
-      return wd_error_new(WD_ERR_KAFKA, E_BATCH_ABANDONED, "a rebalance came while the batch was in hand");
-    }
-    if (derr) {
-      if (derr->cls != WD_ERR_DECODE && derr->cls != WD_ERR_RECORD) return derr;
-      b->err = wd_error_wrap(derr, "%s[%d]@%" PRId64, m->topic, m->partition, m->offset);
-      continue;
-    }
-    if (p->changes.flags & WD_CHANGES_TOMBSTONE) {
-      b->tombstone = true;
-      continue;
-    }
-    if (p->changes.null_key_halves && !p->restoring[i]) {
-      if (!p->st.null_key_halves)
-        wd_log(WD_LOG_WARN, "pipeline",
-               "source '%s' (%s[%d]@%" PRId64 "): update halves and deletes with a NULL "
-               "primary key are left out (NULL -> K is +I, K -> NULL is -D); counted as `null-key halves`",
-               src->name, m->topic, m->partition, m->offset);
-      p->st.null_key_halves += p->changes.null_key_halves;
-    }
-    if (p->pu_no_retract && (err = drop_update_before(p))) return err;
-    if (!p->changes.count) continue; /* every half had a NULL key: nothing to apply */
-    /* a co-partitioned source's record must be in its wide key's partition (murmur2 of widen's key
-     * bytes): else forwarded to it (`repartition: auto`), or the pipeline stops (app/runtime/repartition.h) */
-    int32_t home = -1;
-    if (kind == WD_TOPIC_DIRECT && p->per_partition && !is_lookup(p, si) &&
-        (err = direct_home(p, si, m, &meta, p->restoring[i], &home)))
-      return err;
-    if (home == -2) continue; /* restoring: forwarded when first read */
-    if (home >= 0 && !wd_repart_forwarding(p->rp)) { /* a replay: its task is the key's home */
-      kind = WD_TOPIC_RAW;
-    } else if (home >= 0) {
-      kind = WD_TOPIC_RAW;
-      p->st.misplaced++;
-    }
-    if (kind == WD_TOPIC_RAW && wd_repart_forwarding(p->rp)) { /* to the repartition topic, no state */
-      /* (a source with its own primary key re-read to rebuild its rows: forwarded when first read) */
-      if (!p->restoring[i] && (err = wd_repart_forward(p->rp, (size_t)si, p->schema, src->name, &meta, p->changes.rows,
-                                                       p->changes.count, p->coll, &p->st.repartitioned)))
-        return err;
-      b->forwarded = true;
-      continue;
-    }
-    uint32_t task = p->per_partition ? (uint32_t)m->partition : 0;
-    for (size_t k = 0; k < p->changes.count; k++) {
-      wd_row_t *row = wd_changes_take(&p->changes, k);
-      if (!row || push_rec(p, row)) {
-        wd_row_destroy(p->schema, row);
-        return wd_error_nomem();
-      }
-      size_t at = p->keys.len;
-      p->key_off[p->nrecs - 1] = at;
-      if (wd_row_key_encode(p->schema, row, &p->keys)) return wd_error_nomem();
-      /* a repartitioned source read here (replay): its task is where the repartition topic puts it */
-      p->rec_task[p->nrecs - 1] =
-          home >= 0 ? (uint32_t)wd_repart_home(p->rp, (size_t)si, p->schema, row)
-          : kind == WD_TOPIC_RAW
-              ? (uint32_t)wd_producer_partition_of(p->keys.data + at, p->keys.len - at, wd_repart_partitions(p->rp))
-              : task;
-      if (kind == WD_TOPIC_DIRECT && p->per_partition && k > 0 &&
-          (p->keys.len - at != p->key_off[b->first + 1] - p->key_off[b->first] ||
-           memcmp(p->keys.data + at, p->keys.data + p->key_off[b->first], p->keys.len - at)))
-        return key_change_error(p, si, m);
-    }
-    p->key_off[p->nrecs] = p->keys.len;
-    b->count = p->nrecs - b->first;
-  }
-  /* 2. one multi-get of the batch's keys */
-  if (p->nrecs) {
-    const uint8_t **kp = malloc(p->nrecs * sizeof(*kp));
-    size_t *kl = malloc(p->nrecs * sizeof(*kl));
-    if (!kp || !kl) {
-      free(kp);
-      free(kl);
-      return wd_error_nomem();
-    }
-    p->key_off[p->nrecs] = p->keys.len;
-    for (size_t i = 0; i < p->nrecs; i++) {
-      kp[i] = p->keys.data + p->key_off[i];
-      kl[i] = (i + 1 < p->nrecs ? p->key_off[i + 1] : p->keys.len) - p->key_off[i];
-    }
-    err = wd_state_prefetch_tasks(p->state, p->nrecs, p->rec_task, kp, kl);
-    free(kp);
-    free(kl);
-    if (err) return err;
-  }
-  /* 3. apply, message by message, in delivery order */
-  wd_merge_stats_t ms = {0};
-  for (size_t i = 0; i < n; i++) {
-    wd_bmsg_t *b = &p->bm[i];
-    if (b->err || b->count == 0) continue;
-    size_t cl_before = p->cl.n;
-    wd_error_t *merr = NULL;
-    /* the message's change records in runs of one task (several only for a repartitioned
-     * source read in a replay, whose records of one message may belong to several tasks) */
-    for (size_t r = b->first, e; r < b->first + b->count && !merr; r = e) {
-      e = r + 1;
-      if (!b->lookup)
-        while (e < b->first + b->count && p->rec_task[e] == p->rec_task[r]) e++;
-      else e = b->first + b->count;
-      if (!b->lookup) wd_state_set_task(p->state, p->rec_task[r]);
-      if (!b->lookup) wd_lookups_set_task(p->lk, p->rec_task[r]);
-      merr = apply_message(p, b, r, e - r, &ms);
-    }
-    if (merr) {
-      if (merr->cls != WD_ERR_RECORD) return merr;
-      b->err = wd_error_wrap(merr, "%s[%d]@%" PRId64 " record %d", p->msgs[i].topic, p->msgs[i].partition,
-                             p->msgs[i].offset, merr->index);
-      continue;
-    }
-    b->applied = true;
-    if (p->cl.n > p->cap_cl_src) {
-      size_t cap = p->cl.n * 2;
-      size_t *c = realloc(p->cl_src, cap * sizeof(*c));
-      if (!c) return wd_error_nomem();
-      p->cl_src = c;
-      p->cap_cl_src = cap;
-    }
-    for (size_t j = cl_before; j < p->cl.n; j++) p->cl_src[j] = i; /* which message each row came from */
-    if (p->trace && (err = trace_message(p, b))) return err;
-  }
-  /* 4. produce the changelog and the dead letters into the open commit */
-  wd_emit_from_t from = {p->cl_src, p->restoring, p->msgs, p->bm};
-  if ((err = emit_changelog(p, p->cl.rows, p->cl.n, &from))) return err;
-  for (size_t i = 0; i < n; i++) {
-    wd_bmsg_t *b = &p->bm[i];
-    if (!b->err) continue;
-    if (p->restoring[i]) continue; /* rebuilding state: its dead letter was sent when it was first read */
-    log_once(p, &p->msgs[i], b->err);
-    if (p->opts.no_output) continue; /* replay --no-output: counted, not sent again */
-    err = wd_collector_dead_letter(p->coll, p->cfg->sink.dead_letter_topic, &p->msgs[i], b->err->id, b->err->message);
-    if (err) return err;
-  }
-  /* 5. the records belong to the open commit now: per partition of the batch, its offsets
-   * gathered once, then handed to the coordinator (the input offsets, or a
-   * lookup topic's positions of this process), the global table and the history record */
-  for (size_t i = 0; i < n; i++) {
-    wd_kmsg_t *m = &p->msgs[i];
-    if (!p->bm[i].te) continue;
-    if (past_stop(p, m)) continue; /* not taken (read again after the rebuild) */
-    if (p->bm[i].held) continue; /* not taken (read again when its task runs) */
-    if (wd_topic_index_take(p->tix, p->bm[i].te, m->partition, m->offset)) return wd_error_nomem();
-  }
-  size_t nbtp = 0;
-  const wd_batch_tp_t *btp = wd_topic_index_batch(p->tix, &nbtp);
-  for (size_t k = 0; k < nbtp; k++) {
-    const wd_batch_tp_t *t = &btp[k];
-    const char *topic = t->te->name;
-    if (t->te->global && p->gt) { /* a lookup topic: positions of this process */
-      if (wd_commit_note_global(p->commit, topic, t->partition, t->max, t->count) ||
-          wd_gtable_taken(p->gt, topic, t->partition, t->last))
-        return wd_error_nomem();
-    } else if (wd_commit_note_input(p->commit, topic, t->partition, t->max, t->count)) return wd_error_nomem();
-    if (wd_hist_gather_note(p->hg, topic, t->partition, t->min, t->max + 1)) return wd_error_nomem();
-  }
-  /* counters, once the batch is taken; a record skipped (replay --from, or past a rebuild's stop)
-   * is not "in", nor one held for its task (read again when the task runs) */
-  uint64_t nskipped = 0;
-  for (size_t i = 0; i < n; i++) nskipped += p->bm[i].skipped || p->bm[i].held;
-  p->st.records_in += n - nskipped;
-  p->st.batches++;
-  for (size_t i = 0; i < n; i++) {
-    wd_bmsg_t *b = &p->bm[i];
-    p->st.changes_in += b->count;
-    p->st.skipped_tombstones += b->tombstone;
-    p->st.skipped_before_from += b->skipped && !past_stop(p, &p->msgs[i]);
-    p->st.dead_lettered += b->err && !p->restoring[i];
-    p->st.restored += p->restoring[i];
-  }
-  /* the open commit's counts, and the batch's merge stats for the metrics */
-  uint64_t ndead = 0, nrestored = 0;
-  for (size_t i = 0; i < n; i++) {
-    ndead += p->bm[i].err && !p->restoring[i];
-    nrestored += p->restoring[i];
-  }
-  wd_hist_gather_count(p->hg, n - nskipped, p->st.changes_out - changes0, ndead, nrestored);
-  wd_run_metrics_merged(p->rm, &ms); /* for the metrics, once the batch is taken */
-  p->st.ignored_update_before += ms.ignored_update_before;
-  p->st.tombstones += ms.tombstones;
-  p->st.dropped += ms.dropped;
-  wd_state_set_now(p->state, (uint64_t)wd_wall_ms());
-  return NULL;
-}
-
-static void release_batch(wd_pipeline_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    wd_error_destroy(p->bm[i].err);
-    p->bm[i].err = NULL;
-  }
-  for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
-  p->nrecs = 0;
-  release_lookup_recs(p);
-  wd_kmsg_release(p->msgs, n);
 }
 
 /* Whether a task of this process restores its state now (not: ever did; the status line's tail). */
@@ -1030,8 +355,9 @@ static bool restoring_now(wd_pipeline_t *p) {
 
 static void status_line(wd_pipeline_t *p, double rate) {
   wd_buf_t by_id = {0}; /* the dead letters by error id */
-  if (p->st.dead_lettered && (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(&p->rlog, &by_id) ||
-                              wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
+  if (p->st.dead_lettered &&
+      (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(wd_batch_dead_letters(p->batch), &by_id) ||
+       wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
     wd_buf_reset(&by_id);
   /* no "lag 0" while the process holds no partitions, but why it holds none */
   const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
@@ -1078,52 +404,6 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
   if (p->opts.replay && p->opts.from_ms >= 0)
     fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
   fprintf(f, "\n");
-}
-
-/* Replay: whether every partition reached the end offset seen at start. */
-/* A partition is done when the state holds its records up to the end offset, or the consumer's
- * position has passed it with nothing pending (transaction markers and deleted records occupy
- * offsets that no record brings). */
-/* whether m lies at or past its partition's stop offset (replay with stop_at_state). */
-static bool past_stop(const wd_pipeline_t *p, const wd_kmsg_t *m) {
-  if (!p->opts.stop_at_state) return false;
-  for (size_t i = 0; i < p->nend; i++)
-    if (p->end[i].partition == m->partition && !strcmp(p->end[i].topic, m->topic)) return m->offset >= p->end[i].offset;
-  return true;
-}
-
-/* the stop offsets from the offsets stored in opts.stop_at_state (0: nothing to read). */
-static wd_error_t *stop_offsets(wd_pipeline_t *p) {
-  wd_store_t *st = NULL;
-  wd_error_t *err = wd_store_open_rocksdb(p->opts.stop_at_state, NULL, &st);
-  for (size_t i = 0; !err && i < p->nend; i++) {
-    int64_t next = -1;
-    err = wd_store_get_offset(st, p->end[i].topic, p->end[i].partition, &next);
-    if (!err) p->end[i].offset = next > 0 && next < p->end[i].offset ? next : next > 0 ? p->end[i].offset : 0;
-  }
-  wd_store_close(st);
-  return err;
-}
-
-static bool replay_done(wd_pipeline_t *p) {
-  wd_tp_offset_t *pos = NULL;
-  size_t npos = 0;
-  bool done = true;
-  wd_error_t *perr = wd_commit_pending(p->commit) ? NULL : wd_consumer_assignment(p->cons, &pos, &npos);
-  wd_error_destroy(perr);
-  for (size_t i = 0; i < p->nend && done; i++) {
-    int64_t next = -1;
-    wd_error_t *err = wd_store_get_offset(p->store, p->end[i].topic, p->end[i].partition, &next);
-    wd_error_destroy(err);
-    if (p->end[i].offset <= 0 || next >= p->end[i].offset) continue;
-    bool passed = false;
-    for (size_t k = 0; k < npos && !passed; k++)
-      passed = pos[k].partition == p->end[i].partition && !strcmp(pos[k].topic, p->end[i].topic) &&
-               pos[k].offset >= p->end[i].offset;
-    done = passed;
-  }
-  free(pos);
-  return done;
 }
 
 /* Partitions 0..63 of a bitmask as a readable list ("0-3", "0, 2, 5-7") into buf. */
@@ -1202,18 +482,18 @@ static void check_copartitioning(wd_pipeline_t *p) {
 static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
   uint32_t task;
   wd_error_t *err = NULL;
+  wd_changelog_t cl = {0}; /* the task's differences */
   while (!err && wd_commit_next_reconcile(p->commit, &task)) {
     size_t rows = 0;
-    wd_changelog_reset(p->table, &p->cl);
-    if ((err = wd_join_reconcile_task(wd_lookups_join(p->lk), task, &p->cl, &rows))) break;
-    const wd_emit_from_t from = {0}; /* rows of no message: sent; one too large is logged */
-    if (p->cl.n) err = emit_changelog(p, p->cl.rows, p->cl.n, &from);
-    if (err) break;
+    wd_changelog_reset(p->table, &cl);
+    if ((err = wd_join_reconcile_task(wd_lookups_join(p->lk), task, &cl, &rows))) break;
+    const wd_emit_rows_t out = {.rows = cl.rows, .n = cl.n}; /* rows of no message: one too large is logged */
+    if (cl.n && (err = wd_emit_changelog(&p->emit, &out))) break;
     wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes", task,
-           rows, p->cl.n);
-    wd_changelog_reset(p->table, &p->cl);
+           rows, cl.n);
     err = wd_commit_reconciled(p->commit, task);
   }
+  wd_changelog_free(p->table, &cl);
   return err;
 }
 
@@ -1224,12 +504,8 @@ static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
   wd_error_t *err = reconcile_tasks(p);
   if (!err) err = wd_gtable_poll(p->gt, (size_t)p->cfg->pipeline.batch_size, p->msgs, n);
   if (err || !*n) return err;
-  wd_commit_batch_begin(p->commit);
-  err = process_batch(p, *n);
-  bool abandoned = wd_commit_batch_invalid(p->commit);
-  if (!err && !abandoned) metrics_batch(p, *n);
-  wd_commit_batch_end(p->commit);
-  release_batch(p, *n);
+  bool abandoned = false;
+  err = wd_batch_run(p->batch, *n, &abandoned);
   if (abandoned || wd_error_is(err, WD_EID_E_BATCH_ABANDONED)) {
     wd_error_destroy(err);
     return wd_gtable_rewind(p->gt, false); /* an abort meanwhile rewound it to the stored positions */
@@ -1381,7 +657,7 @@ static turn_t poll_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   if (wd_commit_committing(p->commit) && wait > 5) wait = 5; /* no input soon: the commit is waited for */
   if ((*err = wd_consumer_poll_available(p->cons, l->max, wait, p->msgs, &l->n))) return TURN_STOP;
   if ((*err = wd_commit_take_error(p->commit))) {
-    release_batch(p, l->n);
+    wd_batch_release(p->batch, l->n);
     return TURN_STOP;
   }
   l->now = wd_mono_s();
@@ -1390,7 +666,7 @@ static turn_t poll_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
     if (!p->opts.replay) check_copartitioning(p);
   }
   if (p->gt && (*err = reconcile_tasks(p))) { /* tasks assigned in this poll */
-    release_batch(p, l->n);
+    wd_batch_release(p->batch, l->n);
     return aborted_for(p, err) && !*err ? TURN_AGAIN : TURN_STOP; /* aborted: the batch is read again */
   }
   l->full = l->n == l->max;
@@ -1424,19 +700,15 @@ static turn_t stop_with_batch_left(wd_pipeline_t *p, wd_error_t **err) {
   return TURN_STOP;
 }
 
-/* The batch in hand: processed (process_batch) between wd_commit_batch_begin and _end, released. A
+/* The batch in hand: processed (wd_batch_run) between wd_commit_batch_begin and _end, released. A
  * rebalance or an abort meanwhile abandons it (its records are read again by their owner). */
 static turn_t process_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   if (!l->n) return TURN_ON;
   l->last_input = l->now;
   if (p->busy_start == 0) p->busy_start = l->now;
-  wd_commit_batch_begin(p->commit);
   wd_collector_batch_mark(p->coll); /* whether the batch sent anything (a half-sent batch, below) */
-  *err = process_batch(p, l->n);
-  bool abandoned = wd_commit_batch_invalid(p->commit);
-  if (!*err && !abandoned) metrics_batch(p, l->n);
-  wd_commit_batch_end(p->commit);
-  release_batch(p, l->n);
+  bool abandoned = false;
+  *err = wd_batch_run(p->batch, l->n, &abandoned);
   l->last_input = wd_mono_s(); /* a batch that waited long (a registry outage) is not idle time */
   if (*err && (abandoned || wd_error_is(*err, WD_EID_E_BATCH_ABANDONED))) {
     /* a rebalance (or an abort) while the batch was in hand: the open commit was completed or
@@ -1516,7 +788,7 @@ static turn_t report(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
 static turn_t run_once(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   turn_t t;
   if ((*err = wd_commit_take_error(p->commit))) return TURN_STOP;
-  if (p->opts.replay && !wd_commit_pending(p->commit) && replay_done(p)) return TURN_STOP;
+  if (!wd_commit_pending(p->commit) && wd_replay_done(&p->replay, p->cons, p->store, false)) return TURN_STOP;
   if ((t = between_polls(p, l, err)) != TURN_ON) return t;
   if ((t = poll_records(p, l, err)) != TURN_ON) return t;
   if ((t = process_records(p, l, err)) != TURN_ON) return t;
@@ -1533,8 +805,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
               .last_status = start,
               .last_input = start,
               .now = start};
-  if (p->opts.replay && (err = wd_consumer_end_offsets(p->cons, 30000, &p->end, &p->nend))) return err;
-  if (p->opts.replay && p->opts.stop_at_state && (err = stop_offsets(p))) return err;
+  if ((err = wd_replay_start(&p->replay, p->cons))) return err;
   if (p->gt && !p->opts.replay && (err = preload_lookups(p))) return err; /* before the group join */
   while (!p->stop)
     if (run_once(p, &l, &err) == TURN_STOP) break;
@@ -1845,7 +1116,6 @@ static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
 static wd_error_t *open_table_and_sources(wd_pipeline_t *p, size_t *ntopics) {
   const wd_config_t *cfg = p->cfg;
   wd_error_t *err = NULL;
-  wd_changes_init(&p->changes);
   if ((err = wd_config_build_table(cfg, &p->table))) return err;
   p->schema = wd_table_schema(p->table);
   p->sources = calloc(cfg->sources.n ? cfg->sources.n : 1, sizeof(*p->sources));
@@ -1867,21 +1137,9 @@ static wd_error_t *open_table_and_sources(wd_pipeline_t *p, size_t *ntopics) {
   return setup_avro(p);
 }
 
-/* The decoder state of each source format in use (ingest/format.h), and start-up warnings. */
-static wd_error_t *open_formats(wd_pipeline_t *p) {
+/* The start-up warning of a table that rejects retractions (the batch leaves their -U out). */
+static wd_error_t *warn_retractions(wd_pipeline_t *p) {
   const wd_config_t *cfg = p->cfg;
-  wd_error_t *err = NULL;
-  wd_formats(&p->nfmt);
-  if (!(p->fmt_state = calloc(p->nfmt, sizeof(*p->fmt_state)))) return wd_error_nomem();
-  wd_format_env_t env = {p->registry};
-  for (size_t i = 0; i < p->nsources; i++) {
-    const wd_source_t *src = p->sources[i];
-    const wd_format_t *f = wd_format_of(src->format);
-    if (!p->dec_warn && !(p->dec_warn = calloc(p->nsources, sizeof(*p->dec_warn)))) return wd_error_nomem();
-    p->dec_warn[i] = wd_format_decimal_warning(src, p->schema); /* said at its first schemaless record */
-    if (!f->open || p->fmt_state[src->format]) continue;
-    if ((err = f->open(&env, &p->fmt_state[src->format]))) return err;
-  }
   const char **names = calloc(cfg->sources.n + 1, sizeof(*names));
   if (!names) return wd_error_nomem();
   size_t nn = 0;
@@ -1891,7 +1149,6 @@ static wd_error_t *open_formats(wd_pipeline_t *p) {
   free(names);
   if (warn) wd_log(WD_LOG_WARN, "pipeline", "%s", warn);
   free(warn);
-  p->pu_no_retract = wd_table_rejects_retractions(p->table);
   return NULL;
 }
 
@@ -1934,13 +1191,8 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   return NULL;
 }
 
-/* The batch's arrays (pipeline.batch-size) and the trace file. */
-static wd_error_t *open_batch(wd_pipeline_t *p) {
-  size_t max = (size_t)p->cfg->pipeline.batch_size;
-  p->msgs = calloc(max, sizeof(*p->msgs));
-  p->bm = calloc(max, sizeof(*p->bm));
-  p->restoring = calloc(max, sizeof(*p->restoring));
-  if (!p->msgs || !p->bm || !p->restoring) return wd_error_nomem();
+/* The trace file (--trace). */
+static wd_error_t *open_trace(wd_pipeline_t *p) {
   if (p->opts.trace_path && !(p->trace = fopen(p->opts.trace_path, "a")))
     return wd_error_new(WD_ERR_IO, E_TRACE, "cannot open trace file %s", p->opts.trace_path);
   if (p->trace) setvbuf(p->trace, NULL, _IOLBF, 0);
@@ -2132,6 +1384,45 @@ static wd_error_t *open_consumers(wd_pipeline_t *p, size_t nt, size_t ngt) {
   return NULL;
 }
 
+/* A poll batch of the consumer's records through the table (app/runtime/batch.h), with the changelog's
+ * output (app/runtime/emit.h) and the replay's bookkeeping (app/runtime/replay.h). */
+static void decode_waiting(void *ctx) { metrics_tick(ctx, wd_mono_s(), false); }
+
+static wd_error_t *open_batch(wd_pipeline_t *p) {
+  const wd_config_t *cfg = p->cfg;
+  wd_replay_init(&p->replay, p->opts.replay, p->opts.from_ms, p->opts.stop_at_state);
+  wd_emitter_init(&p->emit, &(wd_emitter_conf_t){p->schema, cfg->table.name, cfg->sink.topic, p->sink_fmt, p->key_fmt,
+                                                 p->avro_out, p->coll, p->opts.no_output, &p->st.changes_out,
+                                                 &p->st.messages_out});
+  wd_batch_conf_t bc = {.table = p->table,
+                        .sources = p->sources,
+                        .nsources = p->nsources,
+                        .state = p->state,
+                        .commit = p->commit,
+                        .coll = p->coll,
+                        .lk = p->lk,
+                        .rp = p->rp,
+                        .tix = p->tix,
+                        .gt = p->gt,
+                        .hg = p->hg,
+                        .rm = p->rm,
+                        .registry = p->registry,
+                        .replay = &p->replay,
+                        .emitter = &p->emit,
+                        .dlq_topic = cfg->sink.dead_letter_topic,
+                        .max = (size_t)cfg->pipeline.batch_size,
+                        .per_partition = p->per_partition,
+                        .no_output = p->opts.no_output,
+                        .trace = p->trace,
+                        .stop = &p->stop,
+                        .waiting = decode_waiting,
+                        .waiting_ctx = p,
+                        .st = &p->st};
+  wd_error_t *err = wd_batch_new(&bc, &p->batch);
+  if (!err) p->msgs = wd_batch_msgs(p->batch);
+  return err;
+}
+
 wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *opts, wd_pipeline_t **out) {
   wd_error_t *err = NULL;
   *out = NULL;
@@ -2142,10 +1433,10 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   size_t ntopics = 0, nt = 0, ngt = 0;
   int txn_timeout_ms = 0;
-  if ((err = open_table_and_sources(p, &ntopics)) || (err = open_formats(p)) || (err = open_state(p, dir, ntopics)) ||
-      (err = open_batch(p)) || (err = open_kafka(p, &txn_timeout_ms)) ||
+  if ((err = open_table_and_sources(p, &ntopics)) || (err = warn_retractions(p)) ||
+      (err = open_state(p, dir, ntopics)) || (err = open_trace(p)) || (err = open_kafka(p, &txn_timeout_ms)) ||
       (err = plan_topics(p, dir, ntopics, &nt, &ngt)) || (err = open_coordinator(p, dir, txn_timeout_ms)) ||
-      (err = open_consumers(p, nt, ngt)))
+      (err = open_consumers(p, nt, ngt)) || (err = open_batch(p)))
     goto fail;
   /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
   if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
@@ -2184,17 +1475,9 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_kafka_conf_clear(&p->pconf);
   wd_kafka_conf_clear(&p->rconf);
   free(p->changelog_topic);
-  if (p->table) {
-    for (size_t i = 0; i < p->nrecs; i++) wd_row_destroy(p->schema, p->recs[i]);
-    wd_changelog_free(p->table, &p->cl);
-  }
-  wd_changes_free(&p->changes);
-  for (size_t i = 0; p->fmt_state && i < p->nfmt; i++) {
-    const wd_format_t *f = wd_format_of((wd_source_format_t)i);
-    if (p->fmt_state[i] && f->close) f->close(p->fmt_state[i]);
-  }
-  free(p->fmt_state);
-  release_lookup_recs(p);
+  wd_batch_destroy(p->batch); /* before the lookups whose batch rows it releases */
+  wd_emitter_free(&p->emit);
+  wd_replay_free(&p->replay);
   wd_lookups_destroy(p->lk); /* before the state its join hooks into */
   wd_avro_sink_destroy(p->avro_out);
   wd_registry_destroy(p->registry);
@@ -2205,24 +1488,10 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   free(p->topics);
   wd_repart_destroy(p->rp);
   free(p->txn_id);
-  free(p->restoring);
-  for (size_t i = 0; p->dec_warn && i < p->nsources; i++) free(p->dec_warn[i]);
-  free(p->dec_warn);
-  free(p->rec_task);
-  free(p->cl_src);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
   free(p->sources);
   wd_table_destroy(p->table);
-  free(p->msgs);
-  free(p->bm);
-  free(p->end);
-  free(p->recs);
-  free(p->key_off);
-  wd_buf_free(&p->keys);
-  wd_buf_free(&p->kbuf);
-  wd_buf_free(&p->vbuf);
   if (p->trace) fclose(p->trace);
-  wd_ratelog_free(&p->rlog);
   free(p);
 }
