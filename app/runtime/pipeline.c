@@ -354,56 +354,25 @@ static bool restoring_now(wd_pipeline_t *p) {
 }
 
 static void status_line(wd_pipeline_t *p, double rate) {
-  wd_buf_t by_id = {0}; /* the dead letters by error id */
-  if (p->st.dead_lettered &&
-      (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(wd_batch_dead_letters(p->batch), &by_id) ||
-       wd_buf_putc(&by_id, ')') || wd_buf_putc(&by_id, 0)))
-    wd_buf_reset(&by_id);
-  /* no "lag 0" while the process holds no partitions, but why it holds none */
-  const char *idle = p->cons ? wd_consumer_idle_reason(p->cons) : NULL;
-  char lag[160], nk[48] = "";
-  if (p->st.null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, p->st.null_key_halves);
-  char ival[48] = ""; /* the adaptive commit interval in force */
-  if (p->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)p->pace.interval);
-  if (idle) snprintf(lag, sizeof(lag), "no partitions (%s)", idle);
-  else snprintf(lag, sizeof(lag), "lag %" PRId64, p->st.lag);
-  fprintf(stderr,
-          "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
-          "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          "%s | %s | commits %" PRIu64 "%s%s%s\n",
-          p->st.records_in, rate, p->st.changes_out, p->st.dead_lettered, by_id.len ? (char *)by_id.data : "",
-          p->st.ignored_update_before, p->st.tombstones, p->st.deletes_without_sequence, nk, lag, p->st.commits,
-          p->exactly_once ? " (exactly-once" : " (at-least-once)", ival, restoring_now(p) ? " | restoring" : "");
-  wd_buf_free(&by_id);
+  wd_status_line_t in = {&p->st,
+                         rate,
+                         wd_batch_dead_letters(p->batch),
+                         p->cons ? wd_consumer_idle_reason(p->cons) : NULL,
+                         p->exactly_once,
+                         p->pace.interval,
+                         restoring_now(p)};
+  wd_status_line(stderr, &in);
 }
 
 void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) {
-  double busy = p->busy_end > p->busy_start ? p->busy_end - p->busy_start : 0.0;
-  fprintf(f,
-          "widen: summary: %" PRIu64 " Kafka records in (%" PRIu64 " change records after decoding: an update is -U "
-          "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
-          " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
-          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " commits (%s) of %" PRIu64
-          " batches; %.2f s in all, %.0f records/s while input flowed",
-          p->st.records_in, p->st.changes_in, p->st.changes_out, p->st.messages_out, p->st.dead_lettered,
-          p->st.skipped_tombstones, p->st.ignored_update_before, p->st.dropped, p->st.tombstones, p->st.commits,
-          p->exactly_once ? "exactly-once" : "at-least-once", p->st.batches, seconds,
-          busy > 0 ? (double)p->st.records_in / busy : 0.0);
-  if (p->st.aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", p->st.aborted_commits);
-  if (p->commit && wd_commit_overlapped(p->commit))
-    fprintf(f, "; %" PRIu64 " commits completed while the next batches were merged", wd_commit_overlapped(p->commit));
-  if (p->st.restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", p->st.restored);
-  if (p->standby)
-    fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", wd_standby_applied(p->standby));
-  if (p->st.repartitioned) fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", p->st.repartitioned);
-  if (p->st.misplaced) fprintf(f, " (%" PRIu64 " source records outside their wide key's partition)", p->st.misplaced);
-  if (p->st.deletes_without_sequence)
-    fprintf(f, "; %" PRIu64 " deletes without sequence field", p->st.deletes_without_sequence);
-  if (p->st.null_key_halves)
-    fprintf(f, "; %" PRIu64 " null-key halves left out (a NULL key holds no row)", p->st.null_key_halves);
-  if (p->opts.replay && p->opts.from_ms >= 0)
-    fprintf(f, "; %" PRIu64 " records older than --from skipped", p->st.skipped_before_from);
-  fprintf(f, "\n");
+  wd_status_summary_t in = {&p->st,
+                            p->exactly_once,
+                            p->busy_end > p->busy_start ? p->busy_end - p->busy_start : 0.0,
+                            p->commit ? wd_commit_overlapped(p->commit) : 0,
+                            p->standby != NULL,
+                            p->standby ? wd_standby_applied(p->standby) : 0,
+                            p->opts.replay && p->opts.from_ms >= 0};
+  wd_status_summary(f, &in, seconds);
 }
 
 /* Partitions 0..63 of a bitmask as a readable list ("0-3", "0, 2, 5-7") into buf. */
