@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "ingest/schema_registry.h"
 #include "sink/producer.h"
 
 void wd_emitter_init(wd_emitter_t *e, const wd_emitter_conf_t *conf) { *e = (wd_emitter_t){.c = *conf}; }
@@ -82,5 +83,54 @@ wd_error_t *wd_emit_changelog(wd_emitter_t *e, const wd_emit_rows_t *r) {
     if (err) return err;
     (*e->c.messages_out)++;
   }
+  return NULL;
+}
+
+/* Registers schema_json under subject, retrying with backoff (logged) while the registry does not
+ * answer, for at most about a minute. */
+static wd_error_t *register_schema(wd_registry_t *reg, const char *subject, const char *schema_json,
+                                   const volatile sig_atomic_t *start_stop, int32_t *id) {
+  long waited = 0;
+  for (unsigned attempt = 0;; attempt++) {
+    wd_error_t *err = wd_registry_register(reg, subject, schema_json, id);
+    if (!err || !err->retriable || waited >= 60000) return err;
+    if (start_stop && *start_stop) { /* stopped during the start: say what it waited for */
+      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, E_STOPPED,
+                                      "stopped during the start while the schema registry "
+                                      "did not answer (%s); nothing was consumed or produced",
+                                      err->message);
+      wd_error_destroy(err);
+      return serr;
+    }
+    long ms = wd_registry_backoff_ms(attempt);
+    wd_log(WD_LOG_WARN, "pipeline", "%s; retrying in %ld ms", err->message, ms);
+    wd_error_destroy(err);
+    for (long left = ms; left > 0 && !(start_stop && *start_stop); left -= 100) wd_sleep_ms(left > 100 ? 100 : left);
+    waited += ms;
+  }
+}
+
+wd_error_t *wd_emit_setup_avro(const wd_config_t *cfg, const wd_schema_t *schema,
+                               const volatile sig_atomic_t *start_stop, wd_registry_t **registry,
+                               wd_avro_sink_t **avro) {
+  wd_error_t *err = NULL;
+  if (!cfg->schema_registry.url) return NULL;
+  wd_registry_conf_t rc = {cfg->schema_registry.url, cfg->schema_registry.username, cfg->schema_registry.password,
+                           (long)cfg->schema_registry.timeout_ms};
+  if ((err = wd_registry_new(&rc, registry))) return err;
+  bool value = cfg->sink.format == WD_CONFIG_SINK_AVRO, key = cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
+  if (!value && !key) return NULL;
+  if ((err = wd_avro_sink_new(schema, cfg->table.name, avro))) return err;
+  int32_t vid = 0, kid = 0;
+  char subject[600];
+  if (value) {
+    snprintf(subject, sizeof(subject), "%s-value", cfg->sink.topic);
+    if ((err = register_schema(*registry, subject, wd_avro_sink_value_schema(*avro), start_stop, &vid))) return err;
+  }
+  if (key) {
+    snprintf(subject, sizeof(subject), "%s-key", cfg->sink.topic);
+    if ((err = register_schema(*registry, subject, wd_avro_sink_key_schema(*avro), start_stop, &kid))) return err;
+  }
+  wd_avro_sink_set_ids(*avro, vid, kid);
   return NULL;
 }

@@ -23,11 +23,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <signal.h>
+
+#include "app/config/config.h"
 #include "app/runtime/collector.h"
 #include "changelog/avro.h"
 #include "changelog/sink_format.h"
 #include "common/kafka_conf.h"
 #include "common/types.h"
+#include "ingest/schema_registry.h"
 
 typedef struct wd_emitter_conf {
   const wd_schema_t *schema; /* the table's */
@@ -75,5 +79,16 @@ wd_error_t *wd_emit_encode(wd_emitter_t *e, wd_row_t *const *rows, size_t n, siz
  * over message.max.bytes goes to r->too_large (see above) and the rows after it go on. Errors: the
  * collector's (abortable ones included: the caller aborts the commit), the encoders'. */
 wd_error_t *wd_emit_changelog(wd_emitter_t *e, const wd_emit_rows_t *r);
+
+/* Start-up, when the config has a schema registry: its client into *registry (owned by the caller:
+ * wd_registry_destroy; the Avro decoders use it too) and, for the avro sink format or Avro keys,
+ * the Avro sink of schema into *avro (owned by the caller: wd_avro_sink_destroy) with its schemas
+ * registered under <sink topic>-value and <sink topic>-key, retried with backoff (logged) while
+ * the registry does not answer, for at most about a minute. Nothing when there is no registry.
+ * Errors: the registry's (E_REGISTRY), E_STOPPED when start_stop (may be NULL) was set during
+ * a wait, E_NOMEM. */
+wd_error_t *wd_emit_setup_avro(const wd_config_t *cfg, const wd_schema_t *schema,
+                               const volatile sig_atomic_t *start_stop, wd_registry_t **registry,
+                               wd_avro_sink_t **avro);
 
 #endif

@@ -17,8 +17,10 @@
 #include "app/runtime/standby.h"
 #include "app/runtime/collector.h"
 #include "app/runtime/batch.h"
+#include "app/runtime/clients.h"
 #include "app/runtime/emit.h"
 #include "app/runtime/replay.h"
+#include "app/runtime/repart_setup.h"
 #include "app/runtime/topic_index.h"
 
 #include <inttypes.h>
@@ -53,7 +55,7 @@ struct wd_pipeline {
   wd_state_t *state;
   wd_collector_t *coll; /* the record collector (app/runtime/collector.h): owns the producer */
   wd_consumer_t *cons;
-  wd_kafka_conf_t kconf;
+  wd_clients_t kc; /* the Kafka clients' configurations and the transactional.id (app/runtime/clients.h) */
   const wd_sink_format_t *sink_fmt; /* the changelog's value format (changelog/sink_format.h) */
   const wd_key_format_t *key_fmt; /* its key format */
   wd_registry_t *registry; /* schema registry (Avro sources, sink or key), else NULL */
@@ -74,9 +76,6 @@ struct wd_pipeline {
   bool assigned; /* partitions were assigned since the last co-partitioning check */
   bool closing; /* wd_pipeline_destroy closes the consumer: its revocation is no rebalance */
   const char **topics; /* every source topic (the sources' copies), for the consumer and the coordinator */
-  char *txn_id; /* the producer's transactional.id (exactly-once), owned */
-  wd_kafka_conf_t pconf; /* the producer's configuration (kept to re-create it), owned */
-  wd_kafka_conf_t rconf; /* the restore consumer's (brokers and properties, no group), owned */
   char *changelog_topic; /* per-partition tasks: the state changelog topic, owned; else NULL */
   bool per_partition; /* one task per source partition */
   /* ---- the open commit's history record and trace lines (app/ops/history_gather.h),
@@ -92,11 +91,9 @@ struct wd_pipeline {
    * read whole by this process, outside the group; NULL otherwise */
   wd_gtable_t *gt;
   const char **gtopics; /* the lookup topics (the sources' copies) */
-  char *pos_group; /* the per-process group of the commit marker, owned */
   /* the rebuild on an incompatible definition (app/runtime/rebuild.h), or NULL */
   wd_rebuild_t *rb;
   wd_consumer_t *rb_marker; /* in group "<transactional.id>.rebuild" (never subscribed): the commit marker */
-  char *rb_group;
   /* the topic index, and per batch its topics seen and its partitions
    * (app/runtime/topic_index.h) */
   wd_topic_index_t *tix;
@@ -230,16 +227,6 @@ static wd_error_t *metrics_setup(wd_pipeline_t *p) {
 /* At most once a second from the loop: lag, state size, cache, restore progress. */
 static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
   if (!wd_run_metrics_tick_due(p->rm, now, force)) return;
-  wd_run_tick_t t = {0};
-  wd_tp_offset_t *lags = NULL;
-  wd_error_destroy(wd_consumer_lags(p->cons, &lags, &t.nlags));
-  t.lags = lags;
-  t.assigned = wd_consumer_assigned_count(p->cons);
-  t.state_bytes = wd_store_disk_bytes(p->store);
-  wd_state_cache_counts(p->state, &t.cache_hits, &t.cache_misses);
-  t.cache_entries = wd_state_cached(p->state);
-  t.restore = wd_replay_progress(&p->replay, p->store);
-  wd_run_metrics_tick(p->rm, &t);
   wd_status_inputs_t si = {p->commit,
                            p->cons,
                            p->store,
@@ -247,17 +234,16 @@ static void metrics_tick(wd_pipeline_t *p, double now, bool force) {
                            p->cfg->table.name,
                            p->cfg->sink.topic,
                            p->cfg->kafka.group_id,
-                           p->txn_id,
+                           p->kc.txn_id,
                            p->exactly_once,
                            p->pace.interval,
                            wd_commit_initialising(p->commit),
                            wd_commit_changelog_restoring(p->commit),
                            p->rb && wd_rebuild_busy(p->rb, p->commit),
                            p->stop != 0,
-                           lags,
-                           t.nlags};
-  wd_status_report(&si, p->rm); /* the probes' and /status's snapshot */
-  free(lags);
+                           NULL,
+                           0};
+  wd_status_tick(&si, p->state, wd_replay_progress(&p->replay, p->store), p->rm);
 }
 
 /* Commit hooks: the trace of a commit is written when the commit is final, dropped on abort. */
@@ -287,55 +273,13 @@ static void on_aborted(void *ctx) {
   }
 }
 
-/* The kind of topic, its source's index (*si) and the pipeline's own copy of its name (*canon,
- * valid for the pipeline's life, unlike a message's). */
-static wd_topic_kind_t topic_kind(const wd_pipeline_t *p, const char *topic, int *si, const char **canon) {
-  for (size_t i = 0; i < p->nsources; i++) {
-    for (size_t t = 0; t < p->sources[i]->ntopics; t++)
-      if (strcmp(p->sources[i]->topics[t], topic) == 0) {
-        *si = (int)i;
-        *canon = p->sources[i]->topics[t];
-        return wd_repart_on(p->rp, i) ? WD_TOPIC_RAW : WD_TOPIC_DIRECT;
-      }
-    const char *rt = wd_repart_topic(p->rp, i);
-    if (rt && !strcmp(rt, topic)) {
-      *si = (int)i;
-      *canon = rt;
-      return WD_TOPIC_REPARTITION;
-    }
-  }
-  *si = -1;
-  *canon = NULL;
-  return WD_TOPIC_NONE;
-}
-
 static bool is_lookup(const wd_pipeline_t *p, int si) { return wd_lookups_is_lookup(p->lk, si); }
 
-/* ---- the topic index ---------------------------------------------------- */
-
-/* Builds the index of every topic the pipeline reads (the sources' topics, their repartition
- * topics), once they are known (after plan_repartition, with p->gtopics set). 0, or -1 on no
- * memory. */
-static int topic_index_build(wd_pipeline_t *p) {
-  size_t n = 0;
-  for (size_t i = 0; i < p->nsources; i++) n += p->sources[i]->ntopics + (wd_repart_topic(p->rp, i) ? 1 : 0);
-  wd_topic_ent_t *ents = calloc(n ? n : 1, sizeof(*ents));
-  if (!ents) return -1;
-  size_t k = 0;
-  for (size_t i = 0; i < p->nsources; i++)
-    for (size_t t = 0; t <= p->sources[i]->ntopics; t++) {
-      const char *name = t < p->sources[i]->ntopics ? p->sources[i]->topics[t] : wd_repart_topic(p->rp, i);
-      if (!name) continue;
-      int si = -1;
-      const char *canon = NULL;
-      wd_topic_kind_t kind = topic_kind(p, name, &si, &canon); /* the first source naming it wins, as before */
-      bool global = false;
-      for (size_t g = 0; p->gtopics && p->gtopics[g] && !global; g++) global = p->gtopics[g] == canon;
-      ents[k++] = (wd_topic_ent_t){canon, kind, si, global};
-    }
-  p->tix = wd_topic_index_new(ents, k); /* of the same name, the first is kept */
-  free(ents);
-  return p->tix ? 0 : -1;
+/* What the repartition module's steps read of the pipeline (app/runtime/repart_setup.h). */
+static wd_repart_env_t repart_env(const wd_pipeline_t *p) {
+  return (wd_repart_env_t){p->cfg,     p->sources,       p->nsources,    p->lk,
+                           p->rp,      p->coll,          p->store,       p->cons,
+                           p->gtopics, p->per_partition, p->opts.replay, p->opts.start_stop};
 }
 
 /* Sleeps ms milliseconds (in slices, returning early when the pipeline is stopped). */
@@ -375,102 +319,13 @@ void wd_pipeline_print_summary(const wd_pipeline_t *p, FILE *f, double seconds) 
   wd_status_summary(f, &in, seconds);
 }
 
-/* Partitions 0..63 of a bitmask as a readable list ("0-3", "0, 2, 5-7") into buf. */
-static void partition_list(uint64_t mask, char *buf, size_t n) {
-  size_t len = 0;
-  buf[0] = 0;
-  for (int i = 0; i < 64 && len < n; i++) {
-    if (!(mask >> i & 1)) continue;
-    int j = i;
-    while (j + 1 < 64 && (mask >> (j + 1) & 1)) j++;
-    int k = j > i ? snprintf(buf + len, n - len, "%s%d-%d", len ? ", " : "", i, j)
-                  : snprintf(buf + len, n - len, "%s%d", len ? ", " : "", i);
-    if (k < 0) break;
-    len += (size_t)k;
-    i = j;
-  }
-  if (!buf[0]) snprintf(buf, n, "none");
-}
-
-/* Warns when the assignment is not co-partitioned across the source topics (docs/guarantees.md "Scaling out"):
- * every source topic should have the same partition numbers assigned to this process, or the
- * changes of one key may be merged by two processes into two stores. */
-static void check_copartitioning(wd_pipeline_t *p) {
-  wd_tp_offset_t *a = NULL;
-  size_t n = 0;
-  wd_error_t *err = wd_consumer_assignment(p->cons, &a, &n);
-  if (err || n == 0) {
-    wd_error_destroy(err);
-    free(a);
-    return;
-  }
-  /* a bitmask of partitions 0..63 per topic (more partitions are not checked), over the topics
-   * of the tasks (a repartitioned source's own topics are only forwarded: any assignment works) */
-  size_t ntask = 0;
-  const char *const *task_topics = wd_repart_task_topics(p->rp, &ntask);
-  const char *first = ntask ? task_topics[0] : a[0].topic;
-  uint64_t ref = 0;
-  for (size_t i = 0; i < n; i++)
-    if (a[i].topic == first || !strcmp(a[i].topic, first))
-      if (a[i].partition >= 0 && a[i].partition < 64) ref |= UINT64_C(1) << a[i].partition;
-  for (size_t t = 0; t < p->nsources; t++)
-    for (size_t k = 0; k < p->sources[t]->ntopics + 1 && !(p->gtopics && is_lookup(p, (int)t)); k++) {
-      const char *topic = k < p->sources[t]->ntopics ? p->sources[t]->topics[k] : wd_repart_topic(p->rp, t);
-      if (!topic || (wd_repart_on(p->rp, t) && k < p->sources[t]->ntopics)) continue;
-      uint64_t mask = 0;
-      for (size_t i = 0; i < n; i++)
-        if (!strcmp(a[i].topic, topic) && a[i].partition >= 0 && a[i].partition < 64)
-          mask |= UINT64_C(1) << a[i].partition;
-      /* a topic with none assigned (either one) may not exist yet (logged by the consumer; checked again at the
-       * assignment that includes it) */
-      if (mask != ref && mask != 0 && ref != 0) {
-        static bool told; /* once per process */
-        char have[200], want[200];
-        partition_list(mask, have, sizeof(have));
-        partition_list(ref, want, sizeof(want));
-        if (!told)
-          wd_log(WD_LOG_WARN, "pipeline",
-                 "source topics not co-partitioned: this process has partitions %s of %s but %s of %s; with "
-                 "several processes in the group a key's changes may be merged by two of them (docs/guarantees.md "
-                 "\"Scaling out\")",
-                 have, topic, want, first);
-        told = true;
-        free(a);
-        return;
-      }
-    }
-  free(a);
-}
-
 /* ---- lookups under per-partition tasks (app/runtime/global_table.h) ----------------- */
-
-/* Reconciles every RECONCILING task of the task table (join/lookup.h wd_join_reconcile_task)
- * before its first record, which waits held meanwhile: its rows' lookup columns recomputed from
- * this process's lookup tables, the differences produced into the open commit
- * (docs/lookups-scale-out.md); then it is RUNNING. */
-static wd_error_t *reconcile_tasks(wd_pipeline_t *p) {
-  uint32_t task;
-  wd_error_t *err = NULL;
-  wd_changelog_t cl = {0}; /* the task's differences */
-  while (!err && wd_commit_next_reconcile(p->commit, &task)) {
-    size_t rows = 0;
-    wd_changelog_reset(p->table, &cl);
-    if ((err = wd_join_reconcile_task(wd_lookups_join(p->lk), task, &cl, &rows))) break;
-    const wd_emit_rows_t out = {.rows = cl.rows, .n = cl.n}; /* rows of no message: one too large is logged */
-    if (cl.n && (err = wd_emit_changelog(&p->emit, &out))) break;
-    wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes", task,
-           rows, cl.n);
-    err = wd_commit_reconciled(p->commit, task);
-  }
-  wd_changelog_free(p->table, &cl);
-  return err;
-}
 
 /* Takes the records of the lookup topics already fetched, as one batch of the open commit.
  * *n: how many. A batch abandoned by a rebalance is read again (the global consumer rewound). */
 static wd_error_t *global_batch(wd_pipeline_t *p, size_t *n) {
   *n = 0;
-  wd_error_t *err = reconcile_tasks(p);
+  wd_error_t *err = wd_gtable_reconcile(p->commit, wd_lookups_join(p->lk), p->table, &p->emit);
   if (!err) err = wd_gtable_poll(p->gt, (size_t)p->cfg->pipeline.batch_size, p->msgs, n);
   if (err || !*n) return err;
   bool abandoned = false;
@@ -632,9 +487,13 @@ static turn_t poll_records(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   l->now = wd_mono_s();
   if (p->assigned) {
     p->assigned = false;
-    if (!p->opts.replay) check_copartitioning(p);
+    if (!p->opts.replay) {
+      wd_repart_env_t e = repart_env(p);
+      wd_repart_check_copartitioning(&e);
+    }
   }
-  if (p->gt && (*err = reconcile_tasks(p))) { /* tasks assigned in this poll */
+  if (p->gt && (*err = wd_gtable_reconcile(p->commit, wd_lookups_join(p->lk), p->table,
+                                           &p->emit))) { /* tasks assigned in this poll */
     wd_batch_release(p->batch, l->n);
     return aborted_for(p, err) && !*err ? TURN_AGAIN : TURN_STOP; /* aborted: the batch is read again */
   }
@@ -786,294 +645,17 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
                         "fenced: another widen process with transactional.id %s (or a newer member of group "
                         "%s) took over; this one stops without committing its open work (the other one "
                         "processes it)",
-                        p->txn_id ? p->txn_id : "?", p->cfg->kafka.group_id);
+                        p->kc.txn_id ? p->kc.txn_id : "?", p->cfg->kafka.group_id);
   p->st.lag = wd_consumer_lag(p->cons);
   metrics_tick(p, wd_mono_s(), true); /* the final values */
   if (p->opts.replay && !err) wd_run_metrics_restore_done(p->rm);
   return err;
 }
 
-/* Registers schema_json under subject, retrying with backoff (logged) while the registry does not
- * answer, for at most about a minute. */
-static wd_error_t *register_schema(wd_pipeline_t *p, const char *subject, const char *schema_json, int32_t *id) {
-  long waited = 0;
-  for (unsigned attempt = 0;; attempt++) {
-    wd_error_t *err = wd_registry_register(p->registry, subject, schema_json, id);
-    if (!err || !err->retriable || waited >= 60000) return err;
-    if (p->opts.start_stop && *p->opts.start_stop) { /* stopped during the start: say what it waited for */
-      wd_error_t *serr = wd_error_new(WD_ERR_KAFKA, E_STOPPED,
-                                      "stopped during the start while the schema registry "
-                                      "did not answer (%s); nothing was consumed or produced",
-                                      err->message);
-      wd_error_destroy(err);
-      return serr;
-    }
-    long ms = wd_registry_backoff_ms(attempt);
-    wd_log(WD_LOG_WARN, "pipeline", "%s; retrying in %ld ms", err->message, ms);
-    wd_error_destroy(err);
-    sleep_ms(p, ms);
-    waited += ms;
-  }
-}
-
-/* The schema registry client, the Avro decoder, and the Avro sink with its schemas registered
- * (under <topic>-value, and <topic>-key for Avro keys), when the config has a registry. */
-static wd_error_t *setup_avro(wd_pipeline_t *p) {
-  const wd_config_t *cfg = p->cfg;
-  wd_error_t *err = NULL;
-  if (!cfg->schema_registry.url) return NULL;
-  wd_registry_conf_t rc = {cfg->schema_registry.url, cfg->schema_registry.username, cfg->schema_registry.password,
-                           (long)cfg->schema_registry.timeout_ms};
-  if ((err = wd_registry_new(&rc, &p->registry))) return err;
-  bool value = cfg->sink.format == WD_CONFIG_SINK_AVRO, key = cfg->sink.key_format == WD_CONFIG_KEY_AVRO;
-  if (!value && !key) return NULL;
-  if ((err = wd_avro_sink_new(p->schema, cfg->table.name, &p->avro_out))) return err;
-  int32_t vid = 0, kid = 0;
-  char subject[600];
-  if (value) {
-    snprintf(subject, sizeof(subject), "%s-value", cfg->sink.topic);
-    if ((err = register_schema(p, subject, wd_avro_sink_value_schema(p->avro_out), &vid))) return err;
-  }
-  if (key) {
-    snprintf(subject, sizeof(subject), "%s-key", cfg->sink.topic);
-    if ((err = register_schema(p, subject, wd_avro_sink_key_schema(p->avro_out), &kid))) return err;
-  }
-  wd_avro_sink_set_ids(p->avro_out, vid, kid);
-  return NULL;
-}
-
-/* librdkafka properties that only a consumer takes: kafka.properties go to both clients, and
- * the producer would warn about these at every start. */
-static bool consumer_only(const char *name) {
-  static const char *const names[] = {"session.timeout.ms",
-                                      "heartbeat.interval.ms",
-                                      "group.instance.id",
-                                      "max.poll.interval.ms",
-                                      "auto.offset.reset",
-                                      "partition.assignment.strategy",
-                                      "fetch.min.bytes",
-                                      "fetch.max.bytes",
-                                      "fetch.wait.max.ms",
-                                      "max.partition.fetch.bytes",
-                                      "isolation.level",
-                                      "enable.partition.eof",
-                                      "auto.commit.interval.ms",
-                                      "queued.min.messages",
-                                      "queued.max.messages.kbytes",
-                                      "check.crcs",
-                                      "fetch.error.backoff.ms",
-                                      "coordinator.query.interval.ms",
-                                      "group.protocol.type",
-                                      "offset.store.method",
-                                      "allow.auto.create.topics"};
-  for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-    if (strcmp(name, names[i]) == 0) return true;
-  return false;
-}
-
-/* librdkafka properties that only the producer takes (kept from the consumer's configuration). */
-static bool producer_only(const char *name) {
-  return !strcmp(name, "transactional.id") || !strcmp(name, "transaction.timeout.ms");
-}
-
-/* The instance id generated once and kept in the state directory (meta "instance/id"): 16 hex
- * digits into inst (n >= 17). Errors: E_STORE_*, E_NOMEM. */
-static wd_error_t *stored_instance_id(wd_pipeline_t *p, char *inst, size_t n) {
-  wd_error_t *err = NULL;
-  uint8_t *val = NULL;
-  size_t vlen = 0;
-  inst[0] = 0;
-  if ((err = wd_store_get_meta(p->store, "instance/id", &val, &vlen))) return err;
-  if (val && vlen < n) {
-    memcpy(inst, val, vlen);
-    inst[vlen] = 0;
-  }
-  free(val);
-  if (inst[0]) return NULL;
-  uint64_t r = 0;
-  FILE *f = fopen("/dev/urandom", "rb");
-  if (!f || fread(&r, sizeof(r), 1, f) != 1) r = (uint64_t)(uint64_t)wd_wall_ms() ^ ((uint64_t)getpid() << 32);
-  if (f) fclose(f);
-  snprintf(inst, n, "%016" PRIx64, r);
-  wd_store_batch_t *b = wd_store_batch_new();
-  if (!b || wd_store_batch_set_meta(b, "instance/id", (const uint8_t *)inst, strlen(inst))) {
-    wd_store_batch_destroy(b);
-    return wd_error_nomem();
-  }
-  err = wd_store_write_sync(p->store, b);
-  wd_store_batch_destroy(b);
-  return err;
-}
-
-/* The producer's transactional.id under exactly-once (docs/exactly-once.md): kafka.properties'
- * or sink.properties' own, else widen-<group>-<instance> with the group.instance.id, or an id
- * generated once and kept in the state directory (meta "instance/id"), so that a restarted
- * process fences its earlier incarnation. Also reads transaction.timeout.ms. */
-static wd_error_t *transactional_id(wd_pipeline_t *p, wd_kafka_conf_t *pconf, int *txn_timeout_ms) {
-  wd_error_t *err = NULL;
-  const char *tt = wd_kafka_conf_get(pconf, "transaction.timeout.ms");
-  if (tt) {
-    *txn_timeout_ms = atoi(tt);
-  } else {
-    /* 10 s, as Kafka Streams under exactly-once (librdkafka's default is 60 s): the open
-     * transaction of a process killed for good (not restarted with its transactional.id) holds
-     * every read_committed reader of the partitions it wrote to (the other members' repartition
-     * topics and changelog restores, downstream consumers) until the broker aborts it */
-    *txn_timeout_ms = 10000;
-    if ((err = wd_kafka_conf_set(pconf, "transaction.timeout.ms", "10000"))) return err;
-  }
-  const char *tid = wd_kafka_conf_get(pconf, "transactional.id");
-  if (tid) return (p->txn_id = strdup(tid)) ? NULL : wd_error_nomem();
-  char inst[64] = "";
-  const char *gi = wd_kafka_conf_get(&p->kconf, "group.instance.id");
-  if (gi) snprintf(inst, sizeof(inst), "%s", gi);
-  else if ((err = stored_instance_id(p, inst, sizeof(inst)))) return err;
-  if (asprintf(&p->txn_id, "widen-%s-%s", p->cfg->kafka.group_id ? p->cfg->kafka.group_id : "nogroup", inst) < 0) {
-    p->txn_id = NULL;
-    return wd_error_nomem();
-  }
-  return wd_kafka_conf_set(pconf, "transactional.id", p->txn_id);
-}
-
-/* Creates an internal topic of the table (N partitions) when missing; refuses one that exists
- * with another partition count (C_INTERNAL_TOPIC_PARTITIONS). */
-static wd_error_t *ensure_internal_topic(wd_pipeline_t *p, const char *topic, const char *const *cfgs,
-                                         const char *what) {
-  int have = 0, np = wd_repart_partitions(p->rp);
-  wd_error_t *err = wd_collector_partition_count(p->coll, topic, 30000, &have);
-  if (err) return err;
-  if (have && have != np)
-    return wd_error_new(WD_ERR_CONFIG, C_INTERNAL_TOPIC_PARTITIONS,
-                        "%s %s has %d partitions but the table has %d (one per task): set pipeline.partitions: %d "
-                        "(the count the table was built with); another count needs the table built anew (stop every "
-                        "process of group %s, delete their state directories and the group's internal topics, and "
-                        "start with a new group.id), since every task's rows would hold other keys",
-                        what, topic, have, np, have, p->cfg->kafka.group_id);
-  if (have) return NULL;
-  if ((err = wd_collector_ensure_topic(p->coll, topic, np, cfgs, 30000))) return err;
-  /* until the broker's metadata lists it: a group that assigns before would leave it out until the
-   * next metadata refresh (minutes) */
-  for (int i = 0; i < 100 && !err && have != np; i++) {
-    if (i) sleep_ms(p, 100);
-    err = wd_collector_partition_count(p->coll, topic, 5000, &have);
-  }
-  return err;
-}
-
-/* the table's partition count and which sources go through a repartition topic
- * (app/runtime/repartition.h), said at start; in a live run the repartition topics are created. */
-static wd_error_t *plan_repartition(wd_pipeline_t *p) {
-  wd_error_t *err = NULL;
-  size_t n = p->nsources;
-  wd_repartition_input_t *in = calloc(n ? n : 1, sizeof(*in));
-  int **counts = calloc(n ? n : 1, sizeof(*counts));
-  char *why = NULL;
-  if (!in || !counts) {
-    err = wd_error_nomem();
-    goto done;
-  }
-  for (size_t i = 0; i < n && !err; i++) {
-    const wd_source_t *src = p->sources[i];
-    if (!(counts[i] = calloc(src->ntopics ? src->ntopics : 1, sizeof(int)))) {
-      err = wd_error_nomem();
-      break;
-    }
-    for (size_t k = 0; k < src->ntopics && !err; k++)
-      err = wd_collector_partition_count(p->coll, src->topics[k], 30000, &counts[i][k]);
-    /* a source with its own primary key always forwards its derived records (docs/source-keys.md) */
-    int mode = wd_lookups_has_key(p->lk, (int)i) ? WD_CONFIG_REPARTITION_TRUE : p->cfg->sources.v[i].repartition;
-    in[i] = (wd_repartition_input_t){
-        src->name, mode, is_lookup(p, (int)i), src->ntopics, (const char *const *)src->topics, counts[i]};
-  }
-  if (err || (err = wd_repart_plan(p->rp, in, p->cfg->pipeline.partitions, !p->opts.replay, p->cfg->kafka.group_id,
-                                   p->cfg->table.name, &why)))
-    goto done;
-  if ((err = wd_lookups_check_partitions(p->lk, p->cfg, in, n, wd_repart_partitions(p->rp)))) goto done;
-  size_t nrp = 0;
-  for (size_t i = 0; i < n; i++) nrp += wd_repart_on(p->rp, i);
-  wd_log(WD_LOG_INFO, "pipeline", "per-partition tasks: the table has %d partitions (tasks)%s",
-         wd_repart_partitions(p->rp), nrp ? "" : "; every source is co-partitioned");
-  for (char *line = why, *nl; line && *line; line = nl + 1) {
-    if (!(nl = strchr(line, '\n'))) break;
-    *nl = 0;
-    wd_log(WD_LOG_INFO, "pipeline", "%s", line);
-  }
-  for (size_t i = 0; i < n && !err; i++) { /* a live run: the repartition topics are created */
-    const char *topic = wd_repart_topic(p->rp, i);
-    if (!topic) continue;
-    err = ensure_internal_topic(p, topic, NULL, "repartition topic");
-    if (!err && wd_repart_on(p->rp, i))
-      wd_log(WD_LOG_INFO, "pipeline", "source '%s': forwarded through repartition topic %s", p->sources[i]->name,
-             topic);
-    else if (!err)
-      wd_log(WD_LOG_INFO, "pipeline",
-             "source '%s': read directly; a record outside its wide key's partition "
-             "(murmur2 of widen's key bytes) goes through repartition topic %s",
-             p->sources[i]->name, topic);
-  }
-done:
-  for (size_t i = 0; counts && i < n; i++) free(counts[i]);
-  free(counts);
-  free(in);
-  free(why);
-  return err;
-}
-
-/* The task layout the state's rows are split by (meta "tasks/layout"): "single", or
- * "per-partition N; <source> direct|repartitioned; ..." for the main sources. Rows, stored offsets
- * and the state changelog topic are laid out by it: a task of another layout (another N, a source
- * read directly instead of through its repartition topic, or the other way round) holds other
- * keys, and resuming it would keep keys in two tasks. A state without one (new, or made before
- * this check) gets the current one; another one stops the start with C_TASKS_LAYOUT. */
-static wd_error_t *check_layout(wd_pipeline_t *p, const char *dir) {
-  static const char *const key = "tasks/layout";
-  wd_buf_t now = {0};
-  wd_error_t *err = NULL;
-  uint8_t *was = NULL;
-  size_t wlen = 0;
-  if (!p->per_partition) {
-    if (wd_buf_printf(&now, "single")) goto nomem;
-  } else {
-    if (wd_buf_printf(&now, "per-partition %d", wd_repart_partitions(p->rp))) goto nomem;
-    for (size_t i = 0; i < p->nsources; i++)
-      if (!is_lookup(p, (int)i) &&
-          wd_buf_printf(&now, "; %s %s", p->sources[i]->name, wd_repart_on(p->rp, i) ? "repartitioned" : "direct"))
-        goto nomem;
-  }
-  if ((err = wd_store_get_meta(p->store, key, &was, &wlen))) goto done;
-  if (!was) {
-    wd_store_batch_t *b = wd_store_batch_new();
-    if (!b || wd_store_batch_set_meta(b, key, now.data, now.len)) {
-      wd_store_batch_destroy(b);
-      goto nomem;
-    }
-    err = wd_store_write_sync(p->store, b);
-    wd_store_batch_destroy(b);
-    goto done;
-  }
-  if (wlen == now.len && !memcmp(was, now.data, wlen)) goto done;
-  err = wd_error_new(WD_ERR_CONFIG, C_TASKS_LAYOUT,
-                     "the state in %s was split into tasks as \"%.*s\", this start would split it as \"%.*s\" (a "
-                     "source topic's partition count, pipeline.partitions, pipeline.tasks or a repartition setting "
-                     "changed): its rows, and the state changelog topic, hold other keys per task than the new "
-                     "layout puts there. Restore the old layout (e.g. pipeline.partitions, or `repartition: true` "
-                     "where a source went through a repartition topic), or build the table anew for the new one: "
-                     "stop every process of group %s, delete their state directories and the group's internal "
-                     "topics (-changelog, -repartition), and start with a new group.id (downstream then receives the "
-                     "table again from the beginning)",
-                     dir, (int)wlen, (const char *)was, (int)now.len, (const char *)now.data, p->cfg->kafka.group_id);
-  goto done;
-nomem:
-  err = wd_error_nomem();
-done:
-  free(was);
-  wd_buf_free(&now);
-  return err;
-}
-
 static wd_error_t *ensure_changelog(wd_pipeline_t *p) {
   static const char *const cfgs[] = {"cleanup.policy", "compact", NULL};
-  return ensure_internal_topic(p, p->changelog_topic, cfgs, "the state changelog topic");
+  wd_repart_env_t e = repart_env(p);
+  return wd_repart_ensure_topic(&e, p->changelog_topic, cfgs, "the state changelog topic");
 }
 
 /* ---- start-up: the steps of wd_pipeline_new, in order ---------------------------------------------
@@ -1103,7 +685,7 @@ static wd_error_t *open_table_and_sources(wd_pipeline_t *p, size_t *ntopics) {
   if (!p->sink_fmt || !p->key_fmt)
     return wd_error_new(WD_ERR_INTERNAL, NONE, "sink format %d / key format %d not in the registry",
                         (int)cfg->sink.format, (int)cfg->sink.key_format);
-  return setup_avro(p);
+  return wd_emit_setup_avro(cfg, p->schema, p->opts.start_stop, &p->registry, &p->avro_out);
 }
 
 /* The start-up warning of a table that rejects retractions (the batch leaves their -U out). */
@@ -1169,46 +751,16 @@ static wd_error_t *open_trace(wd_pipeline_t *p) {
 }
 
 /* The Kafka clients' configurations (consumer, producer), the output topics made, static
- * membership, the transactional.id (*txn_timeout_ms: its transaction.timeout.ms), the collector. */
-static wd_error_t *open_kafka(wd_pipeline_t *p, int *txn_timeout_ms) {
+ * membership, the transactional.id (app/runtime/clients.h), the stop's grace, the collector. */
+static wd_error_t *open_kafka(wd_pipeline_t *p) {
   const wd_config_t *cfg = p->cfg;
-  wd_error_t *err = NULL;
   p->exactly_once = cfg->pipeline.processing_guarantee == WD_CONFIG_EXACTLY_ONCE && !p->opts.replay;
   p->per_partition = cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION;
-  if ((err = wd_kafka_conf_set_brokers(&p->kconf, cfg->kafka.bootstrap_servers))) return err;
-  for (size_t i = 0; i < cfg->kafka.properties.n; i++)
-    if (!producer_only(cfg->kafka.properties.v[i].key) &&
-        (err = wd_kafka_conf_set(&p->kconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value)))
-      return err;
-  if ((err = wd_kafka_conf_set_brokers(&p->pconf, cfg->kafka.bootstrap_servers))) return err;
-  for (size_t i = 0; i < cfg->kafka.properties.n && !err; i++)
-    if (!consumer_only(cfg->kafka.properties.v[i].key))
-      err = wd_kafka_conf_set(&p->pconf, cfg->kafka.properties.v[i].key, cfg->kafka.properties.v[i].value);
-  for (size_t i = 0; i < cfg->sink.properties.n && !err; i++)
-    err = wd_kafka_conf_set(&p->pconf, cfg->sink.properties.v[i].key, cfg->sink.properties.v[i].value);
-  if (!err && !p->opts.no_output) { /* so that a consumer can read them before their first record */
-    const char *out_topics[] = {cfg->sink.topic, cfg->sink.dead_letter_topic};
-    wd_sink_create_topics(&p->pconf, out_topics, 2, 10000);
-  }
-  /* static membership by default (KIP-345), with the state directory's instance id */
-  if (!err && !p->opts.replay && cfg->kafka.static_membership && !wd_kafka_conf_get(&p->kconf, "group.instance.id")) {
-    char inst[64];
-    if (!(err = stored_instance_id(p, inst, sizeof(inst))))
-      err = wd_kafka_conf_set(&p->kconf, "group.instance.id", inst);
-    if (!err)
-      wd_log(WD_LOG_INFO, "pipeline",
-             "static membership: group.instance.id %s (kept in %s; a restart within "
-             "session.timeout.ms takes the partitions back without a rebalance)",
-             inst, cfg->state.dir);
-  }
-  *txn_timeout_ms = 60000; /* librdkafka's default transaction.timeout.ms */
-  if (!err && p->exactly_once) err = transactional_id(p, &p->pconf, txn_timeout_ms);
-  p->stop_grace_s = (unsigned)(*txn_timeout_ms > 0 ? *txn_timeout_ms : 60000) / 1000u + 5u;
+  wd_error_t *err = wd_clients_configure(&p->kc, cfg, p->store, p->opts.replay, p->exactly_once, p->opts.no_output);
+  int tt = p->kc.txn_timeout_ms;
+  p->stop_grace_s = (unsigned)(tt > 0 ? tt : 60000) / 1000u + 5u;
   p->settled = 1;
-  if (!err) err = wd_collector_new(&p->pconf, &p->coll);
-  if (err) return err;
-  if (!p->opts.replay && (err = wd_kafka_conf_set_group(&p->kconf, cfg->kafka.group_id))) return err;
-  return NULL;
+  return err ? err : wd_collector_new(&p->kc.pconf, &p->coll);
 }
 
 /* The topics: the repartition plan and the state's layout (dir), the group's topics (*nt of them)
@@ -1218,27 +770,13 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
   const wd_config_t *cfg = p->cfg;
   wd_error_t *err = NULL;
   if (!(p->rp = wd_repart_new(p->nsources))) return wd_error_nomem();
-  if (p->per_partition && (err = plan_repartition(p))) return err;
-  if ((err = check_layout(p, dir))) return err; /* the rows are split by it */
+  wd_repart_env_t e = repart_env(p);
+  if (p->per_partition && (err = wd_repart_setup(&e))) return err;
+  if ((err = wd_repart_check_layout(&e, dir))) return err; /* the rows are split by it */
   if (!(p->topics = calloc(ntopics + p->nsources + 1, sizeof(char *)))) return wd_error_nomem();
-  *nt = *ngt = 0;
-  for (size_t i = 0; i < p->nsources; i++) {
-    if (p->gtopics && is_lookup(p, (int)i)) { /* a global table's, not the group's */
-      for (size_t t = 0; t < p->sources[i]->ntopics; t++) p->gtopics[(*ngt)++] = p->sources[i]->topics[t];
-      continue;
-    }
-    bool raw = wd_repart_on(p->rp, i) && wd_repart_forwarding(p->rp);
-    for (size_t t = 0; t < p->sources[i]->ntopics; t++) {
-      p->topics[(*nt)++] = p->sources[i]->topics[t];
-      /* a source with its own primary key is a task's input (its rows are task state), forwarded */
-      if (wd_repart_add_topic(p->rp, p->sources[i]->topics[t], raw && !wd_lookups_has_key(p->lk, (int)i)))
-        return wd_error_nomem();
-    }
-    if ((raw || wd_repart_fallback(p->rp, i)) && /* `auto` read directly: its repartition topic too */
-        wd_repart_add_topic(p->rp, p->topics[(*nt)++] = wd_repart_topic(p->rp, i), false))
-      return wd_error_nomem();
-  }
-  if (topic_index_build(p)) return wd_error_nomem();
+  if (wd_repart_group_topics(&e, p->topics, nt, p->gtopics, ngt)) return wd_error_nomem();
+  e.gtopics = p->gtopics;
+  if (!(p->tix = wd_repart_topic_index(&e))) return wd_error_nomem();
   wd_commit_pacer_init(&p->pace, cfg->pipeline.commit_interval_ms, cfg->pipeline.commit_interval_min_ms,
                        p->exactly_once);
   /* per-partition tasks in a group, exactly-once: the state changelog topic, and the restore
@@ -1248,12 +786,7 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
     else if (asprintf(&p->changelog_topic, "%s-%s-changelog", cfg->kafka.group_id, cfg->table.name) < 0)
       p->changelog_topic = NULL;
     if (!p->changelog_topic) return wd_error_nomem();
-    if ((err = wd_kafka_conf_set_brokers(&p->rconf, cfg->kafka.bootstrap_servers))) return err;
-    for (size_t i = 0; i < cfg->kafka.properties.n; i++) {
-      const char *k = cfg->kafka.properties.v[i].key;
-      if (producer_only(k) || !strcmp(k, "group.instance.id")) continue;
-      if ((err = wd_kafka_conf_set(&p->rconf, k, cfg->kafka.properties.v[i].value))) return err;
-    }
+    if ((err = wd_clients_restore_conf(&p->kc, cfg))) return err;
   }
   return NULL;
 }
@@ -1261,10 +794,10 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
 /* The commit coordinator (before the consumer: its callbacks, in assign mode already inside
  * wd_consumer_new, go to it), with the standby copies and a rebuild armed on an incompatible
  * definition (app/ops/fingerprint.h) and its commit marker. */
-static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_timeout_ms) {
+static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir) {
   const wd_config_t *cfg = p->cfg;
   wd_error_t *err = NULL;
-  const char *reset = wd_kafka_conf_get(&p->kconf, "auto.offset.reset");
+  const char *reset = wd_kafka_conf_get(&p->kc.kconf, "auto.offset.reset");
   size_t ntask = 0, nstateless = 0;
   const char *const *task_topics = wd_repart_task_topics(p->rp, &ntask);
   const char *const *stateless = wd_repart_stateless_topics(p->rp, &nstateless);
@@ -1274,7 +807,7 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
       .per_partition = p->per_partition,
       .interval_ms = cfg->pipeline.commit_interval_ms,
       .max_records = (uint64_t)cfg->pipeline.commit_max_records,
-      .txn_timeout_ms = txn_timeout_ms,
+      .txn_timeout_ms = p->kc.txn_timeout_ms,
       .replay_from_stored = true,
       .latest_when_empty = reset && (!strcmp(reset, "latest") || !strcmp(reset, "end") || !strcmp(reset, "largest")),
       .topics = task_topics,
@@ -1282,21 +815,16 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
       .stateless_topics = stateless,
       .nstateless = nstateless,
       .changelog_topic = p->changelog_topic,
-      .txn_id = p->txn_id,
-      .restore_conf = &p->rconf,
+      .txn_id = p->kc.txn_id,
+      .restore_conf = &p->kc.rconf,
       .hooks = {p, hist_before_finalize, on_committed, on_aborted, hist_before_write}, /* history */
   };
   if (p->changelog_topic && (err = ensure_changelog(p))) return err;
-  if (p->changelog_topic && cfg->pipeline.num_standby_replicas > 0) {
-    if ((err = wd_standby_new(&p->rconf, p->changelog_topic, (uint32_t)wd_repart_partitions(p->rp), p->store, p->state,
-                              task_topics, ntask, &p->standby)))
-      return err;
-    cc.standby = p->standby;
-    wd_log(WD_LOG_INFO, "pipeline",
-           "standby replicas: this process keeps warm copies of the tasks it does not own "
-           "(from %s)",
-           p->changelog_topic);
-  }
+  if (p->changelog_topic && (err = wd_standby_open(&p->kc.rconf, p->changelog_topic, cfg->pipeline.num_standby_replicas,
+                                                   (uint32_t)wd_repart_partitions(p->rp), p->store, p->state,
+                                                   task_topics, ntask, &p->standby)))
+    return err;
+  cc.standby = p->standby;
   if (p->gtopics) cc.hooks.changelog_skip = wd_join_global_key; /* lookup rows and index: no task's */
   /* a rebuild armed on an incompatible definition (app/ops/fingerprint.h) */
   if (!p->opts.replay && (err = wd_rebuild_open(p->store, p->state, p->table, p->changelog_topic != NULL, &p->rb)))
@@ -1308,20 +836,10 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
                         dir);
   if (p->rb) cc.hooks.task_current = rebuild_task_current;
   if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) return err;
-  if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
-    wd_kafka_conf_t mconf = {0};
-    const char *mtopic = p->changelog_topic ? p->changelog_topic : cfg->sink.topic;
-    if (asprintf(&p->rb_group, "%s.rebuild", p->txn_id) < 0) {
-      p->rb_group = NULL;
-      return wd_error_nomem();
-    }
-    err = wd_kafka_conf_copy(&mconf, &p->kconf);
-    if (!err) err = wd_kafka_conf_set_group(&mconf, p->rb_group);
-    if (!err) err = wd_consumer_new(&mconf, &mtopic, 1, NULL, NULL, &p->rb_marker);
-    wd_kafka_conf_clear(&mconf);
-    if (err) return err;
-    wd_commit_set_marker(p->commit, p->rb_marker, mtopic);
-  }
+  if (p->rb &&
+      (err = wd_rebuild_marker(&p->kc.kconf, p->kc.txn_id, p->changelog_topic ? p->changelog_topic : cfg->sink.topic,
+                               p->commit, &p->rb_marker)))
+    return err;
   wd_commit_set_stop(p->commit, &p->stop); /* every wait is bounded once stopping */
   wd_collector_set_wait(p->coll, producer_wait, p); /* a full producer queue serves the group */
   return NULL;
@@ -1333,24 +851,16 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
 static wd_error_t *open_consumers(wd_pipeline_t *p, size_t nt, size_t ngt) {
   wd_error_t *err = NULL;
   /* the metrics take librdkafka's statistics of the pipeline's consumer (a property of its own wins) */
-  if (p->rm && !wd_kafka_conf_get(&p->kconf, "statistics.interval.ms"))
-    err = wd_kafka_conf_set(&p->kconf, "statistics.interval.ms", "5000");
-  if (!err) err = wd_consumer_new(&p->kconf, p->topics, nt, on_assign, p, &p->cons);
+  if (p->rm && !wd_kafka_conf_get(&p->kc.kconf, "statistics.interval.ms"))
+    err = wd_kafka_conf_set(&p->kc.kconf, "statistics.interval.ms", "5000");
+  if (!err) err = wd_consumer_new(&p->kc.kconf, p->topics, nt, on_assign, p, &p->cons);
   if (err) return err;
   wd_commit_set_consumer(p->commit, p->cons);
   wd_consumer_set_revoke_cb(p->cons, on_revoke);
   wd_consumer_set_assign_all_cb(p->cons, on_assign_all);
-  if (p->gtopics) {
-    if (p->exactly_once && asprintf(&p->pos_group, "%s.lookups", p->txn_id) < 0) {
-      p->pos_group = NULL;
-      return wd_error_nomem();
-    }
-    if ((err = wd_gtable_new(&p->kconf, p->gtopics, ngt, p->store, p->pos_group, &p->gt))) return err;
-    if (p->exactly_once) wd_commit_set_global(p->commit, wd_gtable_group_consumer(p->gt), p->changelog_topic);
-    wd_join_set_owner(wd_lookups_join(p->lk), wd_commit_task_owned, p->commit); /* the task table's owned tasks */
-    wd_commit_set_reconcile(p->commit, true); /* each task reconciled before its first record */
-  }
-  return NULL;
+  if (!p->gtopics) return NULL;
+  return wd_gtable_open(&p->kc.kconf, p->gtopics, ngt, p->store, p->exactly_once ? p->kc.txn_id : NULL, p->commit,
+                        wd_lookups_join(p->lk), p->changelog_topic, &p->gt);
 }
 
 /* A poll batch of the consumer's records through the table (app/runtime/batch.h), with the changelog's
@@ -1401,20 +911,23 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   if (opts) p->opts = *opts;
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   size_t ntopics = 0, nt = 0, ngt = 0;
-  int txn_timeout_ms = 0;
-  if ((err = open_table_and_sources(p, &ntopics)) || (err = warn_retractions(p)) ||
-      (err = open_state(p, dir, ntopics)) || (err = open_trace(p)) || (err = open_kafka(p, &txn_timeout_ms)) ||
-      (err = plan_topics(p, dir, ntopics, &nt, &ngt)) || (err = open_coordinator(p, dir, txn_timeout_ms)) ||
-      (err = open_consumers(p, nt, ngt)) || (err = open_batch(p)))
+  if ((err = open_table_and_sources(p, &ntopics)) || /* table, sources, lookups, sink formats, registry */
+      (err = warn_retractions(p)) || /* a table that rejects retractions: said once */
+      (err = open_state(p, dir, ntopics)) || /* store, state, metrics, history, join layer */
+      (err = open_trace(p)) || /* --trace */
+      (err = open_kafka(p)) || /* the clients' configurations, transactional.id, collector */
+      (err = plan_topics(p, dir, ntopics, &nt, &ngt)) || /* repartition plan, layout, topics, pace */
+      (err = open_coordinator(p, dir)) || /* commit coordinator, standby copies, rebuild */
+      (err = open_consumers(p, nt, ngt)) || /* group consumer, global table */
+      (err = open_batch(p)) || /* the batch, the emitter, the replay */
+      (err = wd_commit_recover(p->commit, &p->stop)) || /* fence, resolve a prepared commit */
+      (p->gt && (err = wd_gtable_start(p->gt)))) /* at the positions recovery left */
     goto fail;
-  /* recovery: fence an earlier incarnation, resolve a commit it left prepared */
-  if ((err = wd_commit_recover(p->commit, &p->stop))) goto fail;
-  if (p->gt && (err = wd_gtable_start(p->gt))) goto fail; /* at the positions recovery left */
   if (p->exactly_once)
     wd_log(WD_LOG_INFO, "pipeline",
            "exactly-once: transactional.id %s; consumers of %s must read with "
            "isolation.level=read_committed",
-           p->txn_id, cfg->sink.topic);
+           p->kc.txn_id, cfg->sink.topic);
   *out = p;
   return NULL;
 fail:
@@ -1434,15 +947,11 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_gtable_destroy(p->gt);
   wd_rebuild_destroy(p->rb);
   if (p->rb_marker) wd_consumer_destroy(p->rb_marker);
-  free(p->rb_group);
   free(p->gtopics);
-  free(p->pos_group);
   wd_topic_index_destroy(p->tix);
   wd_run_metrics_destroy(p->rm); /* stops the server thread first */
   wd_collector_destroy(p->coll); /* flushes its producer first */
-  wd_kafka_conf_clear(&p->kconf);
-  wd_kafka_conf_clear(&p->pconf);
-  wd_kafka_conf_clear(&p->rconf);
+  wd_clients_clear(&p->kc);
   free(p->changelog_topic);
   wd_batch_destroy(p->batch); /* before the lookups whose batch rows it releases */
   wd_emitter_free(&p->emit);
@@ -1456,7 +965,6 @@ void wd_pipeline_destroy(wd_pipeline_t *p) {
   wd_state_destroy(p->state);
   free(p->topics);
   wd_repart_destroy(p->rp);
-  free(p->txn_id);
   wd_store_close(p->store);
   for (size_t i = 0; i < p->nsources; i++) wd_source_destroy(p->sources[i]);
   free(p->sources);

@@ -181,3 +181,22 @@ void wd_status_summary(FILE *f, const wd_status_summary_t *in, double seconds) {
   if (in->from) fprintf(f, "; %" PRIu64 " records older than --from skipped", st->skipped_before_from);
   fprintf(f, "\n");
 }
+
+void wd_status_tick(wd_status_inputs_t *in, wd_state_t *state, double restore, wd_run_metrics_t *rm) {
+  wd_run_tick_t t = {0};
+  wd_tp_offset_t *lags = NULL;
+  wd_error_destroy(wd_consumer_lags(in->cons, &lags, &t.nlags));
+  t.lags = lags;
+  t.assigned = wd_consumer_assigned_count(in->cons);
+  t.state_bytes = wd_store_disk_bytes(in->store);
+  wd_state_cache_counts(state, &t.cache_hits, &t.cache_misses);
+  t.cache_entries = wd_state_cached(state);
+  t.restore = restore;
+  wd_run_metrics_tick(rm, &t);
+  in->lags = lags;
+  in->nlags = t.nlags;
+  wd_status_report(in, rm); /* the probes' and /status's snapshot */
+  in->lags = NULL;
+  in->nlags = 0;
+  free(lags);
+}

@@ -35,6 +35,7 @@
 #include "app/runtime/pipeline.h"
 #include "common/ratelog.h"
 #include "ingest/consumer.h"
+#include "join/state.h"
 #include "join/store.h"
 
 typedef struct wd_status_inputs {
@@ -54,6 +55,12 @@ typedef struct wd_status_inputs {
  * librdkafka metrics. Nothing when rm is NULL. On no memory the previous snapshot stays (logged
  * at DEBUG). */
 void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm);
+
+/* A tick of the metrics (the caller checked wd_run_metrics_tick_due): the lag of each partition of
+ * in->cons (into in->lags for the call), the partitions assigned, state's disk bytes and cache
+ * counts, and restore (a replay's progress 0..1, or -1) to rm (wd_run_metrics_tick); then the
+ * snapshot (wd_status_report). Nothing when rm is NULL. */
+void wd_status_tick(wd_status_inputs_t *in, wd_state_t *state, double restore, wd_run_metrics_t *rm);
 
 /* The status line's inputs (borrowed for the call). */
 typedef struct wd_status_line {
