@@ -11,6 +11,7 @@
 #include "app/runtime/commit_pace.h"
 #include "app/ops/history_gather.h"
 #include "app/runtime/rebuild.h"
+#include "app/runtime/rebuild_output.h"
 #include "app/ops/run_metrics.h"
 #include "app/runtime/status_report.h"
 #include "app/runtime/repartition.h"
@@ -162,55 +163,6 @@ static int hist_before_write(void *ctx, uint64_t number, wd_store_batch_t *b) {
   return hist_add(p, number, b, true);
 }
 
-/* ---- the rebuild's output (app/runtime/rebuild.h wd_rebuild_io_t) -------------------
- * The one place where the rebuild's records enter the open commit's transaction, through the record
- * collector (app/runtime/collector.h) as every other output: the difference in the sink's
- * formats, encoded as the changelog is (app/runtime/emit.h wd_emit_encode), and the task's state
- * entries to the state changelog topic. */
-
-/* A rebalance aborted the switch in hand (wd_commit_batch_invalid): nothing more of it may be
- * sent, or it would go into the next commit's transaction. */
-static wd_error_t *switch_abandoned(wd_pipeline_t *p) {
-  return wd_commit_batch_invalid(p->commit)
-             ? wd_error_new(WD_ERR_KAFKA, E_BATCH_ABANDONED, "a rebalance came while the switch was in hand")
-             : NULL;
-}
-
-static wd_error_t *rebuild_changes(void *ctx, wd_row_t *const *rows, size_t n) {
-  wd_pipeline_t *p = ctx;
-  wd_error_t *aerr = switch_abandoned(p);
-  if (aerr) return aerr;
-  for (size_t i = 0; i < n;) {
-    size_t at = i;
-    wd_error_t *err = wd_emit_encode(&p->emit, rows, n, &i);
-    if (!err) err = wd_commit_begin(p->commit);
-    if (!err)
-      err = wd_collector_send(p->coll, WD_OUT_CHANGELOG, p->cfg->sink.topic, -1, p->emit.kbuf.data, p->emit.kbuf.len,
-                              p->emit.vbuf.data, p->emit.vbuf.len);
-    if (err) return err;
-    p->st.changes_out += i - at;
-    wd_hist_gather_count(p->hg, 0, i - at, 0, 0);
-    p->st.messages_out++;
-  }
-  return NULL;
-}
-
-static wd_error_t *rebuild_state(void *ctx, uint32_t task, const uint8_t *key, size_t klen, const uint8_t *val,
-                                 size_t vlen) {
-  wd_pipeline_t *p = ctx;
-  wd_error_t *err = switch_abandoned(p);
-  if (!err) err = wd_commit_begin(p->commit);
-  if (!err)
-    err = wd_collector_send(p->coll, WD_OUT_STATE_CHANGELOG, p->changelog_topic, (int32_t)task, key, klen, val,
-                            val ? vlen : 0);
-  return err;
-}
-
-static wd_error_t *rebuild_complete(void *ctx, bool *aborted) {
-  wd_pipeline_t *p = ctx;
-  return wd_commit_run(p->commit, &p->stop, aborted);
-}
-
 static bool rebuild_task_current(void *ctx, uint32_t task) {
   wd_pipeline_t *p = ctx;
   return wd_rebuild_task_current(p->rb, task);
@@ -272,8 +224,6 @@ static void on_aborted(void *ctx) {
     }
   }
 }
-
-static bool is_lookup(const wd_pipeline_t *p, int si) { return wd_lookups_is_lookup(p->lk, si); }
 
 /* What the repartition module's steps read of the pipeline (app/runtime/repart_setup.h). */
 static wd_repart_env_t repart_env(const wd_pipeline_t *p) {
@@ -460,7 +410,8 @@ static turn_t between_polls(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   if (l->restoring) l->last_input = wd_mono_s(); /* a restore is work: --max-idle-ms counts after it */
   l->rebuilding = p->rb && wd_rebuild_busy(p->rb, p->commit);
   if (l->rebuilding) {
-    wd_rebuild_io_t io = {p, rebuild_changes, p->changelog_topic ? rebuild_state : NULL, rebuild_complete};
+    wd_rebuild_output_t out = {p->commit, p->coll, &p->emit, p->hg, p->changelog_topic, &p->stop};
+    wd_rebuild_io_t io = wd_rebuild_output_io(&out);
     *err = wd_rebuild_step(p->rb, p->commit, &io, &p->stop, 200);
     turn_t t = turn_after(p, err);
     if (t != TURN_ON) return t;
@@ -727,18 +678,9 @@ static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics)
   if ((err = wd_srckey_start(wd_lookups_srckey(p->lk), p->state, p->store))) return err;
   /* with per-partition tasks in a group the lookup topics are a global table
    * (app/runtime/global_table.h), read whole by this process outside the group */
-  bool global = false;
-  for (size_t i = 0; i < p->nsources && cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION && !p->opts.replay; i++)
-    global = global || is_lookup(p, (int)i);
+  bool global =
+      wd_lookups_global(p->lk, p->nsources, cfg->pipeline.tasks == WD_CONFIG_TASKS_PER_PARTITION, p->opts.replay);
   if (global && !(p->gtopics = calloc(ntopics + 1, sizeof(char *)))) return wd_error_nomem();
-  if (wd_lookups_active(p->lk) && !p->opts.replay && !global)
-    for (size_t i = 0; i < p->nsources; i++)
-      if (is_lookup(p, (int)i)) {
-        wd_log(WD_LOG_INFO, "pipeline",
-               "lookup sources are read through the consumer group: run one process for "
-               "this table (docs/lookups.md)");
-        break;
-      }
   return NULL;
 }
 
