@@ -19,6 +19,7 @@
 
 #include "app/config/config.h"
 #include "app/runtime/batch.h"
+#include "changelog/sink_format.h"
 #include "common/json.h"
 #include "common/log.h"
 
@@ -81,6 +82,7 @@ typedef struct {
   wd_pipeline_stats_t st;
   volatile sig_atomic_t stop;
   wd_batch_t *bt;
+  wd_emitter_t emitter;
   seen_t seen;
   char path[64];
 } fix_t;
@@ -105,7 +107,9 @@ static wd_error_t *catch_emit(void *ctx, const wd_emit_rows_t *r) {
   return NULL;
 }
 
-static void fix_open(fix_t *f) {
+/* real: the changelog goes through a real emitter (debezium-json values, JSON keys) to the
+ * collector, whose producer takes messages of at most max_bytes (0: librdkafka's default). */
+static void fix_open_with(fix_t *f, bool real, const char *max_bytes) {
   memset(f, 0, sizeof(*f));
   f->seen.reject = -1;
   snprintf(f->path, sizeof(f->path), "/tmp/test_batch_%d.yaml", (int)getpid());
@@ -128,6 +132,7 @@ static void fix_open(fix_t *f) {
   wd_kafka_conf_t kc = {0};
   ok(wd_kafka_conf_set_brokers(&kc, rd_kafka_mock_cluster_bootstraps(f->mc)));
   ok(wd_kafka_conf_set(&kc, "log_level", "0"));
+  if (max_bytes) ok(wd_kafka_conf_set(&kc, "message.max.bytes", max_bytes));
   ok(wd_collector_new(&kc, &f->coll));
   wd_kafka_conf_clear(&kc);
   static const char *const topics[] = {"items"};
@@ -138,6 +143,10 @@ static void fix_open(fix_t *f) {
   cr_assert_not_null(f->tix = wd_topic_index_new(&ent, 1));
   cr_assert_not_null(f->hg = wd_hist_gather_new("wide-out", 4));
   wd_replay_init(&f->replay, false, -1, NULL);
+  wd_emitter_init(&f->emitter, &(wd_emitter_conf_t){wd_table_schema(f->table), "wide", "wide-out",
+                                                    wd_sink_format_at(WD_CONFIG_SINK_DEBEZIUM_JSON),
+                                                    wd_key_format_at(WD_CONFIG_KEY_JSON), NULL, f->coll, false,
+                                                    &f->st.changes_out, &f->st.messages_out});
   wd_batch_conf_t bc = {.table = f->table,
                         .sources = f->sources,
                         .nsources = f->cfg->sources.n,
@@ -149,7 +158,8 @@ static void fix_open(fix_t *f) {
                         .tix = f->tix,
                         .hg = f->hg,
                         .replay = &f->replay,
-                        .emit = catch_emit,
+                        .emitter = &f->emitter,
+                        .emit = real ? NULL : catch_emit,
                         .emit_ctx = f,
                         .dlq_topic = "wide-dlq",
                         .max = 8,
@@ -158,8 +168,11 @@ static void fix_open(fix_t *f) {
   ok(wd_batch_new(&bc, &f->bt));
 }
 
+static void fix_open(fix_t *f) { fix_open_with(f, false, NULL); }
+
 static void fix_close(fix_t *f) {
   wd_batch_destroy(f->bt);
+  wd_emitter_free(&f->emitter);
   wd_replay_free(&f->replay);
   wd_hist_gather_destroy(f->hg);
   wd_topic_index_destroy(f->tix);
@@ -261,5 +274,34 @@ Test(batch, an_output_the_emitter_rejects_as_too_large_dead_letters_its_message,
   cr_assert_eq(f.seen.msg[1], 1);
   cr_assert_eq(f.st.dead_lettered, 1, "the message whose output was too large");
   cr_assert_eq(wd_collector_count(f.coll, WD_OUT_DEAD_LETTER), 1);
+  fix_close(&f);
+}
+
+/* The real emitter: one Debezium JSON message per change (an update's -U/+U in one), keyed by
+ * primary key; an output over the producer's message.max.bytes dead-letters the (small) record that
+ * caused it, the rows after it go on, and the state keeps the change. */
+Test(batch, the_emitter_sends_the_changelog_and_dead_letters_a_record_whose_output_is_too_large, .init = before) {
+  fix_t f;
+  fix_open_with(&f, true, "3000");
+  char big[1700], value[2000];
+  memset(big, 'x', sizeof(big) - 1);
+  big[sizeof(big) - 1] = 0;
+  snprintf(value, sizeof(value), "{\"before\":null,\"after\":{\"id\":1,\"name\":\"%s\",\"qty\":1},\"op\":\"c\"}", big);
+  put(&f, 0, 30, value); /* ~1.7 kB in and out */
+  put(&f, 1, 31, "{\"before\":null,\"after\":{\"id\":2,\"name\":\"fig\",\"qty\":9},\"op\":\"c\"}");
+  run(&f, 2);
+  cr_assert_eq(f.st.changes_out, 2);
+  cr_assert_eq(f.st.messages_out, 2);
+  cr_assert_eq(wd_collector_count(f.coll, WD_OUT_CHANGELOG), 2);
+  cr_assert_eq(f.st.dead_lettered, 0);
+  /* a small update of the big row: its output carries the row twice (before and after), ~3.4 kB */
+  put(&f, 0, 32, "{\"before\":null,\"after\":{\"id\":1,\"qty\":2},\"op\":\"u\"}");
+  put(&f, 1, 33, "{\"before\":null,\"after\":{\"id\":3,\"name\":\"kiwi\",\"qty\":4},\"op\":\"c\"}");
+  run(&f, 2);
+  cr_assert_eq(f.st.dead_lettered, 1, "the update whose output is too large");
+  cr_assert_eq(wd_collector_count(f.coll, WD_OUT_DEAD_LETTER), 1);
+  cr_assert_eq(wd_collector_count(f.coll, WD_OUT_CHANGELOG), 3, "the next record's change is sent");
+  cr_assert_eq(f.st.messages_out, 3);
+  cr_assert_eq(f.st.changes_in, 4);
   fix_close(&f);
 }
