@@ -1,11 +1,10 @@
 /*
- * app/runtime/pipeline.c — the main job's loop (see pipeline.h for the per-batch order).
+ * app/runtime/pipeline.c — the main job: its start-up steps and its loop (see pipeline.h).
  */
 #include "app/runtime/pipeline.h"
 #include "app/runtime/global_table.h"
 #include "app/runtime/lookups.h"
 #include "common/clock.h"
-#include "app/config/join_config.h"
 #include "app/config/table_config.h"
 #include "app/runtime/commit.h"
 #include "app/runtime/commit_pace.h"
@@ -28,21 +27,13 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "changelog/avro.h"
 #include "changelog/changelog.h"
 #include "changelog/sink_format.h"
-#include "common/json.h"
 #include "common/log.h"
-#include "common/ratelog.h"
 #include "ingest/consumer.h"
-#include "ingest/format.h"
-#include "ingest/schema_registry.h"
 #include "ingest/source.h"
 #include "join/state.h"
-#include "sink/producer.h"
 #include "sink/topics.h"
 
 struct wd_pipeline {
