@@ -305,3 +305,23 @@ Test(batch, the_emitter_sends_the_changelog_and_dead_letters_a_record_whose_outp
   cr_assert_eq(f.st.changes_in, 4);
   fix_close(&f);
 }
+
+/* A replay with --from: records older than the point in time are skipped (not "in", no rows,
+ * counted), the later ones taken. */
+Test(batch, a_replay_from_a_point_in_time_skips_the_older_records, .init = before) {
+  fix_t f;
+  fix_open(&f);
+  wd_replay_init(&f.replay, true, 1012, NULL); /* the records' timestamps are 1000 + offset */
+  put(&f, 0, 10, "{\"before\":null,\"after\":{\"id\":1,\"name\":\"a\",\"qty\":1},\"op\":\"c\"}");
+  put(&f, 1, 11, "{\"before\":null,\"after\":{\"id\":2,\"name\":\"b\",\"qty\":1},\"op\":\"c\"}");
+  put(&f, 2, 12, "{\"before\":null,\"after\":{\"id\":3,\"name\":\"c\",\"qty\":1},\"op\":\"c\"}");
+  put(&f, 3, 13, "{\"before\":null,\"after\":{\"id\":4,\"name\":\"d\",\"qty\":1},\"op\":\"c\"}");
+  run(&f, 4);
+  cr_assert_eq(f.seen.n, 2, "rows %zu", f.seen.n);
+  cr_assert_str_eq(f.seen.rows[0], "+I {\"id\":3,\"name\":\"c\",\"qty\":1}");
+  cr_assert_eq(f.seen.msg[0], 2);
+  cr_assert_eq(f.seen.msg[1], 3);
+  cr_assert_eq(f.st.records_in, 2);
+  cr_assert_eq(f.st.skipped_before_from, 2);
+  fix_close(&f);
+}
