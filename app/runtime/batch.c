@@ -595,7 +595,8 @@ static void count(wd_batch_t *bt, size_t n) {
   st->dropped += bt->ms.dropped;
 }
 
-wd_error_t *wd_batch_process(wd_batch_t *bt, size_t n) {
+/* The batch in the order of batch.h; E_BATCH_ABANDONED when a rebalance came meanwhile. */
+static wd_error_t *process(wd_batch_t *bt, size_t n) {
   wd_error_t *err = NULL;
   bt->changes0 = bt->c.st->changes_out;
   bt->nrecs = 0;
@@ -625,7 +626,8 @@ void wd_batch_release(wd_batch_t *bt, size_t n) {
   wd_kmsg_release(bt->msgs, n);
 }
 
-void wd_batch_metrics(wd_batch_t *bt, size_t n) {
+/* The batch's counts to the metrics (once it was taken, before the release). */
+static void metrics(wd_batch_t *bt, size_t n) {
   if (!bt->c.rm) return;
   for (size_t i = 0; i < n; i++)
     if (bt->bm[i].te) wd_run_metrics_record(bt->c.rm, bt->bm[i].src);
@@ -641,9 +643,9 @@ void wd_batch_metrics(wd_batch_t *bt, size_t n) {
 
 wd_error_t *wd_batch_run(wd_batch_t *bt, size_t n, bool *abandoned) {
   wd_commit_batch_begin(bt->c.commit);
-  wd_error_t *err = wd_batch_process(bt, n);
+  wd_error_t *err = process(bt, n);
   *abandoned = wd_commit_batch_invalid(bt->c.commit);
-  if (!err && !*abandoned) wd_batch_metrics(bt, n);
+  if (!err && !*abandoned) metrics(bt, n);
   wd_commit_batch_end(bt->c.commit);
   wd_batch_release(bt, n);
   return err;

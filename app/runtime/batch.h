@@ -92,21 +92,16 @@ void wd_batch_destroy(wd_batch_t *bt);
 /* The batch's messages, [conf.max]: the poll fills them, wd_batch_release releases them. */
 wd_kmsg_t *wd_batch_msgs(wd_batch_t *bt);
 
-/* Processes msgs[0..n) in the order above, inside the open commit. Returns E_BATCH_ABANDONED
- * (retriable) when a rebalance or an abort came while the batch was in hand: nothing of it was
- * noted, and its records are read again. Other errors: the collector's (abortable ones: the caller
- * aborts the commit), store errors, C_SOURCE_KEYING, E_NOMEM; a record's own error never (it is
- * dead-lettered). */
-wd_error_t *wd_batch_process(wd_batch_t *bt, size_t n);
-/* The batch's counts to the metrics (after wd_batch_process succeeded, before the release). */
-void wd_batch_metrics(wd_batch_t *bt, size_t n);
-/* Releases msgs[0..n), the batch's rows and the dead-letter reasons. */
-void wd_batch_release(wd_batch_t *bt, size_t n);
-
-/* msgs[0..n) as one batch of the open commit: wd_commit_batch_begin, wd_batch_process, the metrics
- * when taken, wd_commit_batch_end, wd_batch_release. *abandoned: a rebalance or an abort came
- * meanwhile (the error, if any, is then the caller's to drop). Errors: wd_batch_process's. */
+/* Processes msgs[0..n) as one batch of the open commit, in the order above, between
+ * wd_commit_batch_begin and _end; its counts go to the metrics when it was taken; then the batch
+ * is released (wd_batch_release). *abandoned: a rebalance or an abort came meanwhile (nothing of
+ * the batch was noted and its records are read again; the error, if any, is then the caller's to
+ * drop). Errors: E_BATCH_ABANDONED (retriable: as *abandoned), the collector's (abortable ones:
+ * the caller aborts the commit), store errors, C_SOURCE_KEYING, E_NOMEM; a record's own error
+ * never (it is dead-lettered). */
 wd_error_t *wd_batch_run(wd_batch_t *bt, size_t n, bool *abandoned);
+/* Releases msgs[0..n) (a poll whose batch is not run), the batch's rows and the dead-letter reasons. */
+void wd_batch_release(wd_batch_t *bt, size_t n);
 
 /* The dead letters by (source, error id, field), for the status line's counts. */
 const wd_ratelog_t *wd_batch_dead_letters(const wd_batch_t *bt);
