@@ -3,6 +3,9 @@
  */
 #include "app/runtime/global_table.h"
 
+#include "common/log.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,4 +157,36 @@ bool wd_gtable_reached(wd_gtable_t *gt, const wd_tp_offset_t *ends, size_t n) {
   }
   free(pos);
   return done;
+}
+
+wd_error_t *wd_gtable_open(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, wd_store_t *store,
+                           const char *txn_id, wd_commit_t *commit, wd_join_t *join, const char *changelog_topic,
+                           wd_gtable_t **out) {
+  char *pos_group = NULL;
+  if (txn_id && asprintf(&pos_group, "%s.lookups", txn_id) < 0) return wd_error_nomem();
+  wd_error_t *err = wd_gtable_new(conf, topics, n, store, pos_group, out);
+  free(pos_group);
+  if (err) return err;
+  if (txn_id) wd_commit_set_global(commit, wd_gtable_group_consumer(*out), changelog_topic);
+  wd_join_set_owner(join, wd_commit_task_owned, commit); /* the task table's owned tasks */
+  wd_commit_set_reconcile(commit, true); /* each task reconciled before its first record */
+  return NULL;
+}
+
+wd_error_t *wd_gtable_reconcile(wd_commit_t *commit, wd_join_t *join, wd_table_t *table, wd_emitter_t *emitter) {
+  uint32_t task;
+  wd_error_t *err = NULL;
+  wd_changelog_t cl = {0}; /* the task's differences */
+  while (!err && wd_commit_next_reconcile(commit, &task)) {
+    size_t rows = 0;
+    wd_changelog_reset(table, &cl);
+    if ((err = wd_join_reconcile_task(join, task, &cl, &rows))) break;
+    const wd_emit_rows_t out = {.rows = cl.rows, .n = cl.n}; /* rows of no message */
+    if (cl.n && (err = wd_emit_changelog(emitter, &out))) break;
+    wd_log(WD_LOG_INFO, "pipeline", "task %u reconciled with this process's lookup tables: %zu rows, %zu changes", task,
+           rows, cl.n);
+    err = wd_commit_reconciled(commit, task);
+  }
+  wd_changelog_free(table, &cl);
+  return err;
 }

@@ -28,8 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/runtime/commit.h"
+#include "app/runtime/emit.h"
 #include "common/error.h"
 #include "common/kafka_conf.h"
+#include "join/lookup.h"
 #include "ingest/consumer.h"
 #include "join/store.h"
 
@@ -42,6 +45,22 @@ typedef struct wd_gtable wd_gtable_t;
  * caller (wd_gtable_destroy). Errors: those of wd_consumer_new; E_NOMEM. */
 wd_error_t *wd_gtable_new(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, wd_store_t *store,
                           const char *pos_group, wd_gtable_t **out);
+/* Start-up of lookups under per-partition tasks: the global table over topics[0..n) (as
+ * wd_gtable_new) with, under exactly-once (txn_id set), its position group "<txn_id>.lookups"
+ * registered with the commit (wd_commit_set_global, with the state changelog topic); the join
+ * layer asks the commit's task table which tasks are owned; each task is reconciled before its
+ * first record (wd_commit_set_reconcile). *out as wd_gtable_new. Errors: wd_gtable_new's. */
+wd_error_t *wd_gtable_open(const wd_kafka_conf_t *conf, const char *const *topics, size_t n, wd_store_t *store,
+                           const char *txn_id, wd_commit_t *commit, wd_join_t *join, const char *changelog_topic,
+                           wd_gtable_t **out);
+/* Reconciles every RECONCILING task of commit's task table (join/lookup.h wd_join_reconcile_task)
+ * before its first record, which waits held meanwhile: its rows' lookup columns recomputed from
+ * this process's lookup tables (join, over table), the differences emitted into the open commit
+ * through emitter (rows of no message: an output too large is logged), then the task is RUNNING
+ * (wd_commit_reconciled; docs/lookups-scale-out.md). Errors: the join's, the emitter's (abortable
+ * ones: the caller aborts the commit), the task manager's. */
+wd_error_t *wd_gtable_reconcile(wd_commit_t *commit, wd_join_t *join, wd_table_t *table, wd_emitter_t *emitter);
+
 /* Closes both consumers and releases gt; accepts NULL. */
 void wd_gtable_destroy(wd_gtable_t *gt);
 

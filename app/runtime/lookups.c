@@ -222,3 +222,14 @@ wd_error_t *wd_lookups_check_partitions(const wd_lookups_t *lk, const wd_config_
   }
   return NULL;
 }
+
+bool wd_lookups_global(const wd_lookups_t *lk, size_t nsources, bool per_partition, bool replay) {
+  bool any = false;
+  for (size_t i = 0; i < nsources; i++) any = any || wd_lookups_is_lookup(lk, (int)i);
+  if (per_partition && !replay) return any;
+  if (wd_lookups_active(lk) && !replay && any)
+    wd_log(WD_LOG_INFO, "pipeline",
+           "lookup sources are read through the consumer group: run one process for "
+           "this table (docs/lookups.md)");
+  return false;
+}

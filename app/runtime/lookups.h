@@ -37,6 +37,12 @@ typedef struct wd_lookups wd_lookups_t;
  * the join is not started (wd_lookups_join, then join/lookup.h wd_join_start).
  * Errors: those of wd_config_build_join; E_NOMEM. */
 wd_error_t *wd_lookups_new(const wd_config_t *cfg, wd_table_t *t, wd_source_t **sources, wd_lookups_t **out);
+/* Whether the lookup sources' topics are a global table (app/runtime/global_table.h), read whole
+ * by this process outside the group: with per-partition tasks in a live run (not a replay) when
+ * one of the nsources sources is a lookup. When they are read through the group instead (a single
+ * task) in a live run, says so at INFO (run one process for the table, docs/lookups.md). */
+bool wd_lookups_global(const wd_lookups_t *lk, size_t nsources, bool per_partition, bool replay);
+
 /* Frees the object, its join, buffers and batch rows (accepts NULL). Call it before the state the
  * join hooks into is destroyed. */
 void wd_lookups_destroy(wd_lookups_t *lk);

@@ -2,22 +2,22 @@
  * app/runtime/pipeline.h — the main job: Kafka source topics -> decode -> merge engine over the keyed
  * state (RocksDB) -> full-row changelog to the output topic, dead-letter topic for bad input.
  *
- * Per poll batch, in this order (architecture.md, issue "the main job" point 5):
- *   1. decode every record with its source's decoder (undecodable -> dead-letter);
- *   2. one multi-get of the batch's distinct keys (wd_state_prefetch_tasks);
- *   3. apply each source message with wd_message_apply (rejected -> dead-letter), collecting the
- *      changelog;
- *   4. produce the changelog keyed by primary key, and the dead letters, into the open commit
- *      (under exactly-once: inside its Kafka transaction);
- *   5. note the batch's records in the open commit.
+ * The loop (wd_pipeline_run), one turn at a time as Kafka Streams' StreamThread.runOnce: the work
+ * between polls (an assignment's initialisation, the state changelog's restore, a rebuild's step),
+ * poll, process the batch (app/runtime/batch.h: decode, key, one state read, merge, the changelog
+ * emitted through app/runtime/emit.h, dead letters, the inputs noted in the open commit), the
+ * lookup topics' records (app/runtime/global_table.h), commit when due (the interval of
+ * app/runtime/commit_pace.h; the protocol is the commit coordinator's, app/runtime/commit.h,
+ * docs/exactly-once.md), report (the metrics, the status line: app/runtime/status_report.h).
  * Every pipeline.commit-interval-ms (or pipeline.commit-max-records records, a rebalance, a stop)
- * the commit coordinator (app/runtime/commit.h, docs/exactly-once.md) completes the commit: under
- * exactly-once it prepares the state batch, sends the input offsets to the transaction and
- * commits it, then finalizes the state; under at-least-once it waits for the acknowledgements and
- * writes the state with its offsets. Rows changed several times in a commit are written once.
- * With lookup sources and per-partition tasks the lookup topics are read outside the group by
- * app/runtime/global_table.h between the group's polls, in the same commits; each newly assigned task is
- * reconciled with this process's lookup tables before its first record (docs/lookups-scale-out.md).
+ * the open commit completes: under exactly-once it prepares the state batch, sends the input
+ * offsets to the transaction and commits it, then finalizes the state; under at-least-once it waits
+ * for the acknowledgements and writes the state with its offsets. Rows changed several times in a
+ * commit are written once. With lookup sources and per-partition tasks the lookup topics are read
+ * outside the group by app/runtime/global_table.h between the group's polls, in the same commits;
+ * each newly assigned task is reconciled with this process's lookup tables before its first record
+ * (docs/lookups-scale-out.md). Start-up (wd_pipeline_new) is a list of steps, each in the module it
+ * wires; docs/runtime.md is the guide.
  *
  * Thread: one thread runs a pipeline; wd_pipeline_stop() may be called from a signal handler.
  */

@@ -684,3 +684,17 @@ int wd_rebuild_before_finalize(wd_rebuild_t *rb, wd_store_batch_t *b) {
 void wd_rebuild_before_write(wd_rebuild_t *rb) {
   if (rb && rb->switching >= 0) fault(rb, "rebuild-after-commit");
 }
+
+wd_error_t *wd_rebuild_marker(const wd_kafka_conf_t *kconf, const char *txn_id, const char *topic, wd_commit_t *commit,
+                              wd_consumer_t **out) {
+  wd_kafka_conf_t mconf = {0};
+  char *group = NULL;
+  if (asprintf(&group, "%s.rebuild", txn_id) < 0) return wd_error_nomem();
+  wd_error_t *err = wd_kafka_conf_copy(&mconf, kconf);
+  if (!err) err = wd_kafka_conf_set_group(&mconf, group);
+  if (!err) err = wd_consumer_new(&mconf, &topic, 1, NULL, NULL, out);
+  wd_kafka_conf_clear(&mconf);
+  free(group);
+  if (!err) wd_commit_set_marker(commit, *out, topic);
+  return err;
+}

@@ -108,4 +108,12 @@ bool wd_rebuild_switching(const wd_rebuild_t *rb);
 int wd_rebuild_before_finalize(wd_rebuild_t *rb, wd_store_batch_t *b);
 void wd_rebuild_before_write(wd_rebuild_t *rb);
 
+/* Start-up of an armed rebuild: its switch commits carry no input offsets, so they are resolved by
+ * this process's commit marker: a consumer of kconf's brokers and properties (borrowed) in group
+ * "<txn_id>.rebuild", never subscribed, over topic (borrowed; the state changelog topic, else the
+ * sink topic), set as commit's marker (wd_commit_set_marker). *out owned by the caller
+ * (wd_consumer_destroy). Errors: wd_consumer_new's, E_NOMEM. */
+wd_error_t *wd_rebuild_marker(const wd_kafka_conf_t *kconf, const char *txn_id, const char *topic, wd_commit_t *commit,
+                              wd_consumer_t **out);
+
 #endif

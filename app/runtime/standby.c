@@ -190,3 +190,17 @@ wd_error_t *wd_standby_poll(wd_standby_t *sb, size_t max, size_t *applied) {
   }
   return err;
 }
+
+wd_error_t *wd_standby_open(const wd_kafka_conf_t *conf, const char *topic, int64_t replicas, uint32_t tasks,
+                            wd_store_t *store, wd_state_t *state, const char *const *task_topics, size_t ntask_topics,
+                            wd_standby_t **out) {
+  *out = NULL;
+  if (replicas <= 0) return NULL;
+  wd_error_t *err = wd_standby_new(conf, topic, tasks, store, state, task_topics, ntask_topics, out);
+  if (!err)
+    wd_log(WD_LOG_INFO, "pipeline",
+           "standby replicas: this process keeps warm copies of the tasks it does not own "
+           "(from %s)",
+           topic);
+  return err;
+}

@@ -46,6 +46,11 @@ typedef struct wd_standby wd_standby_t;
  * E_KAFKA_UNKNOWN_TOPIC when the changelog topic does not exist), E_STORE_*, E_NOMEM. */
 wd_error_t *wd_standby_new(const wd_kafka_conf_t *conf, const char *topic, uint32_t tasks, wd_store_t *store,
                            wd_state_t *state, const char *const *task_topics, size_t ntask_topics, wd_standby_t **out);
+/* Start-up: with replicas > 0 (pipeline.num-standby-replicas) the standby of changelog topic
+ * `topic` as wd_standby_new, logged; else *out NULL. Errors: wd_standby_new's. */
+wd_error_t *wd_standby_open(const wd_kafka_conf_t *conf, const char *topic, int64_t replicas, uint32_t tasks,
+                            wd_store_t *store, wd_state_t *state, const char *const *task_topics, size_t ntask_topics,
+                            wd_standby_t **out);
 void wd_standby_destroy(wd_standby_t *sb); /* accepts NULL */
 
 /* The task table (borrowed; valid whenever wd_standby_poll is called) that says which tasks this

@@ -1,5 +1,6 @@
 /*
- * app/runtime/status_report.c — the status snapshot (see status_report.h).
+ * app/runtime/status_report.c — the status line, the summary and the status snapshot (see
+ * status_report.h).
  */
 #include "app/runtime/status_report.h"
 
@@ -128,4 +129,74 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
   json_decref(pl);
   json_decref(jt);
   json_decref(root);
+}
+
+void wd_status_line(FILE *f, const wd_status_line_t *in) {
+  const wd_pipeline_stats_t *st = in->st;
+  wd_buf_t by_id = {0}; /* the dead letters by error id */
+  if (st->dead_lettered && in->dead_letters &&
+      (wd_buf_printf(&by_id, " (") || wd_ratelog_put_counts(in->dead_letters, &by_id) || wd_buf_putc(&by_id, ')') ||
+       wd_buf_putc(&by_id, 0)))
+    wd_buf_reset(&by_id);
+  /* no "lag 0" while the process holds no partitions, but why it holds none */
+  char lag[160], nk[48] = "";
+  if (st->null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, st->null_key_halves);
+  char ival[48] = ""; /* the adaptive commit interval in force */
+  if (in->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)in->interval_ms);
+  if (in->idle) snprintf(lag, sizeof(lag), "no partitions (%s)", in->idle);
+  else snprintf(lag, sizeof(lag), "lag %" PRId64, st->lag);
+  fprintf(f,
+          "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
+          "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
+          "%s | %s | commits %" PRIu64 "%s%s%s\n",
+          st->records_in, in->rate, st->changes_out, st->dead_lettered, by_id.len ? (char *)by_id.data : "",
+          st->ignored_update_before, st->tombstones, st->deletes_without_sequence, nk, lag, st->commits,
+          in->exactly_once ? " (exactly-once" : " (at-least-once)", ival, in->restoring ? " | restoring" : "");
+  wd_buf_free(&by_id);
+}
+
+void wd_status_summary(FILE *f, const wd_status_summary_t *in, double seconds) {
+  const wd_pipeline_stats_t *st = in->st;
+  double busy = in->busy_s;
+  fprintf(f,
+          "widen: summary: %" PRIu64 " Kafka records in (%" PRIu64 " change records after decoding: an update is -U "
+          "and +U), %" PRIu64 " changelog rows out (+I/-U/+U/-D) in %" PRIu64 " messages, %" PRIu64
+          " dead-lettered, %" PRIu64 " Kafka tombstones skipped, %" PRIu64 " -U ignored, %" PRIu64
+          " dropped by ignore-delete/first-row, %" PRIu64 " ordering tombstones, %" PRIu64 " commits (%s) of %" PRIu64
+          " batches; %.2f s in all, %.0f records/s while input flowed",
+          st->records_in, st->changes_in, st->changes_out, st->messages_out, st->dead_lettered, st->skipped_tombstones,
+          st->ignored_update_before, st->dropped, st->tombstones, st->commits,
+          in->exactly_once ? "exactly-once" : "at-least-once", st->batches, seconds,
+          busy > 0 ? (double)st->records_in / busy : 0.0);
+  if (st->aborted_commits) fprintf(f, "; %" PRIu64 " commits aborted and redone", st->aborted_commits);
+  if (in->overlapped) fprintf(f, "; %" PRIu64 " commits completed while the next batches were merged", in->overlapped);
+  if (st->restored) fprintf(f, "; %" PRIu64 " records merged without output to rebuild state", st->restored);
+  if (in->standby) fprintf(f, "; %" PRIu64 " state changelog records applied to standby copies", in->standby_applied);
+  if (st->repartitioned) fprintf(f, "; %" PRIu64 " records forwarded to repartition topics", st->repartitioned);
+  if (st->misplaced) fprintf(f, " (%" PRIu64 " source records outside their wide key's partition)", st->misplaced);
+  if (st->deletes_without_sequence)
+    fprintf(f, "; %" PRIu64 " deletes without sequence field", st->deletes_without_sequence);
+  if (st->null_key_halves)
+    fprintf(f, "; %" PRIu64 " null-key halves left out (a NULL key holds no row)", st->null_key_halves);
+  if (in->from) fprintf(f, "; %" PRIu64 " records older than --from skipped", st->skipped_before_from);
+  fprintf(f, "\n");
+}
+
+void wd_status_tick(wd_status_inputs_t *in, wd_state_t *state, double restore, wd_run_metrics_t *rm) {
+  wd_run_tick_t t = {0};
+  wd_tp_offset_t *lags = NULL;
+  wd_error_destroy(wd_consumer_lags(in->cons, &lags, &t.nlags));
+  t.lags = lags;
+  t.assigned = wd_consumer_assigned_count(in->cons);
+  t.state_bytes = wd_store_disk_bytes(in->store);
+  wd_state_cache_counts(state, &t.cache_hits, &t.cache_misses);
+  t.cache_entries = wd_state_cached(state);
+  t.restore = restore;
+  wd_run_metrics_tick(rm, &t);
+  in->lags = lags;
+  in->nlags = t.nlags;
+  wd_status_report(in, rm); /* the probes' and /status's snapshot */
+  in->lags = NULL;
+  in->nlags = 0;
+  free(lags);
 }

@@ -1,5 +1,6 @@
 /*
- * app/runtime/status_report.h — the status snapshot of a running pipeline, made by the pipeline's
+ * app/runtime/status_report.h — what a running pipeline reports: the status line on stderr (every
+ * pipeline.status-interval-s), the summary at the end, and the status snapshot, made by the pipeline's
  * thread once a second (the metrics tick) and published to the probes' unit (app/ops/status.h),
  * from which the metrics listener's thread answers /status, /readyz and the status page. Also
  * sets the task-state and librdkafka-statistics metrics (app/ops/run_metrics.h).
@@ -32,7 +33,9 @@
 #include "app/ops/run_metrics.h"
 #include "app/runtime/commit.h"
 #include "app/runtime/pipeline.h"
+#include "common/ratelog.h"
 #include "ingest/consumer.h"
+#include "join/state.h"
 #include "join/store.h"
 
 typedef struct wd_status_inputs {
@@ -52,5 +55,41 @@ typedef struct wd_status_inputs {
  * librdkafka metrics. Nothing when rm is NULL. On no memory the previous snapshot stays (logged
  * at DEBUG). */
 void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm);
+
+/* A tick of the metrics (the caller checked wd_run_metrics_tick_due): the lag of each partition of
+ * in->cons (into in->lags for the call), the partitions assigned, state's disk bytes and cache
+ * counts, and restore (a replay's progress 0..1, or -1) to rm (wd_run_metrics_tick); then the
+ * snapshot (wd_status_report). Nothing when rm is NULL. */
+void wd_status_tick(wd_status_inputs_t *in, wd_state_t *state, double restore, wd_run_metrics_t *rm);
+
+/* The status line's inputs (borrowed for the call). */
+typedef struct wd_status_line {
+  const wd_pipeline_stats_t *st;
+  double rate; /* records in per second since the last line */
+  const wd_ratelog_t *dead_letters; /* the dead letters by error id (app/runtime/batch.h) */
+  const char *idle; /* why the process holds no partitions, or NULL (then the lag is shown) */
+  bool exactly_once;
+  int64_t interval_ms; /* the commit interval in force (exactly-once) */
+  bool restoring; /* a task restores its state now */
+} wd_status_line_t;
+
+/* Prints one status line to f: records in and their rate, changes out, dead letters (by error
+ * id), ignored -U, ordering tombstones, deletes without sequence, null-key halves, the lag (or why
+ * no partitions are held), commits, the guarantee and interval, "restoring". */
+void wd_status_line(FILE *f, const wd_status_line_t *in);
+
+/* The summary's inputs (borrowed for the call). */
+typedef struct wd_status_summary {
+  const wd_pipeline_stats_t *st;
+  bool exactly_once;
+  double busy_s; /* from the first input to the last commit (the records/s while input flowed) */
+  uint64_t overlapped; /* commits completed while the next batches were merged */
+  bool standby; /* standby copies kept */
+  uint64_t standby_applied; /* ... state changelog records applied to them */
+  bool from; /* a replay with --from */
+} wd_status_summary_t;
+
+/* Prints the one-line summary of a run of `seconds` to f (`widen run` at the end). */
+void wd_status_summary(FILE *f, const wd_status_summary_t *in, double seconds);
 
 #endif
