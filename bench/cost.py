@@ -17,7 +17,8 @@ import argparse, os, re, sys
 
 # phase -> (added functions, subtracted functions); inclusive costs
 PHASES = [
-    ("consume (poll, message release)", ["wd_consumer_poll_batch", "wd_kmsg_release"], []),
+    ("consume (poll, message release)",
+     ["wd_consumer_poll_batch", "wd_consumer_poll_available", "wd_kmsg_release"], []),
     ("decode (Debezium JSON)", ["wd_decode_debezium_json"], []),
     ("key encode", ["wd_row_key_encode"], []),
     ("state read (multi-get, entry decode, cache get)", ["wd_state_prefetch_tasks", "state_get"], []),
@@ -33,11 +34,20 @@ PHASES = [
     ("encode (Debezium JSON value + key)", ["wd_changelog_encode_debezium_json", "wd_changelog_encode_key_json"], []),
     ("produce (wd_producer_send)", ["wd_producer_send", "wd_producer_send_dead_letter"], []),
     ("commit (coordinator: prepare record, offsets, txn commit / acks wait; less its state writes)",
-     ["wd_commit_run", "wd_commit_begin"], ["wd_state_snapshot", "wd_rdb_write"]),
+     # commit_run_phases: both the blocking and the overlapped commit (wd_commit_run_async) run it;
+     # the output it releases to the producer is the produce phase's
+     ["commit_run_phases|wd_commit_run", "wd_commit_begin"],
+     ["wd_state_snapshot", "wd_rdb_write", "wd_collector_release"]),
     ("librdkafka threads (fetch + produce I/O, both clients)", ["start_thread"],
      ["rocksdb::DBImpl::BGWorkFlush(void*)", "rocksdb::DBImpl::BGWorkCompaction(void*)",
       "rocksdb::ThreadPoolImpl::Impl::BGThreadWrapper(void*)"]),
 ]
+# once per process, not per record: the start-up (the state's definition check and the store opened
+# for it, the pipeline's clients, store, topics) and the shutdown; the dynamic loader's relocations
+# before main are the difference between the program total and the main thread + worker threads
+STARTUP = ["wd_definition_prepare", "wd_pipeline_new", "wd_config_load", "wd_pipeline_destroy"]
+MAIN_ROOT = "(below main)"
+THREAD_ROOT = "start_thread"
 # the engine's generator is not part of the path
 ENGINE_EXCLUDE = ["wd_gen_next", "wd_gen_new"]
 
@@ -120,9 +130,18 @@ def main():
             ps += pv
         print(f"| {name} | {wv / n:,.0f} | {100 * wv / wtot:.1f} % | "
               f"{'%.1f %%' % pv if pv is not None else '-'} | {ev / n:,.0f} |")
-    print(f"| other (start-up, group join, row release, logging, ...) | {(wtot - ws) / n:,.0f} | "
-          f"{100 * (wtot - ws) / wtot:.1f} % | {'%.1f %%' % (100 - ps) if p else '-'} | {(etot_path - es) / n:,.0f} |")
+    # start-up and shutdown: fixed per process, so their share per record shrinks with --records
+    su = phase_value(w, STARTUP, [])
+    below, threads = phase_value(w, [MAIN_ROOT], []), phase_value(w, [THREAD_ROOT], [])
+    loader = max(0, wtot - below - threads) if below else 0
+    fixed = su + loader
+    other = max(0, wtot - ws - fixed)
+    print(f"| start-up and shutdown (definition check, store opens, clients, topics, dynamic loader; once per process) "
+          f"| {fixed / n:,.0f} | {100 * fixed / wtot:.1f} % | - | 0 |")
+    print(f"| other (the pipeline loop, collector hold, row release, group join, logging, ...) | {other / n:,.0f} | "
+          f"{100 * other / wtot:.1f} % | {'%.1f %%' % (100 - ps) if p else '-'} | {(etot_path - es) / n:,.0f} |")
     print(f"| **total** | **{wtot / n:,.0f}** | 100 % | 100 % | **{etot_path / n:,.0f}** |")
+    print(f"| total less start-up and shutdown (per record in a long run) | {(wtot - fixed) / n:,.0f} | | | |")
     # the commit's own writes (exactly-once: the prepared record holds the encoded state batch)
     print()
     print(f"details (widen): prepared-record encode (wd_store_batch_encode) {phase_value(w, ['wd_store_batch_encode'], []) / n:,.0f} "

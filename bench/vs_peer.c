@@ -9,6 +9,7 @@
  *       [--latency-seconds 15] [--rate 10000] [--no-latency] [--commit-interval-ms N]
  *       [--per-partition] [--repartition shipments[,payments...]] [--java-opts '-Xms512m -Xmx512m']
  *       [--work /tmp/widen-bench-peer] [--config configs/demo.yaml] [--check]
+ *       [--peer-first] [--instructions auto|off] [--load-procs N]
  *
  * Saturation: fresh input topics <prefix>orders|payments|shipments (4 partitions each), one backlog of
  *   --records generated Debezium JSON records (app/cli/generate.h, as bench/e2e) produced once; then, per
@@ -27,6 +28,15 @@
  *   (fetch.wait.max.ms 10) follows the output: visible latency = when the reader got an output record
  *   - the send time of the latest source record of its key sent before the output's CreateTime;
  *   records sent in the first 2 s are not counted (as bench/e2e).
+ * The machine: the 1-minute load average (/proc/loadavg) before and after each process's run is printed
+ *   beside its figures (and `<g>_<who>_load` in RESULT, their mean); --load-procs N only says that
+ *   bench/run-peer --load N started N busy processes on purpose. --peer-first runs the peer before
+ *   widen under each guarantee (bench/run-peer alternates the order from run to run).
+ * Instructions (--instructions auto, the default; off): when `perf stat -e instructions` counts on this
+ *   machine (probed over `true` first), each saturation run, widen and the peer's JVM alike, runs under
+ *   it and its instructions per input record are printed (`<g>_<who>_ins_per_rec`, `<g>_ratio_ins`); on
+ *   a VM without hardware counters perf answers "<not supported>", and the output says that the figures
+ *   are CPU seconds from the kernel's accounting (wait4 rusage, the utime + stime of /proc/<pid>/stat).
  * --per-partition runs widen with pipeline.tasks: per-partition (a state changelog topic, as the peer
  *   always has); --repartition names sources read as keyed by another id: widen sets
  *   sources[].repartition: true (and per-partition), the peer re-keys them through a repartition topic.
@@ -63,8 +73,56 @@ typedef struct {
   const char *widen, *demo, *work, *peer_cp, *java_opts, *repartition;
   long commit_ms;
   bool per_partition;
+  bool perf; /* wrap the saturation runs in `perf stat -e instructions` (probed: see perf_probe) */
   uint64_t keys;
 } opts_t;
+
+/* ---- the machine's load and the instruction counter ------------------------------------- */
+
+/* The 1-minute load average (/proc/loadavg), -1 when unreadable. */
+static double loadavg1(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+/* Whether `perf stat -e instructions` counts on this machine: runs it over `true` and looks for a
+ * number (a VM without a PMU answers "<not supported>"). why gets the reason when it does not. */
+static bool perf_probe(const char *work, char *why, size_t whylen) {
+  char path[4300], cmd[4600], line[512];
+  snprintf(path, sizeof path, "%s/perf-probe.txt", work);
+  snprintf(cmd, sizeof cmd, "perf stat -x, -e instructions -o '%s' -- true >/dev/null 2>&1", path);
+  if (system(cmd) != 0) {
+    snprintf(why, whylen, "perf stat is missing or refused (install linux-perf, kernel.perf_event_paranoid <= 2)");
+    return false;
+  }
+  FILE *f = fopen(path, "r");
+  bool ok = false;
+  snprintf(why, whylen, "perf stat printed no instruction count");
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strstr(line, "instructions")) continue;
+    if (strstr(line, "<not supported>") || strstr(line, "<not counted>"))
+      snprintf(why, whylen, "perf stat -e instructions: <not supported> (no hardware counters on this machine)");
+    else if (line[0] >= '0' && line[0] <= '9') ok = true;
+  }
+  if (f) fclose(f);
+  return ok;
+}
+
+/* The instruction count perf stat wrote to path (-x, format), 0 when there is none. */
+static double perf_instructions(const char *path) {
+  char line[512];
+  double n = 0;
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, ",instructions") && line[0] >= '0' && line[0] <= '9') n = atof(line);
+  if (f) fclose(f);
+  return n;
+}
 
 /* ---- the two processes ------------------------------------------------------------------ */
 
@@ -115,14 +173,40 @@ static pid_t start(const opts_t *o, bool is_peer, const char *prefix, const char
   snprintf(group, sizeof group, "%s%s", prefix, tag);
   snprintf(state, sizeof state, "%s/state-%s", o->work, tag);
   snprintf(logp, sizeof logp, "%s/%s.log", o->work, tag);
+  bool perf = o->perf && !strncmp(tag, "sat-", 4); /* the saturation runs only */
   fflush(NULL); /* the child must not write this process's buffered output again */
   if (!is_peer) {
     snprintf(cfgp, sizeof cfgp, "%s/%s.yaml", o->work, tag);
     write_config(o, cfgp, prefix, group, state, guarantee, out_topic);
-    return bench_start_widen(o->widen, cfgp, logp);
+    if (!perf) return bench_start_widen(o->widen, cfgp, logp);
+    char perfp[4400];
+    snprintf(perfp, sizeof perfp, "%s/%s.perf", o->work, tag);
+    pid_t pid = fork(); /* as bench_start_widen, under perf stat */
+    if (pid < 0) bench_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+      FILE *f = freopen(logp, "w", stderr);
+      (void)f;
+      setenv("WIDEN_BROKERS", bench_brokers, 1);
+      execlp("perf", "perf", "stat", "-x,", "-e", "instructions", "-o", perfp, "--", o->widen, "run", "--config", cfgp,
+             "--max-idle-ms", "1500", "--quiet", (char *)NULL);
+      _exit(127);
+    }
+    return pid;
   }
   char *argv[64];
   int n = 0;
+  char perfp[4400];
+  if (perf) { /* the saturation run: the JVM under perf stat too */
+    snprintf(perfp, sizeof perfp, "%s/%s.perf", o->work, tag);
+    argv[n++] = "perf";
+    argv[n++] = "stat";
+    argv[n++] = "-x,";
+    argv[n++] = "-e";
+    argv[n++] = "instructions";
+    argv[n++] = "-o";
+    argv[n++] = perfp;
+    argv[n++] = "--";
+  }
   argv[n++] = "java";
   char jopts[512];
   snprintf(jopts, sizeof jopts, "%s", o->java_opts);
@@ -169,7 +253,7 @@ static pid_t start(const opts_t *o, bool is_peer, const char *prefix, const char
     char outp[4400];
     snprintf(outp, sizeof outp, "%s/%s.out", o->work, tag);
     f = freopen(outp, "w", stdout);
-    execvp("java", argv);
+    execvp(argv[0], argv);
     _exit(127);
   }
   return pid;
@@ -378,8 +462,8 @@ static void latency_run(const opts_t *o, bool is_peer, const char *guarantee, ui
   *v99 = bench_quantile(vis, nv, 0.99);
   *matched = nv;
   printf("latency  %-5s [%s] %" PRIu64 " records at %.0f/s: %zu outputs matched; visible to a read_committed reader "
-         "p50 %.0f ms, p99 %.0f ms\n",
-         is_peer ? "peer" : "widen", guarantee, lrec, rate, nv, *v50, *v99);
+         "p50 %.0f ms, p99 %.0f ms; load average %.1f\n",
+         is_peer ? "peer" : "widen", guarantee, lrec, rate, nv, *v50, *v99, loadavg1());
   free(vis);
   free(head);
   free(prev);
@@ -401,7 +485,9 @@ int main(int argc, char **argv) {
   const char *guarantee = "both";
   uint64_t records = 300000, seed = 1;
   double lat_secs = 15, rate = 10000;
-  bool latency = true, check = false;
+  bool latency = true, check = false, peer_first = false;
+  const char *instructions = "auto";
+  int load_procs = 0;
   static const struct option lo[] = {{"widen", 1, 0, 'w'},
                                      {"peer-cp", 1, 0, 'p'},
                                      {"records", 1, 0, 'r'},
@@ -418,6 +504,9 @@ int main(int argc, char **argv) {
                                      {"work", 1, 0, 'W'},
                                      {"config", 1, 0, 'c'},
                                      {"check", 0, 0, 'C'},
+                                     {"peer-first", 0, 0, 'F'},
+                                     {"instructions", 1, 0, 'I'},
+                                     {"load-procs", 1, 0, 'B'},
                                      {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -438,6 +527,9 @@ int main(int argc, char **argv) {
     case 'W': o.work = optarg; break;
     case 'c': o.demo = optarg; break;
     case 'C': check = true; break;
+    case 'F': peer_first = true; break;
+    case 'I': instructions = optarg; break;
+    case 'B': load_procs = atoi(optarg); break;
     default: fprintf(stderr, "usage: see bench/vs_peer.c\n"); return 2;
     }
   }
@@ -465,6 +557,18 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.work);
   if (system(cmd)) return 1;
 
+  if (strcmp(instructions, "off")) {
+    char why[256];
+    o.perf = perf_probe(o.work, why, sizeof why);
+    if (o.perf) printf("instructions: perf stat -e instructions over each saturation run (widen, the peer's JVM)\n");
+    else
+      printf("instructions: not counted: %s; the figures are CPU seconds (user + system) of each process from the "
+             "kernel's accounting (wait4 rusage, = /proc/<pid>/stat utime + stime)\n",
+             why);
+  }
+  printf("machine: load average %.1f at the start, %d busy processes started on purpose (bench/run-peer --load)\n",
+         loadavg1(), load_procs);
+
   /* ---- saturation: one backlog, every process over it ---- */
   char prefix[128];
   snprintf(prefix, sizeof prefix, "vsp%d-%" PRId64 "-sat.", (int)getpid(), wd_wall_ms() % 100000000);
@@ -479,15 +583,26 @@ int main(int argc, char **argv) {
   double rps[2][2] = {{0}}, wall[2][2] = {{0}}, rss[2][2] = {{0}}, v50[2][2] = {{0}}, v99[2][2] = {{0}};
   size_t diff[2][2] = {{0}};
   double rps_run[2] = {0, 0}; /* the peer's records per CPU s from its first input record on */
+  double load[2][2] = {{0}}, ipr[2][2] = {{0}}; /* load average during the run; instructions per record */
+  const char *ref_tag = "";
   for (int g = 0; g < ng; g++) {
-    for (int s = 0; s < 2; s++) { /* widen, then the peer */
+    for (int k = 0; k < 2; k++) { /* widen, then the peer (--peer-first: the other way round) */
+      int s = peer_first ? 1 - k : k;
       bool is_peer = s == 1;
       const char *who = is_peer ? "peer" : "widen";
       char tag[64], outt[256];
       snprintf(tag, sizeof tag, "sat-%s-%.2s", who, gs[g]);
       snprintf(outt, sizeof outt, "%sout-%s-%.2s", prefix, who, gs[g]);
+      double load0 = loadavg1();
       pid_t pid = start(&o, is_peer, prefix, gs[g], tag, outt, NULL, records);
       usage_t u = wait_child(pid, who);
+      double load1 = loadavg1();
+      load[g][s] = (load0 + load1) / 2;
+      if (o.perf) {
+        char perfp[4400];
+        snprintf(perfp, sizeof perfp, "%s/%s.perf", o.work, tag);
+        ipr[g][s] = perf_instructions(perfp) / (double)records;
+      }
       double cpu_first = 0; /* the peer's own CPU at its first input record (JVM start, join, restore) */
       if (is_peer) {
         char outp[4400], line[512];
@@ -506,27 +621,35 @@ int main(int argc, char **argv) {
       rps[g][s] = records / u.cpu;
       wall[g][s] = span > 0 ? records / span : 0;
       rss[g][s] = u.rss_mib;
+      bool is_ref = !have_ref;
       if (!have_ref) {
         ref = t;
         have_ref = true;
+        ref_tag = is_peer ? "peer exactly-once" : "widen exactly-once";
       } else {
-        diff[g][s] = table_diff(&ref, &t, "widen exactly-once", tag);
+        diff[g][s] = table_diff(&ref, &t, ref_tag, tag);
         mismatches += diff[g][s];
       }
+      char ins[64] = "";
+      if (o.perf) snprintf(ins, sizeof ins, "; %.0f instructions per input record", ipr[g][s]);
       printf("%-5s [%s] %" PRIu64 " input records -> %zu output records (%zu unreadable), %zu rows; CPU %.2f s (user "
-             "%.2f, system %.2f) -> %.0f input records/s per core; output span %.2f s -> %.0f records/s wall; peak "
-             "RSS %.0f MiB; table %s\n",
-             who, gs[g], records, t.messages, t.bad, table_rows(&t), u.cpu, u.user, u.sys, rps[g][s], span, wall[g][s],
-             rss[g][s],
-             have_ref && (g || s) ? (diff[g][s] ? "DIFFERS from widen exactly-once" : "= widen exactly-once")
-                                  : "(reference)");
+             "%.2f, system %.2f) -> %.0f input records/s per core%s; output span %.2f s -> %.0f records/s wall; peak "
+             "RSS %.0f MiB; load average %.1f -> %.1f (%d busy processes started on purpose); table %s %s\n",
+             who, gs[g], records, t.messages, t.bad, table_rows(&t), u.cpu, u.user, u.sys, rps[g][s], ins, span,
+             wall[g][s], rss[g][s], load0, load1, load_procs,
+             is_ref       ? "(reference)"
+             : diff[g][s] ? "DIFFERS from"
+                          : "=",
+             is_ref ? "" : ref_tag);
       if (t.rows != ref.rows) table_free(&t);
     }
     printf("peer  [%s] from its first input record on (JVM start, group join and store set-up left out): %.0f input "
            "records/s per core\n",
            gs[g], rps_run[g]);
-    printf("ratio [%s] widen / peer: %.2f per CPU s, %.2f wall\n", gs[g], rps[g][0] / rps[g][1],
-           wall[g][1] > 0 ? wall[g][0] / wall[g][1] : 0);
+    printf("ratio [%s] widen / peer: %.2f per CPU s, %.2f wall (load average %.1f / %.1f)", gs[g],
+           rps[g][0] / rps[g][1], wall[g][1] > 0 ? wall[g][0] / wall[g][1] : 0, load[g][0], load[g][1]);
+    if (o.perf && ipr[g][0] > 0) printf("; %.2f per instruction count", ipr[g][1] / ipr[g][0]);
+    printf("\n");
   }
   size_t ref_rows = table_rows(&ref);
   table_free(&ref);
@@ -547,6 +670,10 @@ int main(int argc, char **argv) {
            wall[g][1] > 0 ? wall[g][0] / wall[g][1] : 0, t, rss[g][0], t, rss[g][1]);
     printf(" %s_peer_rps_cpu_from_first=%.0f %s_ratio_cpu_from_first=%.2f", t, rps_run[g], t,
            rps_run[g] > 0 ? rps[g][0] / rps_run[g] : 0);
+    printf(" %s_widen_load=%.1f %s_peer_load=%.1f", t, load[g][0], t, load[g][1]);
+    if (o.perf)
+      printf(" %s_widen_ins_per_rec=%.0f %s_peer_ins_per_rec=%.0f %s_ratio_ins=%.2f", t, ipr[g][0], t, ipr[g][1], t,
+             ipr[g][0] > 0 ? ipr[g][1] / ipr[g][0] : 0);
     if (latency)
       printf(" %s_widen_vis_p50_ms=%.0f %s_widen_vis_p99_ms=%.0f %s_peer_vis_p50_ms=%.0f %s_peer_vis_p99_ms=%.0f", t,
              v50[g][0], t, v99[g][0], t, v50[g][1], t, v99[g][1]);
