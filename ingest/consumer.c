@@ -1303,12 +1303,3 @@ const char *wd_consumer_idle_reason(const wd_consumer_t *c) {
 }
 
 int wd_consumer_assigned_count(const wd_consumer_t *c) { return c->nassigned; }
-
-wd_error_t *wd_consumer_conf_commit_paced(wd_kafka_conf_t *conf) {
-  wd_error_t *err = NULL;
-  if (!wd_kafka_conf_get(conf, "fetch.min.bytes"))
-    err = wd_kafka_conf_set(conf, "fetch.min.bytes", WD_CONSUMER_COMMIT_PACED_MIN_BYTES);
-  if (!err && !wd_kafka_conf_get(conf, "fetch.wait.max.ms"))
-    err = wd_kafka_conf_set(conf, "fetch.wait.max.ms", WD_CONSUMER_COMMIT_PACED_WAIT_MS);
-  return err;
-}

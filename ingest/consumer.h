@@ -262,21 +262,6 @@ const wd_kafka_stats_t *wd_consumer_stats(const wd_consumer_t *c);
 /* The number of partitions the consumer holds now (from the rebalance callbacks). */
 int wd_consumer_assigned_count(const wd_consumer_t *c);
 
-/* The fetch defaults of a consumer whose output is seen at commits (exactly-once): fetch.min.bytes
- * 65536 and fetch.wait.max.ms 10 (WD_CONSUMER_COMMIT_PACED_MIN_BYTES / _WAIT_MS) are added to conf,
- * each only when conf does not set it already (kafka.properties win). librdkafka's defaults
- * (fetch.min.bytes 1, fetch.wait.max.ms 500) make the broker answer a fetch as soon as one record is
- * there, so at a steady rate the consumer fetches a record or a few at a time, a request and a
- * wake-up of both clients each; with these a fetch carries 64 KiB or 10 ms of records. The price is
- * at most 10 ms on a record's way in, hidden under exactly-once by the wait for the commit, and at
- * idle about 100 empty fetches a second (against 2). Kafka's own consumer takes the same two settings
- * (fetch.min.bytes, fetch.max.wait.ms). Measured (bench/notes/around.md): at 10k records/s under
- * exactly-once, widen's CPU -10 % (median of 6 interleaved pairs), visible p99 unchanged within the
- * noise, p50 lower. Returns NULL, or E_NOMEM (conf may then hold one of the two). */
-#define WD_CONSUMER_COMMIT_PACED_MIN_BYTES "65536"
-#define WD_CONSUMER_COMMIT_PACED_WAIT_MS "10"
-wd_error_t *wd_consumer_conf_commit_paced(wd_kafka_conf_t *conf);
-
 /* Which clients take a property (wd_kafka_property_check). */
 #define WD_KAFKA_CONSUMER_PROPERTY 1u
 #define WD_KAFKA_PRODUCER_PROPERTY 2u
