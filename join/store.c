@@ -13,6 +13,13 @@
 #include "common/buf.h"
 #include "join/store_impl.h"
 
+/* uthash's default on a failed allocation is exit(-1): non-fatal mode leaves the element out and
+ * sets wd_uthash_oom, which wd_store_batch_coalesce turns into -1. */
+static _Thread_local int wd_uthash_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (wd_uthash_oom = 1)
+#include <uthash.h>
+
 static const uint8_t wd_store_empty[1];
 
 /*
@@ -167,6 +174,89 @@ int wd_store_batch_delete_offsets(wd_store_batch_t *b, const char *topic) {
 }
 
 size_t wd_store_batch_count(const wd_store_batch_t *b) { return b ? b->n : 0; }
+
+size_t wd_store_batch_size(const wd_store_batch_t *b) { return b ? b->bytes.len : 0; }
+
+int wd_store_batch_append(wd_store_batch_t *dst, const wd_store_batch_t *src) {
+  if (!dst || !src) return -1;
+  wd_store_op_view_t v;
+  for (size_t i = 0; i < src->n; i++) {
+    wd_store_batch_view(src, i, &v);
+    if (wd_store_batch_add(dst, v.kind, v.key, v.klen, v.val, v.vlen)) return -1;
+  }
+  return 0;
+}
+
+/* One "state" key of wd_store_batch_coalesce: its last op in the batch. */
+typedef struct wd_coal {
+  UT_hash_handle hh;
+  const uint8_t *key;
+  size_t klen;
+  size_t op;
+} wd_coal_t;
+
+static int wd_coal_cmp(const void *a, const void *b) {
+  const wd_coal_t *x = *(const wd_coal_t *const *)a, *y = *(const wd_coal_t *const *)b;
+  size_t n = x->klen < y->klen ? x->klen : y->klen;
+  int c = n ? memcmp(x->key, y->key, n) : 0;
+  if (c) return c;
+  return x->klen < y->klen ? -1 : x->klen > y->klen;
+}
+
+int wd_store_batch_coalesce(wd_store_batch_t *b) {
+  if (!b) return -1;
+  size_t nstate = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->ops[i].kind == WD_STORE_OP_DELETE_RANGE) return 0; /* order matters: left as it is */
+    nstate += b->ops[i].kind == WD_STORE_OP_PUT || b->ops[i].kind == WD_STORE_OP_DELETE;
+  }
+  if (!nstate) return 0;
+  int rc = -1;
+  wd_coal_t *items = calloc(nstate, sizeof(*items)), *head = NULL, *found = NULL;
+  wd_coal_t **keys = calloc(nstate, sizeof(*keys));
+  wd_store_batch_t *out = wd_store_batch_new();
+  size_t nkeys = 0, k = 0;
+  wd_store_op_view_t v;
+  if (!items || !keys || !out) goto done;
+  wd_uthash_oom = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->ops[i].kind != WD_STORE_OP_PUT && b->ops[i].kind != WD_STORE_OP_DELETE) continue;
+    wd_store_batch_view(b, i, &v);
+    HASH_FIND(hh, head, v.key, v.klen, found);
+    if (found) {
+      found->op = i; /* a later op of the key wins */
+      continue;
+    }
+    wd_coal_t *it = &items[k++];
+    it->key = v.key;
+    it->klen = v.klen;
+    it->op = i;
+    HASH_ADD_KEYPTR(hh, head, it->key, it->klen, it);
+    if (wd_uthash_oom) goto done;
+    keys[nkeys++] = it;
+  }
+  if (nkeys > 1) qsort(keys, nkeys, sizeof(*keys), wd_coal_cmp);
+  for (size_t i = 0; i < nkeys; i++) {
+    wd_store_batch_view(b, keys[i]->op, &v);
+    if (wd_store_batch_add(out, v.kind, v.key, v.klen, v.val, v.vlen)) goto done;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->ops[i].kind == WD_STORE_OP_PUT || b->ops[i].kind == WD_STORE_OP_DELETE) continue;
+    wd_store_batch_view(b, i, &v);
+    if (wd_store_batch_add(out, v.kind, v.key, v.klen, v.val, v.vlen)) goto done;
+  }
+  /* b takes out's ops and bytes (its undo image, if any, no longer matches: dropped) */
+  wd_store_batch_t tmp = *b;
+  *b = *out;
+  *out = tmp;
+  rc = 0;
+done:
+  HASH_CLEAR(hh, head);
+  free(items);
+  free(keys);
+  wd_store_batch_destroy(out);
+  return rc;
+}
 
 int wd_store_batch_foreach_state(const wd_store_batch_t *b, wd_store_batch_cb cb, void *ctx) {
   wd_store_op_view_t v;
