@@ -124,6 +124,13 @@ int wd_store_batch_append(wd_store_batch_t *dst, const wd_store_batch_t *src);
  * a range deletion of "state" is left as it is (its order matters). b's undo image is dropped.
  * 0, or -1 on no memory (b unchanged). */
 int wd_store_batch_coalesce(wd_store_batch_t *b);
+/* Appends to out what writing runs[0..n) in order would leave, in fewer ops: every "state" key once,
+ * with its last put or delete (a later run's op wins, and a later op within a run), in bytewise
+ * key order; then every other op of the runs, run by run, in order. Cost: the runs' state ops
+ * cut into segments of increasing keys (a commit's rows are one), merged pairwise. With a range
+ * deletion of "state" in any run, every op is appended as it is (its order matters). The runs are
+ * not changed. 0, or -1 on no memory or NULL arguments (out then holds part of it). */
+int wd_store_batch_merge(wd_store_batch_t *out, wd_store_batch_t *const *runs, size_t n);
 
 /* Calls cb for every "state" put and delete of b, in order (val NULL for a delete); stops when cb
  * returns non-zero and returns that. Range deletes and meta ops are not visited. */

@@ -173,6 +173,9 @@ void wd_commit_destroy(wd_commit_t *c) {
   wd_store_batch_destroy(c->b);
   wd_store_batch_destroy(c->fb);
   wd_store_batch_destroy(c->pend);
+  for (size_t i = 0; i < c->nruns; i++) wd_store_batch_destroy(c->runs[i]);
+  free(c->runs);
+  for (size_t i = 0; i < c->nspare; i++) wd_store_batch_destroy(c->spare[i]);
   wd_buf_free(&c->undo);
   free(c->in);
   free(c->t);
@@ -541,18 +544,37 @@ bool wd_commit_flush_deferrable(bool exactly_once, bool group, bool changelog, b
   return *why == NULL;
 }
 
-/* A committed commit's rows (c->b) and finalize entries (fin) kept for the next flush; its snapshot's
- * entries stay in the state cache (not evictable) until then. Errors: E_NOMEM (then nothing kept is
- * ever written: the store stays at its last flush, the pipeline stops with the error). */
-static wd_error_t *keep_committed(wd_commit_t *c, wd_store_batch_t *fin) {
+/* An empty batch for the open commit: a spare one, or a new one (NULL on no memory). */
+static wd_store_batch_t *take_spare(wd_commit_t *c) { return c->nspare ? c->spare[--c->nspare] : wd_store_batch_new(); }
+
+/* A committed commit's rows (c->b) and finalize entries (c->fb) kept for the next flush, as they are
+ * (the batches themselves, no copy: the open commit takes fresh ones); its snapshot's entries stay in
+ * the state cache (not evictable) until then. Errors: E_NOMEM (then nothing kept is ever written:
+ * the store stays at its last flush, the pipeline stops with the error). */
+static wd_error_t *keep_committed(wd_commit_t *c) {
   if (c->pend_lost) return wd_error_nomem();
-  if (!c->pend && !(c->pend = wd_store_batch_new())) return wd_error_nomem();
-  if (wd_store_batch_append(c->pend, c->b) || wd_store_batch_append(c->pend, fin)) {
-    wd_store_batch_clear(c->pend); /* never a commit half kept: its rows without its offsets */
+  wd_store_batch_t *b = NULL, *fb = NULL;
+  if (c->nruns + 2 > c->cap_runs) {
+    size_t cap = c->cap_runs ? c->cap_runs * 2 : 64;
+    wd_store_batch_t **r = realloc(c->runs, cap * sizeof(*r));
+    if (r) {
+      c->runs = r;
+      c->cap_runs = cap;
+    }
+  }
+  if (c->nruns + 2 > c->cap_runs || !(b = take_spare(c)) || !(fb = take_spare(c))) {
+    wd_store_batch_destroy(b);
+    for (size_t i = 0; i < c->nruns; i++) wd_store_batch_destroy(c->runs[i]);
+    c->nruns = 0; /* never a commit half kept: its rows without its offsets */
     c->pend_commits = 0;
     c->pend_lost = true;
     return wd_error_nomem();
   }
+  c->pend_bytes += wd_store_batch_size(c->b) + wd_store_batch_size(c->fb);
+  c->runs[c->nruns++] = c->b;
+  c->runs[c->nruns++] = c->fb;
+  c->b = b;
+  c->fb = fb;
   if (!c->pend_commits) c->pend_since = wd_mono_s();
   c->pend_commits++;
   c->pend_snap = c->snap;
@@ -564,16 +586,26 @@ wd_error_t *wd_commit_flush(wd_commit_t *c) {
   if (c->pend_lost) return wd_error_nomem();
   commit_fault_point(c, "before-flush");
   double t0 = wd_mono_s();
-  size_t ops = wd_store_batch_count(c->pend);
-  if (wd_store_batch_coalesce(c->pend)) return wd_error_nomem();
-  size_t kept = wd_store_batch_count(c->pend);
+  if (!c->pend && !(c->pend = wd_store_batch_new())) return wd_error_nomem();
+  wd_store_batch_clear(c->pend);
+  if (wd_store_batch_merge(c->pend, c->runs, c->nruns)) return wd_error_nomem();
   wd_error_t *err = wd_store_write(c->store, c->pend);
   if (err) return err;
   wd_state_written(c->state, c->pend_snap);
-  wd_log(WD_LOG_DEBUG, "commit", "state flush: %" PRIu64 " commits, %zu ops written as %zu, %.1f ms", c->pend_commits,
-         ops, kept, (wd_mono_s() - t0) * 1000.0);
-  wd_store_batch_clear(c->pend);
+  wd_log(WD_LOG_DEBUG, "commit", "state flush: %" PRIu64 " commits, %zu bytes, written as %zu ops in %.1f ms",
+         c->pend_commits, c->pend_bytes, wd_store_batch_count(c->pend), (wd_mono_s() - t0) * 1000.0);
+  for (size_t i = 0; i < c->nruns; i++) {
+    if (c->nspare < sizeof(c->spare) / sizeof(c->spare[0])) {
+      wd_store_batch_clear(c->runs[i]);
+      c->spare[c->nspare++] = c->runs[i];
+    } else {
+      wd_store_batch_destroy(c->runs[i]);
+    }
+  }
+  c->nruns = 0;
+  c->pend_bytes = 0;
   c->pend_commits = 0;
+  wd_store_batch_clear(c->pend);
   commit_fault_point(c, "after-flush");
   return NULL;
 }
@@ -581,7 +613,7 @@ wd_error_t *wd_commit_flush(wd_commit_t *c) {
 wd_error_t *wd_commit_flush_due(wd_commit_t *c) {
   if (!c->pend_commits) return NULL;
   if ((wd_mono_s() - c->pend_since) * 1000.0 >= (double)c->conf.flush_interval_ms ||
-      wd_store_batch_size(c->pend) >= c->conf.flush_max_bytes)
+      c->pend_bytes >= c->conf.flush_max_bytes)
     return wd_commit_flush(c);
   return NULL;
 }
@@ -768,7 +800,7 @@ static wd_error_t *phase_committed(wd_commit_t *c, run_t *r) {
   if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, fin))
     return wd_error_nomem();
   if (commit_deferred(c) && !c->prepared) {
-    if ((err = keep_committed(c, fin))) return err; /* written by a later flush */
+    if ((err = keep_committed(c))) return err; /* written by a later flush */
   } else {
     if ((err = wd_commit_flush(c))) return err; /* what is kept is older: first */
     if (!c->conf.exactly_once || c->prepared) err = wd_store_write(c->store, fin);

@@ -81,8 +81,13 @@ struct wd_commit {
   uint64_t overlapped; /* commits finalized after committing in the background */
   /* the deferred state flush (conf.flush_interval_ms > 0 under exactly-once; commit.c "the
    * deferred state flush"): committed commits whose rows are not written yet */
-  wd_store_batch_t *pend; /* their rows and finalize entries, in commit order */
-  uint64_t pend_commits; /* commits in pend */
+  wd_store_batch_t **runs; /* their state batches and finalize batches, in commit order */
+  size_t nruns, cap_runs;
+  size_t pend_bytes; /* the runs' bytes */
+  wd_store_batch_t *pend; /* the flush's write: the runs merged (wd_store_batch_merge) */
+  wd_store_batch_t *spare[8]; /* emptied runs, for the next commits' batches */
+  size_t nspare;
+  uint64_t pend_commits; /* commits in runs */
   uint64_t pend_snap; /* the state snapshot of the last of them (wd_state_written at the flush) */
   double pend_since; /* monotonic s when the first of them was kept */
   bool pend_lost; /* a commit could not be kept (no memory): pend is never written */
