@@ -284,23 +284,6 @@ done:
   return rc;
 }
 
-int wd_store_batch_coalesce(wd_store_batch_t *b) {
-  if (!b) return -1;
-  wd_store_batch_t *out = wd_store_batch_new();
-  if (!out) return -1;
-  wd_store_batch_t *runs[1] = {b};
-  if (wd_store_batch_merge(out, runs, 1)) {
-    wd_store_batch_destroy(out);
-    return -1;
-  }
-  /* b takes out's ops and bytes (its undo image, if any, no longer matches: dropped) */
-  wd_store_batch_t tmp = *b;
-  *b = *out;
-  *out = tmp;
-  wd_store_batch_destroy(out);
-  return 0;
-}
-
 int wd_store_batch_foreach_state(const wd_store_batch_t *b, wd_store_batch_cb cb, void *ctx) {
   wd_store_op_view_t v;
   for (size_t i = 0; i < b->n; i++) {

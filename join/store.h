@@ -114,17 +114,12 @@ size_t wd_store_batch_count(const wd_store_batch_t *b);
 /* Bytes of b's keys and values together (0 for NULL). */
 size_t wd_store_batch_size(const wd_store_batch_t *b);
 
-/* Appends every op of src to dst, in order (copied; src's undo image is not). For the deferred
- * state flush (docs/exactly-once.md "Deferred state flush"): the committed commits' batches
- * gathered until one write. 0, or -1 on no memory or a NULL batch (dst then holds some of them). */
+/* Appends every op of src to dst, in order (copied; src's undo image is not). 0, or -1 on no
+ * memory or a NULL batch (dst then holds some of them). */
 int wd_store_batch_append(wd_store_batch_t *dst, const wd_store_batch_t *src);
-/* Rewrites b so that every "state" key has one op, its last put or delete in b, and those ops come
- * first in bytewise key order (so that the RocksDB write gives each key one memtable insert, with
- * the insert hints of ordered keys); the other ops ("meta") follow in their order. A batch holding
- * a range deletion of "state" is left as it is (its order matters). b's undo image is dropped.
- * 0, or -1 on no memory (b unchanged). */
-int wd_store_batch_coalesce(wd_store_batch_t *b);
-/* Appends to out what writing runs[0..n) in order would leave, in fewer ops: every "state" key once,
+/* The deferred state flush (docs/exactly-once.md "Deferred state flush"): the committed commits'
+ * batches written as one.
+ * Appends to out what writing runs[0..n) in order would leave, in fewer ops: every "state" key once,
  * with its last put or delete (a later run's op wins, and a later op within a run), in bytewise
  * key order; then every other op of the runs, run by run, in order. Cost: the runs' state ops
  * cut into segments of increasing keys (a commit's rows are one), merged pairwise. With a range
