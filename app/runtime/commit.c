@@ -319,13 +319,13 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       }
     }
   }
+  /* the deferred state flush: the committed rows kept in memory are written before the tasks move
+   * (the next owner, or this process when they come back, starts from the store) */
+  commit_keep_error(c, wd_commit_flush(c));
   /* rows made dirty outside any commit belong to none: a lookup reconcile that changed nothing
    * opens no commit, and a batch in hand is abandoned here. Left in the cache they would be
    * neither committed nor aborted, and the next restore of their task would refuse to drop them
    * ("dropping task N with uncommitted rows", found by the multi-process chaos test). */
-  /* the deferred state flush: the committed rows kept in memory are written before the tasks move
-   * (the next owner, or this process when they come back, starts from the store) */
-  commit_keep_error(c, wd_commit_flush(c));
   if (c->phase == WD_PHASE_IDLE) wd_state_discard(c->state);
   /* at-least-once: the group's offsets now, so that the next owner of a stateless partition
    * (forwarded to a repartition topic) starts where this one stopped */
