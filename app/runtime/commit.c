@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/config/interleaving.h"
 #include "app/runtime/marker.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -542,6 +543,25 @@ bool wd_commit_flush_deferrable(bool exactly_once, bool group, bool changelog, b
                                     "interleave them otherwise"
                                   : NULL;
   return *why == NULL;
+}
+
+wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const wd_config_t *cfg, bool group, bool changelog, bool lookups,
+                                 bool rebuild) {
+  cc->flush_interval_ms = 0;
+  cc->flush_max_bytes = 0;
+  if (cfg->state.flush_interval_ms <= 0) return NULL;
+  char **w = NULL;
+  int nw = wd_interleaving_warnings(cfg, &w);
+  wd_interleaving_free(w);
+  if (nw < 0) return wd_error_nomem();
+  const char *why = NULL;
+  if (!wd_commit_flush_deferrable(cc->exactly_once, group, changelog, lookups, rebuild, nw > 0, &why)) {
+    wd_log(WD_LOG_INFO, "commit", "state.flush-interval-ms: each commit writes its rows here (%s)", why);
+    return NULL;
+  }
+  cc->flush_interval_ms = cfg->state.flush_interval_ms;
+  cc->flush_max_bytes = (uint64_t)cfg->state.flush_max_bytes;
+  return NULL;
 }
 
 /* An empty batch for the open commit: a spare one, or a new one (NULL on no memory). */

@@ -123,6 +123,15 @@ typedef struct wd_commit_conf {
 bool wd_commit_flush_deferrable(bool exactly_once, bool group, bool changelog, bool lookups, bool rebuild,
                                 bool interleaving_dependent, const char **why);
 
+/* Sets cc's flush_interval_ms and flush_max_bytes from cfg's state.flush-interval-ms and
+ * state.flush-max-bytes where wd_commit_flush_deferrable says it is safe (cc->exactly_once, group,
+ * a state changelog topic, lookup sources, a rebuild; the interleaving warnings of cfg,
+ * app/config/interleaving.h), else leaves them 0 and logs why each commit writes its rows. Errors:
+ * E_NOMEM. */
+struct wd_config;
+wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const struct wd_config *cfg, bool group, bool changelog,
+                                 bool lookups, bool rebuild);
+
 /* The deferred state flush: writes the committed commits' rows and finalize entries kept in memory
  * (one coalesced write: a key once, in key order) and lets the state cache evict them. Nothing to do
  * without the deferred flush or with nothing kept. Fault points before-flush and after-flush.

@@ -5,7 +5,6 @@
 #include "app/runtime/global_table.h"
 #include "app/runtime/lookups.h"
 #include "common/clock.h"
-#include "app/config/interleaving.h"
 #include "app/config/join_config.h"
 #include "app/config/table_config.h"
 #include "app/runtime/commit.h"
@@ -2040,23 +2039,6 @@ static wd_error_t *plan_topics(wd_pipeline_t *p, const char *dir, size_t ntopics
   return NULL;
 }
 
-/* state.flush-interval-ms where it is safe (wd_commit_flush_deferrable), else said at start. */
-static wd_error_t *deferred_flush(wd_pipeline_t *p, wd_commit_conf_t *cc) {
-  char **w = NULL;
-  int nw = wd_interleaving_warnings(p->cfg, &w);
-  wd_interleaving_free(w);
-  if (nw < 0) return wd_error_nomem();
-  const char *why = NULL;
-  if (!wd_commit_flush_deferrable(p->exactly_once, !p->opts.replay, p->changelog_topic != NULL,
-                                  wd_lookups_active(p->lk), p->rb != NULL, nw > 0, &why)) {
-    wd_log(WD_LOG_INFO, "pipeline", "state.flush-interval-ms: each commit writes its rows here (%s)", why);
-    return NULL;
-  }
-  cc->flush_interval_ms = p->cfg->state.flush_interval_ms;
-  cc->flush_max_bytes = (uint64_t)p->cfg->state.flush_max_bytes;
-  return NULL;
-}
-
 /* The commit coordinator (before the consumer: its callbacks, in assign mode already inside
  * wd_consumer_new, go to it), with the standby copies and a rebuild armed on an incompatible
  * definition (app/ops/fingerprint.h) and its commit marker. */
@@ -2106,7 +2088,9 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir, int txn_t
                         "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
                         dir);
   if (p->rb) cc.hooks.task_current = rebuild_task_current;
-  if (cfg->state.flush_interval_ms > 0 && (err = deferred_flush(p, &cc))) return err;
+  if ((err = wd_commit_conf_flush(&cc, cfg, !p->opts.replay, p->changelog_topic != NULL, wd_lookups_active(p->lk),
+                                  p->rb != NULL)))
+    return err;
   if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) return err;
   if (p->rb) { /* the switch commits carry no input offsets: resolved by this process's commit marker */
     wd_kafka_conf_t mconf = {0};
