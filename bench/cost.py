@@ -28,7 +28,7 @@ PHASES = [
     ("changelog diff (wd_message_apply less merge and state ops)", ["wd_message_apply"],
      ["merge_step|wd_merge_apply", "state_get", "state_put"]),
     ("state write (cache put, snapshot/flush encode, RocksDB writes + background)",
-     ["state_put", "wd_state_snapshot", "wd_rdb_write",
+     ["state_put", "wd_state_snapshot", "wd_rdb_write", "wd_store_batch_merge",
       "rocksdb::DBImpl::BGWorkFlush(void*)", "rocksdb::DBImpl::BGWorkCompaction(void*)"],
      []),
     ("encode (Debezium JSON value + key)", ["wd_changelog_encode_debezium_json", "wd_changelog_encode_key_json"], []),
@@ -37,7 +37,7 @@ PHASES = [
      # commit_run_phases: both the blocking and the overlapped commit (wd_commit_run_async) run it;
      # the output it releases to the producer is the produce phase's
      ["commit_run_phases|wd_commit_run", "wd_commit_begin"],
-     ["wd_state_snapshot", "wd_rdb_write", "wd_collector_release"]),
+     ["wd_state_snapshot", "wd_rdb_write", "wd_store_batch_merge", "wd_collector_release"]),
     ("librdkafka threads (fetch + produce I/O, both clients)", ["start_thread"],
      ["rocksdb::DBImpl::BGWorkFlush(void*)", "rocksdb::DBImpl::BGWorkCompaction(void*)",
       "rocksdb::ThreadPoolImpl::Impl::BGThreadWrapper(void*)"]),

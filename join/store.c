@@ -168,6 +168,122 @@ int wd_store_batch_delete_offsets(wd_store_batch_t *b, const char *topic) {
 
 size_t wd_store_batch_count(const wd_store_batch_t *b) { return b ? b->n : 0; }
 
+size_t wd_store_batch_size(const wd_store_batch_t *b) { return b ? b->bytes.len : 0; }
+
+int wd_store_batch_append(wd_store_batch_t *dst, const wd_store_batch_t *src) {
+  if (!dst || !src) return -1;
+  wd_store_op_view_t v;
+  for (size_t i = 0; i < src->n; i++) {
+    wd_store_batch_view(src, i, &v);
+    if (wd_store_batch_add(dst, v.kind, v.key, v.klen, v.val, v.vlen)) return -1;
+  }
+  return 0;
+}
+
+/* A "state" op of wd_store_batch_merge: its key and where it is (run, op). */
+typedef struct wd_mref {
+  const uint8_t *key;
+  size_t klen;
+  size_t run, op;
+} wd_mref_t;
+
+/* RocksDB's bytewise order (memcmp, then the shorter first). */
+static int wd_mref_cmp(const wd_mref_t *x, const wd_mref_t *y) {
+  size_t n = x->klen < y->klen ? x->klen : y->klen;
+  int c = n ? memcmp(x->key, y->key, n) : 0;
+  return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+/* Merges the key-ordered segments a[0..na) (older) and b[0..nb) (newer) into out, the newer op of a
+ * key present in both; returns the merged length. */
+static size_t wd_mref_merge(const wd_mref_t *a, size_t na, const wd_mref_t *b, size_t nb, wd_mref_t *out) {
+  size_t i = 0, j = 0, k = 0;
+  while (i < na && j < nb) {
+    int c = wd_mref_cmp(&a[i], &b[j]);
+    if (c < 0) out[k++] = a[i++];
+    else if (c > 0) out[k++] = b[j++];
+    else {
+      out[k++] = b[j++]; /* the newer wins */
+      i++;
+    }
+  }
+  while (i < na) out[k++] = a[i++];
+  while (j < nb) out[k++] = b[j++];
+  return k;
+}
+
+int wd_store_batch_merge(wd_store_batch_t *out, wd_store_batch_t *const *runs, size_t nruns) {
+  if (!out || (nruns && !runs)) return -1;
+  size_t nstate = 0;
+  bool ranged = false;
+  for (size_t r = 0; r < nruns; r++)
+    for (size_t i = 0; i < runs[r]->n; i++) {
+      wd_store_op_kind_t k = runs[r]->ops[i].kind;
+      nstate += k == WD_STORE_OP_PUT || k == WD_STORE_OP_DELETE;
+      ranged |= k == WD_STORE_OP_DELETE_RANGE;
+    }
+  if (ranged || !nstate) { /* order matters (or nothing to merge): every op as it is */
+    for (size_t r = 0; r < nruns; r++)
+      if (wd_store_batch_append(out, runs[r])) return -1;
+    return 0;
+  }
+  int rc = -1;
+  wd_mref_t *a = malloc(nstate * sizeof(*a)), *t = malloc(nstate * sizeof(*t));
+  size_t *seg = malloc((nstate + 1) * sizeof(*seg)); /* segment starts in a, then its end */
+  size_t n = 0, nseg = 0;
+  wd_store_op_view_t v;
+  if (!a || !t || !seg) goto done;
+  /* every state op in order, cut into segments of strictly increasing keys (a commit's rows are
+   * in key order: one segment each, mostly) */
+  for (size_t r = 0; r < nruns; r++)
+    for (size_t i = 0; i < runs[r]->n; i++) {
+      wd_store_op_kind_t k = runs[r]->ops[i].kind;
+      if (k != WD_STORE_OP_PUT && k != WD_STORE_OP_DELETE) continue;
+      wd_store_batch_view(runs[r], i, &v);
+      a[n] = (wd_mref_t){v.key, v.klen, r, i};
+      if (n == 0 || wd_mref_cmp(&a[n - 1], &a[n]) >= 0) seg[nseg++] = n;
+      n++;
+    }
+  seg[nseg] = n;
+  /* bottom-up: adjacent segments merged pairwise (older, newer) until one is left */
+  while (nseg > 1) {
+    size_t w = 0, m = 0;
+    for (size_t s2 = 0; s2 < nseg; s2 += 2) {
+      size_t b0 = seg[s2], b1 = seg[s2 + 1];
+      size_t at = w;
+      if (s2 + 1 < nseg) w += wd_mref_merge(a + b0, b1 - b0, a + b1, seg[s2 + 2] - b1, t + w);
+      else {
+        memcpy(t + w, a + b0, (b1 - b0) * sizeof(*a));
+        w += b1 - b0;
+      }
+      seg[m++] = at;
+    }
+    seg[m] = w;
+    nseg = m;
+    wd_mref_t *x = a;
+    a = t;
+    t = x;
+    n = w;
+  }
+  for (size_t i = 0; i < n; i++) {
+    wd_store_batch_view(runs[a[i].run], a[i].op, &v);
+    if (wd_store_batch_add(out, v.kind, v.key, v.klen, v.val, v.vlen)) goto done;
+  }
+  for (size_t r = 0; r < nruns; r++)
+    for (size_t i = 0; i < runs[r]->n; i++) {
+      wd_store_op_kind_t k = runs[r]->ops[i].kind;
+      if (k == WD_STORE_OP_PUT || k == WD_STORE_OP_DELETE) continue;
+      wd_store_batch_view(runs[r], i, &v);
+      if (wd_store_batch_add(out, v.kind, v.key, v.klen, v.val, v.vlen)) goto done;
+    }
+  rc = 0;
+done:
+  free(a);
+  free(t);
+  free(seg);
+  return rc;
+}
+
 int wd_store_batch_foreach_state(const wd_store_batch_t *b, wd_store_batch_cb cb, void *ctx) {
   wd_store_op_view_t v;
   for (size_t i = 0; i < b->n; i++) {

@@ -111,6 +111,21 @@ int wd_store_batch_delete_range(wd_store_batch_t *b, const uint8_t *begin, size_
                                 size_t elen);
 /* Number of ops in b. */
 size_t wd_store_batch_count(const wd_store_batch_t *b);
+/* Bytes of b's keys and values together (0 for NULL). */
+size_t wd_store_batch_size(const wd_store_batch_t *b);
+
+/* Appends every op of src to dst, in order (copied; src's undo image is not). 0, or -1 on no
+ * memory or a NULL batch (dst then holds some of them). */
+int wd_store_batch_append(wd_store_batch_t *dst, const wd_store_batch_t *src);
+/* The deferred state flush (docs/exactly-once.md "Deferred state flush"): the committed commits'
+ * batches written as one.
+ * Appends to out what writing runs[0..n) in order would leave, in fewer ops: every "state" key once,
+ * with its last put or delete (a later run's op wins, and a later op within a run), in bytewise
+ * key order; then every other op of the runs, run by run, in order. Cost: the runs' state ops
+ * cut into segments of increasing keys (a commit's rows are one), merged pairwise. With a range
+ * deletion of "state" in any run, every op is appended as it is (its order matters). The runs are
+ * not changed. 0, or -1 on no memory or NULL arguments (out then holds part of it). */
+int wd_store_batch_merge(wd_store_batch_t *out, wd_store_batch_t *const *runs, size_t n);
 
 /* Calls cb for every "state" put and delete of b, in order (val NULL for a delete); stops when cb
  * returns non-zero and returns that. Range deletes and meta ops are not visited. */

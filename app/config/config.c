@@ -227,6 +227,22 @@ static const wd_config_option_t STATE_OPTS[] = {
      "`<state.dir>.corrupt-<time>` and starts with a fresh one, whose tasks are rebuilt as those of a lost state "
      "directory are (restored from the state changelog topic, else from the sources without output: nothing is "
      "repeated downstream)."},
+    {"flush-interval-ms", WD_CONFIG_INT, offsetof(wd_config_state_t, flush_interval_ms), "0", NULL, 0, 3600000, NULL, 0,
+     NULL,
+     "Exactly-once: the rows of committed commits are kept in memory and written to the state store together, "
+     "at most this many ms after the first of them (and when state.flush-max-bytes is reached, at a rebalance, at "
+     "a stop), so a row changed in several commits costs one store write; 0 writes each commit's rows with it. "
+     "Only rows whose transaction committed are written, so after a crash the store is behind the group's "
+     "committed offsets and the records in between are read again without output (docs/exactly-once.md "
+     "\"Deferred state flush\": a crash costs at most this interval's records read again). Applies with a group, "
+     "a single task or per-partition tasks without a state changelog topic, no lookup sources, no rebuild in "
+     "progress and a table whose rows do not depend on how its sources interleave; elsewhere each commit "
+     "writes its rows (the start-up log says which). `widen rows` and `widen status` on a running process see "
+     "the store as of its last flush."},
+    {"flush-max-bytes", WD_CONFIG_INT, offsetof(wd_config_state_t, flush_max_bytes), "67108864", NULL, 1024, INT64_MAX,
+     NULL, 0, NULL,
+     "With state.flush-interval-ms: the committed rows kept in memory are written once their encoded size "
+     "reaches this many bytes (the default: 64 MiB)."},
     END_OPT,
 };
 

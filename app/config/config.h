@@ -170,6 +170,8 @@ typedef struct wd_config_state {
   wd_config_on_incompatible_t on_incompatible_change;
   int64_t min_free_bytes; /* stop before the state's filesystem has less free (0: never) */
   wd_config_on_corruption_t on_corruption;
+  int64_t flush_interval_ms; /* the deferred state flush: committed rows kept at most this long (0: each commit) */
+  int64_t flush_max_bytes; /* ... and at most this many bytes before they are written */
   int line;
 } wd_config_state_t;
 

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/config/interleaving.h"
 #include "app/runtime/marker.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -153,7 +154,7 @@ wd_error_t *wd_commit_new(const wd_commit_conf_t *conf, wd_collector_t *coll, wd
   c->state = state;
   c->store = store;
   /* exactly-once writes each commit's rows before its outcome is known: with their prior entries */
-  if (state) wd_state_set_undo(state, c->conf.exactly_once);
+  if (state) wd_state_set_undo(state, c->conf.exactly_once && !commit_deferred(c));
   /* WIDEN_COMMIT_OVERLAP=0 waits for every commit (for interleaved before/after benchmarks,
    * bench/README.md) */
   const char *ov = getenv("WIDEN_COMMIT_OVERLAP");
@@ -172,6 +173,10 @@ void wd_commit_destroy(wd_commit_t *c) {
   wd_taskmgr_destroy(c->tm);
   wd_store_batch_destroy(c->b);
   wd_store_batch_destroy(c->fb);
+  wd_store_batch_destroy(c->pend);
+  for (size_t i = 0; i < c->nruns; i++) wd_store_batch_destroy(c->runs[i]);
+  free(c->runs);
+  for (size_t i = 0; i < c->nspare; i++) wd_store_batch_destroy(c->spare[i]);
   wd_buf_free(&c->undo);
   free(c->in);
   free(c->t);
@@ -315,6 +320,9 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       }
     }
   }
+  /* the deferred state flush: the committed rows kept in memory are written before the tasks move
+   * (the next owner, or this process when they come back, starts from the store) */
+  commit_keep_error(c, wd_commit_flush(c));
   /* rows made dirty outside any commit belong to none: a lookup reconcile that changed nothing
    * opens no commit, and a batch in hand is abandoned here. Left in the cache they would be
    * neither committed nor aborted, and the next restore of their task would refuse to drop them
@@ -520,6 +528,116 @@ static size_t targets(wd_commit_t *c, wd_tp_offset_t *out) {
   return n;
 }
 
+/* ---- the deferred state flush (docs/exactly-once.md "Deferred state flush") -------------------- */
+
+bool commit_deferred(const wd_commit_t *c) { return c->conf.exactly_once && c->conf.flush_interval_ms > 0; }
+
+bool wd_commit_flush_deferrable(bool exactly_once, bool group, bool changelog, bool lookups, bool rebuild,
+                                bool interleaving_dependent, const char **why) {
+  *why = !exactly_once            ? "at-least-once writes the state with its offsets after each commit"
+         : !group                 ? "a replay has no group to be behind of"
+         : changelog              ? "a task behind the group would be restored from the whole state changelog topic"
+         : lookups                ? "lookup changes move rows without moving offsets"
+         : rebuild                ? "a rebuild is in progress"
+         : interleaving_dependent ? "the table's rows depend on how its sources interleave, and a replay may "
+                                    "interleave them otherwise"
+                                  : NULL;
+  return *why == NULL;
+}
+
+wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const wd_config_t *cfg, bool group, bool changelog, bool lookups,
+                                 bool rebuild) {
+  cc->flush_interval_ms = 0;
+  cc->flush_max_bytes = 0;
+  if (cfg->state.flush_interval_ms <= 0) return NULL;
+  char **w = NULL;
+  int nw = wd_interleaving_warnings(cfg, &w);
+  wd_interleaving_free(w);
+  if (nw < 0) return wd_error_nomem();
+  const char *why = NULL;
+  if (!wd_commit_flush_deferrable(cc->exactly_once, group, changelog, lookups, rebuild, nw > 0, &why)) {
+    wd_log(WD_LOG_INFO, "commit", "state.flush-interval-ms: each commit writes its rows here (%s)", why);
+    return NULL;
+  }
+  cc->flush_interval_ms = cfg->state.flush_interval_ms;
+  cc->flush_max_bytes = (uint64_t)cfg->state.flush_max_bytes;
+  return NULL;
+}
+
+/* An empty batch for the open commit: a spare one, or a new one (NULL on no memory). */
+static wd_store_batch_t *take_spare(wd_commit_t *c) { return c->nspare ? c->spare[--c->nspare] : wd_store_batch_new(); }
+
+/* A committed commit's rows (c->b) and finalize entries (c->fb) kept for the next flush, as they are
+ * (the batches themselves, no copy: the open commit takes fresh ones); its snapshot's entries stay in
+ * the state cache (not evictable) until then. Errors: E_NOMEM (then nothing kept is ever written:
+ * the store stays at its last flush, the pipeline stops with the error). */
+static wd_error_t *keep_committed(wd_commit_t *c) {
+  if (c->pend_lost) return wd_error_nomem();
+  wd_store_batch_t *b = NULL, *fb = NULL;
+  if (c->nruns + 2 > c->cap_runs) {
+    size_t cap = c->cap_runs ? c->cap_runs * 2 : 64;
+    wd_store_batch_t **r = realloc(c->runs, cap * sizeof(*r));
+    if (r) {
+      c->runs = r;
+      c->cap_runs = cap;
+    }
+  }
+  if (c->nruns + 2 > c->cap_runs || !(b = take_spare(c)) || !(fb = take_spare(c))) {
+    wd_store_batch_destroy(b);
+    for (size_t i = 0; i < c->nruns; i++) wd_store_batch_destroy(c->runs[i]);
+    c->nruns = 0; /* never a commit half kept: its rows without its offsets */
+    c->pend_commits = 0;
+    c->pend_lost = true;
+    return wd_error_nomem();
+  }
+  c->pend_bytes += wd_store_batch_size(c->b) + wd_store_batch_size(c->fb);
+  c->runs[c->nruns++] = c->b;
+  c->runs[c->nruns++] = c->fb;
+  c->b = b;
+  c->fb = fb;
+  if (!c->pend_commits) c->pend_since = wd_mono_s();
+  c->pend_commits++;
+  c->pend_snap = c->snap;
+  return NULL;
+}
+
+wd_error_t *wd_commit_flush(wd_commit_t *c) {
+  if (!c->pend_commits) return NULL;
+  if (c->pend_lost) return wd_error_nomem();
+  commit_fault_point(c, "before-flush");
+  double t0 = wd_mono_s();
+  if (!c->pend && !(c->pend = wd_store_batch_new())) return wd_error_nomem();
+  wd_store_batch_clear(c->pend);
+  if (wd_store_batch_merge(c->pend, c->runs, c->nruns)) return wd_error_nomem();
+  wd_error_t *err = wd_store_write(c->store, c->pend);
+  if (err) return err;
+  wd_state_written(c->state, c->pend_snap);
+  wd_log(WD_LOG_DEBUG, "commit", "state flush: %" PRIu64 " commits, %zu bytes, written as %zu ops in %.1f ms",
+         c->pend_commits, c->pend_bytes, wd_store_batch_count(c->pend), (wd_mono_s() - t0) * 1000.0);
+  for (size_t i = 0; i < c->nruns; i++) {
+    if (c->nspare < sizeof(c->spare) / sizeof(c->spare[0])) {
+      wd_store_batch_clear(c->runs[i]);
+      c->spare[c->nspare++] = c->runs[i];
+    } else {
+      wd_store_batch_destroy(c->runs[i]);
+    }
+  }
+  c->nruns = 0;
+  c->pend_bytes = 0;
+  c->pend_commits = 0;
+  wd_store_batch_clear(c->pend);
+  commit_fault_point(c, "after-flush");
+  return NULL;
+}
+
+wd_error_t *wd_commit_flush_due(wd_commit_t *c) {
+  if (!c->pend_commits) return NULL;
+  if ((wd_mono_s() - c->pend_since) * 1000.0 >= (double)c->conf.flush_interval_ms ||
+      c->pend_bytes >= c->conf.flush_max_bytes)
+    return wd_commit_flush(c);
+  return NULL;
+}
+
 /* ---- the phases: one function each (run_phases calls the current one) ---------------------------- */
 
 /* One run of the phases: what every phase function shares. */
@@ -630,7 +748,13 @@ static wd_error_t *phase_snapped(wd_commit_t *c, run_t *r) {
     }
     c->changelog_sent = true;
   }
-  if (c->conf.exactly_once && (c->nt || (c->gcons && wd_collector_txn_open(c->coll)))) return prepare(c, r);
+  if (c->conf.exactly_once && (c->nt || (c->gcons && wd_collector_txn_open(c->coll)))) {
+    if (!commit_deferred(c)) return prepare(c, r);
+    /* the deferred state flush: nothing is written before the transaction committed (no undo image,
+     * no marker: a crash leaves the store at its last flush, behind the group) */
+    commit_set_phase(c, WD_PHASE_PREPARED, "deferred flush: its rows stay in memory until it committed");
+    return NULL;
+  }
   if (wd_collector_txn_open(c->coll)) {
     /* output without offsets to send (only restoring partitions): commit it as it is */
     commit_set_phase(c, WD_PHASE_OFFSETS_SENT, "output only: no offsets to send");
@@ -695,10 +819,15 @@ static wd_error_t *phase_committed(wd_commit_t *c, run_t *r) {
   /* the history record with the commit's output offsets */
   if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, fin))
     return wd_error_nomem();
-  if (!c->conf.exactly_once || c->prepared) err = wd_store_write(c->store, fin);
-  else err = wd_store_write_both(c->store, c->b, c->fb, false);
-  if (err) return err;
-  wd_state_written(c->state, c->snap);
+  if (commit_deferred(c) && !c->prepared) {
+    if ((err = keep_committed(c))) return err; /* written by a later flush */
+  } else {
+    if ((err = wd_commit_flush(c))) return err; /* what is kept is older: first */
+    if (!c->conf.exactly_once || c->prepared) err = wd_store_write(c->store, fin);
+    else err = wd_store_write_both(c->store, c->b, c->fb, false);
+    if (err) return err;
+    wd_state_written(c->state, c->snap);
+  }
   c->snapped = false;
   c->number++;
   commit_fault_point(c, "after-finalize");
@@ -713,7 +842,9 @@ static wd_error_t *phase_committed(wd_commit_t *c, run_t *r) {
   /* at once when stopping or in a rebalance (in_callback): the next owner of a stateless
    * partition starts at the group's offset */
   commit_group_commit(c, (r->stop && *r->stop) || c->in_callback);
-  if (was_committing && r->mode != RUN_FIRST) err = commit_release_next(c, &r->ab);
+  /* the deferred state flush: when its bounds are reached, and at once when stopping or in a rebalance */
+  err = (r->stop && *r->stop) || c->in_callback ? wd_commit_flush(c) : wd_commit_flush_due(c);
+  if (!err && was_committing && r->mode != RUN_FIRST) err = commit_release_next(c, &r->ab);
   return err;
 }
 

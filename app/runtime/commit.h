@@ -105,12 +105,45 @@ typedef struct wd_commit_conf {
   /* standby replicas (app/runtime/standby.h), borrowed, or NULL: told which tasks are owned here; a task
    * assigned here is caught up from its copy's position instead of restored from the beginning */
   struct wd_standby *standby;
+  /* the deferred state flush (state.flush-interval-ms, docs/exactly-once.md "Deferred state
+   * flush"): > 0 under exactly-once keeps the rows and finalize entries of committed commits in
+   * memory and writes them in one write at most this many ms after the first, or once they reach
+   * flush_max_bytes, at a rebalance, an abort and a stop; 0: each commit writes its own. The caller
+   * sets it only where it is safe (wd_commit_flush_deferrable) */
+  int64_t flush_interval_ms;
+  uint64_t flush_max_bytes;
   wd_commit_hooks_t hooks;
 } wd_commit_conf_t;
 
+/* Whether the deferred state flush is safe for this run, and if not why (a static string in *why):
+ * it needs exactly-once with a group, no state changelog topic (a task behind the group is then
+ * restored from it in full, not replayed), no lookup sources (their changes move rows without
+ * offsets), no rebuild and no table option that makes rows depend on the sources' interleaving
+ * (a replay may interleave them otherwise). */
+bool wd_commit_flush_deferrable(bool exactly_once, bool group, bool changelog, bool lookups, bool rebuild,
+                                bool interleaving_dependent, const char **why);
+
+/* Sets cc's flush_interval_ms and flush_max_bytes from cfg's state.flush-interval-ms and
+ * state.flush-max-bytes where wd_commit_flush_deferrable says it is safe (cc->exactly_once, group,
+ * a state changelog topic, lookup sources, a rebuild; the interleaving warnings of cfg,
+ * app/config/interleaving.h), else leaves them 0 and logs why each commit writes its rows. Errors:
+ * E_NOMEM. */
+struct wd_config;
+wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const struct wd_config *cfg, bool group, bool changelog,
+                                 bool lookups, bool rebuild);
+
+/* The deferred state flush: writes the committed commits' rows and finalize entries kept in memory
+ * (one coalesced write: a key once, in key order) and lets the state cache evict them. Nothing to do
+ * without the deferred flush or with nothing kept. Fault points before-flush and after-flush.
+ * Errors: E_STORE_WRITE, E_STATE_DISK_FULL, E_NOMEM (what is kept stays kept). */
+wd_error_t *wd_commit_flush(wd_commit_t *c);
+/* wd_commit_flush when its time bound (flush_interval_ms since the first commit kept) or its byte
+ * bound is reached; for the poll loop when it is idle. Errors: wd_commit_flush's. */
+wd_error_t *wd_commit_flush_due(wd_commit_t *c);
+
 /* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the
  * environment (docs/exactly-once.md: before-begin, during-produce, after-prepare, during-commit,
- * after-commit, after-finalize): the n-th time (default 1) a point is reached the process kills
+ * after-commit, after-finalize; with the deferred state flush also before-flush and after-flush): the n-th time (default 1) a point is reached the process kills
  * itself with SIGKILL; WIDEN_FAULT=fatal-<point>[:<n>] makes the producer raise a fatal error
  * (INVALID_TXN_STATE, not fencing) there instead (wd_collector_inject_fatal); a "+" after n
  * (fatal-<point>:<n>+) does so every time from the n-th on. WIDEN_COMMIT_OVERLAP=0 makes wd_commit_run_async wait for every commit as

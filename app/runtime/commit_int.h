@@ -79,6 +79,18 @@ struct wd_commit {
   bool no_overlap; /* WIDEN_COMMIT_OVERLAP=0 */
   uint64_t naborts; /* commits aborted (wd_commit_abort) */
   uint64_t overlapped; /* commits finalized after committing in the background */
+  /* the deferred state flush (conf.flush_interval_ms > 0 under exactly-once; commit.c "the
+   * deferred state flush"): committed commits whose rows are not written yet */
+  wd_store_batch_t **runs; /* their state batches and finalize batches, in commit order */
+  size_t nruns, cap_runs;
+  size_t pend_bytes; /* the runs' bytes */
+  wd_store_batch_t *pend; /* the flush's write: the runs merged (wd_store_batch_merge) */
+  wd_store_batch_t *spare[8]; /* emptied runs, for the next commits' batches */
+  size_t nspare;
+  uint64_t pend_commits; /* commits in runs */
+  uint64_t pend_snap; /* the state snapshot of the last of them (wd_state_written at the flush) */
+  double pend_since; /* monotonic s when the first of them was kept */
+  bool pend_lost; /* a commit could not be kept (no memory): pend is never written */
   struct {
     wd_tp_offset_t *in, *gin;
     size_t nin, cap_in, ngin, cap_gin;
@@ -107,6 +119,7 @@ void commit_unpause(wd_commit_t *c);
 wd_recovery_t commit_recovery_view(wd_commit_t *c);
 void commit_reset_open(wd_commit_t *c, const char *why);
 void commit_group_commit(wd_commit_t *c, bool now);
+bool commit_deferred(const wd_commit_t *c);
 wd_error_t *commit_run_phases(wd_commit_t *c, volatile const int *stop, bool *aborted, int mode);
 
 /* commit_end.c */

@@ -528,6 +528,7 @@ static turn_t maybe_commit(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
     if ((*err = complete_commit(p))) return TURN_STOP;
     wd_commit_pacer_commit(&p->pace, (wd_mono_s() - c0) * 1000.0);
   } else if (!l->n) {
+    if ((*err = wd_commit_flush_due(p->commit))) return TURN_STOP; /* state.flush-interval-ms when idle */
     wd_collector_poll(p->coll);
     /* before the first input, allow 10 s more for the group join */
     uint64_t gin = p->gt ? wd_gtable_records(p->gt) : 0; /* the lookup topics' do not count */
@@ -581,6 +582,7 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (run_once(p, &l, &err) == TURN_STOP) break;
   p->settled = 0;
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
+  if (!err) err = wd_commit_flush(p->commit); /* and the rows kept for the deferred state flush written */
   p->settled = !err && !wd_commit_pending(p->commit);
   if (err && err->fenced)
     err = wd_error_wrap(err,
@@ -768,6 +770,9 @@ static wd_error_t *open_coordinator(wd_pipeline_t *p, const char *dir) {
                         "task; set state.dir back to %s.before-rebuild and use fail and `widen replay`",
                         dir);
   if (p->rb) cc.hooks.task_current = rebuild_task_current;
+  if ((err = wd_commit_conf_flush(&cc, cfg, !p->opts.replay, p->changelog_topic != NULL, wd_lookups_active(p->lk),
+                                  p->rb != NULL)))
+    return err;
   if ((err = wd_commit_new(&cc, p->coll, NULL, p->state, p->store, &p->commit))) return err;
   if (p->rb &&
       (err = wd_rebuild_marker(&p->kc.kconf, p->kc.txn_id, p->changelog_topic ? p->changelog_topic : cfg->sink.topic,

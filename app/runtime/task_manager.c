@@ -151,6 +151,24 @@ static bool kept_task(wd_taskmgr_t *tm, uint32_t task) {
   return t && t->state == WD_TASK_CREATED && t->was_suspended;
 }
 
+/* The deferred state flush (state.flush-interval-ms, docs/exactly-once.md): whether task's local
+ * state, not at the group's committed offsets g (of tm->tps), is a flushed state behind them that
+ * a replay of its partitions without output brings there: the deferred flush on, and every
+ * assigned partition of the task with a stored offset at or before the group's, or none (no record
+ * of it flushed yet: read from its beginning). A flush writes only committed commits, rows and
+ * offsets in one write, and without a state changelog topic a task's rows and offsets are dropped
+ * in one write too, so such a state is one the group passed through. Otherwise (a partition ahead
+ * of the group) the task is dropped and rebuilt as a lost one. */
+static bool replayable(wd_taskmgr_t *tm, uint32_t task, const wd_tp_offset_t *g) {
+  if (!tm->conf.exactly_once || tm->conf.flush_interval_ms <= 0 || !task_current(tm, task)) return false;
+  for (size_t k = 0; k < tm->ntps; k++) {
+    const wd_ctp_t *t = &tm->tps[k];
+    if (t->stateless || task_of(tm, t->partition) != task) continue;
+    if (g[k].offset < t->stored) return false; /* ahead of the group (no stored offset: nothing of it yet) */
+  }
+  return true;
+}
+
 /* ---- the task table (app/runtime/tasks.h, docs/runtime.md) --------------------------------------------- */
 
 /* Computes tm->quiet from the tasks themselves, after every change to them: no restorer, no
@@ -531,6 +549,7 @@ static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g, 
     /* (a task the group never committed has no rows anywhere: nothing to restore) */
     t->group = g[i].offset; /* a rebuild reads its task's partitions up to it */
     uint32_t task = task_of(tm, t->partition);
+    if (t->stored != g[i].offset && replayable(tm, task, g)) continue; /* replayed from its stored offsets */
     if (t->stored != g[i].offset || (g[i].offset >= 0 && !kept_task(tm, task)) || !task_current(tm, task)) {
       /* the whole task goes: mark every assigned partition of it */
       for (size_t k = 0; k < n; k++)
@@ -542,9 +561,19 @@ static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g, 
     for (size_t k = 0; k < i && lead[i]; k++)
       if (drop[k] && task_of(tm, tm->tps[k].partition) == task_of(tm, tm->tps[i].partition)) lead[i] = false;
   }
+  size_t nreplay = 0;
   for (size_t i = 0; i < n; i++) {
     wd_ctp_t *t = &tm->tps[i];
     if (t->stateless) continue; /* started at the group's offset above */
+    if (!drop[i] && t->stored != g[i].offset) {
+      /* the deferred state flush: the task's store is at its last flush, behind the group; the
+       * records in between are read again without output (their output is committed) */
+      t->start = t->stored >= 0 ? t->stored : WD_OFFSET_BEGINNING;
+      ends[i] = g[i].offset;
+      t->g_end = ends[i];
+      nreplay++;
+      continue;
+    }
     if (!drop[i]) {
       t->start = g[i].offset >= 0 ? g[i].offset : WD_OFFSET_BEGINNING;
       continue;
@@ -623,6 +652,11 @@ static wd_error_t *decide_assignment(wd_taskmgr_t *tm, const wd_tp_offset_t *g, 
            "the group's committed offsets (a partition that gets there first waits for the others)",
            ntasks_restore, restoring);
   }
+  if (nreplay)
+    wd_log(WD_LOG_INFO, "commit",
+           "%zu partition(s) have their state behind the group's committed offsets (the deferred state flush, "
+           "state.flush-interval-ms): their records up to those offsets are read again without output",
+           nreplay);
 done:
   free(drop);
   free(lead);

@@ -2167,3 +2167,112 @@ Test(repartition, connect_envelope_keys_two_members_and_a_kill, .timeout = 300) 
   env_done(&a);
   env_done(&b);
 }
+
+/* ---- the deferred state flush (state.flush-interval-ms, docs/exactly-once.md) ------------------ */
+
+/* Turns the deferred state flush on in e's config: committed rows kept in memory up to `ms` and
+ * max_bytes (small: a flush every few commits of 150 records). */
+static void env_defer(const env_t *e, const char *ms, const char *max_bytes) {
+  char *y = wd_it_read_file(e->cfg);
+  cr_assert_not_null(y);
+  char from[400], to[600];
+  snprintf(from, sizeof(from), "  dir: %s\n", e->state);
+  snprintf(to, sizeof(to), "  dir: %s\n  flush-interval-ms: %s\n  flush-max-bytes: %s\n", e->state, ms, max_bytes);
+  cr_assert_not_null(strstr(y, from));
+  y = wd_it_replace(y, from, to);
+  FILE *f = fopen(e->cfg, "w");
+  cr_assert_not_null(f);
+  fputs(y, f);
+  fclose(f);
+  free(y);
+}
+
+/* A clean run without the deferred flush, and a run with it killed at `point` (the n-th time) and
+ * restarted, over the same input produced in two parts: the same changelog per key (read
+ * read_committed: nothing lost, nothing repeated) and the same final rows. `replayed`: the restart
+ * must have found its store behind the group and read the records in between again without output
+ * (not a lost state rebuilt from the beginning). */
+static void crash_point_deferred(const char *point, int n, bool replayed) {
+  env_t clean, crash;
+  char name[64];
+  snprintf(name, sizeof(name), "d%.20s", point);
+  extra_props = "";
+  env_init(&clean, "dclean", "exactly-once");
+  env_init(&crash, name, "exactly-once");
+  env_defer(&crash, "60000", "10000");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &crash};
+  produce_orders(both, 2, 2000, 44, 0);
+  char fault[64];
+  snprintf(fault, sizeof(fault), "%s:%d", point, n);
+  int rc = run_widen(&crash, fault);
+  cr_assert_eq(rc, 128 + SIGKILL, "the fault hook at %s did not fire (exit %d)", fault, rc);
+  produce_orders(both, 2, 3000, 44, 2000);
+  char *text = NULL;
+  rc = run_logged(&crash, "restart", &text);
+  cr_assert_eq(rc, 0, "the restart after %s exited with %d:\n%s", fault, rc, text);
+  cr_assert_null(strstr(text, "rebuilt from the beginning"), "the restart after %s rebuilt the state:\n%s", fault,
+                 text);
+  if (replayed)
+    cr_assert_not_null(strstr(text, "read again without output"), "the restart after %s replayed nothing:\n%s", fault,
+                       text);
+  free(text);
+  /* stopped cleanly, everything flushed: a start without new input replays nothing */
+  rc = run_logged(&crash, "again", &text);
+  cr_assert_eq(rc, 0);
+  cr_assert_null(strstr(text, "read again without output"), "a clean stop left the store behind:\n%s", text);
+  cr_assert_null(strstr(text, "rebuilt from the beginning"), "a clean stop left no state:\n%s", text);
+  free(text);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *a = changelog_by_key(clean.out, &nc), *b = changelog_by_key(crash.out, &ng);
+  cr_assert_gt(nc, 1000, "the clean run emitted only %zu changes", nc);
+  assert_same_changelog(a, b, nc, ng);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&crash);
+  cr_assert_gt(json_array_size(ra), 50);
+  cr_assert(wd_test_json_same(ra, rb), "final rows differ from the clean run's");
+  json_decref(a);
+  json_decref(b);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&crash);
+}
+
+/* after a transaction committed, before its rows were kept (the store is at the last flush) */
+Test(deferred_flush, crash_after_commit, .timeout = 200) { crash_point_deferred("after-commit", 7, true); }
+/* with several committed commits kept in memory, right before their flush */
+Test(deferred_flush, crash_before_flush, .timeout = 200) { crash_point_deferred("before-flush", 2, true); }
+/* right after a flush (the store at the group's offsets, or just behind a commit that committed
+ * in the background meanwhile) */
+Test(deferred_flush, crash_after_flush, .timeout = 200) { crash_point_deferred("after-flush", 2, false); }
+/* while a transaction's commit is on its way (its outcome decided by the broker) */
+Test(deferred_flush, crash_during_commit, .timeout = 200) { crash_point_deferred("during-commit", 7, false); }
+/* before any flush: nothing in the store, so the task is rebuilt as a lost one */
+Test(deferred_flush, crash_before_the_first_flush, .timeout = 200) {
+  env_t clean, crash;
+  extra_props = "";
+  env_init(&clean, "dclean0", "exactly-once");
+  env_init(&crash, "dfirst", "exactly-once");
+  env_defer(&crash, "60000", "67108864");
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, clean.prefix), "orders"), 3);
+  wd_it_create_topic(strcat(strcpy((char[200]){0}, crash.prefix), "orders"), 3);
+  const env_t *both[] = {&clean, &crash};
+  produce_orders(both, 2, 2000, 45, 0);
+  cr_assert_eq(run_widen(&crash, "after-commit:5"), 128 + SIGKILL);
+  produce_orders(both, 2, 3000, 45, 2000);
+  cr_assert_eq(run_widen(&crash, NULL), 0);
+  cr_assert_eq(run_widen(&clean, NULL), 0);
+  size_t nc = 0, ng = 0;
+  json_t *a = changelog_by_key(clean.out, &nc), *b = changelog_by_key(crash.out, &ng);
+  assert_same_changelog(a, b, nc, ng);
+  json_t *ra = state_rows(&clean), *rb = state_rows(&crash);
+  cr_assert(wd_test_json_same(ra, rb), "final rows differ from the clean run's");
+  json_decref(a);
+  json_decref(b);
+  json_decref(ra);
+  json_decref(rb);
+  env_done(&clean);
+  env_done(&crash);
+}

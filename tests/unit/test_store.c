@@ -9,6 +9,7 @@
 #endif
 #include <criterion/criterion.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1037,4 +1038,85 @@ Test(store_mem, batch_encode_decode_roundtrip) {
   wd_buf_free(&enc2);
   wd_store_batch_destroy(a);
   wd_store_batch_destroy(b);
+}
+
+/* ---------- wd_store_batch_merge: the deferred state flush's coalesced write ---------- */
+
+typedef struct {
+  char keys[64][8];
+  int last[64]; /* the value of the last op of key k: -1 deleted, -2 never written */
+  size_t seen;
+  char prev[8];
+  bool ordered;
+} merge_check_t;
+
+static int merge_visit(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen) {
+  merge_check_t *m = ctx;
+  cr_assert_eq(klen, 4);
+  if (m->seen && memcmp(m->prev, key, 4) >= 0) m->ordered = false;
+  memcpy(m->prev, key, 4);
+  int k = (key[1] - '0') * 100 + (key[2] - '0') * 10 + (key[3] - '0');
+  int want = m->last[k];
+  cr_assert_neq(want, -2, "key %d was never written", k);
+  if (want == -1) cr_assert_null(val, "key %d: a put where the last op deletes", k);
+  else {
+    cr_assert_not_null(val, "key %d: a delete where the last op puts %d", k, want);
+    char w[16];
+    snprintf(w, sizeof(w), "%d", want);
+    cr_assert_eq(vlen, strlen(w));
+    cr_assert(memcmp(val, w, vlen) == 0, "key %d: not the last value", k);
+  }
+  m->last[k] = -3; /* seen once */
+  m->seen++;
+  return 0;
+}
+
+/* Runs of random puts and deletes over 64 keys, some runs in key order, some not, with repeated
+ * keys and meta ops between: the merge gives each written key once, its last op, in key order,
+ * and the meta ops in their order. */
+Test(store_batch, merge_keeps_the_last_op_of_each_key_in_key_order) {
+  srand(7);
+  for (int round = 0; round < 50; round++) {
+    merge_check_t m = {.ordered = true};
+    for (int k = 0; k < 64; k++) m.last[k] = -2;
+    size_t nruns = 1 + (size_t)(rand() % 12), distinct = 0;
+    wd_store_batch_t *runs[12], *out = wd_store_batch_new();
+    int value = 0;
+    for (size_t r = 0; r < nruns; r++) {
+      runs[r] = wd_store_batch_new();
+      bool sorted = rand() % 2;
+      int n = rand() % 30, k = rand() % 4;
+      for (int i = 0; i < n; i++) {
+        k = sorted ? k + 1 + rand() % 3 : rand() % 64;
+        if (k >= 64) break;
+        char key[16], val[16];
+        snprintf(key, sizeof(key), "k%03d", k);
+        snprintf(val, sizeof(val), "%d", ++value);
+        if (m.last[k] == -2) distinct++;
+        if (rand() % 5 == 0) {
+          cr_assert_eq(wd_store_batch_delete(runs[r], (const uint8_t *)key, 4), 0);
+          m.last[k] = -1;
+        } else {
+          cr_assert_eq(wd_store_batch_put(runs[r], (const uint8_t *)key, 4, (const uint8_t *)val, strlen(val)), 0);
+          m.last[k] = value;
+        }
+      }
+      cr_assert_eq(wd_store_batch_set_offset(runs[r], "t", 0, (int64_t)r), 0);
+    }
+    cr_assert_eq(wd_store_batch_merge(out, runs, nruns), 0);
+    cr_assert_eq(wd_store_batch_foreach_state(out, merge_visit, &m), 0);
+    cr_assert(m.ordered, "round %d: the merged keys are not in key order", round);
+    cr_assert_eq(m.seen, distinct, "round %d: %zu state ops for %zu keys", round, m.seen, distinct);
+    cr_assert_eq(wd_store_batch_count(out), distinct + nruns, "round %d: the meta ops are not all kept", round);
+    /* written to a store, the last offset is the last run's */
+    wd_store_t *st = NULL;
+    ok(wd_store_open_memory(&st));
+    ok(wd_store_write(st, out));
+    int64_t off = -1;
+    ok(wd_store_get_offset(st, "t", 0, &off));
+    cr_assert_eq(off, (int64_t)nruns - 1);
+    wd_store_close(st);
+    for (size_t r = 0; r < nruns; r++) wd_store_batch_destroy(runs[r]);
+    wd_store_batch_destroy(out);
+  }
 }
