@@ -198,13 +198,19 @@ static int topic_index(wd_collector_t *c, const char *topic, size_t *idx) {
  * attributes, deltas, varint lengths; taken generously) */
 #define WD_MSG_OVERHEAD 128
 
+/* The bytes of a record's headers h[0..nh) on the wire, taken generously as WD_MSG_OVERHEAD is. */
+static size_t headers_wire(const wd_header_t *h, size_t nh) {
+  size_t wire = 0;
+  for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
+  return wire;
+}
+
 static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *topic, int32_t partition,
                             const void *key, size_t klen, const void *value, size_t vlen, const wd_header_t *h,
                             size_t nh) {
   /* a record that the producer will refuse for its size is refused now, as a send would (the
    * pipeline dead-letters its source record), not when it is released */
-  size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD;
-  for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
+  size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD + headers_wire(h, nh);
   if (wire > c->max_message_bytes) {
     wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE,
                                  "produce to '%s': Broker: Message size too large "
@@ -274,8 +280,34 @@ wd_error_t *wd_collector_dead_letter(wd_collector_t *c, const char *dlq_topic, c
                                      const char *error_id, const char *error_message) {
   wd_dead_letter_headers_t dh;
   wd_dead_letter_headers(&dh, src, error_id, error_message);
-  return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, dh.h,
-                   sizeof(dh.h) / sizeof(*dh.h));
+  size_t nh = sizeof(dh.h) / sizeof(*dh.h);
+  size_t klen = src->key ? src->key_len : 0, vlen = src->value ? src->value_len : 0;
+  /* a rejected record larger than the producer's message.max.bytes (a source topic may take
+   * larger messages than the sink's producer) would fail the commit at every try: its value,
+   * then its key, are cut to fit, and the reason says so and gives their lengths */
+  size_t fixed = WD_MSG_OVERHEAD + headers_wire(dh.h, nh) + 256; /* 256: the note added to the reason */
+  if (klen + vlen + fixed <= c->max_message_bytes || fixed >= c->max_message_bytes)
+    return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, dh.h,
+                     nh);
+  size_t room = c->max_message_bytes - fixed;
+  size_t kcut = klen < room ? klen : room;
+  size_t vcut = vlen < room - kcut ? vlen : room - kcut;
+  wd_buf_t note = {0};
+  if (wd_buf_printf(&note,
+                    "%s (dead letter cut to fit message.max.bytes %zu: key %zu of %zu bytes, value %zu of %zu bytes)",
+                    error_message ? error_message : "", c->max_message_bytes, kcut, klen, vcut, vlen)) {
+    wd_buf_free(&note);
+    return wd_error_nomem();
+  }
+  dh.h[1].value = note.data;
+  dh.h[1].len = note.len;
+  wd_log(WD_LOG_WARN, "collector",
+         "%s[%" PRId32 "]@%" PRId64
+         ": its dead letter is cut to its first %zu value bytes of %zu (over the producer's message.max.bytes %zu)",
+         src->topic ? src->topic : "", src->partition, src->offset, vcut, vlen, c->max_message_bytes);
+  wd_error_t *err = send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, kcut, src->value, vcut, dh.h, nh);
+  wd_buf_free(&note);
+  return err;
 }
 
 wd_error_t *wd_collector_send_offsets(wd_collector_t *c, const wd_tp_offset_t *offsets, size_t n,

@@ -664,6 +664,46 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   env_done(&e);
 }
 
+/* A rejected record larger than the producer's message.max.bytes (its source topic took it) is
+ * dead-lettered cut to fit, the reason saying so, and the pipeline goes on: sent whole, the dead
+ * letter failed the commit at every try and `widen run` stopped with E_SINK_PRODUCE. */
+Test(pipeline, dead_letter_over_message_max_bytes_is_cut_to_fit, .timeout = 150) {
+  env_t e;
+  char *y = products_yaml("    merge-engine: deduplicate\n");
+  y = wd_it_replace(y, "  dead-letter-topic: shop.dlq\n",
+                    "  dead-letter-topic: shop.dlq\n  properties:\n    message.max.bytes: 4000\n");
+  env_init(&e, "bigdlq", y);
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sproducts", e.prefix);
+  char *big = malloc(20001);
+  memset(big, 'x', 20000);
+  big[20000] = 0;
+  const char *keys[] = {"{\"id\":1}", "{\"id\":2}", "{\"id\":3}"};
+  const char *vals[] = {"{\"before\":null,\"after\":{\"id\":1,\"name\":\"before\"},\"op\":\"c\"}", big,
+                        "{\"before\":null,\"after\":{\"id\":3,\"name\":\"after\"},\"op\":\"c\"}"};
+  produce_lines(topic, keys, vals, 3);
+  run_to_idle(&e);
+  snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
+  json_t *dl = read_dead_letters(topic);
+  cr_assert_eq(json_array_size(dl), 1, "dead letters: %zu", json_array_size(dl));
+  json_t *d = json_array_get(dl, 0);
+  cr_expect_str_eq(json_string_value(json_object_get(d, "widen.error.id")), "E_DECODE");
+  const char *msg = json_string_value(json_object_get(d, "widen.error.message"));
+  cr_assert_not_null(msg);
+  cr_expect(strstr(msg, "dead letter cut to fit message.max.bytes 4000") && strstr(msg, "of 20000 bytes)"), "%s", msg);
+  const char *v = json_string_value(json_object_get(d, "value"));
+  size_t vlen = strlen(v);
+  cr_expect(vlen > 1000 && vlen < 4000, "the value cut to %zu bytes", vlen);
+  cr_expect(!strncmp(v, big, vlen), "the value's first bytes");
+  free(big);
+  json_decref(dl);
+  /* the pipeline went on: ids 1 and 3 are rows */
+  json_t *rows = state_rows(&e);
+  cr_expect_eq(json_array_size(rows), 2);
+  json_decref(rows);
+  env_done(&e);
+}
+
 /* ---- chained pipelines and sources without before images (issue 12) ---------------------- */
 
 /* The lines of shared/<rel> that are JSON objects, into lines[] (at most max; the text is owned
