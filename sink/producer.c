@@ -6,7 +6,9 @@
 #include "common/clock.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,9 @@
 typedef struct wd_topic_handle {
   char *name;
   rd_kafka_topic_t *rkt;
+  atomic_bool size_refused; /* the broker refused a message of this topic for its size (delivery report,
+                             * which may run on the collector's commit thread) */
+  size_t max_bytes; /* the topic's max.message.bytes, read after such a refusal (0: not known) */
 } wd_topic_handle_t;
 
 /* Acknowledged offset ranges per (topic, partition) (grown on demand). */
@@ -92,6 +97,9 @@ static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, voi
   if (p->pending[WD_EPOCH_SLOT(e)]) p->pending[WD_EPOCH_SLOT(e)]--;
   if (rkm->err) {
     p->failed++;
+    if (rkm->err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) /* wd_producer_max_message_bytes reads the limit */
+      for (size_t i = 0; i < p->ntopics; i++)
+        if (p->topics[i].rkt == rkm->rkt) atomic_store(&p->topics[i].size_refused, true);
     if (!p->first_failure[0])
       snprintf(p->first_failure, sizeof(p->first_failure), "%s [%" PRId32 "]: %s (%s)",
                rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2name(rkm->err),
@@ -166,10 +174,57 @@ static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, w
     *err = wd_kafka_error(p->rk, rd_kafka_last_error(), E_SINK_PRODUCE, "topic '%s'", name);
     return NULL;
   }
-  topics[p->ntopics].name = copy;
-  topics[p->ntopics].rkt = rkt;
+  topics[p->ntopics] = (wd_topic_handle_t){.name = copy, .rkt = rkt};
   p->ntopics++;
   return rkt;
+}
+
+/* The topic's max.message.bytes (Kafka's DescribeConfigs through p's client, at most timeout_ms),
+ * or 0 when it could not be read. */
+static size_t wd_producer_describe_max_bytes(wd_producer_t *p, const char *topic, int timeout_ms) {
+  size_t out = 0;
+  char errstr[256];
+  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(p->rk);
+  rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(p->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  rd_kafka_event_t *ev = NULL;
+  if (!res || !q || !opt) goto done;
+  rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
+  rd_kafka_DescribeConfigs(p->rk, &res, 1, opt, q);
+  ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+  if (!ev || rd_kafka_event_error(ev)) goto done;
+  const rd_kafka_DescribeConfigs_result_t *r = rd_kafka_event_DescribeConfigs_result(ev);
+  size_t nres = 0, nconf = 0;
+  const rd_kafka_ConfigResource_t **rs = r ? rd_kafka_DescribeConfigs_result_resources(r, &nres) : NULL;
+  if (nres != 1 || rd_kafka_ConfigResource_error(rs[0])) goto done;
+  const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nconf);
+  for (size_t i = 0; i < nconf; i++) {
+    const char *v = rd_kafka_ConfigEntry_value(ce[i]);
+    if (!strcmp(rd_kafka_ConfigEntry_name(ce[i]), "max.message.bytes") && v && atoll(v) > 0) out = (size_t)atoll(v);
+  }
+done:
+  if (ev) rd_kafka_event_destroy(ev);
+  if (opt) rd_kafka_AdminOptions_destroy(opt);
+  if (q) rd_kafka_queue_destroy(q);
+  if (res) rd_kafka_ConfigResource_destroy(res);
+  return out;
+}
+
+size_t wd_producer_max_message_bytes(wd_producer_t *p, const char *topic) {
+  for (size_t i = 0; i < p->ntopics; i++) {
+    wd_topic_handle_t *t = &p->topics[i];
+    if (strcmp(t->name, topic) != 0) continue;
+    if (atomic_exchange(&t->size_refused, false)) { /* read once per refusal; a failed read keeps what was known */
+      size_t m = wd_producer_describe_max_bytes(p, topic, 5000);
+      if (m) t->max_bytes = m;
+      wd_log(WD_LOG_WARN, "sink",
+             "the broker refused a message to %s for its size; the topic's max.message.bytes is %s%zu: larger "
+             "messages to it are refused before they are sent",
+             topic, m ? "" : "not readable, keeping ", t->max_bytes);
+    }
+    return t->max_bytes ? t->max_bytes : SIZE_MAX;
+  }
+  return SIZE_MAX;
 }
 
 static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {

@@ -103,6 +103,14 @@ wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int
  * of a replay compute the same number. partitions > 0. */
 int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions);
 
+/* The largest message topic takes, as far as p knows: SIZE_MAX until the broker refused one of
+ * p's messages to topic for its size (a delivery report with MSG_SIZE_TOO_LARGE: the topic's
+ * max.message.bytes is below the producer's message.max.bytes, which librdkafka checks alone);
+ * then, at the next call, the topic's max.message.bytes is read (Kafka's DescribeConfigs, at most
+ * 5 s, logged at WARN) and returned from then on. Callers refuse larger messages before sending
+ * them (app/runtime/collector.c), so that one record does not fail every retry of a transaction. */
+size_t wd_producer_max_message_bytes(wd_producer_t *p, const char *topic);
+
 /* The headers of a dead letter of src (borrowed: the headers point into src, error_id,
  * error_message and the struct itself, so fill it in place and do not copy it): widen.error.id
  * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),
