@@ -205,10 +205,10 @@ static size_t headers_wire(const wd_header_t *h, size_t nh) {
   return wire;
 }
 
-/* The largest message topic takes: the producer's message.max.bytes, or the topic's
- * max.message.bytes once the broker refused a message to it for its size. */
-static size_t max_bytes_of(wd_collector_t *c, const char *topic) {
-  size_t t = wd_producer_max_message_bytes(c->prod, topic);
+/* The largest message of wire bytes that topic takes: the producer's message.max.bytes, or the
+ * topic's max.message.bytes when it is lower (wd_producer_max_message_bytes). */
+static size_t max_bytes_of(wd_collector_t *c, const char *topic, size_t wire) {
+  size_t t = wd_producer_max_message_bytes(c->prod, topic, wire);
   return t < c->max_message_bytes ? t : c->max_message_bytes;
 }
 
@@ -217,7 +217,7 @@ static size_t max_bytes_of(wd_collector_t *c, const char *topic) {
 static wd_error_t *check_size(wd_collector_t *c, const char *topic, const void *key, size_t klen, const void *value,
                               size_t vlen, const wd_header_t *h, size_t nh) {
   size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD + headers_wire(h, nh);
-  size_t max = max_bytes_of(c, topic);
+  size_t max = max_bytes_of(c, topic, wire);
   if (wire <= max) return NULL;
   wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE,
                                "produce to '%s': Broker: Message size too large "
@@ -305,7 +305,7 @@ wd_error_t *wd_collector_dead_letter(wd_collector_t *c, const char *dlq_topic, c
    * larger messages than the sink's producer) would fail the commit at every try: its value,
    * then its key, are cut to fit, and the reason says so and gives their lengths */
   size_t fixed = WD_MSG_OVERHEAD + headers_wire(dh.h, nh) + 256; /* 256: the note added to the reason */
-  size_t max = max_bytes_of(c, dlq_topic);
+  size_t max = max_bytes_of(c, dlq_topic, klen + vlen + fixed);
   if (klen + vlen + fixed <= max || fixed >= max)
     return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, dh.h,
                      nh);

@@ -734,9 +734,11 @@ static void create_topic_max_bytes(const char *topic, const char *max_bytes) {
  * broker refuses the 5 kB changelog message of one record. That record is dead-lettered
  * (E_OUTPUT_TOO_LARGE) and the pipeline goes on; before, the broker's refusal aborted the
  * transaction and every retry sent the message again: widen run never got past it. */
-Test(pipeline, output_over_the_topics_max_message_bytes_is_dead_lettered, .timeout = 150) {
+static void run_topic_max(const char *name, const char *pipeline_options) {
   env_t e;
-  env_init(&e, "topicmax", products_yaml("    merge-engine: deduplicate\n"));
+  char *y = products_yaml("    merge-engine: deduplicate\n");
+  y = wd_it_replace(y, "pipeline:\n", pipeline_options);
+  env_init(&e, name, y);
   char topic[200];
   snprintf(topic, sizeof(topic), "%sproducts_wide", e.prefix);
   create_topic_max_bytes(topic, "3000");
@@ -778,6 +780,16 @@ Test(pipeline, output_over_the_topics_max_message_bytes_is_dead_lettered, .timeo
   cr_expect_eq(json_array_size(rows), 3);
   json_decref(rows);
   env_done(&e);
+}
+
+Test(pipeline, output_over_the_topics_max_message_bytes_is_dead_lettered, .timeout = 150) {
+  run_topic_max("topicmax", "pipeline:\n");
+}
+
+/* The same at-least-once: the broker's refusal failed the delivery and stopped widen run (and
+ * every restart); the topic's max.message.bytes is now read before the first send to it. */
+Test(pipeline, output_over_the_topics_max_message_bytes_at_least_once, .timeout = 150) {
+  run_topic_max("topicmaxal", "pipeline:\n  processing-guarantee: at-least-once\n");
 }
 
 /* ---- chained pipelines and sources without before images (issue 12) ---------------------- */
