@@ -209,8 +209,9 @@ static const wd_error_doc_t DOCS[] = {
     {"E_NO_KEY", "A record lacks (part of) its primary key. Dead-lettered.",
      "Fix the source's key mapping or the producer."},
     {"E_OUTPUT_TOO_LARGE",
-     "The changelog message a record caused is larger than the producer's `message.max.bytes`. The record is "
-     "dead-lettered; the state has the change.",
+     "The changelog message a record caused is larger than the producer's `message.max.bytes`, or than the "
+     "topic's `max.message.bytes` (read at the first send to the topic, and again after the broker refused a "
+     "message for its size). The record is dead-lettered; the state has the change.",
      "Raise `message.max.bytes` in `sink.properties` (and the topic's `max.message.bytes`)."},
     {"E_PRODUCER_FATAL",
      "The transactional producer was fenced or turned fatal (another process took over the `transactional.id`). widen "

@@ -6,7 +6,9 @@
 #include "common/clock.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,10 @@
 typedef struct wd_topic_handle {
   char *name;
   rd_kafka_topic_t *rkt;
+  atomic_bool size_refused; /* the broker refused a message of this topic for its size (delivery report,
+                             * which may run on the collector's commit thread) */
+  size_t max_bytes; /* the topic's max.message.bytes (0: not known): asked at the first send, and after a refusal */
+  rd_kafka_queue_t *asked; /* the DescribeConfigs whose answer is awaited, or NULL */
 } wd_topic_handle_t;
 
 /* Acknowledged offset ranges per (topic, partition) (grown on demand). */
@@ -92,6 +98,9 @@ static void wd_producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, voi
   if (p->pending[WD_EPOCH_SLOT(e)]) p->pending[WD_EPOCH_SLOT(e)]--;
   if (rkm->err) {
     p->failed++;
+    if (rkm->err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) /* wd_producer_max_message_bytes reads the limit */
+      for (size_t i = 0; i < p->ntopics; i++)
+        if (p->topics[i].rkt == rkm->rkt) atomic_store(&p->topics[i].size_refused, true);
     if (!p->first_failure[0])
       snprintf(p->first_failure, sizeof(p->first_failure), "%s [%" PRId32 "]: %s (%s)",
                rkm->rkt ? rd_kafka_topic_name(rkm->rkt) : "?", rkm->partition, rd_kafka_err2name(rkm->err),
@@ -145,7 +154,10 @@ cleanup:
   return err;
 }
 
-/* The cached topic handle for name, created on first use; NULL with *err set on failure. */
+static rd_kafka_queue_t *wd_producer_ask_max_bytes(wd_producer_t *p, const char *topic, int timeout_ms);
+
+/* The cached topic handle for name, created on first use (reading the topic's max.message.bytes);
+ * NULL with *err set on failure. */
 static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, wd_error_t **err) {
   for (size_t i = 0; i < p->ntopics; i++)
     if (strcmp(p->topics[i].name, name) == 0) return p->topics[i].rkt;
@@ -166,10 +178,81 @@ static rd_kafka_topic_t *wd_producer_topic(wd_producer_t *p, const char *name, w
     *err = wd_kafka_error(p->rk, rd_kafka_last_error(), E_SINK_PRODUCE, "topic '%s'", name);
     return NULL;
   }
-  topics[p->ntopics].name = copy;
-  topics[p->ntopics].rkt = rkt;
+  topics[p->ntopics] = (wd_topic_handle_t){.name = copy, .rkt = rkt};
+  /* a topic whose max.message.bytes is below message.max.bytes refuses larger messages at the
+   * broker, which fails the transaction (or, at-least-once, the delivery): they are refused here */
+  topics[p->ntopics].asked = wd_producer_ask_max_bytes(p, name, 5000); /* answered while it sends */
   p->ntopics++;
   return rkt;
+}
+
+/* Asks for the topic's max.message.bytes (Kafka's DescribeConfigs through p's client, answered
+ * within timeout_ms): the queue its answer arrives on (owned by the caller), NULL when it could not
+ * be asked. */
+static rd_kafka_queue_t *wd_producer_ask_max_bytes(wd_producer_t *p, const char *topic, int timeout_ms) {
+  char errstr[256];
+  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(p->rk);
+  rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(p->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  if (res && q && opt) {
+    rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
+    rd_kafka_DescribeConfigs(p->rk, &res, 1, opt, q); /* copies res and opt */
+  } else if (q) {
+    rd_kafka_queue_destroy(q);
+    q = NULL;
+  }
+  if (opt) rd_kafka_AdminOptions_destroy(opt);
+  if (res) rd_kafka_ConfigResource_destroy(res);
+  return q;
+}
+
+/* Takes the answer of t's DescribeConfigs, waiting at most wait_ms for it (0: only if it is there):
+ * sets t->max_bytes when the answer names max.message.bytes. true when the question is settled
+ * (answered, failed or given up after wait_ms > 0), false while it is still awaited. */
+static bool wd_producer_take_max_bytes(wd_topic_handle_t *t, int wait_ms) {
+  if (!t->asked) return true;
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(t->asked, wait_ms);
+  if (!ev && wait_ms == 0) return false;
+  const rd_kafka_DescribeConfigs_result_t *r =
+      ev && !rd_kafka_event_error(ev) ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+  size_t nres = 0, nconf = 0;
+  const rd_kafka_ConfigResource_t **rs = r ? rd_kafka_DescribeConfigs_result_resources(r, &nres) : NULL;
+  if (nres == 1 && !rd_kafka_ConfigResource_error(rs[0])) {
+    const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nconf);
+    for (size_t i = 0; i < nconf; i++) {
+      const char *v = rd_kafka_ConfigEntry_value(ce[i]);
+      if (!strcmp(rd_kafka_ConfigEntry_name(ce[i]), "max.message.bytes") && v && atoll(v) > 0)
+        t->max_bytes = (size_t)atoll(v);
+    }
+  }
+  if (ev) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(t->asked);
+  t->asked = NULL;
+  return true;
+}
+
+/* A message of this many bytes or more to a topic whose max.message.bytes is still being asked for
+ * waits for the answer (smaller ones go on: no broker's limit is that small in practice). */
+#define WD_PRODUCER_ASK_WAIT_BYTES 4096
+
+static size_t wd_producer_max_bytes_for(wd_producer_t *p, wd_topic_handle_t *t, size_t wire) {
+  if (atomic_exchange(&t->size_refused, false)) { /* asked again once per refusal */
+    if (!t->asked) t->asked = wd_producer_ask_max_bytes(p, t->name, 5000);
+    wd_producer_take_max_bytes(t, 6000);
+    wd_log(WD_LOG_WARN, "sink",
+           "the broker refused a message to %s for its size; the topic's max.message.bytes is %s%zu: larger "
+           "messages to it are refused before they are sent",
+           t->name, t->max_bytes ? "" : "not readable", t->max_bytes);
+  } else if (!wd_producer_take_max_bytes(t, 0) && wire >= WD_PRODUCER_ASK_WAIT_BYTES) {
+    wd_producer_take_max_bytes(t, 6000);
+  }
+  return t->max_bytes ? t->max_bytes : SIZE_MAX;
+}
+
+size_t wd_producer_max_message_bytes(wd_producer_t *p, const char *topic, size_t wire) {
+  for (size_t i = 0; i < p->ntopics; i++)
+    if (!strcmp(p->topics[i].name, topic)) return wd_producer_max_bytes_for(p, &p->topics[i], wire);
+  return SIZE_MAX;
 }
 
 static wd_error_t *wd_producer_fatal_error(wd_producer_t *p) {
@@ -201,6 +284,17 @@ static wd_error_t *wd_producer_send_part(wd_producer_t *p, const char *topic, in
   }
   rd_kafka_topic_t *rkt = wd_producer_topic(p, topic, &err);
   if (!rkt) goto cleanup;
+  size_t wire = (key ? klen : 0) + (value ? vlen : 0) + 128;
+  for (size_t i = 0; i < nheaders; i++) wire += strlen(headers[i].name) + (headers[i].value ? headers[i].len : 0) + 8;
+  size_t max = wd_producer_max_message_bytes(p, topic, wire);
+  if (wire > max) { /* as librdkafka refuses one over message.max.bytes */
+    err = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE,
+                       "produce to '%s': Broker: Message size too large (%zu bytes with its overhead, the topic's "
+                       "max.message.bytes %zu)",
+                       topic, wire, max);
+    if (err != wd_error_nomem()) err->code = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+    goto cleanup;
+  }
   for (;;) {
     if (nheaders) {
       if (!(hdrs = rd_kafka_headers_new(nheaders))) {
@@ -452,6 +546,7 @@ void wd_producer_destroy(wd_producer_t *p) {
     rd_kafka_poll(p->rk, 0);
   }
   for (size_t i = 0; i < ntopics; i++) {
+    if (p->topics[i].asked) rd_kafka_queue_destroy(p->topics[i].asked);
     rd_kafka_topic_destroy(p->topics[i].rkt);
     free(p->topics[i].name);
   }

@@ -103,6 +103,18 @@ wd_error_t *wd_producer_partition_count(wd_producer_t *p, const char *topic, int
  * of a replay compute the same number. partitions > 0. */
 int32_t wd_producer_partition_of(const void *key, size_t klen, int32_t partitions);
 
+/* The largest message topic takes, as far as p knows, for a message of `wire` bytes (key, value,
+ * headers and overhead): the topic's max.message.bytes, which the first send to the topic asks for
+ * (Kafka's DescribeConfigs, answered while p sends; a message of 4 kB or more waits for the answer,
+ * at most 6 s) and asks again after the broker refused a message to it for its size (a delivery
+ * report with MSG_SIZE_TOO_LARGE, logged at WARN); SIZE_MAX while it is not known (no send to
+ * topic yet, no answer, no permission to describe the topic). librdkafka checks messages against
+ * the producer's message.max.bytes alone, so a topic whose limit is lower refuses them at the
+ * broker, which fails the transaction at every retry (at-least-once: the delivery): wd_producer_send
+ * refuses larger messages itself ("E_SINK_PRODUCE", code MSG_SIZE_TOO_LARGE) and the record
+ * collector (app/runtime/collector.c) before it holds them. */
+size_t wd_producer_max_message_bytes(wd_producer_t *p, const char *topic, size_t wire);
+
 /* The headers of a dead letter of src (borrowed: the headers point into src, error_id,
  * error_message and the struct itself, so fill it in place and do not copy it): widen.error.id
  * (error_id, "" when NULL), widen.error.message (error_message, "" when NULL),

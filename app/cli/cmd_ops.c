@@ -93,6 +93,7 @@ int wd_cmd_status(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},         {0}};
   const char *config = NULL, *dir = NULL;
   long last_n = 20;
+  bool last_given = false; /* the note about a history shorter than --last only when it was asked for */
   bool no_kafka = false;
   int ch;
   optind = 1;
@@ -100,7 +101,10 @@ int wd_cmd_status(int argc, char **argv) {
     switch (ch) {
     case 'c': config = optarg; break;
     case 's': dir = optarg; break;
-    case 'n': last_n = strtol(optarg, NULL, 10); break;
+    case 'n':
+      last_n = strtol(optarg, NULL, 10);
+      last_given = true;
+      break;
     case 'k': no_kafka = true; break;
     case 'h': status_usage(stdout); return 0;
     default: status_usage(stderr); return 1;
@@ -134,7 +138,7 @@ int wd_cmd_status(int argc, char **argv) {
   printf("table %s, state %s: %" PRIu64 " bytes on disk; commits %" PRIu64 "..%" PRIu64 " in the history\n",
          cfg->table.name, sdir, wd_store_disk_bytes(st), first, last);
   print_history_kept(cfg, first, first_ms, last, last_ms);
-  if (last_n > 0 && last && (uint64_t)last_n > last - first + 1)
+  if (last_given && last_n > 0 && last && (uint64_t)last_n > last - first + 1)
     printf("history: --last %ld reaches before the history: it keeps %" PRIu64 " commits\n", last_n, last - first + 1);
   printf("commits (oldest first):\n");
   for (uint64_t n = from; last && n <= last; n++) {

@@ -198,24 +198,46 @@ static int topic_index(wd_collector_t *c, const char *topic, size_t *idx) {
  * attributes, deltas, varint lengths; taken generously) */
 #define WD_MSG_OVERHEAD 128
 
+/* The bytes of a record's headers h[0..nh) on the wire, taken generously as WD_MSG_OVERHEAD is. */
+static size_t headers_wire(const wd_header_t *h, size_t nh) {
+  size_t wire = 0;
+  for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
+  return wire;
+}
+
+/* The largest message of wire bytes that topic takes: the producer's message.max.bytes, or the
+ * topic's max.message.bytes when it is lower (wd_producer_max_message_bytes). */
+static size_t max_bytes_of(wd_collector_t *c, const char *topic, size_t wire) {
+  size_t t = wd_producer_max_message_bytes(c->prod, topic, wire);
+  return t < c->max_message_bytes ? t : c->max_message_bytes;
+}
+
+/* MSG_SIZE_TOO_LARGE, as the producer gives it, for a record over max_bytes_of(topic) with its
+ * overhead; NULL when it fits. */
+static wd_error_t *check_size(wd_collector_t *c, const char *topic, const void *key, size_t klen, const void *value,
+                              size_t vlen, const wd_header_t *h, size_t nh) {
+  size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD + headers_wire(h, nh);
+  size_t max = max_bytes_of(c, topic, wire);
+  if (wire <= max) return NULL;
+  wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE,
+                               "produce to '%s': Broker: Message size too large "
+                               "(%zu bytes with its overhead, %s %zu)",
+                               topic, wire,
+                               max < c->max_message_bytes ? "the topic's max.message.bytes" : "message.max.bytes", max);
+  if (e != wd_error_nomem()) {
+    e->code = WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE;
+    e->retriable = false;
+  }
+  return e;
+}
+
 static wd_error_t *hold_one(wd_collector_t *c, wd_out_kind_t kind, const char *topic, int32_t partition,
                             const void *key, size_t klen, const void *value, size_t vlen, const wd_header_t *h,
                             size_t nh) {
   /* a record that the producer will refuse for its size is refused now, as a send would (the
    * pipeline dead-letters its source record), not when it is released */
-  size_t wire = (key ? klen : 0) + (value ? vlen : 0) + WD_MSG_OVERHEAD;
-  for (size_t i = 0; i < nh; i++) wire += strlen(h[i].name) + (h[i].value ? h[i].len : 0) + 8;
-  if (wire > c->max_message_bytes) {
-    wd_error_t *e = wd_error_new(WD_ERR_KAFKA, E_SINK_PRODUCE,
-                                 "produce to '%s': Broker: Message size too large "
-                                 "(%zu bytes with its overhead, message.max.bytes %zu)",
-                                 topic, wire, c->max_message_bytes);
-    if (e != wd_error_nomem()) {
-      e->code = WD_KAFKA_ERR_MSG_SIZE_TOO_LARGE;
-      e->retriable = false;
-    }
-    return e;
-  }
+  wd_error_t *e = check_size(c, topic, key, klen, value, vlen, h, nh);
+  if (e) return e;
   if (c->hold_max && c->hbuf.len + klen + vlen > c->hold_max && c->nheld)
     return wd_error_new(WD_ERR_KAFKA, E_COLLECTOR_FULL,
                         "%zu records (%zu bytes) held while the previous commit "
@@ -258,6 +280,9 @@ static wd_error_t *send_kind(wd_collector_t *c, wd_out_kind_t kind, const char *
   if (c->holding) {
     if ((err = hold_one(c, kind, topic, partition, key, klen, value, vlen, h, nh))) return err;
   } else {
+    /* over a topic's max.message.bytes that the broker enforced once: refused as the producer
+     * refuses one over its message.max.bytes, not sent to fail the transaction again */
+    if ((err = check_size(c, topic, key, klen, value, vlen, h, nh))) return err;
     if ((err = wd_collector_begin(c))) return err;
     if ((err = produce(c, topic, partition, key, klen, value, vlen, h, nh))) return err;
   }
@@ -274,8 +299,35 @@ wd_error_t *wd_collector_dead_letter(wd_collector_t *c, const char *dlq_topic, c
                                      const char *error_id, const char *error_message) {
   wd_dead_letter_headers_t dh;
   wd_dead_letter_headers(&dh, src, error_id, error_message);
-  return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, dh.h,
-                   sizeof(dh.h) / sizeof(*dh.h));
+  size_t nh = sizeof(dh.h) / sizeof(*dh.h);
+  size_t klen = src->key ? src->key_len : 0, vlen = src->value ? src->value_len : 0;
+  /* a rejected record larger than the producer's message.max.bytes (a source topic may take
+   * larger messages than the sink's producer) would fail the commit at every try: its value,
+   * then its key, are cut to fit, and the reason says so and gives their lengths */
+  size_t fixed = WD_MSG_OVERHEAD + headers_wire(dh.h, nh) + 256; /* 256: the note added to the reason */
+  size_t max = max_bytes_of(c, dlq_topic, klen + vlen + fixed);
+  if (klen + vlen + fixed <= max || fixed >= max)
+    return send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, src->key_len, src->value, src->value_len, dh.h,
+                     nh);
+  size_t room = max - fixed;
+  size_t kcut = klen < room ? klen : room;
+  size_t vcut = vlen < room - kcut ? vlen : room - kcut;
+  wd_buf_t note = {0};
+  if (wd_buf_printf(&note,
+                    "%s (dead letter cut to fit message.max.bytes %zu: key %zu of %zu bytes, value %zu of %zu bytes)",
+                    error_message ? error_message : "", max, kcut, klen, vcut, vlen)) {
+    wd_buf_free(&note);
+    return wd_error_nomem();
+  }
+  dh.h[1].value = note.data;
+  dh.h[1].len = note.len;
+  wd_log(WD_LOG_WARN, "collector",
+         "%s[%" PRId32 "]@%" PRId64
+         ": its dead letter is cut to its first %zu value bytes of %zu (over the producer's message.max.bytes %zu)",
+         src->topic ? src->topic : "", src->partition, src->offset, vcut, vlen, max);
+  wd_error_t *err = send_kind(c, WD_OUT_DEAD_LETTER, dlq_topic, -1, src->key, kcut, src->value, vcut, dh.h, nh);
+  wd_buf_free(&note);
+  return err;
 }
 
 wd_error_t *wd_collector_send_offsets(wd_collector_t *c, const wd_tp_offset_t *offsets, size_t n,

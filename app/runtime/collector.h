@@ -146,7 +146,10 @@ wd_error_t *wd_collector_send(wd_collector_t *c, wd_out_kind_t kind, const char 
 
 /* Sends a rejected input record src (borrowed) to dlq_topic with the headers of
  * wd_producer_send_dead_letter (widen.error.id, widen.error.message, widen.source.*): kind
- * WD_OUT_DEAD_LETTER. Errors: as wd_collector_send. */
+ * WD_OUT_DEAD_LETTER. A record that would be over the producer's message.max.bytes (a source
+ * topic may take larger messages) is sent with its value, then its key, cut to fit, and
+ * widen.error.message ends with "(dead letter cut to fit message.max.bytes M: key K of N bytes,
+ * value V of N bytes)"; it is logged as a warning. Errors: as wd_collector_send. */
 wd_error_t *wd_collector_dead_letter(wd_collector_t *c, const char *dlq_topic, const wd_kmsg_t *src,
                                      const char *error_id, const char *error_message);
 

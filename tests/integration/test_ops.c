@@ -373,6 +373,8 @@ Test(ops, metrics_scrape_and_status_during_run, .timeout = 240) {
   char *st = sh(&rc, "'%s' status --config '%s' 2>&1", wd_it_widen_bin(), e.cfg);
   cr_assert_eq(rc, 0, "widen status during the run failed: %s", st);
   cr_expect(strstr(st, "lag: 0 (group"), "%s", st);
+  /* fewer commits than the default --last 20, which was not given: no note about --last */
+  cr_expect(!strstr(st, "--last"), "a note about --last that was not given: %s", st);
   json_int_t in = 0, n = 0, last = 0;
   for (char *l = st, *nl; l && *l; l = nl ? nl + 1 : NULL) {
     nl = strchr(l, '\n');

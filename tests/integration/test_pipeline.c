@@ -664,6 +664,134 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   env_done(&e);
 }
 
+/* A rejected record larger than the producer's message.max.bytes (its source topic took it) is
+ * dead-lettered cut to fit, the reason saying so, and the pipeline goes on: sent whole, the dead
+ * letter failed the commit at every try and `widen run` stopped with E_SINK_PRODUCE. */
+Test(pipeline, dead_letter_over_message_max_bytes_is_cut_to_fit, .timeout = 150) {
+  env_t e;
+  char *y = products_yaml("    merge-engine: deduplicate\n");
+  y = wd_it_replace(y, "  dead-letter-topic: shop.dlq\n",
+                    "  dead-letter-topic: shop.dlq\n  properties:\n    message.max.bytes: 4000\n");
+  env_init(&e, "bigdlq", y);
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sproducts", e.prefix);
+  char *big = malloc(20001);
+  memset(big, 'x', 20000);
+  big[20000] = 0;
+  const char *keys[] = {"{\"id\":1}", "{\"id\":2}", "{\"id\":3}"};
+  const char *vals[] = {"{\"before\":null,\"after\":{\"id\":1,\"name\":\"before\"},\"op\":\"c\"}", big,
+                        "{\"before\":null,\"after\":{\"id\":3,\"name\":\"after\"},\"op\":\"c\"}"};
+  produce_lines(topic, keys, vals, 3);
+  run_to_idle(&e);
+  snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
+  json_t *dl = read_dead_letters(topic);
+  cr_assert_eq(json_array_size(dl), 1, "dead letters: %zu", json_array_size(dl));
+  json_t *d = json_array_get(dl, 0);
+  cr_expect_str_eq(json_string_value(json_object_get(d, "widen.error.id")), "E_DECODE");
+  const char *msg = json_string_value(json_object_get(d, "widen.error.message"));
+  cr_assert_not_null(msg);
+  cr_expect(strstr(msg, "dead letter cut to fit message.max.bytes 4000") && strstr(msg, "of 20000 bytes)"), "%s", msg);
+  const char *v = json_string_value(json_object_get(d, "value"));
+  size_t vlen = strlen(v);
+  cr_expect(vlen > 1000 && vlen < 4000, "the value cut to %zu bytes", vlen);
+  cr_expect(!strncmp(v, big, vlen), "the value's first bytes");
+  free(big);
+  json_decref(dl);
+  /* the pipeline went on: ids 1 and 3 are rows */
+  json_t *rows = state_rows(&e);
+  cr_expect_eq(json_array_size(rows), 2);
+  json_decref(rows);
+  env_done(&e);
+}
+
+/* Creates topic (one partition) with the topic config max.message.bytes = max_bytes. */
+static void create_topic_max_bytes(const char *topic, const char *max_bytes) {
+  char errstr[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", wd_it_brokers(), errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  cr_assert_not_null(rk, "%s", errstr);
+  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, 1, errstr, sizeof errstr);
+  cr_assert_not_null(nt, "%s", errstr);
+  cr_assert_eq(rd_kafka_NewTopic_set_config(nt, "max.message.bytes", max_bytes), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+  cr_assert_not_null(ev);
+  size_t cnt = 0;
+  const rd_kafka_topic_result_t **tr =
+      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+  cr_assert_eq(cnt, 1);
+  cr_assert_eq(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR, "%s",
+               rd_kafka_topic_result_error_string(tr[0]));
+  rd_kafka_event_destroy(ev);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
+/* The sink topic's max.message.bytes (3000) is below the producer's message.max.bytes (1 MB): the
+ * broker refuses the 5 kB changelog message of one record. That record is dead-lettered
+ * (E_OUTPUT_TOO_LARGE) and the pipeline goes on; before, the broker's refusal aborted the
+ * transaction and every retry sent the message again: widen run never got past it. */
+static void run_topic_max(const char *name, const char *pipeline_options) {
+  env_t e;
+  char *y = products_yaml("    merge-engine: deduplicate\n");
+  y = wd_it_replace(y, "pipeline:\n", pipeline_options);
+  env_init(&e, name, y);
+  char topic[200];
+  snprintf(topic, sizeof(topic), "%sproducts_wide", e.prefix);
+  create_topic_max_bytes(topic, "3000");
+  snprintf(topic, sizeof(topic), "%sproducts", e.prefix);
+  char *big = malloc(6000), fill[5001];
+  memset(fill, 'd', 5000);
+  fill[5000] = 0;
+  snprintf(big, 6000, "{\"before\":null,\"after\":{\"id\":2,\"description\":\"%s\"},\"op\":\"c\"}", fill);
+  const char *keys[] = {"{\"id\":1}", "{\"id\":2}", "{\"id\":3}"};
+  const char *vals[] = {"{\"before\":null,\"after\":{\"id\":1,\"name\":\"before\"},\"op\":\"c\"}", big,
+                        "{\"before\":null,\"after\":{\"id\":3,\"name\":\"after\"},\"op\":\"c\"}"};
+  produce_lines(topic, keys, vals, 3);
+  free(big);
+  const char *extra[] = {"--max-idle-ms", "2500", NULL};
+  pid_t pid = spawn_widen(&e, extra);
+  int status = 0, waited = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0 && waited < 60000) {
+    usleep(100 * 1000);
+    waited += 100;
+  }
+  if (waited >= 60000) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    cr_assert_fail("widen run did not get past the record the broker refuses for its size (60 s)");
+  }
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "widen run: status %d", status);
+  snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
+  json_t *dl = read_dead_letters(topic);
+  cr_assert_eq(json_array_size(dl), 1, "dead letters: %zu", json_array_size(dl));
+  json_t *d = json_array_get(dl, 0);
+  cr_expect_str_eq(json_string_value(json_object_get(d, "widen.error.id")), "E_OUTPUT_TOO_LARGE");
+  cr_expect_str_eq(json_string_value(json_object_get(d, "widen.source.offset")) ? "ok" : "", "ok");
+  json_decref(dl);
+  snprintf(topic, sizeof(topic), "%sproducts_wide", e.prefix);
+  json_t *out = wd_it_read_changelog(topic);
+  cr_expect_eq(json_array_size(out), 2, "the changelog holds ids 1 and 3: %zu records", json_array_size(out));
+  json_decref(out);
+  json_t *rows = state_rows(&e); /* the state has the change of id 2 (E_OUTPUT_TOO_LARGE) */
+  cr_expect_eq(json_array_size(rows), 3);
+  json_decref(rows);
+  env_done(&e);
+}
+
+Test(pipeline, output_over_the_topics_max_message_bytes_is_dead_lettered, .timeout = 150) {
+  run_topic_max("topicmax", "pipeline:\n");
+}
+
+/* The same at-least-once: the broker's refusal failed the delivery and stopped widen run (and
+ * every restart); the topic's max.message.bytes is now read before the first send to it. */
+Test(pipeline, output_over_the_topics_max_message_bytes_at_least_once, .timeout = 150) {
+  run_topic_max("topicmaxal", "pipeline:\n  processing-guarantee: at-least-once\n");
+}
+
 /* ---- chained pipelines and sources without before images (issue 12) ---------------------- */
 
 /* The lines of shared/<rel> that are JSON objects, into lines[] (at most max; the text is owned
