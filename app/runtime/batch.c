@@ -588,7 +588,8 @@ static void count(wd_batch_t *bt, size_t n) {
   st->batches++;
   st->dead_lettered += ndead;
   st->restored += nrestored;
-  wd_hist_gather_count(bt->c.hg, n - nskipped, st->changes_out - bt->changes0, ndead, nrestored);
+  uint64_t nout = st->changes_out > bt->changes0 ? st->changes_out - bt->changes0 : 0; /* an abort lowers it */
+  wd_hist_gather_count(bt->c.hg, n - nskipped, nout, ndead, nrestored);
   wd_run_metrics_merged(bt->c.rm, &bt->ms); /* for the metrics, once the batch is taken */
   st->ignored_update_before += bt->ms.ignored_update_before;
   st->tombstones += bt->ms.tombstones;
@@ -610,7 +611,7 @@ static wd_error_t *process(wd_batch_t *bt, size_t n) {
   for (size_t i = 0; i < n; i++) /* in delivery order */
     if ((err = merge_message(bt, i))) return err;
   if ((err = emit(bt, n)) || (err = note_inputs(bt, n))) return err;
-  count(bt, n);
+  if (!wd_commit_batch_invalid(bt->c.commit)) count(bt, n); /* an abandoned batch is read again */
   wd_state_set_now(bt->c.state, (uint64_t)wd_wall_ms());
   return NULL;
 }

@@ -60,6 +60,9 @@ struct wd_pipeline {
   wd_replay_t replay; /* a replay's bookkeeping (app/runtime/replay.h) */
   /* stats */
   wd_pipeline_stats_t st;
+  /* the totals at the last commit's snapshot, and at the last commit made: an abort sets st's
+   * totals back to st_made (the records it re-reads are counted once) */
+  wd_pipeline_stats_t st_snap, st_made;
   FILE *trace;
   volatile sig_atomic_t stop;
   volatile sig_atomic_t settled; /* no commit open (wd_pipeline_settled) */
@@ -144,6 +147,7 @@ static int hist_add(wd_pipeline_t *p, uint64_t number, wd_store_batch_t *b, bool
 static int hist_before_finalize(void *ctx, uint64_t number, wd_store_batch_t *b) {
   wd_pipeline_t *p = ctx;
   wd_hist_gather_snapshot(p->hg);
+  p->st_snap = p->st;
   /* a rebuild's switch commit deletes the staged rows and writes the task's mark */
   return hist_add(p, number, b, false) || wd_rebuild_before_finalize(p->rb, b) ? -1 : 0;
 }
@@ -195,6 +199,7 @@ static void on_committed(void *ctx, uint64_t number) {
   wd_run_metrics_commit_made(p->rm, number, wd_hist_gather_duration_s(p->hg));
   /* the open commit may hold the next one's batches already */
   wd_hist_gather_committed(p->hg, p->trace);
+  p->st_made = p->st_snap;
   wd_collector_ranges_reset(p->coll);
   p->busy_end = wd_mono_s();
   p->st.commits++;
@@ -206,6 +211,7 @@ static void on_aborted(void *ctx) {
   wd_hist_gather_aborted(p->hg);
   wd_collector_ranges_reset(p->coll);
   p->st.aborted_commits++;
+  if (p->exactly_once) wd_status_totals_rollback(&p->st, &p->st_made); /* its output is not in the topics */
   if (p->gt) { /* what the commit took of the lookup topics is read again (its reconciles are redone:
                * the coordinator moved the running tasks back to RECONCILING) */
     wd_error_t *err = wd_gtable_rewind(p->gt, true);
@@ -548,7 +554,8 @@ static turn_t report(wd_pipeline_t *p, loop_t *l, wd_error_t **err) {
   if (!p->opts.quiet && p->cfg->pipeline.status_interval_s > 0 &&
       l->now - l->last_status >= (double)p->cfg->pipeline.status_interval_s) {
     p->st.lag = wd_consumer_lag(p->cons);
-    status_line(p, (double)(p->st.records_in - l->last_in) / (l->now - l->last_status));
+    uint64_t din = p->st.records_in > l->last_in ? p->st.records_in - l->last_in : 0; /* an abort lowers it */
+    status_line(p, (double)din / (l->now - l->last_status));
     l->last_status = l->now;
     l->last_in = p->st.records_in;
   }

@@ -200,3 +200,19 @@ void wd_status_tick(wd_status_inputs_t *in, wd_state_t *state, double restore, w
   in->nlags = 0;
   free(lags);
 }
+
+void wd_status_totals_rollback(wd_pipeline_stats_t *st, const wd_pipeline_stats_t *base) {
+  st->records_in = base->records_in;
+  st->changes_in = base->changes_in;
+  st->changes_out = base->changes_out;
+  st->messages_out = base->messages_out;
+  st->dead_lettered = base->dead_lettered;
+  st->skipped_tombstones = base->skipped_tombstones;
+  st->ignored_update_before = base->ignored_update_before;
+  st->tombstones = base->tombstones;
+  st->dropped = base->dropped;
+  st->skipped_before_from = base->skipped_before_from;
+  st->restored = base->restored;
+  st->deletes_without_sequence = base->deletes_without_sequence;
+  st->null_key_halves = base->null_key_halves;
+}

@@ -92,4 +92,12 @@ typedef struct wd_status_summary {
 /* Prints the one-line summary of a run of `seconds` to f (`widen run` at the end). */
 void wd_status_summary(FILE *f, const wd_status_summary_t *in, double seconds);
 
+/* The per-record totals of st (records and change records in, changelog rows and messages out,
+ * dead letters, skipped tombstones, -U ignored, ordering tombstones, dropped, restored, deletes
+ * without sequence, null-key halves, records before --from) set back to those of base: called when
+ * an exactly-once commit aborts, base being the totals at the snapshot of the last commit made, so
+ * that the records it re-reads are counted once and the totals match what the output and
+ * dead-letter topics hold. The other counters (batches, commits, aborts, lag) stay. No errors. */
+void wd_status_totals_rollback(wd_pipeline_stats_t *st, const wd_pipeline_stats_t *base);
+
 #endif

@@ -2276,3 +2276,61 @@ Test(deferred_flush, crash_before_the_first_flush, .timeout = 200) {
   env_done(&clean);
   env_done(&crash);
 }
+
+/* ---- the run summary after an aborted commit -------------------------------------------- */
+
+/* A commit aborted and redone (WIDEN_FAULT=fatal-during-produce:4: the producer turns fatal in
+ * the 4th commit, which is taken back, its records read again) is counted once in the run's
+ * summary: its records in, messages out and dead letters equal what the input, output and
+ * dead-letter topics hold (read read_committed). */
+Test(exactly_once, summary_counts_an_aborted_commit_once, .timeout = 200) {
+  env_t e;
+  env_init(&e, "summary", "exactly-once");
+  char topic[200], dlq[220];
+  snprintf(topic, sizeof(topic), "%sorders", e.prefix);
+  snprintf(dlq, sizeof(dlq), "%s.dlq", e.out);
+  wd_it_create_topic(topic, 3);
+  const env_t *one[] = {&e};
+  wd_kafka_conf_t kc = {0};
+  wd_producer_t *p = NULL;
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
+  cr_assert_null(wd_producer_new(&kc, &p));
+  wd_kafka_conf_clear(&kc);
+  for (int k = 0; k < 20; k++) { /* a record that is not JSON after every 100: dead letters in every commit */
+    produce_orders(one, 1, (uint64_t)k * 100 + 100, 47, (uint64_t)k * 100);
+    char key[32];
+    int klen = snprintf(key, sizeof(key), "{\"order_id\":%d}", 100000 + k);
+    cr_assert_null(wd_producer_send(p, topic, key, (size_t)klen, "not json", 8, NULL, 0));
+    wd_error_t *err = wd_producer_wait_acked(p, 30000);
+    cr_assert_null(err, "%s", err ? err->message : "");
+  }
+  wd_producer_destroy(p);
+  char log[400];
+  snprintf(log, sizeof(log), "%s/summary.log", e.dir);
+  int rc = wait_exit(spawn_widen_log(&e, "fatal-during-produce:4", "2000", log));
+  char *text = wd_it_read_file(log);
+  cr_assert_not_null(text);
+  size_t len = strlen(text);
+  const char *tail = len > 3000 ? text + len - 3000 : text;
+  cr_assert_eq(rc, 0, "widen exited with %d:\n%s", rc, tail);
+  cr_assert_not_null(strstr(text, "aborting commit"), "no commit was aborted:\n%s", tail);
+  const char *s = strstr(text, "widen: summary: ");
+  cr_assert_not_null(s, "no summary:\n%s", tail);
+  unsigned long long in = 0, msgs = 0, dead = 0;
+  const char *m = strstr(s, " messages, "), *r = NULL;
+  cr_assert_not_null(m, "%s", s);
+  for (r = m; r > s && r[-1] != ' '; r--) {}
+  cr_assert_eq(sscanf(s, "widen: summary: %llu Kafka records in", &in), 1, "%s", s);
+  cr_assert_eq(sscanf(r, "%llu messages, %llu dead-lettered", &msgs, &dead), 2, "%s", s);
+  size_t nin = count_records(topic, -1, NULL, NULL, NULL, NULL);
+  size_t nout = count_records(e.out, -1, NULL, NULL, NULL, NULL);
+  size_t ndead = count_records(dlq, -1, NULL, NULL, NULL, NULL);
+  cr_assert_eq(nin, 2020);
+  cr_assert_eq(ndead, 20);
+  cr_assert_eq(dead, ndead, "the summary says %llu dead-lettered, the dead-letter topic holds %zu:\n%s", dead, ndead,
+               s);
+  cr_assert_eq(in, nin, "the summary says %llu records in, the input topic holds %zu:\n%s", in, nin, s);
+  cr_assert_eq(msgs, nout, "the summary says %llu messages out, the output topic holds %zu:\n%s", msgs, nout, s);
+  free(text);
+  env_done(&e);
+}
