@@ -298,6 +298,15 @@ def fold(topic):
     return rows, n
 
 
+def output_past(topic, n):
+    """(done, detail) for wait_until: widen's output holds more than n messages. The output topic
+    may not exist yet when widen has just started (kcat fails): not yet, with kcat's words."""
+    rows, got = fold(topic)
+    if rows is None:
+        return False, got
+    return got > n, "%d output messages" % got
+
+
 def sql_join(db, o="shop.orders", p="shop.payments", s="shop.shipments"):
     out = psql(db, JOIN.format(o=o, p=p, s=s)).strip()
     return {r[0]: r for r in json.loads(out or "[]")}
@@ -530,7 +539,7 @@ def main():
             w.check_alive()
             if kill and rnd == 1:
                 # let widen commit part of it, then kill it in the middle
-                wait_until("widen writes output", lambda: ((fold(topic)[1] or 0) > NROWS // 2, "no output"), 90)
+                wait_until("widen writes output", lambda: output_past(topic, NROWS // 2), 90)
                 w.kill()
                 w.start()
 
