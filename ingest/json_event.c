@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,10 @@ typedef struct wd_jdoc {
   int kobj; /* the object whose keys key[0..nkey) are (the top object, then the payload), or -1 */
   int nkey;
   int key[WD_JDOC_KEYS];
+  /* per listed key: its raw length and its first 8 raw bytes zero-padded, so that a lookup skips
+   * the keys that cannot match by comparing words */
+  uint32_t klen[WD_JDOC_KEYS];
+  uint64_t kw[WD_JDOC_KEYS];
 } wd_jdoc_t;
 
 /* The helpers of common/jsmn_doc.h on document d. */
@@ -119,12 +124,66 @@ static bool wd_jis_null(const wd_jdoc_t *d, int i) { return wd_jsmn_is_null(d->j
 static bool wd_jstr_eq(const wd_jdoc_t *d, int i, const char *s, size_t n) {
   return wd_jsmn_str_eq(d->js, d->t, i, s, n);
 }
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "wd_jword puts byte i of a key at bits 8i..8i+7");
+
+/* The first min(n, 8) bytes of s[0..n) as a word, byte i at bits 8i..8i+7, zero-padded (reads
+ * only s[0..n)). */
+static inline uint64_t wd_jword(const char *s, size_t n) {
+  uint64_t w;
+  if (n >= 8) {
+    memcpy(&w, s, 8);
+    return w;
+  }
+  /* two loads that overlap, the second shifted to its place (little-endian) */
+  if (n >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, s, 4);
+    memcpy(&hi, s + n - 4, 4);
+    return (uint64_t)lo | (uint64_t)hi << (8 * (n - 4));
+  }
+  if (n >= 2) {
+    uint16_t lo, hi;
+    memcpy(&lo, s, 2);
+    memcpy(&hi, s + n - 2, 2);
+    return (uint64_t)lo | (uint64_t)hi << (8 * (n - 2));
+  }
+  return n ? (unsigned char)s[0] : 0;
+}
+
+/* Whether a[0..n) and b[0..n) are equal, n <= 32: word compares without a call (the last word
+ * overlaps the one before; reads only a[0..n) and b[0..n)). */
+static inline bool wd_jeq_short(const char *a, const char *b, size_t n) {
+  if (n < 8) return wd_jword(a, n) == wd_jword(b, n);
+  uint64_t x, y;
+  for (size_t i = 0; i + 8 < n; i += 8) {
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    if (x != y) return false;
+  }
+  memcpy(&x, a + n - 8, 8);
+  memcpy(&y, b + n - 8, 8);
+  return x == y;
+}
+
 /* The value of key s[0..n) in object i, as wd_jsmn_get (the last one when the key repeats), from
  * the key list when i is d->kobj. */
 static int wd_jget(const wd_jdoc_t *d, int i, const char *s, size_t n) {
   if (i < 0 || i != d->kobj) return wd_jsmn_get(d->js, d->t, d->n, i, s, n);
-  for (int k = d->nkey - 1; k >= 0; k--)
-    if (wd_jsmn_str_eq(d->js, d->t, d->key[k], s, n)) return d->key[k] + 1;
+  uint64_t w = wd_jword(s, n);
+  /* a probe of at most 8 bytes without a backslash equals a raw key of its length and bytes
+   * (which then has no escape either) */
+  uint64_t bs = w ^ 0x5C5C5C5C5C5C5C5Cu; /* a zero byte where w has a backslash ('\\' = 0x5C) */
+  bool plain8 = n <= 8 && !((bs - 0x0101010101010101u) & ~bs & 0x8080808080808080u);
+  for (int k = d->nkey - 1; k >= 0; k--) {
+    if (plain8 && d->klen[k] == n && d->kw[k] == w) return d->key[k] + 1;
+    /* a raw key of the probe's length matches only if its first 8 bytes do; a longer one only if
+     * it has an escape, which can only start with a backslash or the probe's first byte; the
+     * candidates are then compared exactly */
+    bool cand =
+        d->klen[k] == n ? d->kw[k] == w : d->klen[k] > n && n && ((char)d->kw[k] == '\\' || (char)d->kw[k] == s[0]);
+    if (cand && wd_jsmn_str_eq(d->js, d->t, d->key[k], s, n)) return d->key[k] + 1;
+  }
   return -1;
 }
 
@@ -136,7 +195,12 @@ static void wd_jdoc_keys(wd_jdoc_t *d, int i) {
   if (i < 0 || i >= d->n || d->t[i].type != JSMN_OBJECT || d->t[i].size > WD_JDOC_KEYS) return;
   int j = i + 1, nk = 0;
   for (int k = 0; k < d->t[i].size && j + 1 < d->n; k++) {
-    d->key[nk++] = j;
+    const char *kp = d->js + d->t[j].start;
+    size_t kn = (size_t)(d->t[j].end - d->t[j].start);
+    d->key[nk] = j;
+    d->klen[nk] = (uint32_t)kn;
+    d->kw[nk] = wd_jword(kp, kn);
+    nk++;
     j = wd_jsmn_next(d->t, d->n, j + 1);
   }
   d->nkey = nk;
@@ -269,13 +333,15 @@ typedef struct wd_dbz {
   const wd_schema_t *schema;
   const wd_kafka_meta_t *meta;
   wd_dbz_scratch_t *sc;
-  wd_jdoc_t doc; /* the value */
-  wd_jdoc_t key; /* the Kafka key */
   int key_state; /* 0 not parsed yet, 1 parsed, -1 null key */
   bool cached_schema; /* the value's schema is sc->schema_text (fast path), not doc.schema */
-  wd_jdoc_t sdoc; /* sc->schema_text tokenised */
   int img_schema[2]; /* schema struct of the before [0] / after [1] image; -2 = not looked up */
   wd_kc_t *kc; /* the image key memory of src, NULL until an image is read */
+  /* the documents last: wd_jev_start zeroes what comes before them and only their heads (their
+   * key lists are written before they are read) */
+  wd_jdoc_t doc; /* the value */
+  wd_jdoc_t key; /* the Kafka key */
+  wd_jdoc_t sdoc; /* sc->schema_text tokenised */
 } wd_dbz_t;
 
 /* A value being converted: where it came from, for schema hints and messages. */
@@ -679,6 +745,57 @@ static wd_error_t *wd_check_precision(wd_dbz_t *x, wd_fld_t *f, int tok, const w
   return NULL;
 }
 
+/* DECIMAL(prec, scale) of plain decimal text p[0..n) (`-?D+` or `-?D+.D+`, at most 18 digits, no
+ * more fraction digits than scale) into *out: the value wd_decimal_parse gives it, without its
+ * general scan. false (nothing set) for any other text or a value that does not fit prec, which
+ * then takes wd_decimal_parse (and its error). */
+static bool wd_decimal_fast(const char *p, size_t n, int prec, int scale, wd_i128 *out) {
+  size_t i = n && p[0] == '-';
+  bool neg = i == 1;
+  uint64_t v = 0;
+  size_t nd = 0, nfrac = 0;
+  bool dot = false;
+  for (; i < n; i++) {
+    unsigned d = (unsigned)((unsigned char)p[i] - '0');
+    if (d <= 9) {
+      v = v * 10 + d;
+      nd++;
+      nfrac += dot;
+    } else if (p[i] == '.' && !dot && nd) {
+      dot = true;
+    } else {
+      return false;
+    }
+  }
+  static const uint64_t p10[19] = {1u,
+                                   10u,
+                                   100u,
+                                   1000u,
+                                   10000u,
+                                   100000u,
+                                   1000000u,
+                                   10000000u,
+                                   100000000u,
+                                   1000000000u,
+                                   10000000000u,
+                                   100000000000u,
+                                   1000000000000u,
+                                   10000000000000u,
+                                   100000000000000u,
+                                   1000000000000000u,
+                                   10000000000000000u,
+                                   100000000000000000u,
+                                   1000000000000000000u};
+  /* v * 10^(scale - nfrac) below 10^18: at most 18 digits with the zeros the scale adds */
+  if (!nd || (dot && !nfrac) || scale < 0 || nfrac > (size_t)scale || nd + ((size_t)scale - nfrac) > 18 || prec < 1 ||
+      prec > 38 || scale > prec)
+    return false;
+  uint64_t r = v * p10[(size_t)scale - nfrac];
+  if (prec <= 18 && r >= p10[prec]) return false;
+  *out = neg ? -(wd_i128)r : (wd_i128)r;
+  return true;
+}
+
 static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t *t, wd_i128 *out) {
   const wd_jdoc_t *d = f->doc;
   const jsmntok_t *k = &d->t[tok];
@@ -704,6 +821,7 @@ static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_typ
   } else {
     return wd_type_error(x, f, tok, "an array is not a decimal");
   }
+  if (wd_decimal_fast(p, n, t->precision, t->scale, out)) return NULL;
   wd_error_t *perr = wd_decimal_parse(p, n, t->precision, t->scale, out);
   if (perr) {
     err = wd_type_error(x, f, tok, "%s", wd_err_text(perr));
@@ -1233,7 +1351,7 @@ static wd_error_t *wd_fill_slots(wd_dbz_t *x, int image, int img) {
     const char *kp = d->js + d->t[j].start;
     size_t kn = (size_t)(d->t[j].end - d->t[j].start);
     wd_kc_key_t *ck = k < WD_KC_KEYS ? &x->kc->k[k] : NULL;
-    if (ck && kn <= WD_KC_KEYLEN && ck->len == kn && memcmp(ck->key, kp, kn) == 0) { /* the key remembered here */
+    if (ck && kn <= WD_KC_KEYLEN && ck->len == kn && wd_jeq_short(ck->key, kp, kn)) { /* the key remembered here */
       for (int mm = ck->first; mm >= 0; mm = src->cols[mm].next_same) x->sc->slot[mm] = j + 1;
       j = wd_jnext(d, j + 1);
       continue;
@@ -1357,7 +1475,10 @@ wd_error_t *wd_jev_start(wd_changes_t *out, const wd_source_t *src, const wd_sch
     sc->slotcap = src->ncols;
   }
   wd_dbz_t *x = sc->ctx;
-  memset(x, 0, sizeof(*x));
+  memset(x, 0, offsetof(wd_dbz_t, doc));
+  memset(&x->doc, 0, offsetof(wd_jdoc_t, key));
+  memset(&x->key, 0, offsetof(wd_jdoc_t, key));
+  memset(&x->sdoc, 0, offsetof(wd_jdoc_t, key));
   x->out = out;
   x->src = src;
   x->schema = schema;

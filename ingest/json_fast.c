@@ -157,17 +157,19 @@ int wd_json_fast_tokenize(wd_json_fast_t *p, const char *js, size_t len, unsigne
   uint32_t pos = 0;
   char c;
 
-/* Reads index entry i into pos and c; the text ends early when there is none. */
+/* Reads index entry i into pos and c. Past the last entry (i == nix: the text ends early) the
+ * sentinel entry gives pos = len and c = 0, the padding's zero, which every state refuses: `bad`
+ * then reports the truncation. No state reads an entry beyond ix[nix + 1]. */
 #define WD_JF_AT()                                                                                                     \
   do {                                                                                                                 \
-    if (i >= nix) goto truncated;                                                                                      \
     pos = ix[i];                                                                                                       \
     c = b[pos];                                                                                                        \
   } while (0)
-/* The end of the token starting at pos: the last non-whitespace byte before the next entry. */
+/* The end of the token starting at pos: the last non-whitespace byte before the next entry (the
+ * sentinel ix[nix] = len after the last). */
 #define WD_JF_END(e)                                                                                                   \
   do {                                                                                                                 \
-    e = i + 1 < nix ? ix[i + 1] : len;                                                                                 \
+    e = ix[i + 1];                                                                                                     \
     if ((unsigned char)b[e - 1] <= ' ') /* whitespace (or a control byte, which stays and is refused) */               \
       while (e > pos && wd_jf_space(b[e - 1])) e--;                                                                    \
   } while (0)
@@ -281,6 +283,7 @@ truncated:
   *why = "the text ends inside a value";
   return WD_JSON_FAST_INVALID;
 bad:
+  if (i >= nix) goto truncated; /* the sentinel's zero */
   *errpos = pos;
   *why = "unexpected character";
   return WD_JSON_FAST_INVALID;

@@ -71,8 +71,14 @@ extern "C" int wd_json_simd_index(wd_json_simd_t *s, const char *js, size_t len,
     *why = simdjson::error_message(e);
     return WD_JSON_SIMD_INVALID;
   }
+  /* two sentinel entries after the last, both len (the text's first padding byte, a zero): the
+   * index has room for them (simdjson allocates capacity + 9 entries for at most len entries) */
+  uint32_t *ix = s->impl->structural_indexes.get();
+  size_t nix = s->impl->n_structural_indexes;
+  ix[nix] = static_cast<uint32_t>(len);
+  ix[nix + 1] = static_cast<uint32_t>(len);
   *text = s->buf;
-  *idx = s->impl->structural_indexes.get();
-  *n = s->impl->n_structural_indexes;
+  *idx = ix;
+  *n = nix;
   return 0;
 }

@@ -31,7 +31,9 @@ void wd_json_simd_free(wd_json_simd_t *s);
  * On 0: *text is the copy (valid until the next call; text[len..len+64) are zero bytes),
  * idx[0..*n) the byte offsets, in order, of every structural character ({ } [ ] : ,), of every
  * string's opening quote and of the first byte of every other scalar (true, 12, and also
- * garbage such as `x`), outside strings. WD_JSON_SIMD_INVALID with *why (static text) when
+ * garbage such as `x`), outside strings, followed by two sentinel entries idx[*n] and idx[*n + 1], both
+ * len (where text holds a zero byte), so that a reader may look up to two entries past the last
+ * without a bounds check. WD_JSON_SIMD_INVALID with *why (static text) when
  * simdjson refuses the text at this stage: invalid UTF-8, a raw control character in a string,
  * a string not closed, no value at all; WD_JSON_SIMD_NOMEM. len must be below 4 GiB less 64. */
 int wd_json_simd_index(wd_json_simd_t *s, const char *js, size_t len, const char **text, const uint32_t **idx,
