@@ -725,6 +725,90 @@ Test(types, integers) {
   expect_v("INT", NULL, NULL, "null", "NULL");
 }
 
+/* A small deterministic generator for the differential tests below. */
+static uint64_t rnd_next(uint64_t *st) {
+  *st = *st * 6364136223846793005u + 1442695040888963407u;
+  return *st >> 33;
+}
+
+/* Integers of every length 1..20 digits (the decoder reads eight digits at a time when it can),
+ * signed, as bare JSON numbers into BIGINT: the value is the one computed here digit by digit,
+ * or E_TYPE beyond BIGINT's range. */
+Test(types, integers_of_every_length) {
+  uint64_t st = 42;
+  for (int k = 0; k < 600; k++) {
+    char txt[32];
+    size_t n = 0;
+    bool neg = rnd_next(&st) % 2;
+    if (neg) txt[n++] = '-';
+    size_t nd = 1 + (size_t)(k % 20);
+    __int128 v = 0;
+    for (size_t i = 0; i < nd; i++) {
+      int d = (int)(rnd_next(&st) % 10);
+      if (i == 0 && nd > 1 && d == 0) d = 1 + (int)(rnd_next(&st) % 9); /* JSON: no leading zero */
+      /* a run of 9s or 0s now and then: the edges of each eight-digit word */
+      if (k % 7 == 3) d = 9;
+      if (k % 7 == 5 && i > 0) d = 0;
+      txt[n++] = (char)('0' + d);
+      v = v * 10 + d;
+    }
+    txt[n] = 0;
+    if (neg) v = -v;
+    char want[40];
+    if (v > INT64_MAX || v < INT64_MIN) snprintf(want, sizeof(want), "ERR E_TYPE");
+    else snprintf(want, sizeof(want), "%lld", (long long)v);
+    expect_v("BIGINT", NULL, NULL, txt, want);
+  }
+}
+
+/* Decimal text (as a JSON number and as a JSON string) into DECIMAL(p,s) of random p and s: the
+ * value or the error of wd_decimal_parse, the general parser (the decoder takes a shorter path
+ * for plain text that needs no rounding). */
+Test(types, decimals_against_the_general_parser) {
+  uint64_t st = 7;
+  for (int k = 0; k < 1500; k++) {
+    char txt[64];
+    size_t n = 0;
+    if (rnd_next(&st) % 2) txt[n++] = '-';
+    size_t nint = 1 + (size_t)(rnd_next(&st) % (k % 3 ? 12 : 22));
+    size_t nfrac = rnd_next(&st) % 3 ? (size_t)(rnd_next(&st) % 12) : 0;
+    for (size_t i = 0; i < nint; i++) {
+      int d = (int)(rnd_next(&st) % 10);
+      if (i == 0 && nint > 1 && d == 0) d = 1 + (int)(rnd_next(&st) % 9);
+      txt[n++] = (char)('0' + d);
+    }
+    if (nfrac) {
+      txt[n++] = '.';
+      for (size_t i = 0; i < nfrac; i++) txt[n++] = (char)('0' + rnd_next(&st) % 10);
+    }
+    txt[n] = 0;
+    int p = 1 + (int)(rnd_next(&st) % 38);
+    int sc = (int)(rnd_next(&st) % (size_t)(p + 1));
+    char type[32];
+    snprintf(type, sizeof(type), "DECIMAL(%d,%d)", p, sc);
+    wd_type_t *t = NULL;
+    cr_assert_null(wd_type_parse(type, &t));
+    wd_value_t v = {.is_null = false};
+    wd_error_t *perr = wd_decimal_parse(txt, n, p, sc, &v.dec);
+    char want[128];
+    if (perr) {
+      snprintf(want, sizeof(want), "ERR E_TYPE");
+    } else {
+      wd_buf_t b = {0};
+      wd_value_format(t, &v, &b);
+      wd_buf_putc(&b, 0);
+      snprintf(want, sizeof(want), "%s", (char *)b.data);
+      wd_buf_free(&b);
+    }
+    wd_error_destroy(perr);
+    wd_type_destroy(t);
+    char quoted[72];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", txt);
+    expect_v(type, NULL, NULL, txt, want);
+    expect_v(type, NULL, NULL, quoted, want);
+  }
+}
+
 Test(types, floats_and_booleans) {
   expect_v("FLOAT", NULL, NULL, "3.140000104904175", "3.14");
   expect_v("DOUBLE", NULL, NULL, "3.140000104904175", "3.140000104904175");
@@ -966,6 +1050,26 @@ static void expect_halves(const wd_source_t *src, const wd_schema_t *s, const ch
   cr_expect_eq(ch.null_key_halves, skipped, "json %s: %u halves left out, want %u", json, ch.null_key_halves, skipped);
   free(got);
   wd_changes_free(&ch);
+}
+
+/* The payload's keys as JSON allows them: escaped, repeated (the last wins), near misses of
+ * the names looked up (a prefix, a longer name sharing the first eight bytes, another case). */
+Test(ops, payload_keys_escaped_repeated_and_near) {
+  wd_schema_t *s = products_schema();
+  wd_source_t *src = source_make(s, NULL);
+  expect_decode(src, s, "{\"\\u006fp\":\"c\",\"aft\\u0065r\":{\"id\":1,\"name\":\"a\"}}", "+I(1,a,NULL,NULL)");
+  expect_decode(src, s, "{\"op\":\"d\",\"op\":\"c\",\"after\":{\"id\":1},\"after\":{\"id\":2}}",
+                "+I(2,NULL,NULL,NULL)");
+  expect_decode(src, s,
+                "{\"o\":\"d\",\"opx\":\"d\",\"OP\":\"d\",\"op\":\"c\",\"afte\":null,\"afterwards\":null,"
+                "\"after_\":null,\"aftercare_of_the_keys\":null,\"after\":{\"id\":3},\"\\u0061fter\\u0020\":null}",
+                "+I(3,NULL,NULL,NULL)");
+  expect_decode(src, s,
+                "{\"op\":\"u\",\"before\\u0000\":{\"id\":9},\"before\":{\"id\":1},\"\\\\after\":null,"
+                "\"after\":{\"id\":1,\"name\":\"b\"}}",
+                "-U(1,?,?,?) +U(1,b,NULL,NULL)");
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
 }
 
 Test(ops, null_key_halves_stand_alone) {
