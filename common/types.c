@@ -1838,10 +1838,8 @@ void wd_row_clear(const wd_schema_t *schema, wd_row_t *row) {
   /* what the values own (schema->var), then every value NULL */
   for (size_t k = 0; k < schema->nvar && (size_t)schema->var[k] < n; k++)
     if (!row->v[schema->var[k]].is_null) wd_row_clear_value(schema, row, (size_t)schema->var[k]);
-  for (size_t i = 0; i < n; i++) {
-    memset(&row->v[i], 0, sizeof(wd_value_t));
-    row->v[i].is_null = true;
-  }
+  if (n) memset(row->v, 0, n * sizeof(wd_value_t));
+  for (size_t i = 0; i < n; i++) row->v[i].is_null = true;
   row->blk_only = false;
   if (row->absent) { /* most rows have none: no call */
     free(row->absent);

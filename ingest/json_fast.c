@@ -151,6 +151,7 @@ int wd_json_fast_tokenize(wd_json_fast_t *p, const char *js, size_t len, unsigne
   int stack[WD_JF_MAX_DEPTH];
   unsigned depth = 0;
   int sup = -1; /* the innermost open container */
+  bool obj = false; /* whether sup is an object (t[sup].type == JSMN_OBJECT, kept out of memory) */
   int parent = -1; /* the parent of the value that comes next: its key, or its array, or -1 */
   int n = 0;
   size_t i = 0; /* the index entry being read */
@@ -185,9 +186,10 @@ value: /* a value at entry i, child of parent */
     o->size = 0;
     o->parent = parent;
     stack[depth++] = sup = n++;
+    obj = c == '{';
     i++;
     WD_JF_AT();
-    if (o->type == JSMN_OBJECT) {
+    if (obj) {
       if (c == '}') goto close;
       if (c != '"') goto bad;
       goto key;
@@ -241,7 +243,7 @@ next: /* after a value: ',' or the closing bracket of the container, or the end 
   if (c == ',') {
     i++;
     WD_JF_AT();
-    if (t[sup].type == JSMN_OBJECT) {
+    if (obj) {
       if (c != '"') goto bad;
       goto key;
     }
@@ -250,10 +252,11 @@ next: /* after a value: ',' or the closing bracket of the container, or the end 
     goto value;
   }
 close: /* entry i closes the innermost container */
-  if (c != (t[sup].type == JSMN_OBJECT ? '}' : ']')) goto bad;
+  if (c != (obj ? '}' : ']')) goto bad;
   t[sup].end = (int)pos + 1;
   depth--;
   sup = depth ? stack[depth - 1] : -1;
+  obj = depth && t[sup].type == JSMN_OBJECT;
   goto next;
 
 key : /* a key at entry i (c is its quote) of object sup, then ':' and its value */
