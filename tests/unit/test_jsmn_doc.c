@@ -479,6 +479,52 @@ Test(jsmn_doc, json_fast_on_the_edges_of_the_grammar) {
   ctx_free(&c);
 }
 
+/* Every prefix of a valid document is refused; a prefix that stops where a value or a key must
+ * come next (after '{', '[', ',', ':') or after a complete scalar inside a container is refused as
+ * ending early, at its length (json_fast reads past the last index entry into a sentinel); an
+ * "unexpected character" is always a byte of the text. */
+Test(jsmn_doc, json_fast_prefixes_end_early) {
+  ctx_t c;
+  ctx_init(&c);
+  static const char *const docs[] = {
+      "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":[1,-2.5e3,true,null,\"x\"],\"w\":{}},\"ts_ms\":1700000000049}",
+      "[ {\"a\" : [ [ ] , { } ] } , 12345678901234567 , \"s\\\"t\" ]"};
+  size_t early = 0;
+  for (size_t d = 0; d < sizeof(docs) / sizeof(*docs); d++) {
+    size_t len = strlen(docs[d]);
+    for (size_t k = 1; k < len; k++) {
+      unsigned fpos = 0;
+      const char *why = NULL;
+      int fn = wd_json_fast_tokenize(c.jf, docs[d], k, 256, &c.ftok, &c.fcap, &fpos, &why);
+      cr_assert_eq(fn, WD_JSON_FAST_INVALID, "prefix %zu of %s accepted", k, docs[d]);
+      cr_assert_leq(fpos, k);
+      if (strcmp(why, "unexpected character") == 0) cr_assert_lt(fpos, k, "prefix %.*s", (int)k, docs[d]);
+      size_t e = k;
+      while (e > 0 && docs[d][e - 1] == ' ') e--;
+      char last = docs[d][e - 1];
+      bool in_string = false;
+      for (size_t q = 0; q < k; q++) {
+        if (docs[d][q] == '\\') q++;
+        else if (docs[d][q] == '"') in_string = !in_string;
+      }
+      bool must_end = !in_string && (strchr("{[,:", last) || (last >= '0' && last <= '9') || last == 'e' ||
+                                     last == 'l' || last == '"' || last == '}' || last == ']');
+      /* a scalar cut short ("tr", "nul", "-2.5e") is refused as that scalar, not as the end */
+      if (!in_string && (last == 'e' || last == 'l') &&
+          !(e >= 4 && (!strncmp(docs[d] + e - 4, "true", 4) || !strncmp(docs[d] + e - 4, "null", 4))))
+        must_end = false;
+      if (!in_string && last >= '0' && last <= '9' && e >= 2 && docs[d][e - 2] == 'e') must_end = true;
+      if (must_end) {
+        early++;
+        cr_assert_str_eq(why, "the text ends inside a value", "prefix %.*s: %s at %u", (int)k, docs[d], why, fpos);
+        cr_assert_eq(fpos, k, "prefix %.*s", (int)k, docs[d]);
+      }
+    }
+  }
+  cr_assert_gt(early, 40);
+  ctx_free(&c);
+}
+
 Test(jsmn_doc, parse_int_matches_jansson_integers) {
   uint64_t r = 12345;
   static const char alpha[] = "0123456789-";
