@@ -407,7 +407,7 @@ void wd_producer_wait_ack_after(wd_producer_t *p, uint64_t acked, int timeout_ms
   while (p->acked <= acked && p->sent != p->acked + p->failed && !p->fatal) {
     int64_t left = deadline - wd_mono_ms();
     if (left <= 0) break;
-    rd_kafka_poll(p->rk, left > 10 ? 10 : (int)left);
+    rd_kafka_flush(p->rk, left > 5 ? 5 : (int)left); /* serves the reports; lingering batches go now */
   }
 }
 

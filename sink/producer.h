@@ -141,8 +141,8 @@ uint64_t wd_producer_acked(const wd_producer_t *p);
 /* Waits, serving delivery reports, until more than `acked` messages in all are acknowledged (the
  * count of wd_producer_acked taken earlier), or nothing is in flight, or the producer turned
  * fatal, or timeout_ms (>= 0) passed; whichever comes first, and returns nothing: the caller reads
- * the outcome of its messages later (wd_producer_wait_acked, a transaction's commit). Unlike
- * wd_producer_wait_acked it does not ask librdkafka to send lingering batches at once. Used under
+ * the outcome of its messages later (wd_producer_wait_acked, a transaction's commit). As
+ * wd_producer_wait_acked, it asks librdkafka to send lingering batches at once. Used under
  * exactly-once to know that a transaction's partitions are registered with its coordinator (a
  * record of the transaction was acknowledged) before its offsets are sent. */
 void wd_producer_wait_ack_after(wd_producer_t *p, uint64_t acked, int timeout_ms);
