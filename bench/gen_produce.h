@@ -9,11 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Source records of a produce phase: key (order_id) and send time (wall ms), per record; the arrays
- * are malloc'ed by bench_produce_generated and freed by the caller. */
+/* Source records of a produce phase: key (order_id), send time (wall ms, the record's timestamp)
+ * and the time its delivery report came (wall ms: the record is in the topic; 0 when it failed), per
+ * record; the arrays are malloc'ed by bench_produce_generated and freed by the caller. The second
+ * time leaves out the generator's own producer (its linger.ms, the produce request) from a
+ * latency. */
 typedef struct {
   uint64_t *key;
   int64_t *ts;
+  int64_t *acked;
   size_t n;
 } sent_t;
 

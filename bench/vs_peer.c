@@ -469,6 +469,7 @@ static void latency_run(const opts_t *o, bool is_peer, const char *guarantee, ui
   free(prev);
   free(sent.key);
   free(sent.ts);
+  free(sent.acked);
   free(fo.ts);
   free(fo.recv);
   free(fo.key);

@@ -400,6 +400,17 @@ static wd_error_t *wd_producer_result(wd_producer_t *p) {
   return NULL;
 }
 
+uint64_t wd_producer_acked(const wd_producer_t *p) { return p->acked; }
+
+void wd_producer_wait_ack_after(wd_producer_t *p, uint64_t acked, int timeout_ms) {
+  int64_t deadline = wd_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  while (p->acked <= acked && p->sent != p->acked + p->failed && !p->fatal) {
+    int64_t left = deadline - wd_mono_ms();
+    if (left <= 0) break;
+    rd_kafka_flush(p->rk, left > 5 ? 5 : (int)left); /* serves the reports; lingering batches go now */
+  }
+}
+
 wd_error_t *wd_producer_wait_acked(wd_producer_t *p, int timeout_ms) {
   int64_t deadline = timeout_ms < 0 ? INT64_MAX : wd_mono_ms() + timeout_ms;
   while (p->sent != p->acked + p->failed && !p->fatal) {

@@ -135,6 +135,18 @@ void wd_dead_letter_headers(wd_dead_letter_headers_t *out, const wd_kmsg_t *src,
 wd_error_t *wd_producer_send_dead_letter(wd_producer_t *p, const char *dlq_topic, const wd_kmsg_t *src,
                                          const char *error_id, const char *error_message);
 
+/* Messages acknowledged by the broker since the producer was made (a count that only grows). */
+uint64_t wd_producer_acked(const wd_producer_t *p);
+
+/* Waits, serving delivery reports, until more than `acked` messages in all are acknowledged (the
+ * count of wd_producer_acked taken earlier), or nothing is in flight, or the producer turned
+ * fatal, or timeout_ms (>= 0) passed; whichever comes first, and returns nothing: the caller reads
+ * the outcome of its messages later (wd_producer_wait_acked, a transaction's commit). As
+ * wd_producer_wait_acked, it asks librdkafka to send lingering batches at once. Used under
+ * exactly-once to know that a transaction's partitions are registered with its coordinator (a
+ * record of the transaction was acknowledged) before its offsets are sent. */
+void wd_producer_wait_ack_after(wd_producer_t *p, uint64_t acked, int timeout_ms);
+
 /* Waits until every message sent so far is acknowledged or failed, up to timeout_ms (< 0: no
  * limit), serving delivery reports and asking librdkafka to send lingering batches now.
  * Errors: WD_ERR_KAFKA "E_SINK_DELIVERY" (not retriable) naming the first failed delivery's

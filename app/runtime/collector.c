@@ -32,6 +32,7 @@ struct wd_collector {
   wd_producer_t *prod; /* owned */
   bool transactional;
   bool txn_open;
+  uint64_t txn_acked0; /* the producer's acknowledged count when the open transaction began */
   bool round_open; /* the opening hook was called for the commit's output in hand */
   void (*opening)(void *ctx);
   void *opening_ctx;
@@ -169,6 +170,7 @@ wd_error_t *wd_collector_begin(wd_collector_t *c) {
   wd_error_t *err = wd_producer_fatal(c->prod); /* a fatal producer: re-created by the caller, never used */
   if (!err) err = wd_producer_txn_begin(c->prod);
   if (!err) c->txn_open = true;
+  if (!err) c->txn_acked0 = wd_producer_acked(c->prod);
   return err;
 }
 
@@ -373,6 +375,11 @@ wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms) {
   if (!err) err = wd_producer_txn_abort(c->prod, timeout_ms);
   if (!err) close_round(c);
   return err;
+}
+
+void wd_collector_wait_registered(wd_collector_t *c, int timeout_ms) {
+  if (!c->txn_open || c->bg_started) return;
+  wd_producer_wait_ack_after(c->prod, c->txn_acked0, timeout_ms);
 }
 
 wd_error_t *wd_collector_wait_acked(wd_collector_t *c, int timeout_ms) {

@@ -172,6 +172,13 @@ wd_error_t *wd_collector_commit(wd_collector_t *c, int timeout_ms);
  * fatal). */
 wd_error_t *wd_collector_abort(wd_collector_t *c, int timeout_ms);
 
+/* Exactly-once: waits until a record of the open transaction is acknowledged (then its partitions
+ * are registered with the transaction coordinator, so the previous transaction is complete there),
+ * or nothing of it is in flight, or the producer is fatal, or timeout_ms passed
+ * (wd_producer_wait_ack_after). Reports nothing: the transaction's commit reports its records'
+ * outcome. No transaction open, or a commit running in the background: returns at once. */
+void wd_collector_wait_registered(wd_collector_t *c, int timeout_ms);
+
 /* At-least-once: waits until every record sent so far is acknowledged, up to timeout_ms.
  * Errors: "E_SINK_DELIVERY" (sticky, not retriable), "E_SINK_TIMEOUT" (retriable),
  * "E_SINK_FATAL". */

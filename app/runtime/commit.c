@@ -765,10 +765,27 @@ static wd_error_t *phase_snapped(wd_commit_t *c, run_t *r) {
   return NULL;
 }
 
+/* Exactly-once, before the offsets go in: a record of the transaction acknowledged. An
+ * acknowledged record means its partition was registered with the transaction coordinator
+ * (AddPartitionsToTxn), which the coordinator refuses with CONCURRENT_TRANSACTIONS until the
+ * previous transaction's markers are written. librdkafka retries that refusal after 20 ms, but the
+ * same refusal of AddOffsetsToTxn only after retry.backoff.ms (100 ms by default): a commit that
+ * follows the previous one closely (the adaptive interval while caught up) met it whenever the
+ * markers were slow, and it was the tail of the visible latency (bench/notes/latency.md). Waiting
+ * here orders the two requests as the coordinator wants them. It costs nothing under a backlog
+ * (the commit's first records were acknowledged long before) and little otherwise; it is only an
+ * ordering: whatever the records' outcome, send_offsets and commit_transaction report it as
+ * before. At most WD_COMMIT_REGISTER_WAIT_MS. */
+#define WD_COMMIT_REGISTER_WAIT_MS 1000
+static void commit_wait_registered(wd_commit_t *c) {
+  wd_collector_wait_registered(c->coll, commit_stop_budget_ms(c, WD_COMMIT_REGISTER_WAIT_MS));
+}
+
 /* PREPARED: step 2, the input offsets (and the commit's marker) in the transaction -> OFFSETS_SENT. */
 static wd_error_t *phase_prepared(wd_commit_t *c, run_t *r) {
   wd_error_t *err = NULL;
   if ((err = wd_commit_begin(c))) return commit_abort_if_abortable(c, err, &r->ab);
+  if (c->conf.exactly_once) commit_wait_registered(c);
   wd_group_meta_t *gm = NULL;
   if ((err = wd_consumer_group_metadata(c->cons, &gm))) return err;
   for (int attempt = 0;; attempt++) {

@@ -277,6 +277,38 @@ Test(producer, delivery_failure_is_reported_and_sticky, .timeout = 60) {
   wd_kafka_conf_clear(&kc);
 }
 
+/* wd_producer_wait_ack_after: returns once a record sent after the count was taken is
+ * acknowledged, and at once when nothing is in flight (the test's own timeout is below the wait's:
+ * a wait that ignored either would fail it); against an absent broker, when the records failed. */
+Test(producer, wait_ack_after_returns_on_an_acknowledgement, .timeout = 40) {
+  char topic[128];
+  unique_topic(topic, sizeof(topic), "ackafter");
+  wd_producer_t *p = new_producer();
+  uint64_t a0 = wd_producer_acked(p);
+  cr_assert_eq(a0, 0);
+  for (int i = 0; i < 3; i++) check(wd_producer_send(p, topic, "k", 1, "v", 1, NULL, 0), "send");
+  wd_producer_wait_ack_after(p, a0, 60000);
+  cr_assert_geq(wd_producer_acked(p), 1, "returned before an acknowledgement");
+  check(wd_producer_wait_acked(p, 30000), "wait_acked");
+  cr_assert_eq(wd_producer_acked(p), 3);
+  wd_producer_wait_ack_after(p, 3, 60000); /* nothing in flight: at once */
+  wd_producer_destroy(p);
+
+  wd_kafka_conf_t kc;
+  memset(&kc, 0, sizeof(kc));
+  cr_assert_null(wd_kafka_conf_set_brokers(&kc, "127.0.0.1:1")); /* nothing listens there */
+  cr_assert_null(wd_kafka_conf_set(&kc, "message.timeout.ms", "1500"));
+  check(wd_producer_new(&kc, &p), "wd_producer_new");
+  check(wd_producer_send(p, "wdtest.nowhere", "k", 1, "v", 1, NULL, 0), "send");
+  wd_producer_wait_ack_after(p, 0, 60000); /* ends when the record failed */
+  wd_producer_stats_t st;
+  wd_producer_stats(p, &st);
+  cr_assert_eq(st.failed, 1);
+  cr_assert_eq(wd_producer_acked(p), 0);
+  wd_producer_destroy(p);
+  wd_kafka_conf_clear(&kc);
+}
+
 Test(consumer, absent_broker_gives_empty_batches, .timeout = 60) {
   wd_kafka_conf_t kc;
   memset(&kc, 0, sizeof(kc));
