@@ -45,7 +45,10 @@ PHASES = [
 # once per process, not per record: the start-up (the state's definition check and the store opened
 # for it, the pipeline's clients, store, topics) and the shutdown; the dynamic loader's relocations
 # before main are the difference between the program total and the main thread + worker threads
-STARTUP = ["wd_definition_prepare", "wd_pipeline_new", "wd_config_load", "wd_pipeline_destroy"]
+# (wd_state_dir_check_open and wd_definition_prepare_open: the checks that open the store once and
+# hand it to wd_pipeline_new; wd_definition_prepare: the same before they did)
+STARTUP = ["wd_state_dir_check_open", "wd_definition_prepare_open", "wd_definition_prepare", "wd_pipeline_new",
+           "wd_config_load", "wd_pipeline_destroy"]
 MAIN_ROOT = "(below main)"
 THREAD_ROOT = "start_thread"
 # the engine's generator is not part of the path

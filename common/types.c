@@ -977,6 +977,20 @@ static int wd_base64_parse(const char *s, size_t n, wd_value_t *v) {
  * arithmetic is done in 128 bits, so no step overflows (the year of INT64_MAX days is about
  * 2.5e16, which fits). */
 static void wd_civil_from_days(int64_t days, int64_t *y, int *m, int *d) {
+  if (days > -(INT64_C(1) << 40) && days < INT64_C(1) << 40) {
+    /* every date a record can hold, in 64-bit arithmetic (the same steps; no product can
+     * overflow here): the 128-bit divisions below are library calls, ~10x the instructions */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+    return;
+  }
   wd_i128 z = (wd_i128)days + 719468;
   wd_i128 era = (z >= 0 ? z : z - 146096) / 146097;
   wd_i128 doe = z - era * 146097;

@@ -487,6 +487,7 @@ void wd_join_destroy(wd_join_t *j) {
   }
   wd_changelog_free(j->t, &j->scratch);
   free(j->lcl.rows); /* its rows are reset after every lookup message */
+  wd_buf_free(&j->lcl.keys);
   for (size_t i = 0; i < j->capcap; i++) {
     wd_buf_free(&j->cap[i].key);
     wd_entry_clear(j->t, &j->cap[i].before);

@@ -494,6 +494,7 @@ void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl) {
   free(cl->rows);
   cl->rows = NULL;
   cl->cap = 0;
+  wd_buf_free(&cl->keys);
 }
 
 /* Appends a view of row with kind (wd_row_view: it shares row, no copy); 0 or -1 on no memory. */
@@ -589,7 +590,11 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
   wd_entry_t *undo = NULL; /* entries before the message, to put back (several keys only) */
   if (!keys) return wd_error_nomem();
   memset(keys, 0, (n <= 4 ? 4 : n) * sizeof(*keys));
-  wd_buf_t kb = {0}; /* the message's keys, back to back */
+  /* the message's keys, back to back, in the changelog's scratch (taken out while in use: a
+   * message applied from within this one's ops gets a buffer of its own) */
+  wd_buf_t kb = out->keys;
+  out->keys = (wd_buf_t){0};
+  kb.len = 0;
 
   for (size_t i = 0; i < n; i++) {
     size_t koff = kb.len;
@@ -711,6 +716,8 @@ done:
   }
   free(undo);
   if (keys != small) free(keys);
-  wd_buf_free(&kb);
+  kb.len = 0;
+  if (!out->keys.data) out->keys = kb; /* kept for the next message */
+  else wd_buf_free(&kb);
   return err;
 }

@@ -124,9 +124,10 @@ typedef struct wd_changelog {
   wd_row_t **rows;
   size_t n;
   size_t cap;
+  wd_buf_t keys; /* wd_message_apply's scratch (a message's keys), reused from message to message */
 } wd_changelog_t;
 void wd_changelog_reset(const wd_table_t *t, wd_changelog_t *cl); /* frees the rows, keeps capacity */
-void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl);
+void wd_changelog_free(const wd_table_t *t, wd_changelog_t *cl); /* the rows and the key scratch */
 
 /* How a message reaches stored entries. get fills *e (zeroed by the caller) with the key's entry:
  * either a copy the caller owns, or the implementation's own entry, borrowed (it sets

@@ -50,6 +50,7 @@ void wd_srckey_destroy(wd_srckey_t *sk) {
     free(s->event);
   }
   free(sk->cl.rows);
+  wd_buf_free(&sk->cl.keys);
   free(sk);
 }
 

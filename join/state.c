@@ -3,6 +3,7 @@
  */
 #include "join/state.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ static _Thread_local int wd_uthash_oom;
 #define uthash_nonfatal_oom(obj) (wd_uthash_oom = 1)
 #include <uthash.h>
 
+#include "join/keysort.h"
 #include "join/merge_int.h"
 #include "join/row_codec.h"
 
@@ -69,6 +71,7 @@ struct wd_state {
   const uint8_t **mk;
   size_t *ml;
   size_t cap_pend;
+  wd_keysort_t ks; /* sort_by_key's buffers, reused */
   size_t base_ncols; /* columns of the rows first written (meta "table/base-ncols"); 0: the schema's */
   uint64_t hits, misses; /* key lookups of wd_state_prefetch found cached / read from the store */
   wd_cached_t *last; /* the entry of the last state_get (its put follows), NULL after a drop of it */
@@ -161,6 +164,7 @@ void wd_state_destroy(wd_state_t *s) {
   free(s->pend);
   free(s->mk);
   free(s->ml);
+  wd_keysort_free(&s->ks);
   free(s);
 }
 
@@ -246,6 +250,20 @@ static int cmp_dirty_key(const void *a, const void *b) {
   return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
+/* Sorts v[0..n) by key in the store's order (join/keysort.h: the first 16 bytes of each key as
+ * two integers, a fraction of qsort's comparisons through a pointer; qsort if memory runs out). */
+static void sort_by_key(wd_state_t *s, wd_cached_t **v, size_t n) {
+  wd_keyref_t *r = wd_keysort_reserve(&s->ks, n);
+  if (!r) {
+    qsort(v, n, sizeof(*v), cmp_dirty_key);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) wd_keysort_set(&r[i], v[i]->key, v[i]->klen);
+  const wd_keyref_t *o = wd_keysort_run(&s->ks, n);
+  for (size_t i = 0; i < n; i++) /* each key is its entry's flexible member */
+    v[i] = (wd_cached_t *)(void *)((uint8_t *)(uintptr_t)o[i].key - offsetof(wd_cached_t, key));
+}
+
 /* Grows the prefetch scratch to n keys; 0 or -1 on no memory. */
 static int pend_reserve(wd_state_t *s, size_t n) {
   if (n <= s->cap_pend) return 0;
@@ -303,7 +321,7 @@ static wd_error_t *prefetch_full(wd_state_t *s, size_t n, const uint8_t *const *
   if (m == 0) return NULL;
   /* in key order: the store's multi-get then need not sort them (RocksDB's MultiGet sorts its
    * keys unless told they are sorted, which cost more than this sort; store_rocksdb.c checks) */
-  if (m > 1) qsort(s->pend, m, sizeof(*s->pend), cmp_dirty_key);
+  if (m > 1) sort_by_key(s, s->pend, m);
   for (size_t i = 0; i < m; i++) {
     s->mk[i] = s->pend[i]->key;
     s->ml[i] = s->pend[i]->klen;
@@ -432,7 +450,7 @@ wd_error_t *wd_state_snapshot(wd_state_t *s, wd_store_batch_t *b, uint64_t *snap
    * from the last insert's position of the same key prefix (the insert hint of store_rocksdb.c),
    * so sorted keys find their place in a few steps instead of a search from the top each (issue
    * 14: the memtable insert was the largest cost of the state write) */
-  if (s->ndirty > 1) qsort(s->dirty, s->ndirty, sizeof(*s->dirty), cmp_dirty_key);
+  if (s->ndirty > 1) sort_by_key(s, s->dirty, s->ndirty);
   for (size_t i = 0; i < s->ndirty; i++) {
     wd_cached_t *c = s->dirty[i];
     if (c->e.state == WD_ENTRY_ABSENT) {

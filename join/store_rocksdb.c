@@ -260,6 +260,11 @@ static void wd_rdb_build_options(wd_store_rdb_t *rs, const wd_store_options_t *o
   if (extra && *extra) o = wd_rdb_options_string(o, extra, "WIDEN_BENCH_ROCKSDB_OPTIONS");
   rs->db_opts = o;
   for (int i = 0; i < WD_CF_COUNT; i++) rs->cf_opts[i] = rocksdb_options_create_copy(o);
+  /* the memtable bloom filter only where the multi-get reads ("state"): "meta" is read a few
+   * times at start, "default" not at all, and each memtable's filter (a tenth of
+   * write_buffer_size) is zeroed when the memtable is made: at each open and after each flush */
+  rocksdb_options_set_memtable_prefix_bloom_size_ratio(rs->cf_opts[WD_CF_DEFAULT], 0);
+  rocksdb_options_set_memtable_prefix_bloom_size_ratio(rs->cf_opts[WD_CF_META], 0);
   /* memtable insert hints per prefix of the state keys (the namespace byte, the task and the first
    * byte of the key), which the C API offers only through an options string: the state writes each
    * commit's rows in key order (join/state.c), and with a hint the skip list goes on from the

@@ -160,15 +160,23 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   wd_interleaving_free(warn);
   /* the table definition against the state's (compatible changes go on; incompatible
    * ones fail or rebuild, per state.on-incompatible-change) */
-  if ((err = wd_state_dir_check(cfg, opts->state_dir))) goto done; /* corrupt: refuse, or move aside */
-  if ((err = wd_definition_prepare(cfg, opts->state_dir, NULL))) goto done;
+  /* the store is opened once, by the first check, and handed on to the pipeline */
+  wd_store_options_t so;
+  wd_pipeline_store_options(cfg, &so);
+  if ((err = wd_state_dir_check_open(cfg, opts->state_dir, &so, &opts->store)))
+    goto done; /* corrupt: refuse, or move aside */
+  if ((err = wd_definition_prepare_open(cfg, opts->state_dir, &so, NULL, &opts->store))) goto done;
   if (signals) { /* signalled during the start: nothing was consumed or produced yet */
+    wd_store_close(opts->store);
+    opts->store = NULL;
     wd_log(WD_LOG_INFO, mod, "stopped during the start");
     rc = 0;
     goto done;
   }
   opts->start_stop = &signals; /* a stop during the start ends its waits (the schema registry's) */
-  if ((err = wd_pipeline_new(cfg, opts, &p))) goto done;
+  err = wd_pipeline_new(cfg, opts, &p); /* takes opts->store over */
+  opts->store = NULL;
+  if (err) goto done;
   running = p;
   starting = 0;
   if (signals) { /* signalled during the start */
@@ -207,6 +215,8 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   else if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its last commit was made: nothing lost */
 done:
   starting = 0;
+  wd_store_close(opts->store); /* not handed over (an error before the pipeline) */
+  opts->store = NULL;
   if (err) {
     if (err->cls == WD_ERR_CONFIG) rc = 2; /* as `widen config check` */
     if (wd_error_is(err, WD_EID_E_STOPPED)) rc = 3; /* stopped before its work was done: nothing lost */

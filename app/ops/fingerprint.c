@@ -584,8 +584,14 @@ done:
 /* ---- the check at start ------------------------------------------------------------------- */
 
 wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool *rebuilt) {
+  return wd_definition_prepare_open(cfg, dir, NULL, rebuilt, NULL);
+}
+
+wd_error_t *wd_definition_prepare_open(const wd_config_t *cfg, const char *dir, const wd_store_options_t *so,
+                                       bool *rebuilt, wd_store_t **keep) {
   wd_error_t *err = NULL;
-  wd_store_t *st = NULL;
+  wd_store_t *st = keep ? *keep : NULL;
+  if (keep) *keep = NULL;
   uint8_t *have = NULL;
   size_t hlen = 0;
   wd_buf_t now = {0}, msg = {0};
@@ -595,7 +601,7 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
   if (!dir) dir = cfg->state.dir;
   char newdir[4096];
   snprintf(newdir, sizeof(newdir), "%s.rebuild", dir);
-  if (!dir_exists(dir) && dir_exists(newdir)) { /* a crash between the two renames of a rebuild */
+  if (!st && !dir_exists(dir) && dir_exists(newdir)) { /* a crash between the two renames of a rebuild */
     uint8_t *done = NULL;
     size_t dlen = 0;
     if ((err = wd_store_open_rocksdb(newdir, NULL, &st))) return err;
@@ -609,7 +615,7 @@ wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool 
                           strerror(errno));
     if (done) wd_log(WD_LOG_INFO, "rebuild", "completed the interrupted switch to the rebuilt state %s", dir);
   }
-  if ((err = wd_store_open_rocksdb(dir, NULL, &st))) goto done;
+  if (!st && (err = wd_store_open_rocksdb(dir, so, &st))) goto done;
   if ((err = wd_store_get_meta(st, DEF_KEY, &have, &hlen))) goto done;
   if (wd_definition_json(cfg, &now)) goto nomem;
   if (!have) { /* a new state, or one from before fingerprints: record the definition */
@@ -652,6 +658,10 @@ done:
   wd_buf_free(&now);
   wd_buf_free(&msg);
   free(have);
+  if (!err && keep && st) { /* the pipeline's from here on (no rebuild armed: that one closed st) */
+    *keep = st;
+    st = NULL;
+  }
   wd_store_close(st);
   return err;
 }

@@ -40,6 +40,7 @@
 #include "app/config/config.h"
 #include "common/buf.h"
 #include "common/error.h"
+#include "join/store.h"
 
 /* Appends the definition of cfg as a JSON object (items in a fixed order) to out. 0 or -1 (no
  * memory). */
@@ -71,6 +72,16 @@ void wd_definition_changes_free(wd_definition_change_t *c, size_t n);
  * and now; rebuild under at-least-once, or over a state with a commit left prepared by a crash);
  * "E_REBUILD" (a rename or the directory failed, naming the paths); E_STORE_* errors. */
 wd_error_t *wd_definition_prepare(const wd_config_t *cfg, const char *dir, bool *rebuilt);
+
+/* wd_definition_prepare that keeps the state's store open for the run, so that a start opens it
+ * once. keep (may be NULL: as wd_definition_prepare): on entry *keep is the store of dir already
+ * opened with so (wd_state_dir_check_open), or NULL to open it here with so (may be NULL:
+ * defaults); either way the call owns it from then on. On return NULL without a rebuild armed,
+ * *keep is the opened store of dir (the caller's: wd_pipeline_opts_t.store, or wd_store_close);
+ * after an armed rebuild or an error *keep is NULL and the store is closed (a rebuild replaces
+ * the directory). Errors: as wd_definition_prepare. */
+wd_error_t *wd_definition_prepare_open(const wd_config_t *cfg, const char *dir, const wd_store_options_t *so,
+                                       bool *rebuilt, wd_store_t **keep);
 
 /* Meta keys of a state whose rebuild is armed (app/runtime/rebuild.h): the old definition (JSON), the
  * state directory before the change, and the old state's base column count (when it had one). */

@@ -13,13 +13,20 @@
 #include "join/store.h"
 
 wd_error_t *wd_state_dir_check(const wd_config_t *cfg, const char *dir) {
+  return wd_state_dir_check_open(cfg, dir, NULL, NULL);
+}
+
+wd_error_t *wd_state_dir_check_open(const wd_config_t *cfg, const char *dir, const wd_store_options_t *so,
+                                    wd_store_t **keep) {
+  if (keep) *keep = NULL;
   if (!dir) dir = cfg->state.dir;
   struct stat sb;
   if (!dir || stat(dir, &sb) != 0) return NULL; /* nothing there yet */
   wd_store_t *st = NULL;
-  wd_error_t *err = wd_store_open_rocksdb(dir, NULL, &st);
+  wd_error_t *err = wd_store_open_rocksdb(dir, so, &st);
   if (!err) {
-    wd_store_close(st);
+    if (keep) *keep = st; /* the caller's */
+    else wd_store_close(st);
     return NULL;
   }
   if (strcmp(err->id, "E_STATE_CORRUPT") != 0 || cfg->state.on_corruption != WD_CONFIG_CORRUPTION_REBUILD) return err;

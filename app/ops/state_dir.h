@@ -11,6 +11,7 @@
 
 #include "app/config/config.h"
 #include "common/error.h"
+#include "join/store.h"
 
 /* Opens the state directory dir (NULL: cfg->state.dir) once and closes it, before anything else
  * reads it. A directory that does not exist is left alone (a first start). When RocksDB finds it
@@ -24,6 +25,13 @@
  * E_STORE_LOCKED, E_STORE_OPEN (the store's, unchanged), "E_STATE_CORRUPT" also when the rename
  * fails (the message says why). */
 wd_error_t *wd_state_dir_check(const wd_config_t *cfg, const char *dir);
+
+/* wd_state_dir_check that keeps the store open for the start's next steps, so that a start opens
+ * it once: the directory is opened with so (may be NULL: defaults), and when it opens, *keep
+ * (not NULL) is that store (the caller's: wd_definition_prepare_open takes it); *keep is NULL when
+ * there was no directory, it was moved aside, or on an error. Errors: as wd_state_dir_check. */
+wd_error_t *wd_state_dir_check_open(const wd_config_t *cfg, const char *dir, const wd_store_options_t *so,
+                                    wd_store_t **keep);
 
 /* Whether the state disk is short: its free bytes, measured now (statvfs), are below
  * state.min-free-bytes (a running pipeline stops with E_STATE_DISK_FULL at its next state write).

@@ -654,15 +654,20 @@ static wd_error_t *warn_retractions(wd_pipeline_t *p) {
   return NULL;
 }
 
+void wd_pipeline_store_options(const wd_config_t *cfg, wd_store_options_t *so) {
+  memset(so, 0, sizeof(*so));
+  so->tombstone_retention_ms = cfg->state.tombstone_retention_ms;
+  so->min_free_bytes = (uint64_t)cfg->state.min_free_bytes; /* the disk guard: E_STATE_DISK_FULL */
+}
+
 /* The state directory dir: the store, the state over it (checked against the table), the metrics,
  * the history gatherer, the join layer's start; which lookup topics are a global table. */
 static wd_error_t *open_state(wd_pipeline_t *p, const char *dir, size_t ntopics) {
   const wd_config_t *cfg = p->cfg;
   wd_error_t *err = NULL;
-  wd_store_options_t so = {0};
-  so.tombstone_retention_ms = cfg->state.tombstone_retention_ms;
-  so.min_free_bytes = (uint64_t)cfg->state.min_free_bytes; /* the disk guard: E_STATE_DISK_FULL */
-  if ((err = wd_store_open_rocksdb(dir, &so, &p->store))) return err;
+  wd_store_options_t so;
+  wd_pipeline_store_options(cfg, &so);
+  if (!p->store && (err = wd_store_open_rocksdb(dir, &so, &p->store))) return err; /* else handed over */
   if (!(p->state = wd_state_new(p->table, p->store, (size_t)cfg->state.cache_entries))) return wd_error_nomem();
   wd_state_set_memory_budget(p->state, (size_t)cfg->state.cache_memory_mb << 20);
   if ((err = wd_state_check_table(p->state, dir))) return err;
@@ -851,9 +856,14 @@ wd_error_t *wd_pipeline_new(const wd_config_t *cfg, const wd_pipeline_opts_t *op
   wd_error_t *err = NULL;
   *out = NULL;
   wd_pipeline_t *p = calloc(1, sizeof(*p));
-  if (!p) return wd_error_nomem();
+  if (!p) {
+    if (opts) wd_store_close(opts->store); /* taken over on every path */
+    return wd_error_nomem();
+  }
   p->cfg = cfg;
   if (opts) p->opts = *opts;
+  p->store = p->opts.store; /* an opened store handed over: ours from here on (closed by destroy) */
+  p->opts.store = NULL;
   const char *dir = p->opts.state_dir ? p->opts.state_dir : cfg->state.dir;
   size_t ntopics = 0, nt = 0, ngt = 0;
   if ((err = open_table_and_sources(p, &ntopics)) || /* table, sources, lookups, sink formats, registry */

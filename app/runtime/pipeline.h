@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "app/config/config.h"
+#include "join/store.h"
 
 typedef struct wd_pipeline wd_pipeline_t;
 
@@ -50,7 +51,15 @@ typedef struct wd_pipeline_opts {
   const volatile sig_atomic_t *start_stop; /* when set and non-zero during wd_pipeline_new: a stop
                                 came (a signal); its waits (the schema registry's registration)
                                 end with E_STOPPED instead of waiting on (borrowed) */
+  wd_store_t *store; /* when set: the state directory's store, already opened by the start's checks
+                        with wd_pipeline_store_options (wd_definition_prepare_open), so that it is
+                        opened once; wd_pipeline_new takes it over (closes it on every path) */
 } wd_pipeline_opts_t;
+
+/* The store options the pipeline opens its state directory with (state.tombstone-retention-ms,
+ * state.min-free-bytes): for a caller that opens the store before wd_pipeline_new and hands it
+ * over in wd_pipeline_opts_t.store. */
+void wd_pipeline_store_options(const wd_config_t *cfg, wd_store_options_t *so);
 
 /* Counters, also printed in the status line and the summary. */
 typedef struct wd_pipeline_stats {

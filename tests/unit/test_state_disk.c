@@ -3,7 +3,9 @@
  * RocksDB store (wd_store_options_t.min_free_bytes: a write below the minimum is E_STATE_DISK_FULL
  * and applies nothing; the measure for the metrics and readiness), and a corrupt directory at start
  * (wd_state_dir_check: E_STATE_CORRUPT naming the file, or moved aside with
- * state.on-corruption: rebuild). The end-to-end runs are tests/integration/state_disk.sh.
+ * state.on-corruption: rebuild), and the start's checks handing their opened store on so that a
+ * start opens the state once (wd_state_dir_check_open, wd_definition_prepare_open). The end-to-end
+ * runs are tests/integration/state_disk.sh.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -13,7 +15,9 @@
 #include <sys/stat.h>
 
 #include "app/config/config.h"
+#include "app/ops/fingerprint.h"
 #include "app/ops/state_dir.h"
+#include "app/runtime/pipeline.h"
 #include "join/store.h"
 
 static char *tmpdir(void) {
@@ -134,6 +138,99 @@ Test(corruption, refused_with_the_file_or_moved_aside) {
   /* a sound directory is left alone */
   cr_assert_null(wd_state_dir_check(&cfg, dir));
   cr_expect_eq(stat(dir, &sb), 0);
+  rm_rf(d);
+  free(d);
+}
+
+/* ---- the start opens the state once ---- */
+
+static wd_config_t *load_config(const char *dir) {
+  char path[320], text[1200];
+  snprintf(path, sizeof(path), "%s.yaml", dir);
+  snprintf(text, sizeof(text),
+           "kafka:\n  bootstrap.servers: 127.0.0.1:1\n  group.id: test-open-once\n"
+           "table:\n  name: wide\n  schema:\n    - {name: id, type: BIGINT NOT NULL}\n"
+           "    - {name: qty, type: INT}\n  primary-key: [id]\n"
+           "sink:\n  topic: wide-out\n  dead-letter-topic: wide-dlq\n"
+           "state:\n  dir: %s\n  min-free-bytes: 1\n"
+           "sources:\n  - name: items\n    topic: items\n    columns:\n      id:\n      qty:\n",
+           dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  wd_config_t *cfg = NULL;
+  wd_error_t *err = wd_config_load(path, &cfg);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  unlink(path);
+  return cfg;
+}
+
+/* the directory is held by an open handle: a second open is refused as locked */
+static bool held(const char *dir) {
+  wd_store_t *st = NULL;
+  wd_error_t *err = wd_store_open_rocksdb(dir, NULL, &st);
+  if (!err) {
+    wd_store_close(st);
+    return false;
+  }
+  bool locked = !strcmp(err->id, "E_STORE_LOCKED");
+  wd_error_destroy(err);
+  return locked;
+}
+
+Test(start_open, the_checks_hand_one_opened_store_on) {
+  char *d = tmpdir();
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/state", d);
+  wd_config_t *cfg = load_config(dir);
+  wd_store_options_t so;
+  wd_pipeline_store_options(cfg, &so);
+  cr_expect_eq(so.min_free_bytes, 1, "the pipeline's options: state.min-free-bytes");
+  cr_expect_eq(so.tombstone_retention_ms, cfg->state.tombstone_retention_ms);
+
+  /* a first start: no directory yet, so the corruption check opens nothing; the definition check
+   * creates the state, records the definition and keeps the store open for the pipeline */
+  wd_store_t *st = (wd_store_t *)1;
+  cr_assert_null(wd_state_dir_check_open(cfg, NULL, &so, &st));
+  cr_expect_null(st, "no directory: nothing opened");
+  wd_error_t *err = wd_definition_prepare_open(cfg, NULL, &so, NULL, &st);
+  cr_assert_null(err, "%s", err ? err->message : "");
+  cr_assert_not_null(st, "the opened store is handed on");
+  cr_expect(held(dir), "the handed store is open");
+  char *def = get_meta(st, "table/definition");
+  cr_expect_not_null(def, "the definition was recorded through it");
+  free(def);
+  wd_store_close(st);
+  cr_expect_not(held(dir));
+
+  /* a restart: the corruption check opens it, and the definition check uses that same handle */
+  st = NULL;
+  cr_assert_null(wd_state_dir_check_open(cfg, NULL, &so, &st));
+  cr_assert_not_null(st, "a sound directory's store is kept open");
+  wd_store_t *first = st;
+  cr_assert_null(wd_definition_prepare_open(cfg, NULL, &so, NULL, &st));
+  cr_expect_eq(st, first, "the same handle: the state is opened once");
+  cr_expect(held(dir));
+  wd_store_close(st);
+
+  /* the old calls still close what they open */
+  cr_assert_null(wd_state_dir_check(cfg, NULL));
+  cr_assert_null(wd_definition_prepare(cfg, NULL, NULL));
+  cr_expect_not(held(dir), "wd_state_dir_check and wd_definition_prepare leave nothing open");
+
+  /* another definition in the state (state.on-incompatible-change: fail): the error, and the
+   * store handed in is closed (the caller's pointer cleared) */
+  st = NULL;
+  cr_assert_null(wd_state_dir_check_open(cfg, NULL, &so, &st));
+  cr_assert_not_null(st);
+  cr_assert_null(put_meta(st, "table/definition", "{\"not\":\"this table\"}"));
+  err = wd_definition_prepare_open(cfg, NULL, &so, NULL, &st);
+  cr_expect_not_null(err, "another table's definition in the state");
+  cr_expect_null(st, "on an error the store is closed, the pointer cleared");
+  cr_expect_not(held(dir), "and closed");
+  wd_error_destroy(err);
+  wd_config_destroy(cfg);
   rm_rf(d);
   free(d);
 }

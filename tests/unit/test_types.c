@@ -3,6 +3,7 @@
  * format/parse, DECIMAL parsing, schemas and rows.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1116,3 +1117,25 @@ Test(row, blk_only_row_owning_a_value_aborts, .signal = SIGABRT) {
   wd_row_destroy(s, p); /* aborts */
 }
 #endif
+
+/* DATE text on both sides of the 64-bit path's bound (|days| < 2^40) and far beyond it, against
+ * the reference writer */
+Test(value, date_text_at_the_bound_of_the_64_bit_path) {
+  wd_type_t *t = parse_ok("DATE");
+  const int64_t B = INT64_C(1) << 40;
+  const int64_t DAYS[] = {B - 1, B,       B + 1,   -B + 1,  -B,      -B - 1, 0,     -1,
+                          1,     -719468, -719469, 2932896, 2932897, B * 3,  -B * 5};
+  wd_buf_t ref = {0};
+  char text[WD_SCALAR_TEXT_MAX];
+  for (size_t i = 0; i < sizeof(DAYS) / sizeof(DAYS[0]); i++) {
+    wd_value_t v = {0};
+    v.i = DAYS[i];
+    wd_buf_reset(&ref);
+    cr_assert_eq(ref_format(t, &v, &ref), 0);
+    size_t n = wd_scalar_text(t, &v, text);
+    cr_expect(n == ref.len && memcmp(text, ref.data, n) == 0, "days %" PRId64 ": '%.*s' vs the reference '%s'", DAYS[i],
+              (int)n, text, (const char *)ref.data);
+  }
+  wd_buf_free(&ref);
+  wd_type_destroy(t);
+}
