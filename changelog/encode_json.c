@@ -164,6 +164,9 @@ int wd_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_value_t *
   case WD_DOUBLE:
     if (isnan(v->f)) return WD_JLIT(out, "\"NaN\"");
     if (isinf(v->f)) return wd_put_lit(out, v->f > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    /* -0 as "-0.0": JSON readers (jansson, Python, Jackson) read "-0" as the integer 0 and lose
+     * the sign; "-0.0" is a floating-point -0 to all of them */
+    if (v->f == 0 && signbit(v->f)) return WD_JLIT(out, "-0.0");
     return wd_value_format(t, v, out);
   case WD_CHAR:
   case WD_VARCHAR:

@@ -132,15 +132,19 @@ static bool wd_fuzz_utf8(const wd_type_t *t, const wd_value_t *v) {
 
 /* The row as a decoder's row reads back from an output: absent values are NULL there; with json,
  * a text value that is not valid UTF-8 is not compared (see wd_fuzz_utf8). */
-static bool wd_fuzz_same_as(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b, bool json) {
+/* The first column where a and b differ, or -1 when they are the same. */
+static int wd_fuzz_differs_at(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b, bool json) {
   for (size_t c = 0; c < s->ncols; c++) {
     bool an = a->v[c].is_null || (a->absent && a->absent[c]);
     bool bn = b->v[c].is_null || (b->absent && b->absent[c]);
-    if (an != bn) return false;
+    if (an != bn) return (int)c;
     if (json && !an && !wd_fuzz_utf8(s->cols[c].type, &a->v[c])) continue;
-    if (!an && !wd_value_eq(s->cols[c].type, &a->v[c], &b->v[c])) return false;
+    if (!an && !wd_value_eq(s->cols[c].type, &a->v[c], &b->v[c])) return (int)c;
   }
-  return true;
+  return -1;
+}
+static bool wd_fuzz_same_as(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b, bool json) {
+  return wd_fuzz_differs_at(s, a, b, json) < 0;
 }
 static bool wd_fuzz_same(const wd_schema_t *s, const wd_row_t *a, const wd_row_t *b) {
   return wd_fuzz_same_as(s, a, b, false);
@@ -283,9 +287,10 @@ void wd_fuzz_follow(const char *what, const wd_schema_t *s, const wd_changes_t *
       wd_fuzz_fail(what, m);
     }
     if (n != 1 || !wd_fuzz_same_as(s, full, rows[0], true) || rows[0]->kind != full->kind) {
-      char m[512];
-      snprintf(m, sizeof(m), "changelog-json round trip differs: %.*s", (int)(b.len > 400 ? 400 : b.len),
-               (const char *)b.data);
+      char m[640];
+      int at = n == 1 ? wd_fuzz_differs_at(s, full, rows[0], true) : -1;
+      snprintf(m, sizeof(m), "changelog-json round trip differs (column '%s'): %.*s", at >= 0 ? s->cols[at].name : "-",
+               (int)(b.len > 400 ? 400 : b.len), (const char *)b.data);
       wd_fuzz_fail(what, m);
     }
     for (size_t k = 0; k < n; k++) wd_row_destroy(s, rows[k]);

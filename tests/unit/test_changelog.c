@@ -198,6 +198,43 @@ Test(encode, special_floats_and_nested) {
   wd_schema_destroy(s);
 }
 
+/* A FLOAT or DOUBLE -0 keeps its sign through both JSON formats (written "-0.0": "-0" reads back
+ * as the integer 0); +0 stays "0". */
+Test(round_trip, negative_zero_keeps_its_sign) {
+  static const char *const names[] = {"id", "f", "d", "p"};
+  static const char *const types[] = {"INT", "FLOAT", "DOUBLE", "DOUBLE"};
+  static const char *const pk[] = {"id"};
+  wd_schema_t *s = schema_make(4, names, types, 1, pk);
+  wd_row_t *r = wd_row_new(s);
+  r->kind = WD_INSERT;
+  set_i(r, 0, 1);
+  set_f(r, 1, -0.0);
+  set_f(r, 2, -0.0);
+  set_f(r, 3, 0.0);
+  wd_buf_t out = {0};
+  for (int fmt = 0; fmt < 2; fmt++) {
+    wd_buf_reset(&out);
+    wd_changelog_format_t f = fmt ? WD_CHANGELOG_DEBEZIUM_JSON : WD_CHANGELOG_JSON;
+    if (fmt) cr_assert_null(wd_changelog_encode_debezium_json(s, "t", 5, WD_INSERT, NULL, r, &out));
+    else cr_assert_null(wd_changelog_encode_changelog_json(s, "t", 5, r, &out));
+    const char *j = buf_str(&out);
+    cr_expect(strstr(j, "\"d\":-0.0") && strstr(j, "\"f\":-0.0") && strstr(j, "\"p\":0"), "%s", j);
+    wd_row_t *rows[2] = {NULL, NULL};
+    size_t n = 0;
+    wd_error_t *err = wd_changelog_decode_rows(f, s, out.data, out.len, rows, &n);
+    cr_assert_null(err, "%s", err ? err->message : "");
+    cr_assert_eq(n, 1);
+    cr_expect(rows[0]->v[1].f == 0 && signbit(rows[0]->v[1].f), "FLOAT -0 read back as %g in %s", rows[0]->v[1].f, j);
+    cr_expect(rows[0]->v[2].f == 0 && signbit(rows[0]->v[2].f), "DOUBLE -0 read back as %g in %s", rows[0]->v[2].f, j);
+    cr_expect(rows[0]->v[3].f == 0 && !signbit(rows[0]->v[3].f), "+0 read back as -0 in %s", j);
+    cr_expect(wd_row_eq(s, rows[0], r, NULL), "the row differs after the round trip: %s", j);
+    wd_row_destroy(s, rows[0]);
+  }
+  wd_buf_free(&out);
+  wd_row_destroy(s, r);
+  wd_schema_destroy(s);
+}
+
 /* ---- round trips of every scalar type ---------------------------------------------------------- */
 
 static const char *const all_names[] = {"id",   "bo",  "ti",  "si",   "i",    "bi",  "f",   "d",   "dec",
