@@ -32,10 +32,12 @@ grep -q "dir: $T/state" "$T/demo.yaml" || { echo "stop_broker_down: FAIL the con
 # a commit stays open for minutes, so that one is open when the broker goes away: the interval is
 # fixed (commit-interval-min-ms as high as commit-interval-ms), else a widen that caught up with the
 # backlog before the kill commits at the adaptive pace and has no commit open (rc 0, not 3)
-sed -e "s#^pipeline:#pipeline:\n  commit-interval-ms: 600000\n  commit-interval-min-ms: 600000\n  commit-max-records: 100000000#" "$T/demo.yaml" > "$T/open.yaml"
+# (and the metrics listener: start_run waits until /status says records were taken into that commit)
+MPORT=${STOP_TEST_METRICS_PORT:-$((PORT + 7))}
+sed -e "s#^pipeline:#metrics:\n  listen: 127.0.0.1:$MPORT\npipeline:\n  commit-interval-ms: 600000\n  commit-interval-min-ms: 600000\n  commit-max-records: 100000000#" "$T/demo.yaml" > "$T/open.yaml"
 grep -q "commit-interval-ms: 600000" "$T/open.yaml" || { echo "stop_broker_down: FAIL the config template changed"; exit 1; }
 kafka start >/dev/null || { echo "stop_broker_down: FAIL could not start a broker on $PORT"; exit 1; }
-"$W" produce --generate --topic-prefix "wdstop$$." --keys 200 --records 2000 >/dev/null 2>&1 ||
+"$W" produce --generate --topic-prefix "wdstop$$." --keys 1000 --records 10000 >/dev/null 2>&1 ||
   { echo "stop_broker_down: FAIL produce"; exit 1; }
 # the same records again, fast (kcat), for backlogs: a widen under sanitizers then has tens of
 # seconds of input fetched ahead when the broker goes away, so a commit is surely open
@@ -52,19 +54,28 @@ backlog() {
   done
 }
 
-# starts widen run in the background (log $T/run.N.log) on a backlog of 80000 records, and returns
-# once it is assigned and processing: the broker is then killed in the middle of the backlog, so a
-# commit is open (records fetched before the kill keep coming from the client's queue)
+# records taken so far by the running widen (its /status totals), or 0
+taken() {
+  curl -s --max-time 2 "http://127.0.0.1:$MPORT/status" 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["pipeline"]["totals"]["records_in"])' 2>/dev/null || echo 0
+}
+
+# starts widen run in the background (log $T/run.N.log) on a backlog of 300000 records (several
+# seconds even for a fast build: an idle widen completes its open commit at once), and returns
+# once it has taken records into its open commit (its /status, published each second, says so; a
+# loaded machine can take seconds from the assignment to the first record): the broker is then
+# killed in the middle of the backlog, so a commit is open (records fetched before the kill keep
+# coming from the client's queue)
 start_run() {
   local n=$1
-  backlog 40 # 80000 records
+  backlog 30 # 300000 records
   "$W" run --config "$T/open.yaml" --quiet > "$T/run.$n.log" 2>&1 &
   RUN=$!
-  for _ in $(seq 1 120); do
-    grep -q "assigned" "$T/run.$n.log" && break
+  for _ in $(seq 1 240); do
+    [[ $(taken) -gt 0 ]] && break
     sleep 0.5
   done
-  sleep 1
+  [[ $(taken) -gt 0 ]] || echo "stop_broker_down: note: run $n took no record in 120 s: $(tail -3 "$T/run.$n.log")"
 }
 
 # the broker goes away under a running widen with input flowing, then SIGTERM (and maybe SIGINT)
