@@ -2,7 +2,7 @@
  * tests/unit/test_json_encode.c — the JSON changelog encoders (changelog/encode_json.c) write the
  * same bytes as their previous, plain byte-by-byte version, kept below as the reference (ref_*,
  * a verbatim copy of changelog/encode_json.c before the word-at-a-time string scan and the
- * inline buffer writes): random rows of every column type (strings with quotes, backslashes,
+ * inline buffer writes, with one rule added since: a FLOAT/DOUBLE -0 is "-0.0"): random rows of every column type (strings with quotes, backslashes,
  * control characters, valid and invalid UTF-8 at every position of long and short texts,
  * NaN/Infinity, decimals, dates, times, timestamps, arrays, maps, rows, NULLs) through
  * wd_changelog_put_row, the key, debezium-json and changelog-json encoders.
@@ -122,6 +122,7 @@ static int ref_changelog_put_value(wd_buf_t *out, const wd_type_t *t, const wd_v
   case WD_DOUBLE:
     if (isnan(v->f)) return ref_put_lit(out, "\"NaN\"");
     if (isinf(v->f)) return ref_put_lit(out, v->f > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    if (v->f == 0 && signbit(v->f)) return ref_put_lit(out, "-0.0"); /* the sign kept for JSON readers */
     return wd_value_format(t, v, out);
   case WD_CHAR:
   case WD_VARCHAR:
