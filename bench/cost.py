@@ -22,7 +22,7 @@ PHASES = [
     ("decode (Debezium JSON)", ["wd_decode_debezium_json"], []),
     ("key encode", ["wd_row_key_encode"], []),
     ("state read (multi-get, entry decode, cache get)", ["wd_state_prefetch_tasks", "state_get"], []),
-    # merge_step is the record step wd_message_apply and wd_merge_apply call (since issue 14 point 2);
+    # merge_step is the record step wd_message_apply and wd_merge_apply call ;
     # "a|b": the first of them that has a cost (older builds have only wd_merge_apply)
     ("merge (merge_step: build the new row)", ["merge_step|wd_merge_apply"], []),
     ("changelog diff (wd_message_apply less merge and state ops)", ["wd_message_apply"],

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/scale.py — the scale-out figures of bench/README.md (issue 10), on a real broker:
+"""bench/scale.py — the scale-out figures of bench/README.md, on a real broker:
 
   1. one process builds a per-partition, exactly-once table of --keys keys from the orders
      stream (the state changelog topic gets every key);

@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz.h — the fuzz harnesses of widen's input parsers (issue 24).
+ * tests/fuzz/fuzz.h — the fuzz harnesses of widen's input parsers.
  *
  * One harness per untrusted input: each source format's decoder (ingest/format.h), the Debezium
  * JSON key, the decoders of `widen tail` (changelog/changelog.h), the YAML config loader

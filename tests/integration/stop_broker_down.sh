@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/integration/stop_broker_down.sh — issue 21 point 5, on a real broker of its own (scripts/kafka
+# tests/integration/stop_broker_down.sh — a stop with the broker down, on a real broker of its own (scripts/kafka
 # on KAFKA_PORT, default 19792, so the shared test broker is never stopped):
 #   1. SIGTERM while the broker is down, with a commit open, exits within transaction.timeout.ms
 #      (10 s) + 5 s + slack with rc 3 (the last commit was not made), never hanging;

@@ -1,5 +1,5 @@
 /*
- * tests/integration/test_chained.c — issue 23 point 1 on the real broker (WIDEN_TEST_BROKERS)
+ * tests/integration/test_chained.c — on the real broker (WIDEN_TEST_BROKERS)
  * with the widen binary (WIDEN_BIN): the README walkthrough's wide table (configs/demo.yaml fed by
  * `widen produce --generate`, with deletes and order_id key changes, plus hand-written orders
  * events that move a row's currency NULL -> value -> other value -> NULL) chained into a second

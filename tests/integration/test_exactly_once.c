@@ -440,7 +440,7 @@ static size_t meta_len(const env_t *e, const char *name) {
   return vlen;
 }
 
-/* Issue 22: the prepared marker does not grow with the commit (its rows are written once, in the
+/* The prepared marker does not grow with the commit (its rows are written once, in the
  * state family, and their prior entries are the undo image's): a process killed after preparing
  * its first commit of 20 records and one killed after preparing a first commit of 1500 records
  * (one source partition) leave markers of about the same size (the partitions decide it), while their undo
@@ -587,7 +587,7 @@ Test(exactly_once, at_least_once_repeats_after_a_kill, .timeout = 200) {
   env_done(&crash);
 }
 
-/* ---- scale-out: partitions moving between members (issue 10) --------------------------------- */
+/* ---- scale-out: partitions moving between members -------------------------------------------- */
 
 /* Two members A and B with their own state directories take turns in one group (the stale-state
  * scenario): A runs, B runs on, A runs again with its stale local state. A's tasks are behind the
@@ -715,7 +715,7 @@ Test(exactly_once, fenced_producer_stops_with_a_message, .timeout = 200) {
   env_done(&b);
 }
 
-/* ---- scale-out with repartition topics (issue 10, test b) ----------------------------------- */
+/* ---- scale-out with repartition topics ------------------------------------------------------ */
 
 /* Three streams into the demo's interleaving-independent partial-update table (one sequence
  * group per stream): orders co-partitioned (6 partitions, keyed by order_id), payments with 3
@@ -1046,7 +1046,7 @@ Test(scale_out, a_topic_held_by_another_member_forces_no_rejoin, .timeout = 240)
   env_done(&b);
 }
 
-/* Test (b) of issue 10: three members in one group over three sources with 6 partitions, two of
+/* Scale-out with repartition topics: three members in one group over three sources with 6 partitions, two of
  * them through repartition topics; while input flows one member is killed (SIGKILL), one is added
  * and one restarted. Read read_committed, every key's changelog is explainable with no stream
  * version going back, and it ends at the final table of a single-process run over the same input. */
@@ -1516,7 +1516,7 @@ Test(repartition, a_misplaced_repartition_record_is_dead_lettered, .timeout = 20
   env_done(&e);
 }
 
-/* ---- issue 21: output only once all of a task's partitions caught up ---------------------- */
+/* ---- output only once all of a task's partitions caught up -------------------------------- */
 
 /* An env of the three-stream table (YAML3) with `tasks` (single: every source co-partitioned as
  * it is, repartition auto; per-partition: shipments through its repartition topic). */
@@ -1551,7 +1551,7 @@ static void assert_ends_at(json_t *ends, const env_t *clean) {
   json_decref(want);
 }
 
-/* A lost state directory with three streams (issue 21): the restarted process rebuilds (single
+/* A lost state directory with three streams: the restarted process rebuilds (single
  * task: from the sources; per-partition: from the state changelog topic) while new input of every
  * stream waits behind the group's offsets. Every key's read_committed changelog is explainable
  * (a row emitted before another stream's records up to the group's offset were applied shows as
@@ -1588,7 +1588,7 @@ static void lost_state3(const char *tasks) {
 Test(exactly_once, lost_state_of_three_streams_single_task, .timeout = 300) { lost_state3("single"); }
 Test(scale_out, lost_state_of_three_streams_per_partition, .timeout = 300) { lost_state3("per-partition"); }
 
-/* A zombie (issue 21): member A is stopped (SIGSTOP) past its session timeout (6 s) and its
+/* A zombie: member A is stopped (SIGSTOP) past its session timeout (6 s) and its
  * transaction timeout (10 s) while input flows; B of the same group takes its tasks over; then A
  * continues (SIGCONT), finds itself fenced or out of the group, and stops or rejoins. Read
  * read_committed, every key's changelog is explainable with no stream version going back, and it
@@ -1665,7 +1665,7 @@ static bool wait_log(const char *log, const char *text) {
 }
 
 /* A signal while the lost state of per-partition tasks is restored from the state changelog topic
- * (the restore runs in the poll loop, issue 21): the next start restores again and the table and
+ * (the restore runs in the poll loop): the next start restores again and the table and
  * the output equal a clean run's. */
 static void signal_during_restore(int sig) {
   env_t clean, lost;
@@ -1710,7 +1710,7 @@ static void signal_during_restore(int sig) {
 Test(scale_out, kill_during_restore, .timeout = 200) { signal_during_restore(SIGKILL); }
 Test(scale_out, sigterm_during_restore, .timeout = 200) { signal_during_restore(SIGTERM); }
 
-/* The single task's gate with idle partitions (issue 21): the state directory is lost and the new
+/* The single task's gate with idle partitions: the state directory is lost and the new
  * input comes on one stream only, so every partition of the other two streams is idle at the
  * group's offset (no record after it to see). The task must still count them as caught up and
  * run: the output per key is explainable and ends at the clean run's table. */
@@ -1745,7 +1745,7 @@ Test(exactly_once, lost_state_with_idle_streams_single_task, .timeout = 200) {
 }
 
 /* A second member joins while the first restores its lost state from the state changelog topic
- * (issue 21: the restore runs in the poll loop; a rebalance stops it and the next assignment plans
+ * (the restore runs in the poll loop; a rebalance stops it and the next assignment plans
  * it again). The first member is stopped (SIGSTOP) at its restore's first slice until the second
  * has joined (4 s, below session.timeout.ms; heartbeats every 300 ms), so the rebalance comes in
  * the middle of the restore (the log says whether it did; it did in every run seen). Both then take their tasks (the
@@ -1796,7 +1796,7 @@ Test(scale_out, a_member_joins_during_a_restore, .timeout = 200) {
   env_done(&b);
 }
 
-/* Standby copies and a restore cut short (issue 21): A (standby replicas on) restores both tasks
+/* Standby copies and a restore cut short: A (standby replicas on) restores both tasks
  * from the beginning of the state changelog topic; B joins in the middle (A stopped at the
  * restore's first slice), so A's restore stops and B takes task 1. From then on A keeps a standby
  * copy of task 1 in the rows its cut-short restore left; B processes input of task 1, then stops,
@@ -1863,7 +1863,7 @@ Test(scale_out, standby_copy_after_a_restore_cut_short, .timeout = 240) {
 }
 
 /* The crash points with per-partition tasks (a state changelog topic in the transaction, rows
- * written once at prepare with an undo image, issue 22): the restart resolves the prepared commit
+ * written once at prepare with an undo image): the restart resolves the prepared commit
  * without restoring any task (docs/exactly-once.md "Crash points"), and each key's output and the
  * table equal a clean run's. */
 static void crash_point_pp(const char *point, int n) {

@@ -257,7 +257,7 @@ Test(lookup_pipeline, restart_keeps_lookup_state, .timeout = 200) {
   env_done(&e);
 }
 
-/* ---- issue 11 point 4: lookups under exactly-once and scale-out ------------------------------
+/* ---- lookups under exactly-once and scale-out ---------------------------------------------
  * Two `widen run` processes in one group with per-partition tasks (invoice: 4 partitions) while
  * the lookup topics have 3 and 2 partitions: each process reads the lookup topics whole (a global
  * table, app/runtime/global_table.h) and owns some invoice tasks. Input flows while one process is
@@ -458,7 +458,7 @@ Test(lookup_scale_out, a_start_with_idle_lookup_topics_joins_at_once, .timeout =
   env_done(&e);
 }
 
-/* The same lookup-only commit killed after prepare (issue 22: its rows and lookup index entries
+/* The same lookup-only commit killed after prepare (its rows and lookup index entries
  * are written at prepare with an undo image; the transaction is aborted, so the image takes them
  * back) and during commit (the broker decides): the output replays to the SQL join. */
 Test(lookup_scale_out, lookup_only_commit_killed_after_prepare, .timeout = 120) {

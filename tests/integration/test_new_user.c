@@ -1,5 +1,5 @@
 /*
- * tests/integration/test_new_user.c — issue 23 on the real broker (WIDEN_TEST_BROKERS) with the
+ * tests/integration/test_new_user.c — on the real broker (WIDEN_TEST_BROKERS) with the
  * widen binary (WIDEN_BIN): what a new user hit in round 2.
  *   late_topics: `widen run` and `widen tail` started before their topics exist pick them up
  *     when they are created (librdkafka alone would see a new topic of a subscription at its next
@@ -146,7 +146,7 @@ static void produce_line(const env_t *e, const char *topic, const char *line) {
   cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
-/* Issue 23 point 2: run and tail start before any topic exists. The orders topic is created
+/* Run and tail start before any topic exists. The orders topic is created
  * first; once its row is out (the group formed on it alone), the payments topic is created:
  * its record must reach the table while run keeps running (before the fix: at librdkafka's next
  * metadata refresh, 5 minutes later). tail, started before its topic existed, prints the lines. */
@@ -212,7 +212,7 @@ static int free_port(void) {
   return ntohs(a.sin_port);
 }
 
-/* Issue 23 point 7: run against a port nothing listens on says "cannot reach HOST:PORT
+/* Run against a port nothing listens on says "cannot reach HOST:PORT
  * (connection refused); retrying" (as tail does), not E_TXN_INIT ... _TIMED_OUT every 30 s. */
 Test(unreachable_broker, run_says_cannot_reach_host_port, .timeout = 180) {
   env_t e;
@@ -275,7 +275,7 @@ static int wait_assigned(const char *path, int ms) {
   return n;
 }
 
-/* Issue 23 point 3: static membership by default. Two members share the group; one is killed
+/* Static membership by default. Two members share the group; one is killed
  * with -9 and restarted: it takes its partitions back without a rebalance, so the other member
  * is neither revoked nor reassigned (before: the healthy member was revoked until the dead
  * member's session expired, ~33 s). session.timeout.ms 30 s: the restart is well within it. */
@@ -378,7 +378,7 @@ static void produce_orders(const env_t *e, int from, int to) {
   cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
-/* Issue 23 point 4: monitoring during and after a rebalance. Two members, topics of one partition
+/* Monitoring during and after a rebalance. Two members, topics of one partition
  * each: member b (whose group.instance.id sorts first, so the range assignor gives it every
  * partition) joins after a held them all. Member a then holds none: its status line says so and
  * why instead of "lag 0", its metrics drop the lag gauges of the revoked partitions and say 0

@@ -1,5 +1,5 @@
 /*
- * tests/integration/test_ops.c — issue 13 on the real broker (WIDEN_TEST_BROKERS) with the widen
+ * tests/integration/test_ops.c — on the real broker (WIDEN_TEST_BROKERS) with the widen
  * binary (WIDEN_BIN): the Prometheus endpoint scraped with curl and `widen status` while
  * `widen run` runs; `widen changes` over commit ranges against a replay of the changelog topic;
  * the automatic rebuild after a changed sequence group, whose emitted difference applied to the
@@ -434,7 +434,7 @@ Test(ops, changes_over_ranges_equal_changelog_replay, .timeout = 240) {
     json_decref(before);
     json_decref(after);
   }
-  /* issue 23: A after B is a usage error, a range past the history C_HISTORY_RANGE (never
+  /* A after B is a usage error, a range past the history C_HISTORY_RANGE (never
    * nothing with rc 0, which reads as "no change") */
   int rc;
   char *msg = sh(&rc, "'%s' changes --config '%s' --from 4 --to 2 2>&1", wd_it_widen_bin(), e.cfg);
@@ -607,7 +607,7 @@ Test(ops, rebuild_after_changed_sequence_group_emits_the_difference, .timeout = 
   env_done(&e);
 }
 
-/* Issue 23: `widen replay --from TIMESTAMP` counts as "in" only the records at or after the
+/* `widen replay --from TIMESTAMP` counts as "in" only the records at or after the
  * timestamp, and the older ones as skipped (it said 5015 in where 15 were after it). */
 Test(ops, replay_from_timestamp_counts_only_later_records_in, .timeout = 180) {
   env_t e;
@@ -640,7 +640,7 @@ Test(ops, replay_from_timestamp_counts_only_later_records_in, .timeout = 180) {
   env_done(&e);
 }
 
-/* Issue 23 point 10: `widen rows` reads the state of a running widen (a secondary instance, as
+/* `widen rows` reads the state of a running widen (a secondary instance, as
  * status does) and gives the rows it has after it stops; `widen status` prints durations rounded
  * (one decimal at most); `widen produce` logs at most 5 null-key lines, says that the rest are
  * only counted, and its total is the number of null-keyed records the topic holds. */

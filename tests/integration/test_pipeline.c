@@ -633,7 +633,7 @@ Test(pipeline, bad_input_goes_to_dead_letter_topic, .timeout = 150) {
   run_to_idle(&e);
   snprintf(topic, sizeof(topic), "%sdlq", e.prefix);
   json_t *dl = read_dead_letters(topic);
-  /* 1 delete rejected by the engine (the 4 updates apply their +U without the -U: issue 23), 3
+  /* 1 delete rejected by the engine (the 4 updates apply their +U without the -U), 3
    * bad records, 1 output too large */
   cr_assert_eq(json_array_size(dl), 5, "dead letters: %zu", json_array_size(dl));
   int ids[5] = {0};
@@ -792,7 +792,7 @@ Test(pipeline, output_over_the_topics_max_message_bytes_at_least_once, .timeout 
   run_topic_max("topicmaxal", "pipeline:\n  processing-guarantee: at-least-once\n");
 }
 
-/* ---- chained pipelines and sources without before images (issue 12) ---------------------- */
+/* ---- chained pipelines and sources without before images --------------------------------- */
 
 /* The lines of shared/<rel> that are JSON objects, into lines[] (at most max; the text is owned
  * by *text, which the caller frees). */
@@ -891,7 +891,7 @@ Test(pipeline, chained_wide_then_aggregation, .timeout = 200) {
   env_done(&e2);
 }
 
-/* Issue 23 point 5: Canal (real file) into partial-update without sequence groups, ignore-delete
+/* Canal (real file) into partial-update without sequence groups, ignore-delete
  * or partial-update.remove-record-on-delete. `widen config check` says OK with a warning naming
  * the consequence and the options; `run` warns the same. Each update's +U applies without its -U
  * (left out, counted as ignored -U, as Paimon's Flink sink does for a primary-key table); only the

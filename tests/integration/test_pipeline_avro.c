@@ -899,7 +899,7 @@ static char *fixture_path_read(const char *path) {
 /* The registry answers 503 for about 30 s while records wait to be decoded, three times
  * max.poll.interval.ms: widen keeps serving the consumer (paused partitions, polls) while it
  * retries, so the group never evicts it (no "maximum poll interval exceeded", no second
- * assignment), and the records come out once when the registry is back (issue 9 point 4). */
+ * assignment), and the records come out once when the registry is back. */
 Test(pipeline_avro, registry_stall_longer_than_max_poll_interval, .timeout = 240) {
   wd_standin_t *srv = wd_standin_start("alice", "s3cret");
   cr_assert_not_null(srv);
@@ -1003,7 +1003,7 @@ static pid_t spawn_widen(const char *cfg, const char *idle_ms, const char *logpa
   return pid;
 }
 
-/* Issue 21 (runtime floor, the record collector's point 4): a registry outage during a stop with
+/* The record collector: a registry outage during a stop with
  * a repartitioned source. One poll batch holds a record whose writer schema is known (forwarded to
  * the repartition topic at once) and a record whose writer schema the registry refuses (503); the
  * SIGTERM comes while widen waits on it. The batch is half sent: the open commit must be aborted

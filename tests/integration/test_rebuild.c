@@ -1,6 +1,6 @@
 /*
  * tests/integration/test_rebuild.c — the rebuild on an incompatible table definition as a runtime
- * mode (issue 21 point 4, app/runtime/rebuild.h), on the real broker (WIDEN_TEST_BROKERS) with the widen
+ * mode (app/runtime/rebuild.h), on the real broker (WIDEN_TEST_BROKERS) with the widen
  * binary (WIDEN_BIN).
  *
  * The demo's three streams into a partial-update table with a sequence group per stream, per-partition
@@ -475,7 +475,7 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* The adversarial rebuild (issue 21 point 4 attacked): two members with standby copies rebuild
+/* The adversarial rebuild: two members with standby copies rebuild
  * while input arrives; random members are SIGKILLed at random moments during and right after the
  * rebuild and restarted at once (WD_REBUILD_KILLS times, default 3; WD_REBUILD_SEED for the
  * moments); optionally (third) a second incompatible change is started before the first rebuild

@@ -1,5 +1,5 @@
 /*
- * tests/integration/test_security.c — issue 24 on the real broker's SASL_SSL listener
+ * tests/integration/test_security.c — on the real broker's SASL_SSL listener
  * (scripts/kafka start --sasl-ssl: TLS with a certificate for IP 127.0.0.1 signed by
  * <tls dir>/ca.pem, SCRAM-SHA-512 user widen): `widen produce`, `widen run` (exactly-once),
  * `widen tail` and `widen status` with the right credentials work; a wrong password, an untrusted
@@ -302,7 +302,7 @@ Test(security, a_wrong_hostname_stops_start_up_with_hostname_mismatch, .timeout 
   refused("host", host, "ca.pem", password(), "E_KAFKA_TLS_HOSTNAME", "hostname mismatch");
 }
 
-/* ---- least exposure (issue 24 point 3), on the PLAINTEXT broker -------------------------------- */
+/* ---- least exposure, on the PLAINTEXT broker --------------------------------------------------- */
 
 /* Sends one record with exactly these key and value bytes to topic (librdkafka, acks=all). */
 static void send_raw(const char *topic, const void *key, size_t klen, const void *val, size_t vlen) {

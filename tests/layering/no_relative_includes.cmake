@@ -1,4 +1,4 @@
-# tests/layering/no_relative_includes.cmake: the other half of the layering (issue 21 point 7).
+# tests/layering/no_relative_includes.cmake: the other half of the layering.
 # wd_expose gives each library only the folders it links, but a quoted include is first looked up
 # next to the including file, so `#include "../ingest/consumer.h"` in join/ would compile whatever
 # the include paths say. No product source may include through a relative path ("./" or "../");

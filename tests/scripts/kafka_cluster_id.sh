@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/kafka's cluster ids (issue 23 point 11): N of them (default 200) are Kafka Uuid text
+# scripts/kafka's cluster ids: N of them (default 200) are Kafka Uuid text
 # (22 base64url characters) and none begins with '-' (StorageTool would take it for an option;
 # the old generator made one in 64 such: about 3 in 200).
 set -euo pipefail

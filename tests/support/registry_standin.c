@@ -1,7 +1,7 @@
 /*
  * tests/support/registry_standin.c — a STAND-IN schema registry for tests (see the header: a few
  * endpoints only, not a real registry). No real registry can be run from what these machines
- * reach (issue 24: Apicurio Registry's modules are only partly served by the Maven Central these
+ * reach (Apicurio Registry's modules are only partly served by the Maven Central these
  * machines reach, see docs/schema-registry-standin.md), so the tests talk to this; the client is
  * the same libcurl code that talks to a real one. tests/unit/test_registry_standin.c checks its
  * answers against the Confluent API's documented responses.

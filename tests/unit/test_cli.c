@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_cli.c — the command line's messages (issue 23): an unknown option gets a
+ * tests/unit/test_cli.c — the command line's messages: an unknown option gets a
  * did-you-mean in every subcommand, a missing value names the option, and replay/status/changes
  * say that --config is missing instead of printing only their usage. Runs the widen binary
  * (WIDEN_BIN); no broker.

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_collector.c — the record collector (app/runtime/collector.h) under faults injected by
- * librdkafka's mock cluster (issue 21 point 3):
+ * librdkafka's mock cluster:
  *   - an abortable produce error inside a transaction: the collector classifies the refused send
  *     as WD_COLLECT_ABORT; abort and redo commit the redone records, none lost;
  *   - a coordinator lost during the commit (AddOffsetsToTxn, TxnOffsetCommit, EndTxn answering

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_commit_pace.c — app/runtime/commit_pace.h: the adaptive commit interval (issue 22 point 2),
+ * tests/unit/test_commit_pace.c — app/runtime/commit_pace.h: the adaptive commit interval,
  * a pure function of the rate, the backlog, the processing time per record and a commit's duration.
  * The values are the benchmark machine's: ~15 us of processing a record, ~15 ms a commit, the
  * default bound of 100 ms and floor of 10 ms.

@@ -701,7 +701,7 @@ static void missing_in_example(const wd_config_section_t *sec, const char *path,
   }
 }
 
-/* Issue 23 point 9: configs/example.yaml, which the README says comments every option, names every
+/* Configs/example.yaml, which the README says comments every option, names every
  * option of the option table (set or commented out), so that it cannot drift again. */
 Test(config, example_yaml_names_every_option_of_the_table) {
   char path[4200];
@@ -724,7 +724,7 @@ Test(config, example_yaml_names_every_option_of_the_table) {
             missing);
 }
 
-/* Issue 23 point 6: librdkafka properties are validated at load (`widen config check` and `run`
+/* Librdkafka properties are validated at load (`widen config check` and `run`
  * alike, no broker needed): an unknown name with librdkafka's closest property, a value librdkafka
  * refuses, a property widen sets itself; every one with its line, not only the first. */
 Test(config, kafka_properties_are_checked_as_the_clients_take_them) {
@@ -835,7 +835,7 @@ Test(config, lookup_source_options) {
   wd_config_destroy(cfg);
 }
 
-/* Lookups with per-partition tasks are accepted (issue 11 point 4: the lookup topics are a
+/* Lookups with per-partition tasks are accepted (the lookup topics are a
  * global table, app/runtime/global_table.h); the lookup keeps its lookup schema. */
 Test(config, lookup_source_with_per_partition_tasks_accepted) {
   const char *y = "sources:\n  - name: s\n    topic: in\n    columns: {id: id, v: $.source.ts_ms}\n"

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_consumer_faults.c — ingest/consumer.h under the answers a restarting broker gives,
- * injected by librdkafka's mock cluster (rd_kafka_mock_push_request_errors), issue 21: a group
+ * injected by librdkafka's mock cluster (rd_kafka_mock_push_request_errors): a group
  * coordinator that moves answers OffsetFetch with NOT_COORDINATOR at once, and a partition whose
  * leader moves answers ListOffsets with NOT_LEADER_FOR_PARTITION; both used to end widen with rc 1
  * (E_RECOVER / "end offsets of N partitions") seconds after a broker restart in the chaos runs.
@@ -108,7 +108,7 @@ Test(consumer_faults, end_offsets_are_asked_again_while_a_leader_moves, .timeout
   mock_done(&m);
 }
 
-/* ---- issue 21 point 2: an assignment held until its tasks are initialised ------------------- */
+/* ---- an assignment held until its tasks are initialised ------------------------------------- */
 
 typedef struct {
   int calls;

@@ -1039,7 +1039,7 @@ Test(ops, primary_key_change) {
   wd_schema_destroy(s);
 }
 
-/* Issue 23: each half of an update stands on its own; a half whose key is NULL is left out and
+/* Each half of an update stands on its own; a half whose key is NULL is left out and
  * counted (a NULL key holds no row); an insert with a NULL key is still E_NO_KEY. */
 static void expect_halves(const wd_source_t *src, const wd_schema_t *s, const char *json, const char *want,
                           unsigned skipped) {

@@ -41,7 +41,7 @@ Test(demo, shows_its_evidence_and_is_the_same_every_run, .timeout = 240) {
   cr_assert(strstr(a, "-> dead-lettered to shop.orders_wide.dlq: shop.payments["), "%s", a);
   cr_assert(strstr(a, "E_TYPE: source 'payments'"), "%s", a);
   cr_assert(strstr(a, "-- the final wide rows (state store):\n  {\"order_id\":1,"), "%s", a);
-  /* issue 23: the header's event count is the number of events listed (#01..#NN) */
+  /* The header's event count is the number of events listed (#01..#NN) */
   unsigned head = 0, listed = 0;
   const char *h = strstr(a, "== widen demo: ");
   cr_assert_not_null(h, "%s", a);

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_jsmn_doc.c — the fast ways the JSON source decoders find things in a jsmn token
- * array give the same answers as the straightforward ones (issue 14 point 4):
+ * array give the same answers as the straightforward ones:
  *  - wd_jsmn_next (the token after a subtree: i + 1 for scalars, the element-count lower bound,
  *    then a binary search) against a linear scan of token starts;
  *  - wd_jsmn_str_eq (length first, then bytes) against unescaping the token and comparing;

@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_lookups_unit.c — app/runtime/lookups.h, the join layer as the loop uses it (issue 21
- * point 7: this state left struct wd_pipeline): built from configs/invoice-wide.yaml (a main
+ * tests/unit/test_lookups_unit.c — app/runtime/lookups.h, the join layer as the loop uses it (state kept
+ * apart from struct wd_pipeline): built from configs/invoice-wide.yaml (a main
  * source and three lookup sources), a lookup message decoded into the object's buffer and taken
  * into the batch as rows of the lookup's own schema, freed at the end of the batch. The data path
  * through Kafka is tests/integration/test_lookup_pipeline.c.

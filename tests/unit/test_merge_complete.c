@@ -2,7 +2,7 @@
  * tests/unit/test_merge_complete.c — change records with absent columns (wd_row_t.absent: an
  * update without a before image, a key-only delete) are completed from the stored row by
  * wd_message_apply (join/merge.h), so the changelog keeps full -U rows and retractions stay
- * right (issue 12, point 3).
+ * right.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -1,8 +1,9 @@
 /*
  * tests/unit/test_merge_order.c — the merge engine's results do not depend on the order in which
- * table options (or a config's sources) are written (issue 16):
- *  - the two scenarios of issue 16 (partial-update.remove-record-on-sequence-group with a second
- *    group), in both option orders and both arrival orders, with their expected rows;
+ * table options (or a config's sources) are written:
+ *  - the two scenarios of the side-by-side run against Apache Paimon
+ *    (partial-update.remove-record-on-sequence-group with a second group), in both option orders
+ *    and both arrival orders, with their expected rows;
  *  - a property test: seeded random tables (partial-update with several sequence groups,
  *    aggregate functions inside groups, remove-record-on-sequence-group, remove-record-on-delete,
  *    aggregation, deduplicate, first-row) and random record sequences, each run with the table's
@@ -75,7 +76,7 @@ static void shuffle(size_t *a, size_t n, unsigned *seed) {
 /* The rows of out as compact JSON (caller frees), for messages. */
 static char *dump(const json_t *j) { return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS); }
 
-/* ---- the two scenarios of issue 16 --------------------------------------------------------- */
+/* ---- the two scenarios of the side-by-side run against Paimon ---------------------------- */
 
 #define S1_SCHEMA                                                                                                      \
   "\"schema\":[{\"name\":\"k\",\"type\":\"INT\"},{\"name\":\"s\",\"type\":\"INT\"},{\"name\":\"g1\",\"type\":"         \

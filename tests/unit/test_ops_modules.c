@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_ops_modules.c — issue 13's modules without Kafka: the commit history in a store
+ * tests/unit/test_ops_modules.c — the operations modules without Kafka: the commit history in a store
  * (app/ops/history.h), the net change fold and table difference (app/ops/netchange.h), the metrics
  * exposition (app/ops/metrics.h), the definition diff (app/ops/fingerprint.h) and the RocksDB secondary
  * instance reading a store another handle holds (join/store.h).
@@ -190,7 +190,7 @@ Test(metrics, text_exposition) {
   wd_metrics_destroy(m);
 }
 
-/* Issue 23 point 4: a gauge family replaced at once keeps exactly the series given (the lag of a
+/* A gauge family replaced at once keeps exactly the series given (the lag of a
  * revoked partition goes; none at all when nothing is held). */
 Test(metrics, set_all_replaces_the_series) {
   wd_metrics_t *m = wd_metrics_new();

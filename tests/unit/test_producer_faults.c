@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_producer_faults.c — sink/producer.h under faults injected by librdkafka's mock
- * cluster (rd_kafka_mock_push_request_errors), issue 21 point 3:
+ * cluster (rd_kafka_mock_push_request_errors):
  *   - a produce that fails inside a transaction leaves the transaction abortable: the next send is
  *     refused with txn_requires_abort (wd_error_abortable), not as a plain error that stops widen;
  *     after abort_transaction the producer goes on;

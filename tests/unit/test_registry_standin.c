@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_registry_standin.c — the schema-registry stand-in (tests/support/registry_standin.h)
  * against the Confluent Schema Registry API's documented responses, since no real registry can run
- * here (issue 24): the answer shapes of /subjects, /subjects/{s}/versions[/{v}], /schemas/ids/{id}
+ * here: the answer shapes of /subjects, /subjects/{s}/versions[/{v}], /schemas/ids/{id}
  * and POST /subjects/{s}/versions, the ids (one id per schema text across subjects, versions per
  * subject counted from 1), and the error codes 40401 (subject not found), 40402 (version not
  * found), 40403 (schema not found), 42201 (invalid schema) and 42202 (invalid version), each with

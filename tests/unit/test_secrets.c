@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_secrets.c — issue 24 point 2 without a broker: the config providers
+ * tests/unit/test_secrets.c — without a broker: the config providers
  * ${env:NAME} / ${file:PATH} (common/kafka_conf.h wd_conf_expand) in a YAML config and in -X
  * properties, their errors naming the config line and never a value, and which property names
  * are secrets (wd_conf_is_secret / wd_conf_shown).

@@ -208,7 +208,7 @@ Test(tasks, re_adding_a_partition_counts_it_once) {
   wd_tasks_destroy(t);
 }
 
-/* Issue 21 point 4: a task being rebuilt (app/runtime/rebuild.h) holds every record while its old rows are
+/* A task being rebuilt (app/runtime/rebuild.h) holds every record while its old rows are
  * staged and while its switch is made; from the sources it rebuilds below the group's offsets, and
  * the record that brings its last partition there is held (DIFF), never run: no output before the
  * switch. A revoke starts the rebuild over (the phase and the round). */
@@ -244,7 +244,7 @@ Test(tasks, a_rebuilding_task_gives_no_output_before_its_switch) {
   wd_tasks_destroy(t);
 }
 
-/* Issue 21 point 1, lookups under per-partition tasks: a task with `reconcile` set that catches up
+/* Lookups under per-partition tasks: a task with `reconcile` set that catches up
  * goes to RECONCILING, not RUNNING, and holds every record until it is reconciled (the record that
  * brought it there included); an abort that takes back its reconcile moves RUNNING back to it. */
 Test(tasks, a_task_with_lookups_is_reconciled_before_its_first_record) {
