@@ -1617,13 +1617,75 @@ done:
   return rc;
 }
 
-/* Whether bytes start with a portable-format cookie (CRoaring complains on stderr otherwise). */
-static bool agg_rbm_cookie_ok(const char *p, size_t n) {
-  const uint8_t *u = (const uint8_t *)p;
+static uint32_t agg_get16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static uint32_t agg_get32(const uint8_t *p) { return agg_get16(p) | agg_get16(p + 2) << 16; }
+
+/*
+ * Whether p[0..n) is a well-formed portable 32-bit roaring bitmap (the RoaringFormatSpec layout:
+ * cookie 12346 with a 32-bit container count, or 12347 with the count in its high half and a
+ * bitset of run containers; keys strictly ascending; offsets, when present, skipped), each
+ * container consistent with the cardinality in its header: an array's values strictly
+ * ascending, a bitset's population equal to it, runs non-empty, ascending, not overlapping,
+ * within 16 bits and adding up to it. Trailing bytes are allowed. CRoaring's
+ * roaring_bitmap_portable_deserialize_safe only stays inside the buffer: a container that
+ * contradicts its header (e.g. a run container without runs) is taken as is and crashes later
+ * operations, so bytes from a record are checked here first.
+ */
+static bool agg_rbm_valid(const char *p, size_t n) {
+  const uint8_t *u = (const uint8_t *)p, *runs = NULL;
+  size_t at, size, hdr;
   uint32_t cookie;
+  bool offsets;
   if (n < 4) return false;
-  cookie = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-  return cookie == 12346u || (cookie & 0xFFFFu) == 12347u;
+  cookie = agg_get32(u);
+  if (cookie == 12346u) {
+    if (n < 8) return false;
+    size = agg_get32(u + 4);
+    at = 8;
+    offsets = true;
+  } else if ((cookie & 0xFFFFu) == 12347u) {
+    size = (size_t)(cookie >> 16) + 1;
+    runs = u + 4;
+    at = 4 + (size + 7) / 8;
+    offsets = size >= 4;
+  } else return false;
+  if (size > 65536 || at > n || n - at < size * 4) return false;
+  hdr = at;
+  at += size * 4;
+  if (offsets) {
+    if (n - at < size * 4) return false;
+    at += size * 4;
+  }
+  for (size_t i = 0; i < size; i++) {
+    uint32_t key = agg_get16(u + hdr + 4 * i), card = agg_get16(u + hdr + 4 * i + 2) + 1;
+    if (i > 0 && key <= agg_get16(u + hdr + 4 * (i - 1))) return false;
+    if (runs && (runs[i / 8] >> (i % 8) & 1)) {
+      uint32_t nruns, sum = 0, next = 0;
+      if (n - at < 2) return false;
+      nruns = agg_get16(u + at);
+      at += 2;
+      if (nruns == 0 || n - at < (size_t)nruns * 4) return false;
+      for (uint32_t r = 0; r < nruns; r++, at += 4) {
+        uint32_t start = agg_get16(u + at), len = agg_get16(u + at + 2);
+        if ((r > 0 && start < next) || start + len > 0xFFFFu) return false;
+        next = start + len + 1;
+        sum += len + 1;
+      }
+      if (sum != card) return false;
+    } else if (card > 4096) {
+      uint32_t pop = 0;
+      if (n - at < 8192) return false;
+      for (size_t w = 0; w < 8192; w++) pop += (uint32_t)__builtin_popcount(u[at + w]);
+      at += 8192;
+      if (pop != card) return false;
+    } else {
+      if (n - at < (size_t)card * 2) return false;
+      for (uint32_t v = 1; v < card; v++)
+        if (agg_get16(u + at + 2 * v) <= agg_get16(u + at + 2 * (v - 1))) return false;
+      at += (size_t)card * 2;
+    }
+  }
+  return true;
 }
 
 /*
@@ -1639,8 +1701,8 @@ static wd_error_t *agg_rbm32(const wd_agg_spec_t *spec, wd_value_t *acc, const w
 
   if (in->is_null) return NULL;
   if (acc->is_null) return agg_assign(spec->type, acc, in);
-  if (agg_rbm_cookie_ok(acc->s.p, acc->s.n)) a = roaring_bitmap_portable_deserialize_safe(acc->s.p, acc->s.n);
-  if (agg_rbm_cookie_ok(in->s.p, in->s.n)) b = roaring_bitmap_portable_deserialize_safe(in->s.p, in->s.n);
+  if (agg_rbm_valid(acc->s.p, acc->s.n)) a = roaring_bitmap_portable_deserialize_safe(acc->s.p, acc->s.n);
+  if (agg_rbm_valid(in->s.p, in->s.n)) b = roaring_bitmap_portable_deserialize_safe(in->s.p, in->s.n);
   if (!a || !b) {
     err = wd_error_new(WD_ERR_RECORD, E_TYPE,
                        "rbm32: the %s value of column %s is not a serialized 32-bit roaring bitmap",

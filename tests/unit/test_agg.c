@@ -1394,6 +1394,36 @@ Test(agg, rbm32_single_side_unchanged) {
   cr_assert(a->is_null);
 }
 
+/* Bytes that CRoaring's portable_deserialize_safe takes although a container contradicts its
+ * header are refused with E_TYPE before any bitmap operation (a run container without runs
+ * crashed the union: found by the simulate fuzz harness). */
+Test(agg, rbm32_containers_that_contradict_their_header_are_refused) {
+  fx_t *f = FX(WD_AGG_RBM32, "BYTES");
+  /* cookie 12347, one run container (key 0, cardinality 1) with 0 runs */
+  static const uint8_t no_runs[] = {0x3b, 0x30, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x02, 0};
+  /* cookie 12347, one run container of cardinality 1 whose one run [3, 3+1] holds 2 values */
+  static const uint8_t run_card[] = {0x3b, 0x30, 0, 0, 0x01, 0, 0, 0, 0, 0x01, 0, 0x03, 0, 0x01, 0};
+  /* cookie 12346, one array container of 2 values not ascending (5, 3) */
+  static const uint8_t unsorted[] = {0x3a, 0x30, 0, 0, 0x01, 0, 0, 0, 0, 0, 0x01, 0, 0x10, 0, 0, 0, 0x05, 0, 0x03, 0};
+  /* cookie 12346, one bitset container claiming 5000 values, all bits clear */
+  uint8_t bits[16 + 8192] = {0x3a, 0x30, 0, 0, 0x01, 0, 0, 0, 0, 0, 0x87, 0x13, 0x10, 0, 0, 0};
+  const uint8_t *bad[] = {no_runs, run_card, unsorted, bits};
+  const size_t len[] = {sizeof(no_runs), sizeof(run_card), sizeof(unsorted), sizeof(bits)};
+  for (size_t i = 0; i < 4; i++) {
+    wd_value_t *a = V(f->t, "\"OjAAAAEAAAAAAAAAEAAAAAEA\""); /* {1} */
+    FAILS(ADD(f, a, VB(f->t, (const char *)bad[i], len[i])), WD_ERR_RECORD, "E_TYPE", "input");
+    EQ(f->t, a, "\"OjAAAAEAAAAAAAAAEAAAAAEA\"");
+    wd_value_t *b = VB(f->t, (const char *)bad[i], len[i]);
+    FAILS(ADD(f, b, V(f->t, "\"OjAAAAEAAAAAAAAAEAAAAAEA\"")), WD_ERR_RECORD, "E_TYPE", "stored");
+  }
+  /* the same layouts made consistent are taken: {3} as one run, {3, 5} as an array */
+  static const uint8_t one_run[] = {0x3b, 0x30, 0, 0, 0x01, 0, 0, 0, 0, 0x01, 0, 0x03, 0, 0, 0};
+  static const uint8_t sorted[] = {0x3a, 0x30, 0, 0, 0x01, 0, 0, 0, 0, 0, 0x01, 0, 0x10, 0, 0, 0, 0x03, 0, 0x05, 0};
+  wd_value_t *a = VB(f->t, (const char *)one_run, sizeof(one_run));
+  OK(ADD(f, a, VB(f->t, (const char *)sorted, sizeof(sorted))));
+  bitmap_is(a, 2, 3, 5);
+}
+
 Test(agg, rbm32_run_optimisation_strictly_smaller) {
   fx_t *f = FX(WD_AGG_RBM32, "BYTES");
   /* {1,2} | {3}: one run (6 bytes) is not strictly smaller than the array (6 bytes): array */
