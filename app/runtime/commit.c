@@ -536,7 +536,7 @@ bool wd_commit_flush_deferrable(bool exactly_once, bool group, bool changelog, b
                                 bool interleaving_dependent, const char **why) {
   *why = !exactly_once            ? "at-least-once writes the state with its offsets after each commit"
          : !group                 ? "a replay has no group to be behind of"
-         : changelog              ? "a task behind the group would be restored from the whole state changelog topic"
+         : changelog              ? "a task behind the group would need the whole state changelog topic read again"
          : lookups                ? "lookup changes move rows without moving offsets"
          : rebuild                ? "a rebuild is in progress"
          : interleaving_dependent ? "the table's rows depend on how its sources interleave, and a replay may "
@@ -549,7 +549,7 @@ wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const wd_config_t *cfg, b
                                  bool rebuild) {
   cc->flush_interval_ms = 0;
   cc->flush_max_bytes = 0;
-  if (cfg->state.flush_interval_ms <= 0) return NULL;
+  if (cfg->state.flush_interval_ms <= 0 || !cc->exactly_once) return NULL; /* an exactly-once option */
   char **w = NULL;
   int nw = wd_interleaving_warnings(cfg, &w);
   wd_interleaving_free(w);
