@@ -84,8 +84,8 @@ static const char *extra_props = "";
 static const char *yaml_template = YAML; /* the repartition suite sets YAML3 */
 
 /* The tests of the per-commit protocol's own steps (the prepared marker, the undo image) set it:
- * the config then says state.flush-interval-ms: 0, since the default defers the state writes and
- * skips those steps (docs/exactly-once.md "Deferred state flush"). */
+ * the config then says state.flush-interval-ms: 0, so that they test those steps whatever the
+ * option's default (the deferred flush skips them: docs/exactly-once.md "Deferred state flush"). */
 static bool per_commit = false;
 
 static void write_config(const env_t *e, const char *instance, const char *guarantee, const char *tasks) {

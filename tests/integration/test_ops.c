@@ -370,8 +370,8 @@ Test(ops, metrics_scrape_and_status_during_run, .timeout = 240) {
   free(text);
 
   /* widen status while widen run holds the state: the store, and so the history, is as of the
-   * process's last state flush (state.flush-interval-ms, default 5 s), so it is read until the
-   * history has every commit */
+   * process's last state write (each commit's, or with state.flush-interval-ms its last flush),
+   * so it is read until the history has every commit */
   json_int_t in = 0, n = 0;
   int64_t deadline = wd_mono_ms() + 30000;
   for (;;) {

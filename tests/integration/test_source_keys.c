@@ -90,7 +90,7 @@ typedef struct {
 
 static int orders_partitions = 2; /* a test sets it */
 /* A test of the per-commit protocol's own steps (the prepared state batch) sets it: the config
- * then says state.flush-interval-ms: 0, since the default defers the state writes and skips them. */
+ * then says state.flush-interval-ms: 0, so that it tests them whatever the option's default. */
 static bool per_commit = false;
 
 static void env_init(env_t *e, const char *name, bool upsert, const char *tasks) {
