@@ -549,7 +549,7 @@ wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const wd_config_t *cfg, b
                                  bool rebuild) {
   cc->flush_interval_ms = 0;
   cc->flush_max_bytes = 0;
-  if (cfg->state.flush_interval_ms <= 0 || !cc->exactly_once) return NULL; /* an exactly-once option */
+  if (cfg->state.flush_interval_ms <= 0) return NULL;
   char **w = NULL;
   int nw = wd_interleaving_warnings(cfg, &w);
   wd_interleaving_free(w);
