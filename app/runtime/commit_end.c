@@ -17,7 +17,9 @@
 #include "common/log.h"
 
 /* The rewind after an abort: every assigned partition back to its stored (= committed) offset,
- * or the beginning when it has none (a restoring task that finalized nothing yet). */
+ * or the beginning when it has none (a restoring task that finalized nothing yet); then the task
+ * table learns of it (wd_taskmgr_rewound: holds released, a task rewound below its restore end
+ * RESTORING again). */
 wd_error_t *commit_rewind_consumer(wd_commit_t *c) {
   if (!c->conf.group) return NULL;
   wd_tp_offset_t *to = NULL;
@@ -29,6 +31,8 @@ wd_error_t *commit_rewind_consumer(wd_commit_t *c) {
     err = wd_consumer_seek(c->cons, to, nto);
     if (!wd_stop_retry_transient(&c->stop, &since, 30, "rewinding the consumer to the committed offsets", err)) break;
   }
+  /* held partitions resumed there; a running task rewound below its restore end restores again */
+  if (!err) err = wd_taskmgr_rewound(c->tm, to, nto);
   free(to);
   return err;
 }

@@ -852,6 +852,33 @@ wd_error_t *wd_taskmgr_committed_positions(wd_taskmgr_t *tm, wd_tp_offset_t **ou
   return NULL;
 }
 
+wd_error_t *wd_taskmgr_rewound(wd_taskmgr_t *tm, const wd_tp_offset_t *to, size_t n) {
+  wd_error_t *err = NULL;
+  for (size_t i = 0; i < n && !err; i++) {
+    if (is_stateless(tm, to[i].topic)) continue;
+    wd_task_t *task = wd_tasks_find(tm->tasks, task_of(tm, to[i].partition));
+    if (!task || task->rebuild != WD_REBUILD_NONE) continue;
+    wd_task_part_t *pt = wd_task_partition(task, to[i].topic, to[i].partition);
+    if (!pt) continue;
+    bool held = pt->held_at >= 0;
+    int64_t end = pt->restore_end;
+    bool below = wd_task_part_rewound(task, pt, to[i].offset);
+    /* WD_OFFSET_STORED: resumed where the rewind's seek placed it */
+    if (held && tm->cons) err = wd_consumer_release_partition(tm->cons, to[i].topic, to[i].partition, WD_OFFSET_STORED);
+    if (below && (task->state == WD_TASK_RUNNING || task->state == WD_TASK_RECONCILING)) {
+      char why[224];
+      snprintf(why, sizeof(why),
+               "an aborted commit took back records of %s[%" PRId32 "] below %" PRId64
+               ", the group's committed offset its rows were rebuilt up to: read again from %s without output",
+               to[i].topic, to[i].partition, end,
+               to[i].offset >= 0 ? "the offset stored with the state" : "the beginning");
+      move_task(tm, task, WD_TASK_RESTORING, why);
+    }
+  }
+  settle(tm);
+  return err; /* an illegal move is kept (keep_error): the pipeline stops with it at its next step */
+}
+
 int64_t wd_taskmgr_group_offset(const wd_taskmgr_t *tm, const char *topic, int32_t partition) {
   const wd_ctp_t *t = find_tp(tm, topic, partition);
   return t ? t->group : -1;

@@ -121,6 +121,14 @@ bool wd_taskmgr_below_group_end(const wd_taskmgr_t *tm, const char *topic, int32
  * assignment started it (-1: the beginning), as a new array (free()) of *n entries. Errors:
  * E_STORE_READ, E_NOMEM. */
 wd_error_t *wd_taskmgr_committed_positions(wd_taskmgr_t *tm, wd_tp_offset_t **out, size_t *n);
+/* After the rewind's seek to to[0..n) (wd_taskmgr_committed_positions'): every held partition is
+ * released where the seek placed it (the gate holds it again at its next record while its task
+ * does not run), and a RUNNING or RECONCILING task with a partition rewound below its restore end
+ * (the group's committed offset it was rebuilt up to: the aborted commit held the end of that
+ * rebuild) goes back to RESTORING, so those records are merged again without output
+ * (wd_task_part_rewound). Tasks in a rebuild are left to app/runtime/rebuild.c. Errors: the
+ * consumer's (resuming a partition); an illegal move (a bug) is kept for wd_taskmgr_take_error. */
+wd_error_t *wd_taskmgr_rewound(wd_taskmgr_t *tm, const wd_tp_offset_t *to, size_t n);
 
 /* The offset stored with the state for (topic, partition) into *next (-1: none stored). A read
  * error is an error, never "no state". Errors: E_STORE_READ (wrapped with the partition). */

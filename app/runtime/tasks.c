@@ -28,8 +28,10 @@ static const unsigned legal[WD_TASK_NSTATES] = {
     [WD_TASK_CREATED] = BIT(WD_TASK_RESTORING) | BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_CLOSED),
     [WD_TASK_RESTORING] =
         BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
-    [WD_TASK_RECONCILING] = BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
-    [WD_TASK_RUNNING] = BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
+    [WD_TASK_RECONCILING] =
+        BIT(WD_TASK_RESTORING) | BIT(WD_TASK_RUNNING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
+    [WD_TASK_RUNNING] =
+        BIT(WD_TASK_RESTORING) | BIT(WD_TASK_RECONCILING) | BIT(WD_TASK_SUSPENDED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_SUSPENDED] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_STANDBY) | BIT(WD_TASK_CLOSED),
     [WD_TASK_STANDBY] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_CLOSED),
     [WD_TASK_CLOSED] = BIT(WD_TASK_CREATED) | BIT(WD_TASK_STANDBY),
@@ -153,6 +155,16 @@ bool wd_task_part_reached(wd_task_t *task, wd_task_part_t *part) {
   if (part->reached) return false;
   part->reached = true;
   return --task->unreached == 0;
+}
+
+bool wd_task_part_rewound(wd_task_t *task, wd_task_part_t *part, int64_t offset) {
+  part->held_at = -1; /* read again from `offset`: the gate decides its records afresh */
+  if (part->restore_end <= 0 || (offset >= 0 && offset >= part->restore_end)) return false;
+  if (part->reached) {
+    part->reached = false;
+    task->unreached++;
+  }
+  return true;
 }
 
 wd_gate_t wd_task_gate(wd_task_t *task, wd_task_part_t *part, int64_t offset, bool *now_running) {

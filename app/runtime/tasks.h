@@ -15,7 +15,10 @@
  *   RECONCILING  restored; its rows' lookup columns are recomputed from this process's lookup
  *                tables before its first record (docs/lookups-scale-out.md); its records wait
  *                (held) meanwhile. RUNNING goes back to it when an abort took back its reconcile.
- *   RUNNING      processing: the only state in which the task produces output
+ *   RUNNING      processing: the only state in which the task produces output. RUNNING and
+ *                RECONCILING go back to RESTORING when an abort rewound a partition of the task
+ *                below its restore end (the records it rebuilt from were taken back with the
+ *                commit: they are read again without output, wd_task_part_rewound)
  *   SUSPENDED    revoked (a rebalance); its local state is kept and trusted if it comes back
  *                (a lost assignment closes its tasks instead)
  *   STANDBY      not owned here; a standby copy is kept (pipeline.num-standby-replicas)
@@ -24,8 +27,8 @@
  * Legal moves (wd_task_move refuses any other):
  *   CREATED     -> RESTORING | RECONCILING | RUNNING | CLOSED
  *   RESTORING   -> RECONCILING | RUNNING | SUSPENDED | CLOSED
- *   RECONCILING -> RUNNING | SUSPENDED | CLOSED
- *   RUNNING     -> RECONCILING | SUSPENDED | CLOSED
+ *   RECONCILING -> RESTORING | RUNNING | SUSPENDED | CLOSED
+ *   RUNNING     -> RESTORING | RECONCILING | SUSPENDED | CLOSED
  *   SUSPENDED   -> CREATED | STANDBY | CLOSED
  *   STANDBY     -> CREATED | CLOSED
  *   CLOSED      -> CREATED | STANDBY
@@ -141,6 +144,16 @@ void wd_tasks_clear_partitions(wd_tasks_t *t);
  * consumer's position is there). Returns true when this was the task's last unreached partition
  * (the caller then moves the task on: RUNNING, or RECONCILING). */
 bool wd_task_part_reached(wd_task_t *task, wd_task_part_t *part);
+
+/* An abort rewound the task's partition to `offset` (the offset stored with the local state; < 0:
+ * the partition's beginning): the partition is no longer held (held_at -1: the caller releases
+ * the consumer's hold; the gate holds it again at its next record if the task is still not
+ * RUNNING) and, when offset is below its restore end, it has not reached it any more (counted in
+ * task->unreached again). Returns true in that case: the records from `offset` up to the restore
+ * end only rebuild state, so the caller moves the task back to RESTORING if it was RUNNING or
+ * RECONCILING (else those records would be merged again with output, and a partition held at
+ * its restore end released past records never merged). False: nothing below the restore end. */
+bool wd_task_part_rewound(wd_task_t *task, wd_task_part_t *part, int64_t offset);
 
 /* What a record at `offset` of a task's partition is to the runtime. */
 typedef enum wd_gate {

@@ -23,6 +23,7 @@ static bool documented(wd_task_state_t a, wd_task_state_t b) {
       {WD_TASK_RESTORING, WD_TASK_RECONCILING}, {WD_TASK_RESTORING, WD_TASK_RUNNING},
       {WD_TASK_RESTORING, WD_TASK_SUSPENDED},   {WD_TASK_RESTORING, WD_TASK_CLOSED},
       {WD_TASK_RECONCILING, WD_TASK_RUNNING},   {WD_TASK_RECONCILING, WD_TASK_SUSPENDED},
+      {WD_TASK_RECONCILING, WD_TASK_RESTORING}, {WD_TASK_RUNNING, WD_TASK_RESTORING},
       {WD_TASK_RECONCILING, WD_TASK_CLOSED},    {WD_TASK_RUNNING, WD_TASK_SUSPENDED},
       {WD_TASK_RUNNING, WD_TASK_RECONCILING},   {WD_TASK_RUNNING, WD_TASK_CLOSED},
       {WD_TASK_SUSPENDED, WD_TASK_CREATED},     {WD_TASK_SUSPENDED, WD_TASK_STANDBY},
@@ -44,7 +45,7 @@ Test(tasks, every_move_is_legal_exactly_as_documented) {
                    wd_task_state_name(S[j]));
       nlegal += documented(S[i], S[j]);
     }
-  cr_assert_eq(nlegal, 21);
+  cr_assert_eq(nlegal, 23);
   cr_assert_not(wd_task_move_legal((wd_task_state_t)99, WD_TASK_RUNNING));
   cr_assert_str_eq(wd_task_state_name((wd_task_state_t)99), "?");
 }
@@ -66,7 +67,7 @@ Test(tasks, each_illegal_move_is_refused_and_the_state_kept) {
       wd_error_destroy(err);
       refused++;
     }
-  cr_assert_eq(refused, 42 - 21);
+  cr_assert_eq(refused, 42 - 23);
 }
 
 Test(tasks, a_lifecycle_of_legal_moves) {
@@ -205,6 +206,57 @@ Test(tasks, re_adding_a_partition_counts_it_once) {
   cr_assert_eq(task->unreached, 0);
   wd_tasks_clear_partitions(t);
   cr_assert_eq(task->nparts, 0);
+  wd_tasks_destroy(t);
+}
+
+/* An abort rewinds a running task's partitions to the offsets stored with its state. A partition
+ * rewound below its restore end has not reached it any more (its records there rebuild state
+ * again, without output: the task goes back to RESTORING); one rewound at or past it stays
+ * reached; a held partition is no longer held (the consumer reads it again from the rewind). Then
+ * the gate restores up to the end, holds the partition that gets there first, and runs once the
+ * last one does: every record of [rewind, end) without output, none skipped. */
+Test(tasks, a_rewind_below_the_restore_end_restores_again_without_output) {
+  wd_tasks_t *t = NULL;
+  cr_assert_null(wd_tasks_new(&t));
+  wd_task_t *task = wd_tasks_ensure(t, 4);
+  cr_assert_null(wd_task_move(task, WD_TASK_CREATED, "assigned"));
+  wd_task_part_t *a = wd_task_add_partition(task, "orders", 4, 10), *b = wd_task_add_partition(task, "payments", 4, 6),
+                 *c = wd_task_add_partition(task, "shipments", 4, 0);
+  cr_assert_null(wd_task_move(task, WD_TASK_RESTORING, NULL));
+  bool now = false;
+  for (int64_t off = 0; off < 6; off++) cr_assert_eq(wd_task_gate(task, b, off, &now), WD_GATE_RESTORE);
+  cr_assert_eq(wd_task_gate(task, b, 6, &now), WD_GATE_HOLD, "b first at its end: held");
+  cr_assert_eq(b->held_at, 6);
+  for (int64_t off = 0; off < 10; off++) cr_assert_eq(wd_task_gate(task, a, off, &now), WD_GATE_RESTORE);
+  cr_assert_eq(wd_task_gate(task, a, 10, &now), WD_GATE_RUN);
+  cr_assert(now);
+  cr_assert_eq(task->state, WD_TASK_RUNNING);
+  cr_assert_eq(task->unreached, 0);
+  /* the commit with [4, 10) of a and [2, 6) of b aborts: rewound to the stored 4 and 2, c to its 7 */
+  cr_assert(wd_task_part_rewound(task, a, 4), "a below its end");
+  cr_assert(wd_task_part_rewound(task, b, 2), "b below its end");
+  cr_assert_not(wd_task_part_rewound(task, c, 7), "c has no restore end");
+  cr_assert_eq(task->unreached, 2);
+  cr_assert_eq(b->held_at, -1, "no longer held: read again from 2");
+  cr_assert_not(a->reached);
+  cr_assert(c->reached);
+  cr_assert_null(wd_task_move(task, WD_TASK_RESTORING, "rewound"));
+  cr_assert_eq(task->restores, 2);
+  for (int64_t off = 2; off < 6; off++) cr_assert_eq(wd_task_gate(task, b, off, &now), WD_GATE_RESTORE);
+  cr_assert_eq(wd_task_gate(task, b, 6, &now), WD_GATE_HOLD);
+  cr_assert_eq(wd_task_gate(task, c, 7, &now), WD_GATE_HOLD, "reached, the task restoring: held");
+  for (int64_t off = 4; off < 10; off++) cr_assert_eq(wd_task_gate(task, a, off, &now), WD_GATE_RESTORE);
+  cr_assert_not(now);
+  cr_assert_eq(wd_task_gate(task, a, 10, &now), WD_GATE_RUN);
+  cr_assert(now);
+  cr_assert_eq(task->state, WD_TASK_RUNNING);
+  /* a rewind to the beginning (nothing stored) is below any restore end; to the end is not */
+  cr_assert(wd_task_part_rewound(task, a, -1));
+  cr_assert_not(wd_task_part_rewound(task, b, 6));
+  cr_assert_eq(task->unreached, 1);
+  /* a RECONCILING task goes back too */
+  cr_assert_null(wd_task_move(task, WD_TASK_RECONCILING, "abort"));
+  cr_assert_null(wd_task_move(task, WD_TASK_RESTORING, "rewound"));
   wd_tasks_destroy(t);
 }
 
