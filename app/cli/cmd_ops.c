@@ -86,6 +86,34 @@ static void print_history_kept(const wd_config_t *cfg, uint64_t first, int64_t f
          last ? last - first + 1 : 0, a, b, age, size, cfg->state.history_size > 0 ? ", state.history-size" : "");
 }
 
+/* The deferred state flush (state.flush-interval-ms): the offsets stored with the state trail the
+ * commits this directory made. For each position pos[i] with stored[i] < its committed offset,
+ * done[i] := the newest commit of the history (walked back from `last`, at most `bound` records)
+ * whose input reached the committed offset: the partition's state up to there is this directory's,
+ * in memory or replayed at the next start, not another member's. Errors: wd_history_get's. */
+static wd_error_t *history_reached(wd_store_t *st, uint64_t first, uint64_t last, const wd_partition_position_t *pos,
+                                   const int64_t *stored, size_t n, bool *done, uint64_t bound) {
+  size_t open = 0;
+  for (size_t i = 0; i < n; i++) {
+    done[i] = false;
+    open += pos[i].committed > stored[i];
+  }
+  for (uint64_t k = last; open && k >= first && k > 0 && last - k < bound; k--) {
+    wd_history_entry_t *e = NULL;
+    wd_error_t *err = wd_history_get(st, k, &e);
+    if (err) return err;
+    for (size_t j = 0; e && j < e->info.nin; j++)
+      for (size_t i = 0; i < n; i++)
+        if (!done[i] && pos[i].committed > stored[i] && e->info.in[j].partition == pos[i].partition &&
+            !strcmp(e->info.in[j].topic, pos[i].topic) && e->info.in[j].to >= pos[i].committed) {
+          done[i] = true;
+          open--;
+        }
+    wd_history_entry_free(e);
+  }
+  return NULL;
+}
+
 int wd_cmd_status(int argc, char **argv) {
   static const struct option longopts[] = {
       {"config", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
@@ -120,6 +148,8 @@ int wd_cmd_status(int argc, char **argv) {
   wd_store_t *st = NULL;
   wd_kafka_conf_t kc = {0};
   wd_partition_position_t *pos = NULL;
+  int64_t *stored_at = NULL; /* per pos[i]: the offset stored with the state (-1: none) */
+  bool *flushing = NULL; /* per pos[i]: committed past stored_at by this directory's own commits */
   size_t npos = 0, ntopics = 0;
   const char **topics = NULL;
   wd_buf_t line = {0};
@@ -167,19 +197,32 @@ int wd_cmd_status(int argc, char **argv) {
      * position is at (or, mid-commit, past) the group's committed offset. Behind it, another member
      * moved the partition on: the stored offset is only this directory's old copy, shown in
      * parentheses. Never stored: "-". */
+    if (!(stored_at = calloc(npos ? npos : 1, sizeof(*stored_at))) || !(flushing = calloc(npos ? npos : 1, 1))) {
+      err = wd_error_nomem();
+      goto done;
+    }
+    for (size_t i = 0; i < npos; i++)
+      if ((err = wd_store_get_offset(st, pos[i].topic, pos[i].partition, &stored_at[i]))) goto done;
+    /* the deferred state flush: a committed offset past the stored one that this directory's own
+     * commits reached (its history says so) is still this directory's */
+    if ((err = history_reached(st, first, last, pos, stored_at, npos, flushing, 100000))) goto done;
+    bool any_flushing = false;
     printf("%-40s %-6s %12s %12s %12s %10s\n", "partition", "owned", "stored", "committed", "end", "lag");
     int64_t total = 0;
     for (size_t i = 0; i < npos; i++) {
-      int64_t stored = -1;
-      if ((err = wd_store_get_offset(st, pos[i].topic, pos[i].partition, &stored))) goto done;
-      const char *owned = stored < 0 ? "-" : pos[i].committed > stored ? "no" : "yes";
+      int64_t stored = stored_at[i];
+      bool behind = pos[i].committed > stored && !flushing[i];
+      any_flushing |= flushing[i];
+      const char *owned = flushing[i] ? "yes" : stored < 0 ? "-" : behind ? "no" : "yes";
       int64_t base = pos[i].committed >= 0 ? pos[i].committed : stored >= 0 ? stored : 0;
       int64_t lag = pos[i].end > base ? pos[i].end - base : 0;
       total += lag;
       char name[300], stored_s[32], committed_s[32];
       snprintf(name, sizeof(name), "%s[%" PRId32 "]", pos[i].topic, pos[i].partition);
-      if (stored < 0) snprintf(stored_s, sizeof(stored_s), "-");
-      else if (pos[i].committed > stored) snprintf(stored_s, sizeof(stored_s), "(%" PRId64 ")", stored);
+      if (flushing[i] && stored < 0) snprintf(stored_s, sizeof(stored_s), "-*");
+      else if (flushing[i]) snprintf(stored_s, sizeof(stored_s), "%" PRId64 "*", stored);
+      else if (stored < 0) snprintf(stored_s, sizeof(stored_s), "-");
+      else if (behind) snprintf(stored_s, sizeof(stored_s), "(%" PRId64 ")", stored);
       else snprintf(stored_s, sizeof(stored_s), "%" PRId64, stored);
       if (pos[i].committed < 0) snprintf(committed_s, sizeof(committed_s), "-");
       else snprintf(committed_s, sizeof(committed_s), "%" PRId64, pos[i].committed);
@@ -188,6 +231,10 @@ int wd_cmd_status(int argc, char **argv) {
     printf("lag: %" PRId64 " (group %s; owned: this state directory holds the partition's current state, \"no\": "
            "another member moved it on and (N) is this directory's old position, \"-\": never held here)\n",
            total, cfg->kafka.group_id);
+    if (any_flushing)
+      printf("*: the rows of this directory's commits from the stored offset up to the committed one are not written "
+             "to the state yet (state.flush-interval-ms): kept in memory by the running process, or read again "
+             "without output by its next start\n");
   }
   rc = 0;
 done:
@@ -195,6 +242,8 @@ done:
   wd_error_destroy(err);
   wd_buf_free(&line);
   free(pos);
+  free(stored_at);
+  free(flushing);
   free(topics);
   wd_kafka_conf_clear(&kc);
   wd_store_close(st);

@@ -174,6 +174,7 @@ void wd_commit_destroy(wd_commit_t *c) {
   wd_store_batch_destroy(c->b);
   wd_store_batch_destroy(c->fb);
   wd_store_batch_destroy(c->pend);
+  wd_store_batch_destroy(c->hb);
   for (size_t i = 0; i < c->nruns; i++) wd_store_batch_destroy(c->runs[i]);
   free(c->runs);
   for (size_t i = 0; i < c->nspare; i++) wd_store_batch_destroy(c->spare[i]);
@@ -631,8 +632,19 @@ wd_error_t *wd_commit_flush(wd_commit_t *c) {
 }
 
 wd_error_t *wd_commit_flush_due(wd_commit_t *c) {
+  /* a task caught up after a replay without output: the replay is written now, and again once the
+   * commit open now (which may hold its end) is finalized, so a process that crashes again soon
+   * does not read it again, and more each time */
+  bool now = false;
+  if (commit_deferred(c) && wd_taskmgr_take_rebuilt(c->tm)) {
+    now = true;
+    c->flush_at = c->number + 1;
+  } else if (c->flush_at && c->number >= c->flush_at) {
+    now = true;
+    c->flush_at = 0;
+  }
   if (!c->pend_commits) return NULL;
-  if ((wd_mono_s() - c->pend_since) * 1000.0 >= (double)c->conf.flush_interval_ms ||
+  if (now || (wd_mono_s() - c->pend_since) * 1000.0 >= (double)c->conf.flush_interval_ms ||
       c->pend_bytes >= c->conf.flush_max_bytes)
     return wd_commit_flush(c);
   return NULL;
@@ -833,12 +845,23 @@ static wd_error_t *phase_committed(wd_commit_t *c, run_t *r) {
   wd_store_batch_t *fin = c->conf.exactly_once ? c->fb : c->b;
   if (c->prepared && (wd_store_batch_delete_meta(fin, WD_PREPARED_KEY) || wd_store_batch_delete_meta(fin, WD_UNDO_KEY)))
     return wd_error_nomem();
-  /* the history record with the commit's output offsets */
-  if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, fin))
-    return wd_error_nomem();
   if (commit_deferred(c) && !c->prepared) {
+    /* the history record with the commit's output offsets, and its number, are written at once (a
+     * small unsynced write): a crash loses the kept rows, which the restart replays without output,
+     * never the record of a commit whose output is committed (`widen changes` reads its ranges),
+     * and the replay's commits take the numbers after it. The flush writes them again with the
+     * rest of the finalize entries (the same bytes). */
+    if (!c->hb && !(c->hb = wd_store_batch_new())) return wd_error_nomem();
+    wd_store_batch_clear(c->hb);
+    if ((c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, c->hb)) ||
+        wd_recovery_put_number(c->hb, c->number + 1) || wd_store_batch_append(fin, c->hb))
+      return wd_error_nomem();
+    if ((err = wd_store_write(c->store, c->hb))) return err;
     if ((err = keep_committed(c))) return err; /* written by a later flush */
   } else {
+    /* the history record with the commit's output offsets */
+    if (c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, fin))
+      return wd_error_nomem();
     if ((err = wd_commit_flush(c))) return err; /* what is kept is older: first */
     if (!c->conf.exactly_once || c->prepared) err = wd_store_write(c->store, fin);
     else err = wd_store_write_both(c->store, c->b, c->fb, false);

@@ -138,7 +138,9 @@ wd_error_t *wd_commit_conf_flush(wd_commit_conf_t *cc, const struct wd_config *c
  * Errors: E_STORE_WRITE, E_STATE_DISK_FULL, E_NOMEM (what is kept stays kept). */
 wd_error_t *wd_commit_flush(wd_commit_t *c);
 /* wd_commit_flush when its time bound (flush_interval_ms since the first commit kept) or its byte
- * bound is reached; for the poll loop when it is idle. Errors: wd_commit_flush's. */
+ * bound is reached, or a task caught up after a replay without output since the last call (then
+ * also once the commit open now is finalized: the replay is written at once); for the poll loop
+ * when it is idle, and after each commit. Errors: wd_commit_flush's. */
 wd_error_t *wd_commit_flush_due(wd_commit_t *c);
 
 /* Creates the coordinator (conf copied). Reads the fault hook WIDEN_FAULT=<point>[:<n>] from the

@@ -85,12 +85,15 @@ struct wd_commit {
   size_t nruns, cap_runs;
   size_t pend_bytes; /* the runs' bytes */
   wd_store_batch_t *pend; /* the flush's write: the runs merged (wd_store_batch_merge) */
+  wd_store_batch_t *hb; /* a kept commit's history record and number, written at once (phase_committed) */
   wd_store_batch_t *spare[8]; /* emptied runs, for the next commits' batches */
   size_t nspare;
   uint64_t pend_commits; /* commits in runs */
   uint64_t pend_snap; /* the state snapshot of the last of them (wd_state_written at the flush) */
   double pend_since; /* monotonic s when the first of them was kept */
   bool pend_lost; /* a commit could not be kept (no memory): pend is never written */
+  uint64_t flush_at; /* > 0: flush once commit flush_at is finalized (a task caught up after a
+                        replay without output: wd_commit_flush_due) */
   struct {
     wd_tp_offset_t *in, *gin;
     size_t nin, cap_in, ngin, cap_gin;

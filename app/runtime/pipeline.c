@@ -589,7 +589,20 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
     if (run_once(p, &l, &err) == TURN_STOP) break;
   p->settled = 0;
   if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
-  if (!err) err = wd_commit_flush(p->commit); /* and the rows kept for the deferred state flush written */
+  {
+    /* and the rows kept for the deferred state flush written, also when the open commit could not
+     * complete (the broker away): the kept commits' transactions committed, so the store may move
+     * to them whatever happened to the open one */
+    wd_error_t *ferr = wd_commit_flush(p->commit);
+    if (!err) err = ferr;
+    else if (ferr) {
+      wd_log(WD_LOG_WARN, "pipeline",
+             "writing the committed rows kept for the state flush: %s (the next start reads "
+             "them again without output)",
+             ferr->message);
+      wd_error_destroy(ferr);
+    }
+  }
   p->settled = !err && !wd_commit_pending(p->commit);
   if (err && err->fenced)
     err = wd_error_wrap(err,

@@ -41,6 +41,7 @@ struct wd_taskmgr {
   bool quiet; /* every record runs: nothing restores, reconciles, rebuilds or is held (the
                           gate's fast path); computed from the tasks by settle(), never counted */
   bool holds_dirty; /* a record was held since the last wd_taskmgr_after_batch */
+  bool rebuilt; /* a task caught up after a rebuild without output (wd_taskmgr_take_rebuilt) */
   bool init_pending; /* an assignment recorded, its tasks CREATED, to decide (wd_taskmgr_init_step) */
   double init_since; /* the first failed try of the group's offsets for it (retry_transient) */
   bool global; /* wd_taskmgr_set_global */
@@ -259,12 +260,19 @@ static void decide_tasks(wd_taskmgr_t *tm) {
 
 /* A RESTORING task whose partitions all reached their restore end: it produces output from now
  * on; its held partitions are released after the batch (wd_commit_after_batch). */
-static void task_now_running(wd_task_t *task) {
+static void task_now_running(wd_taskmgr_t *tm, wd_task_t *task) {
+  tm->rebuilt = true;
   wd_log(WD_LOG_INFO, "commit",
          "task %" PRIu32 ": state rebuilt up to the group's committed offsets of all its %zu "
          "partition(s); producing output from here on%s",
          task->id, task->nparts,
          task->state == WD_TASK_RECONCILING ? ", once reconciled with this process's lookup tables" : "");
+}
+
+bool wd_taskmgr_take_rebuilt(wd_taskmgr_t *tm) {
+  bool r = tm->rebuilt;
+  tm->rebuilt = false;
+  return r;
 }
 
 bool wd_taskmgr_next_reconcile(wd_taskmgr_t *tm, uint32_t *task) {
@@ -302,7 +310,7 @@ wd_gate_t wd_taskmgr_gate(wd_taskmgr_t *tm, const char *topic, int32_t partition
   wd_task_part_t *part = wd_task_partition(task, topic, partition);
   bool was_held = part && part->held_at >= 0, now_running = false;
   wd_gate_t g = wd_task_gate(task, part, offset, &now_running);
-  if (now_running) task_now_running(task);
+  if (now_running) task_now_running(tm, task);
   if (g == WD_GATE_HOLD) tm->holds_dirty = true;
   if (now_running || (g == WD_GATE_HOLD && !was_held)) settle(tm);
   return g;
@@ -326,7 +334,7 @@ wd_error_t *wd_taskmgr_after_batch(wd_taskmgr_t *tm) {
           continue;
         }
         caught_up(tm, task, "all its partitions reached the group's committed offsets");
-        task_now_running(task);
+        task_now_running(tm, task);
       }
     }
     for (size_t k = 0; k < task->nparts && !err; k++) {
@@ -924,7 +932,7 @@ wd_error_t *wd_taskmgr_rebuild_done(wd_taskmgr_t *tm, uint32_t id) {
   if (!task) return NULL;
   task->rebuild = WD_REBUILD_NONE;
   wd_error_t *err = wd_task_move(task, WD_TASK_RUNNING, "rebuilt: its difference is emitted and its rows switched");
-  if (!err) task_now_running(task);
+  if (!err) task_now_running(tm, task);
   tm->holds_dirty = true; /* its held partitions are released after the next batch */
   settle(tm);
   return err;

@@ -95,6 +95,11 @@ bool wd_taskmgr_task_owned(void *ctx, uint32_t task);
 /* ---- reconcile, restore, rebuild ------------------------------------------------------------- */
 
 bool wd_taskmgr_next_reconcile(wd_taskmgr_t *tm, uint32_t *task);
+/* Whether a task caught up with the group's offsets after a rebuild without output (a lost state,
+ * the deferred flush's replay, a rebuild) since the last call; the answer is cleared. The deferred
+ * state flush writes the rebuild at the next commit (a crash loop then does not replay more and
+ * more). */
+bool wd_taskmgr_take_rebuilt(wd_taskmgr_t *tm);
 wd_error_t *wd_taskmgr_reconciled(wd_taskmgr_t *tm, uint32_t task);
 /* An abort took back the commit's reconciles: every RUNNING task with `reconcile` is RECONCILING
  * again. */
