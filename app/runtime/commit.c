@@ -677,8 +677,20 @@ static wd_error_t *phase_open(wd_commit_t *c, run_t *r) {
   for (size_t i = 0; i < c->ngin; i++) /* the global inputs' positions: local state only */
     if (wd_store_batch_set_offset(fin, c->gin[i].topic, c->gin[i].partition, c->gin[i].offset)) return wd_error_nomem();
   if (wd_recovery_put_number(fin, c->number + 1)) return wd_error_nomem();
-  if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, fin))
+  if (commit_deferred(c)) {
+    /* the deferred state flush: the commit's history record (its input ranges so far; its output
+     * ranges once it committed, phase_committed) is written at once, before its transaction
+     * commits: `widen status` finds this directory's own progress in it however long the commit
+     * runs in the background; aborted, the next commit puts its own record under the number */
+    if (!c->hb && !(c->hb = wd_store_batch_new())) return wd_error_nomem();
+    wd_store_batch_clear(c->hb);
+    if ((c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, c->hb)) ||
+        wd_store_batch_append(fin, c->hb))
+      return wd_error_nomem();
+    if ((err = wd_store_write(c->store, c->hb))) return err;
+  } else if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, fin)) {
     return wd_error_nomem();
+  }
   if (c->nin > c->cap_t) {
     wd_tp_offset_t *t = realloc(c->t, c->nin * sizeof(*t));
     if (!t) return wd_error_nomem();

@@ -588,7 +588,10 @@ wd_error_t *wd_pipeline_run(wd_pipeline_t *p) {
   while (!p->stop)
     if (run_once(p, &l, &err) == TURN_STOP) break;
   p->settled = 0;
-  if (!err) err = complete_commit(p); /* stopping: the open commit is completed */
+  /* stopping: the rows kept for the deferred state flush written first (their transactions
+   * committed; completing the open commit may outlast the stop's bound with the broker away) */
+  if (!err) err = wd_commit_flush(p->commit);
+  if (!err) err = complete_commit(p); /* the open commit is completed */
   {
     /* and the rows kept for the deferred state flush written, also when the open commit could not
      * complete (the broker away): the kept commits' transactions committed, so the store may move

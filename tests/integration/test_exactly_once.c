@@ -2245,9 +2245,10 @@ static char *all_changes(const env_t *e) {
 
 /* A clean run without the deferred flush, and a run with it killed at `point` (the n-th time) and
  * restarted, over the same input produced in two parts: the same changelog per key (read
- * read_committed: nothing lost, nothing repeated) and the same final rows. `history_kept`: every
- * commit with output has its record, so `widen changes` over the whole history gives the clean
- * run's, and `widen status` of the killed process's directory calls every partition owned. `replayed`: the restart
+ * read_committed: nothing lost, nothing repeated) and the same final rows; `widen status` of the
+ * killed process's directory calls every partition owned. `history_kept`: every commit with output
+ * has its record with its output ranges, so `widen changes` over the whole history gives the clean
+ * run's. `replayed`: the restart
  * must have found its store behind the group and read the records in between again without output
  * (not a lost state rebuilt from the beginning). */
 static void crash_point_deferred(const char *point, int n, bool replayed, bool history_kept) {
@@ -2266,9 +2267,10 @@ static void crash_point_deferred(const char *point, int n, bool replayed, bool h
   snprintf(fault, sizeof(fault), "%s:%d", point, n);
   int rc = run_widen(&crash, fault);
   cr_assert_eq(rc, 128 + SIGKILL, "the fault hook at %s did not fire (exit %d)", fault, rc);
-  if (history_kept) {
+  {
     /* the killed process's partitions are still this directory's: its commits reached the group's
-     * offsets (its history says so), its store is behind them (or at them) */
+     * offsets (its history says so, the record of a commit being written before its transaction
+     * commits), its store is behind them (or at them) */
     char *status = widen_cmd(&crash, &rc, "status --last 1");
     cr_assert_eq(rc, 0, "widen status: exit %d\n%s", rc, status);
     cr_assert_null(strstr(status, " no "), "status after %s calls a partition not owned:\n%s", fault, status);
