@@ -662,6 +662,20 @@ typedef struct run {
   wd_store_batch_t *pb; /* the prepare's meta entries */
 } run_t;
 
+/* The deferred state flush: the open commit's history record, put by `hook` (before_finalize or
+ * before_write; NULL: none), with its number when `number` is set, written to the store at once
+ * (one small unsynced write) and appended to fin, so the flush writes the same entries again with
+ * the rest of the commit's finalize entries. Errors: E_NOMEM, wd_store_write's. */
+static wd_error_t *write_history_now(wd_commit_t *c, int (*hook)(void *, uint64_t, wd_store_batch_t *), bool number,
+                                     wd_store_batch_t *fin) {
+  if (!c->hb && !(c->hb = wd_store_batch_new())) return wd_error_nomem();
+  wd_store_batch_clear(c->hb);
+  if ((hook && hook(c->conf.hooks.ctx, c->number + 1, c->hb)) ||
+      (number && wd_recovery_put_number(c->hb, c->number + 1)) || wd_store_batch_append(fin, c->hb))
+    return wd_error_nomem();
+  return wd_store_write(c->store, c->hb);
+}
+
 /* OPEN: the commit's state: every dirty row once, the offsets, the commit number -> SNAPPED. */
 static wd_error_t *phase_open(wd_commit_t *c, run_t *r) {
   (void)r;
@@ -682,12 +696,7 @@ static wd_error_t *phase_open(wd_commit_t *c, run_t *r) {
      * ranges once it committed, phase_committed) is written at once, before its transaction
      * commits: `widen status` finds this directory's own progress in it however long the commit
      * runs in the background; aborted, the next commit puts its own record under the number */
-    if (!c->hb && !(c->hb = wd_store_batch_new())) return wd_error_nomem();
-    wd_store_batch_clear(c->hb);
-    if ((c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, c->hb)) ||
-        wd_store_batch_append(fin, c->hb))
-      return wd_error_nomem();
-    if ((err = wd_store_write(c->store, c->hb))) return err;
+    if ((err = write_history_now(c, c->conf.hooks.before_finalize, false, fin))) return err;
   } else if (c->conf.hooks.before_finalize && c->conf.hooks.before_finalize(c->conf.hooks.ctx, c->number + 1, fin)) {
     return wd_error_nomem();
   }
@@ -863,12 +872,7 @@ static wd_error_t *phase_committed(wd_commit_t *c, run_t *r) {
      * never the record of a commit whose output is committed (`widen changes` reads its ranges),
      * and the replay's commits take the numbers after it. The flush writes them again with the
      * rest of the finalize entries (the same bytes). */
-    if (!c->hb && !(c->hb = wd_store_batch_new())) return wd_error_nomem();
-    wd_store_batch_clear(c->hb);
-    if ((c->conf.hooks.before_write && c->conf.hooks.before_write(c->conf.hooks.ctx, c->number + 1, c->hb)) ||
-        wd_recovery_put_number(c->hb, c->number + 1) || wd_store_batch_append(fin, c->hb))
-      return wd_error_nomem();
-    if ((err = wd_store_write(c->store, c->hb))) return err;
+    if ((err = write_history_now(c, c->conf.hooks.before_write, true, fin))) return err;
     if ((err = keep_committed(c))) return err; /* written by a later flush */
   } else {
     /* the history record with the commit's output offsets */

@@ -85,7 +85,7 @@ struct wd_commit {
   size_t nruns, cap_runs;
   size_t pend_bytes; /* the runs' bytes */
   wd_store_batch_t *pend; /* the flush's write: the runs merged (wd_store_batch_merge) */
-  wd_store_batch_t *hb; /* a kept commit's history record and number, written at once (phase_committed) */
+  wd_store_batch_t *hb; /* the deferred flush: a commit's history record written at once (write_history_now) */
   wd_store_batch_t *spare[8]; /* emptied runs, for the next commits' batches */
   size_t nspare;
   uint64_t pend_commits; /* commits in runs */
