@@ -145,26 +145,30 @@ static inline char *wd_it_replace(char *s, const char *from, const char *to) {
   return out;
 }
 
-/* An assign-mode consumer of every partition of topic from the beginning (read_committed: the
- * consumer's default), on the test broker; asserts on failure. The caller destroys it
- * (wd_consumer_destroy). */
-static inline wd_consumer_t *wd_it_consumer(const char *topic) {
+/* An assign-mode consumer of every partition of topic from the beginning, with isolation.level
+ * `isolation` ("read_committed" for wd_it_consumer), on the test broker; asserts on failure. The
+ * caller destroys it (wd_consumer_destroy). */
+static inline wd_consumer_t *wd_it_consumer_iso(const char *topic, const char *isolation) {
   wd_kafka_conf_t kc = {0};
   wd_consumer_t *c = NULL;
   const char *topics[] = {topic};
   cr_assert_null(wd_kafka_conf_set_brokers(&kc, wd_it_brokers()));
   cr_assert_null(wd_kafka_conf_set(&kc, "auto.offset.reset", "earliest"));
+  cr_assert_null(wd_kafka_conf_set(&kc, "isolation.level", isolation));
   wd_error_t *err = wd_consumer_new(&kc, topics, 1, NULL, NULL, &c);
   cr_assert_null(err, "%s", err ? err->message : "");
   wd_kafka_conf_clear(&kc); /* borrowed by wd_consumer_new for the call only */
   return c;
 }
 
+static inline wd_consumer_t *wd_it_consumer(const char *topic) { return wd_it_consumer_iso(topic, "read_committed"); }
+
 /* Reads every record of topic (all partitions, from the beginning, read_committed) as `widen
  * tail` lines: a JSON array of {"op","key","row"} in partition order (one key's records are in
- * order). It reads until every partition's position reaches the end offset it had when the read
- * began (a loaded broker may pause longer than any idle bound), for at most 180 s. The caller
- * owns the array. */
+ * order). It reads until every partition's position reaches the high watermark it had when the
+ * read began (a loaded broker may pause longer than any idle bound; a transaction left open by a
+ * killed process holds it until the broker aborts it), for at most 180 s. The caller owns the
+ * array. */
 static inline json_t *wd_it_read_changelog(const char *topic) {
   wd_consumer_t *c = wd_it_consumer(topic);
   wd_error_t *err = NULL;
@@ -173,8 +177,13 @@ static inline json_t *wd_it_read_changelog(const char *topic) {
   wd_kmsg_t msgs[500];
   wd_tp_offset_t *ends = NULL, *pos = NULL;
   size_t nends = 0, npos = 0;
-  err = wd_consumer_end_offsets(c, 30000, &ends, &nends);
+  /* the ends read_uncommitted (the high watermarks): read_committed ones stop at the first open
+   * transaction, so that the transaction of a process killed for good would cut the read short
+   * until the broker aborts it (transaction.timeout.ms, plus up to the broker's cleanup interval) */
+  wd_consumer_t *u = wd_it_consumer_iso(topic, "read_uncommitted");
+  err = wd_consumer_end_offsets(u, 30000, &ends, &nends);
   cr_assert_null(err, "%s", err ? err->message : "");
+  wd_consumer_destroy(u);
   int idle = 0;
   for (int round = 0; round < 360; round++) {
     size_t n = 0;
