@@ -158,6 +158,10 @@ static int run_pipeline(const char *cmd, const char *config, wd_pipeline_opts_t 
   int nw = wd_interleaving_warnings(cfg, &warn);
   for (int i = 0; i < nw; i++) wd_log(WD_LOG_WARN, mod, "%s", warn[i]);
   wd_interleaving_free(warn);
+  /* the file's definition first, as `widen config check` checks it: a mistake in it is reported
+   * with its line, not as a definition that differs from the state's, before the directory is
+   * opened (or created) */
+  if ((err = wd_config_check_definition(cfg))) goto done;
   /* the table definition against the state's (compatible changes go on; incompatible
    * ones fail or rebuild, per state.on-incompatible-change) */
   /* the store is opened once, by the first check, and handed on to the pipeline */

@@ -66,3 +66,19 @@ wd_error_t *wd_config_build_join(const wd_config_t *cfg, const wd_table_t *t, wd
   *out = j;
   return NULL;
 }
+
+wd_error_t *wd_config_check_definition(const wd_config_t *cfg) {
+  wd_table_t *t = NULL;
+  wd_error_t *err = wd_config_build_table(cfg, &t);
+  if (err) return err;
+  wd_source_t **srcs = calloc(cfg->sources.n + 1, sizeof(*srcs));
+  int *ids = calloc(cfg->sources.n + 1, sizeof(*ids));
+  wd_join_t *join = NULL;
+  err = srcs && ids ? wd_config_build_join(cfg, t, srcs, ids, &join) : wd_error_nomem();
+  wd_join_destroy(join);
+  for (size_t i = 0; srcs && i < cfg->sources.n; i++) wd_source_destroy(srcs[i]);
+  free(srcs);
+  free(ids);
+  wd_table_destroy(t);
+  return err;
+}

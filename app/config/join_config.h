@@ -23,4 +23,12 @@
 wd_error_t *wd_config_build_join(const wd_config_t *cfg, const wd_table_t *t, wd_source_t **sources, int *ids,
                                  wd_join_t **out);
 
+/* Checks cfg's table definition as `widen config check` does: the table (wd_config_build_table) and
+ * every source and the join built, then freed. `widen run` and `widen replay` call it before they
+ * open the state directory, so that a mistake in the file is reported as such (with its line)
+ * rather than as a definition that differs from the stored one, a locked directory or a new empty
+ * one. Returns NULL when the definition builds. Errors: those of wd_config_build_table and
+ * wd_config_build_join; E_NOMEM. */
+wd_error_t *wd_config_check_definition(const wd_config_t *cfg);
+
 #endif

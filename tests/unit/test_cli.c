@@ -1,14 +1,18 @@
 /*
  * tests/unit/test_cli.c — the command line's messages: an unknown option gets a
  * did-you-mean in every subcommand, a missing value names the option, and replay/status/changes
- * say that --config is missing instead of printing only their usage. Runs the widen binary
- * (WIDEN_BIN); no broker.
+ * say that --config is missing instead of printing only their usage, and `widen run` reports a
+ * mistake in its file before it opens the state directory. Runs the widen binary (WIDEN_BIN); no
+ * broker.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* stdout+stderr of `widen args` (a new string) and its exit status. */
 static char *widen(int *rc, const char *args) {
@@ -81,4 +85,87 @@ Test(cli, a_misspelled_secret_property_is_masked) {
                 "widen %s:\n%s", runs[i], out);
     free(out);
   }
+}
+
+/* configs/demo.yaml with its state directory at dir/state, and with `typo` in place of the
+ * pay_version sequence group's pay_method when typo is not NULL, written to dir/name. */
+static void demo_config(const char *dir, const char *name, const char *typo) {
+  FILE *in = fopen(WD_SOURCE_DIR "/configs/demo.yaml", "r");
+  cr_assert_not_null(in);
+  char path[300], line[1024];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *out = fopen(path, "w");
+  cr_assert_not_null(out);
+  bool replaced = !typo;
+  while (fgets(line, sizeof(line), in)) {
+    char *at = strstr(line, "./state/demo");
+    char *pm = typo ? strstr(line, "paid_amount,pay_method,") : NULL;
+    if (at) fprintf(out, "%.*s%s/state%s", (int)(at - line), line, dir, at + strlen("./state/demo"));
+    else if (pm) {
+      fprintf(out, "%.*spaid_amount,%s,%s", (int)(pm - line), line, typo, pm + strlen("paid_amount,pay_method,"));
+      replaced = true;
+    } else fputs(line, out);
+  }
+  fclose(in);
+  fclose(out);
+  cr_assert(replaced, "configs/demo.yaml has no pay_version group with pay_method");
+}
+
+/* A mistake in the file (a sequence group naming an unknown column) is reported as `widen config
+ * check` reports it, with its line and a did-you-mean, whatever the state directory: a new one is
+ * not created, one locked by a running process does not hide it behind E_STORE_LOCKED, and one
+ * holding another definition does not turn it into C_STATE_DEFINITION's advice to rebuild. */
+Test(cli, a_mistake_in_the_file_is_reported_before_the_state_directory_is_opened, .timeout = 120) {
+  char dir[] = "/tmp/widen-cli-XXXXXX", args[600], state[300];
+  cr_assert_not_null(mkdtemp(dir));
+  demo_config(dir, "good.yaml", NULL);
+  demo_config(dir, "bad.yaml", "pay_methd");
+  snprintf(state, sizeof(state), "%s/state", dir);
+  const char *want = "C_SEQ_GROUP_UNKNOWN_FIELD: ";
+  const char *hint = "field 'pay_methd' can not be found in table schema; did you mean 'pay_method'?";
+  snprintf(args, sizeof(args), "run --config %s/bad.yaml", dir);
+  struct stat sb;
+  /* a new directory */
+  expect_says(args, 2, want);
+  expect_says(args, 2, hint);
+  cr_expect(stat(state, &sb) != 0, "widen run created %s for a file it refuses", state);
+  /* a directory in use: the good file's run holds it (the broker it waits for is not there) */
+  char cmd[700];
+  snprintf(cmd, sizeof(cmd), "exec env WIDEN_BROKERS=127.0.0.1:1 '%s' run --config %s/good.yaml >%s/good.log 2>&1",
+           getenv("WIDEN_BIN"), dir, dir);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  /* past the state's definition, it waits for the broker ("cannot reach 127.0.0.1:1") */
+  char glog[320], *seen = NULL;
+  snprintf(glog, sizeof(glog), "%s/good.log", dir);
+  for (int i = 0; i < 600; i++, usleep(100 * 1000)) {
+    FILE *f = fopen(glog, "r");
+    char line[2048];
+    while (f && !seen && fgets(line, sizeof(line), f))
+      if (strstr(line, "cannot reach 127.0.0.1:1")) seen = glog;
+    if (f) fclose(f);
+    if (seen) break;
+  }
+  cr_assert_not_null(seen, "the good file's run did not get to the broker (log %s)", glog);
+  int rc;
+  char *out = widen(&rc, args);
+  cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
+  cr_expect(strstr(out, hint) != NULL && strstr(out, "E_STORE_LOCKED") == NULL,
+            "a locked directory hides the mistake:\n%s", out);
+  free(out);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  /* the directory holds the good file's definition now, unlocked */
+  out = widen(&rc, args);
+  cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
+  cr_expect(strstr(out, hint) != NULL && strstr(out, "C_STATE_DEFINITION") == NULL,
+            "another stored definition hides the mistake:\n%s", out);
+  free(out);
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
 }
