@@ -165,7 +165,8 @@ int wd_cmd_status(int argc, char **argv) {
                       ? last - (uint64_t)last_n + 1
                       : first;
   char when[40] = "-";
-  printf("table %s, state %s: %" PRIu64 " bytes on disk; commits %" PRIu64 "..%" PRIu64 " in the history\n",
+  printf("table %s, state %s: %" PRIu64 " bytes of data (its SST files and memtables); commits %" PRIu64 "..%" PRIu64
+         " in the history\n",
          cfg->table.name, sdir, wd_store_disk_bytes(st), first, last);
   print_history_kept(cfg, first, first_ms, last, last_ms);
   if (last_given && last_n > 0 && last && (uint64_t)last_n > last - first + 1)

@@ -158,7 +158,9 @@ wd_error_t *wd_run_metrics_new(const wd_run_metrics_conf_t *c, wd_run_metrics_t 
                                    WD_METRIC_HISTOGRAM, 0, NULL, secs, sizeof(secs) / sizeof(*secs));
   rm->m.commits = wd_metrics_family(r, "widen_commits_total", "Commits written (the commit history's number).",
                                     WD_METRIC_COUNTER, 0, NULL, NULL, 0);
-  rm->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes", "Approximate bytes of the state store on disk.",
+  rm->m.state_bytes = wd_metrics_family(r, "widen_state_size_bytes",
+                                        "Approximate bytes of the state store: its live SST files plus its memtables "
+                                        "(the part not yet in SST files; a new memtable counts its allocated blocks).",
                                         WD_METRIC_GAUGE, 0, NULL, NULL, 0);
   rm->m.disk_free = wd_metrics_family(r, "widen_state_disk_free_bytes",
                                       "Free bytes of the state directory's filesystem (statvfs, measured before each "
