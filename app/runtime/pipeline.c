@@ -251,6 +251,8 @@ static void status_line(wd_pipeline_t *p, double rate) {
                          p->cons ? wd_consumer_idle_reason(p->cons) : NULL,
                          p->exactly_once,
                          p->pace.interval,
+                         p->pace.in.min_ms,
+                         p->pace.in.max_ms,
                          restoring_now(p)};
   wd_status_line(stderr, &in);
 }

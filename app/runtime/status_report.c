@@ -141,8 +141,11 @@ void wd_status_line(FILE *f, const wd_status_line_t *in) {
   /* no "lag 0" while the process holds no partitions, but why it holds none */
   char lag[160], nk[48] = "";
   if (st->null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, st->null_key_halves);
-  char ival[48] = ""; /* the adaptive commit interval in force */
-  if (in->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)in->interval_ms);
+  char ival[96] = ""; /* the adaptive commit interval in force, and its bounds */
+  if (in->exactly_once && in->interval_max_ms > in->interval_min_ms)
+    snprintf(ival, sizeof(ival), ", interval %lld ms, adaptive %lld..%lld)", (long long)in->interval_ms,
+             (long long)in->interval_min_ms, (long long)in->interval_max_ms);
+  else if (in->exactly_once) snprintf(ival, sizeof(ival), ", interval %lld ms)", (long long)in->interval_ms);
   if (in->idle) snprintf(lag, sizeof(lag), "no partitions (%s)", in->idle);
   else snprintf(lag, sizeof(lag), "lag %" PRId64, st->lag);
   fprintf(f,

@@ -70,12 +70,14 @@ typedef struct wd_status_line {
   const char *idle; /* why the process holds no partitions, or NULL (then the lag is shown) */
   bool exactly_once;
   int64_t interval_ms; /* the commit interval in force (exactly-once) */
+  int64_t interval_min_ms, interval_max_ms; /* its bounds (commit-interval-min-ms, commit-interval-ms) */
   bool restoring; /* a task restores its state now */
 } wd_status_line_t;
 
 /* Prints one status line to f: records in and their rate, changes out, dead letters (by error
  * id), ignored -U, ordering tombstones, deletes without sequence, null-key halves, the lag (or why
- * no partitions are held), commits, the guarantee and interval, "restoring". */
+ * no partitions are held), commits, the guarantee and the interval in force with its bounds when
+ * they differ ("interval 10 ms, adaptive 10..100"), "restoring". */
 void wd_status_line(FILE *f, const wd_status_line_t *in);
 
 /* The summary's inputs (borrowed for the call). */
