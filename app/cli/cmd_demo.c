@@ -112,7 +112,8 @@ static wd_error_t *make_events(uint64_t keys, uint64_t records, uint64_t seed, d
 }
 
 /* Prints one input event: number, stream, order, what it is, its columns (no key, version or
- * timestamps); a late one says it is older than what the stream already gave. */
+ * timestamps; a delete the sequence its before image carries); a late one says it is older than
+ * what the stream already gave. */
 static void print_event(size_t i, const demo_event_t *e) {
   json_t *j = json_loads(e->value, 0, NULL);
   const char *what = e->op == 'c' ? "insert" : e->op == 'u' ? "update" : e->op == 'd' ? "DELETE" : "?";
@@ -122,6 +123,12 @@ static void print_event(size_t i, const demo_event_t *e) {
   const char *col;
   json_t *v;
   int shown = 0;
+  if (e->op == 'd') /* a delete carries the deleted row, so its sequence is the row's last version */
+    json_object_foreach(img, col, v) {
+      size_t cl = strlen(col);
+      if (cl > 8 && !strcmp(col + cl - 8, "_version") && json_is_integer(v))
+        printf(" (its before image carries %s=%" JSON_INTEGER_FORMAT ")", col, json_integer_value(v));
+    }
   if (e->op != 'd') json_object_foreach(img, col, v) {
       size_t cl = strlen(col);
       if (!strcmp(col, "order_id") || (cl > 8 && !strcmp(col + cl - 8, "_version")) ||
