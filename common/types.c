@@ -90,6 +90,7 @@ static long wd_tp_number(wd_tparser_t *tp) {
 static int wd_tp_args(wd_tparser_t *tp, long *a, long *b, int max_args) {
   if (!wd_tp_punct(tp, '(')) return 0;
   int nargs = 0;
+  const char *why = "bad type arguments: expected a number";
   *a = wd_tp_number(tp);
   if (*a < 0) goto bad;
   nargs = 1;
@@ -98,10 +99,11 @@ static int wd_tp_args(wd_tparser_t *tp, long *a, long *b, int max_args) {
     if (*b < 0) goto bad;
     nargs = 2;
   }
+  why = max_args > 1 && nargs == 1 ? "bad type arguments: expected ',' or ')'" : "bad type arguments: expected ')'";
   if (!wd_tp_punct(tp, ')')) goto bad;
   return nargs;
 bad:
-  wd_tp_fail(tp, WD_EID_C_BAD_TYPE, "bad type arguments");
+  wd_tp_fail(tp, WD_EID_C_BAD_TYPE, why);
   return -1;
 }
 

@@ -193,6 +193,16 @@ Test(type, refused) {
   parse_fails("TIMESTAMP(10)", "C_BAD_TYPE");
   parse_fails("VARCHAR(0)", "C_BAD_TYPE");
   parse_fails("DECIMAL(5,", "C_BAD_TYPE");
+  /* an unclosed or wrong argument list says what was expected there */
+  const char *said[][2] = {
+      {"TIMESTAMP(3", "expected ')'"}, {"DECIMAL(10 2)", "expected ',' or ')'"}, {"VARCHAR(x)", "expected a number"}};
+  for (size_t i = 0; i < sizeof(said) / sizeof(*said); i++) {
+    wd_type_t *t = NULL;
+    wd_error_t *err = wd_type_parse(said[i][0], &t);
+    cr_assert_not_null(err, "'%s' should be refused", said[i][0]);
+    cr_expect(strstr(err->message, said[i][1]) != NULL, "'%s': %s", said[i][0], err->message);
+    wd_error_destroy(err);
+  }
   /* deep nesting is refused, not a stack overflow */
   char deep[2000] = "";
   for (int i = 0; i < 100; i++) strcat(deep, "ARRAY<");
