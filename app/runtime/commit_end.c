@@ -68,6 +68,10 @@ wd_error_t *commit_abort(wd_commit_t *c, const char *why, const wd_error_t *caus
     if ((err = commit_run_phases(c, c->stop.stop, &ab, RUN_FIRST))) return err;
     if (ab) return recreate ? recreate_once(c, gen, cause) : NULL; /* it aborted itself, and all after it */
   }
+  /* the deferred state flush: the commits already committed are written before the abort's
+   * requests, which may wait for an absent broker until the stop's time bound ends the process
+   * (their transactions committed: the store may move to them however this abort ends) */
+  if ((err = wd_commit_flush(c))) return err;
   if (recreate && (err = recreate_once(c, gen, cause))) return err;
   if (c->phase == WD_PHASE_IDLE) return NULL;
   c->naborts++;

@@ -4,6 +4,9 @@
 #   1. SIGTERM while the broker is down, with a commit open, exits within transaction.timeout.ms
 #      (10 s) + 5 s + slack with rc 3 (the last commit was not made), never hanging;
 #   2. SIGTERM then SIGINT leaves at once (rc 130);
+#   2b. commits made before the broker went away, kept in memory by the deferred state flush (a
+#      long state.flush-interval-ms), are written to the state by that stop: the restart in 3 finds
+#      no partition whose state is behind the group's offsets (nothing to read again without output);
 #   3. with the broker back, a restart recovers and the table equals a replay of the sources into a
 #      fresh state directory: nothing that was committed was lost, nothing applied twice.
 # Usage: stop_broker_down.sh WIDEN_BIN REPO
@@ -36,6 +39,10 @@ grep -q "dir: $T/state" "$T/demo.yaml" || { echo "stop_broker_down: FAIL the con
 MPORT=${STOP_TEST_METRICS_PORT:-$((PORT + 7))}
 sed -e "s#^pipeline:#metrics:\n  listen: 127.0.0.1:$MPORT\npipeline:\n  commit-interval-ms: 600000\n  commit-interval-min-ms: 600000\n  commit-max-records: 100000000#" "$T/demo.yaml" > "$T/open.yaml"
 grep -q "commit-interval-ms: 600000" "$T/open.yaml" || { echo "stop_broker_down: FAIL the config template changed"; exit 1; }
+# commits every second, their rows kept in memory for 10 minutes (the deferred state flush)
+sed -e "s#^pipeline:#metrics:\n  listen: 127.0.0.1:$MPORT\npipeline:\n  commit-interval-ms: 1000\n  commit-interval-min-ms: 1000#" \
+  -e "s#^  dir: $T/state#  dir: $T/state\n  flush-interval-ms: 600000#" "$T/demo.yaml" > "$T/kept.yaml"
+grep -q "flush-interval-ms: 600000" "$T/kept.yaml" || { echo "stop_broker_down: FAIL the config template changed"; exit 1; }
 kafka start >/dev/null || { echo "stop_broker_down: FAIL could not start a broker on $PORT"; exit 1; }
 "$W" produce --generate --topic-prefix "wdstop$$." --keys 1000 --records 10000 >/dev/null 2>&1 ||
   { echo "stop_broker_down: FAIL produce"; exit 1; }
@@ -54,10 +61,11 @@ backlog() {
   done
 }
 
-# records taken so far by the running widen (its /status totals), or 0
+# records taken so far by the running widen (its /status totals; `taken commits`: its commits), or 0
 taken() {
   curl -s --max-time 2 "http://127.0.0.1:$MPORT/status" 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["pipeline"]["totals"]["records_in"])' 2>/dev/null || echo 0
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["pipeline"]["totals"][sys.argv[1]])' "${1:-records_in}" \
+      2>/dev/null || echo 0
 }
 
 # starts widen run in the background (log $T/run.N.log) on a backlog of 300000 records (several
@@ -69,7 +77,7 @@ taken() {
 start_run() {
   local n=$1
   backlog 30 # 300000 records
-  "$W" run --config "$T/open.yaml" --quiet > "$T/run.$n.log" 2>&1 &
+  "$W" run --config "$T/${2:-open}.yaml" --quiet > "$T/run.$n.log" 2>&1 &
   RUN=$!
   for _ in $(seq 1 240); do
     [[ $(taken) -gt 0 ]] && break
@@ -107,11 +115,24 @@ stop_with_broker_down yes
 [[ $RC == 130 ]]; check "a_second_signal_leaves_at_once" $? "rc $RC (want 130): $(tail -3 "$T/run.2.log")"
 [[ $TOOK -le 4 ]]; check "a_second_signal_leaves_within_a_few_seconds" $? "took $TOOK s"
 
+# 2b. commits kept in memory when the broker goes away: the stop writes them
+kafka start >/dev/null || { echo "stop_broker_down: FAIL broker restart"; exit 1; }
+start_run 2b kept
+for _ in $(seq 1 120); do
+  [[ $(taken commits) -ge 2 ]] && break
+  sleep 0.5
+done
+COMMITS=$(taken commits)
+stop_with_broker_down no
+[[ $COMMITS -ge 2 ]]; check "commits_were_made_before_the_broker_went_away" $? "$COMMITS commits: $(tail -3 "$T/run.2b.log")"
+
 # 3. restart with the broker back: nothing committed was lost, nothing repeated
 kafka start >/dev/null || { echo "stop_broker_down: FAIL broker restart"; exit 1; }
 "$W" run --config "$T/demo.yaml" --quiet --max-idle-ms 3000 > "$T/run.3.log" 2>&1
 rc=$?
 check "the_restart_recovers" $rc "rc $rc: $(tail -3 "$T/run.3.log")"
+! grep -q "have their state behind" "$T/run.3.log"
+check "the_stop_wrote_the_kept_commits" $? "$(grep -m1 "have their state behind" "$T/run.3.log" | cut -c1-300)"
 "$W" rows --config "$T/demo.yaml" > "$T/rows.live" 2>"$T/rows.err"
 "$W" replay --config "$T/demo.yaml" --from beginning --state-dir "$T/replay" --quiet > "$T/replay.log" 2>&1
 "$W" rows --config "$T/demo.yaml" --state-dir "$T/replay" > "$T/rows.replay" 2>>"$T/rows.err"
