@@ -506,7 +506,7 @@ int wd_cmd_rows(int argc, char **argv) {
     schema = wd_table_schema(t);
     err = wd_join_rows_sorted(join, &rows, &nrows);
   }
-  if (!err && stale.n) {
+  if (!err && stale.n && wd_state_left_out(state)) { /* nothing left out (a standby copy kept current): no word */
     fprintf(stderr, "widen rows: left out %" PRIu64 " rows of task%s", wd_state_left_out(state),
             stale.n > 1 ? "s" : "");
     for (size_t i = 0; i < stale.n; i++) fprintf(stderr, "%s %" PRIu32, i ? "," : "", stale.v[i]);

@@ -320,7 +320,8 @@ void wd_commit_on_revoke(wd_commit_t *c, bool lost) {
       bool aborted = false;
       wd_error_t *err = wd_commit_run(c, NULL, &aborted);
       if (err) {
-        wd_log(WD_LOG_ERROR, "commit", "completing the commit before the rebalance: %s", err->message);
+        wd_log(WD_LOG_ERROR, "commit",
+               "completing the commit before its partitions are given up (a rebalance or the stop): %s", err->message);
         commit_keep_error(c, err);
       }
     }
