@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,12 @@ static wd_error_t *make_events(uint64_t keys, uint64_t records, uint64_t seed, d
   return NULL;
 }
 
+/* Whether s ends with suffix (and has something before it). */
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n > k && !strcmp(s + n - k, suffix);
+}
+
 /* Prints one input event: number, stream, order, what it is, its columns (no key, version or
  * timestamps; a delete the sequence its before image carries); a late one says it is older than
  * what the stream already gave. */
@@ -123,21 +130,18 @@ static void print_event(size_t i, const demo_event_t *e) {
   const char *col;
   json_t *v;
   int shown = 0;
-  if (e->op == 'd') /* a delete carries the deleted row, so its sequence is the row's last version */
-    json_object_foreach(img, col, v) {
-      size_t cl = strlen(col);
-      if (cl > 8 && !strcmp(col + cl - 8, "_version") && json_is_integer(v))
+  json_object_foreach(img, col, v) {
+    bool version = ends_with(col, "_version");
+    if (e->op == 'd') { /* a delete carries the deleted row, so its sequence is the row's last version */
+      if (version && json_is_integer(v))
         printf(" (its before image carries %s=%" JSON_INTEGER_FORMAT ")", col, json_integer_value(v));
+      continue;
     }
-  if (e->op != 'd') json_object_foreach(img, col, v) {
-      size_t cl = strlen(col);
-      if (!strcmp(col, "order_id") || (cl > 8 && !strcmp(col + cl - 8, "_version")) ||
-          (cl > 3 && !strcmp(col + cl - 3, "_ts")))
-        continue;
-      char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-      printf("%s %s=%s", shown++ ? "," : "", col, t ? t : "?");
-      free(t);
-    }
+    if (!strcmp(col, "order_id") || version || ends_with(col, "_ts")) continue;
+    char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    printf("%s %s=%s", shown++ ? "," : "", col, t ? t : "?");
+    free(t);
+  }
   printf("\n");
   if (!e->stream)
     printf("      TYPE ERROR: pay_amount \"12.3x\" is not a number for the DECIMAL(10,2) column paid_amount\n");

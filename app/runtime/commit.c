@@ -225,7 +225,7 @@ void commit_serve(wd_commit_t *c, int ms) {
   /* stopping while a commit waits for the broker: the commits already committed are written now
    * (the deferred state flush), so that a stop whose time bound ends the process inside this wait
    * (the broker away) leaves only the open commit to read again */
-  if (c->stop.stop && *c->stop.stop && c->pend_commits) commit_keep_error(c, wd_commit_flush(c));
+  if (c->stop.stop && *c->stop.stop) commit_keep_error(c, wd_commit_flush(c)); /* nothing kept: a no-op */
   if (c->in_callback || !c->conf.group) {
     wd_collector_poll(c->coll);
     wd_sleep_ms(ms);

@@ -101,8 +101,9 @@ wd_error_t *commit_abort(wd_commit_t *c, const char *why, const wd_error_t *caus
       err = NULL;
     }
   }
-  /* the deferred state flush: the committed rows kept in memory go to the store first (the cache's
-   * entries of this commit are dropped below, and reads must then find the committed ones) */
+  /* and again, for a commit a callback served in those requests completed (the cache's entries of
+   * this commit are dropped below, and reads must then find the committed ones; a no-op when
+   * nothing was kept meanwhile) */
   if ((err = wd_commit_flush(c))) return err;
   if (c->prepared) {
     /* the rows written at prepare go back to their prior entries (the undo image kept in memory),
