@@ -92,11 +92,14 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
 
 /* wd_consumer_new_ex flags. */
 #define WD_CONSUMER_WAIT_FOR_TOPICS 1u /* assign mode: a topic that does not exist yet is waited for */
+#define WD_CONSUMER_ONE_TRY 2u         /* assign mode: the topics' metadata is asked for 10 s, not 60 s */
 
 /* As wd_consumer_new, with flags (WD_CONSUMER_WAIT_FOR_TOPICS: in assign mode a topic that does
  * not exist is not an error: it is logged once at WARN ("topic X does not exist yet; waiting"),
  * checked for every second inside the polls, and its partitions are assigned (on_assign called
- * for each) when it appears, as kafka-console-consumer waits; `widen tail`). */
+ * for each) when it appears, as kafka-console-consumer waits; `widen tail`; WD_CONSUMER_ONE_TRY: in
+ * assign mode the topics' metadata is retried for 10 s instead of 60 s, then E_KAFKA_METADATA, for
+ * a one-shot reader that should not wait a minute for an absent broker; `widen changes`). */
 wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                                wd_consumer_assign_cb on_assign, void *ctx, unsigned flags, wd_consumer_t **out);
 

@@ -469,7 +469,25 @@ int wd_cmd_changes(int argc, char **argv) {
   if (ws.n) {
     if ((err = kafka_conf(cfg, false, &kc))) goto done;
     const char *topic = cfg->sink.topic;
-    if ((err = wd_consumer_new(&kc, &topic, 1, changes_on_assign, &ws, &cons))) goto done;
+    /* a one-shot reader: an absent broker is reported after 10 s, not waited for */
+    if ((err = wd_consumer_new_ex(&kc, &topic, 1, changes_on_assign, &ws, WD_CONSUMER_ONE_TRY, &cons))) {
+      if (err->cls == WD_ERR_KAFKA && err->retriable) {
+        const char *m = err->message;
+        size_t idl = strlen(err->id);
+        if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+        wd_error_t *why = wd_error_make(err->cls, err->eid,
+                                        "%s; widen changes reads the commits' changes back from the output topic %s "
+                                        "at %s: is the broker up?",
+                                        m, topic, cfg->kafka.bootstrap_servers);
+        if (why != wd_error_nomem()) {
+          why->retriable = true;
+          wd_error_destroy(err);
+          err = why;
+        }
+      }
+      err = wd_config_brokers_origin(cfg, err);
+      goto done;
+    }
     if (!(msgs = calloc(500, sizeof(*msgs)))) goto nomem;
     size_t left = ws.n;
     int64_t last_data = wd_mono_ms();

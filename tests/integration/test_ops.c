@@ -504,6 +504,17 @@ Test(ops, changes_by_time_before_the_history_is_refused, .timeout = 240) {
   snprintf(fb, sizeof(fb), "%lld", (long long)json_integer_value(json_object_get(json_array_get(hist, 2), "number")));
   json_t *by_number = changes(&e, fa, fb);
   assert_same(by_time, by_number, "changes from the oldest commit's time = over the commits kept");
+  /* no broker where the output topic is read back: an answer within the metadata bound (10 s
+   * and a connect check), naming the topic and asking for the broker, not a minute's retries */
+  time_t t_start = time(NULL);
+  msg = sh(&rc, "WIDEN_BROKERS=127.0.0.1:1 '%s' changes --config '%s' --from %s --to %s 2>&1", wd_it_widen_bin(), e.cfg,
+           fa, fb);
+  double took = difftime(time(NULL), t_start);
+  cr_expect_eq(rc, 1, "no broker: rc %d, %s", rc, msg);
+  cr_expect(strstr(msg, "E_KAFKA_METADATA") && strstr(msg, "is the broker up?") && strstr(msg, "127.0.0.1:1"), "%s",
+            msg);
+  cr_expect_lt(took, 40.0, "no broker: widen changes gave up after %.0f s (the retries for a pipeline are 60 s)", took);
+  free(msg);
   json_decref(by_time);
   json_decref(by_number);
   json_decref(hist);
