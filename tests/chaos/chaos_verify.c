@@ -6,7 +6,7 @@
  *   chaos_verify topics delete --brokers B TOPIC...
  *   chaos_verify verify --group NAME=COL,COL... (repeatable)
  *                (--brokers B --clean TOPIC --chaos TOPIC | --clean-file F --chaos-file F)
- *                [--dump-clean F] [--dump-chaos F] [--max-print N]
+ *                [--at-least-once] [--dump-clean F] [--dump-chaos F] [--max-print N]
  *
  * verify reads two debezium-json changelog topics of widen (the clean reference run and the
  * chaos run of the same input) to their ends with isolation.level=read_committed (or two files
@@ -31,8 +31,21 @@
  * (a) and (c) only. The output topic is keyed by the primary key, so each key's changes are in
  * one of its partitions, in order.
  *
+ * --at-least-once: the chaos run ran under pipeline.processing-guarantee: at-least-once, where a
+ * restart after a crash reads the records again from the offsets stored with its state, so its
+ * output may go back to an earlier row of a key and forward again (docs/guarantees.md); it must
+ * still lose no change, invent no value and end with the clean run's rows. In the chaos run
+ * (a) then also accepts an -U or -D whose before row is not the current one (or whose key is
+ * absent) when the key had that row earlier in the run (a replay went back; each key's rows are
+ * kept as hashes of their compact JSON), and a +I of a present key (every key was absent
+ * once); an -U or -D of a row the key never had is still a violation (a lost change). (b) then
+ * accepts a repeated transition and a value repeated or gone back to; a gap and a value the clean
+ * run never has are still violations; (c) and (d) are unchanged. What is accepted is counted as
+ * a repeat. The clean run, which no crash interrupts, is checked as without the flag.
+ *
  * Prints the first --max-print violations (default 20) with key, partition and offset, then
  *   chaos-verify: clean M messages (R rows), chaos M messages (R rows), keys K, violations V
+ * (with --at-least-once: ..., keys K, repeats N, violations V).
  * Exit 0 when V = 0, 1 when V > 0, 2 on a usage, Kafka or I/O error.
  *
  * Ownership: everything is owned by main's structures and freed before exit (ASan clean).
@@ -115,6 +128,8 @@ static uint64_t cv_project(const cv_group_t *g, const json_t *row) {
 
 static uint64_t cv_violations;
 static uint64_t cv_max_print = 20;
+static bool cv_at_least_once; /* --at-least-once: the chaos run may repeat (see the header) */
+static uint64_t cv_repeats;
 
 static void cv_violation(const char *run, const char *key, int32_t partition, int64_t offset, const char *fmt, ...) {
   cv_violations++;
@@ -128,6 +143,20 @@ static void cv_violation(const char *run, const char *key, int32_t partition, in
     printf("violation %" PRIu64 ": %s run, key %s, partition %" PRId32 " offset %" PRId64 ": %s\n", cv_violations, run,
            key, partition, offset, what);
   else printf("violation %" PRIu64 ": %s run, key %s: %s\n", cv_violations, run, key, what);
+}
+
+/* What (b) finds repeated in the chaos run: a repeat under --at-least-once, else a violation. */
+static void cv_repeat(const char *key, int32_t partition, int64_t offset, const char *fmt, ...) {
+  if (cv_at_least_once) {
+    cv_repeats++;
+    return;
+  }
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  cv_violation("chaos", key, partition, offset, "%s", what);
 }
 
 /* ---- keys and runs -------------------------------------------------------------------------- */
@@ -147,6 +176,10 @@ typedef struct cv_run {
   json_t **cur; /* [key] current row (owned) or NULL */
   size_t ncur;
   uint64_t messages, rows;
+  /* --at-least-once: the rows each key had, an open-addressing set of the mixed hash of key index
+   * and row (never 0; 0 is an empty slot); cap is a power of two, at most half full */
+  uint64_t *had;
+  size_t nhad, had_cap;
 } cv_run_t;
 
 /* Key text -> index: a jansson object used as a hash map; names[] owns copies for printing. */
@@ -200,6 +233,53 @@ static void cv_run_free(cv_run_t *r) {
   for (size_t i = 0; i < r->ncur; i++) json_decref(r->cur[i]);
   free(r->cur);
   free(r->ev);
+  free(r->had);
+}
+
+/* The entry of key ki's row in the set of rows had: the hash of the row's compact JSON (sorted
+ * keys) mixed with the key index, never 0. 0 on no memory. */
+static uint64_t cv_had_hash(uint32_t ki, const json_t *row) {
+  char *text = json_dumps(row, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+  if (!text) return 0;
+  uint64_t h = wd_hash_mix64(wd_hash_bytes(text, strlen(text), ki));
+  free(text);
+  return h ? h : 1;
+}
+
+/* The slot of h in r's set: where it is, or the empty slot where it would go. */
+static size_t cv_had_slot(const cv_run_t *r, uint64_t h) {
+  size_t i = (size_t)h & (r->had_cap - 1);
+  while (r->had[i] && r->had[i] != h) i = (i + 1) & (r->had_cap - 1);
+  return i;
+}
+
+/* Whether key ki had row in run r. */
+static bool cv_had(const cv_run_t *r, uint32_t ki, const json_t *row) {
+  uint64_t h = cv_had_hash(ki, row);
+  return h && r->had_cap && r->had[cv_had_slot(r, h)] == h;
+}
+
+/* Records that key ki has row in run r. 0, or -1 on no memory. */
+static int cv_had_add(cv_run_t *r, uint32_t ki, const json_t *row) {
+  uint64_t h = cv_had_hash(ki, row);
+  if (!h) return -1;
+  if (2 * (r->nhad + 1) > r->had_cap) {
+    size_t cap = r->had_cap ? r->had_cap * 2 : 4096;
+    uint64_t *old = r->had, *n = calloc(cap, sizeof(*n));
+    if (!n) return -1;
+    size_t old_cap = r->had_cap;
+    r->had = n;
+    r->had_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i]) r->had[cv_had_slot(r, old[i])] = old[i];
+    free(old);
+  }
+  size_t i = cv_had_slot(r, h);
+  if (!r->had[i]) {
+    r->had[i] = h;
+    r->nhad++;
+  }
+  return 0;
 }
 
 /* Applies one Kafka message (key/value bytes) of run r: decodes it, checks (a), records the
@@ -248,12 +328,16 @@ static int cv_apply(cv_run_t *r, bool is_clean, int32_t partition, int64_t offse
   const char *op0 = json_string_value(json_object_get(lines[0], "op"));
   json_t *row0 = json_object_get(lines[0], "row");
   op0 = op0 ? op0 : "?";
+  /* --at-least-once, the chaos run: a replay may go back to a row the key had earlier */
+  bool replays = cv_at_least_once && !is_clean;
   if (strcmp(op0, "+I") == 0) {
-    if (*cur) cv_violation(r->name, ktext, partition, offset, "+I of a key that is present");
+    if (*cur && replays) cv_repeats++;
+    else if (*cur) cv_violation(r->name, ktext, partition, offset, "+I of a key that is present");
     json_decref(*cur);
     *cur = json_incref(row0);
   } else if (strcmp(op0, "-U") == 0 && nlines == 2) {
-    if (!*cur) cv_violation(r->name, ktext, partition, offset, "-U of an absent key");
+    if ((!*cur || !json_equal(*cur, row0)) && replays && cv_had(r, ki, row0)) cv_repeats++;
+    else if (!*cur) cv_violation(r->name, ktext, partition, offset, "-U of an absent key");
     else if (!json_equal(*cur, row0))
       cv_violation(r->name, ktext, partition, offset, "-U does not equal the current row");
     json_decref(*cur);
@@ -263,7 +347,8 @@ static int cv_apply(cv_run_t *r, bool is_clean, int32_t partition, int64_t offse
     json_decref(*cur);
     *cur = json_incref(row0);
   } else if (strcmp(op0, "-D") == 0) {
-    if (!*cur) cv_violation(r->name, ktext, partition, offset, "-D of an absent key");
+    if ((!*cur || !json_equal(*cur, row0)) && replays && cv_had(r, ki, row0)) cv_repeats++;
+    else if (!*cur) cv_violation(r->name, ktext, partition, offset, "-D of an absent key");
     else if (!json_equal(*cur, row0))
       cv_violation(r->name, ktext, partition, offset, "-D does not equal the current row");
     json_decref(*cur);
@@ -271,6 +356,7 @@ static int cv_apply(cv_run_t *r, bool is_clean, int32_t partition, int64_t offse
   } else {
     cv_violation(r->name, ktext, partition, offset, "unexpected row kind %s (%zu rows)", op0, nlines);
   }
+  if (replays && *cur && cv_had_add(r, ki, *cur)) goto cleanup;
   cv_event_t *e = &r->ev[r->nev++];
   e->key = ki;
   e->partition = partition;
@@ -490,9 +576,7 @@ static void cv_compare(const char *key, const cv_group_t *grp, const uint64_t *c
     const cv_event_t *e = &chev[chat[i]];
     if (j + 1 < ncl && ch[i] == cl[j + 1]) {
       j++;
-      if (j <= hw)
-        cv_violation("chaos", key, e->partition, e->offset, "%s: transition %zu of %zu repeated", grp->name, j,
-                     ncl - 1);
+      if (j <= hw) cv_repeat(key, e->partition, e->offset, "%s: transition %zu of %zu repeated", grp->name, j, ncl - 1);
       else hw = j;
       continue;
     }
@@ -504,8 +588,7 @@ static void cv_compare(const char *key, const cv_group_t *grp, const uint64_t *c
         cv_violation("chaos", key, e->partition, e->offset, "%s: gap, clean values %zu..%zu of %zu missing before it",
                      grp->name, j + 1 > hw + 1 ? j + 1 : hw + 1, k - 1, ncl - 1);
       else
-        cv_violation("chaos", key, e->partition, e->offset, "%s: value %zu of %zu repeated (out of order)", grp->name,
-                     k, ncl - 1);
+        cv_repeat(key, e->partition, e->offset, "%s: value %zu of %zu repeated (out of order)", grp->name, k, ncl - 1);
       j = k;
       if (k > hw) hw = k;
       continue;
@@ -513,8 +596,7 @@ static void cv_compare(const char *key, const cv_group_t *grp, const uint64_t *c
     for (size_t x = j + 1; x-- > 0 && k == SIZE_MAX;)
       if (cl[x] == ch[i]) k = x;
     if (k != SIZE_MAX) {
-      cv_violation("chaos", key, e->partition, e->offset, "%s: back to value %zu of %zu (repeat)", grp->name, k,
-                   ncl - 1);
+      cv_repeat(key, e->partition, e->offset, "%s: back to value %zu of %zu (repeat)", grp->name, k, ncl - 1);
       j = k;
       continue;
     }
@@ -654,7 +736,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: chaos_verify topics create|delete --brokers B [--partitions P] TOPIC...\n"
           "       chaos_verify verify --group NAME=COL,COL... (--brokers B --clean T --chaos T |\n"
-          "                    --clean-file F --chaos-file F) [--dump-clean F] [--dump-chaos F] [--max-print N]\n");
+          "                    --clean-file F --chaos-file F) [--at-least-once] [--dump-clean F] [--dump-chaos F]\n"
+          "                    [--max-print N]\n");
 }
 
 int main(int argc, char **argv) {
@@ -672,8 +755,13 @@ int main(int argc, char **argv) {
   int rc = 2;
   cv_run_t clean = {.name = "clean"}, chaos = {.name = "chaos"};
   FILE *d1 = NULL, *d2 = NULL;
-  for (int i = 2; i < argc; i += 2) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+  for (int i = 2; i < argc; i++) {
+    const char *o = argv[i];
+    if (strcmp(o, "--at-least-once") == 0) { /* the one option without a value */
+      cv_at_least_once = true;
+      continue;
+    }
+    const char *v = i + 1 < argc ? argv[++i] : NULL;
     if (!v) goto bad;
     if (strcmp(o, "--brokers") == 0) brokers = v;
     else if (strcmp(o, "--clean") == 0) clean_t = v;
@@ -702,9 +790,11 @@ int main(int argc, char **argv) {
     goto cleanup;
   }
   if (cv_violations > cv_max_print) printf("... %" PRIu64 " more violations not shown\n", cv_violations - cv_max_print);
+  char repeats[48] = "";
+  if (cv_at_least_once) snprintf(repeats, sizeof repeats, ", repeats %" PRIu64, cv_repeats);
   printf("chaos-verify: clean %" PRIu64 " messages (%" PRIu64 " rows), chaos %" PRIu64 " messages (%" PRIu64
-         " rows), keys %zu, violations %" PRIu64 "\n",
-         clean.messages, clean.rows, chaos.messages, chaos.rows, cv_nkeys, cv_violations);
+         " rows), keys %zu%s, violations %" PRIu64 "\n",
+         clean.messages, clean.rows, chaos.messages, chaos.rows, cv_nkeys, repeats, cv_violations);
   rc = cv_violations ? 1 : 0;
   goto cleanup;
 bad:
