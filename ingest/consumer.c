@@ -61,7 +61,7 @@ struct wd_consumer {
   size_t nmissing;
   int64_t missing_check_at_ms; /* next check (monotonic ms) */
   bool wait_for_topics; /* assign mode: missing topics are waited for (WD_CONSUMER_WAIT_FOR_TOPICS) */
-  bool one_try;         /* assign mode: metadata retried for WD_METADATA_TIMEOUT_MS only (WD_CONSUMER_ONE_TRY) */
+  bool one_try; /* assign mode: metadata retried for WD_METADATA_TIMEOUT_MS only (WD_CONSUMER_ONE_TRY) */
   int nassigned; /* partitions held now (rebalance callbacks) */
   /* group mode: after an assignment, the next poll compares the assigned topics with the
    * subscribed topics that exist (wd_consumer_check_assignment) */
@@ -513,7 +513,8 @@ wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *t
     }
   } else {
     if ((err = wd_consumer_partitions_of(c, c->one_try ? WD_METADATA_TIMEOUT_MS : WD_METADATA_RETRY_MS,
-                                           c->wait_for_topics, list))) goto cleanup;
+                                         c->wait_for_topics, list)))
+      goto cleanup;
     if (list->cnt && wd_consumer_assign_parts(c, list, false)) {
       err = wd_error_new(WD_ERR_KAFKA, E_KAFKA, "assign of %d partitions failed", list->cnt);
       goto cleanup;

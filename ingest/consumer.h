@@ -92,7 +92,7 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
 
 /* wd_consumer_new_ex flags. */
 #define WD_CONSUMER_WAIT_FOR_TOPICS 1u /* assign mode: a topic that does not exist yet is waited for */
-#define WD_CONSUMER_ONE_TRY 2u         /* assign mode: the topics' metadata is asked for 10 s, not 60 s */
+#define WD_CONSUMER_ONE_TRY 2u /* assign mode: the topics' metadata is asked for 10 s, not 60 s */
 
 /* As wd_consumer_new, with flags (WD_CONSUMER_WAIT_FOR_TOPICS: in assign mode a topic that does
  * not exist is not an error: it is logged once at WARN ("topic X does not exist yet; waiting"),
