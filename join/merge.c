@@ -576,6 +576,7 @@ typedef struct {
   wd_entry_t before;
   wd_entry_t cur;
   bool touched;
+  bool retracted; /* a retraction (-U/-D) of the key came earlier in the message */
 } wd_touched_t;
 
 wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs, size_t n,
@@ -617,7 +618,14 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     }
     bool dropped = false, changed = false;
     if (skip_key_only_update_before(t, recs[i])) continue;
-    wd_row_t *filled = recs[i]->absent ? complete_from_entry(t, &keys[k].cur, recs[i]) : NULL;
+    /* absent columns are the row's as the message's earlier records left it, except an add
+     * record's after a retraction of its key in the message (an update's -U, key-only when the
+     * source sent no before image, then its +U without a column the change did not carry:
+     * Debezium's TOAST placeholder): the row's before the message, not the retracted one */
+    bool from_before = keys[k].retracted && wd_row_kind_is_add(recs[i]->kind);
+    wd_row_t *filled =
+        recs[i]->absent ? complete_from_entry(t, from_before ? &keys[k].before : &keys[k].cur, recs[i]) : NULL;
+    if (!wd_row_kind_is_add(recs[i]->kind)) keys[k].retracted = true;
     if (recs[i]->absent && !filled) {
       err = wd_error_nomem();
       goto done;

@@ -253,7 +253,11 @@ static void decide_tasks(wd_taskmgr_t *tm) {
                task->nparts);
       move_task(tm, task, WD_TASK_RESTORING, why);
     } else {
-      caught_up(tm, task, "its state is at the group's offsets");
+      /* under at-least-once the task resumes from the offsets stored with its state (the
+       * group's are committed later and may be behind them) */
+      caught_up(tm, task,
+                tm->conf.exactly_once ? "its state is at the group's offsets"
+                                      : "it resumes from the offsets stored with its state");
     }
   }
 }

@@ -189,3 +189,22 @@ Test(complete, key_only_update_before_where_nothing_retracts) {
     wd_table_destroy(t);
   }
 }
+
+/* An update whose source sent no before image and left a column out (Debezium's TOAST
+ * placeholder: an unchanged large value): the key-only -U retracts the sequence group, and the
+ * +U's absent column is the row's before the update, not the retracted NULL. */
+Test(complete, an_add_after_a_key_only_retraction_keeps_the_value_it_did_not_carry) {
+  wd_table_t *t = table_from("{" SCHEMA ",\"options\":{\"merge-engine\":\"partial-update\","
+                             "\"fields.s.sequence-group\":\"a\"}}");
+  one_t o = {t, {0}};
+  free(apply(&o, (wd_row_t *[]){rec(t, WD_INSERT, 1, "10", "1")}, 1));
+  char *got = apply(&o, (wd_row_t *[]){rec(t, WD_UPDATE_BEFORE, 1, "?", "?"), rec(t, WD_UPDATE_AFTER, 1, "?", "2")}, 2);
+  cr_expect_str_eq(got, "-U(1,10,1) +U(1,10,2)");
+  free(got);
+  /* a column the +U carries as NULL is NULL */
+  got = apply(&o, (wd_row_t *[]){rec(t, WD_UPDATE_BEFORE, 1, "?", "?"), rec(t, WD_UPDATE_AFTER, 1, NULL, "3")}, 2);
+  cr_expect_str_eq(got, "-U(1,10,2) +U(1,NULL,3)");
+  free(got);
+  wd_entry_clear(t, &o.e);
+  wd_table_destroy(t);
+}
