@@ -206,8 +206,11 @@ static const wd_error_doc_t DOCS[] = {
      "Give the process more memory, or lower `state.cache-memory-mb` / `pipeline.batch-size`."},
     {"E_NOT_NULL", "A record carries NULL for a NOT NULL column. Dead-lettered.",
      "Fix the input or drop NOT NULL from the column."},
-    {"E_NO_KEY", "A record lacks (part of) its primary key. Dead-lettered.",
-     "Fix the source's key mapping or the producer."},
+    {"E_NO_KEY",
+     "A record lacks (part of) its primary key. Dead-lettered. Also a PostgreSQL delete through Debezium whose "
+     "before image holds only the table's key (REPLICA IDENTITY DEFAULT) when the wide key is another column.",
+     "Fix the source's key mapping or the producer; for the delete, declare the source's own `primary-key` "
+     "(docs/source-keys.md) or set REPLICA IDENTITY FULL."},
     {"E_OUTPUT_TOO_LARGE",
      "The changelog message a record caused is larger than the producer's `message.max.bytes`, or than the "
      "topic's `max.message.bytes` (read at the first send to the topic, and again after the broker refused a "
@@ -287,9 +290,11 @@ static const wd_error_doc_t DOCS[] = {
      "A source has both `lookup: true` and `primary-key:`; a lookup is kept by its `key:` already.",
      "Remove `primary-key:` from the lookup source."},
     {"C_SOURCE_KEY_PER_PARTITION",
-     "A source with its own `primary-key:` under `pipeline.tasks: per-partition`, which does not support it yet.",
-     "Set `pipeline.tasks: single`, or remove `primary-key:` and send full before images keyed by the wide key "
-     "(Postgres `REPLICA IDENTITY FULL`)."},
+     "A source with its own `primary-key:` under `pipeline.tasks: per-partition` whose topic has another partition "
+     "count than the table, or that says `repartition: false` (its derived records go through its repartition "
+     "topic).",
+     "Give the topic the table's partition count (or set `pipeline.partitions`), and remove `repartition: false`; or "
+     "set `pipeline.tasks: single`."},
     {"C_SOURCE_KEY_REQUIRED",
      "A source format whose deletes carry only the Kafka key (e.g. `upsert-json` tombstones) without `primary-key:`.",
      "Add `primary-key: [<its key fields>]` to the source."},

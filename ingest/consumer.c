@@ -1306,4 +1306,10 @@ const char *wd_consumer_idle_reason(const wd_consumer_t *c) {
   return "all partitions are assigned to other members";
 }
 
+const char *wd_consumer_missing_topic(const wd_consumer_t *c) {
+  for (size_t i = 0; c->missing && c->nmissing && i < c->ntopics; i++)
+    if (c->missing[i]) return c->topics[i];
+  return NULL;
+}
+
 int wd_consumer_assigned_count(const wd_consumer_t *c) { return c->nassigned; }

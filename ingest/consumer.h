@@ -257,6 +257,11 @@ void wd_consumer_destroy(wd_consumer_t *c);
  * partitions), "its topics do not exist yet". From the rebalance callbacks; no request. */
 const char *wd_consumer_idle_reason(const wd_consumer_t *c);
 
+/* The first of the consumer's topics that did not exist when last looked for (the one logged as
+ * "topic X does not exist yet; waiting"; looked for again every few seconds in the polls), borrowed
+ * from c; NULL when every topic exists. No request. */
+const char *wd_consumer_missing_topic(const wd_consumer_t *c);
+
 /* librdkafka's last statistics of this consumer (ingest/kafka_stats.h; emitted every
  * statistics.interval.ms when that property is set, parsed in the polls), borrowed from c and valid
  * until the next poll; NULL before the first (or with statistics off). */

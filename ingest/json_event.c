@@ -337,6 +337,7 @@ typedef struct wd_dbz {
   bool cached_schema; /* the value's schema is sc->schema_text (fast path), not doc.schema */
   int img_schema[2]; /* schema struct of the before [0] / after [1] image; -2 = not looked up */
   wd_kc_t *kc; /* the image key memory of src, NULL until an image is read */
+  int key_only_img; /* a before image holding only the Kafka key's fields (wd_jev_key_only_image), or 0 */
   /* the documents last: wd_jev_start zeroes what comes before them and only their heads (their
    * key lists are written before they are read) */
   wd_jdoc_t doc; /* the value */
@@ -1400,6 +1401,9 @@ static wd_kc_t *wd_kc_of(wd_dbz_t *x) {
   return kc;
 }
 
+static bool wd_jzero(const wd_jdoc_t *d, int i);
+static bool wd_jin_key(const wd_dbz_t *x, int k);
+
 static wd_error_t *wd_jev_begin_image(void *ctx, int image, const void *img) {
   wd_dbz_t *x = ctx;
   const wd_jimg_t *ji = img;
@@ -1409,7 +1413,103 @@ static wd_error_t *wd_jev_begin_image(void *ctx, int image, const void *img) {
   if (!x->kc) x->kc = wd_kc_of(x);
   if ((err = wd_fill_slots(x, image, ji->obj))) return err;
   if (ji->overlay >= 0) err = wd_fill_slots(x, image, ji->overlay);
+  if (!err && x->key_only_img && x->key_only_img == ji->obj) /* the fields Debezium filled in: not carried */
+    for (size_t m = 0; m < x->src->ncols; m++) {
+      int v = x->sc->slot[m];
+      if (v > 0 && !wd_jin_key(x, v - 1) && wd_jzero(&x->doc, v)) x->sc->slot[m] = -1;
+    }
   return err;
+}
+
+/* Whether the value at token i is its type's zero: a number 0 (0, -0, 0.0, 0e0), false, "" or
+ * "AA==" (Kafka Connect's Decimal 0: one zero byte in base64): what Debezium writes for a NOT
+ * NULL column it has no value of. */
+static bool wd_jzero(const wd_jdoc_t *d, int i) {
+  const char *p = d->js + d->t[i].start;
+  size_t n = (size_t)(d->t[i].end - d->t[i].start);
+  if (d->t[i].type == JSMN_STRING) return n == 0 || (n == 4 && memcmp(p, "AA==", 4) == 0);
+  if (d->t[i].type != JSMN_PRIMITIVE) return false;
+  if (n == 5 && memcmp(p, "false", 5) == 0) return true;
+  bool digit = false;
+  for (size_t k = 0; k < n; k++) {
+    if (p[k] == 'e' || p[k] == 'E') break; /* 0e5 is 0 */
+    if (p[k] >= '1' && p[k] <= '9') return false;
+    if (p[k] == '0') digit = true;
+    else if (p[k] != '-' && p[k] != '.') return false;
+  }
+  return digit;
+}
+
+/* Whether the image field whose key token is k is a field of the Kafka key (loaded). */
+static bool wd_jin_key(const wd_dbz_t *x, int k) {
+  const wd_jdoc_t *d = &x->doc;
+  return wd_jget(&x->key, x->key.root, d->js + d->t[k].start, (size_t)(d->t[k].end - d->t[k].start)) >= 0;
+}
+
+/* Whether the record is Debezium PostgreSQL's (source.connector "postgresql") with a Kafka key
+ * that is a non-empty JSON object (loaded into x->key). */
+static bool wd_jev_postgres_key(wd_dbz_t *x) {
+  const wd_jdoc_t *d = &x->doc;
+  int source = wd_jgets(d, d->root, "source");
+  int connector = source >= 0 && d->t[source].type == JSMN_OBJECT ? wd_jgets(d, source, "connector") : -1;
+  if (connector < 0 || !wd_jstr_eq(d, connector, "postgresql", 10)) return false;
+  wd_error_t *err = wd_load_key(x);
+  if (err) {
+    /* a Kafka key that is not JSON: not this shape; a $key mapping reports it when it reads it */
+    wd_error_destroy(err);
+    x->key_state = 0;
+    return false;
+  }
+  const wd_jdoc_t *k = &x->key;
+  return x->key_state == 1 && k->t[k->root].type == JSMN_OBJECT && k->t[k->root].size > 0;
+}
+
+/* The first IMAGE mapping of a wide primary-key column whose field is not in the Kafka key, or
+ * NULL. */
+static const wd_source_col_t *wd_jev_pk_outside_key(const wd_dbz_t *x) {
+  const wd_jdoc_t *k = &x->key;
+  for (size_t m = 0; m < x->src->ncols; m++) {
+    const wd_source_col_t *c = &x->src->cols[m];
+    if (c->kind == WD_MAP_IMAGE && wd_schema_is_pk(x->schema, c->col) &&
+        wd_jget(k, k->root, c->seg[0], c->seglen[0]) < 0)
+      return c;
+  }
+  return NULL;
+}
+
+void wd_jev_note_update_without_before(wd_jev_t *x) {
+  if (wd_jev_postgres_key(x) && wd_jev_pk_outside_key(x)) x->out->flags |= WD_CHANGES_KEY_ONLY_BEFORE;
+}
+
+int wd_jev_key_only_image(wd_jev_t *x, int img, wd_error_t **err) {
+  const wd_jdoc_t *d = &x->doc;
+  *err = NULL;
+  if (img <= 0 || d->t[img].type != JSMN_OBJECT || !wd_jev_postgres_key(x)) return 0;
+  const wd_jdoc_t *k = &x->key;
+  int nkey = 0, nzero = 0, j = img + 1;
+  for (int f = 0; f < d->t[img].size && j + 1 < d->n; f++, j = wd_jnext(d, j + 1)) {
+    if (wd_jin_key(x, j)) nkey++;
+    else if (wd_jzero(d, j + 1)) nzero++;
+    else if (!wd_jis_null(d, j + 1)) return 0; /* a real value: a full image */
+  }
+  if (nkey != k->t[k->root].size || nzero == 0) return 0;
+  /* the wide row such a delete leaves is named by its key fields only */
+  const wd_source_col_t *c = wd_jev_pk_outside_key(x);
+  if (c) {
+    char key[96];
+    wd_tok_text(k, k->root, key, sizeof(key));
+    *err = wd_error_new(WD_ERR_RECORD, E_NO_KEY,
+                        "source '%s': a delete whose before image holds only the table's key %s, its other "
+                        "fields Debezium's defaults for NOT NULL columns (PostgreSQL's REPLICA IDENTITY DEFAULT): "
+                        "the wide table's key column '%s' (field '%s') is not in it, so the row the delete "
+                        "leaves is unknown. Declare the source's own primary-key (docs/source-keys.md) or set "
+                        "REPLICA IDENTITY FULL on the table",
+                        x->src->name, key, x->schema->cols[c->col].name, c->spec);
+    return -1;
+  }
+  x->key_only_img = img;
+  x->out->flags |= WD_CHANGES_KEY_ONLY_BEFORE;
+  return 1;
 }
 
 static wd_error_t *wd_jev_value(void *ctx, int image, const void *img, size_t m, wd_value_t *v, bool *present) {

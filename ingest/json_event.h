@@ -68,6 +68,25 @@ int wd_jev_int(const wd_jev_t *x, int tok, int64_t *out);
  * the value reader consults for image fields (tok -1: none). */
 void wd_jev_set_type_hints(wd_jev_t *x, int tok);
 
+/* Whether object img, the before image of a Debezium PostgreSQL delete (source.connector
+ * "postgresql"), is the old key that REPLICA IDENTITY DEFAULT gives: every field of the Kafka
+ * key (a JSON object, envelope or not) is in it, and every other field is null or its type's
+ * zero (0, false, "", "AA=="), at least one a zero: Debezium fills NOT NULL columns it has no
+ * value of with their default. Returns 1 and makes the image reader leave those zero fields out
+ * (not carried: a retraction takes them from the stored row, as for a delete-without-sequence)
+ * and sets WD_CHANGES_KEY_ONLY_BEFORE in the container's flags; 0 when the image is not that
+ * (nothing changes); -1 with *err WD_ERR_RECORD "E_NO_KEY" when a column of the wide table's
+ * primary key is read from a field outside the Kafka key (the delete's wide row is unknown: the
+ * source needs its own primary-key). */
+int wd_jev_key_only_image(wd_jev_t *x, int img, wd_error_t **err);
+
+/* For an update without a before image: when the record is Debezium PostgreSQL's and a column of
+ * the wide table's primary key is read from a field outside its Kafka key (the source is keyed by
+ * another column: REPLICA IDENTITY DEFAULT sends no before image, so a move of the row to another
+ * wide key cannot be retracted without the source's own primary-key), sets
+ * WD_CHANGES_KEY_ONLY_BEFORE in the container's flags. Nothing else changes. */
+void wd_jev_note_update_without_before(wd_jev_t *x);
+
 /* The image reader over x (image handles: const wd_jimg_t *), naming images names[0] (before)
  * and names[1] (after) in messages (static strings). */
 wd_image_reader_t wd_jev_reader(wd_jev_t *x, const char *before_name, const char *after_name);

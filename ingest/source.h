@@ -276,6 +276,11 @@ typedef struct wd_kafka_meta {
 #define WD_CHANGES_SCHEMALESS                                                                                          \
   0x2u /* a Debezium JSON value without its envelope schema
                                       (JsonConverter schemas.enable=false): nothing says its types */
+/* PostgreSQL's REPLICA IDENTITY DEFAULT through Debezium (ingest/json_event.h): a delete whose
+ * before image holds only the table's key and Debezium's defaults for its NOT NULL columns (the
+ * defaults were left out of the record), or an update without a before image of a source keyed by
+ * another column than the wide key (its moves cannot be retracted) */
+#define WD_CHANGES_KEY_ONLY_BEFORE 0x4u
 
 /* The change records of one source message. Reusable: wd_changes_init once, then each decode
  * resets it and fills it; wd_changes_free at the end. The rows are owned by the container and

@@ -376,6 +376,19 @@ static wd_error_t *route_changes(wd_batch_t *bt, size_t i, wd_bmsg_t *b, const w
              src->name, m->topic, m->partition, m->offset);
     bt->c.st->null_key_halves += bt->changes.null_key_halves;
   }
+  if ((bt->changes.flags & WD_CHANGES_KEY_ONLY_BEFORE) && !bt->restoring[i]) {
+    if (!bt->c.st->key_only_before)
+      wd_log(WD_LOG_WARN, "pipeline",
+             "source '%s' (%s[%d]@%" PRId64 "): PostgreSQL's REPLICA IDENTITY DEFAULT: %s. A source keyed by another "
+             "column than the wide key needs its own primary-key for its deletes and moves (docs/source-keys.md), or "
+             "the table REPLICA IDENTITY FULL; counted as `key-only before images`",
+             src->name, m->topic, m->partition, m->offset,
+             bt->changes.op == 'd' ? "a delete whose before image holds only the table's key and Debezium's defaults "
+                                     "for its NOT NULL columns; those columns are taken from the stored row"
+                                   : "an update without a before image, of a source whose wide key is not its Kafka "
+                                     "key: a move to another wide key leaves the old row as it was");
+    bt->c.st->key_only_before++;
+  }
   if (bt->pu_no_retract && (err = drop_update_before(bt))) return err;
   if (!bt->changes.count) return NULL; /* every half had a NULL key: nothing to apply */
   /* a co-partitioned source's record must be in its wide key's partition (murmur2 of widen's key

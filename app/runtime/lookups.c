@@ -186,7 +186,8 @@ wd_error_t *wd_lookups_normalise(wd_lookups_t *lk, int si, uint32_t task, wd_cha
   wd_changes_t *in = &lk->changes[si];
   wd_srckey_set_task(lk->sk, task);
   wd_changes_reset(out);
-  out->flags = in->flags;
+  /* a key-only before image is what a source's own primary key is for: nothing to warn of */
+  out->flags = in->flags & ~WD_CHANGES_KEY_ONLY_BEFORE;
   out->op = in->op;
   out->ts_ms = in->ts_ms;
   out->null_key_halves = in->null_key_halves;

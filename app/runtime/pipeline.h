@@ -83,6 +83,8 @@ typedef struct wd_pipeline_stats {
                                         deletes), handled by the source's delete-without-sequence */
   uint64_t null_key_halves; /* halves of updates/deletes whose primary key is NULL, left out
                                 (ingest/format.h: a NULL key holds no row) */
+  uint64_t key_only_before; /* records of PostgreSQL's REPLICA IDENTITY DEFAULT without the row in their
+                                before image (ingest/source.h WD_CHANGES_KEY_ONLY_BEFORE) */
   int64_t lag;
 } wd_pipeline_stats_t;
 

@@ -45,6 +45,8 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
              (long long)wd_state_disk_free_bytes());
   else if (idle && strcmp(idle, "all partitions are assigned to other members"))
     snprintf(why, sizeof(why), "no partitions: %s", idle);
+  else if (in->cons && wd_consumer_missing_topic(in->cons)) /* a misspelt topic leaves its columns empty */
+    snprintf(why, sizeof(why), "topic %s does not exist yet", wd_consumer_missing_topic(in->cons));
 
   /* the metrics: task states, restores, librdkafka's statistics */
   uint32_t *ids = calloc(nt + 1, sizeof(*ids));
@@ -141,6 +143,8 @@ void wd_status_line(FILE *f, const wd_status_line_t *in) {
   /* no "lag 0" while the process holds no partitions, but why it holds none */
   char lag[160], nk[48] = "";
   if (st->null_key_halves) snprintf(nk, sizeof(nk), " | null-key halves %" PRIu64, st->null_key_halves);
+  char ko[48] = "";
+  if (st->key_only_before) snprintf(ko, sizeof(ko), " | key-only before images %" PRIu64, st->key_only_before);
   char ival[96] = ""; /* the adaptive commit interval in force, and its bounds */
   if (in->exactly_once && in->interval_max_ms > in->interval_min_ms)
     snprintf(ival, sizeof(ival), ", interval %lld ms, adaptive %lld..%lld)", (long long)in->interval_ms,
@@ -151,9 +155,9 @@ void wd_status_line(FILE *f, const wd_status_line_t *in) {
   fprintf(f,
           "widen: in %" PRIu64 " records (%.0f/s) | out %" PRIu64 " changes | dead-lettered %" PRIu64
           "%s | ignored -U %" PRIu64 " | ordering tombstones %" PRIu64 " | deletes without sequence %" PRIu64
-          "%s | %s | commits %" PRIu64 "%s%s%s\n",
+          "%s%s | %s | commits %" PRIu64 "%s%s%s\n",
           st->records_in, in->rate, st->changes_out, st->dead_lettered, by_id.len ? (char *)by_id.data : "",
-          st->ignored_update_before, st->tombstones, st->deletes_without_sequence, nk, lag, st->commits,
+          st->ignored_update_before, st->tombstones, st->deletes_without_sequence, nk, ko, lag, st->commits,
           in->exactly_once ? " (exactly-once" : " (at-least-once)", ival, in->restoring ? " | restoring" : "");
   wd_buf_free(&by_id);
 }
@@ -181,6 +185,9 @@ void wd_status_summary(FILE *f, const wd_status_summary_t *in, double seconds) {
     fprintf(f, "; %" PRIu64 " deletes without sequence field", st->deletes_without_sequence);
   if (st->null_key_halves)
     fprintf(f, "; %" PRIu64 " null-key halves left out (a NULL key holds no row)", st->null_key_halves);
+  if (st->key_only_before)
+    fprintf(f, "; %" PRIu64 " records with only the key in their before image (REPLICA IDENTITY DEFAULT)",
+            st->key_only_before);
   if (in->from) fprintf(f, "; %" PRIu64 " records older than --from skipped", st->skipped_before_from);
   fprintf(f, "\n");
 }
@@ -218,4 +225,5 @@ void wd_status_totals_rollback(wd_pipeline_stats_t *st, const wd_pipeline_stats_
   st->restored = base->restored;
   st->deletes_without_sequence = base->deletes_without_sequence;
   st->null_key_halves = base->null_key_halves;
+  st->key_only_before = base->key_only_before;
 }

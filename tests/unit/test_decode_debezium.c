@@ -4,6 +4,7 @@
  * synthetic events for each type encoding and error.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1499,6 +1500,167 @@ Test(types, envelope_schema_cache) {
   free(rev);
   free(nul);
   free(more);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
+/* ---- PostgreSQL's REPLICA IDENTITY DEFAULT through Debezium 3.6 ---------------------------- */
+
+/* tests/fixtures/debezium/postgres-replica-identity-default.jsonl: the records of two topics of
+ * Debezium's PostgreSQL connector with every default (see the folder's README). Its deletes'
+ * before images hold the table's key and Debezium's defaults for the NOT NULL columns
+ * ({"order_id":1,"customer":"",...,"order_version":0}); its updates have none. */
+typedef struct pg_rec {
+  json_t *all;
+  const char *topic, *key, *value;
+  int64_t offset;
+  int32_t partition;
+} pg_rec_t;
+
+static size_t pg_load(pg_rec_t **out) {
+  FILE *f = fopen(WD_SOURCE_DIR "/tests/fixtures/debezium/postgres-replica-identity-default.jsonl", "r");
+  cr_assert_not_null(f);
+  char *line = NULL;
+  size_t cap = 0, n = 0;
+  *out = NULL;
+  while (getline(&line, &cap, f) > 0) {
+    *out = realloc(*out, (n + 1) * sizeof(**out));
+    pg_rec_t *r = &(*out)[n++];
+    r->all = json_loads(line, 0, NULL);
+    cr_assert_not_null(r->all);
+    r->topic = json_string_value(json_object_get(r->all, "topic"));
+    r->key = json_string_value(json_object_get(r->all, "key"));
+    r->value = json_string_value(json_object_get(r->all, "value"));
+    r->partition = (int32_t)json_integer_value(json_object_get(r->all, "partition"));
+    r->offset = json_integer_value(json_object_get(r->all, "offset"));
+  }
+  free(line);
+  fclose(f);
+  return n;
+}
+
+/* Decodes the records of topic with ops (a string of Debezium ops, e.g. "d") into "op:text"
+ * items separated by " | "; each item's text is the records, or ERR and the message, and "!"
+ * when WD_CHANGES_KEY_ONLY_BEFORE was set. */
+static char *pg_decode(const pg_rec_t *recs, size_t n, const char *topic, const char *ops, const wd_source_t *src,
+                       const wd_schema_t *s) {
+  wd_buf_t b = {0};
+  wd_buf_append(&b, "", 0);
+  wd_changes_t ch;
+  wd_changes_init(&ch);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(recs[i].topic, topic) || !recs[i].value) continue;
+    wd_kafka_meta_t meta = {recs[i].topic, recs[i].partition, recs[i].offset, -1, recs[i].key, strlen(recs[i].key)};
+    char *got = decode_text(src, s, &meta, recs[i].value, &ch);
+    if (!strchr(ops, ch.op ? ch.op : (strstr(recs[i].value, "\"op\":\"d\"") ? 'd' : '?'))) {
+      free(got);
+      continue;
+    }
+    wd_buf_printf(&b, "%s%s%s", b.len > 1 ? " | " : "", got, (ch.flags & WD_CHANGES_KEY_ONLY_BEFORE) ? "!" : "");
+    free(got);
+  }
+  wd_changes_free(&ch);
+  return (char *)b.data;
+}
+
+/* A delete of a table keyed by the wide key: the key is read, the defaults are not carried (a
+ * retraction takes them from the stored row, so the delete applies with the stored sequence);
+ * a NULL of a nullable column stays NULL, as it was sent. Inserts and updates are as before. */
+Test(replica_identity_default, a_delete_carries_the_key_not_the_defaults) {
+  static const char *const names[] = {"order_id", "customer", "amount", "created_at", "note", "order_version"};
+  static const char *const types[] = {"BIGINT NOT NULL", "STRING", "DECIMAL(12,2)", "TIMESTAMP(3)", "STRING", "BIGINT"};
+  static const char *const pk[] = {"order_id"};
+  wd_schema_t *s = schema_make(6, names, types, 1, pk);
+  wd_source_t *src = source_make(s, NULL);
+  pg_rec_t *recs;
+  size_t n = pg_load(&recs);
+  char *got = pg_decode(recs, n, "pg2.shop2.orders", "d", src, s);
+  cr_expect_str_eq(got, "-D(1,?,NULL,NULL,NULL,?)! | -D(4,?,NULL,NULL,NULL,?)!");
+  free(got);
+  got = pg_decode(recs, n, "pg2.shop2.orders", "u", src, s);
+  cr_expect(strstr(got, "!") == NULL, "updates of a table keyed by the wide key are not flagged: %s", got);
+  cr_expect(strstr(got, "-U(2,?,?,?,?,?) +U(2,Bob,10.00,") != NULL, "%s", got);
+  free(got);
+  for (size_t i = 0; i < n; i++) json_decref(recs[i].all);
+  free(recs);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
+/* A source keyed by another column (payments keyed by payment_id filling a table keyed by
+ * order_id): its delete cannot name the wide row (Debezium wrote order_id 0), so it is refused
+ * with what to change, not applied to order 0; its updates are flagged (a move is not
+ * retractable). With the source's own primary key the same delete is read as the key alone. */
+Test(replica_identity_default, a_delete_of_a_source_keyed_by_another_column) {
+  static const char *const names[] = {"order_id", "method", "paid", "payment_version"};
+  static const char *const types[] = {"BIGINT NOT NULL", "STRING", "DECIMAL(12,2)", "BIGINT"};
+  static const char *const pk[] = {"order_id"};
+  wd_schema_t *s = schema_make(4, names, types, 1, pk);
+  wd_source_t *src = source_make(s, NULL);
+  pg_rec_t *recs;
+  size_t n = pg_load(&recs);
+  char *got = pg_decode(recs, n, "pg2.shop2.payments", "d", src, s);
+  cr_expect(strncmp(got,
+                    "ERR E_NO_KEY: source 'products': a delete whose before image holds only the table's key "
+                    "{\"payment_id\":11}",
+                    93) == 0,
+            "%s", got);
+  cr_expect(strstr(got, "REPLICA IDENTITY DEFAULT") && strstr(got, "'order_id'") && strstr(got, "primary-key"), "%s",
+            got);
+  free(got);
+  got = pg_decode(recs, n, "pg2.shop2.payments", "u", src, s);
+  cr_expect_str_eq(got, "-U(1,?,?,?) +U(1,card,121.50,9)! | -U(5,?,?,?) +U(5,card,7.00,14)!");
+  free(got);
+  /* the source's own schema (join/srckey.h): keyed by payment_id */
+  static const char *const snames[] = {"payment_id", "order_id", "method", "paid", "payment_version"};
+  static const char *const stypes[] = {"BIGINT NOT NULL", "BIGINT", "STRING", "DECIMAL(12,2)", "BIGINT"};
+  static const char *const spk[] = {"payment_id"};
+  wd_schema_t *ss = schema_make(5, snames, stypes, 1, spk);
+  wd_source_t *ssrc = source_make(ss, NULL);
+  got = pg_decode(recs, n, "pg2.shop2.payments", "d", ssrc, ss);
+  cr_expect_str_eq(got, "-D(11,?,NULL,NULL,?)! | -D(12,?,NULL,NULL,?)! | -D(10,?,NULL,NULL,?)!");
+  free(got);
+  for (size_t i = 0; i < n; i++) json_decref(recs[i].all);
+  free(recs);
+  wd_source_destroy(ssrc);
+  wd_schema_destroy(ss);
+  wd_source_destroy(src);
+  wd_schema_destroy(s);
+}
+
+/* Full before images are not touched: a PostgreSQL delete whose other fields are real values,
+ * one without a Kafka key, and one of another connector with the same zeros. */
+Test(replica_identity_default, full_images_and_other_connectors_are_read_as_they_are) {
+  wd_schema_t *s = products_schema();
+  wd_source_t *src = source_make(s, NULL);
+  static const char *const key = "{\"id\":111}";
+  wd_kafka_meta_t meta = {"t", 0, 0, -1, key, strlen(key)};
+  static const char *const cases[][2] = {
+      {"{\"before\":{\"id\":111,\"name\":\"scooter\",\"description\":\"\",\"weight\":0},\"after\":null,"
+       "\"source\":{\"connector\":\"postgresql\"},\"op\":\"d\"}",
+       "-D(111,scooter,,0)"},
+      {"{\"before\":{\"id\":111,\"name\":\"\",\"description\":null,\"weight\":0.0},\"after\":null,"
+       "\"source\":{\"connector\":\"mysql\"},\"op\":\"d\"}",
+       "-D(111,,NULL,0)"},
+      {"{\"before\":{\"id\":111,\"name\":\"\",\"description\":null,\"weight\":0.0},\"after\":null,"
+       "\"source\":{\"connector\":\"postgresql\"},\"op\":\"d\"}",
+       "-D(111,?,NULL,?)"},
+      {"{\"before\":{\"id\":111,\"name\":null,\"description\":null,\"weight\":null},\"after\":null,"
+       "\"source\":{\"connector\":\"postgresql\"},\"op\":\"d\"}",
+       "-D(111,NULL,NULL,NULL)"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+    wd_changes_t ch;
+    wd_changes_init(&ch);
+    char *got = decode_text(src, s, &meta, cases[i][0], &ch);
+    cr_expect_str_eq(got, cases[i][1], "case %zu", i);
+    cr_expect_eq((ch.flags & WD_CHANGES_KEY_ONLY_BEFORE) != 0, i == 2, "case %zu: flag", i);
+    free(got);
+    got = decode_text(src, s, NULL, cases[i][0], &ch);
+    cr_expect(strchr(got, '?') == NULL, "case %zu without a Kafka key: %s", i, got);
+    free(got);
+    wd_changes_free(&ch);
+  }
   wd_source_destroy(src);
   wd_schema_destroy(s);
 }
