@@ -460,6 +460,18 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
     }
     return false;
   }
+  if (reason && strstr(reason, "Invalid response size")) {
+    /* librdkafka's advice ("increase receive.message.max.bytes") is wrong for the usual cause:
+     * the address is another server's (a database, an HTTP port) */
+    char where[512], why[160];
+    wd_kafka_unreachable_text(rk, err, reason, where, sizeof(where), why, sizeof(why));
+    wd_log(*waiting ? WD_LOG_DEBUG : WD_LOG_WARN, module,
+           "%s does not answer in Kafka's protocol: is it a Kafka broker's address (kafka.bootstrap.servers)? "
+           "(librdkafka: %s); retrying",
+           where, reason);
+    *waiting = true;
+    return false;
+  }
   wd_log(WD_LOG_WARN, module, "%s: Kafka client error %s: %s", rd_kafka_name(rk),
          rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
   return false;

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +169,63 @@ Test(cli, a_mistake_in_the_file_is_reported_before_the_state_directory_is_opened
   cr_expect(strstr(out, hint) != NULL && strstr(out, "C_STATE_DEFINITION") == NULL,
             "another stored definition hides the mistake:\n%s", out);
   free(out);
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+/* kafka.bootstrap.servers naming another server (here one that answers as PostgreSQL does, an
+ * 'E' error packet, which librdkafka reads as a 1.1 GB response and advises to raise
+ * receive.message.max.bytes): the log says the address does not speak Kafka's protocol. */
+Test(cli, a_server_that_is_not_kafka_is_named_as_such, .timeout = 120) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  cr_assert_geq(ls, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+  socklen_t al = sizeof(a);
+  cr_assert_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+  cr_assert_eq(listen(ls, 16), 0);
+  cr_assert_eq(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+  int port = ntohs(a.sin_port);
+  pid_t srv = fork();
+  cr_assert_geq(srv, 0);
+  if (srv == 0) { /* answers every connection with PostgreSQL's error packet, then closes it */
+    static const char pg[] = "E\0\0\0\x50SFATAL\0VFATAL\0C0A000\0Munsupported frontend protocol\0\0";
+    for (;;) {
+      int c = accept(ls, NULL, NULL);
+      if (c < 0) _exit(0);
+      char buf[256];
+      (void)!read(c, buf, sizeof(buf));
+      (void)!write(c, pg, sizeof(pg) - 1);
+      close(c);
+    }
+  }
+  close(ls);
+  char dir[] = "/tmp/widen-cli-XXXXXX", cmd[700], log[320];
+  cr_assert_not_null(mkdtemp(dir));
+  demo_config(dir, "demo.yaml", NULL);
+  snprintf(log, sizeof(log), "%s/run.log", dir);
+  snprintf(cmd, sizeof(cmd), "exec env WIDEN_BROKERS=127.0.0.1:%d '%s' run --config %s/demo.yaml >%s 2>&1", port,
+           getenv("WIDEN_BIN"), dir, log);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  char want[160], line[2048];
+  snprintf(want, sizeof(want), "127.0.0.1:%d does not answer in Kafka's protocol: is it a Kafka broker's address",
+           port);
+  bool seen = false;
+  for (int i = 0; i < 600 && !seen; i++, usleep(100 * 1000)) {
+    FILE *f = fopen(log, "r");
+    while (f && !seen && fgets(line, sizeof(line), f)) seen = strstr(line, want) != NULL;
+    if (f) fclose(f);
+  }
+  kill(pid, SIGKILL);
+  kill(srv, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  waitpid(srv, &st, 0);
+  cr_expect(seen, "no '%s' in %s", want, log);
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
 }
