@@ -54,6 +54,11 @@ SCENARIOS = {
     "defaults_identity": ("DEFAULT", False, True, "single", False, False),
     "defaults_toast": ("ORDERS_DEFAULT", True, True, "single", True, False),
     "defaults_per_partition": ("FULL", True, True, "per-partition", False, True),
+    # orders with REPLICA IDENTITY DEFAULT and TOAST placeholders but WITHOUT its own primary-key:
+    # keyed by the wide key, its deletes' before images (the key and Debezium's defaults for the
+    # NOT NULL columns) are read as the key alone, and an update without before image keeps the
+    # TOAST value it did not carry (docs/source-keys.md)
+    "defaults_orders_no_key": ("ORDERS_DEFAULT_NO_KEY", True, True, "single", True, False),
 }
 
 T0 = time.time()
@@ -355,9 +360,10 @@ def widen_config(prefix, topic, source_keys, schemas, tasks, state):
     """widen's configuration as docs/debezium.md and docs/source-keys.md tell a user to write it:
     each table in source_keys (one without full before images: REPLICA IDENTITY DEFAULT) gets its
     own primary key (`primary-key: [payment_id]`), so that its deletes and updates are derived from
-    its stored rows: payments' and shipments' deletes carry no order_id, and a delete of an order
-    carries no order_version, without which its sequence group retracts nothing (Paimon's rule: a
-    retraction whose group sequence is NULL is skipped). Nothing else depends on Debezium's
+    its stored rows: payments' and shipments' deletes carry no order_id (Debezium writes 0 for the
+    NOT NULL column). orders, keyed by the wide key, reads the same either way (its delete's
+    defaults are not carried: the stored row's order_version orders it; scenario
+    defaults_orders_no_key runs it without its primary key). Nothing else depends on Debezium's
     settings (TOAST placeholders and schemas.enable=true keys are taken care of by the defaults:
     unavailable.value.placeholder, repartition: auto)."""
     src_fmt = ""
@@ -488,8 +494,8 @@ def main():
     psql("postgres", "CREATE DATABASE %s" % db)
     # ORDERS_DEFAULT: orders with PostgreSQL's default (its key only in a delete's before image, and
     # unchanged TOAST values as Debezium's placeholder), payments and shipments FULL
-    psql(db, SCHEMA.format(ri_orders="DEFAULT" if ri == "ORDERS_DEFAULT" else ri,
-                           ri="FULL" if ri == "ORDERS_DEFAULT" else ri))
+    orders_default = ri.startswith("ORDERS_DEFAULT")
+    psql(db, SCHEMA.format(ri_orders="DEFAULT" if orders_default else ri, ri="FULL" if orders_default else ri))
     wl = Workload(db, toast, seed=sum(name.encode()))
     wl.run([wl.insert_orders(NROWS)])  # the snapshot phase: present before the connector starts
     log("snapshot rows: %s" % psql(db, "SELECT (SELECT count(*) FROM shop.orders), (SELECT count(*) FROM "
