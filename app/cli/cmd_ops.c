@@ -59,7 +59,7 @@ static void fmt_time(int64_t ms, char *buf, size_t n) {
 /* ---- widen status ------------------------------------------------------------------------ */
 
 static void status_usage(FILE *f) {
-  fprintf(f, "usage: widen status --config FILE [--state-dir DIR] [--last N] [--no-kafka]\n"
+  fprintf(f, "usage: widen status --config FILE [--state-dir DIR] [--last N] [--no-kafka]  (or: widen status FILE ...)\n"
              "\n"
              "Prints the commit history (the last N commits, default 20, oldest first, one JSON object a line:\n"
              "number, time, mode, input and output offset ranges, records in, changes out, dead letters,\n"
@@ -138,6 +138,7 @@ int wd_cmd_status(int argc, char **argv) {
     default: status_usage(stderr); return 1;
     }
   }
+  if (!config && optind == argc - 1) config = argv[optind++]; /* `widen status FILE`, as run and rows */
   if (!config || optind != argc) {
     fprintf(stderr, "widen status: %s%s%s\n", config ? "unexpected argument '" : "--config FILE is required",
             config ? argv[optind] : "", config ? "'" : "");

@@ -64,6 +64,8 @@ Test(cli, a_missing_config_is_said_not_just_usage) {
   expect_says("replay --from beginning --state-dir /tmp/x", 1, "widen replay: --config FILE is required");
   expect_says("replay --config x.yaml", 1, "widen replay: --from beginning|TIMESTAMP is required");
   expect_says("status", 1, "widen status: --config FILE is required");
+  /* the file alone, as `widen run FILE` and `widen rows FILE` take it */
+  expect_says("status /nonexistent/x.yaml", 1, "widen status: C_CONFIG: /nonexistent/x.yaml: can not open");
   expect_says("changes --from 1 --to 2", 1, "widen changes: --config FILE is required");
   expect_says("changes --config x.yaml", 1, "widen changes: --from A and --to B are required");
 }
