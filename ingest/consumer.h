@@ -99,7 +99,9 @@ wd_error_t *wd_consumer_new(const wd_kafka_conf_t *conf, const char *const *topi
  * checked for every second inside the polls, and its partitions are assigned (on_assign called
  * for each) when it appears, as kafka-console-consumer waits; `widen tail`; WD_CONSUMER_ONE_TRY: in
  * assign mode the topics' metadata is retried for 10 s instead of 60 s, then E_KAFKA_METADATA, for
- * a one-shot reader that should not wait a minute for an absent broker; `widen changes`). */
+ * a one-shot reader that should not wait a minute for an absent broker (with the connect check
+ * before it, 11 s for a refused connection, up to 20 s for a host that does not answer); `widen
+ * changes`). */
 wd_error_t *wd_consumer_new_ex(const wd_kafka_conf_t *conf, const char *const *topics, size_t ntopics,
                                wd_consumer_assign_cb on_assign, void *ctx, unsigned flags, wd_consumer_t **out);
 

@@ -70,7 +70,7 @@ wd_error_t *wd_decode_debezium_json(const wd_source_t *src, const wd_schema_t *s
                    .before = before,
                    .after = after};
   /* PostgreSQL's REPLICA IDENTITY DEFAULT: a delete's before image is the key and defaults */
-  if (k == 3 && before && wd_jev_key_only_image(x, before->obj, &err) < 0) return wd_jev_finish(x, err);
+  if (k == 3 && before && wd_jev_key_only_image(x, before->obj) < 0) return wd_jev_finish(x, NULL);
   if (k == 2 && !before) wd_jev_note_update_without_before(x);
   wd_image_reader_t rd = wd_jev_reader(x, "before", "after");
   return wd_jev_finish(x, wd_event_emit(src, schema, meta, &rd, &ev, out));

@@ -1427,7 +1427,16 @@ static wd_error_t *wd_jev_begin_image(void *ctx, int image, const void *img) {
 static bool wd_jzero(const wd_jdoc_t *d, int i) {
   const char *p = d->js + d->t[i].start;
   size_t n = (size_t)(d->t[i].end - d->t[i].start);
-  if (d->t[i].type == JSMN_STRING) return n == 0 || (n == 4 && memcmp(p, "AA==", 4) == 0);
+  if (d->t[i].type == JSMN_STRING) { /* also the temporal types' fallbacks and an empty hstore */
+    static const char *const zs[] = {"AA==", "1970-01-01T00:00:00Z", "1970-01-01", "00:00:00Z", "{}"};
+    for (size_t k = 0; k < sizeof(zs) / sizeof(*zs); k++)
+      if (n == strlen(zs[k]) && memcmp(p, zs[k], n) == 0) return true;
+    return n == 0;
+  }
+  if (d->t[i].type == JSMN_OBJECT) { /* VariableScaleDecimal 0: {"scale":0,"value":"AA=="} */
+    int v = wd_jgets(d, i, "value"), sc = wd_jgets(d, i, "scale");
+    return d->t[i].size == 2 && v > 0 && sc > 0 && wd_jzero(d, v) && wd_jzero(d, sc);
+  }
   if (d->t[i].type != JSMN_PRIMITIVE) return false;
   if (n == 5 && memcmp(p, "false", 5) == 0) return true;
   bool digit = false;
@@ -1481,9 +1490,8 @@ void wd_jev_note_update_without_before(wd_jev_t *x) {
   if (wd_jev_postgres_key(x) && wd_jev_pk_outside_key(x)) x->out->flags |= WD_CHANGES_KEY_ONLY_BEFORE;
 }
 
-int wd_jev_key_only_image(wd_jev_t *x, int img, wd_error_t **err) {
+int wd_jev_key_only_image(wd_jev_t *x, int img) {
   const wd_jdoc_t *d = &x->doc;
-  *err = NULL;
   if (img <= 0 || d->t[img].type != JSMN_OBJECT || !wd_jev_postgres_key(x)) return 0;
   const wd_jdoc_t *k = &x->key;
   int nkey = 0, nzero = 0, j = img + 1;
@@ -1493,18 +1501,11 @@ int wd_jev_key_only_image(wd_jev_t *x, int img, wd_error_t **err) {
     else if (!wd_jis_null(d, j + 1)) return 0; /* a real value: a full image */
   }
   if (nkey != k->t[k->root].size || nzero == 0) return 0;
-  /* the wide row such a delete leaves is named by its key fields only */
-  const wd_source_col_t *c = wd_jev_pk_outside_key(x);
-  if (c) {
-    char key[96];
-    wd_tok_text(k, k->root, key, sizeof(key));
-    *err = wd_error_new(WD_ERR_RECORD, E_NO_KEY,
-                        "source '%s': a delete whose before image holds only the table's key %s, its other "
-                        "fields Debezium's defaults for NOT NULL columns (PostgreSQL's REPLICA IDENTITY DEFAULT): "
-                        "the wide table's key column '%s' (field '%s') is not in it, so the row the delete "
-                        "leaves is unknown. Declare the source's own primary-key (docs/source-keys.md) or set "
-                        "REPLICA IDENTITY FULL on the table",
-                        x->src->name, key, x->schema->cols[c->col].name, c->spec);
+  /* the wide row such a delete leaves is named by its key fields only: when a wide key column
+   * is read from another field, the row is unknown (the caller decides: dead letter, or nothing
+   * under ignore-delete) */
+  if (wd_jev_pk_outside_key(x)) {
+    x->out->flags |= WD_CHANGES_KEY_ONLY_BEFORE | WD_CHANGES_ROW_UNKNOWN;
     return -1;
   }
   x->key_only_img = img;

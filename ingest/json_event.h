@@ -71,14 +71,16 @@ void wd_jev_set_type_hints(wd_jev_t *x, int tok);
 /* Whether object img, the before image of a Debezium PostgreSQL delete (source.connector
  * "postgresql"), is the old key that REPLICA IDENTITY DEFAULT gives: every field of the Kafka
  * key (a JSON object, envelope or not) is in it, and every other field is null or its type's
- * zero (0, false, "", "AA=="), at least one a zero: Debezium fills NOT NULL columns it has no
- * value of with their default. Returns 1 and makes the image reader leave those zero fields out
- * (not carried: a retraction takes them from the stored row, as for a delete-without-sequence)
- * and sets WD_CHANGES_KEY_ONLY_BEFORE in the container's flags; 0 when the image is not that
- * (nothing changes); -1 with *err WD_ERR_RECORD "E_NO_KEY" when a column of the wide table's
- * primary key is read from a field outside the Kafka key (the delete's wide row is unknown: the
- * source needs its own primary-key). */
-int wd_jev_key_only_image(wd_jev_t *x, int img, wd_error_t **err);
+ * zero (0, false, "", "AA==", {"scale":0,"value":"AA=="}, "{}", or Debezium's fallback for a
+ * temporal type: "1970-01-01T00:00:00Z", "1970-01-01", "00:00:00Z"), at least one not null:
+ * Debezium fills NOT NULL columns it has no value of.
+ * Returns 1 and makes the image reader leave those fields out (not carried: a retraction takes
+ * them from the stored row, as for a delete-without-sequence) and sets WD_CHANGES_KEY_ONLY_BEFORE
+ * in the container's flags; 0 when the image is not that (nothing changes); -1 when a column of
+ * the wide table's primary key is read from a field outside the Kafka key: the delete's wide row
+ * is unknown (the source needs its own primary-key); the flags then have WD_CHANGES_ROW_UNKNOWN
+ * too, and the caller makes no records of the delete. */
+int wd_jev_key_only_image(wd_jev_t *x, int img);
 
 /* For an update without a before image: when the record is Debezium PostgreSQL's and a column of
  * the wide table's primary key is read from a field outside its Kafka key (the source is keyed by

@@ -281,6 +281,9 @@ typedef struct wd_kafka_meta {
  * defaults were left out of the record), or an update without a before image of a source keyed by
  * another column than the wide key (its moves cannot be retracted) */
 #define WD_CHANGES_KEY_ONLY_BEFORE 0x4u
+/* with WD_CHANGES_KEY_ONLY_BEFORE: that delete's wide key is not in the key it holds (the source is
+ * keyed by another column), so the wide row it leaves is unknown; no records were made of it */
+#define WD_CHANGES_ROW_UNKNOWN 0x8u
 
 /* The change records of one source message. Reusable: wd_changes_init once, then each decode
  * resets it and fills it; wd_changes_free at the end. The rows are owned by the container and

@@ -576,7 +576,8 @@ typedef struct {
   wd_entry_t before;
   wd_entry_t cur;
   bool touched;
-  bool retracted; /* a retraction (-U/-D) of the key came earlier in the message */
+  bool retracted; /* a retraction (-U/-D) of the key came earlier in the message, before any add */
+  bool added; /* an add (+I/+U) of the key came earlier in the message */
 } wd_touched_t;
 
 wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, void *ctx, wd_row_t *const *recs, size_t n,
@@ -625,7 +626,9 @@ wd_error_t *wd_message_apply(const wd_table_t *t, const wd_state_ops_t *ops, voi
     bool from_before = keys[k].retracted && wd_row_kind_is_add(recs[i]->kind);
     wd_row_t *filled =
         recs[i]->absent ? complete_from_entry(t, from_before ? &keys[k].before : &keys[k].cur, recs[i]) : NULL;
-    if (!wd_row_kind_is_add(recs[i]->kind)) keys[k].retracted = true;
+    /* only a retraction of the row as it was before the message (no add of the key before it) */
+    if (!wd_row_kind_is_add(recs[i]->kind) && !keys[k].added) keys[k].retracted = true;
+    if (wd_row_kind_is_add(recs[i]->kind)) keys[k].added = true;
     if (recs[i]->absent && !filled) {
       err = wd_error_nomem();
       goto done;

@@ -53,6 +53,8 @@ bool wd_table_has_ordering(const wd_table_t *t);
  * partial-update without sequence groups, ignore-delete and
  * partial-update.remove-record-on-delete. */
 bool wd_table_rejects_retractions(const wd_table_t *t);
+/* Whether the table has `ignore-delete: true` (every retraction is dropped; docs/merge-semantics.md). */
+bool wd_table_ignores_deletes(const wd_table_t *t);
 /* The number of sequence groups, and the name of group g (< that number): its sequence fields'
  * column names joined by ',' (the <f> of `fields.<f>.sequence-group`), borrowed from the schema
  * and written to buf[0..n) (truncated; always terminated). */

@@ -304,6 +304,7 @@ bool wd_table_has_ordering(const wd_table_t *t) { return t->has_ordering; }
 bool wd_table_rejects_retractions(const wd_table_t *t) {
   return t->engine == WD_ENGINE_PARTIAL_UPDATE && t->ngroups == 0 && !t->pu_remove_on_delete && !t->ignore_delete;
 }
+bool wd_table_ignores_deletes(const wd_table_t *t) { return t->ignore_delete; }
 size_t wd_table_seq_groups(const wd_table_t *t) { return t->ngroups; }
 void wd_table_seq_group_name(const wd_table_t *t, size_t g, char *buf, size_t n) {
   size_t at = 0;

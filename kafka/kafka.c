@@ -461,15 +461,18 @@ bool wd_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, const char *
     return false;
   }
   if (reason && strstr(reason, "Invalid response size")) {
-    /* librdkafka's advice ("increase receive.message.max.bytes") is wrong for the usual cause:
-     * the address is another server's (a database, an HTTP port) */
+    /* librdkafka advises raising receive.message.max.bytes; the usual cause is another server at
+     * the address (a database, an HTTP port) or a TLS listener read as plaintext. Said once per
+     * process at WARN (librdkafka retries the connection); the reachability state is left as it is */
+    static bool said;
     char where[512], why[160];
     wd_kafka_unreachable_text(rk, err, reason, where, sizeof(where), why, sizeof(why));
-    wd_log(*waiting ? WD_LOG_DEBUG : WD_LOG_WARN, module,
-           "%s does not answer in Kafka's protocol: is it a Kafka broker's address (kafka.bootstrap.servers)? "
+    wd_log(said ? WD_LOG_DEBUG : WD_LOG_WARN, module,
+           "%s does not answer in Kafka's protocol, or with more than receive.message.max.bytes: is it a Kafka "
+           "broker's address (kafka.bootstrap.servers), and does security.protocol match its listener? "
            "(librdkafka: %s); retrying",
            where, reason);
-    *waiting = true;
+    said = true;
     return false;
   }
   wd_log(WD_LOG_WARN, module, "%s: Kafka client error %s: %s", rd_kafka_name(rk),

@@ -59,15 +59,16 @@ static void fmt_time(int64_t ms, char *buf, size_t n) {
 /* ---- widen status ------------------------------------------------------------------------ */
 
 static void status_usage(FILE *f) {
-  fprintf(f, "usage: widen status --config FILE [--state-dir DIR] [--last N] [--no-kafka]  (or: widen status FILE ...)\n"
-             "\n"
-             "Prints the commit history (the last N commits, default 20, oldest first, one JSON object a line:\n"
-             "number, time, mode, input and output offset ranges, records in, changes out, dead letters,\n"
-             "duration), then per source partition whether this state directory holds it (owned), the position\n"
-             "stored with the state, the group's committed offset, the end offset and the lag (end - committed),\n"
-             "and the state's size. Works while\n"
-             "`widen run` runs: the state is opened read-only without its lock (a RocksDB secondary instance).\n"
-             "  --no-kafka   skip the group's offsets and the lag (no broker needed)\n");
+  fprintf(f,
+          "usage: widen status --config FILE [--state-dir DIR] [--last N] [--no-kafka]  (or: widen status FILE ...)\n"
+          "\n"
+          "Prints the commit history (the last N commits, default 20, oldest first, one JSON object a line:\n"
+          "number, time, mode, input and output offset ranges, records in, changes out, dead letters,\n"
+          "duration), then per source partition whether this state directory holds it (owned), the position\n"
+          "stored with the state, the group's committed offset, the end offset and the lag (end - committed),\n"
+          "and the state's size. Works while\n"
+          "`widen run` runs: the state is opened read-only without its lock (a RocksDB secondary instance).\n"
+          "  --no-kafka   skip the group's offsets and the lag (no broker needed)\n");
 }
 
 /* The kept history's time span and what keeps it (state.history-*), one line. */

@@ -376,6 +376,26 @@ static wd_error_t *route_changes(wd_batch_t *bt, size_t i, wd_bmsg_t *b, const w
              src->name, m->topic, m->partition, m->offset);
     bt->c.st->null_key_halves += bt->changes.null_key_halves;
   }
+  if (bt->changes.flags & WD_CHANGES_ROW_UNKNOWN) { /* no records were made of it */
+    if (!bt->restoring[i]) bt->c.st->key_only_before++;
+    if (wd_table_ignores_deletes(bt->c.table)) {
+      if (!bt->restoring[i]) bt->c.st->dropped++;
+      return NULL;
+    }
+    char key[160] = "";
+    for (size_t k = 0, at = 0; k < bt->schema->npk && at + 1 < sizeof(key); k++)
+      at +=
+          (size_t)snprintf(key + at, sizeof(key) - at, "%s%s", k ? ", " : "", bt->schema->cols[bt->schema->pk[k]].name);
+    b->err =
+        wd_error_new(WD_ERR_RECORD, E_NO_KEY,
+                     "%s[%d]@%" PRId64 ": source '%s': a delete whose before image holds only the table's key, its "
+                     "other fields Debezium's defaults for NOT NULL columns (PostgreSQL's REPLICA IDENTITY "
+                     "DEFAULT): the wide table's key (%s) is not in it, so the row the delete leaves is unknown. "
+                     "Declare the source's own primary-key (docs/source-keys.md) or set REPLICA IDENTITY FULL on "
+                     "the table",
+                     m->topic, m->partition, m->offset, src->name, key);
+    return NULL;
+  }
   if ((bt->changes.flags & WD_CHANGES_KEY_ONLY_BEFORE) && !bt->restoring[i]) {
     if (!bt->c.st->key_only_before)
       wd_log(WD_LOG_WARN, "pipeline",

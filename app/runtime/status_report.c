@@ -45,8 +45,6 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
              (long long)wd_state_disk_free_bytes());
   else if (idle && strcmp(idle, "all partitions are assigned to other members"))
     snprintf(why, sizeof(why), "no partitions: %s", idle);
-  else if (in->cons && wd_consumer_missing_topic(in->cons)) /* a misspelt topic leaves its columns empty */
-    snprintf(why, sizeof(why), "topic %s does not exist yet", wd_consumer_missing_topic(in->cons));
 
   /* the metrics: task states, restores, librdkafka's statistics */
   uint32_t *ids = calloc(nt + 1, sizeof(*ids));
@@ -97,12 +95,15 @@ void wd_status_report(const wd_status_inputs_t *in, wd_run_metrics_t *rm) {
   int64_t lag_sum = 0;
   for (size_t i = 0; i < in->nlags; i++) lag_sum += in->lags[i].offset;
   json_t *pl =
-      json_pack("{s:s?,s:s?,s:s?,s:s?,s:s,s:I,s:s,s:i,s:s?,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "table",
+      json_pack("{s:s?,s:s?,s:s?,s:s?,s:s,s:I,s:s,s:i,s:s?,s:s?,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}", "table",
                 in->table, "sink_topic", in->sink_topic, "group", in->group, "transactional_id", in->transactional_id,
                 "delivery", in->exactly_once ? "exactly-once" : "at-least-once", "commit_interval_ms",
                 (json_int_t)in->commit_interval_ms, "phase", in->stopping ? "stopping" : "running",
-                "assigned_partitions", in->cons ? wd_consumer_assigned_count(in->cons) : 0, "idle_reason", idle, "lag",
-                (json_int_t)lag_sum, "totals", "records_in", (json_int_t)(st ? st->records_in : 0), "changes_out",
+                "assigned_partitions", in->cons ? wd_consumer_assigned_count(in->cons) : 0, "idle_reason", idle,
+                /* a topic it reads that does not exist (a misspelt source topic, or one Debezium
+                 * creates with a table's first change): not a readiness matter, said here */
+                "missing_topic", in->cons ? wd_consumer_missing_topic(in->cons) : NULL, "lag", (json_int_t)lag_sum,
+                "totals", "records_in", (json_int_t)(st ? st->records_in : 0), "changes_out",
                 (json_int_t)(st ? st->changes_out : 0), "dead_letters", (json_int_t)(st ? st->dead_lettered : 0),
                 "skipped_tombstones", (json_int_t)(st ? st->skipped_tombstones : 0), "commits",
                 (json_int_t)(st ? st->commits : 0), "aborted_commits", (json_int_t)(st ? st->aborted_commits : 0),

@@ -213,8 +213,9 @@ Test(cli, a_server_that_is_not_kafka_is_named_as_such, .timeout = 120) {
     execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
     _exit(127);
   }
-  char want[160], line[2048];
-  snprintf(want, sizeof(want), "127.0.0.1:%d does not answer in Kafka's protocol: is it a Kafka broker's address",
+  char want[200], line[2048];
+  snprintf(want, sizeof(want),
+           "127.0.0.1:%d does not answer in Kafka's protocol, or with more than receive.message.max.bytes: is it",
            port);
   bool seen = false;
   for (int i = 0; i < 600 && !seen; i++, usleep(100 * 1000)) {
