@@ -34,6 +34,13 @@ const char *wd_error_id_text(wd_eid_t eid) {
   return eid > WD_EID_NONE && eid < WD_EID_UNLISTED ? wd_error_list[eid].id : "";
 }
 
+const char *wd_error_text(const wd_error_t *err) {
+  const char *m = err->message;
+  size_t idl = strlen(err->id);
+  if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+  return m;
+}
+
 wd_error_t *wd_error_makev(wd_err_class_t cls, wd_eid_t eid, const char *fmt, va_list ap) {
   wd_error_t *err = calloc(1, sizeof(*err));
   if (!err) return &wd_nomem_error;

@@ -58,6 +58,10 @@ wd_error_t *wd_error_makev(wd_err_class_t cls, wd_eid_t eid, const char *fmt, va
 /* The text of a listed id ("E_STOPPED" for WD_EID_E_STOPPED); "" for WD_EID_NONE or an id out of range. */
 const char *wd_error_id_text(wd_eid_t eid);
 
+/* err's message without its leading "ID: " (the text to build another message of the same id
+ * on), borrowed from err; the whole message when it has no id. */
+const char *wd_error_text(const wd_error_t *err);
+
 /* Returns a new error whose message is "prefix: <err's message>" keeping err's id and class;
  * takes ownership of err. */
 wd_error_t *wd_error_wrap(wd_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -498,13 +498,6 @@ static wd_error_t *wd_type_error(const wd_dbz_t *x, const wd_fld_t *f, int tok, 
   return err;
 }
 
-static const char *wd_err_text(const wd_error_t *e) {
-  const char *m = e->message;
-  size_t n = strlen(e->id);
-  if (n && strncmp(m, e->id, n) == 0 && m[n] == ':' && m[n + 1] == ' ') m += n + 2;
-  return m;
-}
-
 /* ---- token access --------------------------------------------------------------------------- */
 
 /* The unescaped text of string token i: into *p and *n (pointing into the message, or into the
@@ -825,7 +818,7 @@ static wd_error_t *wd_to_decimal(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_typ
   if (wd_decimal_fast(p, n, t->precision, t->scale, out)) return NULL;
   wd_error_t *perr = wd_decimal_parse(p, n, t->precision, t->scale, out);
   if (perr) {
-    err = wd_type_error(x, f, tok, "%s", wd_err_text(perr));
+    err = wd_type_error(x, f, tok, "%s", wd_error_text(perr));
     wd_error_destroy(perr);
   }
   return err;
@@ -1155,7 +1148,7 @@ static wd_error_t *wd_convert(wd_dbz_t *x, wd_fld_t *f, int tok, const wd_type_t
     wd_error_t *verr = wd_value_from_json(t, j, v);
     json_decref(j);
     if (verr) {
-      err = wd_type_error(x, f, tok, "%s", wd_err_text(verr));
+      err = wd_type_error(x, f, tok, "%s", wd_error_text(verr));
       wd_error_destroy(verr);
     }
     return err;

@@ -474,13 +474,10 @@ int wd_cmd_changes(int argc, char **argv) {
     /* a one-shot reader: an absent broker is reported after 10 s, not waited for */
     if ((err = wd_consumer_new_ex(&kc, &topic, 1, changes_on_assign, &ws, WD_CONSUMER_ONE_TRY, &cons))) {
       if (err->cls == WD_ERR_KAFKA && err->retriable) {
-        const char *m = err->message;
-        size_t idl = strlen(err->id);
-        if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
         wd_error_t *why = wd_error_make(err->cls, err->eid,
                                         "%s; widen changes reads the commits' changes back from the output topic %s "
                                         "at %s: is the broker up?",
-                                        m, topic, cfg->kafka.bootstrap_servers);
+                                        wd_error_text(err), topic, cfg->kafka.bootstrap_servers);
         if (why != wd_error_nomem()) {
           why->retriable = true;
           wd_error_destroy(err);

@@ -1068,11 +1068,8 @@ static wd_error_t *check_kafka_properties(const ld_t *ld, const wd_config_t *cfg
       wd_error_t *perr = wd_kafka_property_check(pr->key, pr->value ? pr->value : "", clients);
       if (!perr) continue;
       if (perr->cls != WD_ERR_CONFIG) return perr;
-      const char *m = perr->message;
-      size_t idl = strlen(perr->id);
-      if (idl && !strncmp(m, perr->id, idl) && !strncmp(m + idl, ": ", 2)) m += idl + 2;
       err = wd_error_make(WD_ERR_CONFIG, perr->eid, "%s:%d: %s.properties: %s", ld->file, pr->line,
-                          s ? "sink" : "kafka", m);
+                          s ? "sink" : "kafka", wd_error_text(perr));
       wd_error_destroy(perr);
       if (err == wd_error_nomem() || (err = ld_note(ld, err))) return err;
     }
@@ -1362,12 +1359,10 @@ wd_error_t *wd_config_load(const char *path, wd_config_t **out) {
     errs.first = NULL;
     if (errs.nmore) {
       wd_buf_putc(&errs.more, 0);
-      const char *m = err->message;
-      size_t idl = strlen(err->id);
-      if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
-      wd_error_t *all = wd_error_make(err->cls, err->eid, "%s\n  and %zu more error%s in this file:%s%s", m, errs.nmore,
-                                      errs.nmore > 1 ? "s" : "", errs.more.data ? (const char *)errs.more.data : "",
-                                      errs.nmore > 20 ? "\n  ..." : "");
+      wd_error_t *all =
+          wd_error_make(err->cls, err->eid, "%s\n  and %zu more error%s in this file:%s%s", wd_error_text(err),
+                        errs.nmore, errs.nmore > 1 ? "s" : "", errs.more.data ? (const char *)errs.more.data : "",
+                        errs.nmore > 20 ? "\n  ..." : "");
       if (all != wd_error_nomem()) {
         wd_error_destroy(err);
         err = all;
@@ -1429,9 +1424,7 @@ done:
 
 wd_error_t *wd_config_brokers_origin(const wd_config_t *cfg, wd_error_t *err) {
   if (!err || !cfg || !cfg->brokers_from_env || err->cls != WD_ERR_KAFKA) return err;
-  const char *m = err->message;
-  size_t idl = strlen(err->id);
-  if (idl && !strncmp(m, err->id, idl) && m[idl] == ':' && m[idl + 1] == ' ') m += idl + 2;
+  const char *m = wd_error_text(err);
   char file[600] = "";
   if (cfg->brokers_in_file)
     snprintf(file, sizeof(file), ", not from %s's kafka.bootstrap.servers '%s'", cfg->path, cfg->brokers_in_file);
